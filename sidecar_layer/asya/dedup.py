@@ -1,0 +1,81 @@
+"""Dropping duplicate deliveries of the same envelope at the same hop (SPEC §7).
+
+A hop is identified by actor, envelope id, route position and attempt: a retry is a new attempt, not
+a duplicate. Within one batch a set suffices. Across invocations, when `ASYA_IDEMPOTENCY_TABLE` is
+set, Powertools' DynamoDB persistence layer records each hop: *in progress* before the handler runs
+(expiring with the invocation, so a crash frees it), *completed* only after every output was sent,
+and deleted when sending failed so that the redelivery runs the hop again.
+
+The Powertools `@idempotent` decorators are not used because they mark completion when the decorated
+function returns, while a hop completes only after the batch's grouped sends succeed.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+
+class Claim(Enum):
+    NEW = "new"
+    DUPLICATE = "duplicate"  # the hop already completed: drop this delivery
+    IN_PROGRESS = "in_progress"  # another delivery is running it right now: retry this one later
+
+
+def hop_key(actor: str, envelope_id: str, position: int, attempt: int) -> dict[str, Any]:
+    return {"actor": actor, "id": envelope_id, "position": position, "attempt": attempt}
+
+
+class HopLedger:
+    """Claims hops before they run and settles them after their outputs were sent."""
+
+    def __init__(self, store: BasePersistenceLayer | None = None) -> None:
+        self._store = store
+        self._batch: dict[tuple[Any, ...], str] = {}
+
+    def start_batch(self) -> None:
+        self._batch.clear()
+
+    def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> Claim:
+        """Claim a hop for the record `claimant` (its SQS message id)."""
+        marker = tuple(key.values())
+        if marker in self._batch:
+            return Claim.DUPLICATE
+        self._batch[marker] = claimant
+        if self._store is None:
+            return Claim.NEW
+        from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
+        from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
+
+        try:
+            self._store.save_inprogress(data=key, remaining_time_in_millis=remaining_ms)
+        except IdempotencyItemAlreadyExistsError as exc:
+            record = exc.old_data_record or self._store.get_record(data=key)
+            if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
+                return Claim.DUPLICATE
+            return Claim.IN_PROGRESS
+        return Claim.NEW
+
+    def claimant(self, key: dict[str, Any]) -> str | None:
+        """The record of this batch that claimed the hop first: a duplicate shares its fate."""
+        return self._batch.get(tuple(key.values()))
+
+    def settle(self, key: dict[str, Any], sent: bool) -> None:
+        """Record the hop as done when its outputs went out; otherwise free it for the redelivery."""
+        if self._store is None:
+            return
+        if sent:
+            self._store.save_success(data=key, result={})
+        else:
+            self._store.delete_record(data=key, exception=RuntimeError("outputs not sent"))
+
+
+def dynamodb_store(table: str, ttl_seconds: int, namespace: str) -> BasePersistenceLayer:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+
+    store = DynamoDBPersistenceLayer(table_name=table)
+    store.configure(IdempotencyConfig(expires_after_seconds=ttl_seconds), key_prefix=f"asya-{namespace}")
+    return store

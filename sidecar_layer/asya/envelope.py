@@ -1,0 +1,180 @@
+"""The envelope: the unit of work that travels through the mesh carrying its own route (SPEC §2, §3).
+
+Parsing is the input boundary of every actor, so it is strict (ids, route and payload are checked)
+and it is the one place where the older route shapes (`{actors|steps, current}`) are converted:
+everything downstream sees only `route {prev, curr, next}`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Annotated, Any
+
+import orjson
+from asya.reasons import Reason
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
+
+
+class Phase(StrEnum):
+    """Lifecycle phase carried in `status.phase`."""
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    PAUSED = "paused"
+    CANCELED = "canceled"
+
+
+class Route(BaseModel):
+    """Where the envelope has been (`prev`), is (`curr`) and goes (`next`)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    prev: list[StrictStr] = Field(default_factory=list)
+    curr: StrictStr
+    next: list[StrictStr] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _convert_legacy_shapes(cls, data: Any) -> Any:
+        """Accept `{actors, current}` and `{steps, current}` from the two older generations."""
+        if not isinstance(data, dict) or "current" not in data:
+            return data
+        legacy_key = "actors" if "actors" in data else "steps" if "steps" in data else None
+        if legacy_key is None or set(data) != {legacy_key, "current"}:
+            return data
+        actors, current = data[legacy_key], data["current"]
+        if not isinstance(actors, list) or not isinstance(current, int) or isinstance(current, bool):
+            raise ValueError(f"legacy route needs a list '{legacy_key}' and an integer 'current'")
+        if not 0 <= current <= len(actors):
+            raise ValueError(f"legacy route 'current'={current} is outside '{legacy_key}' (length {len(actors)})")
+        return {
+            "prev": actors[:current],
+            "curr": actors[current] if current < len(actors) else "",
+            "next": actors[current + 1 :],
+        }
+
+    def shifted(self) -> Route:
+        """The route after `curr` has produced an output frame (SPEC §3)."""
+        return Route(
+            prev=[*self.prev, self.curr],
+            curr=self.next[0] if self.next else "",
+            next=self.next[1:],
+        )
+
+    @property
+    def position(self) -> int:
+        """Index of `curr` in the full route; stable while handlers rewrite `next`."""
+        return len(self.prev)
+
+
+class Status(BaseModel):
+    """Lifecycle information stamped by the gateway and updated by the sidecar at every hop."""
+
+    model_config = ConfigDict(extra="allow")
+
+    phase: Phase = Phase.PENDING
+    actor: StrictStr | None = None
+    attempt: Annotated[StrictInt, Field(ge=1)] = 1
+    max_attempts: Annotated[StrictInt, Field(ge=1)] | None = None
+    created_at: AwareDatetime | None = None
+    updated_at: AwareDatetime | None = None
+    deadline_at: AwareDatetime | None = None
+    reason: StrictStr | None = None
+    error: dict[str, Any] | None = None
+
+
+class Envelope(BaseModel):
+    """An envelope as it travels between actors. Unknown top-level fields are kept, not dropped."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: NonEmptyStr
+    parent_id: StrictStr | None = None
+    route: Route
+    headers: dict[str, Any] = Field(default_factory=dict)
+    status: Status | None = None
+    payload: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form. Built by hand so that `null`s inside the payload survive untouched."""
+        wire: dict[str, Any] = {"id": self.id}
+        if self.parent_id is not None:
+            wire["parent_id"] = self.parent_id
+        wire["route"] = {"prev": self.route.prev, "curr": self.route.curr, "next": self.route.next}
+        wire["headers"] = self.headers
+        if self.status is not None:
+            wire["status"] = self.status.model_dump(mode="json", exclude_none=True)
+        wire["payload"] = self.payload
+        if self.model_extra:
+            wire.update(self.model_extra)
+        return wire
+
+    def to_json(self) -> bytes:
+        """Serialize for SQS; raises `TypeError` when the payload is not JSON-serializable."""
+        return orjson.dumps(self.to_dict())
+
+
+class EnvelopeError(ValueError):
+    """The input could not become an envelope. `reason` tells a parse error from an invalid one."""
+
+    def __init__(self, reason: Reason, message: str, raw: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.raw = raw
+
+
+def parse_envelope(body: str | bytes) -> Envelope:
+    """Parse and validate an SQS message body; every failure becomes an `EnvelopeError`."""
+    try:
+        raw = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise EnvelopeError(Reason.PARSE_ERROR, f"message body is not valid JSON: {exc}", body) from exc
+    if not isinstance(raw, dict):
+        raise EnvelopeError(Reason.INVALID_ENVELOPE, f"envelope must be a JSON object, got {type(raw).__name__}", raw)
+    try:
+        return Envelope.model_validate(raw)
+    except ValidationError as exc:
+        raise EnvelopeError(Reason.INVALID_ENVELOPE, describe_validation_error(exc), raw) from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, each naming the field path, so a user can fix the input."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(root)"
+        problems.append(f"{location}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(moment: dt.datetime) -> str:
+    """RFC 3339 UTC with millisecond precision and a `Z`, the one timestamp format on the wire."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_rfc3339(text: str) -> dt.datetime | None:
+    """Parse a timestamp from a header; an unparseable or naive value counts as absent."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo is not None else None

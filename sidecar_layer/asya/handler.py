@@ -1,0 +1,165 @@
+"""Loading the user's handler from `ASYA_HANDLER` and running it in any of its styles (SPEC §5).
+
+Styles are told apart by what a call returns, not by inspecting the function: a plain value, a
+coroutine, a generator or an async generator. That keeps `functools.partial`, decorated functions and
+callable objects working without special cases. All styles go through one driver loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from asya.abi import AbiError, EnvelopeState, Frame, as_verb, deep_copy, frame_from_envelope
+
+HandlerMode = Literal["payload", "envelope"]
+Handler = Callable[[Any], Any]
+
+
+class HandlerConfigError(Exception):
+    """`ASYA_HANDLER` does not name a usable callable. Raised at the first invocation, loudly."""
+
+
+def load_handler(spec: str) -> Handler:
+    """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments)."""
+    parts = spec.split(".") if isinstance(spec, str) else []
+    if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+        raise HandlerConfigError(
+            f"ASYA_HANDLER must be 'module.function' or 'module.Class.method', got {spec!r}"
+        )
+    module, attributes = _import_longest_prefix(parts, spec)
+    target: Any = module
+    owner_path = module.__name__
+    for name in attributes:
+        if inspect.isclass(target):
+            target = _instantiate(target, owner_path, spec)
+        try:
+            target = getattr(target, name)
+        except AttributeError:
+            raise HandlerConfigError(f"{owner_path!r} has no attribute {name!r} (ASYA_HANDLER={spec!r})") from None
+        owner_path = f"{owner_path}.{name}"
+    if inspect.isclass(target) or not callable(target):
+        raise HandlerConfigError(f"ASYA_HANDLER={spec!r} names {type(target).__name__}, not a function or method")
+    return target  # type: ignore[no-any-return]
+
+
+def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]:
+    """Import the longest importable module prefix; a module that fails inside is reported as such."""
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            return importlib.import_module(module_name), parts[split:]
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if module_name != missing and not module_name.startswith(missing + "."):
+                raise HandlerConfigError(
+                    f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}"
+                ) from exc
+        except Exception as exc:
+            raise HandlerConfigError(
+                f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    raise HandlerConfigError(f"module {parts[0]!r} of ASYA_HANDLER={spec!r} not found")
+
+
+def _instantiate(cls: type, path: str, spec: str) -> Any:
+    try:
+        return cls()
+    except Exception as exc:
+        raise HandlerConfigError(
+            f"class {path!r} of ASYA_HANDLER={spec!r} could not be created with no arguments: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+@dataclass(slots=True)
+class HandlerOutput:
+    """What one handler call produced. `frames == []` means "nothing more to do" (returned `None`)."""
+
+    frames: list[Frame]
+
+
+class _EventLoops(threading.local):
+    """One event loop per thread, reused across messages: creating one per call costs more than a hop."""
+
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        if self.loop is None or self.loop.is_closed():
+            self.loop = asyncio.new_event_loop()
+        return self.loop
+
+
+_loops = _EventLoops()
+
+
+def discard_event_loop() -> None:
+    """After a timeout the loop may still hold the abandoned handler's tasks: cancel them, start afresh."""
+    loop, _loops.loop = _loops.loop, None
+    if loop is not None and not loop.is_running():
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+
+
+def invoke(handler: Handler, state: EnvelopeState, mode: HandlerMode) -> HandlerOutput:
+    """Call the handler on the payload (or envelope) and collect its frames; exceptions propagate."""
+    argument = state.payload if mode == "payload" else deep_copy(state.as_dict())
+    result = handler(argument)
+    if inspect.iscoroutine(result):
+        result = _loops.get().run_until_complete(result)
+    if inspect.isgenerator(result) or inspect.isasyncgen(result):
+        return HandlerOutput(_drive(result, state, mode))
+    if result is None:
+        return HandlerOutput([])
+    return HandlerOutput([_to_frame(state, result, mode)])
+
+
+def _to_frame(state: EnvelopeState, value: Any, mode: HandlerMode) -> Frame:
+    return state.capture(value) if mode == "payload" else frame_from_envelope(state, value)
+
+
+def _drive(generator: Any, state: EnvelopeState, mode: HandlerMode) -> list[Frame]:
+    """Run a (sync or async) generator to the end, answering verbs and collecting yielded outputs."""
+    step = _async_stepper(generator) if inspect.isasyncgen(generator) else generator
+    frames: list[Frame] = []
+    reply: Any = None
+    error: AbiError | None = None
+    while True:
+        try:
+            item = step.throw(error) if error is not None else step.send(reply)
+        except StopIteration:
+            return frames
+        reply, error = None, None
+        verb = as_verb(item)
+        if verb is None:
+            frames.append(_to_frame(state, item, mode))
+            continue
+        try:
+            reply = state.apply(verb)
+        except AbiError as exc:
+            error = exc
+
+
+class _async_stepper:  # noqa: N801 - reads as a function at the call site
+    """Steps an async generator from sync code with the thread's loop, one `yield` at a time."""
+
+    def __init__(self, generator: Any) -> None:
+        self._generator = generator
+        self._loop = _loops.get()
+
+    def send(self, value: Any) -> Any:
+        return self._step(self._generator.asend(value))
+
+    def throw(self, error: BaseException) -> Any:
+        return self._step(self._generator.athrow(error))
+
+    def _step(self, awaitable: Any) -> Any:
+        try:
+            return self._loop.run_until_complete(awaitable)
+        except StopAsyncIteration:
+            raise StopIteration from None

@@ -1,0 +1,213 @@
+"""One hop: what the sidecar does with one SQS record, up to (not including) sending.
+
+The result is a `HopPlan`: the envelopes to send and how to settle the record afterwards. Every
+outcome of SPEC §6 is decided here, in the order the checks must run: parse, route, due time,
+duplicate, deadline, handler, resiliency.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from asya import routing
+from asya.abi import EnvelopeState
+from asya.config import SidecarConfig
+from asya.dedup import Claim, HopLedger, hop_key
+from asya.envelope import Envelope, EnvelopeError, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.handler import Handler, discard_event_loop, invoke
+from asya.reasons import Reason
+from asya.resiliency import Retry, decide
+from asya.routing import FIRST_ATTEMPT_HEADER, Outbound, error_details
+from asya.telemetry import Telemetry
+from asya.timeouts import TimedOut, run_with_timeout
+from aws_lambda_powertools.metrics import MetricUnit
+
+_TRUNCATED_PREVIEW_CHARS = 4_096
+
+
+@dataclass(slots=True)
+class HopPlan:
+    """The outcome of one record: envelopes to send, or an instruction to let SQS redeliver it."""
+
+    message_id: str
+    outbound: list[Outbound] = field(default_factory=list)
+    bodies: list[str] = field(default_factory=list)
+    key: dict[str, Any] | None = None
+    redeliver: bool = False
+    follows: str | None = None  # in-batch duplicate: shares the fate of this record
+
+
+class HopRunner:
+    def __init__(self, config: SidecarConfig, handler: Handler, ledger: HopLedger, telemetry: Telemetry) -> None:
+        self.config = config
+        self.handler = handler
+        self.ledger = ledger
+        self.telemetry = telemetry
+
+    def run(self, message_id: str, body: str, remaining_ms: int | None) -> HopPlan:
+        telemetry = self.telemetry
+        started = time.perf_counter()
+        now = utc_now()
+        telemetry.count("MessagesReceived")
+        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, len(body))
+        plan = HopPlan(message_id)
+        try:
+            envelope = parse_envelope(body)
+        except EnvelopeError as exc:
+            plan.outbound.append(
+                routing.raw_to_sump(exc.raw, message_id, self.config.actor, exc.reason, error_details(None, str(exc)), now)
+            )
+            return self._finish(plan, None, "sumped", started)
+        telemetry.logger.set_correlation_id(envelope.id)
+        outcome = self._route(envelope, plan, now, remaining_ms)
+        return self._finish(plan, envelope, outcome, started)
+
+    def _route(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, remaining_ms: int | None) -> str:
+        actor = self.config.actor
+        if envelope.route.curr != actor:
+            message = f"route.curr is {envelope.route.curr!r} but this actor is {actor!r}"
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now))
+            return "sumped"
+        early = routing.defer_if_early(envelope, actor, now)
+        if early is not None:
+            plan.outbound.append(early)
+            return "deferred"
+        lambda_left = None if remaining_ms is None else remaining_ms / 1000 - self.config.lambda_margin
+        if lambda_left is not None and lambda_left <= 0:
+            plan.redeliver = True  # not started: too little invocation time left to run it safely
+            return "redelivered"
+        attempt = envelope.status.attempt if envelope.status else 1
+        key = hop_key(actor, envelope.id, envelope.route.position, attempt)
+        claim = self.ledger.claim(key, plan.message_id, remaining_ms)
+        if claim is Claim.DUPLICATE:
+            first = self.ledger.claimant(key)
+            plan.follows = first if first != plan.message_id else None
+            return "duplicate"
+        if claim is Claim.IN_PROGRESS:
+            plan.redeliver = True
+            return "redelivered"
+        plan.key = key
+        deadline = envelope.status.deadline_at if envelope.status else None
+        if deadline is not None and deadline <= now:
+            details = error_details(None, f"deadline {rfc3339(deadline)} passed before {actor} could start")
+            plan.outbound.append(routing.fail(envelope, actor, Reason.TIMEOUT, details, now))
+            return "failed"
+        envelope.headers.setdefault(FIRST_ATTEMPT_HEADER, rfc3339(now))
+        limit = _tightest(
+            self.config.actor_timeout,
+            None if deadline is None else (deadline - now).total_seconds(),
+            lambda_left,
+        )
+        return self._call_handler(envelope, plan, now, limit)
+
+    def _call_handler(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, limit: float | None) -> str:
+        actor = self.config.actor
+        state = EnvelopeState(
+            id=envelope.id,
+            parent_id=envelope.parent_id,
+            prev=list(envelope.route.prev),
+            curr=envelope.route.curr,
+            next=list(envelope.route.next),
+            headers=dict(envelope.headers),
+            status=envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {},
+            payload=envelope.payload,
+            on_fly=self._on_fly,
+        )
+        handler_started = time.perf_counter()
+        try:
+            output = run_with_timeout(lambda: invoke(self.handler, state, self.config.handler_mode), limit)
+        except TimedOut as exc:
+            discard_event_loop()
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, error_details(exc), now))
+            return "sumped"
+        except Exception as exc:  # noqa: BLE001 - any handler error goes through the resiliency policy
+            return self._on_handler_error(envelope, plan, exc)
+        except (SystemExit, GeneratorExit) as exc:
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
+            return "sumped"
+        finally:
+            self.telemetry.observe(
+                "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
+            )
+        if not output.frames:
+            plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
+            return "completed"
+        plan.outbound.extend(routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames))
+        return "forwarded"
+
+    def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> str:
+        actor = self.config.actor
+        now = utc_now()
+        policy = self.config.resiliency.policy_for(error)
+        attempt = envelope.status.attempt if envelope.status else 1
+        first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
+        decision = decide(policy, attempt, first_attempt, now)
+        if isinstance(decision, Retry) and policy is not None:
+            self.telemetry.count("Retries")
+            plan.outbound.append(
+                routing.retry(envelope, actor, decision.attempt, policy.max_attempts, decision.delay, now)
+            )
+            return "retried"
+        self.telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
+        plan.outbound.append(
+            routing.fail(envelope, actor, Reason(decision.reason), error_details(error), now, decision.on_exhausted)
+        )
+        return "failed"
+
+    def _on_fly(self, event: Any) -> None:
+        self.telemetry.logger.debug("fly event", extra={"fly": event})
+
+    def _finish(self, plan: HopPlan, envelope: Envelope | None, outcome: str, started: float) -> HopPlan:
+        self._serialize(plan, envelope)
+        for outbound in plan.outbound:
+            if _carries_error_payload(outbound):
+                self.telemetry.count("MessagesFailed", "reason", outbound.wire["status"].get("reason", "unknown"))
+        self.telemetry.count("MessagesProcessed", "outcome", outcome)
+        self.telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
+        return plan
+
+    def _serialize(self, plan: HopPlan, envelope: Envelope | None) -> None:
+        """Turn outputs into bodies; an unserializable or oversized output sends the hop to x-sump instead."""
+        limit = self.config.max_message_bytes
+        try:
+            bodies = [orjson.dumps(outbound.wire).decode() for outbound in plan.outbound]
+        except TypeError as exc:
+            assert envelope is not None  # raw_to_sump only carries parsed JSON, which always serializes
+            self._replace_with_sump(plan, envelope, Reason.UNSERIALIZABLE_OUTPUT, error_details(exc))
+            return
+        for index, body in enumerate(bodies):
+            size = len(body.encode())
+            if size <= limit:
+                continue
+            if _carries_error_payload(plan.outbound[index]):
+                bodies[index] = _preview_original_payload(plan.outbound[index].wire, size)
+            elif envelope is not None:
+                message = f"output {index} is {size} bytes, over the {limit}-byte SQS message limit"
+                self._replace_with_sump(plan, envelope, Reason.OVERSIZED_OUTPUT, error_details(None, message))
+                return
+        plan.bodies = bodies
+
+    def _replace_with_sump(self, plan: HopPlan, envelope: Envelope, reason: Reason, details: dict[str, Any]) -> None:
+        plan.outbound = [routing.to_sump(envelope, self.config.actor, reason, details, utc_now())]
+        self._serialize(plan, envelope)
+
+
+def _carries_error_payload(outbound: Outbound) -> bool:
+    return bool(outbound.wire.get("status", {}).get("phase") == "failed")
+
+
+def _preview_original_payload(wire: dict[str, Any], size: int) -> str:
+    """A failure must still be delivered: keep the error, replace the original payload by a preview."""
+    preview = orjson.dumps(wire["payload"].get("original_payload")).decode()[:_TRUNCATED_PREVIEW_CHARS]
+    wire["payload"]["original_payload"] = {"truncated": True, "size_bytes": size, "preview": preview}
+    return orjson.dumps(wire).decode()
+
+
+def _tightest(*limits: float | None) -> float | None:
+    present = [limit for limit in limits if limit is not None]
+    return min(present) if present else None

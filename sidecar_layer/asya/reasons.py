@@ -1,0 +1,26 @@
+"""Why an envelope ended where it did: `status.reason`, and (in snake_case) the error payload's `error`."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    COMPLETED = "Completed"
+    POLICY_EXHAUSTED = "PolicyExhausted"
+    RUNTIME_ERROR = "RuntimeError"
+    POLICY_ROUTED = "PolicyRouted"
+    TIMEOUT = "Timeout"
+    PARSE_ERROR = "ParseError"
+    INVALID_ENVELOPE = "InvalidEnvelope"
+    ROUTE_MISMATCH = "RouteMismatch"
+    HANDLER_TIMEOUT = "HandlerTimeout"
+    UNSERIALIZABLE_OUTPUT = "UnserializableOutput"
+    OVERSIZED_OUTPUT = "OversizedOutput"
+    RUNTIME_CRASH = "RuntimeCrash"
+
+    @property
+    def code(self) -> str:
+        """`PolicyExhausted` → `policy_exhausted`."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.value).lower()

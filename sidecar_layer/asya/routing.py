@@ -1,0 +1,199 @@
+"""The routing table (SPEC §6): where each outcome of a hop sends the envelope, and in what shape.
+
+| outcome                                   | function           | destination          | route     |
+|-------------------------------------------|--------------------|----------------------|-----------|
+| output frame (`next` empty → x-sink)      | `forward`          | next actor / x-sink  | shifted   |
+| handler returned `None`                   | `finish_unshifted` | x-sink               | unchanged |
+| handler raised, policy retries            | `retry`            | own queue, delayed   | unchanged |
+| handler raised, no retry left / no policy | `fail`             | x-sink               | unchanged |
+| ... with `on_exhausted: [actors]`         | `fail`             | first of those       | replaced  |
+| `status.deadline_at` already passed       | `fail` (Timeout)   | x-sink               | unchanged |
+| infrastructure error                      | `to_sump`          | x-sump               | unchanged |
+
+Every function returns an `Outbound` holding the wire form of the envelope; nothing here sends.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import traceback
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from asya.abi import Frame
+from asya.config import SINK, SUMP
+from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
+from asya.reasons import Reason
+from asya.tracecontext import continue_trace
+from asya.transport import SQS_MAX_DELAY_SECONDS
+
+FIRST_ATTEMPT_HEADER = "x-asya-first-attempt"
+NOT_BEFORE_HEADER = "x-asya-not-before"
+TRACEBACK_LIMIT_CHARS = 8_192
+MESSAGE_LIMIT_CHARS = 2_048
+_HOP_HEADERS = frozenset({FIRST_ATTEMPT_HEADER, NOT_BEFORE_HEADER})  # belong to one actor's attempts
+
+
+class Kind(StrEnum):
+    """Destination kinds, used as a metric dimension."""
+
+    ACTOR = "actor"
+    SELF = "self"
+    SINK = "sink"
+    SUMP = "sump"
+
+
+@dataclass(slots=True)
+class Outbound:
+    destination: str
+    kind: Kind
+    wire: dict[str, Any]
+    delay: float = 0.0
+
+
+def error_details(error: BaseException | None, message: str | None = None) -> dict[str, Any]:
+    """`{message, type, mro, traceback}` for the error payload and `status.error`, bounded in size so
+    that an error quoting its input cannot push the failure envelope over the SQS limit."""
+    if error is None:
+        return {"message": (message or "")[:MESSAGE_LIMIT_CHARS], "type": None, "mro": [], "traceback": None}
+    trace = "".join(traceback.format_exception(error))
+    return {
+        "message": (message or str(error) or type(error).__name__)[:MESSAGE_LIMIT_CHARS],
+        "type": type(error).__name__,
+        "mro": [f"{cls.__module__}.{cls.__qualname__}" for cls in type(error).__mro__],
+        "traceback": trace[-TRACEBACK_LIMIT_CHARS:],
+    }
+
+
+def error_payload(reason: Reason, details: dict[str, Any], original_payload: Any) -> dict[str, Any]:
+    return {"error": reason.code, "details": details, "original_payload": original_payload}
+
+
+def child_id(parent: Envelope, index: int) -> str:
+    """Id of fan-out output `index` (≥ 1): a version-4-format UUID derived from the hop, not drawn at
+    random, so that re-running the same hop after a redelivery yields the same ids and the next actor
+    can drop the duplicates."""
+    attempt = parent.status.attempt if parent.status else 1
+    seed = f"{parent.id}\x1f{parent.route.position}\x1f{attempt}\x1f{index}".encode()
+    return str(uuid.UUID(bytes=hashlib.sha256(seed).digest()[:16], version=4))
+
+
+def _status(envelope: Envelope, now: dt.datetime, **changes: Any) -> dict[str, Any]:
+    status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
+    status.setdefault("created_at", rfc3339(now))
+    status.update(updated_at=rfc3339(now), **changes)
+    return {key: value for key, value in status.items() if value is not None}
+
+
+def _wire(envelope: Envelope, **fields: Any) -> dict[str, Any]:
+    wire = envelope.to_dict()
+    wire.update(fields)
+    if wire.get("parent_id") is None:
+        wire.pop("parent_id", None)
+    return wire
+
+
+def forward(envelope: Envelope, frame: Frame, index: int, actor: str, now: dt.datetime) -> Outbound:
+    """An output frame: shift the route and go to the new `curr`, or to x-sink when the route is done."""
+    prev = [*envelope.route.prev, envelope.route.curr]
+    curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
+    headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
+    status = {**frame.status, **_status(envelope, now)}
+    if curr:
+        status.update(phase=Phase.PROCESSING.value, actor=curr, attempt=1)
+    else:
+        status.update(phase=Phase.SUCCEEDED.value, actor=actor, reason=Reason.COMPLETED.value)
+    status.pop("max_attempts", None)
+    wire = _wire(
+        envelope,
+        id=envelope.id if index == 0 else child_id(envelope, index),
+        parent_id=envelope.parent_id if index == 0 else envelope.id,
+        route={"prev": prev, "curr": curr, "next": rest},
+        headers=headers,
+        status=status,
+        payload=frame.payload,
+    )
+    return Outbound(curr or SINK, Kind.ACTOR if curr else Kind.SINK, wire)
+
+
+def finish_unshifted(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound:
+    """The handler returned `None`: nothing more to do; x-sink receives the envelope as it came."""
+    status = _status(envelope, now, phase=Phase.SUCCEEDED.value, actor=actor, reason=Reason.COMPLETED.value)
+    return Outbound(SINK, Kind.SINK, _wire(envelope, headers=continue_trace(envelope.headers), status=status))
+
+
+def retry(envelope: Envelope, actor: str, attempt: int, max_attempts: int, delay: float, now: dt.datetime) -> Outbound:
+    """Back to the actor's own queue with a delay; past SQS's 15-minute cap, `x-asya-not-before`
+    carries the real due time and the envelope goes round the queue until then (`defer_if_early`)."""
+    status = _status(
+        envelope, now, phase=Phase.RETRYING.value, actor=actor, attempt=attempt, max_attempts=max_attempts
+    )
+    headers = {k: v for k, v in envelope.headers.items() if k != NOT_BEFORE_HEADER}
+    if delay > SQS_MAX_DELAY_SECONDS:
+        headers[NOT_BEFORE_HEADER] = rfc3339(now + dt.timedelta(seconds=delay))
+    wire = _wire(envelope, headers=headers, status=status)
+    return Outbound(actor, Kind.SELF, wire, delay=min(delay, SQS_MAX_DELAY_SECONDS))
+
+
+def defer_if_early(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound | None:
+    """An envelope that arrives before its `x-asya-not-before` goes round again, for at most 15 minutes."""
+    due_text = envelope.headers.get(NOT_BEFORE_HEADER)
+    due = parse_rfc3339(due_text) if isinstance(due_text, str) else None
+    if due is None or due <= now:
+        return None
+    remaining = (due - now).total_seconds()
+    return Outbound(actor, Kind.SELF, envelope.to_dict(), delay=min(remaining, SQS_MAX_DELAY_SECONDS))
+
+
+def fail(
+    envelope: Envelope,
+    actor: str,
+    reason: Reason,
+    details: dict[str, Any],
+    now: dt.datetime,
+    on_exhausted: list[str] | None = None,
+) -> Outbound:
+    """A handled failure: x-sink with phase `failed`, or the first `on_exhausted` actor."""
+    status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
+    payload = error_payload(reason, details, envelope.payload)
+    if on_exhausted:
+        status["reason"] = Reason.POLICY_ROUTED.value
+        route = {"prev": [*envelope.route.prev, envelope.route.curr], "curr": on_exhausted[0], "next": on_exhausted[1:]}
+        wire = _wire(envelope, route=route, status=status, payload=error_payload(Reason.POLICY_ROUTED, details, envelope.payload))
+        return Outbound(on_exhausted[0], Kind.ACTOR, wire)
+    return Outbound(SINK, Kind.SINK, _wire(envelope, status=status, payload=payload))
+
+
+def to_sump(envelope: Envelope, actor: str, reason: Reason, details: dict[str, Any], now: dt.datetime) -> Outbound:
+    """An infrastructure error: straight to x-sump, bypassing resiliency."""
+    status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
+    return Outbound(SUMP, Kind.SUMP, _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload)))
+
+
+def raw_to_sump(
+    raw: Any, message_id: str, actor: str, reason: Reason, details: dict[str, Any], now: dt.datetime
+) -> Outbound:
+    """A message that is not a valid envelope still reaches x-sump, keeping whatever can be kept."""
+    document = raw if isinstance(raw, dict) else {}
+    raw_id = document.get("id")
+    route = document.get("route")
+    route_ok = isinstance(route, dict) and isinstance(route.get("curr"), str)
+    wire = {
+        "id": raw_id if isinstance(raw_id, str) and raw_id else f"sqs-{message_id}",
+        "route": route if route_ok else {"prev": [], "curr": "", "next": []},
+        "headers": document.get("headers") if isinstance(document.get("headers"), dict) else {},
+        "status": {
+            "phase": Phase.FAILED.value,
+            "actor": actor,
+            "attempt": 1,
+            "created_at": rfc3339(now),
+            "updated_at": rfc3339(now),
+            "reason": reason.value,
+            "error": details,
+        },
+        "payload": error_payload(reason, details, raw),
+    }
+    return Outbound(SUMP, Kind.SUMP, wire)

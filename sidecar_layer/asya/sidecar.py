@@ -1,0 +1,116 @@
+"""The Lambda entry point of every actor: `asya.lambda_handler`.
+
+One invocation is one SQS batch. Each record becomes a hop plan (`asya.hop`) under Powertools'
+`BatchProcessor`; then every envelope the batch produced is sent with `SendMessageBatch`, grouped by
+destination queue, failed entries retried. A record is reported as a batch item failure only when its
+outcome could not be sent (or it must run again later); everything routed, x-sump included, is done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.config import SidecarConfig
+from asya.dedup import HopLedger, dynamodb_store
+from asya.handler import load_handler
+from asya.hop import HopPlan, HopRunner
+from asya.telemetry import Telemetry
+from asya.transport import OutgoingMessage, SqsTransport, Transport
+
+_SEND_BACKOFF_SECONDS = 0.05
+
+
+class Sidecar:
+    def __init__(self, config: SidecarConfig, transport: Transport | None = None) -> None:
+        self.config = config
+        self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes)
+        self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
+        store = (
+            dynamodb_store(config.idempotency_table, config.idempotency_ttl, config.namespace)
+            if config.idempotency_table
+            else None
+        )
+        self.ledger = HopLedger(store)
+        self.hops = HopRunner(config, load_handler(config.handler), self.ledger, self.telemetry)
+        self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        self._entry = self.telemetry.logger.inject_lambda_context(self._handle)
+        if self.telemetry.tracer is not None:
+            self._entry = self.telemetry.tracer.capture_lambda_handler(self._entry)
+
+    def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        """Process one SQS event; `context` may be omitted outside Lambda (no time limit from it)."""
+        return self._entry(event, context) if context is not None else self._handle(event, None)
+
+    def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        records = event.get("Records", [])
+        self.ledger.start_batch()
+
+        def on_record(record: SQSRecord) -> HopPlan:
+            remaining = context.get_remaining_time_in_millis() if context is not None else None
+            return self.hops.run(record.message_id, record.body, remaining)
+
+        try:
+            with self._processor(records=records, handler=on_record, lambda_context=context):
+                results = self._processor.process()
+            plans = [result for status, result, _ in results if status == "success"]
+            failed = {item["itemIdentifier"] for item in self._processor.response()["batchItemFailures"]}
+            failed |= self._send(plans)
+            failed |= {plan.message_id for plan in plans if plan.redeliver}
+            failed |= {plan.message_id for plan in plans if plan.follows in failed}
+            for plan in plans:
+                if plan.key is not None:
+                    self.ledger.settle(plan.key, sent=plan.message_id not in failed)
+        finally:
+            self.telemetry.flush()
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
+
+    def _send(self, plans: list[HopPlan]) -> set[str]:
+        """Send every plan's envelopes grouped by queue; return the records whose envelopes did not all go."""
+        owners: dict[str, str] = {}
+        pending: dict[str, list[OutgoingMessage]] = defaultdict(list)
+        kinds: dict[str, str] = {}
+        for record_index, plan in enumerate(plans):
+            for index, (outbound, body) in enumerate(zip(plan.outbound, plan.bodies, strict=True)):
+                entry_id = f"{record_index}-{index}"
+                owners[entry_id] = plan.message_id
+                kinds[entry_id] = outbound.kind.value
+                queue = self.config.queue_name(outbound.destination)
+                pending[queue].append(OutgoingMessage(entry_id, body, int(round(outbound.delay))))
+        for attempt in range(self.config.send_attempts):
+            if attempt:
+                time.sleep(_SEND_BACKOFF_SECONDS * 2 ** (attempt - 1))
+            retry: dict[str, list[OutgoingMessage]] = {}
+            for queue, messages in pending.items():
+                failed_ids = self.transport.send(queue, messages)
+                for message in messages:
+                    if message.entry_id not in failed_ids:
+                        self.telemetry.count("MessagesSent", "destination", kinds[message.entry_id])
+                if failed_ids:
+                    retry[queue] = [m for m in messages if m.entry_id in failed_ids]
+            pending = retry
+            if not pending:
+                return set()
+        unsent = {owners[m.entry_id] for messages in pending.values() for m in messages}
+        self.telemetry.log_failure("envelopes could not be sent; records left for redelivery", records=sorted(unsent))
+        return unsent
+
+
+_sidecar: Sidecar | None = None
+
+
+def configure(config: SidecarConfig | None = None, transport: Transport | None = None) -> Sidecar:
+    """(Re)build the sidecar behind `lambda_handler`, e.g. for tests or another transport."""
+    global _sidecar
+    _sidecar = Sidecar(config or SidecarConfig.from_env(), transport)
+    return _sidecar
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Entry point of every actor's Lambda function; built from the environment at the first call."""
+    sidecar = _sidecar or configure()
+    return sidecar.handle(event, context)

@@ -1,0 +1,102 @@
+"""Sending envelopes to queues.
+
+`SqsTransport` is what runs on AWS and against the local endpoint (boto3 reads `AWS_ENDPOINT_URL`).
+`MemoryTransport` keeps messages in process: for unit tests of actors and for measuring the
+sidecar without a network. Both take whole groups of messages, so callers never send one at a time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from types_boto3_sqs.client import SQSClient
+
+SQS_BATCH_ENTRIES = 10
+SQS_MAX_DELAY_SECONDS = 900
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    entry_id: str
+    body: str
+    delay_seconds: int = 0
+
+
+class Transport(Protocol):
+    def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
+        """Send to the named queue; return the entry ids that could not be sent."""
+        ...
+
+
+class SqsTransport:
+    """`SendMessageBatch` in chunks of at most 10 entries and at most `max_batch_bytes` of bodies."""
+
+    def __init__(self, client: SQSClient | None = None, max_batch_bytes: int = 1_048_576) -> None:
+        self._client = client
+        self._max_batch_bytes = max_batch_bytes
+        self._queue_urls: dict[str, str] = {}
+
+    @property
+    def client(self) -> SQSClient:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client("sqs", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+        return self._client
+
+    def queue_url(self, queue: str) -> str:
+        """Resolved once per execution environment: a lookup per send would double the API calls."""
+        url = self._queue_urls.get(queue)
+        if url is None:
+            url = self._queue_urls[queue] = self.client.get_queue_url(QueueName=queue)["QueueUrl"]
+        return url
+
+    def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
+        try:
+            url = self.queue_url(queue)
+        except Exception:  # noqa: BLE001 - a queue that cannot be resolved fails its messages, retried later
+            return {message.entry_id for message in messages}
+        failed: set[str] = set()
+        for chunk in _chunks(messages, self._max_batch_bytes):
+            entries: list[Any] = [
+                {"Id": m.entry_id, "MessageBody": m.body, "DelaySeconds": m.delay_seconds} for m in chunk
+            ]
+            try:
+                response = self.client.send_message_batch(QueueUrl=url, Entries=entries)
+            except Exception:  # noqa: BLE001 - botocore already retried; report the chunk as not sent
+                failed.update(m.entry_id for m in chunk)
+                continue
+            failed.update(entry["Id"] for entry in response.get("Failed", []))
+        return failed
+
+
+def _chunks(messages: Sequence[OutgoingMessage], max_bytes: int) -> Iterator[list[OutgoingMessage]]:
+    chunk: list[OutgoingMessage] = []
+    size = 0
+    for message in messages:
+        body_size = len(message.body.encode())
+        if chunk and (len(chunk) == SQS_BATCH_ENTRIES or size + body_size > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(message)
+        size += body_size
+    if chunk:
+        yield chunk
+
+
+class MemoryTransport:
+    """Messages kept in lists per queue name; `fail_entries` lets a test make chosen sends fail."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, list[OutgoingMessage]] = defaultdict(list)
+        self.fail_entries: set[str] = set()
+
+    def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
+        failed = {m.entry_id for m in messages if m.entry_id in self.fail_entries}
+        self.queues[queue].extend(m for m in messages if m.entry_id not in failed)
+        return failed

@@ -1,0 +1,163 @@
+"""Handlers used by the unit tests, one per style and per behaviour under test."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import asya
+
+CALLS: list[Any] = []
+
+
+def enrich(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "seen": True}
+
+
+def nothing(payload: Any) -> None:
+    CALLS.append(payload)
+
+
+def as_list(payload: Any) -> list[Any]:
+    return [1, 2, 3]
+
+
+def explode(payload: Any) -> Any:
+    CALLS.append(payload)
+    raise ValueError(f"bad input {payload!r}")
+
+
+class TransientError(ConnectionError):
+    """A subclass, to check that rules match along the MRO."""
+
+
+def flaky(payload: Any) -> Any:
+    raise TransientError("upstream unavailable")
+
+
+def slow(payload: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(payload.get("sleep", 5))
+    return payload
+
+
+def stubborn(payload: Any) -> Any:
+    """Swallows even BaseException: must still be reported as timed out."""
+    deadline = time.monotonic() + payload["sleep"]
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.01)
+        except BaseException:  # noqa: BLE001, S110 - the point of this handler
+            pass
+    return payload
+
+
+def unserializable(payload: Any) -> Any:
+    return {"items": {1, 2}}
+
+
+def huge(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"blob": "x" * payload["size"]}
+
+
+def fan_out(payload: dict[str, Any]) -> Iterator[Any]:
+    for item in payload["items"]:
+        yield {"item": item}
+
+
+def empty_generator(payload: Any) -> Iterator[Any]:
+    return
+    yield
+
+
+def reroute(payload: dict[str, Any]) -> Iterator[Any]:
+    """Each yielded payload captures the route as it is at that moment."""
+    yield {"n": 1}
+    yield ("SET", ".route.next[:0]", ["c"])
+    yield {"n": 2}
+    yield ("SET", ".route.next", [])
+    yield {"n": 3}
+
+
+def verbs(payload: dict[str, Any]) -> Iterator[Any]:
+    route_next = yield ("GET", ".route.next")
+    route_next.append("tampered")  # a copy: must not change the envelope
+    headers = yield ("GET", ".headers")
+    yield ("SET", ".route.next[999:]", ["c"])
+    yield ("SET", ".headers.priority", "high")
+    yield ("DEL", ".headers.drop-me")
+    yield ("SET", ".status.note", "checked")
+    yield ("FLY", {"token": "partial"})
+    yield {"seen_next": (yield ("GET", ".route.next")), "seen_headers": sorted(headers), "id": (yield ("GET", ".id"))}
+
+
+def write_path(payload: dict[str, Any]) -> Iterator[Any]:
+    """Writes the path named in the payload; read-only paths must raise inside the generator."""
+    yield ("SET", payload["path"], payload.get("value", "x"))
+    yield payload
+
+
+def catches_abi_error(payload: Any) -> Iterator[Any]:
+    try:
+        yield ("SET", ".route.curr", "elsewhere")
+    except Exception as exc:  # noqa: BLE001 - reports what the ABI raised
+        yield {"caught": type(exc).__name__, "message": str(exc)}
+
+
+async def async_enrich(payload: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.sleep(0)
+    return {**payload, "async": True}
+
+
+async def async_slow(payload: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.sleep(payload.get("sleep", 5))
+    return payload
+
+
+async def async_fan_out(payload: dict[str, Any]) -> AsyncIterator[Any]:
+    route_next = yield ("GET", ".route.next")
+    for item in payload["items"]:
+        await asyncio.sleep(0)
+        yield {"item": item, "next": route_next}
+
+
+class Model:
+    """A class handler: created once per execution environment."""
+
+    instances = 0
+
+    def __init__(self) -> None:
+        type(self).instances += 1
+        self.weights = 2
+
+    def predict(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"prediction": payload["x"] * self.weights, "instances": type(self).instances}
+
+
+class NeedsArgs:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def run(self, payload: Any) -> Any:
+        return payload
+
+
+def whole_envelope(envelope: dict[str, Any]) -> dict[str, Any]:
+    envelope["payload"] = {"saw_id": envelope["id"], "saw_prev": envelope["route"]["prev"]}
+    envelope["route"]["next"] = [*envelope["route"]["next"], "c"]
+    envelope["headers"]["mode"] = "envelope"
+    return envelope
+
+
+def envelope_changes_id(envelope: dict[str, Any]) -> dict[str, Any]:
+    envelope["id"] = "forged"
+    return envelope
+
+
+def records_metric(payload: Any) -> Any:
+    asya.metrics.add_metric(name="TokensGenerated", unit="Count", value=42)
+    return payload
+
+
+NOT_CALLABLE = 42
