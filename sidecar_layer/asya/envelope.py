@@ -22,6 +22,7 @@ from pydantic import (
     StrictStr,
     StringConstraints,
     ValidationError,
+    field_serializer,
     model_validator,
 )
 
@@ -97,6 +98,10 @@ class Status(BaseModel):
     deadline_at: AwareDatetime | None = None
     reason: StrictStr | None = None
     error: dict[str, Any] | None = None
+
+    @field_serializer("created_at", "updated_at", "deadline_at")
+    def _one_timestamp_format(self, moment: dt.datetime | None) -> str | None:
+        return None if moment is None else rfc3339(moment)
 
 
 class Envelope(BaseModel):

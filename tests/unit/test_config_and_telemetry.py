@@ -1,0 +1,99 @@
+"""Configuration errors name the variable; metrics and logs come out as Powertools writes them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from asya.config import ConfigError, SidecarConfig
+from tests.unit.conftest import Mesh, envelope
+
+REQUIRED = {"ASYA_NAMESPACE": "ns", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "m.f"}
+
+
+def test_three_variables_are_enough() -> None:
+    config = SidecarConfig.from_env(REQUIRED)
+    assert config.queue_name("x-sink") == "asya-ns-x-sink"
+    assert config.idempotency_table is None
+    assert config.actor_timeout is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"ASYA_NAMESPACE": ""}, "ASYA_NAMESPACE is required"),
+        ({"ASYA_HANDLER": "  "}, "ASYA_HANDLER is required"),
+        ({"ASYA_ACTOR_NAME": "a b"}, "ASYA_ACTOR_NAME='a b' may only contain"),
+        ({"ASYA_ACTOR_NAME": "a" * 80}, "longer than SQS's 80 characters"),
+        ({"ASYA_HANDLER_MODE": "raw"}, "ASYA_HANDLER_MODE must be 'payload' or 'envelope'"),
+        ({"ASYA_ACTOR_TIMEOUT_SECONDS": "soon"}, "ASYA_ACTOR_TIMEOUT_SECONDS='soon' is not a number"),
+        ({"ASYA_ACTOR_TIMEOUT_SECONDS": "0"}, "must be at least"),
+        ({"ASYA_MAX_MESSAGE_BYTES": "10"}, "ASYA_MAX_MESSAGE_BYTES='10' must be at least 1024"),
+        ({"ASYA_TRACING": "maybe"}, "ASYA_TRACING='maybe' must be true or false"),
+    ],
+)
+def test_bad_configuration_names_the_variable(changes: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        SidecarConfig.from_env({**REQUIRED, **changes})
+    assert fragment in str(caught.value)
+
+
+def _emf(output: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_metrics_are_emitted_in_emf_with_outcomes(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:
+    mesh.actor("enrich")
+    capsys.readouterr()
+    mesh.deliver(envelope(), envelope(id="bad", curr="zzz"))
+    blobs = _emf(capsys.readouterr().out)
+    processed = {b["outcome"]: b["MessagesProcessed"] for b in blobs if "MessagesProcessed" in b}
+    assert processed == {"forwarded": [1.0], "sumped": [1.0]}
+    failed = [b for b in blobs if "MessagesFailed" in b]
+    assert failed[0]["reason"] == "RouteMismatch"
+    sent = {b["destination"]: b["MessagesSent"] for b in blobs if "MessagesSent" in b}
+    assert sent == {"actor": [1.0], "sump": [1.0]}
+    totals = next(b for b in blobs if "MessagesReceived" in b)
+    assert totals["MessagesReceived"] == [2.0]
+    assert totals["namespace"] == "unit"
+    assert totals["actor"] == "a"
+    assert len(totals["HandlerDuration"]) == 1  # type: ignore[arg-type]
+
+
+def test_handlers_can_record_custom_metrics(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:
+    mesh.actor("records_metric")
+    capsys.readouterr()
+    mesh.deliver(envelope())
+    blob = next(b for b in _emf(capsys.readouterr().out) if "TokensGenerated" in b)
+    assert blob["TokensGenerated"] == [42.0]
+    assert blob["actor"] == "a"
+
+
+def test_logs_carry_the_envelope_id_as_correlation_id(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:
+    sidecar = mesh.actor("explode")
+    handler = sidecar.telemetry.logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    handler.stream = sys.stdout  # Powertools keeps the stream of the first logger for this service
+    capsys.readouterr()
+    mesh.deliver(envelope(id="trace-me"))
+    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"level"' in line]
+    failure = next(entry for entry in logs if entry["message"] == "handler failed")
+    assert failure["correlation_id"] == "trace-me"
+    assert failure["actor"] == "a"
+
+
+def test_tracing_can_be_switched_on(mesh: Mesh) -> None:
+    mesh.actor("enrich", ASYA_TRACING="true")
+    assert mesh.deliver(envelope()) == {"batchItemFailures": []}
+    assert len(mesh.messages("b")) == 1
+
+
+def test_importing_asya_is_light() -> None:
+    """`import asya` must not pull the sidecar's dependencies in: they load on first use."""
+    probe = "import sys, asya; print(sorted(m for m in ('pydantic', 'boto3', 'aws_lambda_powertools') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

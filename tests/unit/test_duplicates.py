@@ -1,0 +1,101 @@
+"""Duplicate deliveries of one hop must not send duplicates downstream (SPEC §7)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.unit import handlers
+from tests.unit.conftest import Mesh, envelope
+
+TABLE = "asya-unit-idempotency"
+
+
+@pytest.fixture
+def table(mesh: Mesh) -> Iterator[str]:
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield TABLE
+
+
+def test_same_envelope_twice_in_one_batch_is_sent_once(mesh: Mesh) -> None:
+    handlers.CALLS.clear()
+    mesh.actor("nothing")
+    response = mesh.deliver(envelope(), envelope(), message_ids=["m1", "m2"])
+    assert response == {"batchItemFailures": []}
+    assert len(mesh.messages("x-sink")) == 1
+    assert len(handlers.CALLS) == 1
+
+
+def test_in_batch_duplicate_shares_the_fate_of_the_first(mesh: Mesh) -> None:
+    from asya.sidecar import configure
+    from asya.transport import MemoryTransport
+
+    assert mesh.sidecar is None
+    sidecar = mesh.actor("enrich")
+    transport = MemoryTransport()
+    transport.fail_entries = {"0-0"}
+    configure(sidecar.config, transport)
+    response = mesh.deliver(envelope(), envelope(), message_ids=["m1", "m2"])
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]}
+
+
+def test_duplicate_across_invocations_is_dropped_with_an_idempotency_table(mesh: Mesh, table: str) -> None:
+    handlers.CALLS.clear()
+    mesh.actor("nothing", ASYA_IDEMPOTENCY_TABLE=table)
+    assert mesh.deliver(envelope()) == {"batchItemFailures": []}
+    assert mesh.deliver(envelope()) == {"batchItemFailures": []}
+    assert len(mesh.messages("x-sink")) == 1
+    assert len(handlers.CALLS) == 1
+
+
+def test_a_retry_attempt_is_not_a_duplicate(mesh: Mesh, table: str) -> None:
+    policy = json.dumps({"policies": {"default": {"max_attempts": 2, "initial_delay": 0}}})
+    mesh.actor("explode", ASYA_IDEMPOTENCY_TABLE=table, ASYA_RESILIENCY=policy)
+    mesh.deliver(envelope())
+    retry = mesh.only("a")
+    mesh.deliver(retry)
+    assert mesh.only("x-sink")["status"]["reason"] == "PolicyExhausted"
+
+
+def test_failed_send_frees_the_hop_for_the_redelivery(mesh: Mesh, table: str) -> None:
+    from asya.sidecar import configure
+    from asya.transport import SqsTransport
+
+    sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
+    broken = SqsTransport()
+    broken.send = lambda queue, messages: {m.entry_id for m in messages}  # type: ignore[method-assign]
+    configure(sidecar.config, broken)
+    assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+
+    configure(sidecar.config)
+    assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": []}
+    assert len(mesh.messages("b")) == 1
+
+
+def test_hop_in_progress_elsewhere_is_left_for_redelivery(mesh: Mesh, table: str) -> None:
+    from asya.dedup import hop_key
+
+    sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
+    assert sidecar.ledger._store is not None
+    sidecar.ledger._store.save_inprogress(data=hop_key("a", "env-1", 0, 1), remaining_time_in_millis=60_000)
+    assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    mesh.assert_empty("b")
+
+
+def test_fan_out_children_get_the_same_ids_when_a_hop_runs_again(mesh: Mesh) -> None:
+    mesh.actor("fan_out")
+    mesh.deliver(envelope(payload={"items": [1, 2, 3]}))
+    first: list[Any] = sorted(e["id"] for e in mesh.messages("b"))
+    mesh.actor("fan_out")
+    mesh.deliver(envelope(payload={"items": [1, 2, 3]}))
+    assert sorted(e["id"] for e in mesh.messages("b")) == first

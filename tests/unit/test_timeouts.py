@@ -1,0 +1,60 @@
+"""The per-message time limit: min(actor timeout, time to deadline, Lambda time left − margin)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from tests.unit import handlers
+from tests.unit.conftest import Mesh, envelope
+
+
+def test_actor_timeout_stops_the_handler_and_keeps_the_rest_of_the_batch(mesh: Mesh) -> None:
+    mesh.actor("slow", ASYA_ACTOR_TIMEOUT_SECONDS="0.3")
+    started = time.monotonic()
+    response = mesh.deliver(
+        envelope(id="fast-1", payload={"sleep": 0}),
+        envelope(id="stuck", payload={"sleep": 30}),
+        envelope(id="fast-2", payload={"sleep": 0}),
+    )
+    assert time.monotonic() - started < 5
+    assert response == {"batchItemFailures": []}
+    assert sorted(e["id"] for e in mesh.messages("b")) == ["fast-1", "fast-2"]
+    sump = mesh.only("x-sump")
+    assert sump["id"] == "stuck"
+    assert sump["status"]["reason"] == "HandlerTimeout"
+    assert sump["payload"]["error"] == "handler_timeout"
+    assert "0.300s" in sump["payload"]["details"]["message"]
+
+
+def test_a_handler_that_swallows_the_stop_is_still_timed_out(mesh: Mesh) -> None:
+    mesh.actor("stubborn", ASYA_ACTOR_TIMEOUT_SECONDS="0.2")
+    mesh.deliver(envelope(payload={"sleep": 0.5}))
+    assert mesh.only("x-sump")["status"]["reason"] == "HandlerTimeout"
+    mesh.assert_empty("b")
+
+
+def test_lambda_time_left_minus_margin_limits_the_handler(mesh: Mesh) -> None:
+    mesh.actor("slow", ASYA_LAMBDA_MARGIN_SECONDS="1")
+    started = time.monotonic()
+    mesh.deliver(envelope(payload={"sleep": 10}), timeout=1.5)
+    assert time.monotonic() - started < 1.4, "stopped before the invocation's own end"
+    assert mesh.only("x-sump")["status"]["reason"] == "HandlerTimeout"
+
+
+def test_no_time_left_to_start_leaves_the_record_for_redelivery(mesh: Mesh) -> None:
+    handlers.CALLS.clear()
+    mesh.actor("nothing", ASYA_LAMBDA_MARGIN_SECONDS="2")
+    response = mesh.deliver(envelope(), message_ids=["m-late"], timeout=1)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-late"}]}
+    assert handlers.CALLS == []
+    mesh.assert_empty("x-sink", "x-sump")
+
+
+def test_deadline_limits_a_running_handler(mesh: Mesh) -> None:
+    mesh.actor("slow")
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.3)).isoformat()
+    started = time.monotonic()
+    mesh.deliver(envelope(payload={"sleep": 10}, status={"phase": "processing", "deadline_at": soon}))
+    assert time.monotonic() - started < 2
+    assert mesh.only("x-sump")["status"]["reason"] == "HandlerTimeout"
