@@ -159,6 +159,8 @@ def _write_next(current: list[str], keys: list[Key], value: Any, path: str) -> l
     if len(keys) > 1:
         raise AbiError(f"{path}: .route.next holds actor names; there is nothing below them")
     key = keys[0] if keys else slice(None)
+    if isinstance(key, str):
+        raise AbiError(f"{path}: .route.next is a list; index it with [n] or [start:stop]")
     if value is _DELETE:
         try:
             del updated[key]

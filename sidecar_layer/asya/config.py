@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, cast
 
 import orjson
@@ -37,7 +37,7 @@ class SidecarConfig:
     actor: str
     handler: str
     handler_mode: HandlerMode = "payload"
-    resiliency: Resiliency = Resiliency()
+    resiliency: Resiliency = field(default_factory=Resiliency)
     actor_timeout: float | None = None
     lambda_margin: float = 2.0
     max_message_bytes: int = SQS_MAX_MESSAGE_BYTES

@@ -12,7 +12,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import orjson
-from asya.reasons import Reason
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -25,6 +24,8 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
+
+from asya.reasons import Reason
 
 NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
 

@@ -29,9 +29,7 @@ def load_handler(spec: str) -> Handler:
     """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments)."""
     parts = spec.split(".") if isinstance(spec, str) else []
     if len(parts) < 2 or not all(part.isidentifier() for part in parts):
-        raise HandlerConfigError(
-            f"ASYA_HANDLER must be 'module.function' or 'module.Class.method', got {spec!r}"
-        )
+        raise HandlerConfigError(f"ASYA_HANDLER must be 'module.function' or 'module.Class.method', got {spec!r}")
     module, attributes = _import_longest_prefix(parts, spec)
     target: Any = module
     owner_path = module.__name__
@@ -57,9 +55,7 @@ def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]
         except ModuleNotFoundError as exc:
             missing = exc.name or ""
             if module_name != missing and not module_name.startswith(missing + "."):
-                raise HandlerConfigError(
-                    f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}"
-                ) from exc
+                raise HandlerConfigError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
         except Exception as exc:
             raise HandlerConfigError(
                 f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {type(exc).__name__}: {exc}"

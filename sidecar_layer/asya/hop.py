@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import routing
 from asya.abi import EnvelopeState
@@ -25,7 +26,6 @@ from asya.resiliency import Retry, decide
 from asya.routing import FIRST_ATTEMPT_HEADER, Outbound, error_details
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
-from aws_lambda_powertools.metrics import MetricUnit
 
 _TRUNCATED_PREVIEW_CHARS = 4_096
 
@@ -60,7 +60,14 @@ class HopRunner:
             envelope = parse_envelope(body)
         except EnvelopeError as exc:
             plan.outbound.append(
-                routing.raw_to_sump(exc.raw, message_id, self.config.actor, exc.reason, error_details(None, str(exc)), now)
+                routing.raw_to_sump(
+                    exc.raw,
+                    message_id,
+                    self.config.actor,
+                    reason=exc.reason,
+                    details=error_details(None, str(exc)),
+                    now=now,
+                )
             )
             return self._finish(plan, None, "sumped", started)
         telemetry.logger.set_correlation_id(envelope.id)
@@ -71,7 +78,9 @@ class HopRunner:
         actor = self.config.actor
         if envelope.route.curr != actor:
             message = f"route.curr is {envelope.route.curr!r} but this actor is {actor!r}"
-            plan.outbound.append(routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now))
+            plan.outbound.append(
+                routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
+            )
             return "sumped"
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
@@ -95,7 +104,7 @@ class HopRunner:
         deadline = envelope.status.deadline_at if envelope.status else None
         if deadline is not None and deadline <= now:
             details = error_details(None, f"deadline {rfc3339(deadline)} passed before {actor} could start")
-            plan.outbound.append(routing.fail(envelope, actor, Reason.TIMEOUT, details, now))
+            plan.outbound.append(routing.fail(envelope, actor, reason=Reason.TIMEOUT, details=details, now=now))
             return "failed"
         envelope.headers.setdefault(FIRST_ATTEMPT_HEADER, rfc3339(now))
         limit = _tightest(
@@ -137,7 +146,9 @@ class HopRunner:
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
             return "completed"
-        plan.outbound.extend(routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames))
+        plan.outbound.extend(
+            routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames)
+        )
         return "forwarded"
 
     def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> str:
@@ -147,15 +158,30 @@ class HopRunner:
         attempt = envelope.status.attempt if envelope.status else 1
         first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
         decision = decide(policy, attempt, first_attempt, now)
-        if isinstance(decision, Retry) and policy is not None:
+        if isinstance(decision, Retry):
+            assert policy is not None  # decide() only retries under a policy
             self.telemetry.count("Retries")
             plan.outbound.append(
-                routing.retry(envelope, actor, decision.attempt, policy.max_attempts, decision.delay, now)
+                routing.retry(
+                    envelope,
+                    actor,
+                    attempt=decision.attempt,
+                    max_attempts=policy.max_attempts,
+                    delay=decision.delay,
+                    now=now,
+                )
             )
             return "retried"
         self.telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
         plan.outbound.append(
-            routing.fail(envelope, actor, Reason(decision.reason), error_details(error), now, decision.on_exhausted)
+            routing.fail(
+                envelope,
+                actor,
+                reason=Reason(decision.reason),
+                details=error_details(error),
+                now=now,
+                on_exhausted=decision.on_exhausted,
+            )
         )
         return "failed"
 

@@ -59,7 +59,7 @@ class Policy(BaseModel):
         }[self.backoff]
         if self.jitter:
             base *= 1 + self.jitter * (2 * (rng or random).random() - 1)
-        return min(base, self.max_interval) if self.max_interval is not None else base
+        return float(min(base, self.max_interval) if self.max_interval is not None else base)
 
 
 class Rule(BaseModel):
@@ -114,9 +114,7 @@ class GiveUp:
     on_exhausted: list[str]
 
 
-def decide(
-    policy: Policy | None, attempt: int, first_attempt_at: dt.datetime, now: dt.datetime
-) -> Retry | GiveUp:
+def decide(policy: Policy | None, attempt: int, first_attempt_at: dt.datetime, now: dt.datetime) -> Retry | GiveUp:
     """Retry or give up after failed attempt `attempt`, honouring `max_attempts` and `max_duration`."""
     if policy is None:
         return GiveUp("RuntimeError", [])

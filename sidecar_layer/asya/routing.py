@@ -125,12 +125,12 @@ def finish_unshifted(envelope: Envelope, actor: str, now: dt.datetime) -> Outbou
     return Outbound(SINK, Kind.SINK, _wire(envelope, headers=continue_trace(envelope.headers), status=status))
 
 
-def retry(envelope: Envelope, actor: str, attempt: int, max_attempts: int, delay: float, now: dt.datetime) -> Outbound:
+def retry(
+    envelope: Envelope, actor: str, *, attempt: int, max_attempts: int, delay: float, now: dt.datetime
+) -> Outbound:
     """Back to the actor's own queue with a delay; past SQS's 15-minute cap, `x-asya-not-before`
     carries the real due time and the envelope goes round the queue until then (`defer_if_early`)."""
-    status = _status(
-        envelope, now, phase=Phase.RETRYING.value, actor=actor, attempt=attempt, max_attempts=max_attempts
-    )
+    status = _status(envelope, now, phase=Phase.RETRYING.value, actor=actor, attempt=attempt, max_attempts=max_attempts)
     headers = {k: v for k, v in envelope.headers.items() if k != NOT_BEFORE_HEADER}
     if delay > SQS_MAX_DELAY_SECONDS:
         headers[NOT_BEFORE_HEADER] = rfc3339(now + dt.timedelta(seconds=delay))
@@ -151,6 +151,7 @@ def defer_if_early(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound
 def fail(
     envelope: Envelope,
     actor: str,
+    *,
     reason: Reason,
     details: dict[str, Any],
     now: dt.datetime,
@@ -162,7 +163,9 @@ def fail(
     if on_exhausted:
         status["reason"] = Reason.POLICY_ROUTED.value
         route = {"prev": [*envelope.route.prev, envelope.route.curr], "curr": on_exhausted[0], "next": on_exhausted[1:]}
-        wire = _wire(envelope, route=route, status=status, payload=error_payload(Reason.POLICY_ROUTED, details, envelope.payload))
+        wire = _wire(
+            envelope, route=route, status=status, payload=error_payload(Reason.POLICY_ROUTED, details, envelope.payload)
+        )
         return Outbound(on_exhausted[0], Kind.ACTOR, wire)
     return Outbound(SINK, Kind.SINK, _wire(envelope, status=status, payload=payload))
 
@@ -170,11 +173,13 @@ def fail(
 def to_sump(envelope: Envelope, actor: str, reason: Reason, details: dict[str, Any], now: dt.datetime) -> Outbound:
     """An infrastructure error: straight to x-sump, bypassing resiliency."""
     status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
-    return Outbound(SUMP, Kind.SUMP, _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload)))
+    return Outbound(
+        SUMP, Kind.SUMP, _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload))
+    )
 
 
 def raw_to_sump(
-    raw: Any, message_id: str, actor: str, reason: Reason, details: dict[str, Any], now: dt.datetime
+    raw: Any, message_id: str, actor: str, *, reason: Reason, details: dict[str, Any], now: dt.datetime
 ) -> Outbound:
     """A message that is not a valid envelope still reaches x-sump, keeping whatever can be kept."""
     document = raw if isinstance(raw, dict) else {}

@@ -58,7 +58,7 @@ class Sidecar:
             with self._processor(records=records, handler=on_record, lambda_context=context):
                 results = self._processor.process()
             plans = [result for status, result, _ in results if status == "success"]
-            failed = {item["itemIdentifier"] for item in self._processor.response()["batchItemFailures"]}
+            failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
             failed |= self._send(plans)
             failed |= {plan.message_id for plan in plans if plan.redeliver}
             failed |= {plan.message_id for plan in plans if plan.follows in failed}
@@ -80,7 +80,7 @@ class Sidecar:
                 owners[entry_id] = plan.message_id
                 kinds[entry_id] = outbound.kind.value
                 queue = self.config.queue_name(outbound.destination)
-                pending[queue].append(OutgoingMessage(entry_id, body, int(round(outbound.delay))))
+                pending[queue].append(OutgoingMessage(entry_id, body, round(outbound.delay)))
         for attempt in range(self.config.send_attempts):
             if attempt:
                 time.sleep(_SEND_BACKOFF_SECONDS * 2 ** (attempt - 1))

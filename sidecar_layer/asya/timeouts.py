@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class HandlerTimeout(BaseException):  # noqa: N818 - it is a signal to stop, not an error of the handler
+class HandlerTimeout(BaseException):
     """Raised inside a handler whose time limit has passed."""
 
 

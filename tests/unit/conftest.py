@@ -56,8 +56,9 @@ class Mesh:
         self, *bodies: Any, actor: str = "a", timeout: float = 900.0, message_ids: list[str] | None = None
     ) -> dict[str, Any]:
         queue = f"asya-{NS}-{actor}"
+        ids: list[str | None] = list(message_ids) if message_ids else [None] * len(bodies)
         records = [
-            sqs_record(queue, body if isinstance(body, str) else json.dumps(body), (message_ids or [None] * len(bodies))[i])
+            sqs_record(queue, body if isinstance(body, str) else json.dumps(body), ids[i])
             for i, body in enumerate(bodies)
         ]
         return asya.lambda_handler({"Records": records}, LambdaContext(f"asya-{NS}-{actor}", timeout_seconds=timeout))

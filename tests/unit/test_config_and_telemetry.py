@@ -94,6 +94,8 @@ def test_tracing_can_be_switched_on(mesh: Mesh) -> None:
 
 def test_importing_asya_is_light() -> None:
     """`import asya` must not pull the sidecar's dependencies in: they load on first use."""
-    probe = "import sys, asya; print(sorted(m for m in ('pydantic', 'boto3', 'aws_lambda_powertools') if m in sys.modules))"
+    probe = (
+        "import sys, asya; print(sorted(m for m in ('pydantic', 'boto3', 'aws_lambda_powertools') if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -16,7 +15,7 @@ TABLE = "asya-unit-idempotency"
 
 
 @pytest.fixture
-def table(mesh: Mesh) -> Iterator[str]:
+def table(mesh: Mesh) -> str:
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     dynamodb.create_table(
         TableName=TABLE,
@@ -24,7 +23,7 @@ def table(mesh: Mesh) -> Iterator[str]:
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    yield TABLE
+    return TABLE
 
 
 def test_same_envelope_twice_in_one_batch_is_sent_once(mesh: Mesh) -> None:
@@ -73,7 +72,7 @@ def test_failed_send_frees_the_hop_for_the_redelivery(mesh: Mesh, table: str) ->
 
     sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
     broken = SqsTransport()
-    broken.send = lambda queue, messages: {m.entry_id for m in messages}  # type: ignore[method-assign]
+    broken.send = lambda _queue, messages: {m.entry_id for m in messages}  # type: ignore[method-assign, assignment]
     configure(sidecar.config, broken)
     assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
 

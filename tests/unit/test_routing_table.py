@@ -178,12 +178,20 @@ def test_deadline_passed_fails_with_timeout_without_calling_handler(mesh: Mesh) 
         ('"just a string"', "InvalidEnvelope", "must be a JSON object"),
         (json.dumps({"route": {"curr": "a"}, "payload": 1}), "InvalidEnvelope", "id: Field required"),
         (json.dumps({"id": "", "route": {"curr": "a"}, "payload": 1}), "InvalidEnvelope", "id: String should have"),
-        (json.dumps({"id": 5, "route": {"curr": "a"}, "payload": 1}), "InvalidEnvelope", "id: Input should be a valid string"),
+        (
+            json.dumps({"id": 5, "route": {"curr": "a"}, "payload": 1}),
+            "InvalidEnvelope",
+            "id: Input should be a valid string",
+        ),
         (json.dumps({"id": "e", "payload": 1}), "InvalidEnvelope", "route: Field required"),
         (json.dumps({"id": "e", "route": {"curr": "a"}}), "InvalidEnvelope", "payload: Field required"),
         (json.dumps({"id": "e", "route": {"curr": "a", "next": "b"}, "payload": 1}), "InvalidEnvelope", "route.next"),
         (json.dumps({"id": "e", "route": {"curr": "a"}, "headers": [], "payload": 1}), "InvalidEnvelope", "headers"),
-        (json.dumps({"id": "e", "route": {"curr": "a"}, "status": {"phase": "lost"}, "payload": 1}), "InvalidEnvelope", "status.phase"),
+        (
+            json.dumps({"id": "e", "route": {"curr": "a"}, "status": {"phase": "lost"}, "payload": 1}),
+            "InvalidEnvelope",
+            "status.phase",
+        ),
         (json.dumps({"id": "e", "route": {"actors": ["a"], "current": 4}, "payload": 1}), "InvalidEnvelope", "outside"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The per-message time limit: min(actor timeout, time to deadline, Lambda time left − margin)."""
+"""The per-message time limit: min(actor timeout, time to deadline, Lambda time left - margin)."""
 
 from __future__ import annotations
 
