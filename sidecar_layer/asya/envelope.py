@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated, Any
 
 import orjson
@@ -172,8 +173,10 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+@lru_cache(maxsize=8)
 def rfc3339(moment: dt.datetime) -> str:
-    """RFC 3339 UTC with millisecond precision and a `Z`, the one timestamp format on the wire."""
+    """RFC 3339 UTC with millisecond precision and a `Z`, the one timestamp format on the wire.
+    Cached: one hop stamps the same moment into several fields."""
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

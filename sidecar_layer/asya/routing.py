@@ -83,9 +83,12 @@ def child_id(parent: Envelope, index: int) -> str:
 
 def _status(envelope: Envelope, now: dt.datetime, **changes: Any) -> dict[str, Any]:
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
-    status.setdefault("created_at", rfc3339(now))
-    status.update(updated_at=rfc3339(now), **changes)
-    return {key: value for key, value in status.items() if value is not None}
+    return _stamped(status, now, **changes)
+
+
+def _stamped(status: dict[str, Any], now: dt.datetime, **changes: Any) -> dict[str, Any]:
+    stamped = {"created_at": rfc3339(now), **status, "updated_at": rfc3339(now), **changes}
+    return {key: value for key, value in stamped.items() if value is not None}
 
 
 def _wire(envelope: Envelope, **fields: Any) -> dict[str, Any]:
@@ -101,12 +104,17 @@ def forward(envelope: Envelope, frame: Frame, index: int, actor: str, now: dt.da
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
     headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
-    status = {**frame.status, **_status(envelope, now)}
     if curr:
-        status.update(phase=Phase.PROCESSING.value, actor=curr, attempt=1)
+        status = _stamped(frame.status, now, phase=Phase.PROCESSING.value, actor=curr, attempt=1, max_attempts=None)
     else:
-        status.update(phase=Phase.SUCCEEDED.value, actor=actor, reason=Reason.COMPLETED.value)
-    status.pop("max_attempts", None)
+        status = _stamped(
+            frame.status,
+            now,
+            phase=Phase.SUCCEEDED.value,
+            actor=actor,
+            reason=Reason.COMPLETED.value,
+            max_attempts=None,
+        )
     wire = _wire(
         envelope,
         id=envelope.id if index == 0 else child_id(envelope, index),

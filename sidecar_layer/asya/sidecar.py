@@ -20,6 +20,7 @@ from asya.dedup import HopLedger, dynamodb_store
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
 from asya.telemetry import Telemetry
+from asya.timeouts import alarm_installed
 from asya.transport import OutgoingMessage, SqsTransport, Transport
 
 _SEND_BACKOFF_SECONDS = 0.05
@@ -55,7 +56,7 @@ class Sidecar:
             return self.hops.run(record.message_id, record.body, remaining)
 
         try:
-            with self._processor(records=records, handler=on_record, lambda_context=context):
+            with alarm_installed(), self._processor(records=records, handler=on_record, lambda_context=context):
                 results = self._processor.process()
             plans = [result for status, result, _ in results if status == "success"]
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}

@@ -8,16 +8,19 @@ metric set per execution environment, so a handler that records its own metrics 
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
 METRIC_NAMESPACE = "Asya"
+
+
+EMF_MAX_VALUES = 100  # values per metric in one EMF document
 
 
 class Telemetry:
@@ -26,8 +29,8 @@ class Telemetry:
         self.logger.append_keys(asya_namespace=namespace, actor=actor)
         self.metrics = Metrics(namespace=METRIC_NAMESPACE)
         self._dimensions = {"namespace": namespace, "actor": actor}
-        self.metrics.set_default_dimensions(**self._dimensions)
         self._counts: Counter[tuple[str, str, str]] = Counter()
+        self._observations: defaultdict[tuple[str, MetricUnit], list[float]] = defaultdict(list)
         self.tracer: Tracer | None = None
         if tracing:
             from aws_lambda_powertools import Tracer
@@ -39,22 +42,44 @@ class Telemetry:
         self._counts[(name, dimension, value)] += amount
 
     def observe(self, name: str, unit: MetricUnit, value: float) -> None:
-        self.metrics.add_metric(name=name, unit=unit, value=value)
+        """Buffer a per-envelope value (a duration, a size) until the batch's flush."""
+        self._observations[(name, unit)].append(value)
 
     def flush(self) -> None:
+        """Publish the batch: plain metrics (handlers' own included) in one EMF line, then one line per
+        dimension value (outcome, destination, reason).
+
+        Dimensions are attached at flush time, not as Powertools default dimensions, because those are
+        shared by every `Metrics` in the process and several actors may share one (the local stack).
+        """
+        groups: defaultdict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
         for (name, dimension, value), amount in self._counts.items():
-            if not dimension:
-                self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=amount)
-                continue
-            with single_metric(
-                name=name,
-                unit=MetricUnit.Count,
-                value=amount,
-                namespace=METRIC_NAMESPACE,
-                default_dimensions=self._dimensions,
-            ) as metric:
-                metric.add_dimension(name=dimension, value=value)
+            groups[(dimension, value)].append((name, amount))
         self._counts.clear()
+        observations, self._observations = self._observations, defaultdict(list)
+        longest = max((len(values) for values in observations.values()), default=0)
+        for start in range(0, max(longest, 1), EMF_MAX_VALUES):
+            for (name, unit), values in observations.items():
+                self._add_values(name, unit, values[start : start + EMF_MAX_VALUES])
+            self._publish(groups.pop(("", ""), []), {})
+        for (dimension, value), counts in groups.items():
+            self._publish(counts, {dimension: value})
+
+    def _add_values(self, name: str, unit: MetricUnit, values: list[float]) -> None:
+        """Hand Powertools one value through `add_metric` (which validates name and unit) and the rest
+        straight into its metric set: `add_metric` formats the whole metric into a debug string on
+        every call, which made it the largest cost of a hop."""
+        if not values:
+            return
+        self.metrics.add_metric(name=name, unit=unit, value=values[0])
+        self.metrics.metric_set[name]["Value"].extend(values[1:])
+
+    def _publish(self, counts: list[tuple[str, int]], dimensions: dict[str, str]) -> None:
+        for name, amount in counts:
+            self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=amount)
+        if not self.metrics.metric_set:
+            return
+        self.metrics.add_dimensions(**self._dimensions, **dimensions)
         self.metrics.flush_metrics()
 
     def log_failure(self, message: str, **fields: Any) -> None:

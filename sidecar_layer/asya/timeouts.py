@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -40,19 +41,38 @@ def run_with_timeout(function: Callable[[], T], limit: float | None) -> T:
     if limit <= 0:
         raise TimedOut(limit)
     if threading.current_thread() is threading.main_thread():
-        return _run_with_alarm(function, limit)
+        with alarm_installed():
+            return _run_with_alarm(function, limit)
     return _run_in_worker(function, limit)
 
 
-def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
+class _Alarm:
+    armed = False
     fired = False
 
-    def on_alarm(_signum: int, _frame: Any) -> None:
-        nonlocal fired
-        fired = True
+
+def _on_alarm(_signum: int, _frame: Any) -> None:
+    if _Alarm.armed:
+        _Alarm.fired = True
         raise HandlerTimeout
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+
+@contextmanager
+def alarm_installed() -> Iterator[None]:
+    """Install the SIGALRM handler for a stretch of work (a whole batch): swapping signal handlers
+    per message costs four times as much as arming the timer. Nested uses keep the outer one."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGALRM) is _on_alarm:
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
+    _Alarm.armed, _Alarm.fired = True, False
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         result = function()
@@ -60,8 +80,8 @@ def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
         raise TimedOut(limit) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    if fired:
+        _Alarm.armed = False
+    if _Alarm.fired:
         raise TimedOut(limit)
     return result
 

@@ -160,3 +160,9 @@ def records_metric(payload: Any) -> Any:
 
 
 NOT_CALLABLE = 42
+
+
+def rewrites_status(payload: Any) -> Iterator[Any]:
+    yield ("SET", ".status.reason", "handler-said")
+    yield ("DEL", ".status.note")
+    yield payload

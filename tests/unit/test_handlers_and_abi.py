@@ -165,3 +165,11 @@ def test_handler_in_a_worker_thread_is_abandoned_on_timeout(mesh: Mesh) -> None:
     assert not thread.is_alive(), "the sidecar must not wait for an overrunning handler"
     assert responses == [{"batchItemFailures": []}]
     assert mesh.only("x-sump")["status"]["reason"] == "HandlerTimeout"
+
+
+def test_status_changes_by_the_handler_travel_on(mesh: Mesh) -> None:
+    mesh.actor("rewrites_status")
+    mesh.deliver(envelope(status={"phase": "processing", "note": "old", "reason": "was"}))
+    status = mesh.only("b")["status"]
+    assert status["reason"] == "handler-said"
+    assert "note" not in status

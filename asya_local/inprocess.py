@@ -1,0 +1,94 @@
+"""A whole mesh in one process: moto's in-memory AWS for the queues, a pump for the event sources.
+
+Each actor gets its own `Sidecar` built from the same variables its Lambda function would have, and
+the pump delivers `ReceiveMessage` batches to it as Lambda's SQS event source mapping would: partial
+batch responses decide which messages are deleted. Good for tests of a pipeline and for a first look;
+the local stack (`asya up`) is the full-fidelity version with a real endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from asya.config import SINK, SUMP, SidecarConfig
+from asya.sidecar import Sidecar
+from asya_local.lambda_shapes import REGION, LambdaContext, sqs_event_from_messages
+
+
+class InProcessMesh:
+    def __init__(self, namespace: str, handlers: Mapping[str, str], env: Mapping[str, str] | None = None) -> None:
+        self.namespace = namespace
+        self.handlers = dict(handlers)
+        self.env = dict(env or {})
+        self.sidecars: dict[str, Sidecar] = {}
+        self._mock = mock_aws()
+        self._sqs: Any = None
+        self._urls: dict[str, str] = {}
+
+    def __enter__(self) -> InProcessMesh:
+        self._mock.start()
+        self._sqs = boto3.client("sqs", region_name=REGION)
+        for actor in [*self.handlers, SINK, SUMP]:
+            name = f"asya-{self.namespace}-{actor}"
+            self._urls[actor] = self._sqs.create_queue(QueueName=name)["QueueUrl"]
+        for actor, handler in self.handlers.items():
+            variables = {"ASYA_NAMESPACE": self.namespace, "ASYA_ACTOR_NAME": actor, "ASYA_HANDLER": handler}
+            self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **variables}))
+        return self
+
+    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+        self._mock.stop()
+
+    def send(self, route: list[str], payload: Any, headers: dict[str, Any] | None = None) -> str:
+        """Put a new envelope on the first actor's queue, as a producer would."""
+        envelope_id = str(uuid.uuid4())
+        body = {
+            "id": envelope_id,
+            "route": {"prev": [], "curr": route[0], "next": route[1:]},
+            "headers": headers or {},
+            "payload": payload,
+        }
+        self._sqs.send_message(QueueUrl=self._urls[route[0]], MessageBody=json.dumps(body))
+        return envelope_id
+
+    def run_until_idle(self, max_batches: int = 10_000) -> int:
+        """Deliver batches to actors until no actor queue has a visible message; returns batches run."""
+        batches = 0
+        while batches < max_batches:
+            delivered = [self._deliver_one_batch(actor) for actor in self.sidecars]
+            batches += sum(delivered)
+            if not any(delivered):
+                return batches
+        raise RuntimeError(f"mesh still busy after {max_batches} batches")
+
+    def _deliver_one_batch(self, actor: str) -> bool:
+        url = self._urls[actor]
+        messages = self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return False
+        queue = f"asya-{self.namespace}-{actor}"
+        response = self.sidecars[actor].handle(sqs_event_from_messages(queue, messages), LambdaContext(queue))
+        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+            self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+        return True
+
+    def drain(self, actor: str) -> list[dict[str, Any]]:
+        """Receive and delete everything in a queue (x-sink and x-sump hold the results here)."""
+        found: list[dict[str, Any]] = []
+        while messages := self._sqs.receive_message(QueueUrl=self._urls[actor], MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            for message in messages:
+                found.append(json.loads(message["Body"]))
+                self._sqs.delete_message(QueueUrl=self._urls[actor], ReceiptHandle=message["ReceiptHandle"])
+        return found

@@ -1,0 +1,86 @@
+"""Envelopes per second through `asya.lambda_handler`, next to the floor of decoding + encoding them.
+
+A no-op handler and the in-memory transport isolate the sidecar's own cost: parsing and validating
+the envelope, the route check, duplicate and deadline checks, the time limit, the handler call, the
+route shift, serialization, grouping and "sending", partial batch response and metrics. The floor is
+`orjson.loads` + `orjson.dumps` of the same envelope, measured in the same run.
+
+    python -m bench.sidecar_hop [--envelopes 20000] [--batch 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+import orjson
+
+ENVELOPE = {
+    "id": "bench-0001",
+    "route": {"prev": ["ingest"], "curr": "hop", "next": ["post", "store"]},
+    "headers": {"trace_id": "t-42", "traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"},
+    "status": {"phase": "processing", "actor": "hop", "attempt": 1, "created_at": "2026-11-22T00:00:00.000Z"},
+    "payload": {"text": "The quick brown fox jumps over the lazy dog", "tokens": list(range(32)), "score": 0.5},
+}
+
+
+def noop(payload: Any) -> Any:
+    return payload
+
+
+def _sidecar_rate(envelopes: int, batch: int) -> float:
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    import asya
+    from asya.config import SidecarConfig
+    from asya.sidecar import configure
+    from asya.transport import MemoryTransport
+    from asya_local.lambda_shapes import LambdaContext, sqs_record
+
+    variables = {"ASYA_NAMESPACE": "bench", "ASYA_ACTOR_NAME": "hop", "ASYA_HANDLER": "bench.sidecar_hop.noop"}
+    transport = MemoryTransport()
+    configure(SidecarConfig.from_env(variables), transport)
+    events = [
+        {"Records": [sqs_record("asya-bench-hop", json.dumps({**ENVELOPE, "id": f"e-{b}-{i}"})) for i in range(batch)]}
+        for b in range(envelopes // batch)
+    ]
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):  # EMF lines: formatted, not shown
+        asya.lambda_handler(events[0], LambdaContext("asya-bench-hop"))  # warm-up
+        transport.queues.clear()
+        started = time.perf_counter()
+        for event in events:
+            asya.lambda_handler(event, LambdaContext("asya-bench-hop"))
+        elapsed = time.perf_counter() - started
+    sent = len(transport.queues["asya-bench-post"])
+    assert sent == len(events) * batch, f"expected every envelope forwarded, got {sent}"
+    return sent / elapsed
+
+
+def _floor_rate(envelopes: int) -> float:
+    body = json.dumps(ENVELOPE).encode()
+    started = time.perf_counter()
+    for _ in range(envelopes):
+        orjson.dumps(orjson.loads(body))
+    return envelopes / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envelopes", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=10, help="records per SQS event (Lambda's default is 10)")
+    parser.add_argument("--rounds", type=int, default=3, help="best of this many rounds is reported")
+    args = parser.parse_args()
+    sidecar = max(_sidecar_rate(args.envelopes, args.batch) for _ in range(args.rounds))
+    floor = statistics.median(_floor_rate(args.envelopes) for _ in range(args.rounds))
+    print(f"envelope size            {len(json.dumps(ENVELOPE))} bytes, batches of {args.batch}")
+    print(f"sidecar hop              {sidecar:12,.0f} envelopes/s  ({1e6 / sidecar:7.1f} µs each)")
+    print(f"floor (loads + dumps)    {floor:12,.0f} envelopes/s  ({1e6 / floor:7.1f} µs each)")
+    print(f"ratio                    {floor / sidecar:12.1f} × the floor")
+
+
+if __name__ == "__main__":
+    main()
