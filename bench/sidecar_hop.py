@@ -79,7 +79,7 @@ def main() -> None:
     print(f"envelope size            {len(json.dumps(ENVELOPE))} bytes, batches of {args.batch}")
     print(f"sidecar hop              {sidecar:12,.0f} envelopes/s  ({1e6 / sidecar:7.1f} µs each)")
     print(f"floor (loads + dumps)    {floor:12,.0f} envelopes/s  ({1e6 / floor:7.1f} µs each)")
-    print(f"ratio                    {floor / sidecar:12.1f} × the floor")
+    print(f"ratio                    {floor / sidecar:12.1f} x the floor")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ class SentimentModel:
     NEGATIVE = frozenset({"broken", "bad", "slow", "refund", "terrible", "awful", "late", "never", "worst"})
 
     def __init__(self) -> None:
-        self.weights = {word: 1 for word in self.POSITIVE} | {word: -1 for word in self.NEGATIVE}
+        self.weights = dict.fromkeys(self.POSITIVE, 1) | dict.fromkeys(self.NEGATIVE, -1)
 
     def score(self, payload: dict[str, Any]) -> dict[str, Any]:
         words = _WORD.findall(payload["text"].lower())

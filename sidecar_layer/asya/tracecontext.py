@@ -2,8 +2,9 @@
 
 Each hop keeps the trace id and becomes a new span whose parent is the previous hop, so a trace
 tool can stitch a task's hops together. Ids only need to be unique, not secret, so they come from
-`random` (as in the OpenTelemetry SDK) rather than a system call per hop. Written here rather than taken from OpenTelemetry: the whole
-job is one header format, and the SDK would add far more to every actor's cold start than it does.
+`random` (as in the OpenTelemetry SDK) rather than a system call per hop. Written here rather than
+taken from OpenTelemetry: the whole job is one header format, and the SDK would add far more to
+every actor's cold start than it does.
 """
 
 from __future__ import annotations
@@ -24,8 +25,3 @@ def continue_trace(headers: dict[str, Any]) -> dict[str, Any]:
     else:
         trace_id, flags = match.group(2), match.group(4)
     return {**headers, TRACEPARENT: f"00-{trace_id}-{random.getrandbits(64):016x}-{flags}"}
-
-
-def trace_id_of(headers: dict[str, Any]) -> str | None:
-    match = _TRACEPARENT.match(str(headers.get(TRACEPARENT, "")))
-    return match.group(2) if match else None
