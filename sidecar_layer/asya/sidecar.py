@@ -8,8 +8,6 @@ outcome could not be sent (or it must run again later); everything routed, x-sum
 
 from __future__ import annotations
 
-import time
-from collections import defaultdict
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
@@ -19,11 +17,10 @@ from asya.config import SidecarConfig
 from asya.dedup import HopLedger, dynamodb_store
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
+from asya.sending import Delivery, send_all
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
-from asya.transport import OutgoingMessage, SqsTransport, Transport
-
-_SEND_BACKOFF_SECONDS = 0.05
+from asya.transport import SqsTransport, Transport
 
 
 class Sidecar:
@@ -71,34 +68,19 @@ class Sidecar:
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 
     def _send(self, plans: list[HopPlan]) -> set[str]:
-        """Send every plan's envelopes grouped by queue; return the records whose envelopes did not all go."""
-        owners: dict[str, str] = {}
-        pending: dict[str, list[OutgoingMessage]] = defaultdict(list)
-        kinds: dict[str, str] = {}
-        for record_index, plan in enumerate(plans):
-            for index, (outbound, body) in enumerate(zip(plan.outbound, plan.bodies, strict=True)):
-                entry_id = f"{record_index}-{index}"
-                owners[entry_id] = plan.message_id
-                kinds[entry_id] = outbound.kind.value
-                queue = self.config.queue_name(outbound.destination)
-                pending[queue].append(OutgoingMessage(entry_id, body, round(outbound.delay)))
-        for attempt in range(self.config.send_attempts):
-            if attempt:
-                time.sleep(_SEND_BACKOFF_SECONDS * 2 ** (attempt - 1))
-            retry: dict[str, list[OutgoingMessage]] = {}
-            for queue, messages in pending.items():
-                failed_ids = self.transport.send(queue, messages)
-                for message in messages:
-                    if message.entry_id not in failed_ids:
-                        self.telemetry.count("MessagesSent", "destination", kinds[message.entry_id])
-                if failed_ids:
-                    retry[queue] = [m for m in messages if m.entry_id in failed_ids]
-            pending = retry
-            if not pending:
-                return set()
-        unsent = {owners[m.entry_id] for messages in pending.values() for m in messages}
-        self.telemetry.log_failure("envelopes could not be sent; records left for redelivery", records=sorted(unsent))
+        """Send every plan's envelopes; return the records whose envelopes did not all go."""
+        deliveries = [
+            Delivery(plan.message_id, self.config.queue_name(out.destination), body, round(out.delay), out.kind.value)
+            for plan in plans
+            for out, body in zip(plan.outbound, plan.bodies, strict=True)
+        ]
+        unsent = send_all(self.transport, deliveries, self.config.send_attempts, self._count_sent)
+        if unsent:
+            self.telemetry.log_failure("envelopes not sent; records left for redelivery", records=sorted(unsent))
         return unsent
+
+    def _count_sent(self, delivery: Delivery) -> None:
+        self.telemetry.count("MessagesSent", "destination", delivery.kind)
 
 
 _sidecar: Sidecar | None = None

@@ -42,7 +42,7 @@ def test_in_batch_duplicate_shares_the_fate_of_the_first(mesh: Mesh) -> None:
     assert mesh.sidecar is None
     sidecar = mesh.actor("enrich")
     transport = MemoryTransport()
-    transport.fail_entries = {"0-0"}
+    transport.fail_entries = {"e0"}
     configure(sidecar.config, transport)
     response = mesh.deliver(envelope(), envelope(), message_ids=["m1", "m2"])
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]}

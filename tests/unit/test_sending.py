@@ -86,7 +86,7 @@ class FlakyTransport(MemoryTransport):
 
 
 def test_a_failed_entry_is_retried() -> None:
-    transport = FlakyTransport({"0-1": 2})
+    transport = FlakyTransport({"e1": 2})
     _actor("fan_out", transport)
     response = _deliver(envelope(payload={"items": [1, 2, 3]}))
     assert response == {"batchItemFailures": []}
@@ -95,7 +95,7 @@ def test_a_failed_entry_is_retried() -> None:
 
 
 def test_an_entry_that_keeps_failing_reports_only_its_record() -> None:
-    transport = FlakyTransport({"1-0": 99})
+    transport = FlakyTransport({"e1": 99})
     _actor("enrich", transport)
     response = _deliver(envelope(id="ok-1"), envelope(id="stuck"), envelope(id="ok-2"), ids=["m0", "m1", "m2"])
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}

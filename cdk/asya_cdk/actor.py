@@ -1,0 +1,133 @@
+"""`ActorFunction`: a queue, a Lambda function and the event source mapping between them.
+
+Safe defaults: the queue is encrypted and TLS-only, its visibility timeout is six times the function
+timeout, repeated delivery failures are redriven to a dead-letter target (never dropped), the event
+source reports partial batch failures, and the function's role can only consume its own queue, send
+to its namespace's queues and write its own log group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from asya_cdk.layer import RUNTIME
+
+
+@dataclass(frozen=True)
+class ActorProps:
+    namespace: str
+    name: str
+    code_dir: str
+    handler: str
+    environment: dict[str, str]
+    layer: lambda_.ILayerVersion
+    architecture: lambda_.Architecture
+    dead_letter_queue: sqs.IQueue | None
+    timeout: float = 60.0
+    visibility_timeout: float = 360.0
+    memory: int = 512
+    batch_size: int = 10
+    batching_window: float = 0.0
+    max_concurrency: int | None = None
+    reserved_concurrency: int | None = None
+    max_receive_count: int = 5
+    retention: float = 4 * 86_400
+    tracing: bool = False
+    log_retention_days: int = 30
+    code_exclude: list[str] = field(default_factory=lambda: ["**/__pycache__", "**/*.pyc", ".venv", "tests"])
+
+
+class ActorFunction(Construct):
+    """Exposes `queue`, `function`, `role` and `log_group`."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: ActorProps) -> None:
+        super().__init__(scope, construct_id)
+        resource_name = f"asya-{props.namespace}-{props.name}"
+        dead_letter = (
+            sqs.DeadLetterQueue(queue=props.dead_letter_queue, max_receive_count=props.max_receive_count)
+            if props.dead_letter_queue is not None
+            else None
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            queue_name=resource_name,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=cdk.Duration.seconds(props.visibility_timeout),
+            retention_period=cdk.Duration.seconds(props.retention),
+            dead_letter_queue=dead_letter,
+        )
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{resource_name}",
+            retention=LOG_RETENTION[props.log_retention_days],
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"asya actor {props.namespace}/{props.name}",
+        )
+        self.log_group.grant_write(self.role)
+        self.role.add_to_policy(send_to_namespace(self, props.namespace))
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=resource_name,
+            runtime=RUNTIME,
+            architecture=props.architecture,
+            handler=props.handler,
+            code=lambda_.Code.from_asset(props.code_dir, exclude=props.code_exclude),
+            layers=[props.layer],
+            environment=props.environment,
+            memory_size=props.memory,
+            timeout=cdk.Duration.seconds(props.timeout),
+            reserved_concurrent_executions=props.reserved_concurrency,
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            tracing=lambda_.Tracing.ACTIVE if props.tracing else lambda_.Tracing.DISABLED,
+        )
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=props.batch_size,
+                max_batching_window=cdk.Duration.seconds(props.batching_window) if props.batching_window else None,
+                max_concurrency=props.max_concurrency,
+                report_batch_item_failures=True,
+            )
+        )
+
+
+def send_to_namespace(scope: Construct, namespace: str) -> iam.PolicyStatement:
+    """Actors route by envelope, so they may send to any queue of their namespace, and only those."""
+    stack = cdk.Stack.of(scope)
+    return iam.PolicyStatement(
+        actions=["sqs:SendMessage", "sqs:GetQueueUrl", "sqs:GetQueueAttributes"],
+        resources=[f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:asya-{namespace}-*"],
+    )
+
+
+LOG_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+}

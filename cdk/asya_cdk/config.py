@@ -1,0 +1,197 @@
+"""The mesh config: one YAML file that defines a namespace, its actors and its flows.
+
+It is read by the CDK app and by the local stack alike, so both build the same mesh. Validation is
+strict: unknown fields are errors, and every error names the file, the field and what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from asya.config import SINK, SUMP
+from asya.envelope import describe_validation_error
+from asya.resiliency import Resiliency, Seconds
+
+NAME = r"^[a-z0-9][a-z0-9-]*$"
+CREW = (SINK, SUMP)
+LAMBDA_MAX_TIMEOUT = 900.0
+
+
+class MeshConfigError(ValueError):
+    """The mesh file is wrong; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ActorConfig(_Strict):
+    """One actor: its code, its handler and every knob of its queue, function and event source."""
+
+    handler: str
+    code: str = "."
+    runtime: Literal["lambda"] = "lambda"
+    handler_mode: Literal["payload", "envelope"] = "payload"
+    timeout: Seconds = Field(default=60.0, gt=0, le=LAMBDA_MAX_TIMEOUT)
+    function_timeout: Seconds | None = Field(default=None, gt=0, le=LAMBDA_MAX_TIMEOUT)
+    memory: int = Field(default=512, ge=128, le=10_240)
+    architecture: Literal["arm64", "x86_64"] = "arm64"
+    batch_size: int = Field(default=10, ge=1, le=10_000)
+    batching_window: Seconds = Field(default=0.0, le=300)
+    max_concurrency: int | None = Field(default=None, ge=2, le=1000)
+    reserved_concurrency: int | None = Field(default=None, ge=0)
+    max_receive_count: int = Field(default=5, ge=1, le=1000)
+    retention: Seconds = Field(default=4 * 86_400, ge=60, le=14 * 86_400)
+    resiliency: Resiliency = Field(default_factory=Resiliency)
+    environment: dict[str, str] = Field(default_factory=dict)
+    idempotency: bool = True
+    tracing: bool = False
+    log_retention_days: Literal[1, 3, 7, 14, 30, 90, 180, 365, 731, 1827] = 30
+
+    @field_validator("handler")
+    @classmethod
+    def _handler_shape(cls, value: str) -> str:
+        parts = value.split(".")
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            raise ValueError(f"must be 'module.function' or 'module.Class.method', got {value!r}")
+        return value
+
+    @field_validator("environment")
+    @classmethod
+    def _no_reserved_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(key for key in value if key.startswith("ASYA_") or key.startswith("AWS_"))
+        if reserved:
+            raise ValueError(f"{', '.join(reserved)} are set by the mesh; use the actor's own fields instead")
+        return value
+
+    @model_validator(mode="after")
+    def _large_batches_need_a_window(self) -> ActorConfig:
+        if self.batch_size > 10 and self.batching_window == 0:
+            raise ValueError("batch_size above 10 needs a batching_window (an SQS event source rule)")
+        return self
+
+    @property
+    def lambda_timeout(self) -> float:
+        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda."""
+        if self.function_timeout is not None:
+            return self.function_timeout
+        return min(LAMBDA_MAX_TIMEOUT, self.timeout * min(self.batch_size, 10) + 10)
+
+    @property
+    def visibility_timeout(self) -> float:
+        """AWS's rule for queues behind Lambda: at least six times the function timeout."""
+        return 6 * self.lambda_timeout
+
+
+class FlowConfig(_Strict):
+    """A named route: what a user starts, and what the gateway and MCP expose as a tool."""
+
+    route: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
+    description: str = ""
+    timeout: Seconds | None = Field(default=None, gt=0)
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class SinkHook(_Strict):
+    """x-sink sends a copy of each terminal envelope in one of `phases` to `actor`."""
+
+    actor: Annotated[str, Field(pattern=NAME)]
+    phases: list[Literal["succeeded", "failed", "canceled"]] = Field(default_factory=lambda: ["succeeded", "failed"])
+
+
+class ResultsConfig(_Strict):
+    retention_days: int = Field(default=90, ge=1)
+
+
+class MeshConfig(_Strict):
+    namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
+    actors: dict[str, ActorConfig] = Field(min_length=1)
+    flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)
+    sink_hooks: list[SinkHook] = Field(default_factory=list)
+    results: ResultsConfig = Field(default_factory=ResultsConfig)
+    alarm_topic_arn: str | None = None
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> MeshConfig:
+        for name in self.actors:
+            if not re.match(NAME, name) or name in CREW:
+                raise ValueError(f"actors.{name}: actor names are lowercase letters, digits and '-', not x-sink/x-sump")
+            if len(f"asya-{self.namespace}-{name}") > 80:
+                raise ValueError(f"actors.{name}: queue name asya-{self.namespace}-{name} exceeds 80 characters")
+        for flow_name, flow in self.flows.items():
+            for index, actor in enumerate(flow.route):
+                if actor not in self.actors:
+                    raise ValueError(f"flows.{flow_name}.route[{index}]: unknown actor {actor!r}")
+        for name, actor in self.actors.items():
+            for policy_name, policy in actor.resiliency.policies.items():
+                for target in policy.on_exhausted:
+                    if target not in self.actors:
+                        where = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted"
+                        raise ValueError(f"{where}: unknown actor {target!r}")
+        for index, hook in enumerate(self.sink_hooks):
+            if hook.actor not in self.actors:
+                raise ValueError(f"sink_hooks[{index}].actor: unknown actor {hook.actor!r}")
+        return self
+
+
+def load_mesh(path: str | Path) -> LoadedMesh:
+    """Read and validate a mesh file; any problem is a `MeshConfigError` naming file and field."""
+    file = Path(path)
+    try:
+        document = yaml.safe_load(file.read_text())
+    except OSError as exc:
+        raise MeshConfigError(f"{file}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise MeshConfigError(f"{file}: not valid YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise MeshConfigError(f"{file}: the mesh must be a mapping with namespace, actors and flows")
+    try:
+        config = MeshConfig.model_validate(document)
+    except ValidationError as exc:
+        raise MeshConfigError(f"{file}: {describe_validation_error(exc)}") from None
+    mesh = LoadedMesh(config=config, base=file.resolve().parent)
+    for name, actor in config.actors.items():
+        code = mesh.code_dir(name)
+        if not code.is_dir():
+            raise MeshConfigError(f"{file}: actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
+    return mesh
+
+
+class LoadedMesh(BaseModel):
+    """A validated mesh and the folder its relative code paths start from."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    config: MeshConfig
+    base: Path
+
+    def code_dir(self, actor: str) -> Path:
+        return (self.base / self.config.actors[actor].code).resolve()
+
+    def queue_name(self, actor: str) -> str:
+        return f"asya-{self.config.namespace}-{actor}"
+
+    def actor_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:
+        """The sidecar's variables for an actor's function; `resources` names the tables it may use."""
+        settings = self.config.actors[actor]
+        variables = {
+            **settings.environment,
+            "ASYA_NAMESPACE": self.config.namespace,
+            "ASYA_ACTOR_NAME": actor,
+            "ASYA_HANDLER": settings.handler,
+            "ASYA_HANDLER_MODE": settings.handler_mode,
+            "ASYA_ACTOR_TIMEOUT_SECONDS": f"{settings.timeout:g}",
+            "POWERTOOLS_SERVICE_NAME": actor,
+        }
+        if settings.resiliency.policies or settings.resiliency.rules:
+            variables["ASYA_RESILIENCY"] = settings.resiliency.model_dump_json(exclude_defaults=True)
+        if settings.idempotency and "idempotency_table" in resources:
+            variables["ASYA_IDEMPOTENCY_TABLE"] = resources["idempotency_table"]
+        if settings.tracing:
+            variables["ASYA_TRACING"] = "true"
+        return variables

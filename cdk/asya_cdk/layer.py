@@ -1,0 +1,71 @@
+"""The sidecar Lambda layer: the `asya` package and its dependencies, built for the function's platform.
+
+Bundling runs pip on this machine for the target platform (`--platform manylinux2014_<arch>`,
+binary wheels only), so no Docker is needed. Dependencies come from `pyproject.toml` (the layer ships
+what the project declares, minus boto3 which the Lambda runtime provides).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYER_SOURCE = ROOT / "sidecar_layer"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+_PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+_PROVIDED_BY_RUNTIME = ("boto3",)
+
+
+def layer_requirements() -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [req for req in project["dependencies"] if not req.startswith(_PROVIDED_BY_RUNTIME)]
+
+
+@jsii.implements(cdk.ILocalBundling)
+class _PipBundling:
+    def __init__(self, architecture: str) -> None:
+        self.architecture = architecture
+
+    def try_bundle(self, output_dir: str, **_options: Any) -> bool:
+        target = Path(output_dir) / "python"
+        version = RUNTIME.name.removeprefix("python")
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
+             "--platform", _PLATFORMS[self.architecture], "--implementation", "cp",
+             "--python-version", version, "--only-binary=:all:", *layer_requirements()],
+            check=True,
+        )  # fmt: skip
+        shutil.copytree(LAYER_SOURCE / "asya", target / "asya", ignore=shutil.ignore_patterns("__pycache__"))
+        return True
+
+
+class SidecarLayer(Construct):
+    """One layer version per architecture; every actor and crew function of that architecture uses it."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, architecture: str) -> None:
+        super().__init__(scope, construct_id)
+        arch = lambda_.Architecture.ARM_64 if architecture == "arm64" else lambda_.Architecture.X86_64
+        code = lambda_.Code.from_asset(
+            str(LAYER_SOURCE),
+            exclude=["**/__pycache__", "*.md"],
+            bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=_PipBundling(architecture)),
+        )
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Layer",
+            code=code,
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[arch],
+            description="asya sidecar: envelope routing, resiliency and telemetry around actor handlers",
+        )
+        self.architecture = arch

@@ -1,0 +1,174 @@
+"""`Mesh`: everything one namespace needs, built from a mesh config.
+
+Per actor an `ActorFunction`; the crew (`x-sink`, `x-sump`) on the same construct; the results bucket,
+the idempotency table, the dashboard and the alarms. Dead letters: each actor's queue and x-sink's
+redrive into x-sump's queue, which records them as failed tasks with reason `Redriven`; x-sump's own
+queue redrives into `asya-<ns>-x-sump-dlq`, watched by an alarm, so nothing is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from asya.config import SINK, SUMP
+from asya.results import PREFIX as RESULTS_PREFIX
+from asya_cdk.actor import ActorFunction, ActorProps
+from asya_cdk.config import ActorConfig, LoadedMesh
+from asya_cdk.dashboard import MeshDashboard
+from asya_cdk.layer import SidecarLayer
+
+CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
+CREW = ActorConfig(handler="asya_crew.crew.unused", timeout=30, batch_size=10, max_receive_count=5)
+
+
+class Mesh(Construct):
+    """Exposes `actors` (name → `ActorFunction`, crew included), `bucket`, `table`, `dashboard`."""
+
+    def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh) -> None:
+        super().__init__(scope, construct_id)
+        config = mesh.config
+        namespace = config.namespace
+        self.bucket = s3.Bucket(
+            self,
+            "Results",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[
+                s3.LifecycleRule(expiration=cdk.Duration.days(config.results.retention_days)),
+                s3.LifecycleRule(abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
+            ],
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        self.table = dynamodb.Table(
+            self,
+            "Idempotency",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute="expiration",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.sump_dlq = sqs.Queue(
+            self,
+            "SumpDeadLetters",
+            queue_name=f"asya-{namespace}-x-sump-dlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+        )
+        layers: dict[str, SidecarLayer] = {}
+
+        def layer_for(architecture: str) -> SidecarLayer:
+            if architecture not in layers:
+                layers[architecture] = SidecarLayer(self, f"Sidecar-{architecture}", architecture=architecture)
+            return layers[architecture]
+
+        def props(name: str, settings: ActorConfig, **overrides: object) -> ActorProps:
+            layer = layer_for(settings.architecture)
+            fields: dict[str, object] = {
+                "namespace": namespace,
+                "name": name,
+                "code_dir": str(mesh.code_dir(name)) if name in config.actors else str(CREW_CODE),
+                "handler": "asya.lambda_handler",
+                "environment": {},
+                "layer": layer.layer,
+                "architecture": layer.architecture,
+                "dead_letter_queue": None,
+                "timeout": settings.lambda_timeout,
+                "visibility_timeout": settings.visibility_timeout,
+                "memory": settings.memory,
+                "batch_size": settings.batch_size,
+                "batching_window": settings.batching_window,
+                "max_concurrency": settings.max_concurrency,
+                "reserved_concurrency": settings.reserved_concurrency,
+                "max_receive_count": settings.max_receive_count,
+                "retention": settings.retention,
+                "tracing": settings.tracing,
+                "log_retention_days": settings.log_retention_days,
+            }
+            fields.update(overrides)
+            return ActorProps(**fields)  # type: ignore[arg-type]
+
+        crew_env = {"ASYA_NAMESPACE": namespace, "ASYA_RESULTS_BUCKET": self.bucket.bucket_name}
+        sump = ActorFunction(
+            self,
+            "Crew-x-sump",
+            props(SUMP, CREW, handler="asya_crew.sump.lambda_handler", environment=crew_env, dead_letter_queue=self.sump_dlq),
+        )
+        hooks = json.dumps([hook.model_dump() for hook in config.sink_hooks])
+        sink = ActorFunction(
+            self,
+            "Crew-x-sink",
+            props(
+                SINK,
+                CREW,
+                handler="asya_crew.sink.lambda_handler",
+                environment={**crew_env, "ASYA_SINK_HOOKS": hooks},
+                dead_letter_queue=sump.queue,
+            ),
+        )
+        keep_results = iam.PolicyStatement(
+            actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/{namespace}/*")]
+        )
+        sump.role.add_to_policy(keep_results)
+        sink.role.add_to_policy(keep_results)
+        self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink}
+        resources = {"idempotency_table": self.table.table_name}
+        for name, settings in config.actors.items():
+            actor = ActorFunction(
+                self,
+                f"Actor-{name}",
+                props(name, settings, environment=mesh.actor_environment(name, resources), dead_letter_queue=sump.queue),
+            )
+            if settings.idempotency:
+                self.table.grant(
+                    actor.role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+                )
+            self.actors[name] = actor
+        self.dashboard = MeshDashboard(self, "Dashboard", namespace=namespace, actors=self.actors, sump_dlq=self.sump_dlq)
+        if config.alarm_topic_arn:
+            self.dashboard.notify(config.alarm_topic_arn)
+        _explain_findings(self, namespace)
+
+
+def _explain_findings(mesh: Mesh, namespace: str) -> None:
+    """cdk-nag findings that are deliberate, each acknowledged with its reason."""
+    cdk.Validations.of(mesh.bucket).acknowledge(
+        cdk.Acknowledgment(
+            id="AwsSolutions::AwsSolutions-S1",
+            reason="Results are written only by the crew functions; CloudTrail data events audit access when a "
+            "deployment needs it, without a second bucket per mesh.",
+        )
+    )
+    stack = cdk.Stack.of(mesh)
+    bucket_arn = f"<{stack.get_logical_id(mesh.bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
+    for name, actor in mesh.actors.items():
+        cdk.Validations.of(actor.role).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:"
+                f"<AWS::AccountId>:asya-{namespace}-*]",
+                reason=f"Envelopes carry their own route: an actor sends to whichever queue of namespace "
+                f"'{namespace}' its envelopes name, so sending is scoped to asya-{namespace}-* and nothing wider.",
+            )
+        )
+        if name in (SINK, SUMP):
+            cdk.Validations.of(actor.role).acknowledge(
+                cdk.Acknowledgment(
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",
+                    reason="The crew writes one object per envelope id, so it may put objects under its namespace's "
+                    "results prefix only (no read, no delete).",
+                )
+            )

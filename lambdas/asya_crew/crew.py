@@ -1,0 +1,104 @@
+"""What x-sink and x-sump share: a batch loop that persists each record to S3 and sends follow-ups.
+
+A record is a batch item failure only if its object could not be written or its follow-ups could not
+be sent; redelivery then writes the same key again, so results are never duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.config import ConfigError
+from asya.results import result_key
+from asya.sending import Delivery, send_all
+from asya.telemetry import Telemetry
+from asya.transport import SqsTransport, Transport
+
+if TYPE_CHECKING:
+    from types_boto3_s3.client import S3Client
+
+
+@dataclass(frozen=True, slots=True)
+class CrewSettings:
+    namespace: str
+    actor: str
+    bucket: str
+
+    @classmethod
+    def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
+        env = os.environ if env is None else env
+        missing = [name for name in ("ASYA_NAMESPACE", "ASYA_RESULTS_BUCKET") if not env.get(name)]
+        if missing:
+            raise ConfigError(f"{', '.join(missing)} required by {actor}")
+        return cls(env["ASYA_NAMESPACE"], actor, env["ASYA_RESULTS_BUCKET"])
+
+    def queue_name(self, actor: str) -> str:
+        return f"asya-{self.namespace}-{actor}"
+
+
+@dataclass(slots=True)
+class Keep:
+    """What one record becomes: an object to write and follow-up envelopes to send."""
+
+    envelope_id: str
+    outcome: str
+    document: dict[str, Any]
+    follow_ups: list[tuple[str, str]] = field(default_factory=list)  # (actor, body)
+
+
+class CrewActor:
+    def __init__(
+        self,
+        settings: CrewSettings,
+        decide: Callable[[SQSRecord, Telemetry], Keep],
+        s3: S3Client | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.decide = decide
+        self.telemetry = Telemetry(settings.namespace, settings.actor)
+        self._s3 = s3
+        self.transport = transport or SqsTransport()
+        self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+    @property
+    def s3(self) -> S3Client:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        deliveries: list[Delivery] = []
+
+        def on_record(record: SQSRecord) -> None:
+            keep = self.decide(record, self.telemetry)
+            self.telemetry.logger.set_correlation_id(keep.envelope_id)
+            key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
+            self.s3.put_object(
+                Bucket=self.settings.bucket,
+                Key=key,
+                Body=orjson.dumps(keep.document),
+                ContentType="application/json",
+            )
+            self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+            deliveries.extend(
+                Delivery(record.message_id, self.settings.queue_name(actor), body) for actor, body in keep.follow_ups
+            )
+
+        try:
+            with self._processor(records=event.get("Records", []), handler=on_record, lambda_context=context):
+                self._processor.process()
+            failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
+            failed |= send_all(self.transport, deliveries, 3, lambda _: self.telemetry.count("MessagesSent"))
+        finally:
+            self.telemetry.flush()
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}

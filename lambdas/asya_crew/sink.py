@@ -1,0 +1,75 @@
+"""x-sink: every terminal envelope ends here (SPEC §6).
+
+It keeps the whole envelope at `results/<ns>/<id>/<succeeded|failed|canceled|paused>.json`, sends a
+copy to each configured hook actor whose phases match, and forwards failures to x-sump. A copy sent to
+a hook carries `x-asya-hook`; when the hook actor finishes, its envelope is kept under
+`hooks/<actor>` beside the task's result and dispatches nothing, so hooks never loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import orjson
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.config import SUMP
+from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
+from asya.routing import error_details, raw_to_sump
+from asya.telemetry import Telemetry
+from asya_crew.crew import CrewActor, CrewSettings, Keep
+
+SINK = "x-sink"
+HOOK_HEADER = "x-asya-hook"
+OUTCOMES = (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED, Phase.PAUSED)
+
+
+def parse_hooks(raw: str) -> list[tuple[str, frozenset[str]]]:
+    """`ASYA_SINK_HOOKS`: JSON `[{"actor": name, "phases": [..]}]`, as written by the mesh config."""
+    return [(hook["actor"], frozenset(hook["phases"])) for hook in json.loads(raw or "[]")]
+
+
+class Sink:
+    def __init__(self, hooks: list[tuple[str, frozenset[str]]]) -> None:
+        self.hooks = hooks
+
+    def decide(self, record: SQSRecord, _telemetry: Telemetry) -> Keep:
+        try:
+            envelope = parse_envelope(record.body)
+        except EnvelopeError as exc:
+            outbound = raw_to_sump(
+                exc.raw, record.message_id, SINK, reason=exc.reason, details=error_details(None, str(exc)), now=utc_now()
+            )
+            body = orjson.dumps(outbound.wire).decode()
+            return Keep(outbound.wire["id"], "rejected", outbound.wire, [(SUMP, body)])
+        document = envelope.to_dict()
+        phase = envelope.status.phase if envelope.status else Phase.SUCCEEDED
+        outcome = phase.value if phase in OUTCOMES else Phase.SUCCEEDED.value
+        hook = envelope.headers.get(HOOK_HEADER)
+        if isinstance(hook, str):
+            return Keep(envelope.id, f"hooks/{hook}.{outcome}", document)
+        follow_ups = [(actor, self._hook_copy(document, actor)) for actor, phases in self.hooks if outcome in phases]
+        if outcome == Phase.FAILED.value:
+            follow_ups.append((SUMP, record.body))
+        return Keep(envelope.id, outcome, document, follow_ups)
+
+    @staticmethod
+    def _hook_copy(document: dict[str, Any], actor: str) -> str:
+        route = document["route"]
+        visited = [*route["prev"], route["curr"]] if route["curr"] else route["prev"]
+        copy = {**document, "route": {"prev": visited, "curr": actor, "next": []}}
+        copy["headers"] = {**document["headers"], HOOK_HEADER: actor}
+        return orjson.dumps(copy).decode()
+
+
+_actor: CrewActor | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _actor
+    if _actor is None:
+        sink = Sink(parse_hooks(os.environ.get("ASYA_SINK_HOOKS", "")))
+        _actor = CrewActor(CrewSettings.from_env(SINK), sink.decide)
+    return _actor.handle(event, context)

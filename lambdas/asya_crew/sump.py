@@ -1,0 +1,68 @@
+"""x-sump: the final dead end (SPEC §6). Infrastructure errors, failures from x-sink, and whatever
+SQS redrove from an actor's queue after repeated delivery failures (the function crashed, timed out or
+ran out of memory) all end here.
+
+Every message is kept at `results/<ns>/<id>/sump.json` with a clear reason, logged as a structured
+error and counted (`SumpArrivals` by reason). A redriven message is recorded as failed with reason
+`Redriven` and the queue it came from; a body that is not even JSON is kept as it came.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
+from asya.routing import error_details, raw_to_sump
+from asya.telemetry import Telemetry
+from asya_crew.crew import CrewActor, CrewSettings, Keep
+
+SUMP = "x-sump"
+REDRIVEN = "Redriven"
+
+
+def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
+    keep = _annotate(record)
+    status = keep.document.get("status", {})
+    reason = str(status.get("reason", "unknown"))
+    telemetry.count("SumpArrivals", "reason", reason)
+    telemetry.logger.error(
+        "envelope reached x-sump",
+        extra={"envelope_id": keep.envelope_id, "reason": reason, "error": status.get("error")},
+    )
+    return keep
+
+
+def _annotate(record: SQSRecord) -> Keep:
+    now = utc_now()
+    try:
+        envelope = parse_envelope(record.body)
+    except EnvelopeError as exc:
+        wire = raw_to_sump(
+            exc.raw, record.message_id, SUMP, reason=exc.reason, details=error_details(None, str(exc)), now=now
+        ).wire
+        return Keep(wire["id"], "sump", wire)
+    document = envelope.to_dict()
+    status = document.setdefault("status", {})
+    if status.get("phase") != Phase.FAILED.value:
+        source = record.raw_event.get("attributes", {}).get("DeadLetterQueueSourceArn", "").rsplit(":", 1)[-1]
+        where = source or f"the queue of actor {envelope.route.curr!r}"
+        message = (
+            f"delivery from {where} failed repeatedly (the function crashed, timed out or ran out of memory) "
+            f"after {record.attributes.approximate_receive_count} receives"
+        )
+        status.update(
+            phase=Phase.FAILED.value, reason=REDRIVEN, error=error_details(None, message), updated_at=rfc3339(now)
+        )
+    return Keep(envelope.id, "sump", document)
+
+
+_actor: CrewActor | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _actor
+    if _actor is None:
+        _actor = CrewActor(CrewSettings.from_env(SUMP), decide)
+    return _actor.handle(event, context)

@@ -1,0 +1,22 @@
+"""Where terminal envelopes are kept: one S3 object per envelope and outcome.
+
+    results/<namespace>/<envelope id>/succeeded.json   x-sink, the route finished
+    results/<namespace>/<envelope id>/failed.json      x-sink, a handled failure
+    results/<namespace>/<envelope id>/sump.json        x-sump, an infrastructure error or a redrive
+
+Fan-out children have their own ids (and `parent_id`), so each branch has its own objects. The key
+depends only on the envelope, so a redelivered envelope overwrites its own result instead of adding a
+second one.
+"""
+
+from __future__ import annotations
+
+PREFIX = "results"
+
+
+def result_key(namespace: str, envelope_id: str, outcome: str) -> str:
+    return f"{PREFIX}/{namespace}/{envelope_id}/{outcome}.json"
+
+
+def result_prefix(namespace: str, envelope_id: str) -> str:
+    return f"{PREFIX}/{namespace}/{envelope_id}/"
