@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	$(BIN)/python -m examples.reviews.demo
+	$(BIN)/asya demo
 
 lint: install
 	$(BIN)/ruff check .

@@ -18,10 +18,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import boto3
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Message, sqs_backends
 
@@ -44,7 +45,7 @@ def _fill(queue_name: str, depth: int) -> None:
         queue.add_message(message)
 
 
-def _rate(seconds: float, operation: Any) -> float:
+def _rate(seconds: float, operation: Callable[[], int]) -> float:
     """Messages per second of `operation` (returns how many it handled), for about `seconds` (at least one call)."""
     handled, started = 0, time.perf_counter()
     while True:
@@ -101,7 +102,8 @@ def main() -> None:
         return
     child = [sys.executable, "-m", "bench.moto_sqs_depth", "--unpatched"]
     child += ["--depth", str(args.depth), "--seconds", str(args.seconds)]
-    plain_send, plain_receive = map(float, subprocess.run(child, check=True, capture_output=True, text=True).stdout.split())
+    output = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+    plain_send, plain_receive = map(float, output.split())
 
     from asya_local.moto_sqs import apply_depth_fix
 

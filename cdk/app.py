@@ -13,8 +13,8 @@ from cdk_nag import AwsSolutionsChecks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from asya_cdk.config import MeshConfigError, load_mesh  # noqa: E402
-from asya_cdk.stack import MeshStack, stack_name  # noqa: E402
+from asya_cdk.config import MeshConfigError, load_mesh
+from asya_cdk.stack import MeshStack, stack_name
 
 DEFAULT_MESH = Path(__file__).resolve().parents[1] / "examples" / "reviews" / "mesh.yaml"
 

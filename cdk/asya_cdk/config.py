@@ -101,7 +101,7 @@ class SinkHook(_Strict):
     """x-sink sends a copy of each terminal envelope in one of `phases` to `actor`."""
 
     actor: Annotated[str, Field(pattern=NAME)]
-    phases: list[Literal["succeeded", "failed", "canceled"]] = Field(default_factory=lambda: ["succeeded", "failed"])
+    phases: list[Literal["succeeded", "failed", "canceled"]] = Field(default=["succeeded", "failed"])
 
 
 class ResultsConfig(_Strict):
@@ -127,8 +127,8 @@ class MeshConfig(_Strict):
             for index, actor in enumerate(flow.route):
                 if actor not in self.actors:
                     raise ValueError(f"flows.{flow_name}.route[{index}]: unknown actor {actor!r}")
-        for name, actor in self.actors.items():
-            for policy_name, policy in actor.resiliency.policies.items():
+        for name, settings in self.actors.items():
+            for policy_name, policy in settings.resiliency.policies.items():
                 for target in policy.on_exhausted:
                     if target not in self.actors:
                         where = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted"

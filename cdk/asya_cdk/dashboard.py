@@ -29,7 +29,13 @@ class MeshDashboard(Construct):
     """Exposes `dashboard`, `sump_alarm` and `dead_letter_alarm`."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, namespace: str, actors: dict[str, ActorFunction], sump_dlq: sqs.IQueue
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        namespace: str,
+        actors: dict[str, ActorFunction],
+        sump_dlq: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"asya-{namespace}")
@@ -45,19 +51,27 @@ class MeshDashboard(Construct):
             )
 
         def search(metric: str, dimension: str) -> cloudwatch.MathExpression:
-            query = f"{{{METRIC_NAMESPACE},namespace,actor,{dimension}}} MetricName=\"{metric}\" namespace=\"{namespace}\""
-            return cloudwatch.MathExpression(expression=f"SEARCH('{query}', 'Sum', 60)", using_metrics={}, period=PERIOD)
+            query = f'{{{METRIC_NAMESPACE},namespace,actor,{dimension}}} MetricName="{metric}" namespace="{namespace}"'
+            return cloudwatch.MathExpression(
+                expression=f"SEARCH('{query}', 'Sum', 60)", using_metrics={}, period=PERIOD
+            )
 
         queues = list(actors.items())
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Queue depth (visible messages)",
-                left=[actor.queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=name) for name, actor in queues],
+                left=[
+                    actor.queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=name)
+                    for name, actor in queues
+                ],
                 width=12,
             ),
             cloudwatch.GraphWidget(
                 title="Age of oldest message (s)",
-                left=[actor.queue.metric_approximate_age_of_oldest_message(period=PERIOD, label=name) for name, actor in queues],
+                left=[
+                    actor.queue.metric_approximate_age_of_oldest_message(period=PERIOD, label=name)
+                    for name, actor in queues
+                ],
                 width=12,
             ),
         )

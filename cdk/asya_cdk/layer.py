@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -36,7 +35,7 @@ class _PipBundling:
     def __init__(self, architecture: str) -> None:
         self.architecture = architecture
 
-    def try_bundle(self, output_dir: str, **_options: Any) -> bool:
+    def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
         target = Path(output_dir) / "python"
         version = RUNTIME.name.removeprefix("python")
         subprocess.run(
@@ -58,7 +57,8 @@ class SidecarLayer(Construct):
         code = lambda_.Code.from_asset(
             str(LAYER_SOURCE),
             exclude=["**/__pycache__", "*.md"],
-            bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=_PipBundling(architecture)),
+            # jsii hands the options over positionally, unlike the generated stub's keyword signature
+            bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=_PipBundling(architecture)),  # type: ignore[arg-type]
         )
         self.layer = lambda_.LayerVersion(
             self,

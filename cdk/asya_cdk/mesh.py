@@ -106,7 +106,13 @@ class Mesh(Construct):
         sump = ActorFunction(
             self,
             "Crew-x-sump",
-            props(SUMP, CREW, handler="asya_crew.sump.lambda_handler", environment=crew_env, dead_letter_queue=self.sump_dlq),
+            props(
+                SUMP,
+                CREW,
+                handler="asya_crew.sump.lambda_handler",
+                environment=crew_env,
+                dead_letter_queue=self.sump_dlq,
+            ),
         )
         hooks = json.dumps([hook.model_dump() for hook in config.sink_hooks])
         sink = ActorFunction(
@@ -131,14 +137,18 @@ class Mesh(Construct):
             actor = ActorFunction(
                 self,
                 f"Actor-{name}",
-                props(name, settings, environment=mesh.actor_environment(name, resources), dead_letter_queue=sump.queue),
+                props(
+                    name, settings, environment=mesh.actor_environment(name, resources), dead_letter_queue=sump.queue
+                ),
             )
             if settings.idempotency:
                 self.table.grant(
                     actor.role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
                 )
             self.actors[name] = actor
-        self.dashboard = MeshDashboard(self, "Dashboard", namespace=namespace, actors=self.actors, sump_dlq=self.sump_dlq)
+        self.dashboard = MeshDashboard(
+            self, "Dashboard", namespace=namespace, actors=self.actors, sump_dlq=self.sump_dlq
+        )
         if config.alarm_topic_arn:
             self.dashboard.notify(config.alarm_topic_arn)
         _explain_findings(self, namespace)

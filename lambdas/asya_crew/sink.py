@@ -40,7 +40,12 @@ class Sink:
             envelope = parse_envelope(record.body)
         except EnvelopeError as exc:
             outbound = raw_to_sump(
-                exc.raw, record.message_id, SINK, reason=exc.reason, details=error_details(None, str(exc)), now=utc_now()
+                exc.raw,
+                record.message_id,
+                SINK,
+                reason=exc.reason,
+                details=error_details(None, str(exc)),
+                now=utc_now(),
             )
             body = orjson.dumps(outbound.wire).decode()
             return Keep(outbound.wire["id"], "rejected", outbound.wire, [(SUMP, body)])

@@ -26,7 +26,8 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     keep = _annotate(record)
     status = keep.document.get("status", {})
     reason = str(status.get("reason", "unknown"))
-    telemetry.count("SumpArrivals", "reason", reason)
+    telemetry.count("SumpArrivals")  # what the alarm watches
+    telemetry.count("SumpArrivals", "reason", reason)  # what the dashboard splits
     telemetry.logger.error(
         "envelope reached x-sump",
         extra={"envelope_id": keep.envelope_id, "reason": reason, "error": status.get("error")},

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from asya_local.inprocess import InProcessMesh
-from examples.reviews.demo import CATALOGUE, HANDLERS, ROUTE
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reviews"
+HANDLERS = {
+    "split": "examples.reviews.actors.split",
+    "score": "examples.reviews.actors.SentimentModel.score",
+    "triage": "examples.reviews.actors.triage",
+    "escalate": "examples.reviews.actors.escalate",
+}
+ROUTE = ["split", "score", "triage"]
 
 
 def test_review_triage_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    catalogue = json.loads((EXAMPLE / "inputs.json").read_text())
     with InProcessMesh("example", HANDLERS) as mesh:
-        ids = [mesh.send(ROUTE, item) for item in CATALOGUE]
+        ids = [mesh.send(ROUTE, item) for item in catalogue]
         mesh.run_until_idle()
         results = mesh.drain("x-sink")
         failures = mesh.drain("x-sump")
@@ -27,6 +37,8 @@ def test_review_triage_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> No
         ("lamp-2", 1),
         ("lamp-2", 2),
         ("mug-5", None),
+        ("chair-7", 1),
+        ("chair-7", 2),
     }
     angry = reviews[("kettle-9", 2)]
     assert angry["payload"]["action"] == "escalate"
@@ -49,4 +61,4 @@ def test_review_triage_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> No
 
     metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     sent_by_actor = {m["actor"]: m["MessagesSent"] for m in metrics if m.get("destination") == "actor"}
-    assert sent_by_actor == {"split": [5.0], "score": [5.0], "triage": [2.0]}, "each actor's metrics carry its name"
+    assert sent_by_actor == {"split": [7.0], "score": [7.0], "triage": [3.0]}, "each actor's metrics carry its name"

@@ -1,0 +1,107 @@
+"""One local execution environment behind an SQS event source mapping, run as its own process.
+
+It does what Lambda's poller and runtime do for one function: long-poll the queue, gather a batch
+(up to the batch size, within the batching window), invoke the function's real handler with the
+SQS-shaped event and a Lambda-like context in the main thread, and delete exactly the messages the
+partial batch response does not list. A crash or a malformed response deletes nothing, so the
+messages come back after the visibility timeout and SQS redrives them once `maxReceiveCount` is
+passed, just as on AWS.
+
+    python -m asya_local.esm '<json spec>'
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+from asya_local.lambda_shapes import LambdaContext, sqs_event_from_messages
+
+RECEIVE_WAIT_SECONDS = 1
+
+
+class Poller:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        import boto3
+
+        self.spec = spec
+        self.sqs = boto3.client("sqs")
+        self.queue_url: str = spec["queue_url"]
+        self.stopping = False
+        module_name, _, function_name = spec["handler"].rpartition(".")
+        self.handler = getattr(importlib.import_module(module_name), function_name)
+
+    def run(self) -> None:
+        while not self.stopping:
+            messages = self._gather()
+            if messages:
+                self._invoke(messages)
+
+    def _gather(self) -> list[dict[str, Any]]:
+        batch_size, window = self.spec["batch_size"], self.spec["batching_window"]
+        messages: list[dict[str, Any]] = []
+        deadline = time.monotonic() + window
+        while not self.stopping and len(messages) < batch_size:
+            wait = (
+                RECEIVE_WAIT_SECONDS if not messages else max(0, min(RECEIVE_WAIT_SECONDS, deadline - time.monotonic()))
+            )
+            received: list[Any] = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=min(10, batch_size - len(messages)),
+                WaitTimeSeconds=round(wait),
+                AttributeNames=["All"],
+            ).get("Messages", [])
+            messages.extend(received)
+            if messages and (not received or time.monotonic() >= deadline):
+                break
+        return messages
+
+    def _invoke(self, messages: list[dict[str, Any]]) -> None:
+        event = sqs_event_from_messages(self.spec["queue_name"], messages)
+        context = LambdaContext(self.spec["function"], self.spec["timeout"], self.spec["memory"])
+        started = time.perf_counter()
+        try:
+            response = self.handler(event, context)
+            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+        except Exception:  # noqa: BLE001 - a function error: Lambda deletes nothing and the batch comes back
+            _say(f"function error, {len(messages)} message(s) return after the visibility timeout")
+            traceback.print_exc(file=sys.stdout)
+            return
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            entries: list[Any] = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+            ]
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        elapsed = (time.perf_counter() - started) * 1000
+        note = f", {len(failed)} left for redelivery" if failed else ""
+        _say(f"{len(messages)} in, {len(done)} done{note} ({elapsed:.0f} ms)")
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    os.environ.update(spec["environment"])
+    for path in reversed(spec["python_path"]):
+        sys.path.insert(0, path)
+    poller = Poller(spec)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        poller.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    poller.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Actors of the integration-test mesh. `flaky` fails until its third attempt; `crash` kills its
+execution environment (like an out-of-memory error), so only SQS redrive can save its messages."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from typing import Any
+
+
+def prep(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "prepped": True}
+
+
+def infer(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "label": "even" if payload["n"] % 2 == 0 else "odd"}
+
+
+def post(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "done": True}
+
+
+def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for part in range(payload["parts"]):
+        yield {"part": part}
+
+
+def skip(payload: Any) -> None:
+    return None
+
+
+def flaky(payload: dict[str, Any]) -> Generator[Any, Any, None]:
+    status = yield ("GET", ".status")
+    if status.get("attempt", 1) < 3:
+        raise ConnectionError(f"attempt {status.get('attempt', 1)} failed")
+    yield {**payload, "attempts": status["attempt"]}
+
+
+def crash(payload: Any) -> Any:
+    os._exit(137)

@@ -1,0 +1,98 @@
+"""Mesh file validation: every error names the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asya_cdk.config import MeshConfigError, load_mesh
+
+GOOD = """
+namespace: shop
+actors:
+  a: {handler: mod.fn}
+  b: {handler: mod.Cls.method, timeout: 30s, batch_size: 100, batching_window: 2s}
+flows:
+  main: {route: [a, b], timeout: 5m}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mesh.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) -> None:
+    mesh = load_mesh(_write(tmp_path, GOOD))
+    b = mesh.config.actors["b"]
+    assert (b.timeout, b.batch_size, b.batching_window) == (30.0, 100, 2.0)
+    assert b.lambda_timeout == 310.0
+    assert b.visibility_timeout == 1860.0
+    assert mesh.config.flows["main"].timeout == 300.0
+    assert mesh.code_dir("a") == tmp_path
+    variables = mesh.actor_environment("a", {"idempotency_table": "t"})
+    assert variables["ASYA_HANDLER"] == "mod.fn"
+    assert variables["ASYA_IDEMPOTENCY_TABLE"] == "t"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            "namespace: shop\nactors:\n  a: {handler: mod.fn, colour: red}\n",
+            "actors.a.colour: Extra inputs are not permitted",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: nodot}\n",
+            "actors.a.handler: Value error, must be 'module.function'",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f: {route: [a, ghost]}\n",
+            "flows.f.route[1]: unknown actor 'ghost'",
+        ),
+        ("namespace: Shop!\nactors:\n  a: {handler: m.f}\n", "namespace: String should match pattern"),
+        ("namespace: shop\nactors: {}\n", "actors: Dictionary should have at least 1 item"),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f, timeout: 1000}\n",
+            "actors.a.timeout: Input should be less than or equal to 900",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f, batch_size: 50}\n",
+            "batch_size above 10 needs a batching_window",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f, environment: {ASYA_HANDLER: x}}\n",
+            "ASYA_HANDLER are set by the mesh",
+        ),
+        ("namespace: shop\nactors:\n  x-sink: {handler: m.f}\n", "actors.x-sink: actor names are"),
+        (
+            "namespace: shop\nactors:\n  a:\n    handler: m.f\n"
+            "    resiliency: {policies: {default: {on_exhausted: [zz]}}}\n",
+            "actors.a.resiliency.policies.default.on_exhausted: unknown actor 'zz'",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f, code: nowhere}\n",
+            "actors.a.code: 'nowhere' is not a directory",
+        ),
+        ("namespace: shop\nactors: [\n", "not valid YAML"),
+        ("- just\n- a list\n", "the mesh must be a mapping"),
+    ],
+)
+def test_bad_mesh_files_name_the_file_and_field(tmp_path: Path, text: str, fragment: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert fragment in str(caught.value)
+
+
+def test_a_missing_file_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(MeshConfigError, match="cannot read"):
+        load_mesh(tmp_path / "absent.yaml")
+
+
+def test_the_example_mesh_is_valid() -> None:
+    mesh = load_mesh(Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml")
+    assert mesh.config.flows["triage-reviews"].route == ["split", "score", "triage"]
