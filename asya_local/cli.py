@@ -35,7 +35,7 @@ from asya_local.stack import LocalStack, free_port
 DEFAULT_CONFIG = Path("examples/reviews/mesh.yaml")
 DEFAULT_INPUTS = Path("examples/reviews/inputs.json")
 STATE_FILE = Path(".asya/local.json")
-console = Console()
+console = Console() if sys.stdout.isatty() else Console(width=160)  # logs and CI: no 80-column squeeze
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,8 +286,8 @@ def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
 
 def _results_table(kept: list[dict[str, Any]]) -> Table:
     table = Table(title="results (x-sink / x-sump)", title_justify="left")
-    for column in ("envelope", "parent", "outcome", "route", "payload"):
-        table.add_column(column, overflow="fold")
+    for column in ("envelope", "parent", "outcome", "hops", "payload"):
+        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
     for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
         envelope = doc["envelope"]
         route = envelope["route"]
@@ -296,10 +296,18 @@ def _results_table(kept: list[dict[str, Any]]) -> Table:
             envelope["id"][:8],
             (envelope.get("parent_id") or "")[:8],
             doc["outcome"],
-            " → ".join(visited),
-            json.dumps(envelope["payload"], ensure_ascii=False)[:90],
+            " ".join(visited),
+            _summary(envelope["payload"]),
         )
     return table
+
+
+def _summary(payload: Any) -> str:
+    """`key=value` for the short scalar fields of a payload: enough to recognise it in a table."""
+    if not isinstance(payload, dict):
+        return json.dumps(payload, ensure_ascii=False)[:60]
+    fields = [f"{k}={v}" for k, v in payload.items() if isinstance(v, str | int | float | bool) and len(str(v)) <= 24]
+    return " ".join(fields) or json.dumps(payload, ensure_ascii=False)[:60]
 
 
 if __name__ == "__main__":

@@ -141,3 +141,11 @@ def deployed_functions(lambda_client: Any, sqs: Any, synthesized: Synthesized) -
             )
         )
     return sorted(functions, key=lambda function: function.name)
+
+
+def take_over_event_sources(lambda_client: Any) -> None:
+    """Disable the endpoint's own event source mappings once their settings are read: moto would
+    otherwise receive each new message itself and try to run the function in Docker, bumping the
+    message's receive count each time. The local workers are the pollers instead."""
+    for mapping in lambda_client.list_event_source_mappings()["EventSourceMappings"]:
+        lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,14 @@ import boto3
 from botocore.config import Config
 
 from asya_cdk.config import LoadedMesh
-from asya_local.deploy import LocalFunction, deploy, deployed_functions, publish_assets, synthesize
+from asya_local.deploy import (
+    LocalFunction,
+    deploy,
+    deployed_functions,
+    publish_assets,
+    synthesize,
+    take_over_event_sources,
+)
 from asya_local.lambda_shapes import REGION
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
@@ -94,6 +102,9 @@ class LocalStack:
 
         progress(f"starting the local AWS endpoint on {self.endpoint}")
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        # Queue policies and alarms have no local effect; moto says so once per resource otherwise.
+        warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
+        logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
         apply_depth_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
@@ -104,6 +115,7 @@ class LocalStack:
             publish_assets(self.client("s3"), synthesized)
             self.outputs = deploy(self.client("cloudformation"), synthesized)
             self.functions = deployed_functions(self.client("lambda"), self.client("sqs"), synthesized)
+            take_over_event_sources(self.client("lambda"))
             progress(f"starting {len(self.functions)} event source mappings")
             for function in self.functions:
                 workers = min(self.workers_per_function, function.max_concurrency or self.workers_per_function)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -28,6 +29,7 @@ class Telemetry:
         self.logger = Logger(service=actor)
         self.logger.append_keys(asya_namespace=namespace, actor=actor)
         self.metrics = Metrics(namespace=METRIC_NAMESPACE)
+        self._enabled = not is_metrics_disabled()
         self._dimensions = {"namespace": namespace, "actor": actor}
         self._counts: Counter[tuple[str, str, str]] = Counter()
         self._observations: defaultdict[tuple[str, MetricUnit], list[float]] = defaultdict(list)
@@ -39,11 +41,13 @@ class Telemetry:
 
     def count(self, name: str, dimension: str = "", value: str = "", amount: int = 1) -> None:
         """Count an event, optionally split by one dimension (outcome, destination kind, reason)."""
-        self._counts[(name, dimension, value)] += amount
+        if self._enabled:
+            self._counts[(name, dimension, value)] += amount
 
     def observe(self, name: str, unit: MetricUnit, value: float) -> None:
         """Buffer a per-envelope value (a duration, a size) until the batch's flush."""
-        self._observations[(name, unit)].append(value)
+        if self._enabled:
+            self._observations[(name, unit)].append(value)
 
     def flush(self) -> None:
         """Publish the batch: plain metrics (handlers' own included) in one EMF line, then one line per
@@ -52,6 +56,10 @@ class Telemetry:
         Dimensions are attached at flush time, not as Powertools default dimensions, because those are
         shared by every `Metrics` in the process and several actors may share one (the local stack).
         """
+        if not self._enabled:
+            # Powertools keeps (and never clears) what handlers add while metrics are disabled
+            self.metrics.clear_metrics()
+            return
         groups: defaultdict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
         for (name, dimension, value), amount in self._counts.items():
             groups[(dimension, value)].append((name, amount))
@@ -72,7 +80,12 @@ class Telemetry:
         if not values:
             return
         self.metrics.add_metric(name=name, unit=unit, value=values[0])
-        self.metrics.metric_set[name]["Value"].extend(values[1:])
+        entry = self.metrics.metric_set.get(name)
+        if entry is None or len(entry["Value"]) + len(values) > EMF_MAX_VALUES:  # shared with a handler's metric
+            for value in values[1:]:
+                self.metrics.add_metric(name=name, unit=unit, value=value)
+        else:
+            entry["Value"].extend(values[1:])
 
     def _publish(self, counts: list[tuple[str, int]], dimensions: dict[str, str]) -> None:
         for name, amount in counts:

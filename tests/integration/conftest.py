@@ -24,11 +24,17 @@ class RunningMesh:
         self.sqs = stack.client("sqs")
         self.s3 = stack.client("s3")
         self.batches: Counter[str] = Counter()  # envelopes each actor's workers took in
+        self.lines: list[str] = []  # everything the workers printed, for failure messages
 
     def on_line(self, source: str, line: str) -> None:
+        self.lines.append(f"{source}: {line}")
         head = line.split(" in, ", 1)[0]
         if head.isdigit():
             self.batches[source] += int(head)
+
+    def errors(self) -> str:
+        """What workers printed apart from their batch lines: tracebacks and error logs."""
+        return "\n".join(line for line in self.lines if " in, " not in line)[-4000:]
 
     def queue_url(self, actor: str) -> str:
         return str(self.sqs.get_queue_url(QueueName=f"asya-itest-{actor}")["QueueUrl"])

@@ -166,3 +166,8 @@ def rewrites_status(payload: Any) -> Iterator[Any]:
     yield ("SET", ".status.reason", "handler-said")
     yield ("DEL", ".status.note")
     yield payload
+
+
+def records_envelope_size(payload: Any) -> Any:
+    asya.metrics.add_metric(name="EnvelopeSize", unit="Bytes", value=1)
+    return payload

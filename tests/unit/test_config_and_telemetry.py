@@ -99,3 +99,25 @@ def test_importing_asya_is_light() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_disabled_metrics_do_not_accumulate(
+    mesh: Mesh, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Powertools never clears its metric set while disabled; 30 batches must neither print nor fail."""
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    sidecar = mesh.actor("records_metric")
+    capsys.readouterr()
+    for batch in range(30):
+        assert mesh.deliver(*[envelope(id=f"e-{batch}-{n}") for n in range(10)]) == {"batchItemFailures": []}
+    assert _emf(capsys.readouterr().out) == []
+    assert sidecar.telemetry.metrics.metric_set == {}
+    assert len(mesh.messages("b")) == 300
+
+
+def test_a_handler_metric_sharing_a_sidecar_name_is_kept(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:
+    mesh.actor("records_envelope_size")
+    capsys.readouterr()
+    mesh.deliver(*[envelope(id=f"e-{n}") for n in range(10)])
+    blob = next(b for b in _emf(capsys.readouterr().out) if "EnvelopeSize" in b)
+    assert len(blob["EnvelopeSize"]) == 20  # type: ignore[arg-type]

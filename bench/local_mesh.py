@@ -1,0 +1,108 @@
+"""Throughput and latency of a 3-actor pipeline on the local stack, next to the local transport limit.
+
+In one run, against one local endpoint:
+  1. the transport limit: bare boto3 SendMessageBatch + ReceiveMessage + DeleteMessageBatch of small
+     messages through one queue, in batches of 10 (messages/s through one hop's worth of SQS calls);
+  2. the mesh: envelopes/s through prep → infer → post → x-sink (each envelope is 4 such hops, plus
+     an S3 result and the idempotency writes), from the first send to the last result in S3;
+  3. end-to-end latency at low load: one envelope at a time, send → result object in S3, p50 / p95.
+
+    python -m bench.local_mesh [--envelopes 1000] [--workers 1] [--latency-samples 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from asya_cdk.config import load_mesh
+from asya_local.stack import LocalStack, free_port
+
+MESH = Path(__file__).resolve().parents[1] / "tests" / "integration" / "mesh" / "mesh.yaml"
+ROUTE = {"prev": [], "curr": "prep", "next": ["infer", "post"]}
+
+
+def transport_limit(stack: LocalStack, messages: int) -> float:
+    sqs = stack.client("sqs")
+    url = sqs.create_queue(QueueName=f"asya-bench-probe-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+    body = json.dumps({"id": "x", "route": ROUTE, "payload": {"n": 0}})
+    started = time.perf_counter()
+    moved = 0
+    while moved < messages:
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i in range(10)])
+        received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        if received:
+            entries: list[Any] = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)]
+            sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+        moved += len(received)
+    return moved / (time.perf_counter() - started)
+
+
+def results_present(stack: LocalStack, s3: Any, expected: int) -> int:
+    count = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=stack.results_bucket, Prefix=f"results/{stack.namespace}/"
+    ):
+        count += page.get("KeyCount", 0)
+    return count if count < expected else expected
+
+
+def mesh_throughput(stack: LocalStack, envelopes: int) -> float:
+    sqs, s3 = stack.client("sqs"), stack.client("s3")
+    url = sqs.get_queue_url(QueueName=f"asya-{stack.namespace}-prep")["QueueUrl"]
+    before = results_present(stack, s3, 10**9)
+    bodies = [json.dumps({"id": f"b-{uuid.uuid4()}", "route": ROUTE, "payload": {"n": n}}) for n in range(envelopes)]
+    started = time.perf_counter()
+    for start in range(0, envelopes, 10):
+        entries = [{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies[start : start + 10])]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    while results_present(stack, s3, before + envelopes) < before + envelopes:
+        time.sleep(0.1)
+    return envelopes / (time.perf_counter() - started)
+
+
+def latencies(stack: LocalStack, samples: int) -> list[float]:
+    sqs, s3 = stack.client("sqs"), stack.client("s3")
+    url = sqs.get_queue_url(QueueName=f"asya-{stack.namespace}-prep")["QueueUrl"]
+    found = []
+    for n in range(samples):
+        envelope_id = f"lat-{uuid.uuid4()}"
+        key = f"results/{stack.namespace}/{envelope_id}/succeeded.json"
+        started = time.perf_counter()
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"id": envelope_id, "route": ROUTE, "payload": {"n": n}}))
+        while True:
+            try:
+                s3.head_object(Bucket=stack.results_bucket, Key=key)
+                break
+            except s3.exceptions.ClientError:
+                time.sleep(0.005)
+        found.append(time.perf_counter() - started)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envelopes", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=1, help="execution environments per function")
+    parser.add_argument("--latency-samples", type=int, default=30)
+    args = parser.parse_args()
+    with LocalStack(load_mesh(MESH), port=free_port(), workers_per_function=args.workers) as stack:
+        limit = transport_limit(stack, args.envelopes)
+        latency = latencies(stack, args.latency_samples)
+        rate = mesh_throughput(stack, args.envelopes)
+    quantiles = statistics.quantiles(latency, n=20)
+    print(f"transport limit (send+receive+delete, batches of 10)  {limit:8.0f} messages/s")
+    print(f"3-actor pipeline, {args.envelopes} envelopes, {args.workers} worker(s)/function  {rate:8.0f} envelopes/s")
+    print(f"ratio pipeline / transport limit                       {rate / limit:8.3f}")
+    print(f"  (each envelope makes 4 hops: prep, infer, post, x-sink; 4 hops at the limit would be {limit / 4:.0f}/s)")
+    p50, p95 = statistics.median(latency) * 1000, quantiles[18] * 1000
+    print(f"end-to-end latency at low load ({args.latency_samples} samples)  p50 {p50:6.0f} ms   p95 {p95:6.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
