@@ -1,10 +1,15 @@
-# The two commands that matter: `make demo` runs the demo mesh, `make test` runs every check.
+# The two commands that matter: `make demo` runs the demo mesh on the local stack, `make test` runs
+# every check. Both install what they need on first use (.venv from PyPI, the CDK CLI from npm).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+MESH ?= examples/reviews/mesh.yaml
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test lint typecheck unit bench clean
+.PHONY: install demo up test lint typecheck unit integration synth bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,10 +17,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP)
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
+install: $(STAMP) $(NPM_STAMP)
 
 demo: install
-	$(BIN)/asya demo
+	$(BIN)/asya demo --config $(MESH)
+
+up: install
+	$(BIN)/asya up --config $(MESH)
 
 lint: install
 	$(BIN)/ruff check .
@@ -25,13 +37,21 @@ typecheck: install
 	$(BIN)/mypy
 
 unit: install
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest tests/unit tests/cdk
+
+integration: install
+	$(BIN)/python -m pytest tests/integration
 
 test: lint typecheck
 	$(BIN)/python -m pytest
 
+synth: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk synth -q -c mesh=$(MESH)
+
 bench: install
 	$(BIN)/python -m bench.sidecar_hop
+	$(BIN)/python -m bench.local_mesh
+	$(BIN)/python -m bench.moto_sqs_depth
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya

@@ -30,7 +30,7 @@ from rich.table import Table
 from asya.envelope import rfc3339, utc_now
 from asya.results import result_prefix
 from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
-from asya_local.stack import LocalStack, free_port
+from asya_local.stack import LocalStack, free_port, queue_depths
 
 DEFAULT_CONFIG = Path("examples/reviews/mesh.yaml")
 DEFAULT_INPUTS = Path("examples/reviews/inputs.json")
@@ -253,15 +253,7 @@ def _queues(args: argparse.Namespace) -> int:
     sqs = _local_client("sqs", state)
 
     def depths() -> dict[str, tuple[int, int, int]]:
-        found = {}
-        for url in sqs.list_queues(QueueNamePrefix=f"asya-{state['namespace']}-").get("QueueUrls", []):
-            a = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-            found[url.rsplit("/", 1)[-1]] = (
-                int(a["ApproximateNumberOfMessages"]),
-                int(a["ApproximateNumberOfMessagesNotVisible"]),
-                int(a["ApproximateNumberOfMessagesDelayed"]),
-            )
-        return found
+        return queue_depths(sqs, state["namespace"])
 
     if not args.watch:
         console.print(_queue_table(depths()))

@@ -50,6 +50,19 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
+    """Visible, in flight and delayed messages for every queue of the namespace."""
+    depths = {}
+    for url in sqs.list_queues(QueueNamePrefix=f"asya-{namespace}-").get("QueueUrls", []):
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        depths[url.rsplit("/", 1)[-1]] = (
+            int(attributes["ApproximateNumberOfMessages"]),
+            int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+            int(attributes["ApproximateNumberOfMessagesDelayed"]),
+        )
+    return depths
+
+
 @dataclass
 class LocalStack:
     """`with LocalStack(mesh) as stack:` — the mesh runs until the block ends."""
@@ -171,17 +184,7 @@ class LocalStack:
             self._spawn(function)
 
     def queue_depths(self) -> dict[str, tuple[int, int, int]]:
-        """Visible, in flight and delayed messages for every queue of the namespace."""
-        sqs = self.client("sqs")
-        depths = {}
-        for url in sqs.list_queues(QueueNamePrefix=f"asya-{self.namespace}-").get("QueueUrls", []):
-            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-            depths[url.rsplit("/", 1)[-1]] = (
-                int(attributes["ApproximateNumberOfMessages"]),
-                int(attributes["ApproximateNumberOfMessagesNotVisible"]),
-                int(attributes["ApproximateNumberOfMessagesDelayed"]),
-            )
-        return depths
+        return queue_depths(self.client("sqs"), self.namespace)
 
     def wait_until_idle(self, timeout: float, settle: float = 1.5, on_tick: Callable[[], None] | None = None) -> bool:
         """True once every queue has stayed empty (nothing visible, in flight or delayed) for `settle` s."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import socket
 import subprocess
 import sys
 import time
@@ -26,15 +25,10 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Message, sqs_backends
 
+from asya_local.stack import free_port  # does not load the SQS fix
+
 REGION = "us-east-1"
 BODY = '{"id": "bench", "route": {"prev": [], "curr": "a", "next": ["b"]}, "payload": {"n": 1}}'
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _fill(queue_name: str, depth: int) -> None:
@@ -57,7 +51,7 @@ def _rate(seconds: float, operation: Callable[[], int]) -> float:
 
 def measure(depth: int, seconds: float) -> tuple[float, float]:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
@@ -105,7 +99,7 @@ def main() -> None:
     output = subprocess.run(child, check=True, capture_output=True, text=True).stdout
     plain_send, plain_receive = map(float, output.split())
 
-    from asya_local.moto_sqs import apply_depth_fix
+    from asya_local.moto_sqs import apply_depth_fix  # only here: the unpatched child must not load it
 
     apply_depth_fix()
     fixed_send, fixed_receive = measure(args.depth, args.seconds)

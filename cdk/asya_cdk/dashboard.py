@@ -7,6 +7,7 @@ message in x-sump's dead-letter queue.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
@@ -57,23 +58,14 @@ class MeshDashboard(Construct):
             )
 
         queues = list(actors.items())
+
+        def per_queue(title: str, metric: Callable[[sqs.IQueue], cloudwatch.Metric]) -> cloudwatch.GraphWidget:
+            left = [metric(actor.queue).with_(period=PERIOD, label=name) for name, actor in queues]
+            return cloudwatch.GraphWidget(title=title, left=left, width=12)
+
         self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Queue depth (visible messages)",
-                left=[
-                    actor.queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=name)
-                    for name, actor in queues
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Age of oldest message (s)",
-                left=[
-                    actor.queue.metric_approximate_age_of_oldest_message(period=PERIOD, label=name)
-                    for name, actor in queues
-                ],
-                width=12,
-            ),
+            per_queue("Queue depth (visible messages)", lambda q: q.metric_approximate_number_of_messages_visible()),
+            per_queue("Age of oldest message (s)", lambda q: q.metric_approximate_age_of_oldest_message()),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(

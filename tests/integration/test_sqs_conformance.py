@@ -6,7 +6,6 @@ Each test makes its own queues. Counts are (ApproximateNumberOfMessages, ...NotV
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 import uuid
@@ -20,6 +19,7 @@ from moto.server import ThreadedMotoServer
 
 from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.moto_sqs import apply_depth_fix
+from asya_local.stack import free_port
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.integration
 MIB = 1_048_576
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
     apply_depth_fix()
@@ -43,7 +36,7 @@ def endpoint() -> Iterator[str]:
     werkzeug = logging.getLogger("werkzeug")
     level = werkzeug.level
     werkzeug.setLevel(logging.WARNING)  # a log record per request otherwise
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     yield f"http://127.0.0.1:{port}"
