@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from asya.envelope import rfc3339, utc_now
 from asya.results import result_prefix
@@ -76,7 +77,7 @@ class LocalStateError(RuntimeError):
 
 
 def _print_line(source: str, line: str) -> None:
-    console.print(f"[cyan]{source:>10}[/cyan] │ {line}", highlight=False, markup=False)
+    console.print(Text.assemble((f"{source:>10}", "cyan"), " │ ", line), highlight=False)
 
 
 def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:

@@ -117,7 +117,7 @@ class LocalStack:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         # Queue policies and alarms have no local effect; moto says so once per resource otherwise.
         warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
-        logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+        logging.getLogger("moto").setLevel(logging.ERROR)
         apply_depth_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()

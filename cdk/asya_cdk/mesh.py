@@ -19,6 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.config import SINK, SUMP
+from asya.dedup import idempotency_key_prefix
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, ActorProps
 from asya_cdk.config import ActorConfig, LoadedMesh
@@ -142,9 +143,7 @@ class Mesh(Construct):
                 ),
             )
             if settings.idempotency:
-                self.table.grant(
-                    actor.role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-                )
+                actor.role.add_to_policy(idempotency_items(self.table, namespace))
             self.actors[name] = actor
         self.dashboard = MeshDashboard(
             self, "Dashboard", namespace=namespace, actors=self.actors, sump_dlq=self.sump_dlq
@@ -152,6 +151,15 @@ class Mesh(Construct):
         if config.alarm_topic_arn:
             self.dashboard.notify(config.alarm_topic_arn)
         _explain_findings(self, namespace)
+
+
+def idempotency_items(table: dynamodb.ITable, namespace: str) -> iam.PolicyStatement:
+    """Hop records of this namespace only: their keys all start with the sidecar's `asya-<ns>#` prefix."""
+    return iam.PolicyStatement(
+        actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{idempotency_key_prefix(namespace)}#*"]}},
+    )
 
 
 def _explain_findings(mesh: Mesh, namespace: str) -> None:

@@ -73,9 +73,14 @@ class HopLedger:
             self._store.delete_record(data=key, exception=RuntimeError("outputs not sent"))
 
 
+def idempotency_key_prefix(namespace: str) -> str:
+    """Every hop record's key starts with this (then `#<hash>`), so IAM can scope a namespace's items."""
+    return f"asya-{namespace}"
+
+
 def dynamodb_store(table: str, ttl_seconds: int, namespace: str) -> BasePersistenceLayer:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
 
     store = DynamoDBPersistenceLayer(table_name=table)
-    store.configure(IdempotencyConfig(expires_after_seconds=ttl_seconds), key_prefix=f"asya-{namespace}")
+    store.configure(IdempotencyConfig(expires_after_seconds=ttl_seconds), key_prefix=idempotency_key_prefix(namespace))
     return store

@@ -165,6 +165,8 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
                 ],
             ]
         }
+        items = next(s for s in statements if "dynamodb:PutItem" in s["Action"])
+        assert items["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["asya-reviews#*"]}}
         consume = next(s for s in statements if "sqs:ReceiveMessage" in s["Action"])
         assert consume["Resource"] == {"Fn::GetAtt": [_queue(document, f"asya-reviews-{actor}")[0], "Arn"]}
         assert all(s["Resource"] != "*" for s in statements)

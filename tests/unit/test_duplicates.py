@@ -98,3 +98,12 @@ def test_fan_out_children_get_the_same_ids_when_a_hop_runs_again(mesh: Mesh) -> 
     mesh.actor("fan_out")
     mesh.deliver(envelope(payload={"items": [1, 2, 3]}))
     assert sorted(e["id"] for e in mesh.messages("b")) == first
+
+
+def test_hop_records_carry_the_namespace_prefix_that_iam_scopes(mesh: Mesh, table: str) -> None:
+    mesh.actor("nothing", ASYA_IDEMPOTENCY_TABLE=table)
+    mesh.deliver(envelope())
+    items = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=table)["Items"]
+    assert len(items) == 1
+    assert items[0]["id"]["S"].startswith("asya-unit#")
+    assert items[0]["status"]["S"] == "COMPLETED"

@@ -1,0 +1,85 @@
+"""The `asya` command as a user runs it: up, send, results, queues, and a clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from asya_local.stack import free_port
+from tests.integration.conftest import MESH
+
+pytestmark = pytest.mark.integration
+ASYA = [sys.executable, "-m", "asya_local.cli"]
+
+
+def _asya(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ASYA, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_up_send_results_queues_and_stop(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    up = subprocess.Popen(
+        [*ASYA, "up", "--config", str(MESH), "--port", str(port)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        state = tmp_path / ".asya" / "local.json"
+        deadline = time.monotonic() + 90
+        while not state.exists() and time.monotonic() < deadline and up.poll() is None:
+            time.sleep(0.2)
+        assert state.exists(), "asya up did not come up"
+        assert json.loads(state.read_text())["endpoint"] == f"http://127.0.0.1:{port}"
+
+        sent = _asya(tmp_path, "send", '{"n": 4}', "--route", "prep,infer,post")
+        assert sent.returncode == 0, sent.stderr
+        envelope_id = sent.stdout.strip()
+
+        deadline = time.monotonic() + 30
+        while (shown := _asya(tmp_path, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert shown.returncode == 0, shown.stdout
+        assert '"phase": "succeeded"' in shown.stdout
+        assert '"label": "even"' in shown.stdout
+
+        queues = _asya(tmp_path, "queues")
+        assert queues.returncode == 0
+        assert "asya-itest-prep" in queues.stdout
+
+        unknown = _asya(tmp_path, "send", "{}", "--flow", "nope")
+        assert unknown.returncode == 2
+        assert "unknown flow 'nope'" in unknown.stdout
+    finally:
+        up.send_signal(signal.SIGTERM)
+        output, _ = up.communicate(timeout=30)
+    assert up.returncode == 0, output
+    assert f"is up at http://127.0.0.1:{port}" in output
+    assert "asya-itest-x-sink" in output, "the queue names are printed"
+    assert "prep │ 1 in, 1 done" in output, "each actor's activity is logged"
+    assert not state.exists(), "the state file goes with the stack"
+
+
+def test_up_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "mesh.yaml"
+    bad.write_text("namespace: x\nactors:\n  a: {handler: m.f, timeout: forever}\n")
+    result = _asya(tmp_path, "up", "--config", str(bad), "--port", "0")
+    assert result.returncode == 2
+    assert "actors.a.timeout" in result.stdout
+    assert "is not a duration" in result.stdout
+
+
+def test_commands_without_a_running_stack_say_so(tmp_path: Path) -> None:
+    result = _asya(tmp_path, "queues")
+    assert result.returncode == 2
+    assert "start one with `asya up`" in result.stdout

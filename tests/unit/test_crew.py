@@ -1,0 +1,166 @@
+"""x-sink and x-sump: what they keep in S3, what they forward, and that redelivery adds nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from asya_crew import sink, sump
+from asya_crew.crew import CrewActor, CrewSettings
+from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
+
+NS = "crew"
+BUCKET = "results-bucket"
+
+
+class Crew:
+    def __init__(self, s3: Any, sqs: Any) -> None:
+        self.s3 = s3
+        self.sqs = sqs
+
+    def run(self, actor: CrewActor, *bodies: Any, attributes: dict[str, str] | None = None) -> dict[str, Any]:
+        records = []
+        for body in bodies:
+            record = sqs_record(
+                f"asya-{NS}-{actor.settings.actor}", body if isinstance(body, str) else json.dumps(body)
+            )
+            record["attributes"].update(attributes or {})
+            records.append(record)
+        return actor.handle({"Records": records}, LambdaContext(actor.settings.actor))
+
+    def kept(self) -> dict[str, dict[str, Any]]:
+        listing = self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
+        return {o["Key"]: json.loads(self.s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()) for o in listing}
+
+    def queue(self, actor: str) -> list[dict[str, Any]]:
+        url = self.sqs.get_queue_url(QueueName=f"asya-{NS}-{actor}")["QueueUrl"]
+        messages = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        return [json.loads(m["Body"]) for m in messages]
+
+
+@pytest.fixture
+def crew() -> Iterator[Crew]:
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET)
+        sqs = boto3.client("sqs", region_name=REGION)
+        for actor in ("x-sink", "x-sump", "notify"):
+            sqs.create_queue(QueueName=f"asya-{NS}-{actor}")
+        yield Crew(s3, sqs)
+
+
+def _sink(hooks: list[tuple[str, frozenset[str]]] | None = None) -> CrewActor:
+    settings = CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET})
+    return CrewActor(settings, sink.Sink(hooks or []).decide)
+
+
+def _sump() -> CrewActor:
+    return CrewActor(
+        CrewSettings.from_env("x-sump", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET}), sump.decide
+    )
+
+
+def _terminal(envelope_id: str, phase: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": envelope_id,
+        "route": {"prev": ["a", "b"], "curr": "", "next": []},
+        "headers": {"trace_id": "t"},
+        "status": {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "RuntimeError"},
+        "payload": {"answer": 42},
+        **fields,
+    }
+
+
+def test_sink_keeps_success_under_a_key_found_from_the_id(crew: Crew) -> None:
+    assert crew.run(_sink(), _terminal("task-1", "succeeded")) == {"batchItemFailures": []}
+    kept = crew.kept()
+    assert list(kept) == ["results/crew/task-1/succeeded.json"]
+    assert kept["results/crew/task-1/succeeded.json"]["payload"] == {"answer": 42}
+    assert crew.queue("x-sump") == []
+
+
+def test_sink_keeps_failures_and_forwards_them_to_sump(crew: Crew) -> None:
+    crew.run(_sink(), _terminal("task-2", "failed"))
+    assert list(crew.kept()) == ["results/crew/task-2/failed.json"]
+    [forwarded] = crew.queue("x-sump")
+    assert forwarded["id"] == "task-2"
+
+
+def test_redelivery_does_not_create_a_second_result(crew: Crew) -> None:
+    actor = _sink()
+    crew.run(actor, _terminal("task-3", "succeeded"))
+    crew.run(actor, _terminal("task-3", "succeeded"))
+    assert list(crew.kept()) == ["results/crew/task-3/succeeded.json"]
+
+
+def test_sink_dispatches_hooks_by_phase_and_keeps_what_hooks_return(crew: Crew) -> None:
+    actor = _sink([("notify", frozenset({"failed"}))])
+    crew.run(actor, _terminal("ok-1", "succeeded"), _terminal("bad-1", "failed"))
+    [copy] = crew.queue("notify")
+    assert copy["id"] == "bad-1"
+    assert copy["route"] == {"prev": ["a", "b"], "curr": "notify", "next": []}
+    assert copy["headers"]["x-asya-hook"] == "notify"
+
+    done = {**copy, "route": {"prev": ["a", "b", "notify"], "curr": "", "next": []}, "status": {"phase": "succeeded"}}
+    crew.run(actor, done)
+    assert "results/crew/bad-1/hooks/notify.succeeded.json" in crew.kept()
+    assert crew.kept()["results/crew/bad-1/failed.json"]["status"]["phase"] == "failed", "the task's result stays"
+    assert crew.queue("notify") == [], "a hook's own envelope dispatches nothing"
+
+
+def test_sink_sends_what_is_not_an_envelope_to_sump(crew: Crew) -> None:
+    assert crew.run(_sink(), "not json at all") == {"batchItemFailures": []}
+    [forwarded] = crew.queue("x-sump")
+    assert forwarded["status"]["reason"] == "ParseError"
+
+
+def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, capsys: pytest.CaptureFixture[str]) -> None:
+    failure = _terminal("task-4", "failed")
+    failure["status"]["reason"] = "RouteMismatch"
+    crew.run(_sump(), failure)
+    kept = crew.kept()["results/crew/task-4/sump.json"]
+    assert kept["status"]["reason"] == "RouteMismatch"
+    output = capsys.readouterr().out
+    assert '"message":"envelope reached x-sump"' in output.replace(": ", ":")
+
+
+def test_sump_records_a_redriven_message_as_failed(crew: Crew) -> None:
+    raw = {"id": "task-5", "route": {"prev": [], "curr": "score", "next": ["post"]}, "payload": {"n": 1}}
+    arn = {"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:asya-crew-score"}
+    crew.run(_sump(), raw, attributes={**arn, "ApproximateReceiveCount": "1"})
+    status = crew.kept()["results/crew/task-5/sump.json"]["status"]
+    assert status["phase"] == "failed"
+    assert status["reason"] == "Redriven"
+    assert "asya-crew-score" in status["error"]["message"]
+
+
+def test_sump_keeps_even_an_unparseable_body(crew: Crew) -> None:
+    crew.run(_sump(), "\x00garbage")
+    [(key, kept)] = crew.kept().items()
+    assert key.startswith("results/crew/sqs-")
+    assert kept["payload"]["original_payload"] == "\x00garbage"
+
+
+def test_a_failed_write_leaves_only_that_record_for_redelivery(crew: Crew) -> None:
+    actor = _sink()
+    original = crew.s3.put_object
+
+    def flaky_put(**kwargs: Any) -> Any:
+        if "broken" in kwargs["Key"]:
+            raise RuntimeError("S3 unavailable")
+        return original(**kwargs)
+
+    actor._s3 = type("S3", (), {"put_object": staticmethod(flaky_put)})()
+    response = crew.run(actor, _terminal("fine", "succeeded"), _terminal("broken", "succeeded"))
+    assert len(response["batchItemFailures"]) == 1
+    assert list(crew.kept()) == ["results/crew/fine/succeeded.json"]
+
+
+def test_crew_settings_name_missing_variables() -> None:
+    with pytest.raises(ValueError, match="ASYA_RESULTS_BUCKET required by x-sink"):
+        CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS})
