@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +122,8 @@ class LocalStack:
         apply_depth_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
+        # moto's state is per process: a stack started earlier in this process must not show through
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"), timeout=10)
         try:
             progress("synthesizing the CDK app")
             synthesized = synthesize(self.mesh)
@@ -198,7 +201,7 @@ class LocalStack:
             quiet_since = None if busy else (quiet_since or now)
             if quiet_since is not None and now - quiet_since >= settle:
                 return True
-            time.sleep(0.2)
+            time.sleep(0.25)
         return False
 
     def stop(self) -> None:

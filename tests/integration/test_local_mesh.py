@@ -92,8 +92,8 @@ def test_a_thousand_envelopes_none_lost_none_duplicated(running_mesh: RunningMes
     for start in range(0, len(bodies), 10):
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
         running_mesh.sqs.send_message_batch(QueueUrl=url, Entries=entries)
-    results = running_mesh.results_for(ids, timeout=240)
-    assert all(r["outcome"] == "succeeded" for r in results.values())
-    idle = running_mesh.stack.wait_until_idle(timeout=30)
+    idle = running_mesh.stack.wait_until_idle(timeout=300)
     assert idle, f"{json.dumps(running_mesh.stack.queue_depths())}\n{running_mesh.errors()}"
+    results = running_mesh.results_for(ids, timeout=30)
+    assert all(r["outcome"] == "succeeded" for r in results.values())
     assert running_mesh.batches["x-sink"] - sink_before == 1000, "x-sink received each envelope exactly once"
