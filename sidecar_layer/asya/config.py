@@ -66,7 +66,7 @@ class SidecarConfig:
             handler=_required(env, "ASYA_HANDLER"),
             handler_mode=cast(Literal["payload", "envelope"], mode),
             resiliency=_resiliency(env.get("ASYA_RESILIENCY", "")),
-            actor_timeout=_number(env, "ASYA_ACTOR_TIMEOUT_SECONDS", None, minimum=0.001),
+            actor_timeout=_optional_number(env, "ASYA_ACTOR_TIMEOUT_SECONDS", minimum=0.001),
             lambda_margin=_number(env, "ASYA_LAMBDA_MARGIN_SECONDS", 2.0, minimum=0.0),
             max_message_bytes=int(_number(env, "ASYA_MAX_MESSAGE_BYTES", SQS_MAX_MESSAGE_BYTES, minimum=1024)),
             send_attempts=int(_number(env, "ASYA_SEND_ATTEMPTS", 3, minimum=1)),
@@ -90,10 +90,15 @@ def _name(env: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _number(env: Mapping[str, str], name: str, default: float | None, minimum: float) -> float:
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+    value = _optional_number(env, name, minimum)
+    return default if value is None else value
+
+
+def _optional_number(env: Mapping[str, str], name: str, minimum: float) -> float | None:
     raw = env.get(name, "").strip()
     if not raw:
-        return default  # type: ignore[return-value]
+        return None
     try:
         value = float(raw)
     except ValueError:

@@ -121,7 +121,7 @@ def _to_frame(state: EnvelopeState, value: Any, mode: HandlerMode) -> Frame:
 
 def _drive(generator: Any, state: EnvelopeState, mode: HandlerMode) -> list[Frame]:
     """Run a (sync or async) generator to the end, answering verbs and collecting yielded outputs."""
-    step = _async_stepper(generator) if inspect.isasyncgen(generator) else generator
+    step = _AsyncStepper(generator) if inspect.isasyncgen(generator) else generator
     frames: list[Frame] = []
     reply: Any = None
     error: AbiError | None = None
@@ -141,7 +141,7 @@ def _drive(generator: Any, state: EnvelopeState, mode: HandlerMode) -> list[Fram
             error = exc
 
 
-class _async_stepper:  # noqa: N801 - reads as a function at the call site
+class _AsyncStepper:
     """Steps an async generator from sync code with the thread's loop, one `yield` at a time."""
 
     def __init__(self, generator: Any) -> None:
