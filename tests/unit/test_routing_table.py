@@ -310,3 +310,22 @@ def test_unknown_top_level_fields_travel_on(mesh: Mesh) -> None:
     mesh.actor("enrich")
     mesh.deliver(envelope(job_ref="legacy-42"))
     assert mesh.only("b")["job_ref"] == "legacy-42"
+
+
+@pytest.mark.parametrize("legacy_key", ["actors", "steps"])
+def test_legacy_route_shapes_are_converted_and_output_in_the_new_shape(mesh: Mesh, legacy_key: str) -> None:
+    mesh.actor("enrich", actor="b")
+    legacy = {"id": "old-1", "route": {legacy_key: ["a", "b", "c"], "current": 1}, "payload": {"x": 1}}
+    assert mesh.deliver(legacy, actor="b") == {"batchItemFailures": []}
+
+    out = mesh.only("c")
+    assert out["route"] == {"prev": ["a", "b"], "curr": "c", "next": []}
+    assert out["payload"] == {"x": 1, "seen": True}
+
+
+def test_legacy_route_at_its_last_actor_finishes_at_sink(mesh: Mesh) -> None:
+    mesh.actor("enrich", actor="c")
+    mesh.deliver({"id": "old-2", "route": {"actors": ["a", "b", "c"], "current": 2}, "payload": {}}, actor="c")
+    out = mesh.only("x-sink")
+    assert out["route"] == {"prev": ["a", "b", "c"], "curr": "", "next": []}
+    assert out["status"]["phase"] == "succeeded"
