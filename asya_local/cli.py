@@ -31,7 +31,7 @@ from rich.text import Text
 from asya.envelope import rfc3339, utc_now
 from asya.results import result_prefix
 from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
-from asya_local.stack import LocalStack, free_port, queue_depths
+from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
 DEFAULT_CONFIG = Path("examples/reviews/mesh.yaml")
 DEFAULT_INPUTS = Path("examples/reviews/inputs.json")
@@ -176,18 +176,6 @@ def _state() -> dict[str, str]:
         raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`") from None
 
 
-def _local_client(service: str, state: dict[str, str]) -> Any:
-    import boto3
-
-    return boto3.client(
-        service,  # type: ignore[call-overload]
-        endpoint_url=state["endpoint"],
-        region_name="us-east-1",
-        aws_access_key_id="asya-local",
-        aws_secret_access_key="asya-local",
-    )
-
-
 def _send(args: argparse.Namespace) -> int:
     state = _state()
     mesh = load_mesh(state["config"])
@@ -206,7 +194,7 @@ def _send(args: argparse.Namespace) -> int:
         if not route or unknown:
             raise LocalStateError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
     timeout = args.timeout or timeout
-    sqs = _local_client("sqs", state)
+    sqs = local_client("sqs", state["endpoint"])
     if args.count == 1:
         print(_send_one(sqs, state["endpoint"], mesh, route, payload, timeout=timeout))
         return 0
@@ -220,7 +208,7 @@ def _send(args: argparse.Namespace) -> int:
 
 def _results(args: argparse.Namespace) -> int:
     state = _state()
-    s3 = _local_client("s3", state)
+    s3 = local_client("s3", state["endpoint"])
     own = _read_results(s3, state["bucket"], result_prefix(state["namespace"], args.id))
     children = [
         doc
@@ -251,7 +239,7 @@ def _all_results(s3: Any, bucket: str, namespace: str) -> list[dict[str, Any]]:
 
 def _queues(args: argparse.Namespace) -> int:
     state = _state()
-    sqs = _local_client("sqs", state)
+    sqs = local_client("sqs", state["endpoint"])
 
     def depths() -> dict[str, tuple[int, int, int]]:
         return queue_depths(sqs, state["namespace"])

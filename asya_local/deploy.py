@@ -105,7 +105,6 @@ class LocalFunction:
     memory: int
     code_dir: Path
     queue_url: str
-    queue_name: str
     batch_size: int
     batching_window: float
     max_concurrency: int | None
@@ -134,7 +133,6 @@ def deployed_functions(lambda_client: Any, sqs: Any, synthesized: Synthesized) -
                 memory=int(configuration["MemorySize"]),
                 code_dir=code_by_function[name],
                 queue_url=sqs.get_queue_url(QueueName=queue_name)["QueueUrl"],
-                queue_name=queue_name,
                 batch_size=int(mapping.get("BatchSize", 10)),
                 batching_window=float(mapping.get("MaximumBatchingWindowInSeconds", 0)),
                 max_concurrency=mapping.get("ScalingConfig", {}).get("MaximumConcurrency"),

@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import Any
 
-from asya_local.lambda_shapes import LambdaContext, sqs_event_from_messages
+from asya_local.lambda_shapes import LambdaContext, invoke_with_batch
 
 RECEIVE_WAIT_SECONDS = 1
 
@@ -63,25 +63,17 @@ class Poller:
         return messages
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
-        event = sqs_event_from_messages(self.spec["queue_name"], messages)
         context = LambdaContext(self.spec["function"], self.spec["timeout"], self.spec["memory"])
         started = time.perf_counter()
         try:
-            response = self.handler(event, context)
-            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+            done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
         except Exception:  # noqa: BLE001 - a function error: Lambda deletes nothing and the batch comes back
             _say(f"function error, {len(messages)} message(s) return after the visibility timeout")
             traceback.print_exc(file=sys.stdout)
             return
-        done = [m for m in messages if m["MessageId"] not in failed]
-        for start in range(0, len(done), 10):
-            entries: list[Any] = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
-            ]
-            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
         elapsed = (time.perf_counter() - started) * 1000
-        note = f", {len(failed)} left for redelivery" if failed else ""
-        _say(f"{len(messages)} in, {len(done)} done{note} ({elapsed:.0f} ms)")
+        note = f", {failed} left for redelivery" if failed else ""
+        _say(f"{len(messages)} in, {done} done{note} ({elapsed:.0f} ms)")
 
 
 def _say(line: str) -> None:

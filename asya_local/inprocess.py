@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from asya.config import SINK, SUMP, SidecarConfig
 from asya.sidecar import Sidecar
-from asya_local.lambda_shapes import REGION, LambdaContext, sqs_event_from_messages
+from asya_local.lambda_shapes import REGION, LambdaContext, invoke_with_batch
 
 
 class InProcessMesh:
@@ -73,13 +73,8 @@ class InProcessMesh:
         messages = self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
             return False
-        queue = f"asya-{self.namespace}-{actor}"
-        response = self.sidecars[actor].handle(sqs_event_from_messages(queue, messages), LambdaContext(queue))
-        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
-            self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+        context = LambdaContext(f"asya-{self.namespace}-{actor}")
+        invoke_with_batch(self.sidecars[actor].handle, self._sqs, url, messages, context)
         return True
 
     def drain(self, actor: str) -> list[dict[str, Any]]:

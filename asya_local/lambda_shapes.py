@@ -1,14 +1,15 @@
-"""What Lambda hands a function: the SQS event shape and a context object with a running clock.
+"""What Lambda hands a function (the SQS event shape, a context object with a running clock) and
+what its SQS event source does with the answer.
 
 Used wherever this machine stands in for the Lambda service (tests, the in-process mesh, the local
-stack), so every one of them drives the real handler with the same shapes as AWS does.
+stack), so every one of them drives the real handler with the same shapes and rules as AWS does.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,3 +74,24 @@ def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -
         record["receiptHandle"] = message["ReceiptHandle"]
         records.append(record)
     return {"Records": records}
+
+
+def invoke_with_batch(
+    handler: Callable[[dict[str, Any], Any], Any],
+    sqs: Any,
+    queue_url: str,
+    messages: list[dict[str, Any]],
+    context: LambdaContext,
+) -> tuple[int, int]:
+    """Invoke the function on one received batch, then delete every message its partial batch
+    response does not list; returns (done, left for redelivery). If the function raises, nothing is
+    deleted and the exception propagates: the batch comes back after the visibility timeout."""
+    queue = queue_url.rsplit("/", 1)[-1]
+    response = handler(sqs_event_from_messages(queue, messages), context)
+    failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+    done = [m for m in messages if m["MessageId"] not in failed]
+    for start in range(0, len(done), 10):
+        chunk = done[start : start + 10]
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+        sqs.delete_message_batch(QueueUrl=queue_url, Entries=entries)
+    return len(done), len(failed)

@@ -51,6 +51,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def local_client(service: str, endpoint: str) -> Any:
+    """A boto3 client for the local endpoint, with the local stack's credentials and region."""
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        config=Config(retries={"mode": "standard", "max_attempts": 5}),
+    )
+
+
 def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
     """Visible, in flight and delayed messages for every queue of the namespace."""
     depths = {}
@@ -91,14 +103,7 @@ class LocalStack:
         return self.outputs["ResultsBucket"]
 
     def client(self, service: str) -> Any:
-        return boto3.client(
-            service,  # type: ignore[call-overload]
-            endpoint_url=self.endpoint,
-            region_name=REGION,
-            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            config=Config(retries={"mode": "standard", "max_attempts": 5}),
-        )
+        return local_client(service, self.endpoint)
 
     def __enter__(self) -> LocalStack:
         self.start()
@@ -158,7 +163,6 @@ class LocalStack:
             "timeout": function.timeout,
             "memory": function.memory,
             "queue_url": function.queue_url,
-            "queue_name": function.queue_name,
             "batch_size": function.batch_size,
             "batching_window": function.batching_window,
             "python_path": [str(function.code_dir), str(LAYER_DIR)],

@@ -166,15 +166,12 @@ def fail(
     on_exhausted: list[str] | None = None,
 ) -> Outbound:
     """A handled failure: x-sink with phase `failed`, or the first `on_exhausted` actor."""
+    reason = Reason.POLICY_ROUTED if on_exhausted else reason
     status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
     payload = error_payload(reason, details, envelope.payload)
     if on_exhausted:
-        status["reason"] = Reason.POLICY_ROUTED.value
         route = {"prev": [*envelope.route.prev, envelope.route.curr], "curr": on_exhausted[0], "next": on_exhausted[1:]}
-        wire = _wire(
-            envelope, route=route, status=status, payload=error_payload(Reason.POLICY_ROUTED, details, envelope.payload)
-        )
-        return Outbound(on_exhausted[0], Kind.ACTOR, wire)
+        return Outbound(on_exhausted[0], Kind.ACTOR, _wire(envelope, route=route, status=status, payload=payload))
     return Outbound(SINK, Kind.SINK, _wire(envelope, status=status, payload=payload))
 
 

@@ -71,6 +71,7 @@ def test_malformed_body_lands_in_sump(running_mesh: RunningMesh) -> None:
     assert kept["envelope"]["payload"]["original_payload"] == "{definitely not json"
 
 
+@pytest.mark.timeout(300)
 def test_crashing_function_is_redriven_into_sump(running_mesh: RunningMesh) -> None:
     envelope_id = f"crash-{uuid.uuid4().hex[:6]}"
     running_mesh.send(["crash", "post"], {"n": 1}, envelope_id)
@@ -83,6 +84,7 @@ def test_crashing_function_is_redriven_into_sump(running_mesh: RunningMesh) -> N
     assert kept["envelope"]["route"]["curr"] == "crash"
 
 
+@pytest.mark.timeout(600)
 def test_a_thousand_envelopes_none_lost_none_duplicated(running_mesh: RunningMesh) -> None:
     sink_before = running_mesh.batches["x-sink"]
     ids = [f"bulk-{n:04d}-{uuid.uuid4().hex[:4]}" for n in range(1000)]

@@ -159,9 +159,9 @@ def test_handler_in_a_worker_thread_is_abandoned_on_timeout(mesh: Mesh) -> None:
     """Outside the main thread there are no signals: the handler's thread is abandoned instead."""
     mesh.actor("slow", ASYA_ACTOR_TIMEOUT_SECONDS="0.2")
     responses: list[object] = []
-    thread = threading.Thread(target=lambda: responses.append(mesh.deliver(envelope(payload={"sleep": 3}))))
+    thread = threading.Thread(target=lambda: responses.append(mesh.deliver(envelope(payload={"sleep": 30}))))
     thread.start()
-    thread.join(timeout=2)
+    thread.join(timeout=15)
     assert not thread.is_alive(), "the sidecar must not wait for an overrunning handler"
     assert responses == [{"batchItemFailures": []}]
     assert mesh.only("x-sump")["status"]["reason"] == "HandlerTimeout"
