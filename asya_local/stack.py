@@ -89,6 +89,7 @@ class LocalStack:
     _server: Any = None
     _processes: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
     _stopping: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
 
     @property
     def endpoint(self) -> str:
@@ -176,7 +177,11 @@ class LocalStack:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         source = function.name.removeprefix(f"asya-{self.namespace}-")
-        self._processes.append((source, process))
+        with self._lock:
+            if self._stopping:  # a replacement started while the stack stops: end it at once
+                process.terminate()
+                return
+            self._processes.append((source, process))
         threading.Thread(target=self._relay, args=(function, source, process), daemon=True).start()
 
     def _relay(self, function: LocalFunction, source: str, process: subprocess.Popen[str]) -> None:
@@ -209,7 +214,8 @@ class LocalStack:
         return False
 
     def stop(self) -> None:
-        self._stopping = True
+        with self._lock:
+            self._stopping = True
         for _, process in self._processes:
             if process.poll() is None:
                 process.terminate()

@@ -27,7 +27,9 @@ from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.layer import SidecarLayer
 
 CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
-CREW = ActorConfig(handler="asya_crew.crew.unused", timeout=30, batch_size=10, max_receive_count=5)
+# Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
+# real handler (asya_crew.sink / asya_crew.sump) is set where its function is made.
+CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
 
 
 class Mesh(Construct):

@@ -54,7 +54,7 @@ class HopRunner:
         started = time.perf_counter()
         now = utc_now()
         telemetry.count("MessagesReceived")
-        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, len(body))
+        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, len(body.encode()))
         plan = HopPlan(message_id)
         try:
             envelope = parse_envelope(body)

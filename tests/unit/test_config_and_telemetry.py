@@ -121,3 +121,12 @@ def test_a_handler_metric_sharing_a_sidecar_name_is_kept(mesh: Mesh, capsys: pyt
     mesh.deliver(*[envelope(id=f"e-{n}") for n in range(10)])
     blob = next(b for b in _emf(capsys.readouterr().out) if "EnvelopeSize" in b)
     assert len(blob["EnvelopeSize"]) == 20  # type: ignore[arg-type]
+
+
+def test_envelope_size_is_counted_in_bytes(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:
+    mesh.actor("enrich")
+    body = json.dumps(envelope(payload={"text": "世界" * 100}), ensure_ascii=False)
+    capsys.readouterr()
+    mesh.deliver(body)
+    totals = next(b for b in _emf(capsys.readouterr().out) if "EnvelopeSize" in b)
+    assert totals["EnvelopeSize"] == [float(len(body.encode()))]

@@ -62,10 +62,10 @@ def test_no_time_left_to_start_leaves_the_record_for_redelivery(mesh: Mesh) -> N
 
 def test_deadline_limits_a_running_handler(mesh: Mesh) -> None:
     mesh.actor("slow")
-    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.5)).isoformat()
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=3)).isoformat()  # room to start on a slow machine
     started = time.monotonic()
     mesh.deliver(envelope(payload={"sleep": 30}, status={"phase": "processing", "deadline_at": soon}))
     assert time.monotonic() - started < 10
     sump = mesh.only("x-sump")
     assert sump["status"]["reason"] == "HandlerTimeout"
-    assert _limit_in(sump["payload"]["details"]["message"]) <= 0.5
+    assert _limit_in(sump["payload"]["details"]["message"]) <= 3.0
