@@ -27,6 +27,9 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _QUEUE_NAME_MAX = 80
 
 
+StatusWrites = Literal["coalesced", "every-point"]
+
+
 class ConfigError(ValueError):
     """A configuration variable is missing or wrong; the message names the variable."""
 
@@ -44,6 +47,10 @@ class SidecarConfig:
     send_attempts: int = 3
     idempotency_table: str | None = None
     idempotency_ttl: int = 3600
+    tasks_table: str | None = None
+    events_table: str | None = None
+    task_ttl: int = 7 * 86_400
+    status_writes: StatusWrites = "coalesced"
     tracing: bool = False
 
     def queue_name(self, actor: str) -> str:
@@ -60,6 +67,9 @@ class SidecarConfig:
         mode = env.get("ASYA_HANDLER_MODE", "payload")
         if mode not in ("payload", "envelope"):
             raise ConfigError(f"ASYA_HANDLER_MODE must be 'payload' or 'envelope', got {mode!r}")
+        writes = env.get("ASYA_STATUS_WRITES", "coalesced")
+        if writes not in ("coalesced", "every-point"):
+            raise ConfigError(f"ASYA_STATUS_WRITES must be 'coalesced' or 'every-point', got {writes!r}")
         return cls(
             namespace=namespace,
             actor=actor,
@@ -72,8 +82,17 @@ class SidecarConfig:
             send_attempts=int(_number(env, "ASYA_SEND_ATTEMPTS", 3, minimum=1)),
             idempotency_table=env.get("ASYA_IDEMPOTENCY_TABLE") or None,
             idempotency_ttl=int(_number(env, "ASYA_IDEMPOTENCY_TTL_SECONDS", 3600, minimum=1)),
+            tasks_table=env.get("ASYA_TASKS_TABLE") or None,
+            events_table=env.get("ASYA_EVENTS_TABLE") or None,
+            task_ttl=task_ttl(env),
+            status_writes=cast(StatusWrites, writes),
             tracing=_flag(env, "ASYA_TRACING"),
         )
+
+
+def task_ttl(env: Mapping[str, str]) -> int:
+    """How long a finished task stays readable (`ASYA_TASK_TTL_SECONDS`), shared by every writer."""
+    return int(_number(env, "ASYA_TASK_TTL_SECONDS", 7 * 86_400, minimum=60))
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

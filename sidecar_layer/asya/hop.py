@@ -2,7 +2,7 @@
 
 The result is a `HopPlan`: the envelopes to send and how to settle the record afterwards. Every
 outcome of SPEC §6 is decided here, in the order the checks must run: parse, route, due time,
-duplicate, deadline, handler, resiliency.
+pre-flight (canceled or paused), duplicate, deadline, handler, resiliency.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from asya import routing
 from asya.abi import EnvelopeState
 from asya.config import SidecarConfig
 from asya.dedup import Claim, HopLedger, hop_key
-from asya.envelope import Envelope, EnvelopeError, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.reasons import Reason
+from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import FIRST_ATTEMPT_HEADER, Outbound, error_details
+from asya.status import root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 
@@ -35,6 +37,7 @@ class HopPlan:
     """The outcome of one record: envelopes to send, or an instruction to let SQS redeliver it."""
 
     message_id: str
+    envelope: Envelope | None = None  # parsed: its status is reported
     outbound: list[Outbound] = field(default_factory=list)
     bodies: list[str] = field(default_factory=list)
     key: dict[str, Any] | None = None
@@ -42,12 +45,24 @@ class HopPlan:
     follows: str | None = None  # in-batch duplicate: shares the fate of this record
 
 
+_HALTING = {"canceled": Phase.CANCELED, "paused": Phase.PAUSED}
+
+
 class HopRunner:
-    def __init__(self, config: SidecarConfig, handler: Handler, ledger: HopLedger, telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        config: SidecarConfig,
+        handler: Handler,
+        ledger: HopLedger,
+        telemetry: Telemetry,
+        reporter: StatusReporter | None = None,
+    ) -> None:
         self.config = config
         self.handler = handler
         self.ledger = ledger
         self.telemetry = telemetry
+        self.reporter = reporter
+        self.known: dict[str, str] = {}  # pre-flight: task statuses read for the current batch
 
     def run(self, message_id: str, body: str, remaining_ms: int | None) -> HopPlan:
         telemetry = self.telemetry
@@ -71,6 +86,7 @@ class HopRunner:
             )
             return self._finish(plan, None, "sumped", started)
         telemetry.logger.set_correlation_id(envelope.id)
+        plan.envelope = envelope
         outcome = self._route(envelope, plan, now, remaining_ms)
         return self._finish(plan, envelope, outcome, started)
 
@@ -86,6 +102,10 @@ class HopRunner:
         if early is not None:
             plan.outbound.append(early)
             return "deferred"
+        halted = self._halted(envelope)
+        if halted is not None:
+            plan.outbound.append(routing.halt(envelope, actor, halted, now))
+            return halted.value
         lambda_left = None if remaining_ms is None else remaining_ms / 1000 - self.config.lambda_margin
         if lambda_left is not None and lambda_left <= 0:
             plan.redeliver = True  # not started: too little invocation time left to run it safely
@@ -107,6 +127,8 @@ class HopRunner:
             plan.outbound.append(routing.fail(envelope, actor, reason=Reason.TIMEOUT, details=details, now=now))
             return "failed"
         envelope.headers.setdefault(FIRST_ATTEMPT_HEADER, rfc3339(now))
+        if self.reporter is not None:
+            self.reporter.point(envelope, actor, "received")
         limit = _tightest(
             self.config.actor_timeout,
             None if deadline is None else (deadline - now).total_seconds(),
@@ -125,8 +147,10 @@ class HopRunner:
             headers=dict(envelope.headers),
             status=envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {},
             payload=envelope.payload,
-            on_fly=self._on_fly,
+            on_fly=lambda event: self._on_fly(envelope, event),
         )
+        if self.reporter is not None:
+            self.reporter.point(envelope, actor, "processing")
         handler_started = time.perf_counter()
         try:
             output = run_with_timeout(lambda: invoke(self.handler, state, self.config.handler_mode), limit)
@@ -185,8 +209,20 @@ class HopRunner:
         )
         return "failed"
 
-    def _on_fly(self, event: Any) -> None:
+    def _halted(self, envelope: Envelope) -> Phase | None:
+        """Pre-flight: a canceled task (or root, for a branch) or a paused task is not run further."""
+        if not self.known or stealthy(envelope.headers):
+            return None
+        own = self.known.get(envelope.id)
+        root = self.known.get(root_of(envelope.id, envelope.headers))
+        if "canceled" in (own, root):
+            return Phase.CANCELED
+        return _HALTING.get(own or "")
+
+    def _on_fly(self, envelope: Envelope, event: Any) -> None:
         self.telemetry.logger.debug("fly event", extra={"fly": event})
+        if self.reporter is not None:
+            self.reporter.fly(envelope, event)
 
     def _finish(self, plan: HopPlan, envelope: Envelope | None, outcome: str, started: float) -> HopPlan:
         self._serialize(plan, envelope)

@@ -19,6 +19,8 @@ class Reason(StrEnum):
     UNSERIALIZABLE_OUTPUT = "UnserializableOutput"
     OVERSIZED_OUTPUT = "OversizedOutput"
     RUNTIME_CRASH = "RuntimeCrash"
+    CANCELED = "Canceled"
+    PAUSED = "Paused"
 
     @property
     def code(self) -> str:

@@ -8,6 +8,7 @@
 | handler raised, no retry left / no policy | `fail`             | x-sink               | unchanged |
 | ... with `on_exhausted: [actors]`         | `fail`             | first of those       | replaced  |
 | `status.deadline_at` already passed       | `fail` (Timeout)   | x-sink               | unchanged |
+| task canceled or paused (pre-flight)      | `halt`             | x-sink               | unchanged |
 | infrastructure error                      | `to_sump`          | x-sump               | unchanged |
 
 Every function returns an `Outbound` holding the wire form of the envelope; nothing here sends.
@@ -27,6 +28,7 @@ from asya.abi import Frame
 from asya.config import SINK, SUMP
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
 from asya.reasons import Reason
+from asya.status import ROOT_HEADER, root_of
 from asya.tracecontext import continue_trace
 from asya.transport import SQS_MAX_DELAY_SECONDS
 
@@ -104,6 +106,8 @@ def forward(envelope: Envelope, frame: Frame, index: int, actor: str, now: dt.da
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
     headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
+    if index:  # a fan-out branch: its status is accounted on the root task
+        headers[ROOT_HEADER] = root_of(envelope.id, envelope.headers)
     if curr:
         status = _stamped(frame.status, now, phase=Phase.PROCESSING.value, actor=curr, attempt=1, max_attempts=None)
     else:
@@ -131,6 +135,14 @@ def finish_unshifted(envelope: Envelope, actor: str, now: dt.datetime) -> Outbou
     """The handler returned `None`: nothing more to do; x-sink receives the envelope as it came."""
     status = _status(envelope, now, phase=Phase.SUCCEEDED.value, actor=actor, reason=Reason.COMPLETED.value)
     return Outbound(SINK, Kind.SINK, _wire(envelope, headers=continue_trace(envelope.headers), status=status))
+
+
+def halt(envelope: Envelope, actor: str, phase: Phase, now: dt.datetime) -> Outbound:
+    """Pre-flight: the task was canceled or paused, so the handler is not called; x-sink keeps the
+    envelope as it came, with that phase."""
+    reason = Reason.CANCELED if phase is Phase.CANCELED else Reason.PAUSED
+    status = _status(envelope, now, phase=phase.value, actor=actor, reason=reason.value)
+    return Outbound(SINK, Kind.SINK, _wire(envelope, status=status))
 
 
 def retry(

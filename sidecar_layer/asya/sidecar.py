@@ -17,7 +17,10 @@ from asya.config import SidecarConfig
 from asya.dedup import HopLedger, dynamodb_store
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
+from asya.live import EventLog
+from asya.reporting import StatusReporter
 from asya.sending import Delivery, send_all
+from asya.status import TaskStore
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
 from asya.transport import SqsTransport, Transport
@@ -34,7 +37,17 @@ class Sidecar:
             else None
         )
         self.ledger = HopLedger(store)
-        self.hops = HopRunner(config, load_handler(config.handler), self.ledger, self.telemetry)
+        self.reporter = (
+            StatusReporter(
+                TaskStore(config.tasks_table, config.task_ttl),
+                EventLog(config.events_table) if config.events_table else None,
+                self.telemetry,
+                every_point=config.status_writes == "every-point",
+            )
+            if config.tasks_table
+            else None
+        )
+        self.hops = HopRunner(config, load_handler(config.handler), self.ledger, self.telemetry, self.reporter)
         self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self._entry = self.telemetry.logger.inject_lambda_context(self._handle)
         if self.telemetry.tracer is not None:
@@ -47,6 +60,8 @@ class Sidecar:
     def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         records = event.get("Records", [])
         self.ledger.start_batch()
+        if self.reporter is not None:
+            self.hops.known = self.reporter.preflight(str(record.get("body", "")) for record in records)
 
         def on_record(record: SQSRecord) -> HopPlan:
             remaining = context.get_remaining_time_in_millis() if context is not None else None
@@ -57,7 +72,11 @@ class Sidecar:
                 results = self._processor.process()
             plans = [result for status, result, _ in results if status == "success"]
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
-            failed |= self._send(plans)
+            if self.reporter is not None:
+                failed |= self.reporter.before_send(
+                    (plan.message_id, plan.envelope, plan.outbound) for plan in plans if plan.envelope is not None
+                )
+            failed |= self._send([plan for plan in plans if plan.message_id not in failed])
             failed |= {plan.message_id for plan in plans if plan.redeliver}
             failed |= {plan.message_id for plan in plans if plan.follows in failed}
             for plan in plans:

@@ -1,0 +1,119 @@
+"""The live event log of each task: what its watchers receive, in order (SPEC §5 FLY, §8 streaming).
+
+`status` events are appended by the gateway's stream consumer whenever a task record changes; `fly`
+events are appended by the sidecar straight from the handler. Neither is status: the task record is
+the truth, and the log only exists so that watchers (SSE locally, long-poll batches on AWS) can follow
+a task from a cursor. Items expire after a day.
+
+A cursor (`seq`) is the nanosecond arrival time, zero-padded so it sorts as a string, plus a random
+suffix so two writers never collide; one writer's events keep their order.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb.client import DynamoDBClient
+
+STATUS = "status"
+FLY = "fly"
+BATCH_WRITE_LIMIT = 25
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    task_id: str
+    seq: str
+    kind: str
+    data: Any
+
+
+class EventLog:
+    def __init__(self, table: str, ttl_seconds: int = 86_400, client: DynamoDBClient | None = None) -> None:
+        self.table = table
+        self.ttl_seconds = ttl_seconds
+        self._client = client
+        self._last_ns = 0
+        self._lock = threading.Lock()
+        self._suffix = secrets.token_hex(3)
+
+    @property
+    def client(self) -> DynamoDBClient:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def next_seq(self) -> str:
+        with self._lock:
+            self._last_ns = max(time.time_ns(), self._last_ns + 1)
+            return f"{self._last_ns:020d}-{self._suffix}"
+
+    def append(self, events: Iterable[tuple[str, str, Any]]) -> list[Event]:
+        """Append `(task_id, kind, data)` events in order, 25 to a `BatchWriteItem`."""
+        appended = [Event(task_id, self.next_seq(), kind, data) for task_id, kind, data in events]
+        expires = int(time.time()) + self.ttl_seconds
+        for start in range(0, len(appended), BATCH_WRITE_LIMIT):
+            requests: Any = [
+                {
+                    "PutRequest": {
+                        "Item": {
+                            "task_id": {"S": event.task_id},
+                            "seq": {"S": event.seq},
+                            "kind": {"S": event.kind},
+                            "data": {"S": orjson.dumps(event.data).decode()},
+                            "expires_at": {"N": str(expires)},
+                        }
+                    }
+                }
+                for event in appended[start : start + BATCH_WRITE_LIMIT]
+            ]
+            pending: Any = {self.table: requests}
+            for attempt in range(5):
+                unprocessed = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not unprocessed:
+                    break
+                pending = unprocessed
+                time.sleep(0.05 * 2**attempt)
+        return appended
+
+    def after(self, task_id: str, cursor: str | None, limit: int = 100) -> list[Event]:
+        """Events after `cursor` (all of them without one), oldest first."""
+        condition = "task_id = :id AND seq > :cursor" if cursor else "task_id = :id"
+        values: Any = {":id": {"S": task_id}}
+        if cursor:
+            values[":cursor"] = {"S": cursor}
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return [
+            Event(task_id, item["seq"]["S"], item["kind"]["S"], orjson.loads(item["data"]["S"]))
+            for item in response.get("Items", [])
+        ]
+
+    def latest(self, task_id: str) -> str | None:
+        """The newest cursor of a task, so a new watcher starts after what the current status shows."""
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="task_id = :id",
+            ExpressionAttributeValues={":id": {"S": task_id}},
+            ScanIndexForward=False,
+            Limit=1,
+            ProjectionExpression="seq",
+            ConsistentRead=True,
+        )
+        items = response.get("Items", [])
+        return items[0]["seq"]["S"] if items else None

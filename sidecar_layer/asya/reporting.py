@@ -1,0 +1,168 @@
+"""What the sidecar tells the status gateway about each hop (SPEC §8), at the least cost.
+
+Per SQS batch: one `BatchGetItem` for the pre-flight check (is any task canceled or paused?). Per hop,
+by default one status write, made after the handler from what the hop produced, just before the
+batch's envelopes are sent:
+
+- an output going on to an actor (or a retry): `running` at that actor, with its progress;
+- an output going to x-sink or x-sump: nothing here, the crew writes the final status anyway;
+- fan-out children: registered on the root task first, so the root cannot end without them.
+
+`ASYA_STATUS_WRITES=every-point` adds the *received* and *processing* points before the handler
+(three writes per hop). An envelope with `x-asya-mesh-status: off` is never reported or checked.
+A status write that fails is logged and counted, never allowed to hold envelopes back, except a
+branch registration: without it the root could end early, so that record is left for redelivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from asya.envelope import Envelope, Phase
+from asya.live import FLY, EventLog
+from asya.routing import Kind, Outbound
+from asya.status import Report, TaskStore, progress_of, root_of, stealthy
+
+if TYPE_CHECKING:
+    from asya.telemetry import Telemetry
+
+
+class StatusReporter:
+    def __init__(
+        self,
+        store: TaskStore,
+        events: EventLog | None,
+        telemetry: Telemetry,
+        every_point: bool = False,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.telemetry = telemetry
+        self.every_point = every_point
+
+    def preflight(self, bodies: Iterable[str]) -> dict[str, str]:
+        """Statuses of the batch's tasks and their roots, read in one go before any handler runs."""
+        ids: set[str] = set()
+        for body in bodies:
+            try:
+                document = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+                continue
+            headers = document.get("headers")
+            headers = headers if isinstance(headers, dict) else {}
+            if not stealthy(headers):
+                ids.update((document["id"], root_of(document["id"], headers)))
+        if not ids:
+            return {}
+        try:
+            return self.store.statuses(ids)
+        except Exception as exc:  # noqa: BLE001 - the check is advisory: the next hop checks again
+            self._failed("pre-flight check", exc)
+            return {}
+
+    def point(self, envelope: Envelope, actor: str, phase: str) -> None:
+        """The *received* and *processing* points, written only when every point is asked for."""
+        if not self.every_point or stealthy(envelope.headers):
+            return
+        route = {"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next}
+        attempt = envelope.status.attempt if envelope.status else 1
+        self._report(
+            self._report_for(
+                envelope.id,
+                parent_id=envelope.parent_id,
+                headers=envelope.headers,
+                actor=actor,
+                route=route,
+                phase=phase,
+                attempt=attempt,
+            )
+        )
+
+    def fly(self, envelope: Envelope, event: Any) -> None:
+        """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status."""
+        if self.events is None or stealthy(envelope.headers):
+            return
+        root = root_of(envelope.id, envelope.headers)
+        data = {"id": envelope.id, "actor": envelope.route.curr, "data": event}
+        targets = [envelope.id] if root == envelope.id else [envelope.id, root]
+        try:
+            self.events.append((task_id, FLY, data) for task_id in targets)
+        except Exception as exc:  # noqa: BLE001 - live events are best effort
+            self._failed("fly event", exc)
+
+    def before_send(self, hops: Iterable[tuple[str, Envelope, list[Outbound]]]) -> set[str]:
+        """Write each hop's status; returns the records whose branches could not be registered."""
+        unregistered: set[str] = set()
+        for message_id, envelope, outbound in hops:
+            if stealthy(envelope.headers):
+                continue
+            root = root_of(envelope.id, envelope.headers)
+            children = [out.wire["id"] for out in outbound if out.wire["id"] != envelope.id]
+            try:
+                self.store.register_branches(root, children)
+            except Exception as exc:  # noqa: BLE001 - registration failed: send nothing, retry the hop
+                self._failed("branch registration", exc)
+                unregistered.add(message_id)
+                continue
+            for out in outbound:
+                report = self._report_after(out)
+                if report is not None:
+                    self._report(report)
+        return unregistered
+
+    def _report_after(self, out: Outbound) -> Report | None:
+        wire = out.wire
+        status = wire.get("status", {})
+        if out.kind in (Kind.SINK, Kind.SUMP):
+            return None  # x-sink / x-sump write the final status
+        if out.kind is Kind.SELF and status.get("phase") != Phase.RETRYING.value:
+            return None  # waiting for its due time: nothing changed
+        phase = status.get("phase", Phase.PROCESSING.value)
+        return self._report_for(
+            wire["id"],
+            parent_id=wire.get("parent_id"),
+            headers=wire["headers"],
+            actor=wire["route"]["curr"],
+            route=wire["route"],
+            phase=phase,
+            attempt=int(status.get("attempt", 1)),
+        )
+
+    @staticmethod
+    def _report_for(
+        task_id: str,
+        *,
+        parent_id: str | None,
+        headers: dict[str, Any],
+        actor: str,
+        route: dict[str, Any],
+        phase: str,
+        attempt: int,
+    ) -> Report:
+        root = root_of(task_id, headers)
+        return Report(
+            task_id=task_id,
+            actor=actor,
+            route=route,
+            phase=phase,
+            progress=progress_of(route),
+            attempt=attempt,
+            parent_id=parent_id,
+            root_id=root if root != task_id else None,
+        )
+
+    def _report(self, report: Report) -> None:
+        try:
+            self.store.report(report)
+            self.telemetry.count("StatusWrites")
+        except Exception as exc:  # noqa: BLE001 - status is reported best effort; envelopes still move
+            self._failed("status write", exc)
+
+    def _failed(self, what: str, error: Exception) -> None:
+        self.telemetry.count("StatusErrors")
+        self.telemetry.log_failure(f"{what} failed", error_type=type(error).__name__, error=str(error))

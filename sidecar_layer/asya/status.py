@@ -1,0 +1,479 @@
+"""Task records: one DynamoDB item per envelope id, moved forward only (SPEC §8).
+
+Every writer (gateway, sidecar, crew, backstop) goes through `TaskStore`, and every transition is a
+conditional write, so concurrent or late updates can never move a task backwards:
+
+    pending(0) < running(1) < paused(2) < succeeded | failed | canceled(3)
+
+A stale update fails its condition and is dropped silently; a terminal status is never overwritten;
+`running` may repeat (with progress that never decreases); only a resume moves `paused` → `running`.
+
+Fan-out: every branch (child envelope) is registered on the **root** task before it is sent
+(`branch_ids`), and every branch that ends is added to the root's `done_ids` once (a string set, so a
+redelivered x-sink cannot count twice). The root becomes terminal when its own envelope and every
+branch are done. A task without branches becomes terminal with a single write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+from asya.envelope import rfc3339
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb.client import DynamoDBClient
+
+ROOT_HEADER = "x-asya-root-id"
+STEALTH_HEADER = "x-asya-mesh-status"
+OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
+BATCH_GET_LIMIT = 100
+
+
+class Rank(IntEnum):
+    PENDING = 0
+    RUNNING = 1
+    PAUSED = 2
+    TERMINAL = 3
+
+
+TERMINAL = ("succeeded", "failed", "canceled")
+RANKS = {"pending": Rank.PENDING, "running": Rank.RUNNING, "paused": Rank.PAUSED} | dict.fromkeys(
+    TERMINAL, Rank.TERMINAL
+)
+
+
+def stealthy(headers: Mapping[str, Any]) -> bool:
+    """`x-asya-mesh-status: off` turns off status reporting and the pre-flight check for an envelope."""
+    return str(headers.get(STEALTH_HEADER, "")).lower() == "off"
+
+
+def root_of(envelope_id: str, headers: Mapping[str, Any]) -> str:
+    root = headers.get(ROOT_HEADER)
+    return root if isinstance(root, str) and root else envelope_id
+
+
+def progress_of(route: Mapping[str, Any]) -> float:
+    """SPEC §3 for a route as it leaves an actor: actors done over actors in the whole route."""
+    done = len(route["prev"])
+    total = done + (1 if route["curr"] else 0) + len(route["next"])
+    return round(100.0 * done / total, 2) if total else 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One progress point of one envelope at one actor."""
+
+    task_id: str
+    actor: str
+    route: dict[str, Any]
+    phase: str
+    progress: float
+    attempt: int = 1
+    parent_id: str | None = None
+    root_id: str | None = None
+
+
+class TaskStore:
+    def __init__(self, table: str, ttl_seconds: int = 7 * 86_400, client: DynamoDBClient | None = None) -> None:
+        self.table = table
+        self.ttl_seconds = ttl_seconds
+        self._client = client
+
+    @property
+    def client(self) -> DynamoDBClient:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    # -- creating -------------------------------------------------------------------------------------
+
+    def create(self, item: dict[str, Any]) -> bool:
+        """A new task as the gateway starts it; False if the id is taken."""
+        now = rfc3339(_now())
+        record = {"status": "pending", "rank": int(Rank.PENDING), "progress": 0, "created_at": now, "updated_at": now}
+        record.update(item)
+        if record.get("deadline_at"):
+            record["open_shard"] = OPEN
+        return self._write(
+            self.client.put_item,
+            TableName=self.table,
+            Item=to_item(record),
+            ConditionExpression="attribute_not_exists(id)",
+        )
+
+    # -- moving forward -------------------------------------------------------------------------------
+
+    def report(self, report: Report, deadline_at: str | None = None) -> bool:
+        """`running` at an actor, with progress that never decreases. Creates the record if the envelope
+        was not started through the gateway, so every task is visible."""
+        now = rfc3339(_now())
+        values: dict[str, Any] = {
+            ":running": "running",
+            ":rank": int(Rank.RUNNING),
+            ":phase": report.phase,
+            ":actor": report.actor,
+            ":route": report.route,
+            ":attempt": report.attempt,
+            ":progress": report.progress,
+            ":now": now,
+        }
+        sets = [
+            "#s = :running",
+            "#r = :rank",
+            "phase = :phase",
+            "actor = :actor",
+            "#route = :route",
+            "attempt = :attempt",
+            "progress = :progress",
+            "updated_at = :now",
+            "created_at = if_not_exists(created_at, :now)",
+        ]
+        for name, value in (("parent_id", report.parent_id), ("root_id", report.root_id), ("deadline_at", deadline_at)):
+            if value:
+                values[f":{name}"] = value
+                sets.append(f"{name} = if_not_exists({name}, :{name})")
+        if deadline_at:
+            values[":open"] = OPEN
+            sets.append("open_shard = if_not_exists(open_shard, :open)")
+        return self._update(
+            report.task_id,
+            "SET " + ", ".join(sets),
+            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
+            values,
+            names={"#s": "status", "#r": "rank", "#route": "route"},
+        )
+
+    def register_branches(self, root_id: str, branch_ids: Iterable[str]) -> bool:
+        """Add fan-out children to the root before they are sent, so it cannot finish without them."""
+        ids = sorted(set(branch_ids))
+        if not ids:
+            return True
+        return self._update(
+            root_id,
+            "ADD branch_ids :ids SET updated_at = :now",
+            None,
+            {":ids": set(ids), ":now": rfc3339(_now())},
+        )
+
+    def pause(self, task_id: str, pause: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
+        """`paused` with its prompt; the deadline clock stops (the time left is kept, the task leaves the
+        deadline index). Returns the task as it now is, or None if it could not pause."""
+        item = self.get(task_id)
+        if item is None or item.get("rank", 0) >= Rank.PAUSED:
+            return None
+        values: dict[str, Any] = {":paused": "paused", ":rank": int(Rank.PAUSED), ":pause": pause, ":now": rfc3339(now)}
+        sets = ["#s = :paused", "#r = :rank", "pause = :pause", "updated_at = :now", "phase = :paused"]
+        deadline = _parse(item.get("deadline_at"))
+        if deadline is not None:
+            values[":left"] = max(0, int((deadline - now).total_seconds() * 1000))
+            sets.append("paused_remaining_ms = :left")
+        return self._update_returning(
+            task_id,
+            "SET " + ", ".join(sets) + " REMOVE open_shard, deadline_at",
+            "#r < :rank",
+            values,
+            {"#s": "status", "#r": "rank"},
+        )
+
+    def resume(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
+        """`paused` → `running` (the one backward move SPEC §8 allows); the deadline restarts with the
+        time that was left. Returns the task, or None if it was not paused."""
+        values: dict[str, Any] = {":running": "running", ":rank": int(Rank.RUNNING), ":paused": "paused"}
+        values[":now"] = rfc3339(now)
+        item = self.get(task_id)
+        if item is None or item.get("status") != "paused":
+            return None
+        sets = ["#s = :running", "#r = :rank", "updated_at = :now", "phase = :resumed"]
+        values[":resumed"] = "resumed"
+        if item.get("paused_remaining_ms") is not None:
+            deadline = now + dt.timedelta(milliseconds=float(item["paused_remaining_ms"]))
+            values[":deadline"] = rfc3339(deadline)
+            values[":open"] = OPEN
+            sets += ["deadline_at = :deadline", "open_shard = :open"]
+        return self._update_returning(
+            task_id,
+            "SET " + ", ".join(sets) + " REMOVE pause, paused_remaining_ms",
+            "#s = :paused",
+            values,
+            {"#s": "status", "#r": "rank"},
+        )
+
+    # -- ending ---------------------------------------------------------------------------------------
+
+    def finish(
+        self,
+        task_id: str,
+        root_id: str,
+        outcome: str,
+        details: dict[str, Any],
+        parent_id: str | None = None,
+    ) -> None:
+        """One envelope ended (x-sink, x-sump). `details` holds what the record shows: result location,
+        error, reason, actor, route. Safe to repeat: each branch counts once."""
+        if task_id == root_id and self._finish_alone(task_id, outcome, details):
+            return
+        if task_id != root_id:
+            self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
+        self._close_branch(root_id, task_id, outcome, details if task_id == root_id else {})
+
+    def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        """The common case, in one write: a task with no branches ends with its own envelope."""
+        sets, values = self._terminal_sets(outcome, details)
+        values[":me"] = {task_id}
+        values[":one"] = 1
+        return self._update(
+            task_id,
+            f"SET {', '.join(sets)} ADD done_ids :me, n_{outcome} :one REMOVE open_shard",
+            "(attribute_not_exists(#r) OR #r < :terminal) AND attribute_not_exists(branch_ids)"
+            " AND NOT contains(done_ids, :me)",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+
+    def _terminal(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        sets, values = self._terminal_sets(outcome, details)
+        return self._update(
+            task_id,
+            f"SET {', '.join(sets)} REMOVE open_shard",
+            "attribute_not_exists(#r) OR #r < :terminal",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+
+    def _terminal_sets(self, outcome: str, details: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        now = _now()
+        values: dict[str, Any] = {
+            ":status": outcome,
+            ":terminal": int(Rank.TERMINAL),
+            ":now": rfc3339(now),
+            ":expires": int(now.timestamp()) + self.ttl_seconds,
+            ":done": 100,
+        }
+        sets = [
+            "#s = :status",
+            "#r = :terminal",
+            "updated_at = :now",
+            "created_at = if_not_exists(created_at, :now)",
+            "expires_at = :expires",
+            "progress = :done",
+            "phase = :status",
+        ]
+        for name, value in details.items():
+            if value is not None:
+                values[f":{name}"] = value
+                sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
+        return sets, values
+
+    def _close_branch(self, root_id: str, member: str, outcome: str, own: dict[str, Any]) -> None:
+        values: dict[str, Any] = {":m": {member}, ":one": 1, ":now": rfc3339(_now())}
+        sets = ["updated_at = :now"]
+        for name, value in own.items():  # the root's own envelope: keep where its result is
+            if value is not None and name in ("result", "error", "reason"):
+                values[f":{name}"] = value
+                sets.append(f"own_{name} = :{name}")
+        root = self._update_returning(
+            root_id,
+            f"ADD done_ids :m, n_{outcome} :one SET {', '.join(sets)}",
+            "NOT contains(done_ids, :m)",
+            values,
+            {},
+        )
+        if root is None:  # already counted (a redelivery): finish the root if that was left undone
+            root = self.get(root_id)
+        if root is None or root.get("rank", 0) >= Rank.TERMINAL:
+            return
+        if len(root.get("done_ids", ())) >= len(root.get("branch_ids", ())) + 1:
+            final = "failed" if root.get("n_failed") else "canceled" if root.get("n_canceled") else "succeeded"
+            self._terminal(root_id, final, {"result": root.get("own_result")})
+
+    def cancel(self, task_id: str) -> dict[str, Any] | None:
+        """Cancel a task and, through the root's branch list, its fan-out children. Idempotent: an
+        already terminal task is returned as it is. None if the task is unknown."""
+        item = self.get(task_id)
+        if item is None:
+            return None
+        if item.get("rank", 0) < Rank.TERMINAL:
+            self._terminal(task_id, "canceled", {"reason": "Canceled"})
+        for child in sorted(item.get("branch_ids", ())):
+            self._terminal(child, "canceled", {"reason": "Canceled", "root_id": task_id})
+        return self.get(task_id)
+
+    def expire(self, now: dt.datetime, limit: int = 500) -> list[str]:
+        """The deadline backstop: fail every open task whose deadline passed. Driven by the table (a
+        sparse index of open tasks by deadline), not by timers, so it survives any restart."""
+        expired: list[str] = []
+        paginator = self.client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table,
+            IndexName="by-deadline",
+            KeyConditionExpression="open_shard = :open AND deadline_at < :now",
+            ExpressionAttributeValues={":open": {"S": OPEN}, ":now": {"S": rfc3339(now)}},
+        )
+        for page in pages:
+            for key in page.get("Items", []):
+                task_id = key["id"]["S"]
+                message = "the task's deadline passed before it finished (gateway backstop)"
+                if self._update(
+                    task_id,
+                    *self._expire_update(now, message),
+                    names={"#s": "status", "#r": "rank"},
+                ):
+                    expired.append(task_id)
+                if len(expired) >= limit:
+                    return expired
+        return expired
+
+    def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any]]:
+        sets, values = self._terminal_sets("failed", {"reason": "Timeout", "error": {"message": message}})
+        values[":deadline_now"] = rfc3339(now)
+        values[":paused_rank"] = int(Rank.PAUSED)
+        return (
+            f"SET {', '.join(sets)} REMOVE open_shard",
+            "#r < :paused_rank AND deadline_at < :deadline_now",
+            values,
+        )
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        response = self.client.get_item(TableName=self.table, Key={"id": {"S": task_id}}, ConsistentRead=True)
+        return from_item(response["Item"]) if "Item" in response else None
+
+    def statuses(self, task_ids: Iterable[str]) -> dict[str, str]:
+        """Pre-flight: the status of many tasks in one `BatchGetItem` per 100 ids (one per SQS batch)."""
+        ids = sorted(set(task_ids))
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), BATCH_GET_LIMIT):
+            request: Any = {
+                self.table: {
+                    "Keys": [{"id": {"S": task_id}} for task_id in ids[start : start + BATCH_GET_LIMIT]],
+                    "ProjectionExpression": "id, #s",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                }
+            }
+            for _ in range(3):
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response["Responses"].get(self.table, []):
+                    if "status" in item:
+                        found[item["id"]["S"]] = item["status"]["S"]
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+        return found
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def _update(
+        self,
+        task_id: str,
+        update: str,
+        condition: str | None,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> bool:
+        return self._update_returning(task_id, update, condition, values, names or {}, returns="NONE") is not None
+
+    def _update_returning(
+        self,
+        task_id: str,
+        update: str,
+        condition: str | None,
+        values: dict[str, Any],
+        names: dict[str, str],
+        *,
+        returns: str = "ALL_NEW",
+    ) -> dict[str, Any] | None:
+        names = {**names, **{f"#{name}": name for name in _RESERVED if f"#{name}" in update}}
+        arguments: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": {"id": {"S": task_id}},
+            "UpdateExpression": update,
+            "ExpressionAttributeValues": to_item(values),
+            "ReturnValues": returns,
+        }
+        if condition:
+            arguments["ConditionExpression"] = condition
+        if names:
+            arguments["ExpressionAttributeNames"] = names
+        try:
+            response = self.client.update_item(**arguments)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return from_item(response.get("Attributes", {}))
+
+    def _write(self, call: Any, **arguments: Any) -> bool:
+        try:
+            call(**arguments)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+
+_RESERVED = ("status", "rank", "route", "result", "error", "reason")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _parse(text: Any) -> dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+# -- DynamoDB's typed JSON, both ways (boto3's TypeSerializer wants Decimals and rejects floats) --------
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _typed(value) for key, value in values.items()}
+
+
+def _typed(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | float | Decimal):
+        return {"N": repr(value) if isinstance(value, float) else str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, set | frozenset):
+        return {"SS": sorted(value)}
+    if isinstance(value, Mapping):
+        return {"M": to_item(value)}
+    if isinstance(value, list | tuple):
+        return {"L": [_typed(item) for item in value]}
+    raise TypeError(f"cannot store {type(value).__name__} in a task record")
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _plain(value) for key, value in item.items()}
+
+
+def _plain(typed: Mapping[str, Any]) -> Any:
+    (kind, value), *_ = typed.items()
+    if kind in {"S", "BOOL"}:
+        return value
+    if kind == "N":
+        number = Decimal(value)
+        return int(number) if number == number.to_integral_value() else float(number)
+    if kind == "NULL":
+        return None
+    if kind == "SS":
+        return set(value)
+    if kind == "M":
+        return from_item(value)
+    if kind == "L":
+        return [_plain(item) for item in value]
+    return value
