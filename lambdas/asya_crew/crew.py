@@ -1,7 +1,9 @@
-"""What x-sink and x-sump share: a batch loop that persists each record to S3 and sends follow-ups.
+"""What the crew shares: a batch loop that persists each record to S3, records the task's status and
+sends follow-ups.
 
 A record is a batch item failure only if its object could not be written or its follow-ups could not
-be sent; redelivery then writes the same key again, so results are never duplicated.
+be sent; redelivery then writes the same key again and repeats the status write, which the task
+store ignores when it already happened, so results and branch counts are never duplicated.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import orjson
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya.config import ConfigError
+from asya.config import SUMP, ConfigError, task_ttl
+from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
+from asya.routing import error_details, raw_to_sump
 from asya.sending import Delivery, send_all
+from asya.status import TaskStore, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 
@@ -30,6 +35,8 @@ class CrewSettings:
     namespace: str
     actor: str
     bucket: str
+    tasks_table: str | None = None
+    task_ttl: int = 7 * 86_400
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -37,7 +44,7 @@ class CrewSettings:
         missing = [name for name in ("ASYA_NAMESPACE", "ASYA_RESULTS_BUCKET") if not env.get(name)]
         if missing:
             raise ConfigError(f"{', '.join(missing)} required by {actor}")
-        return cls(env["ASYA_NAMESPACE"], actor, env["ASYA_RESULTS_BUCKET"])
+        return cls(env["ASYA_NAMESPACE"], actor, env["ASYA_RESULTS_BUCKET"], env.get("ASYA_TASKS_TABLE"), task_ttl(env))
 
     def queue_name(self, actor: str) -> str:
         return f"asya-{self.namespace}-{actor}"
@@ -45,12 +52,25 @@ class CrewSettings:
 
 @dataclass(slots=True)
 class Keep:
-    """What one record becomes: an object to write and follow-up envelopes to send."""
+    """What one record becomes: an object to write (unless `outcome` is None), the task's final status
+    (`final`, if this record ends a task branch) and follow-up envelopes to send."""
 
     envelope_id: str
-    outcome: str
+    outcome: str | None
     document: dict[str, Any]
     follow_ups: list[tuple[str, str]] = field(default_factory=list)  # (actor, body)
+    final: str | None = None
+
+
+def rejected(record: SQSRecord, actor: str, error: EnvelopeError) -> dict[str, Any]:
+    """The failure envelope for a message that is not a valid envelope, keeping what can be kept."""
+    details = error_details(None, str(error))
+    return raw_to_sump(error.raw, record.message_id, actor, reason=error.reason, details=details, now=utc_now()).wire
+
+
+def pass_to_sump(wire: dict[str, Any]) -> Keep:
+    """Nothing to keep here: x-sump keeps it and records the failure."""
+    return Keep(wire["id"], None, wire, [(SUMP, orjson.dumps(wire).decode())])
 
 
 class CrewActor:
@@ -65,6 +85,7 @@ class CrewActor:
         self.decide = decide
         self.telemetry = Telemetry(settings.namespace, settings.actor)
         self._s3 = s3
+        self.tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
         self.transport = transport or SqsTransport()
         self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -82,14 +103,17 @@ class CrewActor:
         def on_record(record: SQSRecord) -> None:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
-            key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
-            self.s3.put_object(
-                Bucket=self.settings.bucket,
-                Key=key,
-                Body=orjson.dumps(keep.document),
-                ContentType="application/json",
-            )
-            self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+            if keep.outcome is not None:
+                key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
+                self.s3.put_object(
+                    Bucket=self.settings.bucket,
+                    Key=key,
+                    Body=orjson.dumps(keep.document),
+                    ContentType="application/json",
+                )
+                self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+                if keep.final is not None:
+                    self._finish(keep, f"s3://{self.settings.bucket}/{key}")
             deliveries.extend(
                 Delivery(record.message_id, self.settings.queue_name(actor), body) for actor, body in keep.follow_ups
             )
@@ -102,3 +126,24 @@ class CrewActor:
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
+
+    def _finish(self, keep: Keep, result: str) -> None:
+        """The task branch ends here: its record shows where the result is, or why it failed."""
+        headers = keep.document.get("headers", {})
+        if self.tasks is None or keep.final is None or stealthy(headers):
+            return
+        status = keep.document.get("status", {})
+        details = {
+            "result": result,
+            "reason": status.get("reason"),
+            "error": status.get("error"),
+            "actor": status.get("actor"),
+            "route": keep.document.get("route"),
+        }
+        self.tasks.finish(
+            keep.envelope_id,
+            root_of(keep.envelope_id, headers),
+            keep.final,
+            details,
+            parent_id=keep.document.get("parent_id"),
+        )

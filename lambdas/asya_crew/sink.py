@@ -1,6 +1,7 @@
 """x-sink: every terminal envelope ends here (SPEC §6).
 
-It keeps the whole envelope at `results/<ns>/<id>/<succeeded|failed|canceled|paused>.json`, sends a
+It keeps the whole envelope at `results/<ns>/<id>/<succeeded|failed|canceled|paused>.json`, records
+the task's final status (with that result's location, or the error), sends a
 copy to each configured hook actor whose phases match, and forwards failures to x-sump. A copy sent to
 a hook carries `x-asya-hook`; when the hook actor finishes, its envelope is kept under
 `hooks/<actor>` beside the task's result and dispatches nothing, so hooks never loop.
@@ -16,10 +17,9 @@ import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SUMP
-from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
-from asya.routing import error_details, raw_to_sump
+from asya.envelope import EnvelopeError, Phase, parse_envelope
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep
+from asya_crew.crew import CrewActor, CrewSettings, Keep, rejected
 
 SINK = "x-sink"
 HOOK_HEADER = "x-asya-hook"
@@ -39,16 +39,8 @@ class Sink:
         try:
             envelope = parse_envelope(record.body)
         except EnvelopeError as exc:
-            outbound = raw_to_sump(
-                exc.raw,
-                record.message_id,
-                SINK,
-                reason=exc.reason,
-                details=error_details(None, str(exc)),
-                now=utc_now(),
-            )
-            body = orjson.dumps(outbound.wire).decode()
-            return Keep(outbound.wire["id"], "rejected", outbound.wire, [(SUMP, body)])
+            wire = rejected(record, SINK, exc)
+            return Keep(wire["id"], "rejected", wire, [(SUMP, orjson.dumps(wire).decode())], final=Phase.FAILED.value)
         document = envelope.to_dict()
         phase = envelope.status.phase if envelope.status else Phase.SUCCEEDED
         outcome = phase.value if phase in OUTCOMES else Phase.SUCCEEDED.value
@@ -58,7 +50,8 @@ class Sink:
         follow_ups = [(actor, self._hook_copy(document, actor)) for actor, phases in self.hooks if outcome in phases]
         if outcome == Phase.FAILED.value:
             follow_ups.append((SUMP, record.body))
-        return Keep(envelope.id, outcome, document, follow_ups)
+        final = None if outcome == Phase.PAUSED.value else outcome  # a paused task stays paused
+        return Keep(envelope.id, outcome, document, follow_ups, final=final)
 
     @staticmethod
     def _hook_copy(document: dict[str, Any], actor: str) -> str:

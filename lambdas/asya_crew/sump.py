@@ -4,7 +4,8 @@ ran out of memory) all end here.
 
 Every message is kept at `results/<ns>/<id>/sump.json` with a clear reason, logged as a structured
 error and counted (`SumpArrivals` by reason). A redriven message is recorded as failed with reason
-`Redriven` and the queue it came from; a body that is not even JSON is kept as it came.
+`Redriven` and the queue it came from; a body that is not even JSON is kept as it came. The task is
+recorded as failed unless it already ended (x-sink records failures before forwarding them here).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
-from asya.routing import error_details, raw_to_sump
+from asya.routing import error_details
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep
+from asya_crew.crew import CrewActor, CrewSettings, Keep, rejected
 
 SUMP = "x-sump"
 REDRIVEN = "Redriven"
@@ -40,10 +41,8 @@ def _annotate(record: SQSRecord) -> Keep:
     try:
         envelope = parse_envelope(record.body)
     except EnvelopeError as exc:
-        wire = raw_to_sump(
-            exc.raw, record.message_id, SUMP, reason=exc.reason, details=error_details(None, str(exc)), now=now
-        ).wire
-        return Keep(wire["id"], "sump", wire)
+        wire = rejected(record, SUMP, exc)
+        return Keep(wire["id"], "sump", wire, final=Phase.FAILED.value)
     document = envelope.to_dict()
     status = document.setdefault("status", {})
     if status.get("phase") != Phase.FAILED.value:
@@ -56,7 +55,7 @@ def _annotate(record: SQSRecord) -> Keep:
         status.update(
             phase=Phase.FAILED.value, reason=REDRIVEN, error=error_details(None, message), updated_at=rfc3339(now)
         )
-    return Keep(envelope.id, "sump", document)
+    return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 
 
 _actor: CrewActor | None = None

@@ -1,0 +1,51 @@
+"""x-resume: continues a paused route after the gateway's resume call (SPEC §8).
+
+The gateway has already moved the task from `paused` to `running`, restarted its deadline clock and
+merged the human input into the payload; the envelope it sends here is the one x-pause kept, still at
+`route.curr == "x-pause"`. x-resume shifts the route past x-pause, as if x-pause had produced an
+output frame, and sends the envelope to the next actor (or to x-sink when nothing is left).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.abi import Frame
+from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.reasons import Reason
+from asya.routing import error_details, forward, to_sump
+from asya.telemetry import Telemetry
+from asya_crew.crew import CrewActor, CrewSettings, Keep, pass_to_sump, rejected
+from asya_crew.pause import PAUSE, PAUSE_HEADER
+
+RESUME = "x-resume"
+
+
+def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
+    now = utc_now()
+    try:
+        envelope = parse_envelope(record.body)
+    except EnvelopeError as exc:
+        return pass_to_sump(rejected(record, RESUME, exc))
+    if envelope.route.curr != PAUSE:
+        message = f"x-resume continues envelopes paused at x-pause; route.curr is {envelope.route.curr!r}"
+        return pass_to_sump(to_sump(envelope, RESUME, Reason.ROUTE_MISMATCH, error_details(None, message), now).wire)
+    headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
+    status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
+    frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
+    outbound = forward(envelope, frame, 0, PAUSE, now)
+    telemetry.count("TasksResumed")
+    return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])
+
+
+_actor: CrewActor | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _actor
+    if _actor is None:
+        _actor = CrewActor(CrewSettings.from_env(RESUME), decide)
+    return _actor.handle(event, context)
