@@ -227,12 +227,13 @@ class TaskStore:
         """The common case, in one write: a task with no branches ends with its own envelope."""
         sets, values = self._terminal_sets(outcome, details)
         values[":me"] = {task_id}
+        values[":me_id"] = task_id
         values[":one"] = 1
         return self._update(
             task_id,
             f"SET {', '.join(sets)} ADD done_ids :me, n_{outcome} :one REMOVE open_shard",
             "(attribute_not_exists(#r) OR #r < :terminal) AND attribute_not_exists(branch_ids)"
-            " AND NOT contains(done_ids, :me)",
+            " AND NOT contains(done_ids, :me_id)",
             values,
             names={"#s": "status", "#r": "rank"},
         )
@@ -272,7 +273,7 @@ class TaskStore:
         return sets, values
 
     def _close_branch(self, root_id: str, member: str, outcome: str, own: dict[str, Any]) -> None:
-        values: dict[str, Any] = {":m": {member}, ":one": 1, ":now": rfc3339(_now())}
+        values: dict[str, Any] = {":m": {member}, ":m_id": member, ":one": 1, ":now": rfc3339(_now())}
         sets = ["updated_at = :now"]
         for name, value in own.items():  # the root's own envelope: keep where its result is
             if value is not None and name in ("result", "error", "reason"):
@@ -281,7 +282,7 @@ class TaskStore:
         root = self._update_returning(
             root_id,
             f"ADD done_ids :m, n_{outcome} :one SET {', '.join(sets)}",
-            "NOT contains(done_ids, :m)",
+            "NOT contains(done_ids, :m_id)",
             values,
             {},
         )

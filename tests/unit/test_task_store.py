@@ -1,0 +1,123 @@
+"""Task records only move forward (SPEC §8): stale updates are dropped, terminal statuses stay,
+progress never decreases, fan-out roots end with their last branch, and the backstop fails late tasks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from asya.status import Report, TaskStore, progress_of
+from tests.unit.tasks_tables import TASKS, create_tables
+
+
+@pytest.fixture
+def store() -> Iterator[TaskStore]:
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_tables(client)
+        yield TaskStore(TASKS, client=client)
+
+
+def running(task_id: str, progress: float, actor: str = "a", **fields: Any) -> Report:
+    route = {"prev": [], "curr": actor, "next": []}
+    return Report(task_id=task_id, actor=actor, route=route, phase="processing", progress=progress, **fields)
+
+
+def test_progress_follows_the_spec_formula() -> None:
+    assert progress_of({"prev": [], "curr": "a", "next": ["b", "c"]}) == 0
+    assert progress_of({"prev": ["a"], "curr": "b", "next": ["c"]}) == pytest.approx(33.33)
+    assert progress_of({"prev": ["a", "b", "c"], "curr": "", "next": []}) == 100
+
+
+def test_running_reports_never_lower_progress(store: TaskStore) -> None:
+    store.create({"id": "t1"})
+    assert store.report(running("t1", 50))
+    assert not store.report(running("t1", 25))  # a late report from an earlier hop
+    assert store.report(running("t1", 50))  # repeated running is idempotent
+    task = store.get("t1")
+    assert task is not None
+    assert (task["status"], task["progress"]) == ("running", 50)
+
+
+def test_terminal_status_is_never_overwritten(store: TaskStore) -> None:
+    store.create({"id": "t1"})
+    store.finish("t1", "t1", "succeeded", {"result": "s3://bucket/results/t1/succeeded.json"})
+    store.finish("t1", "t1", "failed", {"reason": "Late"})
+    assert not store.report(running("t1", 99))
+    task = store.get("t1")
+    assert task is not None
+    assert (task["status"], task["progress"], task["result"]) == (
+        "succeeded",
+        100,
+        "s3://bucket/results/t1/succeeded.json",
+    )
+    assert task["expires_at"] > dt.datetime.now(dt.UTC).timestamp()
+
+
+def test_root_ends_only_when_every_branch_ended(store: TaskStore) -> None:
+    store.create({"id": "root"})
+    store.register_branches("root", ["c1", "c2"])
+    store.finish("root", "root", "succeeded", {"result": "s3://b/root"})
+    store.finish("c1", "root", "succeeded", {}, parent_id="root")
+    root = store.get("root")
+    assert root is not None
+    assert root["status"] == "pending"
+    store.finish("c1", "root", "succeeded", {}, parent_id="root")  # a redelivered x-sink counts once
+    store.finish("c2", "root", "failed", {"reason": "RuntimeError"}, parent_id="root")
+    root = store.get("root")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"], root["n_failed"], root["result"]) == ("failed", 2, 1, "s3://b/root")
+    child = store.get("c2")
+    assert child is not None
+    assert (child["status"], child["parent_id"], child["root_id"]) == ("failed", "root", "root")
+
+
+def test_cancel_cascades_to_registered_branches(store: TaskStore) -> None:
+    store.create({"id": "root"})
+    store.register_branches("root", ["c1"])
+    store.report(running("c1", 50, parent_id="root", root_id="root"))
+    canceled = store.cancel("root")
+    assert canceled is not None and canceled["status"] == "canceled"
+    child = store.get("c1")
+    assert child is not None and child["status"] == "canceled"
+    assert store.cancel("root") == store.get("root")  # idempotent
+    assert store.cancel("unknown") is None
+
+
+def test_pause_stops_the_deadline_clock_and_resume_restarts_it(store: TaskStore) -> None:
+    now = dt.datetime.now(dt.UTC)
+    store.create({"id": "t1", "deadline_at": (now + dt.timedelta(seconds=60)).isoformat()})
+    paused = store.pause("t1", {"prompt": "ok?"}, now)
+    assert paused is not None and paused["status"] == "paused" and "deadline_at" not in paused
+    assert not store.report(running("t1", 10))  # a paused task does not go back to running by a report
+    assert store.expire(now + dt.timedelta(hours=1)) == []  # paused: not swept
+    later = now + dt.timedelta(hours=1)
+    resumed = store.resume("t1", later)
+    assert resumed is not None and resumed["status"] == "running"
+    deadline = dt.datetime.fromisoformat(resumed["deadline_at"])
+    assert dt.timedelta(seconds=59) <= deadline - later <= dt.timedelta(seconds=60)
+    assert store.resume("t1", later) is None  # not paused any more
+
+
+def test_backstop_fails_open_tasks_past_their_deadline(store: TaskStore) -> None:
+    now = dt.datetime.now(dt.UTC)
+    store.create({"id": "late", "deadline_at": (now - dt.timedelta(seconds=1)).isoformat()})
+    store.create({"id": "early", "deadline_at": (now + dt.timedelta(hours=1)).isoformat()})
+    assert store.expire(now) == ["late"]
+    late = store.get("late")
+    assert late is not None and (late["status"], late["reason"]) == ("failed", "Timeout")
+    assert store.expire(now) == []  # ended tasks leave the index
+
+
+def test_statuses_are_read_in_one_batch(store: TaskStore) -> None:
+    for index in range(150):
+        store.create({"id": f"t{index}"})
+    store.cancel("t7")
+    statuses = store.statuses([f"t{index}" for index in range(150)] + ["unknown"])
+    assert len(statuses) == 150
+    assert statuses["t7"] == "canceled"
