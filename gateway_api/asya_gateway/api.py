@@ -1,0 +1,245 @@
+"""The gateway's HTTP API (SPEC §8): Powertools' REST resolver, with request validation and the
+OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
+
+    POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout)
+    GET    /api/v1/mesh                     list tasks (?status=, ?limit=, ?cursor=)
+    GET    /api/v1/mesh/{id}                one task
+    DELETE /api/v1/mesh/{id}                cancel (idempotent, cascades to fan-out branches)
+    GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
+    POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
+    POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
+    POST   /a2a/tasks/{id}:cancel           cancel, A2A style
+    POST   /mcp                             flows as MCP tools (`asya_gateway.mcp`)
+    GET    /health
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from asya.telemetry import Telemetry
+from asya_gateway.mcp import McpEndpoint
+from asya_gateway.service import TaskError, TaskService
+from asya_gateway.settings import GatewaySettings
+from asya_gateway.sse import follow
+
+API = "/api/v1"
+LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
+TaskId = Annotated[str, Path(min_length=1, max_length=256, description="The task's (envelope's) id")]
+
+app = APIGatewayRestResolver(enable_validation=True)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateTask(_Model):
+    """Either `flow` (a named route of the mesh) or `route` (actor names), and the payload."""
+
+    flow: str | None = Field(default=None, max_length=128)
+    route: list[Annotated[str, Field(max_length=80)]] | None = Field(default=None, max_length=100)
+    payload: Any = Field(description="Any JSON value; validated against the flow's input schema")
+    headers: dict[str, Any] = Field(default_factory=dict, description="Travel with the envelope on every hop")
+    timeout: float | None = Field(default=None, gt=0, le=30 * 86_400, description="Seconds until the deadline")
+
+
+class StatusEvent(_Model):
+    type: Literal["status"]
+    status: Literal["running", "succeeded", "failed", "canceled"]
+    actor: str | None = Field(default=None, max_length=80)
+    phase: str | None = Field(default=None, max_length=40)
+    progress: float | None = Field(default=None, ge=0, le=100)
+    reason: str | None = Field(default=None, max_length=80)
+    error: dict[str, Any] | None = None
+    result: str | None = Field(default=None, max_length=2048)
+
+
+class FlyEvent(_Model):
+    type: Literal["fly"]
+    actor: str | None = Field(default=None, max_length=80)
+    data: Any
+
+
+class ResumeTask(_Model):
+    input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
+
+
+_service: TaskService | None = None
+_telemetry: Telemetry | None = None
+
+
+def service() -> TaskService:
+    global _service
+    if _service is None:
+        _service = TaskService(GatewaySettings.from_env())
+    return _service
+
+
+def telemetry() -> Telemetry:
+    global _telemetry
+    if _telemetry is None:
+        _telemetry = Telemetry(service().settings.namespace, "gateway")
+    return _telemetry
+
+
+def base_url() -> str:
+    """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
+    configured = os.environ.get("ASYA_PUBLIC_URL")
+    if configured:
+        return configured.rstrip("/")
+    event = app.current_event
+    headers = {key.lower(): value for key, value in (event.headers or {}).items()}
+    host = headers.get("host", "localhost")
+    local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
+    scheme = headers.get("x-forwarded-proto", "http" if local else "https")
+    stage = event.request_context.stage
+    prefix = f"/{stage}" if ".execute-api." in host and stage else ""
+    return f"{scheme}://{host}{prefix}"
+
+
+def task_urls(task_id: str) -> dict[str, str]:
+    status = f"{base_url()}{API}/mesh/{task_id}"
+    return {"status_url": status, "events_url": f"{status}/events"}
+
+
+@app.exception_handler(TaskError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+def _refused(error: TaskError) -> Response[Any]:
+    return Response(
+        status_code=error.status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"statusCode": error.status, "message": str(error)},
+    )
+
+
+@app.get("/health", summary="Liveness")
+def health() -> dict[str, str]:
+    return {"status": "ok", "namespace": service().settings.namespace}
+
+
+@app.get(f"{API}/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)
+def openapi() -> Response[str]:
+    document = app.get_openapi_json_schema(title="asya status gateway", version="1.0.0")
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document)
+
+
+@app.post(f"{API}/mesh", summary="Create a task", responses={201: {"description": "The task was created"}})
+def create_task(request: Annotated[CreateTask, Body()]) -> tuple[dict[str, Any], int]:
+    if (request.flow is None) == (request.route is None):
+        raise TaskError(400, "give exactly one of 'flow' or 'route'")
+    created = service().create(
+        payload=request.payload,
+        flow=request.flow,
+        route=request.route,
+        headers=request.headers,
+        timeout=request.timeout,
+    )
+    telemetry().count("TasksCreated")
+    telemetry().flush()
+    body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
+    if created.task is not None:
+        body["task"] = created.task
+    return body, 201
+
+
+@app.get(f"{API}/mesh", summary="List tasks, newest first when filtered by status")
+def list_tasks(
+    status: Annotated[str | None, Query(max_length=20)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> dict[str, Any]:
+    return service().list(status, limit, cursor)
+
+
+@app.get(f"{API}/mesh/<task_id>", summary="Get a task")
+def get_task(task_id: TaskId) -> dict[str, Any]:
+    return service().view(task_id)
+
+
+@app.delete(f"{API}/mesh/<task_id>", summary="Cancel a task and its fan-out branches")
+def cancel_task(task_id: TaskId) -> dict[str, Any]:
+    return service().cancel(task_id)
+
+
+@app.post("/a2a/tasks/<task_id>:cancel", summary="Cancel a task (A2A)")
+def cancel_task_a2a(task_id: TaskId) -> dict[str, Any]:
+    return service().cancel(task_id)
+
+
+@app.post(f"{API}/mesh/<task_id>/resume", summary="Resume a paused task with human input")
+def resume_task(task_id: TaskId, request: Annotated[ResumeTask, Body()]) -> dict[str, Any]:
+    return service().resume(task_id, request.input)
+
+
+@app.post(f"{API}/mesh/<task_id>/events", summary="Report a status or fly event from outside the mesh")
+def post_event(
+    task_id: TaskId, event: Annotated[StatusEvent | FlyEvent, Body(discriminator="type")]
+) -> tuple[dict[str, Any], int]:
+    applied = service().post_event(task_id, event.model_dump())
+    return {"applied": applied}, 202
+
+
+@app.get(f"{API}/mesh/<task_id>/events", summary="Follow a task (Server-Sent Events)")
+def task_events(
+    task_id: TaskId,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+) -> Response[str]:
+    chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS)
+    if chunks is None:
+        raise TaskError(404, f"no task {task_id!r}")
+    return Response(
+        status_code=200,
+        content_type="text/event-stream",
+        body="".join(chunks),
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+@app.post("/mcp", summary="MCP (streamable HTTP, stateless JSON responses)")
+def mcp() -> Response[Any]:
+    endpoint = McpEndpoint(service(), lambda task_id: task_urls(task_id)["status_url"])
+    try:
+        body = app.current_event.json_body
+    except ValueError:
+        body = None
+    status, answer = endpoint.handle(body)
+    if answer is None:
+        return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body="")
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=answer)
+
+
+@app.get("/mcp", include_in_schema=False)
+def mcp_stream() -> Response[Any]:
+    """No server-initiated stream: this endpoint answers each POST on its own."""
+    return Response(status_code=405, content_type=content_types.APPLICATION_JSON, body={"message": "use POST"})
+
+
+def open_event_stream(
+    task_id: str,
+    last_event_id: str | None,
+    keepalive_seconds: float = 15.0,
+    max_seconds: float | None = None,
+) -> Iterator[str] | None:
+    """SSE chunks for a task (None if it is unknown); the local HTTP server streams them as they come."""
+    tasks = service().tasks
+    if tasks.get(task_id) is None:
+        return None
+    return follow(
+        tasks,
+        service().events,
+        task_id,
+        last_event_id,
+        keepalive_seconds=keepalive_seconds,
+        max_seconds=max_seconds,
+    )
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

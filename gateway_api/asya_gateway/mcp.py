@@ -1,0 +1,110 @@
+"""Flows as MCP tools over streamable HTTP (`POST /mcp`), stateless, answered as plain JSON.
+
+`initialize`, `ping`, `tools/list` (one tool per flow, its input schema as the tool's) and
+`tools/call` (validate the arguments against the schema, create a task, answer with its id and status
+URL as text). Tool errors (unknown tool, invalid arguments) are results with `isError: true`, as the
+protocol asks, so a model can read and correct them; malformed JSON-RPC gets a JSON-RPC error.
+
+Messages are parsed and built with the official `mcp-types` models (pydantic only). The SDK's server
+is not used: it is an ASGI application that keeps sessions in memory, which a Lambda function behind
+API Gateway can neither host nor keep; this endpoint needs no session, so every request stands alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from asya_gateway.service import TaskError, TaskService
+
+SERVER = types.Implementation(name="asya-gateway", version="0.1.0")
+SUPPORTED = types.version.HANDSHAKE_PROTOCOL_VERSIONS
+
+
+class McpEndpoint:
+    def __init__(self, service: TaskService, status_url: Any) -> None:
+        self.service = service
+        self.status_url = status_url  # task id → the task's status URL
+
+    def handle(self, body: Any) -> tuple[int, dict[str, Any] | None]:
+        """One POSTed JSON-RPC message → (HTTP status, JSON body or None for 202 Accepted)."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(body)
+        except ValidationError as exc:
+            return 400, _error(
+                None, types.INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {exc.error_count()} problem(s)"
+            )
+        if not isinstance(message, types.JSONRPCRequest):
+            return 202, None  # notifications and responses need no answer
+        params = message.params or {}
+        try:
+            result = self._dispatch(message.method, params)
+        except _RpcError as exc:
+            return 200, _error(message.id, exc.code, str(exc))
+        return 200, types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+
+    def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "initialize":
+            requested = params.get("protocolVersion")
+            version = requested if requested in SUPPORTED else types.version.LATEST_HANDSHAKE_VERSION
+            result: Any = types.InitializeResult(
+                protocol_version=version,
+                capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+                server_info=SERVER,
+                instructions="Each tool starts one flow of this mesh as a task and returns its id and status URL.",
+            )
+        elif method == "ping":
+            return {}
+        elif method == "tools/list":
+            result = types.ListToolsResult(tools=[self._tool(name) for name in sorted(self.service.settings.flows)])
+        elif method == "tools/call":
+            result = self._call(params)
+        else:
+            raise _RpcError(types.METHOD_NOT_FOUND, f"method {method!r} is not supported")
+        dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return dumped
+
+    def _tool(self, name: str) -> types.Tool:
+        flow = self.service.settings.flows[name]
+        schema = {"type": "object", **flow.input_schema}
+        description = flow.description or f"Start flow {name!r} ({' → '.join(flow.route)}) as a task."
+        return types.Tool(name=name, description=description, input_schema=schema)
+
+    def _call(self, params: dict[str, Any]) -> types.CallToolResult:
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if not isinstance(name, str):
+            raise _RpcError(types.INVALID_PARAMS, "tools/call needs a tool 'name'")
+        if name not in self.service.settings.flows:
+            return _tool_error(f"unknown tool {name!r}; tools/list names the flows of this mesh")
+        if arguments is None:
+            arguments = {}
+        try:
+            created = self.service.create(payload=arguments, flow=name)
+        except TaskError as exc:
+            return _tool_error(str(exc))
+        url = self.status_url(created.task_id)
+        text = f"Started task {created.task_id} (flow {name}). Status: {url}"
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content={"id": created.task_id, "status_url": url},
+            is_error=False,
+        )
+
+
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}

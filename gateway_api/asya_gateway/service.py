@@ -1,0 +1,288 @@
+"""What the gateway does with tasks, whichever door the request came in by (REST, A2A cancel, MCP).
+
+Creating a task writes its record first (`pending`) and then sends the first envelope, stamped with
+`status` including `deadline_at`; a task that could not be sent is failed at once rather than left
+pending. Everything else goes through `TaskStore`, whose conditional writes keep each task moving
+forward only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import re
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from asya.envelope import Phase, rfc3339, utc_now
+from asya.live import FLY, EventLog
+from asya.status import RANKS, TERMINAL, Report, TaskStore, from_item, progress_of, stealthy
+from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.views import task_view
+
+if TYPE_CHECKING:
+    from types_boto3_sqs.client import SQSClient
+
+ACTOR_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+PAUSE = "x-pause"
+RESUME = "x-resume"
+ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", "x-asya-gateway-url")
+MAX_PAGE = 100
+
+
+class TaskError(Exception):
+    """A request the gateway refuses; `status` is the HTTP status, the message says what is wrong."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    task_id: str
+    tracked: bool
+    task: dict[str, Any] | None
+
+
+class TaskService:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        tasks: TaskStore | None = None,
+        events: EventLog | None = None,
+        sqs: SQSClient | None = None,
+        s3: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
+        self.events = events or EventLog(settings.events_table)
+        self._sqs = sqs
+        self._s3 = s3
+        self._queue_urls: dict[str, str] = {}
+
+    # -- creating -------------------------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        payload: Any,
+        flow: str | None = None,
+        route: list[str] | None = None,
+        headers: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Created:
+        chosen = self._flow(flow) if flow is not None else None
+        actors = chosen.route if chosen is not None else self._route(route)
+        if chosen is not None:
+            self.validate(chosen, payload)
+        headers = self._headers(headers or {})
+        queue = self._queue_url(actors[0])
+        now = utc_now()
+        seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
+        deadline = rfc3339(now + dt.timedelta(seconds=seconds)) if seconds else None
+        task_id = str(uuid.uuid4())
+        status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
+        status["updated_at"] = rfc3339(now)
+        if deadline:
+            status["deadline_at"] = deadline
+        route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
+        envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
+        tracked = not stealthy(headers)
+        if tracked:
+            record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": "pending"}
+            record.update({"flow": flow, "deadline_at": deadline, "attempt": 1})
+            self.tasks.create({key: value for key, value in record.items() if value is not None})
+        try:
+            self.sqs.send_message(QueueUrl=queue, MessageBody=orjson.dumps(envelope).decode())
+        except Exception as exc:
+            if tracked:
+                self.tasks.finish(task_id, task_id, "failed", {"reason": "NotSent", "error": {"message": str(exc)}})
+            raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
+        return Created(task_id, tracked, self.view(task_id) if tracked else None)
+
+    def validate(self, flow: Flow, payload: Any) -> None:
+        """The flow's input schema decides what a payload may be (REST and MCP alike)."""
+        import fastjsonschema
+
+        try:
+            self.settings.validators[flow.name](payload)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise TaskError(400, f"payload does not match flow {flow.name!r}'s input schema: {exc.message}") from None
+
+    def _flow(self, name: str) -> Flow:
+        flow = self.settings.flows.get(name)
+        if flow is None:
+            known = ", ".join(sorted(self.settings.flows)) or "none"
+            raise TaskError(400, f"unknown flow {name!r} (known flows: {known})")
+        return flow
+
+    @staticmethod
+    def _route(route: list[str] | None) -> list[str]:
+        if not route:
+            raise TaskError(400, "give either 'flow' or a non-empty 'route'")
+        for index, actor in enumerate(route):
+            if not ACTOR_NAME.match(actor) or (actor.startswith("x-") and actor != PAUSE):
+                raise TaskError(400, f"route[{index}]: {actor!r} is not an actor a route may name")
+        return route
+
+    @staticmethod
+    def _headers(headers: dict[str, Any]) -> dict[str, Any]:
+        reserved = sorted(key for key in headers if key.startswith("x-asya-") and key not in ALLOWED_HEADERS)
+        if reserved:
+            raise TaskError(400, f"headers: {', '.join(reserved)} are set by the mesh, not by clients")
+        return dict(headers)
+
+    def _queue_url(self, actor: str) -> str:
+        if actor not in self._queue_urls:
+            try:
+                url = self.sqs.get_queue_url(QueueName=self.settings.queue_name(actor))["QueueUrl"]
+            except self.sqs.exceptions.QueueDoesNotExist:
+                raise TaskError(400, f"no actor {actor!r} in namespace {self.settings.namespace!r}") from None
+            self._queue_urls[actor] = url
+        return self._queue_urls[actor]
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def view(self, task_id: str) -> dict[str, Any]:
+        item = self.tasks.get(task_id)
+        if item is None:
+            raise TaskError(404, f"no task {task_id!r}")
+        return task_view(item)
+
+    def list(self, status: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
+        """Newest first for one status (an index by status and creation time); all tasks otherwise."""
+        if status is not None and status not in RANKS:
+            raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
+        arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": max(1, min(limit, MAX_PAGE))}
+        if cursor:
+            arguments["ExclusiveStartKey"] = _decode_cursor(cursor)
+        client = self.tasks.client
+        try:
+            if status is None:
+                page = client.scan(**arguments)
+            else:
+                page = client.query(
+                    IndexName="by-status",
+                    KeyConditionExpression="#s = :status",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues={":status": {"S": status}},
+                    ScanIndexForward=False,
+                    **arguments,
+                )
+        except client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ValidationException":
+                raise TaskError(400, "cursor is not one this API returned") from None
+            raise
+
+        tasks = [task_view(from_item(item)) for item in page.get("Items", [])]
+        last = page.get("LastEvaluatedKey")
+        return {"tasks": tasks, "next_cursor": _encode_cursor(last) if last else None}
+
+    # -- changing -------------------------------------------------------------------------------------
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        item = self.tasks.cancel(task_id)
+        if item is None:
+            raise TaskError(404, f"no task {task_id!r}")
+        return task_view(item)
+
+    def resume(self, task_id: str, human_input: dict[str, Any]) -> dict[str, Any]:
+        """Merge the human input into the kept envelope's payload and continue through x-resume."""
+        item = self.tasks.get(task_id)
+        if item is None:
+            raise TaskError(404, f"no task {task_id!r}")
+        if item.get("status") != "paused":
+            raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
+        envelope = self._paused_envelope(task_id)
+        resumed = self.tasks.resume(task_id, utc_now())
+        if resumed is None:
+            raise TaskError(409, f"task {task_id!r} is no longer paused")
+        payload = envelope.get("payload")
+        envelope["payload"] = (
+            {**payload, **human_input} if isinstance(payload, dict) else {"value": payload, **human_input}
+        )
+        status = envelope.setdefault("status", {})
+        status.update(phase=Phase.PROCESSING.value, updated_at=rfc3339(utc_now()))
+        if resumed.get("deadline_at"):
+            status["deadline_at"] = resumed["deadline_at"]
+        self.sqs.send_message(QueueUrl=self._queue_url(RESUME), MessageBody=orjson.dumps(envelope).decode())
+        return task_view(resumed)
+
+    def _paused_envelope(self, task_id: str) -> dict[str, Any]:
+        from asya.results import result_key
+
+        if self.settings.results_bucket is None:
+            raise TaskError(409, "this gateway has no results bucket to resume from")
+        key = result_key(self.settings.namespace, task_id, "pause")
+        try:
+            body = self.s3.get_object(Bucket=self.settings.results_bucket, Key=key)["Body"].read()
+        except self.s3.exceptions.NoSuchKey:
+            raise TaskError(409, f"task {task_id!r} is paused but its envelope is not kept yet; retry") from None
+        document: dict[str, Any] = orjson.loads(body)
+        return document
+
+    def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
+        """A status or fly event from an actor outside the mesh. Returns whether it changed anything:
+        a stale status (behind what the task already shows) is ignored, as SPEC §8 requires."""
+        item = self.tasks.get(task_id)
+        if item is None:
+            raise TaskError(404, f"no task {task_id!r}")
+        if event["type"] == FLY:
+            self.events.append([(task_id, FLY, {"id": task_id, "actor": event.get("actor"), "data": event["data"]})])
+            return True
+        status = event["status"]
+        if status in TERMINAL:
+            if item.get("status") in TERMINAL:
+                return False
+            details = {"reason": event.get("reason"), "error": event.get("error"), "result": event.get("result")}
+            details["actor"] = event.get("actor")
+            self.tasks.finish(task_id, item.get("root_id") or task_id, status, details, parent_id=item.get("parent_id"))
+            return True
+        route = item.get("route") or {"prev": [], "curr": event.get("actor") or "", "next": []}
+        progress = event.get("progress")
+        report = Report(
+            task_id=task_id,
+            actor=event.get("actor") or item.get("actor") or "",
+            route=route,
+            phase=event.get("phase") or "processing",
+            progress=float(progress) if progress is not None else progress_of(route),
+            attempt=int(item.get("attempt", 1)),
+        )
+        return self.tasks.report(report)
+
+    # -- clients --------------------------------------------------------------------------------------
+
+    @property
+    def sqs(self) -> SQSClient:
+        if self._sqs is None:
+            import boto3
+
+            self._sqs = boto3.client("sqs")
+        return self._sqs
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+
+def _encode_cursor(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(key)).decode()
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        key = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        raise TaskError(400, "cursor is not one this API returned") from None
+    if not isinstance(key, dict):
+        raise TaskError(400, "cursor is not one this API returned")
+    return key

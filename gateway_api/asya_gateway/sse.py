@@ -1,0 +1,79 @@
+"""Following a task live as Server-Sent Events, from the task record and its event log.
+
+The first event is the task's current status; then every `status` and `fly` event in the order it
+was appended, each with its cursor as the SSE `id`, until the task is terminal. A client that
+reconnects with `Last-Event-ID` (or `?cursor=`) continues after that event.
+
+The same generator serves both deployments:
+- locally, the HTTP server writes each chunk as it comes, so one connection lasts until the end;
+- on AWS, API Gateway REST buffers a Lambda's whole response, so the function follows the task for a
+  bounded time (`max_seconds`) and ends the body with `retry:`; an `EventSource` (or `asya watch`)
+  reconnects with `Last-Event-ID` and continues, which is long polling in SSE's own framing.
+
+Formatting SSE is a few lines, so no library is used for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from asya.live import STATUS, EventLog
+from asya.status import TERMINAL, TaskStore
+from asya_gateway.views import task_view
+
+POLL_SECONDS = 0.2
+RECONNECT_MS = 500
+
+
+def sse(data: Any, event: str, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id else ""
+    return f"{head}event: {event}\ndata: {orjson.dumps(data).decode()}\n\n"
+
+
+def follow(
+    tasks: TaskStore,
+    events: EventLog,
+    task_id: str,
+    cursor: str | None,
+    *,
+    keepalive_seconds: float = 15.0,
+    max_seconds: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[str]:
+    """Yield SSE chunks for one task until it is terminal (or `max_seconds` pass, then `retry:`)."""
+    started = time.monotonic()
+    if cursor is None:
+        cursor = events.latest(task_id)  # first, so nothing after the status below is missed
+        item = tasks.get(task_id)
+        if item is None:
+            return
+        view = task_view(item)
+        yield sse(view, STATUS, cursor or "0")
+        if view["terminal"]:
+            return
+    quiet_since = time.monotonic()
+    while True:
+        batch = events.after(task_id, cursor if cursor != "0" else None)
+        for event in batch:
+            cursor = event.seq
+            yield sse(event.data, event.kind, event.seq)
+            if event.kind == STATUS and event.data.get("status") in TERMINAL:
+                return
+        now = time.monotonic()
+        if batch:
+            quiet_since = now
+        elif now - quiet_since >= keepalive_seconds:
+            quiet_since = now
+            item = tasks.get(task_id)  # a terminal event older than the cursor would never come again
+            if item is not None and item.get("status") in TERMINAL:
+                yield sse(task_view(item), STATUS, cursor)
+                return
+            yield ": keep-alive\n\n"
+        if max_seconds is not None and now - started >= max_seconds:
+            yield f"retry: {RECONNECT_MS}\n\n"
+            return
+        sleep(POLL_SECONDS)

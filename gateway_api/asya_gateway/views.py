@@ -1,0 +1,47 @@
+"""What a client sees of a task: the record without its bookkeeping, branch counts made explicit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asya.status import TERMINAL
+
+_SHOWN = (
+    "id",
+    "parent_id",
+    "root_id",
+    "flow",
+    "status",
+    "phase",
+    "progress",
+    "actor",
+    "route",
+    "attempt",
+    "created_at",
+    "updated_at",
+    "deadline_at",
+    "result",
+    "reason",
+    "error",
+    "pause",
+)
+MAX_LISTED_BRANCHES = 100
+
+
+def task_view(item: dict[str, Any]) -> dict[str, Any]:
+    view = {name: item[name] for name in _SHOWN if item.get(name) is not None}
+    view.setdefault("status", "pending")
+    view.setdefault("progress", 0)
+    view["terminal"] = view["status"] in TERMINAL
+    branches = item.get("branch_ids")
+    if branches:
+        done = item.get("done_ids", set())
+        view["branches"] = {
+            "total": len(branches) + 1,
+            "open": max(0, len(branches) + 1 - len(done)),
+            "succeeded": item.get("n_succeeded", 0),
+            "failed": item.get("n_failed", 0),
+            "canceled": item.get("n_canceled", 0),
+        }
+        view["branch_ids"] = sorted(branches)[:MAX_LISTED_BRANCHES]
+    return view
