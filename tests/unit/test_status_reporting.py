@@ -1,0 +1,139 @@
+"""The sidecar reports every hop to the task table (SPEC §8): one write per hop by default, three when
+asked, none in stealth mode; canceled and paused tasks stop at the pre-flight check; fan-out branches
+are registered on the root before they are sent; FLY events reach the live log, not the status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from asya.live import EventLog
+from asya.status import TaskStore
+from tests.unit.conftest import Mesh, envelope
+from tests.unit.tasks_tables import EVENTS, TASKS, create_tables
+
+STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
+
+
+@pytest.fixture
+def tasks(mesh: Mesh) -> Iterator[TaskStore]:
+    client = boto3.client("dynamodb")
+    create_tables(client)
+    yield TaskStore(TASKS, client=client)
+
+
+class CountingStore:
+    """Counts the task table writes the sidecar makes."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.writes = 0
+        original = TaskStore._update_returning
+
+        def counted(store: TaskStore, *args: Any, **kwargs: Any) -> Any:
+            self.writes += 1
+            return original(store, *args, **kwargs)
+
+        monkeypatch.setattr(TaskStore, "_update_returning", counted)
+
+
+def test_a_hop_reports_running_at_the_next_actor_with_one_write(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks.create({"id": "env-1"})
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope(next=("b", "c")))
+    task = tasks.get("env-1")
+    assert task is not None
+    assert (task["status"], task["actor"], task["progress"]) == ("running", "b", pytest.approx(33.33))
+    assert counter.writes == 1
+    assert mesh.only("b")["route"]["curr"] == "b"
+
+
+def test_every_point_setting_writes_received_processing_and_completed(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", ASYA_STATUS_WRITES="every-point", **STATUS_ENV)
+    mesh.deliver(envelope())
+    assert counter.writes == 3
+
+
+def test_the_last_actor_leaves_the_final_write_to_x_sink(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope(next=()))
+    assert counter.writes == 0
+    assert mesh.only("x-sink")["status"]["phase"] == "succeeded"
+
+
+def test_canceled_task_stops_before_the_handler(mesh: Mesh, tasks: TaskStore) -> None:
+    tasks.create({"id": "env-1"})
+    tasks.cancel("env-1")
+    mesh.actor("explode", **STATUS_ENV)  # would fail if it ran
+    mesh.deliver(envelope())
+    halted = mesh.only("x-sink")
+    assert (halted["status"]["phase"], halted["status"]["reason"]) == ("canceled", "Canceled")
+    assert halted["route"]["curr"] == "a"
+    mesh.assert_empty("b", "x-sump")
+
+
+def test_branch_of_a_canceled_root_stops_too(mesh: Mesh, tasks: TaskStore) -> None:
+    tasks.create({"id": "root"})
+    tasks.cancel("root")
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope(id="child", parent_id="root", headers={"x-asya-root-id": "root"}))
+    assert mesh.only("x-sink")["status"]["phase"] == "canceled"
+
+
+def test_paused_task_goes_to_x_sink_as_paused(mesh: Mesh, tasks: TaskStore) -> None:
+    import datetime as dt
+
+    tasks.create({"id": "env-1"})
+    tasks.pause("env-1", {"prompt": "?"}, dt.datetime.now(dt.UTC))
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope())
+    assert mesh.only("x-sink")["status"]["phase"] == "paused"
+
+
+def test_stealth_mode_neither_reports_nor_checks(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks.create({"id": "env-1"})
+    tasks.cancel("env-1")
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope(headers={"x-asya-mesh-status": "off"}))
+    assert mesh.only("b")["payload"]["seen"] is True  # not stopped: no pre-flight check
+    assert counter.writes == 0
+
+
+def test_fan_out_registers_branches_on_the_root_before_sending(mesh: Mesh, tasks: TaskStore) -> None:
+    tasks.create({"id": "env-1"})
+    mesh.actor("fan_out", **STATUS_ENV)
+    mesh.deliver(envelope({"items": [1, 2, 3]}))
+    sent = mesh.messages("b")
+    children = [body for body in sent if body["id"] != "env-1"]
+    assert len(children) == 2
+    assert all(child["headers"]["x-asya-root-id"] == "env-1" for child in children)
+    root = tasks.get("env-1")
+    assert root is not None
+    assert root["branch_ids"] == {child["id"] for child in children}
+    child = tasks.get(children[0]["id"])
+    assert child is not None
+    assert (child["status"], child["parent_id"], child["root_id"]) == ("running", "env-1", "env-1")
+
+
+def test_fly_events_reach_the_live_log_not_the_status(mesh: Mesh, tasks: TaskStore) -> None:
+    tasks.create({"id": "env-1"})
+    mesh.actor("verbs", **STATUS_ENV)
+    mesh.deliver(envelope())
+    events = EventLog(EVENTS).after("env-1", None)
+    assert [(event.kind, event.data["data"]) for event in events] == [("fly", {"token": "partial"})]
+    task = tasks.get("env-1")
+    assert task is not None and "token" not in str(task)
