@@ -82,9 +82,11 @@ def test_cancel_cascades_to_registered_branches(store: TaskStore) -> None:
     store.register_branches("root", ["c1"])
     store.report(running("c1", 50, parent_id="root", root_id="root"))
     canceled = store.cancel("root")
-    assert canceled is not None and canceled["status"] == "canceled"
+    assert canceled is not None
+    assert canceled["status"] == "canceled"
     child = store.get("c1")
-    assert child is not None and child["status"] == "canceled"
+    assert child is not None
+    assert child["status"] == "canceled"
     assert store.cancel("root") == store.get("root")  # idempotent
     assert store.cancel("unknown") is None
 
@@ -93,12 +95,15 @@ def test_pause_stops_the_deadline_clock_and_resume_restarts_it(store: TaskStore)
     now = dt.datetime.now(dt.UTC)
     store.create({"id": "t1", "deadline_at": (now + dt.timedelta(seconds=60)).isoformat()})
     paused = store.pause("t1", {"prompt": "ok?"}, now)
-    assert paused is not None and paused["status"] == "paused" and "deadline_at" not in paused
+    assert paused is not None
+    assert paused["status"] == "paused"
+    assert "deadline_at" not in paused
     assert not store.report(running("t1", 10))  # a paused task does not go back to running by a report
     assert store.expire(now + dt.timedelta(hours=1)) == []  # paused: not swept
     later = now + dt.timedelta(hours=1)
     resumed = store.resume("t1", later)
-    assert resumed is not None and resumed["status"] == "running"
+    assert resumed is not None
+    assert resumed["status"] == "running"
     deadline = dt.datetime.fromisoformat(resumed["deadline_at"])
     assert dt.timedelta(seconds=59) <= deadline - later <= dt.timedelta(seconds=60)
     assert store.resume("t1", later) is None  # not paused any more
@@ -110,7 +115,8 @@ def test_backstop_fails_open_tasks_past_their_deadline(store: TaskStore) -> None
     store.create({"id": "early", "deadline_at": (now + dt.timedelta(hours=1)).isoformat()})
     assert store.expire(now) == ["late"]
     late = store.get("late")
-    assert late is not None and (late["status"], late["reason"]) == ("failed", "Timeout")
+    assert late is not None
+    assert (late["status"], late["reason"]) == ("failed", "Timeout")
     assert store.expire(now) == []  # ended tasks leave the index
 
 
