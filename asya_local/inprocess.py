@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -21,12 +21,25 @@ from asya.config import SINK, SUMP, SidecarConfig
 from asya.sidecar import Sidecar
 from asya_local.lambda_shapes import REGION, LambdaContext, invoke_with_batch
 
+Function = Callable[[dict[str, Any], Any], dict[str, Any]]
+
 
 class InProcessMesh:
-    def __init__(self, namespace: str, handlers: Mapping[str, str], env: Mapping[str, str] | None = None) -> None:
+    """`handlers`: actor → handler string, each run by its own sidecar; `functions`: other queues'
+    Lambda handlers to run too (e.g. the crew's), actor → `lambda_handler`-like callable."""
+
+    def __init__(
+        self,
+        namespace: str,
+        handlers: Mapping[str, str],
+        env: Mapping[str, str] | None = None,
+        functions: Mapping[str, Function] | None = None,
+    ) -> None:
         self.namespace = namespace
         self.handlers = dict(handlers)
         self.env = dict(env or {})
+        self.functions: dict[str, Function] = dict(functions or {})
+        self.hops = 0  # envelopes delivered to any function
         self.sidecars: dict[str, Sidecar] = {}
         self._mock = mock_aws()
         self._sqs: Any = None
@@ -41,6 +54,7 @@ class InProcessMesh:
         for actor, handler in self.handlers.items():
             variables = {"ASYA_NAMESPACE": self.namespace, "ASYA_ACTOR_NAME": actor, "ASYA_HANDLER": handler}
             self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **variables}))
+            self.functions.setdefault(actor, self.sidecars[actor].handle)
         return self
 
     def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
@@ -62,7 +76,7 @@ class InProcessMesh:
         """Deliver batches to actors until no actor queue has a visible message; returns batches run."""
         batches = 0
         while batches < max_batches:
-            delivered = [self._deliver_one_batch(actor) for actor in self.sidecars]
+            delivered = [self._deliver_one_batch(actor) for actor in self.functions]
             batches += sum(delivered)
             if not any(delivered):
                 return batches
@@ -74,7 +88,8 @@ class InProcessMesh:
         if not messages:
             return False
         context = LambdaContext(f"asya-{self.namespace}-{actor}")
-        invoke_with_batch(self.sidecars[actor].handle, self._sqs, url, messages, context)
+        invoke_with_batch(self.functions[actor], self._sqs, url, messages, context)
+        self.hops += len(messages)
         return True
 
     def drain(self, actor: str) -> list[dict[str, Any]]:

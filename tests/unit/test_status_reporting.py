@@ -13,7 +13,7 @@ import pytest
 from asya.live import EventLog
 from asya.status import TaskStore
 from tests.unit.conftest import Mesh, envelope
-from tests.unit.tasks_tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS, TASKS, create_tables
 
 STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
 

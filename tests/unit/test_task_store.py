@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from asya.status import Report, TaskStore, progress_of
-from tests.unit.tasks_tables import TASKS, create_tables
+from asya_local.tables import TASKS, create_tables
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
-"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), made in moto for unit
-tests; the integration tests use the deployed ones."""
+"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), made directly in
+moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
+integration tests and the CDK template tests keep the two definitions in step."""
 
 from __future__ import annotations
 
 from typing import Any
 
-TASKS = "unit-tasks"
-EVENTS = "unit-events"
+TASKS = "asya-tasks"
+EVENTS = "asya-task-events"
 
 
 def create_tables(dynamodb: Any) -> None:

@@ -1,0 +1,15 @@
+"""Handlers the benchmarks run: as cheap as possible, so what is measured is the mesh around them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+
+def touch(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
+
+
+def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for part in range(payload["parts"]):
+        yield {"part": part}
