@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 ACTOR_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 PAUSE = "x-pause"
 RESUME = "x-resume"
-ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", "x-asya-gateway-url")
+GATEWAY_URL_HEADER = "x-asya-gateway-url"
+ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
 
 
@@ -135,7 +136,10 @@ class TaskService:
         reserved = sorted(key for key in headers if key.startswith("x-asya-") and key not in ALLOWED_HEADERS)
         if reserved:
             raise TaskError(400, f"headers: {', '.join(reserved)} are set by the mesh, not by clients")
-        return dict(headers)
+        kept = dict(headers)
+        if not _reporting_url(kept.get(GATEWAY_URL_HEADER)):
+            kept.pop(GATEWAY_URL_HEADER, None)  # SPEC §9: only http(s) URLs with a host; the rest is ignored
+        return kept
 
     def _queue_url(self, actor: str) -> str:
         if actor not in self._queue_urls:
@@ -272,6 +276,16 @@ class TaskService:
 
             self._s3 = boto3.client("s3")
         return self._s3
+
+
+def _reporting_url(value: Any) -> bool:
+    """The SSRF guard: a URL to report to must be http(s) and name a host."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _encode_cursor(key: dict[str, Any]) -> str:

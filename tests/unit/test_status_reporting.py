@@ -4,7 +4,6 @@ are registered on the root before they are sent; FLY events reach the live log, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -12,14 +11,14 @@ import pytest
 
 from asya.live import EventLog
 from asya.status import TaskStore
-from tests.unit.conftest import Mesh, envelope
 from asya_local.tables import EVENTS, TASKS, create_tables
+from tests.unit.conftest import Mesh, envelope
 
 STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
 
 
 @pytest.fixture
-def tasks(mesh: Mesh) -> Iterator[TaskStore]:
+def tasks(mesh: Mesh) -> TaskStore:
     client = boto3.client("dynamodb")
     create_tables(client)
     return TaskStore(TASKS, client=client)
