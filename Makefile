@@ -52,6 +52,7 @@ bench: install
 	$(BIN)/python -m bench.sidecar_hop
 	$(BIN)/python -m bench.local_mesh
 	$(BIN)/python -m bench.moto_sqs_depth
+	$(BIN)/python -m bench.status_writes
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya
