@@ -1,4 +1,5 @@
-"""x-sink and x-sump: what they keep in S3, what they forward, and that redelivery adds nothing."""
+"""The crew: what x-sink and x-sump keep in S3, what they forward, that redelivery adds nothing, and
+the final task status they record; x-pause pausing a task and x-resume continuing its route."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya_crew import sink, sump
+from asya.status import TaskStore
+from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
+from asya_local.tables import TASKS, create_tables
 
 NS = "crew"
 BUCKET = "results-bucket"
@@ -164,3 +167,82 @@ def test_a_failed_write_leaves_only_that_record_for_redelivery(crew: Crew) -> No
 def test_crew_settings_name_missing_variables() -> None:
     with pytest.raises(ValueError, match="ASYA_RESULTS_BUCKET required by x-sink"):
         CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS})
+
+
+# -- the crew's part in task status ---------------------------------------------------------------------
+
+SETTINGS = {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET, "ASYA_TASKS_TABLE": TASKS}
+
+
+@pytest.fixture
+def tasks(crew: Crew) -> TaskStore:
+    client = boto3.client("dynamodb")
+    create_tables(client)
+    for actor in ("x-pause", "x-resume", "post"):
+        crew.sqs.create_queue(QueueName=f"asya-{NS}-{actor}")
+    return TaskStore(TASKS, client=client)
+
+
+def terminal(phase: str, **fields: Any) -> dict[str, Any]:
+    status = {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "RuntimeError"}
+    document = {"id": "t1", "route": {"prev": ["a"], "curr": "b", "next": []}, "headers": {}, "payload": {"x": 1}}
+    document["status"] = status
+    document.update(fields)
+    return document
+
+
+def actor(module: Any, name: str, decide: Any = None) -> CrewActor:
+    return CrewActor(CrewSettings.from_env(name, SETTINGS), decide or module.decide)
+
+
+def test_x_sink_records_the_result_location(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    crew.run(actor(sink, "x-sink", sink.Sink([]).decide), terminal("succeeded"))
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], task["progress"]) == ("succeeded", 100)
+    assert task["result"] == f"s3://{BUCKET}/results/{NS}/t1/succeeded.json"
+
+
+def test_x_sump_fails_an_open_task_but_not_an_ended_one(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    redriven = {"id": "t1", "route": {"prev": [], "curr": "a", "next": []}, "payload": {}}
+    crew.run(actor(sump, "x-sump"), redriven)
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], task["reason"]) == ("failed", "Redriven")
+    tasks.create({"id": "t2"})
+    crew.run(actor(sink, "x-sink", sink.Sink([]).decide), terminal("failed", id="t2"))
+    crew.run(actor(sump, "x-sump"), terminal("failed", id="t2"))  # x-sink forwarded it: already ended
+    ended = tasks.get("t2")
+    assert ended is not None
+    assert ended["result"].endswith("/t2/failed.json")
+
+
+def test_x_pause_pauses_with_the_prompt_and_x_resume_continues(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    asked = {"prompt": "Approve the refund?", "fields": {"approved": {"type": "boolean"}}}
+    held = {
+        "id": "t1",
+        "route": {"prev": ["a"], "curr": "x-pause", "next": ["post"]},
+        "headers": {"x-asya-pause": asked},
+        "status": {"phase": "processing", "actor": "x-pause"},
+        "payload": {"x": 1},
+    }
+    crew.run(actor(pause, "x-pause", pause.Pause(tasks).decide), held)
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], task["pause"]) == ("paused", {**pause.DEFAULT_PAUSE, **asked})
+    assert crew.kept()[f"results/{NS}/t1/pause.json"]["route"]["curr"] == "x-pause"
+    crew.run(actor(resume, "x-resume"), held)
+    forwarded = crew.queue("post")
+    assert len(forwarded) == 1
+    assert forwarded[0]["route"] == {"prev": ["a", "x-pause"], "curr": "post", "next": []}
+    assert "x-asya-pause" not in forwarded[0]["headers"]
+
+
+def test_x_resume_refuses_an_envelope_not_held_by_x_pause(crew: Crew, tasks: TaskStore) -> None:
+    stray = {"id": "t1", "route": {"prev": [], "curr": "post", "next": []}, "payload": {}}
+    crew.run(actor(resume, "x-resume"), json.dumps(stray))
+    sumped = crew.queue("x-sump")
+    assert [body["status"]["reason"] for body in sumped] == ["RouteMismatch"]
