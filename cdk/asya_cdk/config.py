@@ -6,6 +6,7 @@ strict: unknown fields are errors, and every error names the file, the field and
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,8 +19,14 @@ from asya.envelope import describe_validation_error
 from asya.resiliency import Resiliency, Seconds
 
 NAME = r"^[a-z0-9][a-z0-9-]*$"
-CREW = (SINK, SUMP)
+PAUSE = "x-pause"
+RESUME = "x-resume"
+CREW = (SINK, SUMP, PAUSE, RESUME)
+# Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
+RESERVED = (*CREW, "x-sump-dlq", "gateway", "gateway-stream", "gateway-backstop", "gateway-stream-dlq")
 LAMBDA_MAX_TIMEOUT = 900.0
+# Lambda caps a function's whole environment at 4 KB; the gateway's other variables need the rest.
+FLOWS_ENV_MAX_BYTES = 3_500
 
 
 class MeshConfigError(ValueError):
@@ -108,25 +115,48 @@ class ResultsConfig(_Strict):
     retention_days: int = Field(default=90, ge=1)
 
 
+class GatewayConfig(_Strict):
+    """The status gateway: who may call its API, how long task records outlive their task, and how
+    often the deadline backstop looks for overdue tasks."""
+
+    auth: Literal["iam", "api_key"] = "iam"
+    task_ttl_days: int = Field(default=7, ge=1)
+    backstop_minutes: int = Field(default=1, ge=1, le=60)
+    tracing: bool = False
+    cloudwatch_role: bool = True
+
+    @property
+    def task_ttl_seconds(self) -> int:
+        return self.task_ttl_days * 86_400
+
+
+class StatusConfig(_Strict):
+    """How often actors write task status: `coalesced` (the default) keeps one write per hop, because
+    every write is a paid DynamoDB request; `every-point` writes received, processing and completed."""
+
+    writes: Literal["coalesced", "every-point"] = "coalesced"
+
+
 class MeshConfig(_Strict):
     namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
     actors: dict[str, ActorConfig] = Field(min_length=1)
     flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)
     sink_hooks: list[SinkHook] = Field(default_factory=list)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    status: StatusConfig = Field(default_factory=StatusConfig)
     alarm_topic_arn: str | None = None
 
     @model_validator(mode="after")
     def _names_resolve(self) -> MeshConfig:
         for name in self.actors:
-            if not re.match(NAME, name) or name in CREW:
-                raise ValueError(f"actors.{name}: actor names are lowercase letters, digits and '-', not x-sink/x-sump")
+            if not re.match(NAME, name) or name in RESERVED:
+                raise ValueError(
+                    f"actors.{name}: actor names are lowercase letters, digits and '-', "
+                    f"and not one the mesh uses itself ({', '.join(RESERVED)})"
+                )
             if len(f"asya-{self.namespace}-{name}") > 80:
                 raise ValueError(f"actors.{name}: queue name asya-{self.namespace}-{name} exceeds 80 characters")
-        for flow_name, flow in self.flows.items():
-            for index, actor in enumerate(flow.route):
-                if actor not in self.actors:
-                    raise ValueError(f"flows.{flow_name}.route[{index}]: unknown actor {actor!r}")
         for name, settings in self.actors.items():
             for policy_name, policy in settings.resiliency.policies.items():
                 for target in policy.on_exhausted:
@@ -137,6 +167,36 @@ class MeshConfig(_Strict):
             if hook.actor not in self.actors:
                 raise ValueError(f"sink_hooks[{index}].actor: unknown actor {hook.actor!r}")
         return self
+
+    @model_validator(mode="after")
+    def _routes_resolve(self) -> MeshConfig:
+        for flow_name, flow in self.flows.items():
+            for index, actor in enumerate(flow.route):
+                where = f"flows.{flow_name}.route[{index}]"
+                if actor in CREW and actor != PAUSE:
+                    raise ValueError(
+                        f"{where}: {actor} cannot be in a route; of the crew only {PAUSE} can "
+                        f"(x-sink and x-sump end every route by themselves, x-resume is started by the gateway)"
+                    )
+                if actor != PAUSE and actor not in self.actors:
+                    raise ValueError(f"{where}: unknown actor {actor!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _flows_fit_the_gateway(self) -> MeshConfig:
+        size = len(self.flows_json().encode())
+        if size > FLOWS_ENV_MAX_BYTES:
+            raise ValueError(
+                f"flows: the gateway gets all flows as one environment variable (ASYA_FLOWS), {size} bytes of "
+                f"JSON here, but at most {FLOWS_ENV_MAX_BYTES} bytes fit (Lambda caps a function's environment "
+                "at 4 KB); shorten descriptions and input_schemas, or split the mesh"
+            )
+        return self
+
+    def flows_json(self) -> str:
+        """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes."""
+        flows = {name: flow.model_dump(mode="json") for name, flow in self.flows.items()}
+        return json.dumps(flows, separators=(",", ":"), ensure_ascii=False)
 
 
 def load_mesh(path: str | Path) -> LoadedMesh:
@@ -194,4 +254,15 @@ class LoadedMesh(BaseModel):
             variables["ASYA_IDEMPOTENCY_TABLE"] = resources["idempotency_table"]
         if settings.tracing:
             variables["ASYA_TRACING"] = "true"
+        variables.update(self.status_environment(resources))
+        variables["ASYA_STATUS_WRITES"] = self.config.status.writes
+        return variables
+
+    def status_environment(self, resources: dict[str, str]) -> dict[str, str]:
+        """What every writer of task records shares (actors, crew, gateway): the tables, when `resources`
+        names them, and how long a finished task stays readable (the writers stamp `expires_at`)."""
+        variables = {"ASYA_TASK_TTL_SECONDS": str(self.config.gateway.task_ttl_seconds)}
+        for key, variable in (("tasks_table", "ASYA_TASKS_TABLE"), ("events_table", "ASYA_EVENTS_TABLE")):
+            if key in resources:
+                variables[variable] = resources[key]
         return variables

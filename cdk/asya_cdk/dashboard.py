@@ -1,8 +1,9 @@
 """`MeshDashboard`: one CloudWatch dashboard per namespace, and the alarms that matter.
 
 Widgets: per-actor queue depth and age of the oldest message, throughput, errors by reason, handler
-and hop durations, x-sump arrivals and the x-sump dead-letter depth. Alarms: any x-sump arrival, any
-message in x-sump's dead-letter queue.
+and hop durations, x-sump arrivals and the x-sump dead-letter depth; with a status gateway, tasks
+created and finished by outcome, the API's errors and latency, and the stream consumer's dead letters.
+Alarms: any x-sump arrival, any message in x-sump's dead-letter queue or in the stream consumer's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
@@ -24,10 +26,11 @@ if TYPE_CHECKING:
     from asya_cdk.actor import ActorFunction
 
 PERIOD = cdk.Duration.minutes(1)
+TASK_OUTCOMES = ("succeeded", "failed", "canceled")
 
 
 class MeshDashboard(Construct):
-    """Exposes `dashboard`, `sump_alarm` and `dead_letter_alarm`."""
+    """Exposes `dashboard`, `sump_alarm`, `dead_letter_alarm` and `stream_alarm` (None without a gateway)."""
 
     def __init__(
         self,
@@ -37,18 +40,22 @@ class MeshDashboard(Construct):
         namespace: str,
         actors: dict[str, ActorFunction],
         sump_dlq: sqs.IQueue,
+        api: apigateway.RestApiBase | None = None,
+        stream_dlq: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"asya-{namespace}")
 
-        def asya_metric(name: str, actor: str, statistic: str = "Sum") -> cloudwatch.Metric:
+        def asya_metric(
+            name: str, actor: str, statistic: str = "Sum", *, outcome: str | None = None, label: str | None = None
+        ) -> cloudwatch.Metric:
             return cloudwatch.Metric(
                 namespace=METRIC_NAMESPACE,
                 metric_name=name,
-                dimensions_map={"namespace": namespace, "actor": actor},
+                dimensions_map={"namespace": namespace, "actor": actor, **({"outcome": outcome} if outcome else {})},
                 statistic=statistic,
                 period=PERIOD,
-                label=actor,
+                label=label or outcome or actor,
             )
 
         def search(metric: str, dimension: str) -> cloudwatch.MathExpression:
@@ -113,7 +120,55 @@ class MeshDashboard(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
+        self.stream_alarm: cloudwatch.Alarm | None = None
+        if api is None or stream_dlq is None:
+            return
+        # published by the gateway's functions (asya_gateway.api, .stream, .backstop) and x-pause/x-resume
+        finished = [asya_metric("TasksFinished", "gateway-stream", outcome=o) for o in TASK_OUTCOMES]
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Tasks created and finished by outcome (left); paused, resumed, expired (right)",
+                left=[asya_metric("TasksCreated", "gateway", label="created"), *finished],
+                right=[
+                    asya_metric("TasksPaused", "x-pause", label="paused"),
+                    asya_metric("TasksResumed", "x-resume", label="resumed"),
+                    asya_metric("TasksExpired", "gateway-backstop", label="expired by the backstop"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Gateway API: 4XX / 5XX (left), latency p50 / p99 ms (right)",
+                left=[
+                    api.metric_client_error(period=PERIOD, label="4XX"),
+                    api.metric_server_error(period=PERIOD, label="5XX"),
+                ],
+                right=[
+                    api.metric_latency(period=PERIOD, statistic="p50", label="p50"),
+                    api.metric_latency(period=PERIOD, statistic="p99", label="p99"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Gateway stream consumer dead letters",
+                left=[stream_dlq.metric_approximate_number_of_messages_visible(period=PERIOD, label="stream DLQ")],
+                width=8,
+            ),
+        )
+        self.stream_alarm = cloudwatch.Alarm(
+            self,
+            "StreamDeadLetters",
+            alarm_name=f"asya-{namespace}-gateway-stream-dlq-depth",
+            alarm_description="The gateway's stream consumer gave up on task changes: live status events are "
+            "missing; the messages name the stream positions to replay.",
+            metric=stream_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
     def notify(self, topic_arn: str) -> None:
         topic = sns.Topic.from_topic_arn(self, "AlarmTopic", topic_arn)
-        for alarm in (self.sump_alarm, self.dead_letter_alarm):
-            alarm.add_alarm_action(actions.SnsAction(topic))
+        for alarm in (self.sump_alarm, self.dead_letter_alarm, self.stream_alarm):
+            if alarm is not None:
+                alarm.add_alarm_action(actions.SnsAction(topic))

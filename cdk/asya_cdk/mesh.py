@@ -1,9 +1,13 @@
 """`Mesh`: everything one namespace needs, built from a mesh config.
 
-Per actor an `ActorFunction`; the crew (`x-sink`, `x-sump`) on the same construct; the results bucket,
-the idempotency table, the dashboard and the alarms. Dead letters: each actor's queue and x-sink's
-redrive into x-sump's queue, which records them as failed tasks with reason `Redriven`; x-sump's own
-queue redrives into `asya-<ns>-x-sump-dlq`, watched by an alarm, so nothing is ever dropped silently.
+Per actor an `ActorFunction`; the crew (`x-sink`, `x-sump`, `x-pause`, `x-resume`) on the same
+construct; the results bucket, the idempotency table, the task tables and the status gateway, the
+dashboard and the alarms. Dead letters: each actor's queue and the other crew's redrive into x-sump's
+queue, which records them as failed tasks with reason `Redriven`; x-sump's own queue redrives into
+`asya-<ns>-x-sump-dlq`, watched by an alarm, so nothing is ever dropped silently.
+
+Every hop reports its task's status, so every actor and crew function gets the task tables' names and
+the right to move a task forward and append its events, and nothing more on them.
 """
 
 from __future__ import annotations
@@ -22,18 +26,21 @@ from asya.config import SINK, SUMP
 from asya.dedup import idempotency_key_prefix
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, ActorProps
-from asya_cdk.config import ActorConfig, LoadedMesh
+from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
+from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.tasks import TaskTables
 
 CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
 # Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
-# real handler (asya_crew.sink / asya_crew.sump) is set where its function is made.
+# real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
 CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
 
 
 class Mesh(Construct):
-    """Exposes `actors` (name → `ActorFunction`, crew included), `bucket`, `table`, `dashboard`."""
+    """Exposes `actors` (name → `ActorFunction`, crew included), `bucket`, `table` (idempotency),
+    `task_tables` (`TaskTables`), `gateway` (`StatusGateway`) and `dashboard`."""
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh) -> None:
         super().__init__(scope, construct_id)
@@ -64,6 +71,7 @@ class Mesh(Construct):
             ),
             removal_policy=cdk.RemovalPolicy.DESTROY,
         )
+        self.task_tables = TaskTables(self, "Status")
         self.sump_dlq = sqs.Queue(
             self,
             "SumpDeadLetters",
@@ -105,7 +113,16 @@ class Mesh(Construct):
             fields.update(overrides)
             return ActorProps(**fields)  # type: ignore[arg-type]
 
-        crew_env = {"ASYA_NAMESPACE": namespace, "ASYA_RESULTS_BUCKET": self.bucket.bucket_name}
+        resources = {
+            "idempotency_table": self.table.table_name,
+            "tasks_table": self.task_tables.tasks.table_name,
+            "events_table": self.task_tables.events.table_name,
+        }
+        crew_env = {
+            "ASYA_NAMESPACE": namespace,
+            "ASYA_RESULTS_BUCKET": self.bucket.bucket_name,
+            **mesh.status_environment(resources),
+        }
         sump = ActorFunction(
             self,
             "Crew-x-sump",
@@ -129,13 +146,34 @@ class Mesh(Construct):
                 dead_letter_queue=sump.queue,
             ),
         )
+        pause = ActorFunction(
+            self,
+            "Crew-x-pause",
+            props(
+                PAUSE,
+                CREW,
+                handler="asya_crew.pause.lambda_handler",
+                environment=crew_env,
+                dead_letter_queue=sump.queue,
+            ),
+        )
+        resume = ActorFunction(
+            self,
+            "Crew-x-resume",
+            props(
+                RESUME,
+                CREW,
+                handler="asya_crew.resume.lambda_handler",
+                environment=crew_env,
+                dead_letter_queue=sump.queue,
+            ),
+        )
         keep_results = iam.PolicyStatement(
             actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/{namespace}/*")]
         )
-        sump.role.add_to_policy(keep_results)
-        sink.role.add_to_policy(keep_results)
-        self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink}
-        resources = {"idempotency_table": self.table.table_name}
+        for keeper in (sump, sink, pause):  # x-pause keeps the paused envelope for the resume
+            keeper.role.add_to_policy(keep_results)
+        self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         for name, settings in config.actors.items():
             actor = ActorFunction(
                 self,
@@ -147,8 +185,20 @@ class Mesh(Construct):
             if settings.idempotency:
                 actor.role.add_to_policy(idempotency_items(self.table, namespace))
             self.actors[name] = actor
+        for actor in self.actors.values():
+            for statement in self.task_tables.reporting():
+                actor.role.add_to_policy(statement)
+        self.gateway = StatusGateway(
+            self, "Gateway", mesh=mesh, tables=self.task_tables, bucket=self.bucket, layer=layer_for(CREW.architecture)
+        )
         self.dashboard = MeshDashboard(
-            self, "Dashboard", namespace=namespace, actors=self.actors, sump_dlq=self.sump_dlq
+            self,
+            "Dashboard",
+            namespace=namespace,
+            actors=self.actors,
+            sump_dlq=self.sump_dlq,
+            api=self.gateway.api,
+            stream_dlq=self.gateway.stream_dead_letters,
         )
         if config.alarm_topic_arn:
             self.dashboard.notify(config.alarm_topic_arn)
@@ -184,11 +234,11 @@ def _explain_findings(mesh: Mesh, namespace: str) -> None:
                 f"'{namespace}' its envelopes name, so sending is scoped to asya-{namespace}-* and nothing wider.",
             )
         )
-        if name in (SINK, SUMP):
+        if name in (SINK, SUMP, PAUSE):
             cdk.Validations.of(actor.role).acknowledge(
                 cdk.Acknowledgment(
                     id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",
-                    reason="The crew writes one object per envelope id, so it may put objects under its namespace's "
-                    "results prefix only (no read, no delete).",
+                    reason="The crew writes one object per envelope id (a result, a failure, a paused envelope), "
+                    "so it may put objects under its namespace's results prefix only (no read, no delete).",
                 )
             )

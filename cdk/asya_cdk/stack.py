@@ -17,6 +17,22 @@ class MeshStack(cdk.Stack):
         self.mesh = Mesh(self, "Mesh", mesh)
         cdk.CfnOutput(self, "ResultsBucket", value=self.mesh.bucket.bucket_name)
         cdk.CfnOutput(self, "Dashboard", value=self.mesh.dashboard.dashboard.dashboard_name)
+        gateway = self.mesh.gateway
+        cdk.CfnOutput(
+            self,
+            "ApiUrl",
+            value=gateway.api.url,
+            description="the status gateway: REST under api/v1/, MCP at mcp, health at health",
+        )
+        cdk.CfnOutput(self, "TasksTable", value=self.mesh.task_tables.tasks.table_name)
+        cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
+        if gateway.api_key is not None:
+            cdk.CfnOutput(
+                self,
+                "ApiKeyId",
+                value=gateway.api_key.key_id,
+                description="aws apigateway get-api-key --include-value --api-key <id> prints the key",
+            )
 
 
 def stack_name(mesh: LoadedMesh) -> str:

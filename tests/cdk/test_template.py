@@ -1,5 +1,5 @@
-"""The synthesized template: names, redrive, encryption, IAM scope, event sources, dashboard, alarms,
-with cdk-nag (AwsSolutions) and cfn-lint run on it."""
+"""The synthesized template: names, redrive, encryption, IAM scope, event sources, the status gateway,
+dashboard, alarms, with cdk-nag (AwsSolutions) and cfn-lint run on it."""
 
 from __future__ import annotations
 
@@ -12,27 +12,50 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import yaml
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from asya_cdk.config import load_mesh
+from asya_cdk.config import LoadedMesh, MeshConfig, load_mesh
 from asya_cdk.stack import MeshStack
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
 ACTORS = ("split", "score", "triage", "escalate")
+CREW = ("x-sink", "x-sump", "x-pause", "x-resume")
+GATEWAY = ("gateway", "gateway-stream", "gateway-backstop")
 
 
-@pytest.fixture(scope="module")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, dict[str, Any], Path]:
+def _synthesize(mesh: LoadedMesh, outdir: Path) -> tuple[Template, dict[str, Any], Path]:
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    outdir = tmp_path_factory.mktemp("cdk.out")
     app = cdk.App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
-    stack = MeshStack(app, "asya-reviews", mesh=load_mesh(EXAMPLE))
+    stack = MeshStack(app, f"asya-{mesh.config.namespace}", mesh=mesh)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises if cdk-nag finds anything not acknowledged with a reason
     template = Template.from_stack(stack)
     return template, dict(template.to_json()), outdir
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, dict[str, Any], Path]:
+    return _synthesize(load_mesh(EXAMPLE), tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="module")
+def with_api_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, dict[str, Any], Path]:
+    """The example mesh with every gateway setting changed and every status point written."""
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["gateway"] = {
+        "auth": "api_key",
+        "task_ttl_days": 2,
+        "backstop_minutes": 5,
+        "tracing": True,
+        "cloudwatch_role": False,
+    }
+    document["status"] = {"writes": "every-point"}
+    document["actors"]["score"]["tracing"] = True
+    mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
+    return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
 
 def _resources(document: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -48,12 +71,14 @@ def test_every_actor_and_the_crew_have_named_queues_and_functions(
 ) -> None:
     _, document, _ = synthesized
     queues = {q["QueueName"] for q in _resources(document, "AWS::SQS::Queue").values()}
-    expected = {f"asya-reviews-{a}" for a in (*ACTORS, "x-sink", "x-sump")} | {"asya-reviews-x-sump-dlq"}
+    expected = {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, "x-sump-dlq", "gateway-stream-dlq")}
     assert queues == expected
     functions = {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
-    assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, "x-sink", "x-sump")}
+    assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, *GATEWAY)}
     assert functions["asya-reviews-score"]["Handler"] == "asya.lambda_handler"
     assert functions["asya-reviews-x-sink"]["Handler"] == "asya_crew.sink.lambda_handler"
+    assert functions["asya-reviews-x-pause"]["Handler"] == "asya_crew.pause.lambda_handler"
+    assert functions["asya-reviews-x-resume"]["Handler"] == "asya_crew.resume.lambda_handler"
     variables = functions["asya-reviews-score"]["Environment"]["Variables"]
     assert variables["ASYA_NAMESPACE"] == "reviews"
     assert variables["ASYA_ACTOR_NAME"] == "score"
@@ -71,7 +96,7 @@ def test_redrive_leads_to_sump_and_sump_to_its_dead_letter_queue(
     _, document, _ = synthesized
     sump_key, sump = _queue(document, "asya-reviews-x-sump")
     dlq_key, _ = _queue(document, "asya-reviews-x-sump-dlq")
-    for name in (*ACTORS, "x-sink"):
+    for name in (*ACTORS, "x-sink", "x-pause", "x-resume"):
         _, queue = _queue(document, f"asya-reviews-{name}")
         assert queue["RedrivePolicy"] == {
             "deadLetterTargetArn": {"Fn::GetAtt": [sump_key, "Arn"]},
@@ -85,7 +110,7 @@ def test_visibility_timeout_is_six_times_the_function_timeout(
 ) -> None:
     _, document, _ = synthesized
     functions = {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
-    for name in (*ACTORS, "x-sink", "x-sump"):
+    for name in (*ACTORS, *CREW):
         _, queue = _queue(document, f"asya-reviews-{name}")
         assert queue["VisibilityTimeout"] == 6 * functions[f"asya-reviews-{name}"]["Timeout"]
     assert functions["asya-reviews-split"]["Timeout"] == 10 * 10 + 10, "a whole batch of 10 at 10 s each fits"
@@ -95,7 +120,7 @@ def test_queues_are_encrypted_and_tls_only(synthesized: tuple[Template, dict[str
     _, document, _ = synthesized
     assert all(q["SqsManagedSseEnabled"] for q in _resources(document, "AWS::SQS::Queue").values())
     policies = _resources(document, "AWS::SQS::QueuePolicy")
-    assert len(policies) == 7
+    assert len(policies) == 10
     for policy in policies.values():
         statement = policy["PolicyDocument"]["Statement"][0]
         assert statement["Effect"] == "Deny"
@@ -165,7 +190,8 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
                 ],
             ]
         }
-        items = next(s for s in statements if "dynamodb:PutItem" in s["Action"])
+        items = next(s for s in statements if "dynamodb:DeleteItem" in s["Action"])
+        assert items["Resource"] == {"Fn::GetAtt": [_table(document, "Idempotency"), "Arn"]}
         assert items["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["asya-reviews#*"]}}
         consume = next(s for s in statements if "sqs:ReceiveMessage" in s["Action"])
         assert consume["Resource"] == {"Fn::GetAtt": [_queue(document, f"asya-reviews-{actor}")[0], "Arn"]}
@@ -181,7 +207,7 @@ def test_event_sources_report_partial_batch_failures_with_configured_settings(
 ) -> None:
     template, document, _ = synthesized
     mappings = _resources(document, "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 6
+    assert len(mappings) == 9, "8 queues (actors and crew) and the tasks table's stream"
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
@@ -197,7 +223,13 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
     template, document, _ = synthesized
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     alarms = {a["AlarmName"]: a for a in _resources(document, "AWS::CloudWatch::Alarm").values()}
-    assert set(alarms) == {"asya-reviews-x-sump-arrivals", "asya-reviews-x-sump-dlq-depth"}
+    assert set(alarms) == {
+        "asya-reviews-x-sump-arrivals",
+        "asya-reviews-x-sump-dlq-depth",
+        "asya-reviews-gateway-stream-dlq-depth",
+    }
+    stream_dlq, _ = _queue(document, "asya-reviews-gateway-stream-dlq")
+    assert stream_dlq in json.dumps(alarms["asya-reviews-gateway-stream-dlq-depth"])
     arrivals = json.dumps(alarms["asya-reviews-x-sump-arrivals"])
     assert '"MetricName": "SumpArrivals"' in arrivals
     assert '"Value": "x-sump"' in arrivals
@@ -208,12 +240,289 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
         "MessagesFailed",
         "HandlerDuration",
         "SumpArrivals",
+        "TasksCreated",
+        "5XXError",
+        "Latency",
     ):
         assert needle in body
+    [dashboard] = _resources(document, "AWS::CloudWatch::Dashboard").values()
+    text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
+    for outcome in ("succeeded", "failed", "canceled"):
+        assert f'"Asya","TasksFinished","actor","gateway-stream","namespace","reviews","outcome","{outcome}"' in text
+    assert '"Asya","TasksCreated","actor","gateway","namespace","reviews",' in text
 
 
-def test_cfn_lint_passes(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
-    _, _, outdir = synthesized
+def _table(document: dict[str, Any], prefix: str) -> str:
+    return next(key for key in _resources(document, "AWS::DynamoDB::Table") if key.startswith(f"Mesh{prefix}"))
+
+
+def _functions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+
+
+def _on(statements: list[dict[str, Any]], resource: Any) -> list[dict[str, Any]]:
+    return [
+        s
+        for s in statements
+        if s["Resource"] == resource or (isinstance(s["Resource"], list) and resource in s["Resource"])
+    ]
+
+
+def _index(document: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", [{"Fn::GetAtt": [_table(document, "StatusTasks"), "Arn"]}, f"/index/{name}"]]}
+
+
+def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    tables = _resources(document, "AWS::DynamoDB::Table")
+    assert len(tables) == 3, "idempotency, tasks, task events"
+    tasks_key, events_key = _table(document, "StatusTasks"), _table(document, "StatusTaskEvents")
+    tasks, events = tables[tasks_key], tables[events_key]
+    for table in (tasks, events):
+        assert table["BillingMode"] == "PAY_PER_REQUEST"
+        assert table["SSESpecification"] == {"SSEEnabled": True}
+        assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+        assert {a["AttributeType"] for a in table["AttributeDefinitions"]} == {"S"}
+    for key in (tasks_key, events_key):
+        assert document["Resources"][key]["DeletionPolicy"] == "Delete"
+    assert tasks["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    assert tasks["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    indexes = {index["IndexName"]: index for index in tasks["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"by-status", "by-deadline"}
+    assert indexes["by-status"]["KeySchema"] == [
+        {"AttributeName": "status", "KeyType": "HASH"},
+        {"AttributeName": "created_at", "KeyType": "RANGE"},
+    ]
+    assert indexes["by-status"]["Projection"] == {"ProjectionType": "ALL"}
+    assert indexes["by-deadline"]["KeySchema"] == [
+        {"AttributeName": "open_shard", "KeyType": "HASH"},
+        {"AttributeName": "deadline_at", "KeyType": "RANGE"},
+    ]
+    assert indexes["by-deadline"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert events["KeySchema"] == [
+        {"AttributeName": "task_id", "KeyType": "HASH"},
+        {"AttributeName": "seq", "KeyType": "RANGE"},
+    ]
+    assert "StreamSpecification" not in events
+    assert "GlobalSecondaryIndexes" not in events
+
+
+def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    functions = _functions(document)
+    tables = {"ASYA_TASKS_TABLE": {"Ref": _table(document, "StatusTasks")}}
+    tables["ASYA_EVENTS_TABLE"] = {"Ref": _table(document, "StatusTaskEvents")}
+    bucket = next(iter(_resources(document, "AWS::S3::Bucket")))
+    gateway = functions["asya-reviews-gateway"]
+    assert (gateway["Handler"], gateway["Timeout"], gateway["MemorySize"]) == (
+        "asya_gateway.api.lambda_handler",
+        30,
+        512,
+    )
+    variables = gateway["Environment"]["Variables"]
+    assert variables == {
+        "ASYA_NAMESPACE": "reviews",
+        **tables,
+        "ASYA_TASK_TTL_SECONDS": str(7 * 86_400),
+        "ASYA_RESULTS_BUCKET": {"Ref": bucket},
+        "ASYA_FLOWS": variables["ASYA_FLOWS"],
+        "POWERTOOLS_SERVICE_NAME": "gateway",
+    }
+    declared = yaml.safe_load(EXAMPLE.read_text())["flows"]["triage-reviews"]
+    assert json.loads(variables["ASYA_FLOWS"]) == {
+        "triage-reviews": {
+            "route": ["split", "score", "triage"],
+            "description": declared["description"],
+            "timeout": 300.0,
+            "input_schema": declared["input_schema"],
+        }
+    }
+    stream = functions["asya-reviews-gateway-stream"]
+    assert stream["Handler"] == "asya_gateway.stream.lambda_handler"
+    assert stream["Environment"]["Variables"] == {
+        "ASYA_NAMESPACE": "reviews",
+        **tables,
+        "ASYA_TASK_TTL_SECONDS": str(7 * 86_400),
+        "POWERTOOLS_SERVICE_NAME": "gateway-stream",
+    }
+    backstop = functions["asya-reviews-gateway-backstop"]
+    assert (backstop["Handler"], backstop["Timeout"]) == ("asya_gateway.backstop.lambda_handler", 60)
+    assert "ASYA_FLOWS" not in backstop["Environment"]["Variables"]
+    assert backstop["Environment"]["Variables"].items() >= tables.items()
+    log_groups = {g["LogGroupName"] for g in _resources(document, "AWS::Logs::LogGroup").values()}
+    for name in GATEWAY:
+        function = functions[f"asya-reviews-{name}"]
+        assert function["Layers"]
+        assert function["Architectures"] == ["arm64"]
+        assert function["Runtime"] == functions["asya-reviews-x-sink"]["Runtime"]
+        assert function["LoggingConfig"]["LogFormat"] == "JSON"
+        assert f"/aws/lambda/asya-reviews-{name}" in log_groups
+        role = function["Role"]["Fn::GetAtt"][0]
+        assert "ManagedPolicyArns" not in document["Resources"][role]["Properties"]
+
+
+def test_actors_and_crew_report_status_with_the_tables_and_the_shared_settings(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    functions = _functions(document)
+    tasks, events = _table(document, "StatusTasks"), _table(document, "StatusTaskEvents")
+    for name in (*ACTORS, *CREW):
+        variables = functions[f"asya-reviews-{name}"]["Environment"]["Variables"]
+        assert variables["ASYA_TASKS_TABLE"] == {"Ref": tasks}
+        assert variables["ASYA_EVENTS_TABLE"] == {"Ref": events}
+        assert variables["ASYA_TASK_TTL_SECONDS"] == str(7 * 86_400)
+    for actor in ACTORS:
+        assert functions[f"asya-reviews-{actor}"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "coalesced"
+    for role in [f"MeshActor{a}Role" for a in ACTORS] + [f"MeshCrew{c.replace('-', '')}Role" for c in CREW]:
+        statements = _statements(document, role)
+        assert _actions(_on(statements, {"Fn::GetAtt": [tasks, "Arn"]})) == {
+            "dynamodb:UpdateItem",
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+        }, role
+        assert _actions(_on(statements, {"Fn::GetAtt": [events, "Arn"]})) == {
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
+        }, role
+        assert not any(a.startswith("dynamodb:") and a.endswith("*") for a in _actions(statements)), role
+        assert not any("/index/" in json.dumps(s["Resource"]) for s in statements), role
+    pause_puts = [s for s in _statements(document, "MeshCrewxpauseRole") if s["Action"] == "s3:PutObject"]
+    assert pause_puts[0]["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
+    assert not any("s3:" in a for a in _actions(_statements(document, "MeshCrewxresumeRole")))
+
+
+def test_gateway_roles_are_scoped_to_what_each_function_does(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    tasks = {"Fn::GetAtt": [_table(document, "StatusTasks"), "Arn"]}
+    events = {"Fn::GetAtt": [_table(document, "StatusTaskEvents"), "Arn"]}
+    gateway = _statements(document, "MeshGatewayApiRole")
+    assert _actions(_on(gateway, tasks)) == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+    }
+    assert _actions(_on(gateway, _index(document, "by-status"))) == {"dynamodb:Query"}
+    assert _actions(_on(gateway, events)) == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+    [read] = [s for s in gateway if s["Action"] == "s3:GetObject"]
+    assert read["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
+    send = next(s for s in gateway if "sqs:SendMessage" in s["Action"])
+    assert send["Resource"]["Fn::Join"][1][-1] == ":asya-reviews-*"
+    stream = _statements(document, "MeshGatewayStreamRole")
+    assert not _on(stream, tasks), "the stream consumer reads the stream, never the table"
+    assert _actions(_on(stream, events)) == {"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+    backstop = _statements(document, "MeshGatewayBackstopRole")
+    assert _actions(_on(backstop, tasks)) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert _actions(_on(backstop, _index(document, "by-deadline"))) == {"dynamodb:Query"}
+    assert not _on(backstop, _index(document, "by-status"))
+    for statements in (gateway, stream, backstop):
+        actions = _actions(statements)
+        assert not any(a.endswith(":*") or a == "*" or "Delete" in a for a in actions)
+        wide = [s for s in statements if s["Resource"] == "*"]
+        assert all(s["Action"] == "dynamodb:ListStreams" for s in wide)
+
+
+def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    [api] = _resources(document, "AWS::ApiGateway::RestApi").values()
+    assert api["Name"] == "asya-reviews"
+    assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
+    assert [r["PathPart"] for r in _resources(document, "AWS::ApiGateway::Resource").values()] == ["{proxy+}"]
+    methods = _resources(document, "AWS::ApiGateway::Method").values()
+    assert len(methods) == 2, "ANY / and ANY /{proxy+}"
+    for method in methods:
+        assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == (
+            "ANY",
+            "AWS_IAM",
+            False,
+        )
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+    assert not _resources(document, "AWS::ApiGateway::UsagePlan")
+    assert not _resources(document, "AWS::ApiGateway::ApiKey")
+    [stage] = _resources(document, "AWS::ApiGateway::Stage").values()
+    assert stage["StageName"] == "api"
+    assert "DestinationArn" in stage["AccessLogSetting"]
+    assert stage["MethodSettings"][0]["LoggingLevel"] == "ERROR"
+    outputs = document["Outputs"]
+    assert {"ResultsBucket", "Dashboard", "ApiUrl", "TasksTable", "EventsTable"} == set(outputs)
+    assert outputs["ApiUrl"]["Value"]["Fn::Join"][1][0] == "https://"
+    [account] = _resources(document, "AWS::ApiGateway::Account").values()
+    assert "CloudWatchRoleArn" in account
+
+
+def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
+    with_api_keys: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = with_api_keys
+    for method in _resources(document, "AWS::ApiGateway::Method").values():
+        assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
+    [plan_key, *_] = _resources(document, "AWS::ApiGateway::UsagePlan")
+    plan = _resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
+    [api_key] = _resources(document, "AWS::ApiGateway::RestApi")
+    assert plan["ApiStages"][0]["ApiId"] == {"Ref": api_key}
+    [key_id] = _resources(document, "AWS::ApiGateway::ApiKey")
+    [link] = _resources(document, "AWS::ApiGateway::UsagePlanKey").values()
+    assert (link["KeyId"], link["UsagePlanId"], link["KeyType"]) == ({"Ref": key_id}, {"Ref": plan_key}, "API_KEY")
+    assert document["Outputs"]["ApiKeyId"]["Value"] == {"Ref": key_id}
+    functions = _functions(document)
+    assert functions["asya-reviews-gateway"]["Environment"]["Variables"]["ASYA_TASK_TTL_SECONDS"] == str(2 * 86_400)
+    assert functions["asya-reviews-score"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "every-point"
+    [rule] = _resources(document, "AWS::Events::Rule").values()
+    assert rule["ScheduleExpression"] == "rate(5 minutes)"
+    assert not _resources(document, "AWS::ApiGateway::Account"), "cloudwatch_role: false leaves the account alone"
+    [stage] = _resources(document, "AWS::ApiGateway::Stage").values()
+    assert stage["TracingEnabled"] is True
+    for name in (*GATEWAY, "score"):
+        assert functions[f"asya-reviews-{name}"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = synthesized
+    tasks = _table(document, "StatusTasks")
+    dlq, queue = _queue(document, "asya-reviews-gateway-stream-dlq")
+    assert queue["SqsManagedSseEnabled"]
+    [mapping] = [m for m in _resources(document, "AWS::Lambda::EventSourceMapping").values() if "StartingPosition" in m]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [tasks, "StreamArn"]}
+    assert mapping["FunctionName"]["Ref"].startswith("MeshGatewayStreamFunction")
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["BatchSize"] == 100
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["MaximumRetryAttempts"] == 5
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+
+
+def test_the_backstop_runs_on_a_schedule(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
+    _, document, _ = synthesized
+    [rule] = _resources(document, "AWS::Events::Rule").values()
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    [target] = rule["Targets"]
+    assert target["Arn"]["Fn::GetAtt"][0].startswith("MeshGatewayBackstopFunction")
+    [invoke] = _resources(document, "AWS::Lambda::EventInvokeConfig").values()
+    assert invoke["MaximumRetryAttempts"] == 0, "the next run is the retry"
+
+
+@pytest.mark.parametrize("variant", ["synthesized", "with_api_keys"])
+def test_cfn_lint_passes(variant: str, request: pytest.FixtureRequest) -> None:
+    _, _, outdir = request.getfixturevalue(variant)
     result = subprocess.run(
         [
             str(Path(sys.executable).parent / "cfn-lint"),

@@ -4,6 +4,7 @@ execution environment (like an out-of-memory error), so only SQS redrive can sav
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Generator, Iterator
 from typing import Any
 
@@ -22,7 +23,22 @@ def post(payload: dict[str, Any]) -> dict[str, Any]:
 
 def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for part in range(payload["parts"]):
-        yield {"part": part}
+        yield {"part": part, "sleep": payload.get("sleep", 0)}
+
+
+def slow(payload: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(payload.get("sleep", 0))
+    return payload
+
+
+def boom(payload: Any) -> Any:
+    raise ValueError("boom: this input cannot be handled")
+
+
+def chatty(payload: dict[str, Any]) -> Iterator[Any]:
+    for word in ("thinking", "about", "it"):
+        yield ("FLY", {"token": word})
+    yield {**payload, "said": 3}
 
 
 def skip(payload: Any) -> None:

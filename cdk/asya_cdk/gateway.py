@@ -1,0 +1,342 @@
+"""`StatusGateway`: the HTTP API over task records, the stream consumer and the deadline backstop
+(SPEC §8).
+
+- `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
+  serves (`/api/v1/...`, `/a2a/tasks/{id}:cancel`, `/mcp`, `/health`) routes without a resource per
+  path, and the function validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the
+  default) or present a key of the mesh's usage plan (`auth: api_key`).
+- `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
+  cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
+  watched by an alarm, so a lost event is never silent.
+- `asya-<ns>-gateway-backstop` runs on a schedule and fails open tasks whose deadline passed.
+
+Each function has its own role (no managed policies) and log group, and runs on the sidecar layer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from asya.results import PREFIX as RESULTS_PREFIX
+from asya_cdk.actor import LOG_RETENTION, explain_tracing, send_to_namespace
+from asya_cdk.config import LoadedMesh
+from asya_cdk.layer import RUNTIME, SidecarLayer
+from asya_cdk.tasks import BY_DEADLINE, BY_STATUS, TaskTables
+
+GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
+CODE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.md", ".venv", "tests"]
+STAGE = "api"
+LOG_RETENTION_DAYS = 30
+
+
+class GatewayFunction(Construct):
+    """One of the gateway's functions. Exposes `function`, `role` and `log_group`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        handler: str,
+        environment: dict[str, str],
+        layer: SidecarLayer,
+        timeout: float,
+        memory: int,
+        tracing: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{name}",
+            retention=LOG_RETENTION[LOG_RETENTION_DAYS],
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"asya {name}"
+        )
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=name,
+            runtime=RUNTIME,
+            architecture=layer.architecture,
+            handler=handler,
+            code=lambda_.Code.from_asset(str(GATEWAY_CODE), exclude=CODE_EXCLUDE),
+            layers=[layer.layer],
+            environment=environment,
+            memory_size=memory,
+            timeout=cdk.Duration.seconds(timeout),
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+        )
+
+        if tracing:
+            explain_tracing(self.role)
+
+    def allow(self, actions: list[str], *resources: str) -> None:
+        self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=list(resources)))
+
+
+class StatusGateway(Construct):
+    """Exposes `api`, `api_key` (None unless `auth: api_key`), the functions `gateway`, `stream` and
+    `backstop`, `stream_dead_letters` and `schedule`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        mesh: LoadedMesh,
+        tables: TaskTables,
+        bucket: s3.IBucket,
+        layer: SidecarLayer,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.namespace = mesh.config.namespace
+        self.settings = mesh.config.gateway
+        self.prefix = f"asya-{self.namespace}"
+        self.layer = layer
+        self.shared = {
+            "ASYA_NAMESPACE": self.namespace,
+            **mesh.status_environment(
+                {"tasks_table": tables.tasks.table_name, "events_table": tables.events.table_name}
+            ),
+        }
+        self.gateway = self._serve(tables, bucket, mesh.config.flows_json())
+        self.stream, self.stream_dead_letters = self._follow_stream(tables)
+        self.backstop, self.schedule = self._enforce_deadlines(tables, bucket)
+        self.api, self.api_key = self._publish(self.gateway.function)
+        _explain_findings(self, self.namespace, bucket, self.settings.auth == "iam")
+
+    def _function(
+        self,
+        construct_id: str,
+        name: str,
+        handler: str,
+        environment: dict[str, str],
+        *,
+        timeout: float = 60,
+        memory: int = 256,
+    ) -> GatewayFunction:
+        return GatewayFunction(
+            self,
+            construct_id,
+            name=f"{self.prefix}-{name}",
+            handler=handler,
+            environment={**self.shared, **environment, "POWERTOOLS_SERVICE_NAME": name},
+            layer=self.layer,
+            timeout=timeout,
+            memory=memory,
+            tracing=self.settings.tracing,
+        )
+
+    def _serve(self, tables: TaskTables, bucket: s3.IBucket, flows: str) -> GatewayFunction:
+        """The API's function: creates, lists, follows, cancels and resumes tasks."""
+        gateway = self._function(
+            "Api",
+            "gateway",
+            "asya_gateway.api.lambda_handler",
+            {"ASYA_RESULTS_BUCKET": bucket.bucket_name, "ASYA_FLOWS": flows},
+            timeout=30,
+            memory=512,
+        )
+        gateway.allow(
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
+             "dynamodb:Query", "dynamodb:Scan"],
+            tables.tasks.table_arn,
+        )  # fmt: skip
+        gateway.allow(["dynamodb:Query"], tables.index_arn(BY_STATUS), tables.index_arn(BY_DEADLINE))
+        # Query: following a task; PutItem/BatchWriteItem: FLY events posted by actors outside the mesh
+        gateway.allow(["dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
+        # a task's result, and the envelope x-pause kept for a resume
+        gateway.allow(["s3:GetObject"], bucket.arn_for_objects(f"{RESULTS_PREFIX}/{self.namespace}/*"))
+        gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
+        return gateway
+
+    def _follow_stream(self, tables: TaskTables) -> tuple[GatewayFunction, sqs.Queue]:
+        """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""
+        dead_letters = sqs.Queue(
+            self,
+            "StreamDeadLetters",
+            queue_name=f"{self.prefix}-gateway-stream-dlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+        )
+        stream = self._function("Stream", "gateway-stream", "asya_gateway.stream.lambda_handler", {})
+        stream.allow(["dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
+        stream.function.add_event_source(
+            sources.DynamoEventSource(
+                tables.tasks,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                report_batch_item_failures=True,
+                bisect_batch_on_error=True,
+                retry_attempts=5,
+                on_failure=sources.SqsDlq(dead_letters),
+            )
+        )
+        return stream, dead_letters
+
+    def _enforce_deadlines(self, tables: TaskTables, bucket: s3.IBucket) -> tuple[GatewayFunction, events.Rule]:
+        """Fails overdue tasks on a schedule, so a deadline holds even when no envelope is moving."""
+        backstop = self._function(
+            "Backstop",
+            "gateway-backstop",
+            "asya_gateway.backstop.lambda_handler",
+            {"ASYA_RESULTS_BUCKET": bucket.bucket_name},
+        )
+        backstop.allow(["dynamodb:Query"], tables.index_arn(BY_DEADLINE))
+        backstop.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], tables.tasks.table_arn)
+        backstop.allow(["dynamodb:PutItem"], tables.events.table_arn)
+        # every run catches up on what earlier runs missed, so a failed run is not worth retrying
+        backstop.function.configure_async_invoke(retry_attempts=0)
+        period = cdk.Duration.minutes(self.settings.backstop_minutes)
+        rule = events.Rule(
+            self,
+            "Schedule",
+            rule_name=f"{self.prefix}-gateway-backstop",
+            description=f"asya {self.namespace}: fail open tasks whose deadline passed",
+            schedule=events.Schedule.rate(period),
+            targets=[targets.LambdaFunction(backstop.function, max_event_age=period, retry_attempts=2)],
+        )
+        return backstop, rule
+
+    def _publish(self, handler: lambda_.IFunction) -> tuple[apigateway.LambdaRestApi, apigateway.IApiKey | None]:
+        """One greedy proxy in front of the function, with IAM or API-key authorization on every method."""
+        access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            log_group_name=f"/aws/apigateway/{self.prefix}",
+            retention=LOG_RETENTION[LOG_RETENTION_DAYS],
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        iam_auth = self.settings.auth == "iam"
+        api = apigateway.LambdaRestApi(
+            self,
+            "RestApi",
+            handler=handler,
+            proxy=True,
+            rest_api_name=self.prefix,
+            description=f"asya {self.namespace}: tasks, their status and live events, flows as MCP tools",
+            endpoint_types=[apigateway.EndpointType.REGIONAL],
+            cloud_watch_role=self.settings.cloudwatch_role,
+            default_method_options=apigateway.MethodOptions(
+                authorization_type=apigateway.AuthorizationType.IAM if iam_auth else apigateway.AuthorizationType.NONE,
+                api_key_required=not iam_auth,
+            ),
+            deploy_options=apigateway.StageOptions(
+                stage_name=STAGE,
+                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
+                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                logging_level=apigateway.MethodLoggingLevel.ERROR,
+                tracing_enabled=self.settings.tracing,
+            ),
+        )
+        # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
+        api.node.try_remove_child("Endpoint")
+        if iam_auth:
+            return api, None
+        plan = api.add_usage_plan(
+            "UsagePlan",
+            name=self.prefix,
+            description=f"asya {self.namespace}: callers of the gateway API",
+            api_stages=[apigateway.UsagePlanPerApiStage(api=api, stage=api.deployment_stage)],
+        )
+        key = api.add_api_key("ApiKey", api_key_name=self.prefix)
+        plan.add_api_key(key)
+        return api, key
+
+
+def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, iam_auth: bool) -> None:
+    """cdk-nag findings that are deliberate, each acknowledged with its reason."""
+
+    def acknowledge(scope: Construct, finding: str, reason: str) -> None:
+        cdk.Validations.of(scope).acknowledge(
+            cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason)
+        )
+
+    stack = cdk.Stack.of(gateway)
+    bucket_arn = f"<{stack.get_logical_id(bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
+    acknowledge(
+        gateway.gateway.role,
+        f"IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:asya-{namespace}-*]",
+        f"A task starts at the first actor of its route and a resume continues at x-resume, so the gateway "
+        f"sends to queues of namespace '{namespace}' only, by name.",
+    )
+    acknowledge(
+        gateway.gateway.role,
+        f"IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",
+        "The gateway reads a task's result and a paused envelope, one object per envelope id, under its "
+        "namespace's results prefix only (no write, no list).",
+    )
+    acknowledge(
+        gateway.stream.role,
+        "IAM5[Resource::*]",
+        "dynamodb:ListStreams cannot be scoped to a table; the event source needs it to find the tasks "
+        "table's current stream, and every other stream action is scoped to that stream.",
+    )
+    acknowledge(
+        gateway.stream_dead_letters,
+        "SQS3",
+        "This queue is itself a dead-letter target (the stream event source's on-failure destination), "
+        "watched by an alarm.",
+    )
+    acknowledge(
+        gateway.api,
+        "APIG2",
+        "A greedy proxy has no per-path models; the function validates every request (Powertools "
+        "validation, each flow's input_schema) and answers 422 with the failing field.",
+    )
+    acknowledge(
+        gateway.api,
+        "APIG3",
+        "Every method needs SigV4 or an API key of the mesh's usage plan, and API Gateway's throttling "
+        "applies; a web ACL can be associated with the stage where a deployment needs one.",
+    )
+    acknowledge(
+        gateway.api,
+        "COG4",
+        "Callers are AWS principals signing with SigV4 (IAM authorization), or services holding an API "
+        "key; there is no end-user pool to authorize against.",
+    )
+    if not iam_auth:
+        acknowledge(
+            gateway.api,
+            "APIG4",
+            "gateway.auth is api_key: every method requires a key of the mesh's usage plan instead of IAM "
+            "authorization, by the mesh owner's choice.",
+        )
+    acknowledge(
+        gateway.api,
+        "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
+        "API Gateway's account-wide logging role (gateway.cloudwatch_role) must write to every API's log "
+        "groups; AWS's service-role policy is the documented one for it.",
+    )

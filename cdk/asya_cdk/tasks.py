@@ -1,0 +1,87 @@
+"""`TaskTables`: where the status gateway keeps task records and their live event logs (SPEC §8).
+
+Tasks: one item per envelope id, written by every hop with conditional updates. Its stream feeds the
+gateway's stream consumer, which turns changes into `status` events; `by-status` lists tasks newest
+first per status, and the sparse `by-deadline` index (only open tasks carry `open_shard`) lets the
+backstop find overdue tasks without scanning. Events: an append-only log per task, `seq`-ordered.
+Both expire through TTL on `expires_at`, which the writers stamp on finished tasks and on events.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+BY_STATUS = "by-status"
+BY_DEADLINE = "by-deadline"
+TTL_ATTRIBUTE = "expires_at"
+
+
+def _string(name: str) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
+
+
+def _table(
+    scope: Construct,
+    construct_id: str,
+    partition_key: dynamodb.Attribute,
+    sort_key: dynamodb.Attribute | None = None,
+    stream: dynamodb.StreamViewType | None = None,
+) -> dynamodb.Table:
+    """On demand (an idle mesh costs nothing), encrypted, recoverable, expiring on `expires_at`."""
+    return dynamodb.Table(
+        scope,
+        construct_id,
+        partition_key=partition_key,
+        sort_key=sort_key,
+        stream=stream,
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        time_to_live_attribute=TTL_ATTRIBUTE,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+
+
+class TaskTables(Construct):
+    """Exposes `tasks` and `events`."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.tasks = _table(
+            self, "Tasks", partition_key=_string("id"), stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+        )
+        self.tasks.add_global_secondary_index(
+            index_name=BY_STATUS,
+            partition_key=_string("status"),
+            sort_key=_string("created_at"),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )
+        self.tasks.add_global_secondary_index(
+            index_name=BY_DEADLINE,
+            partition_key=_string("open_shard"),
+            sort_key=_string("deadline_at"),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        self.events = _table(self, "TaskEvents", partition_key=_string("task_id"), sort_key=_string("seq"))
+
+    def index_arn(self, index: str) -> str:
+        return f"{self.tasks.table_arn}/index/{index}"
+
+    def reporting(self) -> list[iam.PolicyStatement]:
+        """What a hop needs, actor or crew: move its task forward (conditional updates, which create the
+        record of a task not started through the gateway), read statuses for the pre-flight check, and
+        append FLY events. Nothing can delete, scan or query."""
+        return [
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"],
+                resources=[self.tasks.table_arn],
+            ),
+            iam.PolicyStatement(
+                actions=["dynamodb:PutItem", "dynamodb:BatchWriteItem"], resources=[self.events.table_arn]
+            ),
+        ]

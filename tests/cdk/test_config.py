@@ -1,0 +1,97 @@
+"""The mesh file's gateway and status sections, routes through x-pause, and the flows' size limit:
+every error names the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from asya_cdk.config import FLOWS_ENV_MAX_BYTES, MeshConfigError, load_mesh
+
+ACTORS = "namespace: shop\nactors:\n  a: {handler: mod.fn}\n  b: {handler: mod.fn}\n"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mesh.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_and_the_shared_status_variables(tmp_path: Path) -> None:
+    mesh = load_mesh(_write(tmp_path, ACTORS + "flows:\n  review: {route: [a, x-pause, b], timeout: 5m}\n"))
+    gateway = mesh.config.gateway
+    assert (gateway.auth, gateway.task_ttl_days, gateway.backstop_minutes) == ("iam", 7, 1)
+    assert mesh.config.status.writes == "coalesced"
+    assert mesh.config.flows["review"].route == ["a", "x-pause", "b"]
+    variables = mesh.actor_environment("a", {"tasks_table": "t", "events_table": "e"})
+    assert variables["ASYA_TASKS_TABLE"] == "t"
+    assert variables["ASYA_EVENTS_TABLE"] == "e"
+    assert variables["ASYA_TASK_TTL_SECONDS"] == str(7 * 86_400)
+    assert variables["ASYA_STATUS_WRITES"] == "coalesced"
+    assert "ASYA_TASKS_TABLE" not in mesh.actor_environment("a", {}), "no table named, no status writes"
+
+
+def test_gateway_and_status_settings_reach_the_variables(tmp_path: Path) -> None:
+    text = ACTORS + "gateway: {auth: api_key, task_ttl_days: 30, backstop_minutes: 60}\nstatus: {writes: every-point}\n"
+    mesh = load_mesh(_write(tmp_path, text))
+    assert mesh.config.gateway.auth == "api_key"
+    variables = mesh.actor_environment("b", {})
+    assert variables["ASYA_TASK_TTL_SECONDS"] == str(30 * 86_400)
+    assert variables["ASYA_STATUS_WRITES"] == "every-point"
+    assert mesh.status_environment({}) == {"ASYA_TASK_TTL_SECONDS": str(30 * 86_400)}
+
+
+def test_flows_json_is_what_the_gateway_reads(tmp_path: Path) -> None:
+    text = ACTORS + "flows:\n  f: {route: [a], description: d, input_schema: {type: object, required: [x]}}\n"
+    mesh = load_mesh(_write(tmp_path, text))
+    assert json.loads(mesh.config.flows_json()) == {
+        "f": {
+            "route": ["a"],
+            "description": "d",
+            "timeout": None,
+            "input_schema": {"type": "object", "required": ["x"]},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("gateway: {auth: cognito}\n", "gateway.auth: Input should be 'iam' or 'api_key'"),
+        ("gateway: {task_ttl_days: 0}\n", "gateway.task_ttl_days: Input should be greater than or equal to 1"),
+        ("gateway: {backstop_minutes: 61}\n", "gateway.backstop_minutes: Input should be less than or equal to 60"),
+        ("gateway: {colour: red}\n", "gateway.colour: Extra inputs are not permitted"),
+        ("status: {writes: sometimes}\n", "status.writes: Input should be 'coalesced' or 'every-point'"),
+        ("status: {write: every-point}\n", "status.write: Extra inputs are not permitted"),
+        ("flows:\n  f: {route: [a, x-sink]}\n", "flows.f.route[1]: x-sink cannot be in a route"),
+        ("flows:\n  f: {route: [x-sump]}\n", "flows.f.route[0]: x-sump cannot be in a route"),
+        ("flows:\n  f: {route: [a, x-resume]}\n", "flows.f.route[1]: x-resume cannot be in a route"),
+    ],
+)
+def test_bad_gateway_status_and_route_settings_name_the_field(tmp_path: Path, text: str, fragment: str) -> None:
+    path = _write(tmp_path, ACTORS + text)
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["x-pause", "x-resume", "gateway", "gateway-stream", "gateway-stream-dlq"])
+def test_names_the_mesh_uses_itself_are_not_actor_names(tmp_path: Path, name: str) -> None:
+    with pytest.raises(MeshConfigError, match=f"actors.{name}: actor names are"):
+        load_mesh(_write(tmp_path, f"namespace: shop\nactors:\n  {name}: {{handler: m.f}}\n"))
+
+
+def test_flows_too_large_for_the_gateway_environment_are_refused(tmp_path: Path) -> None:
+    description = "x" * 1_000
+    flows = "".join(f"  f{i}: {{route: [a], description: {description}}}\n" for i in range(4))
+    path = _write(tmp_path, ACTORS + "flows:\n" + flows)
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    assert "flows: " in message
+    assert "ASYA_FLOWS" in message
+    assert f"at most {FLOWS_ENV_MAX_BYTES} bytes" in message
