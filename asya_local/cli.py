@@ -1,13 +1,17 @@
 """`asya`: run a mesh on this machine and work with it.
 
     asya up      [--config FILE] [--port N]      start the local stack; Ctrl-C stops it
-    asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]
+    asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]   create tasks; prints their ids
+    asya status  ID                              a task as the gateway reports it
+    asya watch   ID                              follow a task live until it ends
     asya results ID                              what x-sink / x-sump kept for an envelope
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
 
-`asya up` writes `.asya/local.json` (endpoint, namespace, bucket) so the other commands find it.
-Argument parsing is the standard library's argparse; tables, live views and progress bars are `rich`.
+`asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key) so the
+other commands find it. Tasks are created and followed through the status gateway's API, as any
+client would on AWS. Argument parsing is the standard library's argparse; HTTP is `httpx2`; tables,
+live views and progress bars are `rich`.
 """
 
 from __future__ import annotations
@@ -18,19 +22,19 @@ import signal
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.live import Live
-from rich.progress import Progress
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from asya.envelope import rfc3339, utc_now
+from asya.live import FLY
 from asya.results import result_prefix
-from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
+from asya_cdk.config import MeshConfigError, load_mesh
+from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
 DEFAULT_CONFIG = Path("examples/reviews/mesh.yaml")
@@ -50,26 +54,42 @@ def main(argv: list[str] | None = None) -> int:
             "--port", type=int, default=4566 if command is up else 0, help="endpoint port; 0: any free"
         )
         command.add_argument("--workers", type=int, default=1, help="execution environments per function")
+        command.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
     demo.add_argument("--inputs", type=Path, default=DEFAULT_INPUTS, help="JSON list of payloads")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
-    send = commands.add_parser("send", help="send a payload into the mesh; prints the envelope id")
+    send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
     send.add_argument("payload", help="JSON payload, or @file.json")
     target = send.add_mutually_exclusive_group(required=True)
     target.add_argument("--flow", help="a flow of the mesh file")
     target.add_argument("--route", help="comma-separated actors")
-    send.add_argument("--count", type=int, default=1, help="send this many envelopes")
+    send.add_argument("--count", type=int, default=1, help="create this many tasks")
     send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
+    status = commands.add_parser("status", help="a task as the gateway reports it")
+    status.add_argument("id")
+    watch = commands.add_parser("watch", help="follow a task live until it ends; exit 0 if it succeeded")
+    watch.add_argument("id")
     results = commands.add_parser("results", help="show what x-sink / x-sump kept for an envelope")
     results.add_argument("id")
     queues = commands.add_parser("queues", help="queue depths")
     queues.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     args = parser.parse_args(argv)
+    commands_run = {
+        "up": _up,
+        "demo": _demo,
+        "send": _send,
+        "status": _status,
+        "watch": _watch,
+        "results": _results,
+        "queues": _queues,
+    }
     try:
-        handler = {"up": _up, "demo": _demo, "send": _send, "results": _results, "queues": _queues}
-        return handler[args.command](args)
-    except (MeshConfigError, LocalStateError) as exc:
+        return commands_run[args.command](args)
+    except (MeshConfigError, LocalStateError, GatewayUnreachableError) as exc:
         console.print(f"[red]asya: {exc}[/red]")
         return 2
+    except GatewayError as exc:
+        console.print(f"[red]asya: the gateway refused: {exc}[/red]")
+        return 1
 
 
 class LocalStateError(RuntimeError):
@@ -82,7 +102,13 @@ def _print_line(source: str, line: str) -> None:
 
 def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:
     mesh = load_mesh(args.config)
-    stack = LocalStack(mesh, port=args.port or free_port(), workers_per_function=args.workers, on_line=on_line)
+    stack = LocalStack(
+        mesh,
+        port=args.port or free_port(),
+        workers_per_function=args.workers,
+        on_line=on_line,
+        gateway_port=args.gateway_port or free_port(),
+    )
     with console.status("starting") as status:
         stack.start(progress=status.update)
     STATE_FILE.parent.mkdir(exist_ok=True)
@@ -92,6 +118,9 @@ def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:
         "bucket": stack.results_bucket,
         "config": str(args.config.resolve()),
     }
+    if stack.gateway_url is not None:
+        state |= {"gateway_url": stack.gateway_url, "api_key": stack.api_key}
+    STATE_FILE.touch(mode=0o600)  # it holds the API key
     STATE_FILE.write_text(json.dumps(state, indent=2))
     return stack
 
@@ -100,11 +129,15 @@ def _up(args: argparse.Namespace) -> int:
     stack = _start(args)
     console.print(f"[green]mesh '{stack.namespace}' is up[/green] at {stack.endpoint} (region us-east-1)")
     console.print(_queue_table(stack.queue_depths()))
-    console.print(
-        f"send work: aws --endpoint-url {stack.endpoint} sqs send-message --queue-url "
-        f"{stack.endpoint}/123456789012/asya-{stack.namespace}-<actor> --message-body '<envelope>'"
-        "\n       or: asya send '{...}' --flow <flow>        Ctrl-C stops the mesh"
-    )
+    if stack.gateway_url is not None:
+        console.print(f"gateway: {stack.gateway_url}/api/v1   API key: {stack.api_key}", highlight=False)
+        console.print(
+            f"send work: asya send '{{...}}' --flow <flow>    then: asya watch <id>\n"
+            f"       or: curl -H 'x-api-key: {stack.api_key}' -H 'content-type: application/json' "
+            f'-d \'{{"flow": "<flow>", "payload": {{...}}}}\' {stack.gateway_url}/api/v1/mesh',
+            highlight=False,
+        )
+    console.print("Ctrl-C stops the mesh")
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
@@ -124,12 +157,11 @@ def _demo(args: argparse.Namespace) -> int:
     stack = _start(args, on_line=lambda source, line: lines.append(f"{source}: {line}"))
     try:
         flow_name, flow = next(iter(stack.mesh.config.flows.items()))
-        sqs = stack.client("sqs")
-        ids = [
-            _send_one(sqs, stack.endpoint, stack.mesh, flow.route, payload, timeout=flow.timeout)
-            for payload in payloads
-        ]
-        console.print(f"sent {len(ids)} envelopes into flow [bold]{flow_name}[/bold]: {' → '.join(flow.route)}")
+        if stack.gateway_url is None:
+            raise LocalStateError("this mesh deploys no gateway to send tasks through")
+        gateway = GatewayClient(stack.gateway_url, stack.api_key)
+        ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
+        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {' → '.join(flow.route)}")
         with Live(_queue_table(stack.queue_depths()), console=console, refresh_per_second=4) as live:
             drained = stack.wait_until_idle(
                 args.timeout, on_tick=lambda: live.update(_queue_table(stack.queue_depths()))
@@ -149,31 +181,17 @@ def _demo(args: argparse.Namespace) -> int:
         STATE_FILE.unlink(missing_ok=True)
 
 
-def _send_one(
-    sqs: Any, endpoint: str, mesh: LoadedMesh, route: list[str], payload: Any, *, timeout: float | None
-) -> str:
-    now = utc_now()
-    envelope: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
-        "route": {"prev": [], "curr": route[0], "next": route[1:]},
-        "headers": {},
-        "status": {"phase": "pending", "actor": route[0], "attempt": 1, "created_at": rfc3339(now)},
-        "payload": payload,
-    }
-    if timeout:
-        from datetime import timedelta
-
-        envelope["status"]["deadline_at"] = rfc3339(now + timedelta(seconds=timeout))
-    queue_url = f"{endpoint}/123456789012/{mesh.queue_name(route[0])}"
-    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(envelope))
-    return str(envelope["id"])
-
-
 def _state() -> dict[str, str]:
     try:
         return dict(json.loads(STATE_FILE.read_text()))
     except (OSError, ValueError):
         raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`") from None
+
+
+def _gateway(state: dict[str, str]) -> GatewayClient:
+    if "gateway_url" not in state:
+        raise LocalStateError("the running stack serves no gateway (its mesh deploys none)")
+    return GatewayClient(state["gateway_url"], state["api_key"])
 
 
 def _send(args: argparse.Namespace) -> int:
@@ -184,26 +202,117 @@ def _send(args: argparse.Namespace) -> int:
         payload = json.loads(raw)
     except ValueError as exc:
         raise LocalStateError(f"the payload is not JSON: {exc}") from None
+    body: dict[str, Any] = {"payload": payload}
     if args.flow:
         if args.flow not in mesh.config.flows:
             raise LocalStateError(f"unknown flow {args.flow!r} (flows: {', '.join(mesh.config.flows) or 'none'})")
-        route, timeout = mesh.config.flows[args.flow].route, mesh.config.flows[args.flow].timeout
+        body["flow"] = args.flow
     else:
-        route, timeout = [actor.strip() for actor in args.route.split(",") if actor.strip()], None
+        route = [actor.strip() for actor in args.route.split(",") if actor.strip()]
         unknown = [actor for actor in route if actor not in mesh.config.actors]
         if not route or unknown:
             raise LocalStateError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
-    timeout = args.timeout or timeout
-    sqs = local_client("sqs", state["endpoint"])
+        body["route"] = route
+    if args.timeout:
+        body["timeout"] = args.timeout
+    gateway = _gateway(state)
     if args.count == 1:
-        print(_send_one(sqs, state["endpoint"], mesh, route, payload, timeout=timeout))
+        print(gateway.create_task(body)["id"])
         return 0
     with Progress(console=console) as progress:
-        task = progress.add_task(f"sending {args.count} envelopes", total=args.count)
+        task = progress.add_task(f"creating {args.count} tasks", total=args.count)
         for _ in range(args.count):
-            print(_send_one(sqs, state["endpoint"], mesh, route, payload, timeout=timeout), file=sys.stdout)
+            print(gateway.create_task(body)["id"], file=sys.stdout)
             progress.advance(task)
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    task = _gateway(_state()).task(args.id)
+    if task is None:
+        console.print(f"[red]no task {args.id}[/red]")
+        return 1
+    console.print(_task_table(task))
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """A bar for the task's progress, its FLY messages above it, then the task as it ended."""
+    gateway = _gateway(_state())
+    if gateway.task(args.id) is None:
+        console.print(f"[red]no task {args.id}[/red]")
+        return 1
+    task: dict[str, Any] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[at]}"))
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(args.id[:8], total=100, at="connecting")
+        for kind, data in gateway.follow(args.id):
+            if kind == FLY:
+                progress.console.print(_fly_line(data))
+                continue
+            task = data
+            at = str(task.get("status")) + (
+                f" at {task['actor']}" if task.get("actor") and not task.get("terminal") else ""
+            )
+            progress.update(bar, completed=float(task.get("progress") or 0), at=at)
+    console.print(_task_table(task))
+    return 0 if task.get("status") == "succeeded" else 1
+
+
+def _fly_line(event: Any) -> Text:
+    """`actor: data` for a FLY event (`{"actor": ..., "data": ...}`); text data is printed as is."""
+    data = event.get("data") if isinstance(event, dict) else event
+    line = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    actor = event.get("actor") if isinstance(event, dict) else None
+    return Text.assemble((f"{actor}: ", "cyan"), line) if actor else Text(line)
+
+
+STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta"}
+
+
+def _task_table(task: dict[str, Any]) -> Table:
+    """The fields of a task a person looks at, in that order; empty ones are left out."""
+    table = Table(show_header=False, title=f"task {task.get('id', '')}", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    status = str(task.get("status", ""))
+    rows: list[tuple[str, str | Text]] = [
+        ("flow", str(task.get("flow") or "")),
+        ("status", Text(status, style=STATUS_STYLES.get(status, ""))),
+        ("progress", f"{float(task.get('progress') or 0):g} %"),
+        ("actor", str(task.get("actor") or "")),
+        ("route", _route(task.get("route"))),
+        ("branches", _branches(task.get("branches"))),
+        ("result", str(task.get("result") or "")),
+        ("reason", str(task.get("reason") or "")),
+        ("error", json.dumps(task["error"], ensure_ascii=False) if task.get("error") else ""),
+        ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
+        ("deadline", str(task.get("deadline_at") or "")),
+        ("updated", str(task.get("updated_at") or "")),
+    ]
+    for name, value in rows:
+        if value:
+            table.add_row(name, value)
+    return table
+
+
+def _route(route: Any) -> Text:
+    """Actors done, the current one (bold), actors to come."""
+    if not isinstance(route, dict):
+        return Text()
+    steps = [
+        *((actor, "dim") for actor in route.get("prev", [])),
+        *([(route["curr"], "bold")] if route.get("curr") else []),
+        *((actor, "") for actor in route.get("next", [])),
+    ]
+    return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
+
+
+def _branches(branches: Any) -> str:
+    if not isinstance(branches, dict):
+        return ""
+    counts = ("open", "succeeded", "failed", "canceled")
+    return f"{branches.get('total', 0)} in all: " + ", ".join(f"{branches.get(c, 0)} {c}" for c in counts)
 
 
 def _results(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 The same `MeshStack` that `cdk deploy` sends to AWS is synthesized here (bundling skipped: functions
 run from this machine's environment), its file assets are zipped into the local bootstrap bucket, and
 the template is created as a stack. The runner then reads what was deployed (functions, environment,
-event source mappings, queues) back from the local endpoint, so the local mesh cannot drift from AWS.
+event source mappings, queues and streams, REST API integrations, schedule rules) back from the local
+endpoint, so the local mesh cannot drift from AWS.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from asya_cdk.config import LoadedMesh
 from asya_local.lambda_shapes import ACCOUNT, REGION
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
+_INTEGRATION_TARGET = re.compile(r"/functions/(arn:[^/]+)/invocations")  # in a Lambda integration's URI
 
 
 @dataclass(frozen=True)
@@ -34,15 +38,20 @@ class Synthesized:
 
 def synthesize(mesh: LoadedMesh, outdir: Path | None = None) -> Synthesized:
     """Synthesize the mesh's stack in this process, without bundling (nothing is built for AWS)."""
+    from asya_cdk.stack import MeshStack, stack_name
+
+    name = stack_name(mesh)
+    return synthesize_app(name, lambda app: MeshStack(app, name, mesh=mesh), outdir)
+
+
+def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | None = None) -> Synthesized:
+    """Synthesize the stack `build(app)` adds to a fresh CDK app (named `name`), without bundling."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     import aws_cdk as cdk
 
-    from asya_cdk.stack import MeshStack, stack_name
-
     out = outdir or Path(tempfile.mkdtemp(prefix="asya-cdk-"))
     app = cdk.App(outdir=str(out), context={"aws:cdk:bundling-stacks": []})
-    name = stack_name(mesh)
-    MeshStack(app, name, mesh=mesh)
+    build(app)
     app.synth()
     template = json.loads((out / f"{name}.template.json").read_text())
     assets = json.loads((out / f"{name}.assets.json").read_text())
@@ -95,8 +104,49 @@ def deploy(cloudformation: Any, synthesized: Synthesized, timeout: float = 60.0)
 
 
 @dataclass(frozen=True)
+class QueueTrigger:
+    """An SQS event source mapping: `asya_local.esm` polls the queue."""
+
+    queue_url: str
+    batch_size: int
+    batching_window: float
+    max_concurrency: int | None
+
+
+@dataclass(frozen=True)
+class StreamTrigger:
+    """A DynamoDB stream event source mapping: `asya_local.stream_poller` reads the stream."""
+
+    stream_arn: str
+    batch_size: int
+    retry_attempts: int  # the mapping's MaximumRetryAttempts; -1: until the record expires
+    report_failures: bool  # ReportBatchItemFailures: the response names the records to retry
+    bisect: bool  # BisectBatchOnFunctionError: a batch that raised is retried in halves
+    on_failure_queue_url: str | None  # where a skipped batch is reported (an SQS on-failure destination)
+
+
+@dataclass(frozen=True)
+class HttpTrigger:
+    """A REST API proxy integration: `asya_local.gateway_server` is the API."""
+
+    rest_api_id: str
+
+
+@dataclass(frozen=True)
+class ScheduleTrigger:
+    """An EventBridge schedule rule targeting the function: `asya_local.scheduler` is the clock."""
+
+    rule_arn: str
+    expression: str
+    input: str | None  # the target's constant input, sent instead of the scheduled event
+
+
+Trigger = QueueTrigger | StreamTrigger | HttpTrigger | ScheduleTrigger
+
+
+@dataclass(frozen=True)
 class LocalFunction:
-    """One deployed function and its event source, as the local runner needs them."""
+    """One deployed function and one of the things that invoke it, as the local runner needs them."""
 
     name: str
     handler: str
@@ -104,26 +154,29 @@ class LocalFunction:
     timeout: float
     memory: int
     code_dir: Path
-    queue_url: str
-    batch_size: int
-    batching_window: float
-    max_concurrency: int | None
+    trigger: Trigger
 
 
-def deployed_functions(lambda_client: Any, sqs: Any, synthesized: Synthesized) -> list[LocalFunction]:
-    """Read functions and event source mappings back from the endpoint; code comes from the assets."""
+def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -> list[LocalFunction]:
+    """Read functions and what invokes them back from the endpoint (event source mappings, REST API
+    integrations, schedule rules); code comes from the assets. A function nothing invokes is left
+    out, as nothing would run it on AWS either."""
     code_by_function = {
         resource["Properties"]["FunctionName"]: synthesized.code_dirs[resource["Properties"]["Code"]["S3Key"]]
         for resource in synthesized.template["Resources"].values()
         if resource["Type"] == "AWS::Lambda::Function"
     }
+    lambda_client = client("lambda")
+    triggers = [
+        *_event_source_triggers(lambda_client, client("sqs")),
+        *_http_triggers(client("apigateway")),
+        *_schedule_triggers(client("events")),
+    ]
     functions = []
-    for mapping in lambda_client.list_event_source_mappings()["EventSourceMappings"]:
-        name = mapping["FunctionArn"].rsplit(":", 1)[-1]
+    for name, trigger in triggers:
         if name not in code_by_function:
             continue
         configuration = lambda_client.get_function_configuration(FunctionName=name)
-        queue_name = mapping["EventSourceArn"].rsplit(":", 1)[-1]
         functions.append(
             LocalFunction(
                 name=name,
@@ -132,18 +185,91 @@ def deployed_functions(lambda_client: Any, sqs: Any, synthesized: Synthesized) -
                 timeout=float(configuration["Timeout"]),
                 memory=int(configuration["MemorySize"]),
                 code_dir=code_by_function[name],
-                queue_url=sqs.get_queue_url(QueueName=queue_name)["QueueUrl"],
-                batch_size=int(mapping.get("BatchSize", 10)),
-                batching_window=float(mapping.get("MaximumBatchingWindowInSeconds", 0)),
-                max_concurrency=mapping.get("ScalingConfig", {}).get("MaximumConcurrency"),
+                trigger=trigger,
             )
         )
     return sorted(functions, key=lambda function: function.name)
 
 
+def function_name(arn: str) -> str:
+    """`arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]` → name."""
+    return arn.split(":")[6]
+
+
+def _event_source_mappings(lambda_client: Any) -> list[dict[str, Any]]:
+    pages = lambda_client.get_paginator("list_event_source_mappings").paginate()
+    return list(pages.build_full_result().get("EventSourceMappings", []))
+
+
+def _event_source_triggers(lambda_client: Any, sqs: Any) -> Iterator[tuple[str, Trigger]]:
+    for mapping in _event_source_mappings(lambda_client):
+        name, source = function_name(mapping["FunctionArn"]), mapping["EventSourceArn"]
+        batch_size = int(mapping["BatchSize"])
+        service = source.split(":")[2]
+        if service == "sqs":
+            yield (
+                name,
+                QueueTrigger(
+                    queue_url=_queue_url(sqs, source),
+                    batch_size=batch_size,
+                    batching_window=float(mapping.get("MaximumBatchingWindowInSeconds", 0)),
+                    max_concurrency=mapping.get("ScalingConfig", {}).get("MaximumConcurrency"),
+                ),
+            )
+        elif service == "dynamodb":
+            on_failure = mapping.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination", "")
+            yield (
+                name,
+                StreamTrigger(
+                    stream_arn=source,
+                    batch_size=batch_size,
+                    retry_attempts=int(mapping.get("MaximumRetryAttempts", -1)),
+                    report_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+                    bisect=bool(mapping.get("BisectBatchOnFunctionError", False)),
+                    on_failure_queue_url=_queue_url(sqs, on_failure) if ":sqs:" in on_failure else None,
+                ),
+            )
+
+
+def _queue_url(sqs: Any, arn: str) -> str:
+    return str(sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[-1])["QueueUrl"])
+
+
+def _http_triggers(apigateway: Any) -> Iterator[tuple[str, Trigger]]:
+    """Functions behind a Lambda proxy integration of a REST API (moto models the API, its resources
+    and methods, but has no data plane)."""
+    seen = set()
+    for api in apigateway.get_paginator("get_rest_apis").paginate().build_full_result().get("items", []):
+        pages = apigateway.get_paginator("get_resources").paginate(restApiId=api["id"], embed=["methods"])
+        for resource in pages.build_full_result().get("items", []):
+            for method in resource.get("resourceMethods", {}).values():
+                integration = method.get("methodIntegration", {})
+                target = _INTEGRATION_TARGET.search(integration.get("uri", ""))
+                if integration.get("type") == "AWS_PROXY" and target:
+                    name = function_name(target.group(1))
+                    if (api["id"], name) not in seen:
+                        seen.add((api["id"], name))
+                        yield name, HttpTrigger(rest_api_id=api["id"])
+
+
+def _schedule_triggers(events: Any) -> Iterator[tuple[str, Trigger]]:
+    for rule in events.get_paginator("list_rules").paginate().build_full_result().get("Rules", []):
+        if not rule.get("ScheduleExpression") or rule.get("State") != "ENABLED":
+            continue
+        for target in events.list_targets_by_rule(Rule=rule["Name"])["Targets"]:
+            if target["Arn"].split(":")[2] == "lambda":
+                yield (
+                    function_name(target["Arn"]),
+                    ScheduleTrigger(
+                        rule_arn=rule["Arn"], expression=rule["ScheduleExpression"], input=target.get("Input")
+                    ),
+                )
+
+
 def take_over_event_sources(lambda_client: Any) -> None:
     """Disable the endpoint's own event source mappings once their settings are read: moto would
     otherwise receive each new message itself and try to run the function in Docker, bumping the
-    message's receive count each time. The local workers are the pollers instead."""
-    for mapping in lambda_client.list_event_source_mappings()["EventSourceMappings"]:
+    message's receive count each time (and, for a table's stream, empty the stream: see
+    `asya_local.moto_streams`). The local workers are the pollers instead."""
+    for mapping in _event_source_mappings(lambda_client):
         lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)

@@ -12,16 +12,13 @@ passed, just as on AWS.
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import signal
 import sys
 import time
 import traceback
 from typing import Any
 
-from asya_local.lambda_shapes import LambdaContext, invoke_with_batch
+from asya_local import worker
+from asya_local.lambda_shapes import invoke_with_batch
 
 RECEIVE_WAIT_SECONDS = 1
 
@@ -34,8 +31,10 @@ class Poller:
         self.sqs = boto3.client("sqs")
         self.queue_url: str = spec["queue_url"]
         self.stopping = False
-        module_name, _, function_name = spec["handler"].rpartition(".")
-        self.handler = getattr(importlib.import_module(module_name), function_name)
+        _, self.handler = worker.handler_module(spec)
+
+    def stop(self) -> None:
+        self.stopping = True
 
     def run(self) -> None:
         while not self.stopping:
@@ -63,37 +62,18 @@ class Poller:
         return messages
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
-        context = LambdaContext(self.spec["function"], self.spec["timeout"], self.spec["memory"])
+        context = worker.context(self.spec)
         started = time.perf_counter()
         try:
             done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
         except Exception:  # noqa: BLE001 - a function error: Lambda deletes nothing and the batch comes back
-            _say(f"function error, {len(messages)} message(s) return after the visibility timeout")
+            worker.say(f"function error, {len(messages)} message(s) return after the visibility timeout")
             traceback.print_exc(file=sys.stdout)
             return
         elapsed = (time.perf_counter() - started) * 1000
         note = f", {failed} left for redelivery" if failed else ""
-        _say(f"{len(messages)} in, {done} done{note} ({elapsed:.0f} ms)")
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
-
-
-def main() -> None:
-    spec = json.loads(sys.argv[1])
-    os.environ.update(spec["environment"])
-    for path in reversed(spec["python_path"]):
-        sys.path.insert(0, path)
-    poller = Poller(spec)
-
-    def stop(_signum: int, _frame: Any) -> None:
-        poller.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    poller.run()
+        worker.say(f"{len(messages)} in, {done} done{note} ({elapsed:.0f} ms)")
 
 
 if __name__ == "__main__":
-    main()
+    worker.main(Poller)

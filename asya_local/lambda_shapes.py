@@ -1,5 +1,5 @@
-"""What Lambda hands a function (the SQS event shape, a context object with a running clock) and
-what its SQS event source does with the answer.
+"""What Lambda hands a function (the SQS, DynamoDB stream and EventBridge schedule event shapes, a
+context object with a running clock) and what its SQS event source does with the answer.
 
 Used wherever this machine stands in for the Lambda service (tests, the in-process mesh, the local
 stack), so every one of them drives the real handler with the same shapes and rules as AWS does.
@@ -7,10 +7,12 @@ stack), so every one of them drives the real handler with the same shapes and ru
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 REGION = "us-east-1"
@@ -95,3 +97,75 @@ def invoke_with_batch(
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
         sqs.delete_message_batch(QueueUrl=queue_url, Entries=entries)
     return len(done), len(failed)
+
+
+def dynamodb_stream_event(stream_arn: str, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Turn `GetRecords` results into the event Lambda's DynamoDB stream event source would deliver.
+
+    boto3 decodes what the wire carries as JSON: the creation time becomes a datetime and binary
+    attributes become bytes. Lambda passes them on as JSON instead (epoch seconds, base64 text)."""
+    return {
+        "Records": [
+            {**record, "awsRegion": REGION, "dynamodb": _as_json(record["dynamodb"]), "eventSourceARN": stream_arn}
+            for record in records
+        ]
+    }
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _as_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_as_json(item) for item in value]
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, datetime):
+        return int(value.timestamp())
+    return value
+
+
+def scheduled_event(rule_arn: str) -> dict[str, Any]:
+    """The event an EventBridge schedule rule sends its targets."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT,
+        "time": _iso(time.time()).split(".")[0] + "Z",
+        "region": REGION,
+        "resources": [rule_arn],
+        "detail": {},
+    }
+
+
+def stream_failure_record(
+    function_name: str, stream_arn: str, shard_id: str, records: Sequence[Mapping[str, Any]], attempts: int
+) -> dict[str, Any]:
+    """What Lambda sends a stream mapping's on-failure destination for records it gave up on: where
+    they are in the stream (not the records themselves)."""
+    created = [_as_json(record["dynamodb"]).get("ApproximateCreationDateTime", 0) for record in records]
+    return {
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "functionArn": LambdaContext(function_name).invoked_function_arn,
+            "condition": "RetryAttemptsExhausted",
+            "approximateInvokeCount": attempts,
+        },
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "version": "1.0",
+        "timestamp": _iso(time.time()),
+        "DDBStreamBatchInfo": {
+            "shardId": shard_id,
+            "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
+            "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
+            "approximateArrivalOfFirstRecord": _iso(created[0]),
+            "approximateArrivalOfLastRecord": _iso(created[-1]),
+            "batchSize": len(records),
+            "streamArn": stream_arn,
+        },
+    }
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,9 +1,13 @@
 """The local stack: the whole mesh on this machine, against a local AWS endpoint.
 
-1. A moto server on loopback is the AWS endpoint (with the SQS depth fix applied first).
+1. A moto server on loopback is the AWS endpoint (with the SQS depth fix and the stream fix
+   applied first).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
-3. Every event source mapping gets its own worker process (`asya_local.esm`) that invokes the real
-   handler (sidecar + user code, or crew) with the function's deployed environment.
+3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
+   the real handler with the function's deployed environment: an SQS event source mapping
+   (`asya_local.esm`), a DynamoDB stream mapping (`asya_local.stream_poller`), a schedule rule
+   (`asya_local.scheduler`), a REST API integration (`asya_local.gateway_server`, on
+   `gateway_url`, behind `api_key`).
 
 Workers are separate processes, like Lambda execution environments: handlers run in their main
 thread (so time limits stop them), user modules cannot collide, and two cores are used.
@@ -11,9 +15,11 @@ thread (so time limits stop them), user modules cannot collide, and two cores ar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -32,17 +38,36 @@ from botocore.config import Config
 
 from asya_cdk.config import LoadedMesh
 from asya_local.deploy import (
+    HttpTrigger,
     LocalFunction,
-    deploy,
+    QueueTrigger,
+    ScheduleTrigger,
+    StreamTrigger,
+    Synthesized,
     deployed_functions,
     publish_assets,
     synthesize,
     take_over_event_sources,
 )
+from asya_local.deploy import deploy as create_stack
 from asya_local.lambda_shapes import REGION
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
+# What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
+WORKERS = {
+    QueueTrigger: "asya_local.esm",
+    StreamTrigger: "asya_local.stream_poller",
+    ScheduleTrigger: "asya_local.scheduler",
+    HttpTrigger: "asya_local.gateway_server",
+}
+GATEWAY_START_SECONDS = 60.0
+CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
+
+
+def backstop_seconds() -> float:
+    """How often scheduled functions run locally (`ASYA_LOCAL_BACKSTOP_SECONDS`, default 2)."""
+    return float(os.environ.get("ASYA_LOCAL_BACKSTOP_SECONDS", "2"))
 
 
 def free_port() -> int:
@@ -77,6 +102,49 @@ def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
 
 
 @dataclass
+class LocalEndpoint:
+    """A moto server on loopback with the fixes the local stack relies on, started from a clean state.
+
+    moto keeps its state per process, not per server: two endpoints in one process see the same
+    resources, and starting one resets what another holds. Stacks that must coexist in one process
+    (a test session's) share one endpoint, each deploying under its own names."""
+
+    port: int
+    _server: Any = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LocalEndpoint:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        from asya_local.moto_sqs import apply_depth_fix
+        from asya_local.moto_streams import apply_stream_fix
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        logging.getLogger("moto").setLevel(logging.ERROR)
+        apply_depth_fix()
+        apply_stream_fix()
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._server.start()
+        # moto's state is per process: a stack started earlier in this process must not show through
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+@dataclass
 class LocalStack:
     """`with LocalStack(mesh) as stack:` — the mesh runs until the block ends."""
 
@@ -84,9 +152,12 @@ class LocalStack:
     port: int = 4566
     workers_per_function: int = 1
     on_line: Callable[[str, str], None] = lambda _source, _line: None
+    gateway_port: int = field(default_factory=free_port)
+    api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    schedule_seconds: float = field(default_factory=backstop_seconds)
     outputs: dict[str, str] = field(default_factory=dict)
     functions: list[LocalFunction] = field(default_factory=list)
-    _server: Any = None
+    _endpoint: LocalEndpoint | None = None  # None while the stack deploys into an endpoint it did not start
     _processes: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
     _stopping: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
@@ -94,6 +165,12 @@ class LocalStack:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def gateway_url(self) -> str | None:
+        """Where the REST API is served (`x-api-key: <api_key>`); None if the stack deploys none."""
+        serves = any(isinstance(function.trigger, HttpTrigger) for function in self.functions)
+        return f"http://127.0.0.1:{self.gateway_port}" if serves else None
 
     @property
     def namespace(self) -> str:
@@ -116,38 +193,65 @@ class LocalStack:
         self.stop()
 
     def start(self, progress: Callable[[str], None] = lambda _step: None) -> None:
-        from moto.server import ThreadedMotoServer
-
-        from asya_local.moto_sqs import apply_depth_fix
-
-        progress(f"starting the local AWS endpoint on {self.endpoint}")
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-        # Queue policies and alarms have no local effect; moto says so once per resource otherwise.
-        warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
-        logging.getLogger("moto").setLevel(logging.ERROR)
-        apply_depth_fix()
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
-        # moto's state is per process: a stack started earlier in this process must not show through
-        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"), timeout=10)
+        """All three steps for the mesh's own stack; `stop` undoes whatever had started if one fails.
+        Into an endpoint started elsewhere, call `deploy` and `start_workers` instead."""
         try:
+            self.start_endpoint(progress)
             progress("synthesizing the CDK app")
-            synthesized = synthesize(self.mesh)
-            progress(f"deploying stack {synthesized.stack_name}")
-            publish_assets(self.client("s3"), synthesized)
-            self.outputs = deploy(self.client("cloudformation"), synthesized)
-            self.functions = deployed_functions(self.client("lambda"), self.client("sqs"), synthesized)
-            take_over_event_sources(self.client("lambda"))
-            progress(f"starting {len(self.functions)} event source mappings")
-            for function in self.functions:
-                workers = min(self.workers_per_function, function.max_concurrency or self.workers_per_function)
-                for _ in range(max(1, workers)):
-                    self._spawn(function)
+            self.deploy(synthesize(self.mesh), progress)
+            self.start_workers(progress)
         except BaseException:
             self.stop()
             raise
 
-    def _spawn(self, function: LocalFunction) -> None:
+    def start_endpoint(self, progress: Callable[[str], None] = lambda _step: None) -> None:
+        progress(f"starting the local AWS endpoint on {self.endpoint}")
+        self._endpoint = LocalEndpoint(self.port)
+        self._endpoint.start()
+
+    def deploy(self, synthesized: Synthesized, progress: Callable[[str], None] = lambda _step: None) -> None:
+        """Deploy a synthesized stack into the endpoint and read back what the workers will run."""
+        progress(f"deploying stack {synthesized.stack_name}")
+        # Queue policies, alarms, API stages have no local effect; moto says so once per resource otherwise.
+        warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
+        publish_assets(self.client("s3"), synthesized)
+        self.outputs = create_stack(self.client("cloudformation"), synthesized)
+        self.functions = deployed_functions(self.client, synthesized)
+        take_over_event_sources(self.client("lambda"))
+        if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
+            raise RuntimeError("the local stack serves one REST API function; this stack integrates several")
+
+    def start_workers(self, progress: Callable[[str], None] = lambda _step: None) -> None:
+        """Event consumers first, then the API, which is waited for: the stack is up once it answers."""
+        progress(f"starting workers for {len(self.functions)} function triggers")
+        for kind in WORKERS:
+            for function in self.functions:
+                if isinstance(function.trigger, kind):
+                    for _ in range(self._workers(function)):
+                        self._spawn(function)
+        if self.gateway_url is not None:
+            progress(f"waiting for the gateway on {self.gateway_url}")
+            self._wait_for_gateway()
+
+    def _workers(self, function: LocalFunction) -> int:
+        """Execution environments per trigger: one per shard, schedule and API (the server has a
+        thread per request); queues get `workers_per_function`, within the mapping's concurrency."""
+        if not isinstance(function.trigger, QueueTrigger):
+            return 1
+        return max(1, min(self.workers_per_function, function.trigger.max_concurrency or self.workers_per_function))
+
+    def _wait_for_gateway(self) -> None:
+        deadline = time.monotonic() + GATEWAY_START_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.gateway_port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the gateway did not listen on {self.gateway_url} within {GATEWAY_START_SECONDS:.0f} s")
+
+    def worker_spec(self, function: LocalFunction) -> dict[str, Any]:
+        """What a worker process is given: the function as deployed, pointed at the local endpoint."""
         environment = {
             **function.environment,
             **LOCAL_CREDENTIALS,
@@ -157,19 +261,25 @@ class LocalStack:
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
-        spec = {
+        extra: dict[str, Any] = {}
+        if isinstance(function.trigger, HttpTrigger):
+            extra = {"port": self.gateway_port, "api_key": self.api_key}
+        elif isinstance(function.trigger, ScheduleTrigger):
+            extra = {"interval": self.schedule_seconds}
+        return {
             "function": function.name,
             "handler": function.handler,
             "environment": environment,
             "timeout": function.timeout,
             "memory": function.memory,
-            "queue_url": function.queue_url,
-            "batch_size": function.batch_size,
-            "batching_window": function.batching_window,
             "python_path": [str(function.code_dir), str(LAYER_DIR)],
+            **dataclasses.asdict(function.trigger),
+            **extra,
         }
+
+    def _spawn(self, function: LocalFunction) -> None:
         process = subprocess.Popen(
-            [sys.executable, "-m", "asya_local.esm", json.dumps(spec)],
+            [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(self.worker_spec(function))],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -186,14 +296,19 @@ class LocalStack:
 
     def _relay(self, function: LocalFunction, source: str, process: subprocess.Popen[str]) -> None:
         """Pass the worker's lines on; if it dies while the stack runs, start a new one, as Lambda
-        starts a new execution environment after a crash."""
+        starts a new execution environment after a crash (after a pause if it keeps dying at once,
+        say on an import error, so a crash loop does not spin)."""
         assert process.stdout is not None
+        started = time.monotonic()
         for line in process.stdout:
             self.on_line(source, line.rstrip())
         code = process.wait()
         if not self._stopping:
             self.on_line(source, f"execution environment exited with code {code}; starting a new one")
-            self._spawn(function)
+            if time.monotonic() - started < CRASH_LOOP_SECONDS:
+                time.sleep(CRASH_LOOP_SECONDS)
+            if not self._stopping:
+                self._spawn(function)
 
     def queue_depths(self) -> dict[str, tuple[int, int, int]]:
         return queue_depths(self.client("sqs"), self.namespace)
@@ -225,6 +340,6 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 process.kill()
         self._processes.clear()
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
+        if self._endpoint is not None:
+            self._endpoint.stop()
+            self._endpoint = None

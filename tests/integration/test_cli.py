@@ -1,4 +1,5 @@
-"""The `asya` command as a user runs it: up, send, results, queues, and a clean stop on SIGTERM."""
+"""The `asya` command as a user runs it: up, send (through the gateway), status, watch, results,
+queues, and a clean stop on SIGTERM."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _asya(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ASYA, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
-def test_up_send_results_queues_and_stop(tmp_path: Path) -> None:
+def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     up = subprocess.Popen(
@@ -40,11 +41,12 @@ def test_up_send_results_queues_and_stop(tmp_path: Path) -> None:
         while not state.exists() and time.monotonic() < deadline and up.poll() is None:
             time.sleep(0.2)
         assert state.exists(), "asya up did not come up"
-        assert json.loads(state.read_text())["endpoint"] == f"http://127.0.0.1:{port}"
+        written = json.loads(state.read_text())
+        assert written["endpoint"] == f"http://127.0.0.1:{port}"
+        assert written["gateway_url"].startswith("http://127.0.0.1:")
+        assert written["api_key"]
 
-        sent = _asya(tmp_path, "send", '{"n": 4}', "--route", "prep,infer,post")
-        assert sent.returncode == 0, sent.stderr
-        envelope_id = sent.stdout.strip()
+        envelope_id = _tasks_through_the_gateway(tmp_path)
 
         deadline = time.monotonic() + 30
         while (shown := _asya(tmp_path, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
@@ -65,9 +67,40 @@ def test_up_send_results_queues_and_stop(tmp_path: Path) -> None:
         output, _ = up.communicate(timeout=30)
     assert up.returncode == 0, output
     assert f"is up at http://127.0.0.1:{port}" in output
+    assert f"gateway: {written['gateway_url']}/api/v1   API key: {written['api_key']}" in output
     assert "asya-itest-x-sink" in output, "the queue names are printed"
     assert "prep │ 1 in, 1 done" in output, "each actor's activity is logged"
     assert not state.exists(), "the state file goes with the stack"
+
+
+def _tasks_through_the_gateway(cwd: Path) -> str:
+    """send, watch and status as a user runs them; returns the id of a task that succeeded."""
+    sent = _asya(cwd, "send", '{"n": 4}', "--flow", "pipeline")
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    envelope_id = sent.stdout.strip()
+
+    watched = _asya(cwd, "watch", envelope_id)
+    assert watched.returncode == 0, watched.stdout + watched.stderr
+    assert "succeeded" in watched.stdout
+    assert "100%" in watched.stdout, "the bar ends full"
+
+    status = _asya(cwd, "status", envelope_id)
+    assert status.returncode == 0, status.stdout
+    assert "succeeded" in status.stdout
+    assert "prep → infer → post" in status.stdout
+
+    routed = _asya(cwd, "send", '{"n": 4}', "--route", "prep,infer,post")
+    assert routed.returncode == 0, routed.stdout + routed.stderr
+
+    failing = _asya(cwd, "send", '{"n": 1}', "--flow", "failing")
+    failed = _asya(cwd, "watch", failing.stdout.strip())
+    assert failed.returncode == 1, failed.stdout
+    assert "failed" in failed.stdout
+
+    missing = _asya(cwd, "status", "no-such-task")
+    assert missing.returncode == 1
+    assert "no task no-such-task" in missing.stdout
+    return envelope_id
 
 
 def test_up_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:

@@ -1,0 +1,105 @@
+"""The status gateway's API as `asya` calls it: create a task, read one, follow its events.
+
+Following reconnects the way an `EventSource` does: with `Last-Event-ID` set to the last event's id,
+after the `retry:` delay the server asked for. The local server keeps one stream open until the task
+ends; on AWS each response is a bounded batch, so the same loop turns into long polling there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx2
+
+from asya.live import FLY, STATUS
+from asya.status import TERMINAL
+
+API = "/api/v1"
+RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
+READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
+
+
+class GatewayError(RuntimeError):
+    """The gateway answered, but not with what was asked for (the message says why)."""
+
+
+class GatewayUnreachableError(RuntimeError):
+    """Nothing answers at the gateway's URL."""
+
+
+class GatewayClient:
+    def __init__(
+        self,
+        url: str,
+        api_key: str,
+        transport: httpx2.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = url
+        self.sleep = sleep
+        self.http = httpx2.Client(
+            base_url=url, headers={"x-api-key": api_key}, timeout=30.0, transport=transport, trust_env=False
+        )
+
+    def create_task(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /mesh`: the 201 answer (`id`, `status_url`, `events_url`, the task)."""
+        response = self._call("POST", f"{API}/mesh", json=body)
+        if response.status_code != 201:
+            raise GatewayError(_message(response))
+        return dict(response.json())
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        """`GET /mesh/{id}`: the task, or None if the gateway does not know it."""
+        response = self._call("GET", f"{API}/mesh/{task_id}")
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise GatewayError(_message(response))
+        return dict(response.json())
+
+    def follow(self, task_id: str) -> Iterator[tuple[str, Any]]:
+        """`(kind, data)` for each `status` and `fly` event of the task, across reconnections, until a
+        terminal status (the last one yielded). `GatewayError` if the task is unknown."""
+        last_event_id: str | None = None
+        delay = RECONNECT_SECONDS  # the server's `retry:` replaces it for later reconnections
+        while True:
+            headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+            timeout = httpx2.Timeout(10.0, read=READ_TIMEOUT_SECONDS)
+            try:
+                with self.http.stream(
+                    "GET", f"{API}/mesh/{task_id}/events", headers=headers, timeout=timeout
+                ) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        raise GatewayError(_message(response))
+                    for event in httpx2.EventSource(response):
+                        last_event_id = event.id or last_event_id
+                        delay = event.retry / 1000 if event.retry is not None else delay
+                        if event.event not in (STATUS, FLY):
+                            continue
+                        data: Any = event.json()
+                        yield event.event, data
+                        if event.event == STATUS and data.get("status") in TERMINAL:
+                            return
+            except httpx2.ConnectError as exc:
+                raise GatewayUnreachableError(f"nothing answers at {self.url}: {exc}") from None
+            except (httpx2.ReadTimeout, httpx2.ReadError, httpx2.RemoteProtocolError):
+                pass  # the stream broke off: continue from the last event, as an EventSource would
+            self.sleep(delay)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+        try:
+            return self.http.request(method, path, **kwargs)
+        except httpx2.TransportError as exc:
+            raise GatewayUnreachableError(f"nothing answers at {self.url}: {exc}") from None
+
+
+def _message(response: httpx2.Response) -> str:
+    """The gateway's own explanation (`message` of its JSON error body), with the status code."""
+    try:
+        message = response.json().get("message") or response.text
+    except ValueError:
+        message = response.text
+    return f"{response.status_code}: {message}"

@@ -1,0 +1,242 @@
+"""The local stand-in for API Gateway in front of the gateway function, run as its own process.
+
+moto models the REST API but does not serve it, so this process does: every HTTP request on
+loopback becomes the proxy event API Gateway would build (`asya_local.rest_proxy`), the function's
+real handler is invoked with it, and its result is written back as the response. One route is
+served differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events through the gateway
+module's `open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers
+with a bounded batch and a `retry:` field instead, and clients reconnect; both are the same stream).
+
+The standard library's `ThreadingHTTPServer` is enough: the server routes nothing and serves no
+framework, it only adapts HTTP to the function's event shape (routing is the function's own, as on
+AWS). Each request gets a thread, so event streams do not hold up other requests; invocations of
+the handler run one at a time, as in one Lambda execution environment (Powertools keeps the current
+event on the resolver, so two concurrent invocations in one process would mix them up).
+
+Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
+but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
+
+    python -m asya_local.gateway_server '<json spec>'
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from asya_local import worker
+from asya_local.rest_proxy import (
+    API_KEY_HEADER,
+    HttpRequest,
+    HttpResponse,
+    MalformedResponseError,
+    gateway_answer,
+    http_response,
+    proxy_event,
+)
+
+EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
+IDLE_CONNECTION_SECONDS = 120.0
+OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
+
+
+class Gateway:
+    """What API Gateway decides for one request: refuse it, stream it, or invoke the function."""
+
+    def __init__(
+        self, spec: dict[str, Any], handler: worker.Handler, open_event_stream: OpenEventStream | None = None
+    ) -> None:
+        self.spec = spec
+        self.handler = handler
+        self.open_event_stream = open_event_stream
+        self._api_key = spec["api_key"].encode()
+        self._one_at_a_time = threading.Lock()
+
+    def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
+        if not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
+            return gateway_answer(403, "Forbidden", request.request_id)
+        events = EVENTS_ROUTE.fullmatch(request.path)
+        if request.method == "GET" and events and self.open_event_stream is not None:
+            return self._event_stream(request, events.group(1))
+        return self.invoke(request)
+
+    def _has_key(self, request: HttpRequest) -> bool:
+        return hmac.compare_digest((request.header(API_KEY_HEADER) or "").encode(), self._api_key)
+
+    def _event_stream(self, request: HttpRequest, task_id: str) -> HttpResponse | Iterator[str]:
+        assert self.open_event_stream is not None
+        last_event_id = request.header("last-event-id") or dict(request.query).get("cursor")
+        try:
+            stream = self.open_event_stream(task_id, last_event_id)
+        except Exception:  # noqa: BLE001 - as a function error would be answered
+            traceback.print_exc(file=sys.stdout)
+            return gateway_answer(502, "Internal server error", request.request_id)
+        if stream is None:
+            body = json.dumps({"statusCode": 404, "message": f"no task {task_id!r}"}).encode()
+            return HttpResponse(404, [("Content-Type", "application/json")], body)
+        return stream
+
+    def invoke(self, request: HttpRequest) -> HttpResponse:
+        """Invoke the handler within the function's timeout, counted from the request's arrival. A
+        request that cannot start in time never runs (API Gateway's 504); one that runs too long is
+        left to finish in the background, as the client gets Lambda's timeout error (a 502)."""
+        timeout = float(self.spec["timeout"])
+        deadline = time.monotonic() + timeout
+        if not self._one_at_a_time.acquire(timeout=timeout):
+            return gateway_answer(504, "Endpoint request timed out", request.request_id)
+        event = proxy_event(request, self.spec["rest_api_id"])
+        outcome: list[Any] = []
+
+        def call() -> None:
+            try:
+                outcome.append(self.handler(event, worker.context(self.spec)))
+            except Exception as exc:  # noqa: BLE001 - a function error: API Gateway answers 502
+                traceback.print_exc(file=sys.stdout)
+                outcome.append(exc)
+            finally:
+                self._one_at_a_time.release()
+
+        runner = threading.Thread(target=call, daemon=True)
+        runner.start()
+        runner.join(max(0.0, deadline - time.monotonic()))
+        if not outcome:
+            worker.say(f"{request.method} {request.path}: no answer within the function timeout ({timeout:g} s)")
+            return gateway_answer(502, "Internal server error", request.request_id)
+        if isinstance(outcome[0], Exception):
+            return gateway_answer(502, "Internal server error", request.request_id)
+        try:
+            response = http_response(outcome[0])
+        except MalformedResponseError as exc:
+            worker.say(f"{request.method} {request.path}: malformed Lambda proxy response: {exc}")
+            return gateway_answer(502, "Internal server error", request.request_id)
+        return HttpResponse(
+            response.status, [*response.headers, ("x-amzn-RequestId", request.request_id)], response.body
+        )
+
+
+class GatewayServer:
+    """The loopback HTTP server around a `Gateway`; `run` serves until `stop`."""
+
+    def __init__(self, gateway: Gateway, port: int) -> None:
+        self.gateway = gateway
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(_RequestHandler, gateway=gateway))
+        self._stopped = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def run(self) -> None:
+        serving = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        serving.start()
+        worker.say(f"serving {self.url}")
+        while not self._stopped.wait(0.5):
+            pass
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, and chunked event streams
+    timeout = IDLE_CONNECTION_SECONDS
+
+    def __init__(self, *args: Any, gateway: Gateway, **kwargs: Any) -> None:
+        self.gateway = gateway  # set first: the base class handles the request in __init__
+        super().__init__(*args, **kwargs)
+
+    def _handle(self) -> None:
+        started = time.perf_counter()
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=self._read_body(),
+            source_ip=self.client_address[0],
+        )
+        outcome = self.gateway.respond(request)
+        if isinstance(outcome, HttpResponse):
+            self._send(outcome)
+            note = str(outcome.status)
+        else:
+            worker.say(f"{request.method} {request.path}: event stream opened")
+            note = f"event stream, {self._stream(outcome)} chunk(s)"
+        worker.say(f"{request.method} {request.path} {note} ({(time.perf_counter() - started) * 1000:.0f} ms)")
+
+    def __getattr__(self, name: str) -> Any:
+        """`do_<METHOD>` for every method: all reach the function, as with API Gateway's `ANY`
+        method, and the function decides what it serves."""
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = bytearray()
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                body += self.rfile.read(size)
+                self.rfile.readline()
+            while self.rfile.readline().strip():  # trailers, up to the blank line
+                pass
+            return bytes(body)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _send(self, response: HttpResponse) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    def _stream(self, chunks: Iterator[str]) -> int:
+        """Write each chunk as it comes; returns how many were sent. A client that goes away ends
+        the stream (the iterator is closed, so the gateway code can clean up)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        try:
+            for chunk in chunks:
+                data = chunk.encode("utf-8")
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                    sent += 1
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):  # the client left (or stopped reading)
+            self.close_connection = True
+        except Exception:  # noqa: BLE001 - the stream failed: end the connection without the last chunk
+            traceback.print_exc(file=sys.stdout)
+            self.close_connection = True
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        return sent
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are logged by `_handle`, one line each, without the Apache-style duplicate."""
+
+
+def build(spec: dict[str, Any]) -> GatewayServer:
+    module, handler = worker.handler_module(spec)
+    return GatewayServer(Gateway(spec, handler, getattr(module, "open_event_stream", None)), spec["port"])
+
+
+if __name__ == "__main__":
+    worker.main(build)

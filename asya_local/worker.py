@@ -1,0 +1,62 @@
+"""What every local execution environment does around its own job, whatever invokes the function.
+
+A worker is one process started by `LocalStack` with a JSON spec: the function's deployed environment
+(plus the local endpoint and credentials), its code path, its handler and the trigger's settings. It
+sets the environment before the handler is imported, as Lambda does, and stops when it gets SIGTERM.
+
+    python -m asya_local.<worker> '<json spec>'
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, Protocol
+
+from asya_local.lambda_shapes import LambdaContext
+
+Handler = Callable[[Any, Any], Any]
+
+
+class Worker(Protocol):
+    def run(self) -> None: ...
+
+    def stop(self) -> None:
+        """Called from the SIGTERM handler: end `run` soon, without blocking."""
+
+
+def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
+    """The module named by the function's handler setting, and the handler in it."""
+    module_name, _, function_name = spec["handler"].rpartition(".")
+    module = importlib.import_module(module_name)
+    handler: Handler = getattr(module, function_name)
+    return module, handler
+
+
+def context(spec: dict[str, Any]) -> LambdaContext:
+    """A fresh context per invocation: its clock starts now."""
+    return LambdaContext(spec["function"], spec["timeout"], spec["memory"])
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def main(build: Callable[[dict[str, Any]], Worker]) -> None:
+    spec = json.loads(sys.argv[1])
+    os.environ.update(spec["environment"])
+    for path in reversed(spec["python_path"]):
+        sys.path.insert(0, path)
+    worker = build(spec)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    worker.run()

@@ -1,0 +1,188 @@
+"""The local API Gateway stand-in, served in this process on loopback with stand-in handlers: the API
+key rule, the function's answers and failures, one invocation at a time, and event streams written
+chunk by chunk."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from asya_local.gateway_server import Gateway, GatewayServer
+from asya_local.stack import free_port
+
+KEY = "test-key"
+
+
+class StandIn:
+    """A gateway function (echoes its event) and an `open_event_stream` the test steers."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most_running = 0
+        self.lock = threading.Lock()
+        self.acknowledged = threading.Event()
+        self.stream_closed = threading.Event()
+        self.opened: list[tuple[str, str | None]] = []
+        self.last_chunk_at = 0.0
+
+    def handler(self, event: dict[str, Any], _context: Any) -> Any:
+        with self.lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            if event["path"] == "/slow":
+                time.sleep(0.2)
+            if event["path"] == "/boom":
+                raise RuntimeError("boom")
+            if event["path"] == "/malformed":
+                return {"body": "no status"}
+            return {"statusCode": 200, "body": json.dumps(event)}
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def open_event_stream(self, task_id: str, last_event_id: str | None) -> Iterator[str] | None:
+        if task_id == "missing":
+            return None
+        if task_id == "broken":
+            raise RuntimeError("the task store is down")
+        self.opened.append((task_id, last_event_id))
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[str]:
+        try:
+            yield 'id: 1\nevent: status\ndata: {"status": "running"}\n\n'
+            acknowledged = self.acknowledged.wait(5)
+            yield ": keep-alive\n\n"
+            self.last_chunk_at = time.monotonic()
+            data = json.dumps({"status": "succeeded", "acknowledged": acknowledged})
+            yield f"id: 2\nevent: status\ndata: {data}\n\n"
+        finally:
+            self.stream_closed.set()
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[StandIn, httpx2.Client, dict[str, Any]]]:
+    stand_in = StandIn()
+    spec = {"function": "asya-t-gateway", "timeout": 1.0, "memory": 128, "api_key": KEY, "rest_api_id": "api-1"}
+    server = GatewayServer(Gateway(spec, stand_in.handler, stand_in.open_event_stream), free_port())
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    with httpx2.Client(base_url=server.url, headers={"x-api-key": KEY}, trust_env=False, timeout=5) as client:
+        yield stand_in, client, spec
+    server.stop()
+    thread.join(5)
+
+
+def test_requests_without_the_api_key_are_forbidden(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.get("/api/v1/mesh", headers={"x-api-key": "wrong"})
+    assert response.status_code == 403
+    assert response.json() == {"message": "Forbidden"}
+    assert client.get("/api/v1/mesh/t/events", headers={"x-api-key": ""}).status_code == 403
+
+
+def test_health_needs_no_key(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.get("/health", headers={"x-api-key": ""})
+    assert response.status_code == 200
+    assert response.json()["path"] == "/health"
+
+
+def test_a_request_reaches_the_function_as_a_proxy_event(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.post("/api/v1/mesh?x=1", json={"flow": "f"})
+    event = response.json()
+    assert response.status_code == 200
+    assert event["httpMethod"] == "POST"
+    assert event["path"] == "/api/v1/mesh"
+    assert event["queryStringParameters"] == {"x": "1"}
+    assert json.loads(event["body"]) == {"flow": "f"}
+    assert event["requestContext"]["identity"]["apiKey"] == KEY
+    assert response.headers["x-amzn-RequestId"] == event["requestContext"]["requestId"]
+
+
+def test_a_chunked_request_body_is_read(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.post("/echo", content=iter([b'{"a":', b" 1}"]))
+    assert json.loads(response.json()["body"]) == {"a": 1}
+
+
+@pytest.mark.parametrize("path", ["/boom", "/malformed"])
+def test_a_failed_invocation_is_a_502(served: tuple[StandIn, httpx2.Client, Any], path: str) -> None:
+    _, client, _ = served
+    response = client.get(path)
+    assert response.status_code == 502
+    assert response.json() == {"message": "Internal server error"}
+
+
+def test_a_function_over_its_timeout_is_a_502(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, spec = served
+    spec["timeout"] = 0.05
+    started = time.monotonic()
+    response = client.get("/slow")
+    assert response.status_code == 502
+    assert time.monotonic() - started < 0.2, "the client is answered at the timeout, not when the function ends"
+
+
+def test_invocations_run_one_at_a_time(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    stand_in, client, _ = served
+    threads = [threading.Thread(target=client.get, args=("/slow",)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert stand_in.most_running == 1
+
+
+def test_an_unknown_task_has_no_stream(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.get("/api/v1/mesh/missing/events")
+    assert response.status_code == 404
+    assert response.json() == {"statusCode": 404, "message": "no task 'missing'"}
+
+
+def test_events_are_streamed_chunk_by_chunk(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    """The second event is only produced once the client has acknowledged the first: without
+    streaming (a buffered body) the first would never arrive in time."""
+    stand_in, client, _ = served
+    events: list[Any] = []
+    with client.stream("GET", "/api/v1/mesh/t-1/events", headers={"Last-Event-ID": "7"}) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["cache-control"] == "no-cache"
+        assert response.headers["transfer-encoding"] == "chunked"
+        for event in httpx2.EventSource(response):
+            if not events:
+                first_at = time.monotonic()
+                stand_in.acknowledged.set()
+            events.append(event.json())
+    assert first_at < stand_in.last_chunk_at
+    assert events == [{"status": "running"}, {"status": "succeeded", "acknowledged": True}]
+    assert stand_in.opened == [("t-1", "7")]
+
+
+def test_a_stream_that_cannot_open_is_a_502(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    assert client.get("/api/v1/mesh/broken/events").status_code == 502
+
+
+def test_the_cursor_parameter_is_the_last_event_id(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    stand_in, client, _ = served
+    stand_in.acknowledged.set()
+    client.get("/api/v1/mesh/t-2/events?cursor=42")
+    assert stand_in.opened == [("t-2", "42")]
+
+
+def test_a_client_that_leaves_ends_the_stream(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    stand_in, client, _ = served
+    with client.stream("GET", "/api/v1/mesh/t-3/events") as response:
+        next(response.iter_bytes())
+    stand_in.acknowledged.set()  # the next chunk finds the connection gone
+    assert stand_in.stream_closed.wait(5)
+    assert client.get("/health").status_code == 200, "the server goes on serving"
