@@ -109,13 +109,27 @@ def task_urls(task_id: str) -> dict[str, str]:
     return {"status_url": status, "events_url": f"{status}/events"}
 
 
+def _error(status: int, message: str) -> Response[Any]:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"statusCode": status, "message": message},
+    )
+
+
 @app.exception_handler(TaskError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
 def _refused(error: TaskError) -> Response[Any]:
-    return Response(
-        status_code=error.status,
-        content_type=content_types.APPLICATION_JSON,
-        body={"statusCode": error.status, "message": str(error)},
-    )
+    return _error(error.status, str(error))
+
+
+@app.exception_handler(ValueError)  # type: ignore[untyped-decorator]
+def _unreadable_body(error: ValueError) -> Response[Any]:
+    """Powertools' validation raises a bare ValueError for a body it cannot parse (a multipart body
+    without a boundary); every body here is JSON, so that is the client's 415, not our 502."""
+    content_type = app.current_event.headers.get("content-type", "")
+    if not content_type or content_type.startswith(content_types.APPLICATION_JSON):
+        raise error
+    return _error(415, f"the body must be application/json, not {content_type[:80]!r}")
 
 
 @app.get("/health", summary="Liveness")

@@ -1,0 +1,287 @@
+"""The status gateway on the local stack, through real HTTP: tasks created over REST and MCP, followed
+over SSE to the end, cancelled mid-fan-out, paused and resumed, expired, in stealth mode, side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from asya.status import RANKS
+from tests.integration.conftest import RunningMesh
+
+pytestmark = pytest.mark.integration
+TERMINAL = ("succeeded", "failed", "canceled")
+
+
+class Gateway:
+    def __init__(self, mesh: RunningMesh) -> None:
+        assert mesh.stack.gateway_url is not None, "the integration mesh deploys a gateway"
+        self.url = mesh.stack.gateway_url
+        self.headers = {"x-api-key": mesh.stack.api_key}
+        self.http = httpx2.Client(base_url=self.url, headers=self.headers, timeout=30)
+
+    def create(self, expect: int = 201, **body: Any) -> dict[str, Any]:
+        response = self.http.post("/api/v1/mesh", json=body)
+        assert response.status_code == expect, response.text
+        created: dict[str, Any] = response.json()
+        return created
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        response = self.http.get(f"/api/v1/mesh/{task_id}")
+        assert response.status_code == 200, response.text
+        found: dict[str, Any] = response.json()
+        return found
+
+    def wait_for(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            task = self.task(task_id)
+            if done(task):
+                return task
+            time.sleep(0.2)
+        raise AssertionError(f"task {task_id} never got there: {self.task(task_id)}")
+
+    def watch(self, task_id: str, timeout: float = 60) -> list[tuple[str, Any]]:
+        """Every SSE event until the stream ends (the task is terminal)."""
+        events: list[tuple[str, Any]] = []
+        with self.http.stream("GET", f"/api/v1/mesh/{task_id}/events", timeout=timeout) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for event in httpx2.EventSource(response):
+                events.append((event.event, event.json()))
+        return events
+
+
+@pytest.fixture(scope="module")
+def gateway(running_mesh: RunningMesh) -> Gateway:
+    return Gateway(running_mesh)
+
+
+def statuses(events: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    return [data for kind, data in events if kind == "status"]
+
+
+def assert_monotonic(seen: list[dict[str, Any]]) -> None:
+    ranks = [RANKS[status["status"]] for status in seen]
+    progress = [status["progress"] for status in seen]
+    assert ranks == sorted(ranks), f"status went backwards: {[s['status'] for s in seen]}"
+    assert progress == sorted(progress), f"progress went backwards: {progress}"
+
+
+def test_rest_task_is_followed_over_sse_to_its_result(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created = gateway.create(flow="pipeline", payload={"n": 4})
+    assert created["status_url"].endswith(f"/api/v1/mesh/{created['id']}")
+    assert created["task"]["status"] == "pending"
+    events = gateway.watch(created["id"])
+    seen = statuses(events)
+    assert_monotonic(seen)
+    final = seen[-1]
+    assert final["status"] == "succeeded"
+    assert final["progress"] == 100
+    assert final["result"].endswith(f"results/itest/{created['id']}/succeeded.json")
+    assert any(status["status"] == "running" for status in seen)
+    kept = running_mesh.result(created["id"])
+    assert kept["envelope"]["payload"] == {"n": 4, "prepped": True, "label": "even", "done": True}
+    assert kept["envelope"]["status"]["deadline_at"] == created["task"]["deadline_at"]
+
+
+def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
+    created = gateway.create(flow="chat", payload={})
+    events = gateway.watch(created["id"])
+    tokens = [data["data"]["token"] for kind, data in events if kind == "fly"]
+    assert tokens == ["thinking", "about", "it"]
+    assert statuses(events)[-1]["status"] == "succeeded"
+    assert "token" not in str(gateway.task(created["id"]))
+
+
+def test_a_failure_shows_its_error(gateway: Gateway) -> None:
+    created = gateway.create(flow="failing", payload={"n": 1})
+    task = gateway.wait_for(created["id"], lambda task: task["terminal"])
+    assert task["status"] == "failed"
+    assert task["reason"] == "RuntimeError"
+    assert task["error"]["type"] == "ValueError"
+    assert "boom" in task["error"]["message"]
+    assert task["result"].endswith("/failed.json")
+
+
+def test_bad_requests_say_what_is_wrong(gateway: Gateway) -> None:
+    assert gateway.http.get("/api/v1/mesh/no-such-task").status_code == 404
+    assert gateway.http.get("/api/v1/mesh/no-such-task/events").status_code == 404
+    assert gateway.http.delete("/api/v1/mesh/no-such-task").status_code == 404
+    unknown = gateway.create(expect=400, flow="nope", payload={})
+    assert "unknown flow 'nope'" in unknown["message"]
+    invalid = gateway.create(expect=400, flow="pipeline", payload={"n": "four"})
+    assert "input schema" in invalid["message"]
+    no_actor = gateway.create(expect=400, route=["ghost"], payload={})
+    assert "no actor 'ghost'" in no_actor["message"]
+    assert gateway.http.post("/api/v1/mesh", content=b"{not json").status_code in (400, 422)
+    form = gateway.http.post("/api/v1/mesh", content=b"x", headers={"content-type": "multipart/form-data"})
+    assert form.status_code == 415, form.text
+    assert httpx2.get(f"{gateway.url}/api/v1/mesh").status_code == 403  # no API key
+
+
+def test_fan_out_root_counts_branches_and_ends_with_the_last(gateway: Gateway) -> None:
+    created = gateway.create(flow="fanout", payload={"parts": 3})
+    task = gateway.wait_for(created["id"], lambda task: task["terminal"])
+    assert task["status"] == "succeeded"
+    assert task["branches"] == {"total": 3, "open": 0, "succeeded": 3, "failed": 0, "canceled": 0}
+    for child_id in task["branch_ids"]:
+        child = gateway.task(child_id)
+        assert (child["status"], child["parent_id"], child["root_id"]) == ("succeeded", created["id"], created["id"])
+
+
+def test_cancel_mid_fan_out_stops_every_branch(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created = gateway.create(flow="fanout", payload={"parts": 3, "sleep": 1.5})
+    gateway.wait_for(created["id"], lambda task: "branches" in task)  # the fan-out happened
+    canceled = gateway.http.delete(f"/api/v1/mesh/{created['id']}")
+    assert canceled.status_code == 200
+    assert canceled.json()["status"] == "canceled"
+    again = gateway.http.post(f"/a2a/tasks/{created['id']}:cancel")
+    assert again.status_code == 200
+    assert again.json()["status"] == "canceled"
+    task = gateway.task(created["id"])
+    for child_id in task["branch_ids"]:
+        assert gateway.task(child_id)["status"] == "canceled"
+    ids = [created["id"], *task["branch_ids"]]
+    kept = running_mesh.results_for(ids, timeout=60)
+    assert {result["outcome"] for result in kept.values()} == {"canceled"}  # none reached post
+    assert all(result["envelope"]["route"]["curr"] in ("slow", "post") for result in kept.values())
+
+
+def test_pause_then_resume_continues_with_the_human_input(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created = gateway.create(flow="review", payload={"n": 2})
+    paused = gateway.wait_for(created["id"], lambda task: task["status"] == "paused")
+    assert paused["pause"]["prompt"]
+    assert "deadline_at" not in paused  # the clock stops while paused
+    second = gateway.create(flow="review", payload={"n": 3})
+    gateway.wait_for(second["id"], lambda task: task["status"] == "paused")
+    resumed = gateway.http.post(f"/api/v1/mesh/{second['id']}/resume", json={"input": {"approved": True}})
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["status"] == "running"
+    conflict = gateway.http.post(f"/api/v1/mesh/{second['id']}/resume", json={"input": {}})
+    assert conflict.status_code == 409
+    done = gateway.wait_for(second["id"], lambda task: task["terminal"])
+    assert done["status"] == "succeeded"
+    payload = running_mesh.result(second["id"])["envelope"]["payload"]
+    assert payload == {"n": 3, "prepped": True, "approved": True, "done": True}
+
+
+def test_deadline_expiry_fails_the_task(gateway: Gateway) -> None:
+    created = gateway.create(flow="sleepy", payload={"sleep": 4}, timeout=1)
+    task = gateway.wait_for(created["id"], lambda task: task["terminal"], timeout=30)
+    assert task["status"] == "failed"
+    assert task["reason"] in ("Timeout", "HandlerTimeout")
+
+
+def test_stealth_mode_runs_without_a_task_record(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created = gateway.create(flow="pipeline", payload={"n": 7}, headers={"x-asya-mesh-status": "off"})
+    assert created["tracked"] is False
+    assert running_mesh.result(created["id"])["outcome"] == "succeeded"
+    assert gateway.http.get(f"/api/v1/mesh/{created['id']}").status_code == 404
+
+
+def test_concurrent_tasks_do_not_mix(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created: dict[int, str] = {}
+
+    def start(n: int) -> None:
+        created[n] = gateway.create(flow="pipeline", payload={"n": n})["id"]
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(10, 18)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = running_mesh.results_for(list(created.values()))
+    for n, task_id in created.items():
+        assert kept[task_id]["envelope"]["payload"]["n"] == n
+        assert kept[task_id]["envelope"]["payload"]["label"] == ("even" if n % 2 == 0 else "odd")
+        assert gateway.wait_for(task_id, lambda task: task["terminal"])["status"] == "succeeded"
+
+
+def test_a_late_stale_event_does_not_change_a_terminal_status(gateway: Gateway) -> None:
+    created = gateway.create(flow="pipeline", payload={"n": 1})
+    gateway.wait_for(created["id"], lambda task: task["terminal"])
+    late = gateway.http.post(
+        f"/api/v1/mesh/{created['id']}/events", json={"type": "status", "status": "running", "progress": 10}
+    )
+    assert late.status_code == 202
+    assert late.json() == {"applied": False}
+    failed = gateway.http.post(f"/api/v1/mesh/{created['id']}/events", json={"type": "status", "status": "failed"})
+    assert failed.json() == {"applied": False}
+    task = gateway.task(created["id"])
+    assert (task["status"], task["progress"]) == ("succeeded", 100)
+    already = gateway.watch(created["id"])  # an ended task yields its final event and closes
+    assert [kind for kind, _ in already] == ["status"]
+
+
+def test_mcp_sdk_client_lists_flows_and_starts_a_task(gateway: Gateway) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> tuple[Any, Any, Any, Any]:
+        async with (
+            httpx2.AsyncClient(headers=gateway.headers, timeout=30) as http,
+            streamable_http_client(f"{gateway.url}/mcp", http_client=http) as (read, write, *_),
+            ClientSession(read, write) as client,
+        ):
+            initialized = await client.initialize()
+            tools = await client.list_tools()
+            started = await client.call_tool("pipeline", {"n": 8})
+            invalid = await client.call_tool("pipeline", {"n": "eight"})
+            return initialized, tools, started, invalid
+
+    initialized, tools, started, invalid = asyncio.run(session())
+    assert initialized.server_info.name == "asya-gateway"
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert by_name["pipeline"].input_schema["required"] == ["n"]
+    assert started.is_error is False
+    task_id = started.structured_content["id"]
+    assert task_id in started.content[0].text
+    assert gateway.wait_for(task_id, lambda task: task["terminal"])["status"] == "succeeded"
+    assert invalid.is_error is True
+    assert "input schema" in invalid.content[0].text
+
+
+@pytest.mark.timeout(600)
+def test_schemathesis_finds_no_server_errors(gateway: Gateway, tmp_path: Any) -> None:
+    """Property-based requests generated from the OpenAPI document the gateway serves."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    response = gateway.http.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    schema = tmp_path / "openapi.json"
+    schema.write_text(response.text)
+    run = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "schemathesis"),
+            "run",
+            str(schema),
+            "--url",
+            gateway.url,
+            "--checks",
+            "not_a_server_error",
+            "--header",
+            f"x-api-key: {gateway.headers['x-api-key']}",
+            "--max-examples",
+            "30",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--request-timeout",
+            "30",
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
