@@ -77,7 +77,7 @@ class CrewActor:
     def __init__(
         self,
         settings: CrewSettings,
-        decide: Callable[[SQSRecord, Telemetry], Keep],
+        decide: Decide,
         s3: S3Client | None = None,
         transport: Transport | None = None,
     ) -> None:
@@ -147,3 +147,21 @@ class CrewActor:
             details,
             parent_id=keep.document.get("parent_id"),
         )
+
+
+Decide = Callable[[SQSRecord, Telemetry], Keep]
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def crew_handler(actor: str, build_decide: Callable[[CrewSettings], Decide]) -> LambdaHandler:
+    """A crew function's entry point. The actor is built on the first event rather than at import, so
+    that its settings come from the environment the function runs with (tests set it after import)."""
+    built: list[CrewActor] = []
+
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if not built:
+            settings = CrewSettings.from_env(actor)
+            built.append(CrewActor(settings, build_decide(settings)))
+        return built[0].handle(event, context)
+
+    return lambda_handler

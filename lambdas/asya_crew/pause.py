@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep, pass_to_sump, rejected
+from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 
 PAUSE = "x-pause"
 PAUSE_HEADER = "x-asya-pause"
@@ -48,13 +48,8 @@ class Pause:
         return Keep(envelope.id, KEPT_AS, document)
 
 
-_actor: CrewActor | None = None
+def _pause(settings: CrewSettings) -> Decide:
+    return Pause(TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None).decide
 
 
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _actor
-    if _actor is None:
-        settings = CrewSettings.from_env(PAUSE)
-        tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
-        _actor = CrewActor(settings, Pause(tasks).decide)
-    return _actor.handle(event, context)
+lambda_handler = crew_handler(PAUSE, _pause)

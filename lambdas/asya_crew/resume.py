@@ -8,8 +8,6 @@ output frame, and sends the envelope to the next actor (or to x-sink when nothin
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -18,7 +16,7 @@ from asya.envelope import EnvelopeError, parse_envelope, utc_now
 from asya.reasons import Reason
 from asya.routing import error_details, forward, to_sump
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep, pass_to_sump, rejected
+from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
 from asya_crew.pause import PAUSE, PAUSE_HEADER
 
 RESUME = "x-resume"
@@ -41,11 +39,4 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])
 
 
-_actor: CrewActor | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _actor
-    if _actor is None:
-        _actor = CrewActor(CrewSettings.from_env(RESUME), decide)
-    return _actor.handle(event, context)
+lambda_handler = crew_handler(RESUME, lambda _: decide)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.config import SUMP
 from asya.envelope import EnvelopeError, Phase, parse_envelope
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep, rejected
+from asya_crew.crew import Keep, crew_handler, rejected
 
 SINK = "x-sink"
 HOOK_HEADER = "x-asya-hook"
@@ -62,12 +62,4 @@ class Sink:
         return orjson.dumps(copy).decode()
 
 
-_actor: CrewActor | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _actor
-    if _actor is None:
-        sink = Sink(parse_hooks(os.environ.get("ASYA_SINK_HOOKS", "")))
-        _actor = CrewActor(CrewSettings.from_env(SINK), sink.decide)
-    return _actor.handle(event, context)
+lambda_handler = crew_handler(SINK, lambda _: Sink(parse_hooks(os.environ.get("ASYA_SINK_HOOKS", ""))).decide)

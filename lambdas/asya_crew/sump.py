@@ -10,14 +10,12 @@ recorded as failed unless it already ended (x-sink records failures before forwa
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.routing import error_details
 from asya.telemetry import Telemetry
-from asya_crew.crew import CrewActor, CrewSettings, Keep, rejected
+from asya_crew.crew import Keep, crew_handler, rejected
 
 SUMP = "x-sump"
 REDRIVEN = "Redriven"
@@ -58,11 +56,4 @@ def _annotate(record: SQSRecord) -> Keep:
     return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 
 
-_actor: CrewActor | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _actor
-    if _actor is None:
-        _actor = CrewActor(CrewSettings.from_env(SUMP), decide)
-    return _actor.handle(event, context)
+lambda_handler = crew_handler(SUMP, lambda _: decide)
