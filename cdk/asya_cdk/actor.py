@@ -45,6 +45,18 @@ class ActorProps:
     code_exclude: list[str] = field(default_factory=lambda: ["**/__pycache__", "**/*.pyc", ".venv", "tests"])
 
 
+def dead_letter_queue(scope: Construct, construct_id: str, queue_name: str) -> sqs.Queue:
+    """A queue of last resort: kept for SQS's longest retention, so an operator has two weeks to redrive."""
+    return sqs.Queue(
+        scope,
+        construct_id,
+        queue_name=queue_name,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=cdk.Duration.days(14),
+    )
+
+
 class ActorFunction(Construct):
     """Exposes `queue`, `function`, `role` and `log_group`."""
 

@@ -30,7 +30,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import LOG_RETENTION, explain_tracing, send_to_namespace
+from asya_cdk.actor import LOG_RETENTION, dead_letter_queue, explain_tracing, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.layer import RUNTIME, SidecarLayer
 from asya_cdk.tasks import BY_DEADLINE, BY_STATUS, TaskTables
@@ -172,14 +172,7 @@ class StatusGateway(Construct):
 
     def _follow_stream(self, tables: TaskTables) -> tuple[GatewayFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""
-        dead_letters = sqs.Queue(
-            self,
-            "StreamDeadLetters",
-            queue_name=f"{self.prefix}-gateway-stream-dlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-        )
+        dead_letters = dead_letter_queue(self, "StreamDeadLetters", f"{self.prefix}-gateway-stream-dlq")
         stream = self._function("Stream", "gateway-stream", "asya_gateway.stream.lambda_handler", {})
         stream.allow(["dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
         stream.function.add_event_source(

@@ -19,13 +19,12 @@ import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.config import SINK, SUMP
 from asya.dedup import idempotency_key_prefix
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import ActorFunction, ActorProps
+from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue
 from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.gateway import StatusGateway
@@ -72,14 +71,7 @@ class Mesh(Construct):
             removal_policy=cdk.RemovalPolicy.DESTROY,
         )
         self.task_tables = TaskTables(self, "Status")
-        self.sump_dlq = sqs.Queue(
-            self,
-            "SumpDeadLetters",
-            queue_name=f"asya-{namespace}-x-sump-dlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-        )
+        self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", f"asya-{namespace}-x-sump-dlq")
         layers: dict[str, SidecarLayer] = {}
 
         def layer_for(architecture: str) -> SidecarLayer:
