@@ -8,6 +8,7 @@ module deploys goes into it under its own names, rather than resetting another m
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from asya_cdk.config import load_mesh
 from asya_local.deploy import synthesize
 from asya_local.stack import LocalEndpoint, LocalStack, free_port
 
+ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")
 MESH = Path(__file__).resolve().parent / "mesh" / "mesh.yaml"
 
 
@@ -38,8 +40,9 @@ class RunningMesh:
             self.batches[source] += int(head)
 
     def errors(self) -> str:
-        """What workers printed apart from their batch lines: tracebacks and error logs."""
-        return "\n".join(line for line in self.lines if " in, " not in line)[-4000:]
+        """What workers printed apart from their batch lines and the gateway's access log: tracebacks and
+        error logs."""
+        return "\n".join(line for line in self.lines if " in, " not in line and not ACCESS_LOG.match(line))[-4000:]
 
     def queue_url(self, actor: str) -> str:
         return str(self.sqs.get_queue_url(QueueName=f"asya-itest-{actor}")["QueueUrl"])

@@ -22,6 +22,7 @@ TERMINAL = ("succeeded", "failed", "canceled")
 class Gateway:
     def __init__(self, mesh: RunningMesh) -> None:
         assert mesh.stack.gateway_url is not None, "the integration mesh deploys a gateway"
+        self.mesh = mesh
         self.url = mesh.stack.gateway_url
         self.headers = {"x-api-key": mesh.stack.api_key}
         self.http = httpx2.Client(base_url=self.url, headers=self.headers, timeout=30)
@@ -45,7 +46,7 @@ class Gateway:
             if done(task):
                 return task
             time.sleep(0.2)
-        raise AssertionError(f"task {task_id} never got there: {self.task(task_id)}")
+        raise AssertionError(f"task {task_id} never got there: {self.task(task_id)}\n{self.mesh.errors()}")
 
     def watch(self, task_id: str, timeout: float = 60) -> list[tuple[str, Any]]:
         """Every SSE event until the stream ends (the task is terminal)."""
