@@ -6,9 +6,11 @@ reconnects with `Last-Event-ID` (or `?cursor=`) continues after that event.
 
 The same generator serves both deployments:
 - locally, the HTTP server writes each chunk as it comes, so one connection lasts until the end;
-- on AWS, API Gateway REST buffers a Lambda's whole response, so the function follows the task for a
-  bounded time (`max_seconds`) and ends the body with `retry:`; an `EventSource` (or `asya watch`)
-  reconnects with `Last-Event-ID` and continues, which is long polling in SSE's own framing.
+- on AWS, API Gateway REST buffers a Lambda's whole response, so the function answers as soon as it
+  has something new (or after `max_seconds` of quiet) and ends the body with `retry:`; an
+  `EventSource` (or `asya watch`) reconnects with `Last-Event-ID` and continues. That is long polling
+  in SSE's own framing: an event reaches the watcher within a poll and a reconnect, not when the
+  bounded follow ends.
 
 Formatting SSE is a few lines, so no library is used for it.
 """
@@ -44,7 +46,10 @@ def follow(
     max_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
-    """Yield SSE chunks for one task until it is terminal (or `max_seconds` pass, then `retry:`)."""
+    """Yield SSE chunks for one task until it is terminal. Bounded (`max_seconds` given), it ends with
+    `retry:` after the first news or after `max_seconds` without any."""
+    bounded = max_seconds is not None
+    reconnect = f"retry: {RECONNECT_MS}\n\n"
     started = time.monotonic()
     if cursor is None:
         cursor = events.latest(task_id)  # first, so nothing after the status below is missed
@@ -55,6 +60,9 @@ def follow(
         yield sse(view, STATUS, cursor or "0")
         if view["terminal"]:
             return
+        if bounded:
+            yield reconnect
+            return
     quiet_since = time.monotonic()
     while True:
         batch = events.after(task_id, cursor if cursor != "0" else None)
@@ -63,6 +71,9 @@ def follow(
             yield sse(event.data, event.kind, event.seq)
             if event.kind == STATUS and event.data.get("status") in TERMINAL:
                 return
+        if batch and bounded:
+            yield reconnect
+            return
         now = time.monotonic()
         if batch:
             quiet_since = now
@@ -74,6 +85,6 @@ def follow(
                 return
             yield ": keep-alive\n\n"
         if max_seconds is not None and now - started >= max_seconds:
-            yield f"retry: {RECONNECT_MS}\n\n"
+            yield reconnect
             return
         sleep(POLL_SECONDS)

@@ -1,0 +1,50 @@
+"""Following a task as SSE on AWS is long polling: API Gateway buffers a Lambda's whole answer, so a
+bounded follow must answer at the first news rather than hold every event until its time is up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from asya.live import FLY, EventLog
+from asya.status import TaskStore
+from asya_gateway.sse import follow
+from asya_local.tables import EVENTS, TASKS, create_tables
+
+
+@pytest.fixture
+def stores() -> Iterator[tuple[TaskStore, EventLog]]:
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_tables(client)
+        tasks = TaskStore(TASKS, client=client)
+        tasks.create({"id": "t1"})
+        yield tasks, EventLog(EVENTS, client=client)
+
+
+def test_a_bounded_follow_answers_with_the_current_status_then_asks_to_reconnect(
+    stores: tuple[TaskStore, EventLog],
+) -> None:
+    tasks, events = stores
+    chunks = list(follow(tasks, events, "t1", None, max_seconds=20, sleep=lambda _: None))
+    assert chunks[0].startswith("id: 0\nevent: status\n")
+    assert chunks[1:] == ["retry: 500\n\n"]
+
+
+def test_a_bounded_follow_answers_at_the_first_news_after_the_cursor(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    first, second = events.append([("t1", FLY, {"n": 1}), ("t1", FLY, {"n": 2})])
+    slept: list[float] = []
+    chunks = list(follow(tasks, events, "t1", first.seq, max_seconds=20, sleep=slept.append))
+    assert chunks == [f'id: {second.seq}\nevent: fly\ndata: {{"n":2}}\n\n', "retry: 500\n\n"]
+    assert slept == []  # answered without waiting out the 20 s
+
+
+def test_a_bounded_follow_without_news_ends_after_its_time(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    (event,) = events.append([("t1", FLY, {"n": 1})])
+    chunks = list(follow(tasks, events, "t1", event.seq, max_seconds=0, sleep=lambda _: None))
+    assert chunks == ["retry: 500\n\n"]
