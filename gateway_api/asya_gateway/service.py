@@ -20,6 +20,7 @@ import orjson
 
 from asya.envelope import Phase, rfc3339, utc_now
 from asya.live import FLY, EventLog
+from asya.results import result_key
 from asya.status import RANKS, TERMINAL, Report, TaskStore, from_item, progress_of, stealthy
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.views import task_view
@@ -203,7 +204,7 @@ class TaskService:
         if item.get("status") != "paused":
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
         envelope = self._paused_envelope(task_id)
-        resumed = self.tasks.resume(task_id, utc_now())
+        resumed = self.tasks.resume(item, utc_now())
         if resumed is None:
             raise TaskError(409, f"task {task_id!r} is no longer paused")
         payload = envelope.get("payload")
@@ -218,8 +219,6 @@ class TaskService:
         return task_view(resumed)
 
     def _paused_envelope(self, task_id: str) -> dict[str, Any]:
-        from asya.results import result_key
-
         if self.settings.results_bucket is None:
             raise TaskError(409, "this gateway has no results bucket to resume from")
         key = result_key(self.settings.namespace, task_id, "pause")

@@ -182,14 +182,16 @@ class TaskStore:
             {"#s": "status", "#r": "rank"},
         )
 
-    def resume(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
+    def resume(self, item: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
         """`paused` → `running` (the one backward move SPEC §8 allows); the deadline restarts with the
-        time that was left. Returns the task, or None if it was not paused."""
+        time that was left. `item` is the task as the caller already read it (the gateway must check it
+        before resuming); the write still only happens if the task is paused. Returns the task, or None
+        if it was not paused."""
+        if item.get("status") != "paused":
+            return None
+        task_id = item["id"]
         values: dict[str, Any] = {":running": "running", ":rank": int(Rank.RUNNING), ":paused": "paused"}
         values[":now"] = rfc3339(now)
-        item = self.get(task_id)
-        if item is None or item.get("status") != "paused":
-            return None
         sets = ["#s = :running", "#r = :rank", "updated_at = :now", "phase = :resumed"]
         values[":resumed"] = "resumed"
         if item.get("paused_remaining_ms") is not None:

@@ -101,12 +101,12 @@ def test_pause_stops_the_deadline_clock_and_resume_restarts_it(store: TaskStore)
     assert not store.report(running("t1", 10))  # a paused task does not go back to running by a report
     assert store.expire(now + dt.timedelta(hours=1)) == []  # paused: not swept
     later = now + dt.timedelta(hours=1)
-    resumed = store.resume("t1", later)
+    resumed = store.resume(store.get("t1") or {}, later)
     assert resumed is not None
     assert resumed["status"] == "running"
     deadline = dt.datetime.fromisoformat(resumed["deadline_at"])
     assert dt.timedelta(seconds=59) <= deadline - later <= dt.timedelta(seconds=60)
-    assert store.resume("t1", later) is None  # not paused any more
+    assert store.resume(paused, later) is None  # read while paused, but not paused any more
 
 
 def test_backstop_fails_open_tasks_past_their_deadline(store: TaskStore) -> None:
