@@ -97,27 +97,17 @@ class MeshDashboard(Construct):
                 width=12,
             ),
         )
-        self.sump_alarm = cloudwatch.Alarm(
-            self,
+        self.sump_alarm = self._above_zero(
             "SumpArrivals",
-            alarm_name=f"asya-{namespace}-x-sump-arrivals",
-            alarm_description="Envelopes reached x-sump: infrastructure errors, failures or redriven messages.",
-            metric=asya_metric("SumpArrivals", SUMP),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            f"asya-{namespace}-x-sump-arrivals",
+            "Envelopes reached x-sump: infrastructure errors, failures or redriven messages.",
+            asya_metric("SumpArrivals", SUMP),
         )
-        self.dead_letter_alarm = cloudwatch.Alarm(
-            self,
+        self.dead_letter_alarm = self._above_zero(
             "SumpDeadLetters",
-            alarm_name=f"asya-{namespace}-x-sump-dlq-depth",
-            alarm_description="x-sump itself could not record messages; they wait in its dead-letter queue.",
-            metric=sump_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            f"asya-{namespace}-x-sump-dlq-depth",
+            "x-sump itself could not record messages; they wait in its dead-letter queue.",
+            sump_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
         )
 
         self.stream_alarm: cloudwatch.Alarm | None = None
@@ -154,13 +144,24 @@ class MeshDashboard(Construct):
                 width=8,
             ),
         )
-        self.stream_alarm = cloudwatch.Alarm(
-            self,
+        self.stream_alarm = self._above_zero(
             "StreamDeadLetters",
-            alarm_name=f"asya-{namespace}-gateway-stream-dlq-depth",
-            alarm_description="The gateway's stream consumer gave up on task changes: live status events are "
-            "missing; the messages name the stream positions to replay.",
-            metric=stream_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
+            f"asya-{namespace}-gateway-stream-dlq-depth",
+            "The gateway's stream consumer gave up on task changes: live status events are missing; the "
+            "messages name the stream positions to replay.",
+            stream_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
+        )
+
+    def _above_zero(
+        self, construct_id: str, name: str, description: str, metric: cloudwatch.IMetric
+    ) -> cloudwatch.Alarm:
+        """Each alarm here means something is waiting for an operator, so one message is one too many."""
+        return cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_name=name,
+            alarm_description=description,
+            metric=metric,
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
