@@ -176,38 +176,9 @@ class HopRunner:
         return "forwarded"
 
     def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> str:
-        actor = self.config.actor
-        now = utc_now()
-        policy = self.config.resiliency.policy_for(error)
-        attempt = envelope.status.attempt if envelope.status else 1
-        first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
-        decision = decide(policy, attempt, first_attempt, now)
-        if isinstance(decision, Retry):
-            assert policy is not None  # decide() only retries under a policy
-            self.telemetry.count("Retries")
-            plan.outbound.append(
-                routing.retry(
-                    envelope,
-                    actor,
-                    attempt=decision.attempt,
-                    max_attempts=policy.max_attempts,
-                    delay=decision.delay,
-                    now=now,
-                )
-            )
-            return "retried"
-        self.telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
-        plan.outbound.append(
-            routing.fail(
-                envelope,
-                actor,
-                reason=Reason(decision.reason),
-                details=error_details(error),
-                now=now,
-                on_exhausted=decision.on_exhausted,
-            )
-        )
-        return "failed"
+        outcome, outbound = handler_failure(self.config, envelope, error, self.telemetry)
+        plan.outbound.append(outbound)
+        return outcome
 
     def _halted(self, envelope: Envelope) -> Phase | None:
         """Pre-flight: a canceled task (or root, for a branch) or a paused task is not run further."""
@@ -257,6 +228,37 @@ class HopRunner:
     def _replace_with_sump(self, plan: HopPlan, envelope: Envelope, reason: Reason, details: dict[str, Any]) -> None:
         plan.outbound = [routing.to_sump(envelope, self.config.actor, reason, details, utc_now())]
         self._serialize(plan, envelope)
+
+
+def handler_failure(
+    config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
+) -> tuple[str, Outbound]:
+    """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
+    a failure (x-sink, or the policy's `on_exhausted` actors). Shared with the Spark collector, which
+    applies it to every envelope of a job that failed as a whole."""
+    actor = config.actor
+    now = utc_now()
+    policy = config.resiliency.policy_for(error)
+    attempt = envelope.status.attempt if envelope.status else 1
+    first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
+    decision = decide(policy, attempt, first_attempt, now)
+    if isinstance(decision, Retry):
+        assert policy is not None  # decide() only retries under a policy
+        telemetry.count("Retries")
+        retry = routing.retry(
+            envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
+        )
+        return "retried", retry
+    telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
+    failure = routing.fail(
+        envelope,
+        actor,
+        reason=Reason(decision.reason),
+        details=error_details(error),
+        now=now,
+        on_exhausted=decision.on_exhausted,
+    )
+    return "failed", failure
 
 
 def _carries_error_payload(outbound: Outbound) -> bool:

@@ -1,0 +1,110 @@
+"""A batch of records through the hop pipeline, with every outcome returned instead of sent.
+
+This is how a Spark actor applies its handler: the job runs where it may neither reach SQS nor the
+task table (its role reads and writes its staging prefix only), so each record's envelopes come back
+as `Routed` rows that the collector sends after the job. The routing is the Lambda sidecar's own
+`HopRunner`, so a Spark actor has the same ABI, routing table, resiliency and time limits.
+
+What a Spark batch cannot have is cross-record state beyond the batch: duplicates across batches are
+dropped before staging (the dispatcher's hop claims), and the pre-flight statuses (canceled or paused
+tasks) are read by the dispatcher and handed in as `known`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from asya.config import SidecarConfig
+from asya.dedup import HopLedger
+from asya.handler import Handler, load_handler
+from asya.hop import HopRunner
+from asya.telemetry import Telemetry
+from asya.timeouts import alarm_installed
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """One envelope a record produced: which queue it goes to, its body and its delay."""
+
+    message_id: str  # the input record (SQS message id) that produced it
+    queue: str
+    body: str
+    delay: int
+    kind: str  # actor, self, sink, sump: the `MessagesSent` destination dimension
+
+    def to_json(self) -> str:
+        return orjson.dumps(asdict(self)).decode()
+
+    @classmethod
+    def from_json(cls, line: str | bytes) -> Routed:
+        return cls(**orjson.loads(line))
+
+
+def staged_record(message_id: str, body: str) -> str:
+    """One line of a staged batch (JSON lines): the SQS message id and the body exactly as received."""
+    return orjson.dumps({"message_id": message_id, "body": body}).decode()
+
+
+def read_staged_record(line: str | bytes) -> tuple[str, str]:
+    record = orjson.loads(line)
+    return str(record["message_id"]), str(record["body"])
+
+
+class BatchHops:
+    """One execution environment's hop pipeline for batches: build once (the handler's class is
+    instantiated here), then `run` any number of record streams through it."""
+
+    def __init__(
+        self, config: SidecarConfig, handler: Handler | None = None, known: Mapping[str, str] | None = None
+    ) -> None:
+        self.config = config
+        self.telemetry = Telemetry(config.namespace, config.actor)
+        self.runner = HopRunner(config, handler or load_handler(config.handler), HopLedger(), self.telemetry)
+        self.runner.known = dict(known or {})
+
+    def run(self, records: Iterable[tuple[str, str]]) -> Iterator[Routed]:
+        """Records are (message id, body); every envelope they produce is yielded, x-sump included."""
+        self.runner.ledger.start_batch()
+        try:
+            with alarm_installed():
+                for message_id, body in records:
+                    yield from self.run_one(message_id, body)
+        finally:
+            self.telemetry.flush()
+
+    def run_one(self, message_id: str, body: str, handler: Handler | None = None) -> list[Routed]:
+        """One record; `handler` stands in for the configured one (the DataFrame style replays the
+        rows its function produced for this record as a generator)."""
+        configured = self.runner.handler
+        self.runner.handler = handler or configured
+        try:
+            plan = self.runner.run(message_id, body, None)
+        finally:
+            self.runner.handler = configured
+        return [
+            Routed(message_id, self.config.queue_name(out.destination), text, round(out.delay), out.kind.value)
+            for out, text in zip(plan.outbound, plan.bodies, strict=True)
+        ]
+
+
+def replay(payloads: list[Any]) -> Handler:
+    """A generator handler that yields precomputed payloads: zero of them means "nothing more to do"."""
+
+    def handler(_payload: Any) -> Iterator[Any]:
+        yield from payloads
+
+    return handler
+
+
+def raising(error: BaseException) -> Handler:
+    """A handler that fails with `error`: a whole batch failing at once (a DataFrame function that
+    raised, a Spark job that failed) meets each envelope's resiliency policy through it."""
+
+    def handler(_payload: Any) -> Any:
+        raise error
+
+    return handler
