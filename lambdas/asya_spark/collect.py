@@ -1,0 +1,151 @@
+"""The collector: routes what a Spark actor's job produced, once the job has ended.
+
+It is invoked two ways, and both end in `settle`:
+
+- by the EventBridge rule for the application's *Job Run State Change* events, as soon as a run ends;
+- by a schedule (the reconciler), because those events are delivered on a best-effort basis: it walks
+  the actor's open batches and settles each one. It also starts batches whose dispatcher stopped
+  between staging and starting, and cancels jobs that outlived their execution timeout.
+
+A job that succeeded has its output routed: every envelope is sent where the hop pipeline decided
+(next actor, x-sink, x-sump), after the task status is reported exactly as the Lambda sidecar does. A
+job that failed or was canceled (or succeeded without a complete output) fails every envelope of its
+batch with `SparkJobError`, through the same hop pipeline, so the actor's resiliency policy decides:
+a delayed retry in a later batch, or x-sink as failed. Routing holds a lease on the batch, so an event
+and the reconciler never both send its envelopes; if sending fails, the lease is released and the
+next reconciliation routes the batch again (the envelopes keep their ids, so the next actors' duplicate
+check absorbs any that had gone out).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import orjson
+from aws_lambda_powertools.metrics import MetricUnit
+
+from asya.batch import BatchHops, Routed, raising
+from asya.envelope import EnvelopeError, parse_envelope
+from asya.routing import Kind, Outbound
+from asya.sending import Delivery, send_all
+from asya_spark.dispatch import start
+from asya_spark.jobs import SUCCESS, TERMINAL, JobRun, SparkJobError
+from asya_spark.ledger import Batch, State
+from asya_spark.parts import SparkParts
+from asya_spark.settings import SparkSettings
+
+JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
+RECONCILE_RESERVE_MS = 15_000  # stop taking batches when the invocation has less time left than this
+
+
+class Collector:
+    def __init__(self, parts: SparkParts) -> None:
+        self.parts = parts
+
+    def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, int]:
+        try:
+            if event.get("detail-type") == JOB_STATE_CHANGE:
+                detail = event.get("detail", {})
+                if detail.get("state") not in TERMINAL:
+                    return {}
+                return {self.settle_run(str(detail["jobRunId"])): 1}
+            return self.reconcile(context)
+        finally:
+            self.parts.telemetry.flush()
+
+    def settle_run(self, job_run_id: str) -> str:
+        run = self.parts.jobs.get(job_run_id)
+        batch = self.parts.ledger.get(run.batch_id)
+        if batch is None or batch.state == State.ROUTED:
+            return "already-routed"
+        return self.settle(batch, run)
+
+    def reconcile(self, context: Any = None) -> dict[str, int]:
+        outcomes: Counter[str] = Counter()
+        for batch in self.parts.ledger.open_batches():
+            if context is not None and context.get_remaining_time_in_millis() < RECONCILE_RESERVE_MS:
+                break
+            outcomes[self.settle(batch)] += 1
+        return dict(outcomes)
+
+    def settle(self, batch: Batch, run: JobRun | None = None) -> str:
+        parts, settings = self.parts, self.parts.settings
+        age = time.time() - batch.staged_at
+        if batch.state == State.STAGED or batch.job_run_id is None:
+            if age < settings.start_grace_seconds:
+                return "staged"
+            start(parts, batch)
+            return "started"
+        run = run or parts.jobs.get(batch.job_run_id)
+        if run.state not in TERMINAL:
+            if age > settings.job_deadline_seconds:
+                parts.jobs.cancel(run.job_run_id)
+                return "canceled"
+            return "running"
+        if not parts.ledger.lease(batch.batch_id, settings.routing_lease_seconds):
+            return "leased"
+        try:
+            outcome, routed = self._outcome(batch, run)
+            self._send(batch, routed)
+        except BaseException:
+            parts.ledger.release(batch.batch_id)
+            raise
+        parts.ledger.routed(batch.batch_id, outcome)
+        parts.telemetry.count("SparkJobs", "outcome", outcome)
+        parts.telemetry.observe("SparkJobDuration", MetricUnit.Seconds, run.duration_seconds or age)
+        return outcome
+
+    def _outcome(self, batch: Batch, run: JobRun) -> tuple[str, list[Routed]]:
+        if run.state == SUCCESS:
+            routed = self.parts.staging.read_output(batch.batch_id)
+            if routed is not None:
+                return "succeeded", routed
+            return "failed", self._fail_all(batch, f"Spark job {run.job_run_id} succeeded but left no complete output")
+        message = f"Spark job {run.job_run_id} ended {run.state}" + (f": {run.details}" if run.details else "")
+        return run.state.lower(), self._fail_all(batch, message)
+
+    def _fail_all(self, batch: Batch, message: str) -> list[Routed]:
+        """Every envelope of the batch meets the actor's resiliency policy with `SparkJobError`."""
+        self.parts.telemetry.log_failure("Spark job failed", batch=batch.batch_id, error=message)
+        hops = BatchHops(self.parts.settings.sidecar, raising(SparkJobError(message)), batch.known)
+        return list(hops.run(self.parts.staging.read_input(batch.batch_id)))
+
+    def _send(self, batch: Batch, routed: list[Routed]) -> None:
+        parts = self.parts
+        if parts.reporter is not None:
+            unregistered = parts.reporter.before_send(self._hops(batch, routed))
+            if unregistered:
+                raise RuntimeError(f"fan-out branches of {len(unregistered)} record(s) could not be registered")
+        deliveries = [Delivery(r.message_id, r.queue, r.body, r.delay, r.kind) for r in routed]
+        unsent = send_all(parts.transport, deliveries, parts.settings.sidecar.send_attempts, self._count_sent)
+        if unsent:
+            raise RuntimeError(f"envelopes of {len(unsent)} record(s) could not be sent; the batch is routed again")
+
+    def _hops(self, batch: Batch, routed: list[Routed]) -> list[tuple[str, Any, list[Outbound]]]:
+        """What the status reporter needs per record: its envelope and where its outputs go."""
+        outputs: dict[str, list[Outbound]] = {}
+        for row in routed:
+            outputs.setdefault(row.message_id, []).append(Outbound(row.queue, Kind(row.kind), orjson.loads(row.body)))
+        hops = []
+        for message_id, body in self.parts.staging.read_input(batch.batch_id):
+            try:
+                envelope = parse_envelope(body)
+            except EnvelopeError:
+                continue  # went to x-sump, which records it
+            hops.append((message_id, envelope, outputs.get(message_id, [])))
+        return hops
+
+    def _count_sent(self, delivery: Delivery) -> None:
+        self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)
+
+
+_collector: Collector | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    global _collector
+    if _collector is None:
+        _collector = Collector(SparkParts.build(SparkSettings.from_env()))
+    return _collector.handle(event, context)

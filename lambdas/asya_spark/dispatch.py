@@ -1,0 +1,123 @@
+"""The dispatcher: the function behind a Spark actor's queue (`asya-<ns>-<actor>`).
+
+Lambda's SQS event source gathers the envelopes into batches (the actor's `batch_size` and
+`batching_window`); each batch becomes one EMR Serverless job run:
+
+1. Each record gets a claim: its hop (envelope id, route position, attempt), or its message id for a
+   body that is not an envelope. Records whose hop another batch already claimed are dropped: that
+   batch routes them (a redelivery regrouped by SQS must not run twice).
+2. The pre-flight check reads which of the batch's tasks are canceled or paused; the job halts those.
+3. The records are staged to S3, the batch is recorded, the claims are written, the job is started
+   with the batch id as its idempotency token, and the batch is marked started.
+
+The batch id is a digest of the records' message ids, so the same batch delivered again finds its own
+record and its own job run instead of starting a second one. If the function fails before the end,
+the whole batch is redelivered and resumes where it stopped; a batch left staged but not started is
+started by the reconciler. Once the job is started the messages are deleted: from here on the batch
+record, not the queue, holds them until the collector has routed every envelope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from asya.envelope import EnvelopeError, parse_envelope
+from asya_spark.ledger import Batch, State
+from asya_spark.parts import SparkParts
+from asya_spark.settings import SparkSettings
+
+_HALTING_STATUSES = ("canceled", "paused")
+
+
+def batch_id_of(message_ids: Iterable[str]) -> str:
+    """The same records give the same id, whatever order they arrive in (an EMR client token is ≤ 64)."""
+    return hashlib.sha256("\n".join(sorted(message_ids)).encode()).hexdigest()[:32]
+
+
+def claim_of(message_id: str, body: str) -> str:
+    try:
+        envelope = parse_envelope(body)
+    except EnvelopeError:
+        return f"msg#{message_id}"
+    attempt = envelope.status.attempt if envelope.status else 1
+    return f"hop#{envelope.id}#{envelope.route.position}#{attempt}"
+
+
+class Dispatcher:
+    def __init__(self, parts: SparkParts) -> None:
+        self.parts = parts
+
+    def handle(self, event: dict[str, Any], _context: Any = None) -> dict[str, Any]:
+        """Stage and start one batch. Any failure raises, so the whole batch is redelivered."""
+        records = [(str(r["messageId"]), str(r["body"])) for r in event.get("Records", [])]
+        try:
+            if records:
+                self.dispatch(records)
+        finally:
+            self.parts.telemetry.flush()
+        return {"batchItemFailures": []}
+
+    def dispatch(self, records: list[tuple[str, str]]) -> Batch | None:
+        parts = self.parts
+        telemetry = parts.telemetry
+        telemetry.count("MessagesReceived", amount=len(records))
+        batch_id = batch_id_of(message_id for message_id, _ in records)
+        batch = parts.ledger.get(batch_id)
+        if batch is None:
+            claims = {message_id: claim_of(message_id, body) for message_id, body in records}
+            held = parts.ledger.claimed(claims.values())
+            members, seen = [], set()
+            for message_id, body in records:
+                claim = claims[message_id]
+                if held.get(claim, batch_id) != batch_id or claim in seen:
+                    continue  # another batch (or an earlier record of this one) carries this hop
+                seen.add(claim)
+                members.append((message_id, body))
+            duplicates = len(records) - len(members)
+            if duplicates:
+                telemetry.count("MessagesProcessed", "outcome", "duplicate", amount=duplicates)
+            if not members:
+                return None
+            known = self._halting([body for _, body in members])
+            parts.staging.put_input(batch_id, members)
+            batch = parts.ledger.stage(batch_id, len(members), known)
+            parts.ledger.claim((claims[message_id] for message_id, _ in members), batch_id)
+        if batch.state == State.STAGED:
+            start(parts, batch)
+        return batch
+
+    def _halting(self, bodies: list[str]) -> dict[str, str]:
+        if self.parts.reporter is None:
+            return {}
+        statuses = self.parts.reporter.preflight(bodies)
+        return {task: status for task, status in statuses.items() if status in _HALTING_STATUSES}
+
+
+def start(parts: SparkParts, batch: Batch) -> str:
+    """Start (or find again: the batch id is the client token) the batch's job, and record it."""
+    staging = parts.staging
+    job_run_id = parts.jobs.start(
+        batch.batch_id,
+        staging.uri(staging.input_key(batch.batch_id)),
+        staging.uri(staging.output_prefix(batch.batch_id)),
+        batch.known,
+    )
+    if batch.state == State.STAGED:
+        parts.ledger.started(batch.batch_id, job_run_id)
+        parts.telemetry.count("SparkBatches")
+        parts.telemetry.observe("SparkBatchSize", MetricUnit.Count, batch.size)
+    return job_run_id
+
+
+_dispatcher: Dispatcher | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _dispatcher
+    if _dispatcher is None:
+        _dispatcher = Dispatcher(SparkParts.build(SparkSettings.from_env()))
+    return _dispatcher.handle(event, context)

@@ -1,0 +1,50 @@
+"""What a Spark actor's dispatcher and collector are made of, built once per execution environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asya.live import EventLog
+from asya.reporting import StatusReporter
+from asya.status import TaskStore
+from asya.telemetry import Telemetry
+from asya.transport import SqsTransport, Transport
+from asya_spark.jobs import SparkJobs
+from asya_spark.ledger import BatchLedger
+from asya_spark.settings import SparkSettings
+from asya_spark.staging import Staging
+
+
+@dataclass
+class SparkParts:
+    settings: SparkSettings
+    ledger: BatchLedger
+    staging: Staging
+    jobs: SparkJobs
+    telemetry: Telemetry
+    transport: Transport
+    reporter: StatusReporter | None
+
+    @classmethod
+    def build(cls, settings: SparkSettings, transport: Transport | None = None) -> SparkParts:
+        config = settings.sidecar
+        telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
+        reporter = (
+            StatusReporter(
+                TaskStore(config.tasks_table, config.task_ttl),
+                EventLog(config.events_table) if config.events_table else None,
+                telemetry,
+                every_point=config.status_writes == "every-point",
+            )
+            if config.tasks_table
+            else None
+        )
+        return cls(
+            settings=settings,
+            ledger=BatchLedger(settings.batches_table, config.namespace, config.actor),
+            staging=Staging(settings.bucket, config.namespace, config.actor),
+            jobs=SparkJobs(settings),
+            telemetry=telemetry,
+            transport=transport or SqsTransport(max_batch_bytes=config.max_message_bytes),
+            reporter=reporter,
+        )

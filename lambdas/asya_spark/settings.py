@@ -1,0 +1,83 @@
+"""What a Spark actor's dispatcher and collector are told by their environment.
+
+Both functions get the actor's sidecar variables (so `SidecarConfig` reads them as it would for a
+Lambda actor: queue names, resiliency, status tables) plus the `ASYA_SPARK_*` variables below, set by
+`asya_cdk.spark` from the mesh file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from asya.config import ConfigError, SidecarConfig
+
+# A job that has not ended this long after its own execution timeout is canceled by the reconciler.
+JOB_TIMEOUT_GRACE_SECONDS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class SparkSettings:
+    sidecar: SidecarConfig
+    bucket: str  # staging: spark/<ns>/<actor>/<batch>/{input.jsonl,output/}
+    batches_table: str
+    application_id: str
+    job_role_arn: str
+    entry_point: str  # s3:// URI of spark_emr/entry.py
+    submit_parameters: str  # --py-files, --archives, --conf ...
+    job_env: dict[str, str]  # the variables the job's handler runs with (`--actor-env`)
+    job_timeout_minutes: int = 60
+    start_grace_seconds: float = 120.0  # a batch staged but not started this long ago is started by the reconciler
+    routing_lease_seconds: float = 300.0  # one collector routes a batch at a time; a crashed one's lease expires
+
+    @property
+    def namespace(self) -> str:
+        return self.sidecar.namespace
+
+    @property
+    def actor(self) -> str:
+        return self.sidecar.actor
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SparkSettings:
+        env = os.environ if env is None else env
+        names = {
+            "bucket": "ASYA_SPARK_STAGING_BUCKET",
+            "batches_table": "ASYA_SPARK_BATCHES_TABLE",
+            "application_id": "ASYA_SPARK_APPLICATION_ID",
+            "job_role_arn": "ASYA_SPARK_JOB_ROLE_ARN",
+            "entry_point": "ASYA_SPARK_ENTRY_POINT",
+        }
+        missing = [variable for variable in names.values() if not env.get(variable)]
+        if missing:
+            raise ConfigError(f"{', '.join(missing)} required by a Spark actor's functions")
+        return cls(
+            sidecar=SidecarConfig.from_env(env),
+            bucket=env[names["bucket"]],
+            batches_table=env[names["batches_table"]],
+            application_id=env[names["application_id"]],
+            job_role_arn=env[names["job_role_arn"]],
+            entry_point=env[names["entry_point"]],
+            submit_parameters=env.get("ASYA_SPARK_SUBMIT_PARAMETERS", ""),
+            job_env=_job_env(env.get("ASYA_SPARK_JOB_ENV", "{}")),
+            job_timeout_minutes=int(env.get("ASYA_SPARK_JOB_TIMEOUT_MINUTES", "60")),
+        )
+
+    @property
+    def job_deadline_seconds(self) -> float:
+        """How long a job may stay unfinished before the reconciler cancels it."""
+        return self.job_timeout_minutes * 60 + JOB_TIMEOUT_GRACE_SECONDS
+
+
+def _job_env(raw: str) -> dict[str, str]:
+    try:
+        document: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"ASYA_SPARK_JOB_ENV is not valid JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ConfigError("ASYA_SPARK_JOB_ENV must be a JSON object of variables")
+    return {str(key): str(value) for key, value in document.items()}
