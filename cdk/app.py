@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from asya_cdk.config import MeshConfigError, load_mesh
 from asya_cdk.stack import MeshStack, stack_name
 
-DEFAULT_MESH = Path(__file__).resolve().parents[1] / "examples" / "reviews" / "mesh.yaml"
+DEFAULT_MESH = Path(__file__).resolve().parents[1] / "examples" / "catalogue" / "mesh.yaml"
 
 
 def main() -> None:

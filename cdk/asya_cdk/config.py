@@ -7,6 +7,7 @@ strict: unknown fields are errors, and every error names the file, the field and
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -37,12 +38,41 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SparkConfig(_Strict):
+    """How a `runtime: spark` actor runs: its EMR Serverless application and the job each batch runs.
+
+    The queue's `batch_size` and `batching_window` (on the actor) decide how envelopes are gathered
+    into one job; `timeout` stays the per-envelope limit inside the job."""
+
+    style: Literal["payload", "dataframe"] = "payload"
+    release: Annotated[str, Field(pattern=r"^emr-\d+\.\d+\.\d+$")] = "emr-7.12.0"
+    max_vcpu: int = Field(default=16, ge=1, le=400)
+    max_memory_gb: int = Field(default=64, ge=2, le=3000)
+    max_disk_gb: int = Field(default=200, ge=20, le=20_000)
+    idle_minutes: int = Field(default=15, ge=1, le=10_080)
+    job_timeout: Seconds = Field(default=3600.0, ge=300, le=7 * 86_400)
+    reconcile_minutes: int = Field(default=5, ge=1, le=60)
+    python: str = "/usr/bin/python3.11"
+    image_uri: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def job_timeout_minutes(self) -> int:
+        return math.ceil(self.job_timeout / 60)
+
+
+# The dispatcher stages a batch and starts its job; it does not run the handler, so its function
+# timeout is its own, not `timeout` (which limits each envelope inside the job).
+SPARK_DISPATCH_TIMEOUT = 300.0
+
+
 class ActorConfig(_Strict):
     """One actor: its code, its handler and every knob of its queue, function and event source."""
 
     handler: str
     code: str = "."
-    runtime: Literal["lambda"] = "lambda"
+    runtime: Literal["lambda", "spark"] = "lambda"
+    spark: SparkConfig | None = None
     handler_mode: Literal["payload", "envelope"] = "payload"
     timeout: Seconds = Field(default=60.0, gt=0, le=LAMBDA_MAX_TIMEOUT)
     function_timeout: Seconds | None = Field(default=None, gt=0, le=LAMBDA_MAX_TIMEOUT)
@@ -77,6 +107,14 @@ class ActorConfig(_Strict):
         return value
 
     @model_validator(mode="after")
+    def _spark_settings_need_spark(self) -> ActorConfig:
+        if self.spark is not None and self.runtime != "spark":
+            raise ValueError("spark: settings for a Spark actor; set runtime: spark, or remove them")
+        if self.runtime == "spark" and self.spark is None:
+            object.__setattr__(self, "spark", SparkConfig())
+        return self
+
+    @model_validator(mode="after")
     def _large_batches_need_a_window(self) -> ActorConfig:
         if self.batch_size > 10 and self.batching_window == 0:
             raise ValueError("batch_size above 10 needs a batching_window (an SQS event source rule)")
@@ -87,6 +125,8 @@ class ActorConfig(_Strict):
         """The function must fit a whole batch: every record up to its own time limit, capped by Lambda."""
         if self.function_timeout is not None:
             return self.function_timeout
+        if self.runtime == "spark":
+            return SPARK_DISPATCH_TIMEOUT
         return min(LAMBDA_MAX_TIMEOUT, self.timeout * min(self.batch_size, 10) + 10)
 
     @property
@@ -150,10 +190,10 @@ class MeshConfig(_Strict):
     @model_validator(mode="after")
     def _names_resolve(self) -> MeshConfig:
         for name in self.actors:
-            if not re.match(NAME, name) or name in RESERVED:
+            if not re.match(NAME, name) or name in RESERVED or name.startswith("x-"):
                 raise ValueError(
                     f"actors.{name}: actor names are lowercase letters, digits and '-', "
-                    f"and not one the mesh uses itself ({', '.join(RESERVED)})"
+                    f"not starting with 'x-' (the mesh's own: {', '.join(RESERVED)})"
                 )
             if len(f"asya-{self.namespace}-{name}") > 80:
                 raise ValueError(f"actors.{name}: queue name asya-{self.namespace}-{name} exceeds 80 characters")
@@ -257,6 +297,23 @@ class LoadedMesh(BaseModel):
         variables.update(self.status_environment(resources))
         variables["ASYA_STATUS_WRITES"] = self.config.status.writes
         return variables
+
+    def spark_job_environment(self, actor: str) -> dict[str, str]:
+        """What a Spark actor's job runs its handler with: the actor's own variables and the handler
+        settings, but no table names (the job reaches neither the task nor the idempotency table)."""
+        settings = self.config.actors[actor]
+        assert settings.spark is not None
+        variables = {
+            key: value
+            for key, value in self.actor_environment(actor, {}).items()
+            if key not in ("ASYA_TASK_TTL_SECONDS", "ASYA_STATUS_WRITES", "POWERTOOLS_SERVICE_NAME")
+        }
+        variables["ASYA_SPARK_STYLE"] = settings.spark.style
+        return variables
+
+    @property
+    def spark_actors(self) -> list[str]:
+        return [name for name, actor in self.config.actors.items() if actor.runtime == "spark"]
 
     def status_environment(self, resources: dict[str, str]) -> dict[str, str]:
         """What every writer of task records shares (actors, crew, gateway): the tables, when `resources`

@@ -1,7 +1,8 @@
 """`MeshDashboard`: one CloudWatch dashboard per namespace, and the alarms that matter.
 
 Widgets: per-actor queue depth and age of the oldest message, throughput, errors by reason, handler
-and hop durations, x-sump arrivals and the x-sump dead-letter depth; with a status gateway, tasks
+and hop durations, x-sump arrivals and the x-sump dead-letter depth; with Spark actors, batches
+started and their sizes, job durations and jobs by outcome; with a status gateway, tasks
 created and finished by outcome, the API's errors and latency, and the stream consumer's dead letters.
 Alarms: any x-sump arrival, any message in x-sump's dead-letter queue or in the stream consumer's.
 """
@@ -42,6 +43,7 @@ class MeshDashboard(Construct):
         sump_dlq: sqs.IQueue,
         api: apigateway.RestApiBase | None = None,
         stream_dlq: sqs.IQueue | None = None,
+        spark_actors: list[str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"asya-{namespace}")
@@ -109,6 +111,24 @@ class MeshDashboard(Construct):
             "x-sump itself could not record messages; they wait in its dead-letter queue.",
             sump_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
         )
+
+        if spark_actors:
+            # published by each Spark actor's dispatcher (batches) and collector (jobs, durations)
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Spark batches started (left), envelopes per batch p50 (right)",
+                    left=[asya_metric("SparkBatches", name) for name in spark_actors],
+                    right=[asya_metric("SparkBatchSize", name, "p50") for name in spark_actors],
+                    width=8,
+                ),
+                cloudwatch.GraphWidget(
+                    title="Spark job duration p50 / p99 (s)",
+                    left=[asya_metric("SparkJobDuration", name, "p50", label=f"{name} p50") for name in spark_actors],
+                    right=[asya_metric("SparkJobDuration", name, "p99", label=f"{name} p99") for name in spark_actors],
+                    width=8,
+                ),
+                cloudwatch.GraphWidget(title="Spark jobs by outcome", left=[search("SparkJobs", "outcome")], width=8),
+            )
 
         self.stream_alarm: cloudwatch.Alarm | None = None
         if api is None or stream_dlq is None:

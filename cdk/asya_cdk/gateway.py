@@ -21,7 +21,6 @@ import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
@@ -30,68 +29,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import LOG_RETENTION, dead_letter_queue, explain_tracing, send_to_namespace
+from asya_cdk.actor import LOG_RETENTION, dead_letter_queue, send_to_namespace
 from asya_cdk.config import LoadedMesh
-from asya_cdk.layer import RUNTIME, SidecarLayer
+from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
+from asya_cdk.layer import SidecarLayer
 from asya_cdk.tasks import BY_DEADLINE, BY_STATUS, TaskTables
 
 GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
-CODE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.md", ".venv", "tests"]
 STAGE = "api"
-LOG_RETENTION_DAYS = 30
-
-
-class GatewayFunction(Construct):
-    """One of the gateway's functions. Exposes `function`, `role` and `log_group`."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        name: str,
-        handler: str,
-        environment: dict[str, str],
-        layer: SidecarLayer,
-        timeout: float,
-        memory: int,
-        tracing: bool,
-    ) -> None:
-        super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/lambda/{name}",
-            retention=LOG_RETENTION[LOG_RETENTION_DAYS],
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
-        self.role = iam.Role(
-            self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"asya {name}"
-        )
-        self.log_group.grant_write(self.role)
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            function_name=name,
-            runtime=RUNTIME,
-            architecture=layer.architecture,
-            handler=handler,
-            code=lambda_.Code.from_asset(str(GATEWAY_CODE), exclude=CODE_EXCLUDE),
-            layers=[layer.layer],
-            environment=environment,
-            memory_size=memory,
-            timeout=cdk.Duration.seconds(timeout),
-            role=self.role,
-            log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
-            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
-        )
-
-        if tracing:
-            explain_tracing(self.role)
-
-    def allow(self, actions: list[str], *resources: str) -> None:
-        self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=list(resources)))
 
 
 class StatusGateway(Construct):
@@ -134,11 +79,12 @@ class StatusGateway(Construct):
         *,
         timeout: float = 60,
         memory: int = 256,
-    ) -> GatewayFunction:
-        return GatewayFunction(
+    ) -> MeshFunction:
+        return MeshFunction(
             self,
             construct_id,
             name=f"{self.prefix}-{name}",
+            code_dir=GATEWAY_CODE,
             handler=handler,
             environment={**self.shared, **environment, "POWERTOOLS_SERVICE_NAME": name},
             layer=self.layer,
@@ -147,7 +93,7 @@ class StatusGateway(Construct):
             tracing=self.settings.tracing,
         )
 
-    def _serve(self, tables: TaskTables, bucket: s3.IBucket, flows: str) -> GatewayFunction:
+    def _serve(self, tables: TaskTables, bucket: s3.IBucket, flows: str) -> MeshFunction:
         """The API's function: creates, lists, follows, cancels and resumes tasks."""
         gateway = self._function(
             "Api",
@@ -170,7 +116,7 @@ class StatusGateway(Construct):
         gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
         return gateway
 
-    def _follow_stream(self, tables: TaskTables) -> tuple[GatewayFunction, sqs.Queue]:
+    def _follow_stream(self, tables: TaskTables) -> tuple[MeshFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""
         dead_letters = dead_letter_queue(self, "StreamDeadLetters", f"{self.prefix}-gateway-stream-dlq")
         stream = self._function("Stream", "gateway-stream", "asya_gateway.stream.lambda_handler", {})
@@ -188,7 +134,7 @@ class StatusGateway(Construct):
         )
         return stream, dead_letters
 
-    def _enforce_deadlines(self, tables: TaskTables, bucket: s3.IBucket) -> tuple[GatewayFunction, events.Rule]:
+    def _enforce_deadlines(self, tables: TaskTables, bucket: s3.IBucket) -> tuple[MeshFunction, events.Rule]:
         """Fails overdue tasks on a schedule, so a deadline holds even when no envelope is moving."""
         backstop = self._function(
             "Backstop",

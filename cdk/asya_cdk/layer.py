@@ -31,20 +31,26 @@ def layer_requirements() -> list[str]:
 
 
 @jsii.implements(cdk.ILocalBundling)
-class _PipBundling:
-    def __init__(self, architecture: str) -> None:
+class PipBundling:
+    """The project's dependencies for a Linux platform and Python version, plus some of its packages
+    (`packages`: folder name in the bundle → source folder), in `subdir` of the bundle."""
+
+    def __init__(self, architecture: str, python_version: str, packages: dict[str, Path], subdir: str = "") -> None:
         self.architecture = architecture
+        self.python_version = python_version
+        self.packages = packages
+        self.subdir = subdir
 
     def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
-        target = Path(output_dir) / "python"
-        version = RUNTIME.name.removeprefix("python")
+        target = Path(output_dir) / self.subdir
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
              "--platform", _PLATFORMS[self.architecture], "--implementation", "cp",
-             "--python-version", version, "--only-binary=:all:", *layer_requirements()],
+             "--python-version", self.python_version, "--only-binary=:all:", *layer_requirements()],
             check=True,
         )  # fmt: skip
-        shutil.copytree(LAYER_SOURCE / "asya", target / "asya", ignore=shutil.ignore_patterns("__pycache__"))
+        for name, source in self.packages.items():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
         return True
 
 
@@ -58,7 +64,15 @@ class SidecarLayer(Construct):
             str(LAYER_SOURCE),
             exclude=["**/__pycache__", "*.md"],
             # jsii hands the options over positionally, unlike the generated stub's keyword signature
-            bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=_PipBundling(architecture)),  # type: ignore[arg-type]
+            bundling=cdk.BundlingOptions(
+                image=RUNTIME.bundling_image,
+                local=PipBundling(  # type: ignore[arg-type]
+                    architecture,
+                    RUNTIME.name.removeprefix("python"),
+                    {"asya": LAYER_SOURCE / "asya"},
+                    subdir="python",
+                ),
+            ),
         )
         self.layer = lambda_.LayerVersion(
             self,

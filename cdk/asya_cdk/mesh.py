@@ -6,6 +6,10 @@ dashboard and the alarms. Dead letters: each actor's queue and the other crew's 
 queue, which records them as failed tasks with reason `Redriven`; x-sump's own queue redrives into
 `asya-<ns>-x-sump-dlq`, watched by an alarm, so nothing is ever dropped silently.
 
+A `runtime: spark` actor's queue feeds its dispatcher (on the same `ActorFunction`), and a
+`SparkActor` adds its EMR Serverless application, job role, code assets and collector; the mesh's
+Spark batches table is made when any actor needs it.
+
 Every hop reports its task's status, so every actor and crew function gets the task tables' names and
 the right to move a task forward and append its events, and nothing more on them.
 """
@@ -29,6 +33,7 @@ from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables
 
 CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
@@ -38,7 +43,8 @@ CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_r
 
 
 class Mesh(Construct):
-    """Exposes `actors` (name → `ActorFunction`, crew included), `bucket`, `table` (idempotency),
+    """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
+    `spark_batches` (None without Spark actors), `bucket`, `table` (idempotency),
     `task_tables` (`TaskTables`), `gateway` (`StatusGateway`) and `dashboard`."""
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh) -> None:
@@ -166,7 +172,39 @@ class Mesh(Construct):
         for keeper in (sump, sink, pause):  # x-pause keeps the paused envelope for the resume
             keeper.role.add_to_policy(keep_results)
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
+        self.spark: dict[str, SparkActor] = {}
+        self.spark_batches = batches_table(self) if mesh.spark_actors else None
         for name, settings in config.actors.items():
+            if settings.runtime == "spark":
+                # the dispatcher does not run the handler: hop claims in the batches table replace idempotency
+                spark_resources = {k: v for k, v in resources.items() if k != "idempotency_table"}
+                actor = ActorFunction(
+                    self,
+                    f"Actor-{name}",
+                    props(
+                        name,
+                        settings,
+                        handler="asya_spark.dispatch.lambda_handler",
+                        code_dir=str(CREW_CODE),
+                        environment=mesh.actor_environment(name, spark_resources),
+                        dead_letter_queue=sump.queue,
+                    ),
+                )
+                assert self.spark_batches is not None
+                self.spark[name] = SparkActor(
+                    self,
+                    f"Spark-{name}",
+                    mesh=mesh,
+                    name=name,
+                    dispatcher=actor,
+                    bucket=self.bucket,
+                    table=self.spark_batches,
+                    task_tables=self.task_tables,
+                    layer=layer_for(settings.architecture),
+                    resources=spark_resources,
+                )
+                self.actors[name] = actor
+                continue
             actor = ActorFunction(
                 self,
                 f"Actor-{name}",
@@ -191,6 +229,7 @@ class Mesh(Construct):
             sump_dlq=self.sump_dlq,
             api=self.gateway.api,
             stream_dlq=self.gateway.stream_dead_letters,
+            spark_actors=list(self.spark),
         )
         if config.alarm_topic_arn:
             self.dashboard.notify(config.alarm_topic_arn)

@@ -26,6 +26,8 @@ class MeshStack(cdk.Stack):
         )
         cdk.CfnOutput(self, "TasksTable", value=self.mesh.task_tables.tasks.table_name)
         cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
+        if self.mesh.spark_batches is not None:
+            cdk.CfnOutput(self, "SparkBatchesTable", value=self.mesh.spark_batches.table_name)
         if gateway.api_key is not None:
             cdk.CfnOutput(
                 self,

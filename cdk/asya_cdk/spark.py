@@ -1,0 +1,349 @@
+"""Spark actors: what `runtime: spark` adds beside the actor's queue and dispatcher function.
+
+- The EMR Serverless application `asya-<ns>-<actor>` (the mesh's Spark release, auto start on the
+  first job, auto stop when idle, a capacity ceiling), logging to its own log group.
+- The job role, assumed by EMR Serverless for this application only: it reads the job's code and the
+  actor's staged input, writes the batch's output, writes its logs, and nothing else.
+- The job's code as assets: `spark_emr/entry.py` (the entry point), the actor's folder (`--py-files`),
+  and the `asya` core with its dependencies built for the application's platform (`--archives`).
+- The collector `asya-<ns>-x-collect-<actor>`, invoked by the application's job-state events and by
+  the reconciliation schedule.
+- Grants for the dispatcher (the actor's function): stage under `spark/<ns>/<actor>/`, record batches
+  and hop claims under its own keys, start job runs on its application, pass the job role to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_emrserverless as emrserverless
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from asya_cdk.actor import LOG_RETENTION, ActorFunction, send_to_namespace
+from asya_cdk.config import LoadedMesh, SparkConfig
+from asya_cdk.function import MeshFunction
+from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
+from asya_cdk.tasks import TaskTables
+from asya_spark.collect import JOB_STATE_CHANGE
+from asya_spark.jobs import TERMINAL
+from asya_spark.ledger import OPEN_INDEX, key_prefix
+from asya_spark.staging import staging_prefix
+
+ROOT = Path(__file__).resolve().parents[2]
+SPARK_SOURCE = ROOT / "spark_emr"
+LAMBDA_CODE = ROOT / "lambdas"
+JOB_PYTHON_VERSION = "3.11"
+ENVIRONMENT_ARCHIVE = "asya_env"  # where the job's dependency archive is unpacked on every node
+COLLECTOR_TIMEOUT = 600.0
+_EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
+
+
+def batches_table(scope: Construct) -> dynamodb.Table:
+    """Every Spark batch and hop claim of the mesh; the sparse `open` index lists unrouted batches."""
+    table = dynamodb.Table(
+        scope,
+        "SparkBatches",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        time_to_live_attribute="expires_at",
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    table.add_global_secondary_index(
+        index_name=OPEN_INDEX,
+        partition_key=dynamodb.Attribute(name="open_actor", type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name="staged_at", type=dynamodb.AttributeType.NUMBER),
+    )
+    return table
+
+
+def collector_name(namespace: str, actor: str) -> str:
+    return f"asya-{namespace}-x-collect-{actor}"
+
+
+class SparkActor(Construct):
+    """Exposes `application`, `job_role`, `collector` (a `MeshFunction`), `state_rule`, `reconcile_rule`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        mesh: LoadedMesh,
+        name: str,
+        dispatcher: ActorFunction,
+        bucket: s3.IBucket,
+        table: dynamodb.ITable,
+        task_tables: TaskTables,
+        layer: SidecarLayer,
+        resources: dict[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        settings = mesh.config.actors[name]
+        spark = settings.spark
+        assert spark is not None  # the config gives every spark actor its settings
+        namespace = mesh.config.namespace
+        stack = cdk.Stack.of(self)
+        resource_name = f"asya-{namespace}-{name}"
+        self.log_group = logs.LogGroup(
+            self,
+            "JobLogs",
+            log_group_name=f"/aws/emr-serverless/{resource_name}",
+            retention=LOG_RETENTION[settings.log_retention_days],
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.application = emrserverless.CfnApplication(
+            self,
+            "Application",
+            name=resource_name,
+            release_label=spark.release,
+            type="SPARK",
+            architecture=_EMR_ARCHITECTURES[settings.architecture],
+            auto_start_configuration={"enabled": True},
+            auto_stop_configuration={"enabled": True, "idleTimeoutMinutes": spark.idle_minutes},
+            maximum_capacity={
+                "cpu": f"{spark.max_vcpu} vCPU",
+                "memory": f"{spark.max_memory_gb} GB",
+                "disk": f"{spark.max_disk_gb} GB",
+            },
+            image_configuration={"imageUri": spark.image_uri} if spark.image_uri else None,
+            monitoring_configuration={
+                "cloudWatchLoggingConfiguration": {"enabled": True, "logGroupName": self.log_group.log_group_name}
+            },
+        )
+        self.job_role = iam.Role(
+            self,
+            "JobRole",
+            assumed_by=iam.ServicePrincipal(
+                "emr-serverless.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": self.application.attr_arn},
+                },
+            ),
+            description=f"asya Spark job {namespace}/{name}",
+        )
+        entry = s3_assets.Asset(self, "Entry", path=str(SPARK_SOURCE / "entry.py"))
+        code = s3_assets.Asset(
+            self, "Code", path=str(mesh.code_dir(name)), exclude=["**/__pycache__", "**/*.pyc", ".venv", "tests"]
+        )
+        environment = s3_assets.Asset(
+            self,
+            "Environment",
+            path=str(SPARK_SOURCE),
+            exclude=["**/__pycache__", "*.md"],
+            bundling=cdk.BundlingOptions(
+                image=cdk.DockerImage.from_registry("public.ecr.aws/amazonlinux/amazonlinux:2023"),
+                local=PipBundling(  # type: ignore[arg-type]
+                    settings.architecture,
+                    JOB_PYTHON_VERSION,
+                    {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"},
+                ),
+            ),
+        )
+        prefix = staging_prefix(namespace, name)
+        self._job_permissions(bucket, prefix, [entry, code, environment])
+        variables = {
+            "ASYA_SPARK_STAGING_BUCKET": bucket.bucket_name,
+            "ASYA_SPARK_BATCHES_TABLE": table.table_name,
+            "ASYA_SPARK_APPLICATION_ID": self.application.attr_application_id,
+            "ASYA_SPARK_JOB_ROLE_ARN": self.job_role.role_arn,
+            "ASYA_SPARK_ENTRY_POINT": entry.s3_object_url,
+            "ASYA_SPARK_SUBMIT_PARAMETERS": submit_parameters(spark, code.s3_object_url, environment.s3_object_url),
+            "ASYA_SPARK_JOB_ENV": _compact_json(mesh.spark_job_environment(name)),
+            "ASYA_SPARK_JOB_TIMEOUT_MINUTES": str(spark.job_timeout_minutes),
+        }
+        for key, value in variables.items():
+            dispatcher.function.add_environment(key, value)
+        self.collector = MeshFunction(
+            self,
+            "Collector",
+            name=collector_name(namespace, name),
+            code_dir=LAMBDA_CODE,
+            handler="asya_spark.collect.lambda_handler",
+            environment={**mesh.actor_environment(name, resources), **variables},
+            layer=layer,
+            timeout=COLLECTOR_TIMEOUT,
+            memory=1024,
+            tracing=settings.tracing,
+        )
+        self.collector.role.add_to_policy(send_to_namespace(self, namespace))
+        for statement in task_tables.reporting():
+            self.collector.role.add_to_policy(statement)
+        self._function_permissions(
+            dispatcher=dispatcher.role,
+            collector=self.collector.role,
+            bucket=bucket,
+            prefix=prefix,
+            table=table,
+            keys=key_prefix(namespace, name),
+        )
+        target = targets.LambdaFunction(self.collector.function, retry_attempts=4)
+        self.state_rule = events.Rule(
+            self,
+            "JobStateChanges",
+            description=f"{resource_name}: a job run ended; the collector routes its batch",
+            event_pattern=events.EventPattern(
+                source=["aws.emr-serverless"],
+                detail_type=[JOB_STATE_CHANGE],
+                detail={"applicationId": [self.application.attr_application_id], "state": sorted(TERMINAL)},
+            ),
+            targets=[target],
+        )
+        self.reconcile_rule = events.Rule(
+            self,
+            "Reconcile",
+            description=f"{resource_name}: settle batches whose job-state event was missed",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(spark.reconcile_minutes)),
+            targets=[target],
+        )
+        self._explain_findings(dispatcher.role, bucket, prefix, namespace)
+
+    def _explain_findings(self, dispatcher: iam.IRole, bucket: s3.IBucket, prefix: str, namespace: str) -> None:
+        """cdk-nag's wildcard findings here are prefixes of this actor's own, each acknowledged."""
+        stack = cdk.Stack.of(self)
+        bucket_arn = f"<{stack.get_logical_id(bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
+        application_arn = f"<{stack.get_logical_id(self.application)}.Arn>"
+        staging = f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]"
+        runs = f"AwsSolutions::AwsSolutions-IAM5[Resource::{application_arn}/jobruns/*]"
+        reasons = {
+            staging: "A Spark actor stages each batch under its own prefix (one folder per batch id), so its "
+            "functions and job may reach objects under that prefix only.",
+            runs: "Job run ids are made by EMR Serverless when a run starts, so starting, reading and canceling "
+            "runs is scoped to this actor's application and nothing wider.",
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*/output/*]": "The job writes its "
+            "batch's output folder (Spark's committer writes, renames and deletes there) and nothing else.",
+            "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:"
+            f"asya-{namespace}-*]": "The collector sends each envelope to the queue its route names: sending is "
+            f"scoped to asya-{namespace}-* and nothing wider.",
+        }
+        for role in (dispatcher, self.collector.role, self.job_role):
+            for finding, reason in reasons.items():
+                cdk.Validations.of(role).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+    def _job_permissions(self, bucket: s3.IBucket, prefix: str, assets: list[s3_assets.Asset]) -> None:
+        """The job reads its code and its batch's input, writes its batch's output (Spark's committer
+        writes, renames and deletes under the output folder), and writes its logs."""
+        role = self.job_role
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[f"arn:{cdk.Aws.PARTITION}:s3:::{a.s3_bucket_name}/{a.s3_object_key}" for a in assets],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:PutObject", "s3:DeleteObject"], resources=[bucket.arn_for_objects(f"{prefix}*/output/*")]
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+        self.log_group.grant_write(role)
+
+    def _function_permissions(
+        self,
+        *,
+        dispatcher: iam.Role,
+        collector: iam.Role,
+        bucket: s3.IBucket,
+        prefix: str,
+        table: dynamodb.ITable,
+        keys: str,
+    ) -> None:
+        own_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{keys}*"]}}
+        runs = [self.application.attr_arn, f"{self.application.attr_arn}/jobruns/*"]
+        pass_role = iam.PolicyStatement(
+            actions=["iam:PassRole"],
+            resources=[self.job_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}},
+        )
+        dispatcher.add_to_policy(
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+        )
+        dispatcher.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:BatchWriteItem",
+                ],
+                resources=[table.table_arn],
+                conditions=own_keys,
+            )
+        )
+        dispatcher.add_to_policy(
+            iam.PolicyStatement(actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"], resources=runs)
+        )
+        dispatcher.add_to_policy(pass_role)
+        collector.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+        )
+        collector.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+        collector.add_to_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+                resources=[table.table_arn, f"{table.table_arn}/index/{OPEN_INDEX}"],
+                conditions=own_keys,
+            )
+        )
+        collector.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "emr-serverless:GetJobRun",
+                    "emr-serverless:CancelJobRun",
+                    "emr-serverless:StartJobRun",
+                    "emr-serverless:TagResource",
+                ],
+                resources=runs,
+            )
+        )
+        collector.add_to_policy(pass_role)
+
+
+def submit_parameters(spark: SparkConfig, code_url: str, environment_url: str) -> str:
+    """`sparkSubmitParameters`: the actor's code on every node's path, the core's archive unpacked on
+    every node and put on its path, the Python that runs the handler, and the mesh file's own `conf`."""
+    conf = {
+        "spark.archives": f"{environment_url}#{ENVIRONMENT_ARCHIVE}",
+        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{ENVIRONMENT_ARCHIVE}",
+        "spark.executorEnv.PYTHONPATH": f"./{ENVIRONMENT_ARCHIVE}",
+        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": spark.python,
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": spark.python,
+        "spark.executorEnv.PYSPARK_PYTHON": spark.python,
+        "spark.executorEnv.POWERTOOLS_METRICS_DISABLED": "true",
+        **spark.conf,
+    }
+    return " ".join([f"--py-files {code_url}", *(f"--conf {key}={value}" for key, value in conf.items())])
+
+
+def _compact_json(value: object) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
