@@ -37,8 +37,8 @@ from asya_cdk.config import MeshConfigError, load_mesh
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
-DEFAULT_CONFIG = Path("examples/reviews/mesh.yaml")
-DEFAULT_INPUTS = Path("examples/reviews/inputs.json")
+DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
+INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
 STATE_FILE = Path(".asya/local.json")
 console = Console() if sys.stdout.isatty() else Console(width=160)  # logs and CI: no 80-column squeeze
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         command.add_argument("--workers", type=int, default=1, help="execution environments per function")
         command.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
-    demo.add_argument("--inputs", type=Path, default=DEFAULT_INPUTS, help="JSON list of payloads")
+    demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
     send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
     send.add_argument("payload", help="JSON payload, or @file.json")
@@ -152,7 +152,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    payloads = json.loads(args.inputs.read_text())
+    payloads = json.loads((args.inputs or args.config.parent / INPUTS_FILE).read_text())
     lines: list[str] = []
     stack = _start(args, on_line=lambda source, line: lines.append(f"{source}: {line}"))
     try:

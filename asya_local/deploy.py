@@ -79,10 +79,16 @@ def _zip(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
-def deploy(cloudformation: Any, synthesized: Synthesized, timeout: float = 60.0) -> dict[str, str]:
+def deploy(
+    cloudformation: Any, synthesized: Synthesized, emr_serverless: Any = None, timeout: float = 60.0
+) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
-    there is no bootstrap stack locally, and the assets were published above instead."""
+    there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
+    applications are created through their own API first (`emr_serverless`), as moto's CloudFormation
+    does not know them."""
     template = dict(synthesized.template)
+    if emr_serverless is not None:
+        template = create_emr_applications(emr_serverless, template)
     template.pop("Rules", None)
     template["Parameters"] = {k: v for k, v in template.get("Parameters", {}).items() if k != "BootstrapVersion"}
     cloudformation.create_stack(
@@ -101,6 +107,52 @@ def deploy(cloudformation: Any, synthesized: Synthesized, timeout: float = 60.0)
             f"stack {synthesized.stack_name}: {stack['StackStatus']} {stack.get('StackStatusReason', '')}"
         )
     return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
+
+
+EMR_APPLICATION = "AWS::EMRServerless::Application"
+
+
+def create_emr_applications(emr_serverless: Any, template: dict[str, Any]) -> dict[str, Any]:
+    """Create each EMR Serverless application of the template with the EMR Serverless API, and return
+    the template without them, every `Ref` and `Fn::GetAtt` to one replaced by its id or ARN."""
+    resources = dict(template["Resources"])
+    values: dict[tuple[str, str], str] = {}
+    for logical_id, resource in list(resources.items()):
+        if resource["Type"] != EMR_APPLICATION:
+            continue
+        properties = resource["Properties"]
+        created = emr_serverless.create_application(
+            name=properties["Name"],
+            releaseLabel=properties["ReleaseLabel"],
+            type=properties["Type"],
+            clientToken=logical_id,
+        )
+        values[(logical_id, "Ref")] = values[(logical_id, "ApplicationId")] = created["applicationId"]
+        values[(logical_id, "Arn")] = created["arn"]
+        del resources[logical_id]
+    if not values:
+        return template
+    removed = {logical_id for logical_id, _ in values}
+
+    def substitute(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Ref"} and node["Ref"] in removed:
+                return values[(node["Ref"], "Ref")]
+            attribute = node.get("Fn::GetAtt")
+            if set(node) == {"Fn::GetAtt"} and isinstance(attribute, list) and attribute[0] in removed:
+                return values[(attribute[0], attribute[1])]
+            return {key: substitute(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [substitute(item) for item in node]
+        return node
+
+    for logical_id, resource in resources.items():
+        resources[logical_id] = substitute({key: value for key, value in resource.items() if key != "DependsOn"})
+        depends = resource.get("DependsOn", [])
+        kept = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
+        if kept:
+            resources[logical_id]["DependsOn"] = kept
+    return {**template, "Resources": resources, "Outputs": substitute(template.get("Outputs", {}))}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@
    (`asya_local.esm`), a DynamoDB stream mapping (`asya_local.stream_poller`), a schedule rule
    (`asya_local.scheduler`), a REST API integration (`asya_local.gateway_server`, on
    `gateway_url`, behind `api_key`).
+4. Spark actors' job runs, started by their dispatchers through moto's EMR Serverless API, run in
+   Spark local mode with the same entry script (`asya_local.spark_runner`).
 
 Workers are separate processes, like Lambda execution environments: handlers run in their main
 thread (so time limits stop them), user modules cannot collide, and two cores are used.
@@ -51,6 +53,7 @@ from asya_local.deploy import (
 )
 from asya_local.deploy import deploy as create_stack
 from asya_local.lambda_shapes import REGION
+from asya_local.spark_runner import local_spark_runner
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
@@ -215,7 +218,8 @@ class LocalStack:
         # Queue policies, alarms, API stages have no local effect; moto says so once per resource otherwise.
         warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
         publish_assets(self.client("s3"), synthesized)
-        self.outputs = create_stack(self.client("cloudformation"), synthesized)
+        local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
+        self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
@@ -313,14 +317,27 @@ class LocalStack:
     def queue_depths(self) -> dict[str, tuple[int, int, int]]:
         return queue_depths(self.client("sqs"), self.namespace)
 
+    def open_spark_batches(self) -> int:
+        """Spark batches staged or running, or ended but not routed yet: their envelopes are in no queue."""
+        table = self.outputs.get("SparkBatchesTable")
+        if table is None:
+            return 0
+        pages = (
+            self.client("dynamodb")
+            .get_paginator("scan")
+            .paginate(TableName=table, Select="COUNT", FilterExpression="attribute_exists(open_actor)")
+        )
+        return sum(int(page["Count"]) for page in pages)
+
     def wait_until_idle(self, timeout: float, settle: float = 1.5, on_tick: Callable[[], None] | None = None) -> bool:
-        """True once every queue has stayed empty (nothing visible, in flight or delayed) for `settle` s."""
+        """True once every queue has stayed empty (nothing visible, in flight or delayed) and no Spark
+        batch has been open for `settle` s."""
         deadline = time.monotonic() + timeout
         quiet_since: float | None = None
         while time.monotonic() < deadline:
             if on_tick is not None:
                 on_tick()
-            busy = any(sum(depth) for depth in self.queue_depths().values())
+            busy = any(sum(depth) for depth in self.queue_depths().values()) or self.open_spark_batches() > 0
             now = time.monotonic()
             quiet_since = None if busy else (quiet_since or now)
             if quiet_since is not None and now - quiet_since >= settle:
@@ -340,6 +357,7 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 process.kill()
         self._processes.clear()
+        local_spark_runner(self.endpoint).stop()
         if self._endpoint is not None:
             self._endpoint.stop()
             self._endpoint = None

@@ -1,0 +1,72 @@
+"""Make moto's EMR Serverless run jobs for real: `apply_emr_fix(runner)` patches moto 5.2.5 in place.
+
+moto keeps EMR Serverless's control plane only: every job run is `SUCCESS` the moment it is started,
+and `clientToken` is ignored, so a repeated start makes a second run. The patch gives the local stack
+AWS's behaviour: a start with a known client token returns the existing run; a new run is `SUBMITTED`
+and handed to a `JobRunner` (the local Spark runner), which moves it through `RUNNING` to `SUCCESS`,
+`FAILED` or `CANCELLED`; a cancel reaches the runner too. Dispatchers and collectors call the same
+APIs as on AWS and see the same states.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import moto
+
+if moto.__version__ != "5.2.5":
+    raise RuntimeError(
+        f"asya_local.moto_emr patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        "re-check EMRServerlessBackend.start_job_run and cancel_job_run in moto/emrserverless/models.py"
+    )
+
+from moto.emrserverless.models import EMRServerlessBackend, JobRun
+
+SUBMITTED = "SUBMITTED"
+
+
+class JobRunner(Protocol):
+    def submit(self, job_run: JobRun) -> None:
+        """Run the job; set `job_run.state` (and `state_details`) as it progresses."""
+
+    def cancel(self, job_run: JobRun) -> None:
+        """Stop the job if it is running; the run is already marked `CANCELLED`."""
+
+
+class _Patch:
+    runner: JobRunner | None = None
+
+
+_ORIGINAL_START = EMRServerlessBackend.start_job_run
+_ORIGINAL_CANCEL = EMRServerlessBackend.cancel_job_run
+
+
+def _start_job_run(
+    self: EMRServerlessBackend, application_id: str, client_token: str, *args: Any, **kwargs: Any
+) -> JobRun:
+    for existing in self.job_runs.get(application_id, []):
+        if client_token and existing.client_token == client_token:
+            return existing  # AWS: the same token within the application returns the same run
+    job_run = _ORIGINAL_START(self, application_id, client_token, *args, **kwargs)
+    job_run.state = SUBMITTED
+    if _Patch.runner is not None:
+        _Patch.runner.submit(job_run)
+    return job_run
+
+
+def _cancel_job_run(self: EMRServerlessBackend, application_id: str, job_run_id: str) -> tuple[str, str]:
+    result = _ORIGINAL_CANCEL(self, application_id, job_run_id)
+    if _Patch.runner is not None:
+        _Patch.runner.cancel(self.get_job_run(application_id, job_run_id))
+    return result
+
+
+def apply_emr_fix(runner: JobRunner | None = None) -> None:
+    """Patch moto's EMR Serverless backend in this process (idempotent); `runner` runs new job runs
+    (without one they stay `SUBMITTED`, as on an application that cannot start)."""
+    _Patch.runner = runner
+    if getattr(EMRServerlessBackend, "_asya_emr_fix", False):
+        return
+    setattr(EMRServerlessBackend, "start_job_run", _start_job_run)  # noqa: B010 - mypy: no method-assign
+    setattr(EMRServerlessBackend, "cancel_job_run", _cancel_job_run)  # noqa: B010
+    setattr(EMRServerlessBackend, "_asya_emr_fix", True)  # noqa: B010
