@@ -1,0 +1,1 @@
+"""The product-catalogue example: Lambda actors and Spark actors in one pipeline."""
