@@ -125,8 +125,12 @@ class DataFrameHandlerError(Exception):
     Spark's own exceptions (Py4J, analysis errors) do not travel to the Python workers."""
 
     def __init__(self, error_type: str, message: str) -> None:
-        super().__init__(f"{error_type}: {message}")
+        super().__init__(error_type, message)  # both in `args`: the error is pickled to the workers
         self.error_type = error_type
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.error_type}: {self.message}"
 
 
 def _portable(error: BaseException | None) -> BaseException | None:
