@@ -1,5 +1,5 @@
-"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), made directly in
-moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
+"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), and the Spark batches
+table (`asya_cdk.spark`), made directly in moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
 integration tests and the CDK template tests keep the two definitions in step."""
 
 from __future__ import annotations
@@ -45,6 +45,35 @@ def create_tables(dynamodb: Any) -> None:
         AttributeDefinitions=[
             {"AttributeName": "task_id", "AttributeType": "S"},
             {"AttributeName": "seq", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+SPARK_BATCHES = "asya-spark-batches"
+
+
+def create_spark_batches_table(dynamodb: Any) -> None:
+    """The Spark batches table as `asya_cdk.spark.batches_table` defines it."""
+    from asya_spark.ledger import OPEN_INDEX
+
+    dynamodb.create_table(
+        TableName=SPARK_BATCHES,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "open_actor", "AttributeType": "S"},
+            {"AttributeName": "staged_at", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": OPEN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "open_actor", "KeyType": "HASH"},
+                    {"AttributeName": "staged_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
         ],
         BillingMode="PAY_PER_REQUEST",
     )

@@ -1,0 +1,304 @@
+"""A Spark actor's dispatcher and collector against moto in process: staging, idempotent starts,
+hop claims against regrouped redeliveries, routing a finished job once, failed and canceled jobs
+through resiliency, and the reconciler's duties. The job itself is played by the core's batch
+pipeline (what the entry script runs), its output written where Spark would write it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.emrserverless.models import JobRun
+
+from asya.batch import BatchHops
+from asya.config import SidecarConfig
+from asya.transport import SqsTransport
+from asya_local.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
+from asya_local.moto_emr import apply_emr_fix
+from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
+from asya_spark.collect import JOB_STATE_CHANGE, Collector
+from asya_spark.dispatch import Dispatcher
+from asya_spark.ledger import State
+from asya_spark.parts import SparkParts
+from asya_spark.settings import SparkSettings
+from tests.unit.conftest import NS, envelope
+
+BUCKET = "asya-staging"
+ACTOR = "a"
+
+
+class RecordingRunner:
+    """Stands in for the local Spark runner: keeps the runs EMR Serverless was asked to start."""
+
+    def __init__(self) -> None:
+        self.runs: list[JobRun] = []
+
+    def submit(self, job_run: JobRun) -> None:
+        self.runs.append(job_run)
+
+    def cancel(self, job_run: JobRun) -> None:
+        pass
+
+
+class SparkActorHarness:
+    def __init__(self, runner: RecordingRunner, **env: str) -> None:
+        self.runner = runner
+        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
+        for name in (ACTOR, "b", "x-sink", "x-sump"):
+            self.sqs.create_queue(QueueName=f"asya-{NS}-{name}")
+        self.s3.create_bucket(Bucket=BUCKET)
+        emr = boto3.client("emr-serverless", region_name=REGION)
+        application = emr.create_application(
+            name="asya-unit-a", releaseLabel="emr-7.12.0", type="SPARK", clientToken="asya-unit-a"
+        )
+        variables = {
+            "ASYA_NAMESPACE": NS,
+            "ASYA_ACTOR_NAME": ACTOR,
+            "ASYA_HANDLER": "tests.unit.handlers.enrich",
+            "ASYA_SPARK_STAGING_BUCKET": BUCKET,
+            "ASYA_SPARK_BATCHES_TABLE": SPARK_BATCHES,
+            "ASYA_SPARK_APPLICATION_ID": application["applicationId"],
+            "ASYA_SPARK_JOB_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/job",
+            "ASYA_SPARK_ENTRY_POINT": "s3://assets/entry.py",
+            "ASYA_SPARK_SUBMIT_PARAMETERS": "--py-files s3://assets/code.zip",
+            "ASYA_SPARK_JOB_ENV": json.dumps({"ASYA_HANDLER": "tests.unit.handlers.enrich"}),
+            **env,
+        }
+        self.settings = SparkSettings.from_env(variables)
+        self.parts = SparkParts.build(self.settings, SqsTransport(self.sqs))
+        self.dispatcher = Dispatcher(self.parts)
+        self.collector = Collector(self.parts)
+
+    def dispatch(self, *messages: tuple[str, Any]) -> dict[str, Any]:
+        queue = f"asya-{NS}-{ACTOR}"
+        records = [
+            sqs_record(queue, body if isinstance(body, str) else json.dumps(body), mid) for mid, body in messages
+        ]
+        return self.dispatcher.handle({"Records": records}, LambdaContext(queue))
+
+    def job_ends(self, run: JobRun, state: str = "SUCCESS", details: str | None = None, output: bool = True) -> None:
+        """What the job would leave behind: its output (from the same hop pipeline) and its state."""
+        if state == "SUCCESS" and output:
+            batch_id = run.name
+            assert batch_id is not None
+            records = self.parts.staging.read_input(batch_id)
+            config = SidecarConfig.from_env({"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": ACTOR, "ASYA_HANDLER": "x.y"})
+            hops = BatchHops(config, handler=lambda payload: {**payload, "seen": True})
+            lines = "".join(routed.to_json() + "\n" for routed in hops.run(records))
+            prefix = self.parts.staging.output_prefix(batch_id)
+            self.s3.put_object(Bucket=BUCKET, Key=f"{prefix}part-00000", Body=lines.encode())
+            self.s3.put_object(Bucket=BUCKET, Key=f"{prefix}_SUCCESS", Body=b"")
+        run.state = state
+        run.state_details = details
+
+    def event(self, run: JobRun, state: str | None = None) -> dict[str, int]:
+        detail = {"jobRunId": run.id, "applicationId": run.application_id, "state": state or run.state}
+        return self.collector.handle(
+            {"detail-type": JOB_STATE_CHANGE, "source": "aws.emr-serverless", "detail": detail}
+        )
+
+    def reconcile(self) -> dict[str, int]:
+        return self.collector.handle({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}})
+
+    def messages(self, actor: str) -> list[dict[str, Any]]:
+        url = self.sqs.get_queue_url(QueueName=f"asya-{NS}-{actor}")["QueueUrl"]
+        found: list[dict[str, Any]] = []
+        while batch := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for message in batch:
+                found.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return found
+
+    def delayed(self, actor: str) -> int:
+        url = self.sqs.get_queue_url(QueueName=f"asya-{NS}-{actor}")["QueueUrl"]
+        attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+        return int(attributes["Attributes"]["ApproximateNumberOfMessagesDelayed"])
+
+    def staged_ids(self, run: JobRun) -> list[str]:
+        assert run.name is not None
+        return [json.loads(body)["id"] for _, body in self.parts.staging.read_input(run.name)]
+
+
+@pytest.fixture
+def harness() -> Iterator[SparkActorHarness]:
+    runner = RecordingRunner()
+    with mock_aws():
+        apply_emr_fix(runner)
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        create_spark_batches_table(dynamodb)
+        create_tables(dynamodb)
+        try:
+            yield SparkActorHarness(runner)
+        finally:
+            apply_emr_fix(None)
+
+
+def numbered(*numbers: int) -> list[tuple[str, dict[str, Any]]]:
+    return [(f"m{n}", envelope({"n": n}, id=f"env-{n}")) for n in numbers]
+
+
+def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: SparkActorHarness) -> None:
+    assert harness.dispatch(*numbered(1, 2, 3)) == {"batchItemFailures": []}
+    [run] = harness.runner.runs
+    assert harness.staged_ids(run) == ["env-1", "env-2", "env-3"]
+    driver = run.job_driver["sparkSubmit"]  # type: ignore[index]
+    arguments = driver["entryPointArguments"]
+    assert driver["entryPoint"] == "s3://assets/entry.py"
+    assert arguments[arguments.index("--input") + 1] == f"s3://{BUCKET}/spark/{NS}/{ACTOR}/{run.name}/input.jsonl"
+    assert arguments[arguments.index("--output") + 1] == f"s3://{BUCKET}/spark/{NS}/{ACTOR}/{run.name}/output/"
+    assert json.loads(arguments[arguments.index("--actor-env") + 1]) == {"ASYA_HANDLER": "tests.unit.handlers.enrich"}
+    assert driver["sparkSubmitParameters"] == "--py-files s3://assets/code.zip"
+    assert (run.client_token, run.execution_role_arn) == (run.name, f"arn:aws:iam::{ACCOUNT}:role/job")
+    assert harness.parts.ledger.get(str(run.name)) is not None
+    assert harness.messages("b") == []  # nothing is routed before the job ends
+
+
+def test_a_redelivered_batch_does_not_start_a_second_job_or_route_twice(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1, 2))
+    harness.dispatch(*reversed(numbered(1, 2)))  # the same messages again, in another order
+    [run] = harness.runner.runs
+    harness.job_ends(run)
+    assert harness.event(run) == {"succeeded": 1}
+    assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
+    assert harness.event(run) == {"already-routed": 1}
+    assert harness.reconcile() == {}
+    harness.dispatch(*numbered(1, 2))  # even after routing
+    assert len(harness.runner.runs) == 1
+    assert harness.messages("b") == []
+
+
+def test_a_regrouped_redelivery_runs_each_hop_in_one_batch_only(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1, 2))
+    harness.dispatch(*numbered(2, 3))  # m2 came back with a new neighbour
+    first, second = harness.runner.runs
+    assert harness.staged_ids(first) == ["env-1", "env-2"]
+    assert harness.staged_ids(second) == ["env-3"]
+    for run in (first, second):
+        harness.job_ends(run)
+        harness.event(run)
+    assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2", "env-3"]
+
+
+def test_a_batch_whose_hops_are_all_claimed_starts_nothing(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1))
+    copy = [("m-copy", envelope({"n": 1}, id="env-1"))]  # the same hop sent twice upstream
+    harness.dispatch(*copy, *copy)
+    assert len(harness.runner.runs) == 1
+
+
+def test_a_failed_job_without_a_policy_fails_every_envelope_to_x_sink(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1, 2), ("m-raw", "{not an envelope"))
+    [run] = harness.runner.runs
+    harness.job_ends(run, "FAILED", "Executor lost")
+    assert harness.event(run) == {"failed": 1}
+    failed = {m["id"]: m for m in harness.messages("x-sink")}
+    assert sorted(failed) == ["env-1", "env-2"]
+    details = failed["env-1"]["payload"]["details"]
+    assert details["type"] == "SparkJobError"
+    assert details["message"] == f"Spark job {run.id} ended FAILED: Executor lost"
+    assert failed["env-1"]["payload"]["original_payload"] == {"n": 1}
+    assert [m["status"]["reason"] for m in harness.messages("x-sump")] == ["ParseError"]
+    assert harness.messages("b") == []
+
+
+def test_a_canceled_job_is_retried_under_the_actors_policy(harness: SparkActorHarness) -> None:
+    policy = {
+        "rules": [{"errors": ["SparkJobError"], "policy": "job"}],
+        "policies": {"job": {"max_attempts": 3, "initial_delay": "30s"}},
+    }
+    harness.parts.settings = replace(
+        harness.settings, sidecar=replace(harness.settings.sidecar, resiliency=_resiliency(policy))
+    )
+    harness.dispatch(*numbered(1))
+    [run] = harness.runner.runs
+    harness.job_ends(run, "CANCELLED")
+    assert harness.event(run) == {"cancelled": 1}
+    assert harness.delayed(ACTOR) == 1  # back on its own queue, 30 s later, for a new batch
+    assert harness.messages("x-sink") == []
+
+
+def test_a_success_without_a_complete_output_counts_as_a_failure(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1))
+    [run] = harness.runner.runs
+    harness.job_ends(run, "SUCCESS", output=False)
+    assert harness.reconcile() == {"failed": 1}
+    [failed] = harness.messages("x-sink")
+    assert "left no complete output" in failed["payload"]["details"]["message"]
+
+
+def test_the_reconciler_waits_for_running_jobs_and_cancels_overdue_ones(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1))
+    [run] = harness.runner.runs
+    run.state = "RUNNING"
+    assert harness.reconcile() == {"running": 1}
+    assert harness.event(run) == {}  # a non-terminal state change is not the collector's business
+    harness.parts.settings = replace(harness.settings, job_timeout_minutes=-10)
+    assert harness.reconcile() == {"canceled": 1}
+    assert run.state == "CANCELLED"
+    harness.parts.settings = harness.settings
+    assert harness.reconcile() == {"cancelled": 1}  # and its envelopes meet the policy (none: failed)
+    assert [m["id"] for m in harness.messages("x-sink")] == ["env-1"]
+
+
+def test_the_reconciler_starts_a_batch_whose_dispatcher_stopped_after_staging(harness: SparkActorHarness) -> None:
+    ledger = harness.parts.ledger
+    harness.parts.staging.put_input("orphan", [("m1", json.dumps(envelope({"n": 1})))])
+    ledger.stage("orphan", 1, {})
+    assert harness.reconcile() == {"staged": 1}  # within the grace period a dispatcher may still be at it
+    harness.parts.settings = replace(harness.settings, start_grace_seconds=0)
+    assert harness.reconcile() == {"started": 1}
+    [run] = harness.runner.runs
+    batch = ledger.get("orphan")
+    assert batch is not None
+    assert (run.name, batch.state, batch.job_run_id) == ("orphan", State.STARTED, run.id)
+
+
+def test_routing_that_cannot_send_is_retried_by_the_next_reconciliation(harness: SparkActorHarness) -> None:
+    harness.dispatch(*numbered(1))
+    [run] = harness.runner.runs
+    harness.job_ends(run)
+    working = harness.parts.transport
+    harness.parts.transport = SqsTransport(boto3.client("sqs", region_name="eu-west-1"))  # no such queues there
+    with pytest.raises(RuntimeError, match="could not be sent"):
+        harness.event(run)
+    harness.parts.transport = working
+    assert harness.reconcile() == {"succeeded": 1}
+    assert [m["id"] for m in harness.messages("b")] == ["env-1"]
+
+
+def test_routing_reports_the_next_actor_as_the_tasks_status(harness: SparkActorHarness) -> None:
+    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    harness.dispatch(*numbered(1))
+    [run] = harness.runner.runs[-1:]
+    harness.job_ends(run)
+    harness.event(run)
+    task = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
+    assert (task["status"]["S"], task["actor"]["S"]) == ("running", "b")
+
+
+def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHarness) -> None:
+    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    reporter = harness.parts.reporter
+    assert reporter is not None
+    for task_id in ("env-1", "env-2"):
+        reporter.store.create({"id": task_id})
+    reporter.store.cancel("env-2")
+    harness.dispatch(*numbered(1, 2))
+    run = harness.runner.runs[-1]
+    arguments = run.job_driver["sparkSubmit"]["entryPointArguments"]  # type: ignore[index]
+    assert json.loads(arguments[arguments.index("--known") + 1]) == {"env-2": "canceled"}
+    batch = harness.parts.ledger.get(str(run.name))
+    assert batch is not None
+    assert batch.known == {"env-2": "canceled"}  # kept for a start by the reconciler
+
+
+def _resiliency(document: dict[str, Any]) -> Any:
+    from asya.resiliency import Resiliency
+
+    return Resiliency.model_validate(document)
