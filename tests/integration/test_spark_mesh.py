@@ -1,0 +1,145 @@
+"""Spark actors on the local stack: envelopes flow Lambda → Spark (a real job in Spark local mode,
+started through moto's EMR Serverless API) → Lambda, every one accounted for; the task shows the
+Spark actor while its job runs; a job that crashes fails its envelopes through resiliency."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asya_cdk.config import load_mesh
+from asya_local.deploy import synthesize
+from asya_local.stack import LocalEndpoint, LocalStack
+
+pytest.importorskip("pyspark")
+
+MESH = Path(__file__).resolve().parent / "spark" / "mesh.yaml"
+NS = "ispark"
+
+
+class SparkMesh:
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.sqs = stack.client("sqs")
+        self.s3 = stack.client("s3")
+        self.lines: list[str] = []
+
+    def send(self, route: list[str], payload: Any) -> str:
+        envelope_id = str(uuid.uuid4())
+        body = {"id": envelope_id, "route": {"prev": [], "curr": route[0], "next": route[1:]}, "payload": payload}
+        url = self.sqs.get_queue_url(QueueName=f"asya-{NS}-{route[0]}")["QueueUrl"]
+        self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+        return envelope_id
+
+    def results(self, wanted: int | set[str], timeout: float = 120.0) -> list[dict[str, Any]]:
+        """Results kept under the namespace, once there are `wanted` of them, or x-sink's result for each
+        wanted id (without x-sump's copies)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [
+                r
+                for r in self._all()
+                if isinstance(wanted, int) or (r["envelope"]["id"] in wanted and r["outcome"] != "sump")
+            ]
+            if len(found) >= (wanted if isinstance(wanted, int) else len(wanted)):
+                return found
+            time.sleep(0.5)
+        raise AssertionError(
+            f"{wanted} results expected within {timeout}s; workers said:\n" + "\n".join(self.lines[-60:])
+        )
+
+    def _all(self) -> list[dict[str, Any]]:
+        bucket = self.stack.results_bucket
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"results/{NS}/")
+        return [
+            {
+                "outcome": item["Key"].rsplit("/", 1)[-1].removesuffix(".json"),
+                "envelope": json.loads(self.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()),
+            }
+            for page in pages
+            for item in page.get("Contents", [])
+        ]
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        item = self.stack.client("dynamodb").get_item(
+            TableName=self.stack.outputs["TasksTable"], Key={"id": {"S": task_id}}
+        )
+        return {key: next(iter(value.values())) for key, value in item.get("Item", {}).items()}
+
+
+@pytest.fixture(scope="module")
+def spark_mesh(endpoint: LocalEndpoint) -> Iterator[SparkMesh]:
+    holder: list[SparkMesh] = []
+    stack = LocalStack(
+        load_mesh(MESH),
+        port=endpoint.port,
+        on_line=lambda s, line: holder[0].lines.append(f"{s}: {line}") if holder else None,
+    )
+    try:
+        stack.deploy(synthesize(stack.mesh))
+        stack.start_workers()
+        holder.append(SparkMesh(stack))
+        yield holder[0]
+    finally:
+        stack.stop()
+
+
+def test_a_mixed_pipeline_accounts_for_every_envelope(spark_mesh: SparkMesh) -> None:
+    roots = [
+        spark_mesh.send(["split", "crunch", "post"], {"numbers": list(range(start, start + 10))})
+        for start in (0, 10, 20)
+    ]
+    everything = spark_mesh.results(31)  # x-sink's 30, and x-sump's copy of the one failure
+    results = [r for r in everything if r["outcome"] != "sump"]
+    by_n = {_number(r["envelope"]["payload"]): r for r in results}
+    assert len(results) == 30
+    assert sorted(by_n) == list(range(30))  # each number once: no envelope lost, none duplicated
+    assert [_number(r["envelope"]["payload"]) for r in everything if r["outcome"] == "sump"] == [13]
+    unlucky = by_n.pop(13)
+    assert unlucky["outcome"] == "failed"
+    assert unlucky["envelope"]["status"]["actor"] == "crunch"
+    assert unlucky["envelope"]["payload"]["details"]["message"] == "13 is unlucky"
+    for n, result in by_n.items():
+        envelope = result["envelope"]
+        assert result["outcome"] == "succeeded", result
+        assert envelope["payload"] == {"n": n, "square": n * n, "label": "even" if n % 2 == 0 else "odd"}
+        assert envelope["route"]["prev"] == ["split", "crunch", "post"]
+    assert {r["envelope"]["id"] for r in results} >= set(roots)  # the first of each fan-out keeps its id
+    assert spark_mesh.stack.wait_until_idle(timeout=30)
+    assert spark_mesh.stack.open_spark_batches() == 0
+
+
+def test_the_task_shows_the_spark_actor_while_its_job_runs(spark_mesh: SparkMesh) -> None:
+    task_id = spark_mesh.send(["split", "crunch", "post"], {"numbers": [4]})  # one branch: it keeps the id
+    deadline = time.monotonic() + 60
+    while spark_mesh.stack.open_spark_batches() == 0:
+        assert time.monotonic() < deadline, "no Spark batch was opened"
+        time.sleep(0.05)
+    task = spark_mesh.task(task_id)
+    assert (task["status"], task["actor"]) == ("running", "crunch")
+    [result] = spark_mesh.results({task_id})
+    assert result["outcome"] == "succeeded"
+    assert spark_mesh.task(task_id)["status"] == "succeeded"
+
+
+def test_a_job_that_crashes_fails_its_envelopes_through_resiliency(spark_mesh: SparkMesh) -> None:
+    ids = {spark_mesh.send(["crash", "post"], {"n": n}) for n in (1, 2)}
+    results = spark_mesh.results(ids)
+    assert [r["outcome"] for r in results] == ["failed", "failed"]
+    for result in results:
+        details = result["envelope"]["payload"]["details"]
+        assert details["type"] == "SparkJobError"
+        assert " ended FAILED" in details["message"]
+        assert result["envelope"]["status"]["actor"] == "crash"
+    assert spark_mesh.stack.wait_until_idle(timeout=30)
+
+
+def _number(payload: dict[str, Any]) -> int:
+    """The number an envelope carries, in a result or in a failure's original payload."""
+    return int(payload["n"] if "n" in payload else payload["original_payload"]["n"])
