@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.clients import LazyClient
 from asya_spark.settings import SparkSettings
 
 if TYPE_CHECKING:
@@ -39,17 +40,11 @@ class JobRun:
 
 
 class SparkJobs:
+    client: LazyClient[EMRServerlessClient] = LazyClient("emr-serverless")
+
     def __init__(self, settings: SparkSettings, client: EMRServerlessClient | None = None) -> None:
         self.settings = settings
         self._client = client
-
-    @property
-    def client(self) -> EMRServerlessClient:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("emr-serverless")
-        return self._client
 
     def start(self, batch_id: str, input_uri: str, output_uri: str, known: dict[str, str]) -> str:
         settings = self.settings

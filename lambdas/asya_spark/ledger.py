@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.clients import LazyClient
+
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
@@ -53,18 +55,12 @@ def key_prefix(namespace: str, actor: str) -> str:
 
 
 class BatchLedger:
+    client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
+
     def __init__(self, table: str, namespace: str, actor: str, client: DynamoDBClient | None = None) -> None:
         self.table = table
         self.prefix = key_prefix(namespace, actor)
         self._client = client
-
-    @property
-    def client(self) -> DynamoDBClient:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
-        return self._client
 
     # hop claims
 

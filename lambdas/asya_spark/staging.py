@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from asya.batch import Routed, read_staged_record, staged_record
+from asya.clients import LazyClient
 
 if TYPE_CHECKING:
     from types_boto3_s3.client import S3Client
@@ -27,18 +28,12 @@ def staging_prefix(namespace: str, actor: str) -> str:
 
 
 class Staging:
+    client: LazyClient[S3Client] = LazyClient("s3")
+
     def __init__(self, bucket: str, namespace: str, actor: str, client: S3Client | None = None) -> None:
         self.bucket = bucket
         self.prefix = staging_prefix(namespace, actor)
         self._client = client
-
-    @property
-    def client(self) -> S3Client:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("s3")
-        return self._client
 
     def input_key(self, batch_id: str) -> str:
         return f"{self.prefix}{batch_id}/input.jsonl"

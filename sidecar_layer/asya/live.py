@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.clients import LazyClient
+
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
@@ -37,6 +39,8 @@ class Event:
 
 
 class EventLog:
+    client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
+
     def __init__(self, table: str, ttl_seconds: int = 86_400, client: DynamoDBClient | None = None) -> None:
         self.table = table
         self.ttl_seconds = ttl_seconds
@@ -44,14 +48,6 @@ class EventLog:
         self._last_ns = 0
         self._lock = threading.Lock()
         self._suffix = secrets.token_hex(3)
-
-    @property
-    def client(self) -> DynamoDBClient:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
-        return self._client
 
     def next_seq(self) -> str:
         with self._lock:

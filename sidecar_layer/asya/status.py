@@ -23,6 +23,7 @@ from decimal import Decimal
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from asya.clients import LazyClient
 from asya.envelope import rfc3339
 
 if TYPE_CHECKING:
@@ -79,18 +80,12 @@ class Report:
 
 
 class TaskStore:
+    client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
+
     def __init__(self, table: str, ttl_seconds: int = 7 * 86_400, client: DynamoDBClient | None = None) -> None:
         self.table = table
         self.ttl_seconds = ttl_seconds
         self._client = client
-
-    @property
-    def client(self) -> DynamoDBClient:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
-        return self._client
 
     # -- creating -------------------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from asya.clients import LazyClient
+
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
@@ -35,19 +37,12 @@ class Transport(Protocol):
 class SqsTransport:
     """`SendMessageBatch` in chunks of at most 10 entries and at most `max_batch_bytes` of bodies."""
 
+    client: LazyClient[SQSClient] = LazyClient("sqs")
+
     def __init__(self, client: SQSClient | None = None, max_batch_bytes: int = 1_048_576) -> None:
         self._client = client
         self._max_batch_bytes = max_batch_bytes
         self._queue_urls: dict[str, str] = {}
-
-    @property
-    def client(self) -> SQSClient:
-        if self._client is None:
-            import boto3
-            from botocore.config import Config
-
-            self._client = boto3.client("sqs", config=Config(retries={"mode": "standard", "max_attempts": 5}))
-        return self._client
 
     def queue_url(self, queue: str) -> str:
         """Resolved once per execution environment: a lookup per send would double the API calls."""
