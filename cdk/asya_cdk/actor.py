@@ -78,13 +78,7 @@ class ActorFunction(Construct):
             retention_period=cdk.Duration.seconds(props.retention),
             dead_letter_queue=dead_letter,
         )
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/lambda/{resource_name}",
-            retention=LOG_RETENTION[props.log_retention_days],
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "Logs", f"/aws/lambda/{resource_name}", props.log_retention_days)
         self.role = iam.Role(
             self,
             "Role",
@@ -122,6 +116,17 @@ class ActorFunction(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+
+def log_group(scope: Construct, construct_id: str, name: str, retention_days: int) -> logs.LogGroup:
+    """A log group of the mesh's own, so retention is set and the group goes with the stack."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        log_group_name=name,
+        retention=LOG_RETENTION[retention_days],
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
 
 
 def send_to_namespace(scope: Construct, namespace: str) -> iam.PolicyStatement:

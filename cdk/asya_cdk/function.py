@@ -7,10 +7,9 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from asya_cdk.actor import LOG_RETENTION, explain_tracing
+from asya_cdk.actor import explain_tracing, log_group
 from asya_cdk.layer import RUNTIME, SidecarLayer
 
 CODE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.md", ".venv", "tests"]
@@ -37,13 +36,7 @@ class MeshFunction(Construct):
         tracing: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/lambda/{name}",
-            retention=LOG_RETENTION[LOG_RETENTION_DAYS],
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "Logs", f"/aws/lambda/{name}", LOG_RETENTION_DAYS)
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"asya {name}"
         )

@@ -23,13 +23,12 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import LOG_RETENTION, dead_letter_queue, send_to_namespace
+from asya_cdk.actor import dead_letter_queue, log_group, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.layer import SidecarLayer
@@ -160,13 +159,7 @@ class StatusGateway(Construct):
 
     def _publish(self, handler: lambda_.IFunction) -> tuple[apigateway.LambdaRestApi, apigateway.IApiKey | None]:
         """One greedy proxy in front of the function, with IAM or API-key authorization on every method."""
-        access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            log_group_name=f"/aws/apigateway/{self.prefix}",
-            retention=LOG_RETENTION[LOG_RETENTION_DAYS],
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{self.prefix}", LOG_RETENTION_DAYS)
         iam_auth = self.settings.auth == "iam"
         api = apigateway.LambdaRestApi(
             self,

@@ -34,7 +34,7 @@ from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.spark import SparkActor, batches_table
-from asya_cdk.tasks import TaskTables
+from asya_cdk.tasks import TaskTables, mesh_table, string_key
 
 CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
 # Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
@@ -64,18 +64,7 @@ class Mesh(Construct):
             ],
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        self.table = dynamodb.Table(
-            self,
-            "Idempotency",
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            time_to_live_attribute="expiration",
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        self.table = mesh_table(self, "Idempotency", string_key("id"), ttl_attribute="expiration")
         self.task_tables = TaskTables(self, "Status")
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", f"asya-{namespace}-x-sump-dlq")
         layers: dict[str, SidecarLayer] = {}

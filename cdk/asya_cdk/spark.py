@@ -22,16 +22,15 @@ from aws_cdk import aws_emrserverless as emrserverless
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from asya_cdk.actor import LOG_RETENTION, ActorFunction, send_to_namespace
+from asya_cdk.actor import ActorFunction, log_group, send_to_namespace
 from asya_cdk.config import LoadedMesh, SparkConfig
 from asya_cdk.function import MeshFunction
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
-from asya_cdk.tasks import TaskTables
+from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
 from asya_spark.jobs import TERMINAL
 from asya_spark.ledger import OPEN_INDEX, key_prefix
@@ -48,18 +47,7 @@ _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
 
 def batches_table(scope: Construct) -> dynamodb.Table:
     """Every Spark batch and hop claim of the mesh; the sparse `open` index lists unrouted batches."""
-    table = dynamodb.Table(
-        scope,
-        "SparkBatches",
-        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        encryption=dynamodb.TableEncryption.AWS_MANAGED,
-        time_to_live_attribute="expires_at",
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-    )
+    table = mesh_table(scope, "SparkBatches", string_key("pk"))  # hop claims expire on `expires_at`
     table.add_global_secondary_index(
         index_name=OPEN_INDEX,
         partition_key=dynamodb.Attribute(name="open_actor", type=dynamodb.AttributeType.STRING),
@@ -96,13 +84,7 @@ class SparkActor(Construct):
         namespace = mesh.config.namespace
         stack = cdk.Stack.of(self)
         resource_name = f"asya-{namespace}-{name}"
-        self.log_group = logs.LogGroup(
-            self,
-            "JobLogs",
-            log_group_name=f"/aws/emr-serverless/{resource_name}",
-            retention=LOG_RETENTION[settings.log_retention_days],
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "JobLogs", f"/aws/emr-serverless/{resource_name}", settings.log_retention_days)
         self.application = emrserverless.CfnApplication(
             self,
             "Application",

@@ -19,18 +19,21 @@ BY_DEADLINE = "by-deadline"
 TTL_ATTRIBUTE = "expires_at"
 
 
-def _string(name: str) -> dynamodb.Attribute:
+def string_key(name: str) -> dynamodb.Attribute:
     return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
 
 
-def _table(
+def mesh_table(
     scope: Construct,
     construct_id: str,
     partition_key: dynamodb.Attribute,
+    *,
     sort_key: dynamodb.Attribute | None = None,
     stream: dynamodb.StreamViewType | None = None,
+    ttl_attribute: str = TTL_ATTRIBUTE,
 ) -> dynamodb.Table:
-    """On demand (an idle mesh costs nothing), encrypted, recoverable, expiring on `expires_at`."""
+    """Every table of the mesh: on demand (an idle mesh costs nothing), encrypted, recoverable, and
+    expiring items on `ttl_attribute`."""
     return dynamodb.Table(
         scope,
         construct_id,
@@ -39,7 +42,7 @@ def _table(
         stream=stream,
         billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
         encryption=dynamodb.TableEncryption.AWS_MANAGED,
-        time_to_live_attribute=TTL_ATTRIBUTE,
+        time_to_live_attribute=ttl_attribute,
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True
         ),
@@ -52,22 +55,22 @@ class TaskTables(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.tasks = _table(
-            self, "Tasks", partition_key=_string("id"), stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+        self.tasks = mesh_table(
+            self, "Tasks", partition_key=string_key("id"), stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
         )
         self.tasks.add_global_secondary_index(
             index_name=BY_STATUS,
-            partition_key=_string("status"),
-            sort_key=_string("created_at"),
+            partition_key=string_key("status"),
+            sort_key=string_key("created_at"),
             projection_type=dynamodb.ProjectionType.ALL,
         )
         self.tasks.add_global_secondary_index(
             index_name=BY_DEADLINE,
-            partition_key=_string("open_shard"),
-            sort_key=_string("deadline_at"),
+            partition_key=string_key("open_shard"),
+            sort_key=string_key("deadline_at"),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
-        self.events = _table(self, "TaskEvents", partition_key=_string("task_id"), sort_key=_string("seq"))
+        self.events = mesh_table(self, "TaskEvents", partition_key=string_key("task_id"), sort_key=string_key("seq"))
 
     def index_arn(self, index: str) -> str:
         return f"{self.tasks.table_arn}/index/{index}"
