@@ -1,6 +1,7 @@
 """The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), and the Spark batches
-table (`asya_cdk.spark`), made directly in moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
-integration tests and the CDK template tests keep the two definitions in step."""
+table (`asya_cdk.spark`), made directly in moto's in-process AWS for unit tests and benchmarks. The
+local stack deploys the real ones; the integration tests and the CDK template tests keep the
+definitions in step."""
 
 from __future__ import annotations
 

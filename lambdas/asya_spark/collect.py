@@ -33,8 +33,7 @@ from asya.sending import Delivery, send_all
 from asya_spark.dispatch import start
 from asya_spark.jobs import SUCCESS, TERMINAL, JobRun, SparkJobError
 from asya_spark.ledger import Batch, State
-from asya_spark.parts import SparkParts
-from asya_spark.settings import SparkSettings
+from asya_spark.parts import SparkParts, entry_point
 
 JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
 RECONCILE_RESERVE_MS = 15_000  # stop taking batches when the invocation has less time left than this
@@ -141,11 +140,4 @@ class Collector:
         self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)
 
 
-_collector: Collector | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
-    global _collector
-    if _collector is None:
-        _collector = Collector(SparkParts.build(SparkSettings.from_env()))
-    return _collector.handle(event, context)
+lambda_handler = entry_point(Collector)

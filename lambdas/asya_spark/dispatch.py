@@ -27,8 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.envelope import EnvelopeError, parse_envelope
 from asya_spark.ledger import Batch, State
-from asya_spark.parts import SparkParts
-from asya_spark.settings import SparkSettings
+from asya_spark.parts import SparkParts, entry_point
 
 _HALTING_STATUSES = ("canceled", "paused")
 
@@ -113,11 +112,4 @@ def start(parts: SparkParts, batch: Batch) -> str:
     return job_run_id
 
 
-_dispatcher: Dispatcher | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _dispatcher
-    if _dispatcher is None:
-        _dispatcher = Dispatcher(SparkParts.build(SparkSettings.from_env()))
-    return _dispatcher.handle(event, context)
+lambda_handler = entry_point(Dispatcher)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from asya.live import EventLog
 from asya.reporting import StatusReporter
@@ -48,3 +50,20 @@ class SparkParts:
             transport=transport or SqsTransport(max_batch_bytes=config.max_message_bytes),
             reporter=reporter,
         )
+
+
+class _Function(Protocol):
+    def handle(self, event: dict[str, Any], context: Any = None) -> Any: ...
+
+
+def entry_point(build: Callable[[SparkParts], _Function]) -> Callable[[dict[str, Any], Any], Any]:
+    """A Spark actor function's entry point. What it runs is built on the first event, from the
+    environment the function runs with (tests set theirs after import), and kept for the next ones."""
+    built: list[_Function] = []
+
+    def lambda_handler(event: dict[str, Any], context: Any) -> Any:
+        if not built:
+            built.append(build(SparkParts.build(SparkSettings.from_env())))
+        return built[0].handle(event, context)
+
+    return lambda_handler
