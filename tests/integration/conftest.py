@@ -11,7 +11,8 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,16 +101,21 @@ def endpoint() -> Iterator[LocalEndpoint]:
         yield started
 
 
-@pytest.fixture(scope="session")
-def running_mesh(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
-    holder: list[RunningMesh] = []
-    stack = LocalStack(
-        load_mesh(MESH), port=endpoint.port, on_line=lambda s, line: holder[0].on_line(s, line) if holder else None
-    )
+@contextmanager
+def deployed(endpoint: LocalEndpoint, mesh: Path, on_line: Callable[[str, str], None]) -> Iterator[LocalStack]:
+    """A mesh file's stack in the session's endpoint, its workers running until the block ends."""
+    stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line)
     try:
         stack.deploy(synthesize(stack.mesh))
         stack.start_workers()
-        holder.append(RunningMesh(stack))
-        yield holder[0]
+        yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def running_mesh(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
+    holder: list[RunningMesh] = []
+    with deployed(endpoint, MESH, lambda s, line: holder[0].on_line(s, line) if holder else None) as stack:
+        holder.append(RunningMesh(stack))
+        yield holder[0]

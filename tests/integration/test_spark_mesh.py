@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from asya_cdk.config import load_mesh
-from asya_local.deploy import synthesize
 from asya_local.stack import LocalEndpoint, LocalStack
+from tests.integration.conftest import deployed
 
 pytest.importorskip("pyspark")
 
@@ -75,19 +74,11 @@ class SparkMesh:
 
 @pytest.fixture(scope="module")
 def spark_mesh(endpoint: LocalEndpoint) -> Iterator[SparkMesh]:
-    holder: list[SparkMesh] = []
-    stack = LocalStack(
-        load_mesh(MESH),
-        port=endpoint.port,
-        on_line=lambda s, line: holder[0].lines.append(f"{s}: {line}") if holder else None,
-    )
-    try:
-        stack.deploy(synthesize(stack.mesh))
-        stack.start_workers()
-        holder.append(SparkMesh(stack))
-        yield holder[0]
-    finally:
-        stack.stop()
+    lines: list[str] = []
+    with deployed(endpoint, MESH, lambda source, line: lines.append(f"{source}: {line}")) as stack:
+        mesh = SparkMesh(stack)
+        mesh.lines = lines
+        yield mesh
 
 
 def test_a_mixed_pipeline_accounts_for_every_envelope(spark_mesh: SparkMesh) -> None:
