@@ -35,6 +35,8 @@ from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
+from asya_spark.ledger import CLAIM_TTL_SECONDS
+from asya_spark.staging import PREFIX as SPARK_PREFIX
 
 CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
 # Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
@@ -61,6 +63,12 @@ class Mesh(Construct):
             lifecycle_rules=[
                 s3.LifecycleRule(expiration=cdk.Duration.days(config.results.retention_days)),
                 s3.LifecycleRule(abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
+                # a staged Spark batch is needed until it is routed; its hop claims last as long
+                *(
+                    [s3.LifecycleRule(prefix=f"{SPARK_PREFIX}/", expiration=cdk.Duration.seconds(CLAIM_TTL_SECONDS))]
+                    if mesh.spark_actors
+                    else []
+                ),
             ],
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
