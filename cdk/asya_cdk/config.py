@@ -50,7 +50,7 @@ class SparkConfig(_Strict):
     max_memory_gb: int = Field(default=64, ge=2, le=3000)
     max_disk_gb: int = Field(default=200, ge=20, le=20_000)
     idle_minutes: int = Field(default=15, ge=1, le=10_080)
-    job_timeout: Seconds = Field(default=3600.0, ge=300, le=7 * 86_400)
+    job_timeout: Annotated[Seconds, Field(ge=300, le=7 * 86_400)] = 3600.0
     reconcile_minutes: int = Field(default=5, ge=1, le=60)
     python: str = "/usr/bin/python3.11"
     image_uri: str | None = None
@@ -83,7 +83,8 @@ class ActorConfig(_Strict):
     max_concurrency: int | None = Field(default=None, ge=2, le=1000)
     reserved_concurrency: int | None = Field(default=None, ge=0)
     max_receive_count: int = Field(default=5, ge=1, le=1000)
-    retention: Seconds = Field(default=4 * 86_400, ge=60, le=14 * 86_400)
+    # bounds in the type, not on the field: `Seconds`' own `ge=0` would replace a field's `ge`
+    retention: Annotated[Seconds, Field(ge=60, le=14 * 86_400)] = 4 * 86_400
     resiliency: Resiliency = Field(default_factory=Resiliency)
     environment: dict[str, str] = Field(default_factory=dict)
     idempotency: bool = True
