@@ -206,6 +206,11 @@ class SparkActor(Construct):
             "runs is scoped to this actor's application and nothing wider.",
             f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*/output/*]": "The job writes its "
             "batch's output folder (Spark's committer writes, renames and deletes there) and nothing else.",
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*/output_$folder$]": "EMRFS marks the "
+            "batch's output folder with one object beside it; the job may write that marker and nothing else.",
+            "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
+            "log-group:*]": "logs:DescribeLogGroups takes no narrower resource; EMR Serverless calls it before it "
+            "writes the job's logs to the application's own log group.",
             "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:"
             f"asya-{namespace}-*]": "The collector sends each envelope to the queue its route names: sending is "
             f"scoped to asya-{namespace}-* and nothing wider.",
@@ -229,7 +234,12 @@ class SparkActor(Construct):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:PutObject", "s3:DeleteObject"], resources=[bucket.arn_for_objects(f"{prefix}*/output/*")]
+                actions=["s3:PutObject", "s3:DeleteObject"],
+                # EMRFS marks a written folder with a `<folder>_$folder$` object beside it
+                resources=[
+                    bucket.arn_for_objects(f"{prefix}*/output/*"),
+                    bucket.arn_for_objects(f"{prefix}*/output_$folder$"),
+                ],
             )
         )
         role.add_to_policy(
@@ -240,6 +250,16 @@ class SparkActor(Construct):
             )
         )
         self.log_group.grant_write(role)
+        # EMR Serverless's CloudWatch logging looks the group and its streams up before writing
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["logs:DescribeLogStreams"], resources=[self.log_group.log_group_arn])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:DescribeLogGroups"],
+                resources=[f"arn:{cdk.Aws.PARTITION}:logs:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:log-group:*"],
+            )
+        )
 
     def _function_permissions(
         self,
