@@ -13,7 +13,7 @@ tasks) are read by the dispatcher and handed in as `known`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -37,7 +37,8 @@ class Routed:
     kind: str  # actor, self, sink, sump: the `MessagesSent` destination dimension
 
     def to_json(self) -> str:
-        return orjson.dumps(asdict(self)).decode()
+        """orjson writes the dataclass's fields itself; `asdict` would deep-copy each one first."""
+        return orjson.dumps(self).decode()
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Routed:
