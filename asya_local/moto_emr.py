@@ -61,12 +61,13 @@ def _cancel_job_run(self: EMRServerlessBackend, application_id: str, job_run_id:
     return result
 
 
-def apply_emr_fix(runner: JobRunner | None = None) -> None:
+def apply_emr_fix(runner: JobRunner | None = None) -> JobRunner | None:
     """Patch moto's EMR Serverless backend in this process (idempotent); `runner` runs new job runs
-    (without one they stay `SUBMITTED`, as on an application that cannot start)."""
-    _Patch.runner = runner
-    if getattr(EMRServerlessBackend, "_asya_emr_fix", False):
-        return
-    setattr(EMRServerlessBackend, "start_job_run", _start_job_run)  # noqa: B010 - mypy: no method-assign
-    setattr(EMRServerlessBackend, "cancel_job_run", _cancel_job_run)  # noqa: B010
-    setattr(EMRServerlessBackend, "_asya_emr_fix", True)  # noqa: B010
+    (without one they stay `SUBMITTED`, as on an application that cannot start). Returns the runner
+    it replaces, for whoever borrows the patch to give it back."""
+    previous, _Patch.runner = _Patch.runner, runner
+    if not getattr(EMRServerlessBackend, "_asya_emr_fix", False):
+        setattr(EMRServerlessBackend, "start_job_run", _start_job_run)  # noqa: B010 - mypy: no method-assign
+        setattr(EMRServerlessBackend, "cancel_job_run", _cancel_job_run)  # noqa: B010
+        setattr(EMRServerlessBackend, "_asya_emr_fix", True)  # noqa: B010
+    return previous

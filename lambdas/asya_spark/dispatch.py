@@ -6,7 +6,9 @@ Lambda's SQS event source gathers the envelopes into batches (the actor's `batch
 1. Each record gets a claim: its hop (envelope id, route position, attempt), or its message id for a
    body that is not an envelope. Records whose hop another batch already claimed are dropped: that
    batch routes them (a redelivery regrouped by SQS must not run twice).
-2. The pre-flight check reads which of the batch's tasks are canceled or paused; the job halts those.
+2. The pre-flight check reads the batch's tasks: the job halts those canceled or paused, and those
+   not yet running anywhere (the first hop of a task) are shown `running` at this actor once the job
+   has started, as every other task of the batch already is (its previous hop said so).
 3. The records are staged to S3, the batch is recorded, the claims are written, the job is started
    with the batch id as its idempotency token, and the batch is marked started.
 
@@ -25,7 +27,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from asya.envelope import EnvelopeError, parse_envelope
+from asya.envelope import Envelope, EnvelopeError, parse_envelope
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
 
@@ -37,13 +39,15 @@ def batch_id_of(message_ids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(message_ids)).encode()).hexdigest()[:32]
 
 
-def claim_of(message_id: str, body: str) -> str:
+def claim_of(message_id: str, body: str) -> tuple[str, Envelope | None]:
+    """The record's hop claim, and its envelope if it is one (a body that is not is claimed by its
+    message id; the job sends it to x-sump)."""
     try:
         envelope = parse_envelope(body)
     except EnvelopeError:
-        return f"msg#{message_id}"
+        return f"msg#{message_id}", None
     attempt = envelope.status.attempt if envelope.status else 1
-    return f"hop#{envelope.id}#{envelope.route.position}#{attempt}"
+    return f"hop#{envelope.id}#{envelope.route.position}#{attempt}", envelope
 
 
 class Dispatcher:
@@ -66,12 +70,13 @@ class Dispatcher:
         telemetry.count("MessagesReceived", amount=len(records))
         batch_id = batch_id_of(message_id for message_id, _ in records)
         batch = parts.ledger.get(batch_id)
+        waiting: list[Envelope] = []  # tasks to show at this actor once the job is started
         if batch is None:
             claims = {message_id: claim_of(message_id, body) for message_id, body in records}
-            held = parts.ledger.claimed(claims.values())
+            held = parts.ledger.claimed(claim for claim, _ in claims.values())
             members, seen = [], set()
             for message_id, body in records:
-                claim = claims[message_id]
+                claim, _ = claims[message_id]
                 if held.get(claim, batch_id) != batch_id or claim in seen:
                     continue  # another batch (or an earlier record of this one) carries this hop
                 seen.add(claim)
@@ -81,19 +86,23 @@ class Dispatcher:
                 telemetry.count("MessagesProcessed", "outcome", "duplicate", amount=duplicates)
             if not members:
                 return None
-            known = self._halting([body for _, body in members])
+            statuses = self._statuses([body for _, body in members])
+            known = {task: status for task, status in statuses.items() if status in _HALTING_STATUSES}
             parts.staging.put_input(batch_id, members)
             batch = parts.ledger.stage(batch_id, len(members), known)
-            parts.ledger.claim((claims[message_id] for message_id, _ in members), batch_id)
+            parts.ledger.claim((claims[message_id][0] for message_id, _ in members), batch_id)
+            envelopes = [claims[message_id][1] for message_id, _ in members]
+            waiting = [e for e in envelopes if e is not None and statuses.get(e.id, "pending") == "pending"]
         if batch.state == State.STAGED:
             start(parts, batch)
+            if parts.reporter is not None:
+                for envelope in waiting:
+                    parts.reporter.processing(envelope, parts.settings.actor)
         return batch
 
-    def _halting(self, bodies: list[str]) -> dict[str, str]:
-        if self.parts.reporter is None:
-            return {}
-        statuses = self.parts.reporter.preflight(bodies)
-        return {task: status for task, status in statuses.items() if status in _HALTING_STATUSES}
+    def _statuses(self, bodies: list[str]) -> dict[str, str]:
+        """The pre-flight read: every task of the batch (and its root), one `BatchGetItem` per 100."""
+        return self.parts.reporter.preflight(bodies) if self.parts.reporter is not None else {}
 
 
 def start(parts: SparkParts, batch: Batch) -> str:

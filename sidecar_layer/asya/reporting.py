@@ -67,7 +67,13 @@ class StatusReporter:
 
     def point(self, envelope: Envelope, actor: str, phase: str) -> None:
         """The *received* and *processing* points, written only when every point is asked for."""
-        if not self.every_point or stealthy(envelope.headers):
+        if self.every_point:
+            self.processing(envelope, actor, phase)
+
+    def processing(self, envelope: Envelope, actor: str, phase: str = "processing") -> None:
+        """A point written whatever the setting: for work that waits outside any queue for long (a
+        Spark batch while its job runs), so that its task says where it is."""
+        if stealthy(envelope.headers):
             return
         route = {"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next}
         attempt = envelope.status.attempt if envelope.status else 1

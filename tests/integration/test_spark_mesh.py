@@ -107,16 +107,19 @@ def test_a_mixed_pipeline_accounts_for_every_envelope(spark_mesh: SparkMesh) -> 
 
 
 def test_the_task_shows_the_spark_actor_while_its_job_runs(spark_mesh: SparkMesh) -> None:
-    task_id = spark_mesh.send(["split", "crunch", "post"], {"numbers": [4]})  # one branch: it keeps the id
+    after_split = spark_mesh.send(["split", "crunch", "post"], {"numbers": [4]})  # one branch keeps the id
+    first_hop = spark_mesh.send(["crunch", "post"], {"n": 6})  # no hop before: the dispatcher reports it
     deadline = time.monotonic() + 60
-    while spark_mesh.stack.open_spark_batches() == 0:
-        assert time.monotonic() < deadline, "no Spark batch was opened"
+    # statuses only move forward, so seeing both at crunch shows them there during the Spark stage
+    while not all(spark_mesh.task(t).get("actor") == "crunch" for t in (after_split, first_hop)):
+        assert time.monotonic() < deadline, (
+            f"not shown at crunch: {[spark_mesh.task(t) for t in (after_split, first_hop)]}"
+        )
         time.sleep(0.05)
-    task = spark_mesh.task(task_id)
-    assert (task["status"], task["actor"]) == ("running", "crunch")
-    [result] = spark_mesh.results({task_id})
-    assert result["outcome"] == "succeeded"
-    assert spark_mesh.task(task_id)["status"] == "succeeded"
+    assert [spark_mesh.task(t)["status"] for t in (after_split, first_hop)] == ["running", "running"]
+    results = spark_mesh.results({after_split, first_hop})
+    assert [r["outcome"] for r in results] == ["succeeded", "succeeded"]
+    assert spark_mesh.task(after_split)["status"] == "succeeded"
 
 
 def test_a_job_that_crashes_fails_its_envelopes_through_resiliency(spark_mesh: SparkMesh) -> None:

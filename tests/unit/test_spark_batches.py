@@ -129,14 +129,14 @@ class SparkActorHarness:
 def harness() -> Iterator[SparkActorHarness]:
     runner = RecordingRunner()
     with mock_aws():
-        apply_emr_fix(runner)
+        previous = apply_emr_fix(runner)  # a local stack of this session may hold the patch
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         create_spark_batches_table(dynamodb)
         create_tables(dynamodb)
         try:
             yield SparkActorHarness(runner)
         finally:
-            apply_emr_fix(None)
+            apply_emr_fix(previous)
 
 
 def numbered(*numbers: int) -> list[tuple[str, dict[str, Any]]]:
@@ -296,6 +296,21 @@ def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHar
     batch = harness.parts.ledger.get(str(run.name))
     assert batch is not None
     assert batch.known == {"env-2": "canceled"}  # kept for a start by the reconciler
+
+
+def test_a_task_starting_at_the_spark_actor_shows_it_while_the_job_runs(harness: SparkActorHarness) -> None:
+    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    reporter = harness.parts.reporter
+    assert reporter is not None
+    for task_id in ("env-1", "env-2"):
+        reporter.store.create({"id": task_id})  # as the gateway creates a task: pending
+    reporter.store.cancel("env-2")
+    harness.dispatch(*numbered(1, 2))
+    first, second = reporter.store.get("env-1"), reporter.store.get("env-2")
+    assert first is not None
+    assert second is not None
+    assert (first["status"], first["actor"]) == ("running", ACTOR)
+    assert second["status"] == "canceled"
 
 
 def _resiliency(document: dict[str, Any]) -> Any:
