@@ -48,10 +48,12 @@ class Gateway:
             time.sleep(0.2)
         raise AssertionError(f"task {task_id} never got there: {self.task(task_id)}\n{self.mesh.errors()}")
 
-    def watch(self, task_id: str, timeout: float = 60) -> list[tuple[str, Any]]:
-        """Every SSE event until the stream ends (the task is terminal)."""
+    def watch(self, task_id: str, timeout: float = 60, cursor: str | None = None) -> list[tuple[str, Any]]:
+        """Every SSE event until the stream ends (the task is terminal); from `cursor` on if given
+        (`"0"`: the task's whole log), else from now."""
         events: list[tuple[str, Any]] = []
-        with self.http.stream("GET", f"/api/v1/mesh/{task_id}/events", timeout=timeout) as response:
+        params = {"cursor": cursor} if cursor is not None else None
+        with self.http.stream("GET", f"/api/v1/mesh/{task_id}/events", params=params, timeout=timeout) as response:
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
             for event in httpx2.EventSource(response):
@@ -94,7 +96,7 @@ def test_rest_task_is_followed_over_sse_to_its_result(gateway: Gateway, running_
 
 def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
     created = gateway.create(flow="chat", payload={})
-    events = gateway.watch(created["id"])
+    events = gateway.watch(created["id"], cursor="0")  # the actor may run before the watcher connects
     tokens = [data["data"]["token"] for kind, data in events if kind == "fly"]
     assert tokens == ["thinking", "about", "it"]
     assert statuses(events)[-1]["status"] == "succeeded"

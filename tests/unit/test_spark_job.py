@@ -27,19 +27,20 @@ WORKER_PATH = [ROOT, ROOT / "sidecar_layer", ROOT / "spark_emr"]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    # Python workers are started by the JVM: they import the handlers through these variables
-    os.environ["PYTHONPATH"] = os.pathsep.join(str(path) for path in WORKER_PATH)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("asya-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
+    with pytest.MonkeyPatch.context() as patch:
+        # Python workers are started by the JVM: they import the handlers through these variables
+        patch.setenv("PYTHONPATH", os.pathsep.join(str(path) for path in WORKER_PATH))
+        patch.setenv("PYSPARK_PYTHON", sys.executable)
+        patch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("asya-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .getOrCreate()
+        )
+        yield session
+        session.stop()
 
 
 def run(
