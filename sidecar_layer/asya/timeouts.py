@@ -1,8 +1,9 @@
 """Enforcing the per-message time limit on a handler (SPEC §7).
 
-Lambda runs the entry point in the main thread, so the handler is *stopped*: a real-time interval
-timer raises `HandlerTimeout` inside it. That interrupts sleeps, socket waits and lock waits as well
-as Python code, costs about a microsecond per message, and leaves no stray thread mutating state.
+Lambda runs the entry point in the main thread, so the handler is *stopped*: a timer aimed at the
+main thread (`asya.alarm_clock`) raises `HandlerTimeout` inside it. That interrupts sleeps, socket
+waits and lock waits as well as Python code, costs about a microsecond per message, and leaves no
+stray thread mutating state.
 `HandlerTimeout` derives from `BaseException` so a handler's `except Exception` cannot swallow it; a
 handler that swallows even that is still reported as timed out, because the timer's firing is
 recorded. Where signals are unavailable (any other thread), the handler runs in a worker thread that
@@ -18,6 +19,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from asya.alarm_clock import set_alarm
 
 T = TypeVar("T")
 
@@ -72,15 +75,19 @@ def alarm_installed() -> Iterator[None]:
 
 
 def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
-    _Alarm.armed, _Alarm.fired = True, False
-    signal.setitimer(signal.ITIMER_REAL, limit)
+    """The alarm may go off at any bytecode once it is armed, even before `function` starts (a loaded
+    machine) or while it is being disarmed: all of that is inside the `try` that turns it into
+    `TimedOut`. It is marked unarmed before it is disarmed, so a late signal is ignored."""
     try:
-        result = function()
+        _Alarm.armed, _Alarm.fired = True, False
+        try:
+            set_alarm(limit)
+            result = function()
+        finally:
+            _Alarm.armed = False
+            set_alarm(0)
     except HandlerTimeout:
         raise TimedOut(limit) from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _Alarm.armed = False
     if _Alarm.fired:
         raise TimedOut(limit)
     return result
