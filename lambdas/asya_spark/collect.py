@@ -19,8 +19,10 @@ check absorbs any that had gone out).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -36,6 +38,7 @@ from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
 
 JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
+Records = Callable[[], list[tuple[str, str]]]  # the batch's staged records, read on first call
 RECONCILE_RESERVE_MS = 15_000  # stop taking batches when the invocation has less time left than this
 
 
@@ -72,7 +75,7 @@ class Collector:
     def settle(self, batch: Batch, run: JobRun | None = None) -> str:
         parts, settings = self.parts, self.parts.settings
         age = time.time() - batch.staged_at
-        if batch.state == State.STAGED or batch.job_run_id is None:
+        if batch.job_run_id is None:  # staged, not started
             if age < settings.start_grace_seconds:
                 return "staged"
             start(parts, batch)
@@ -85,9 +88,10 @@ class Collector:
             return "running"
         if not parts.ledger.lease(batch.batch_id, settings.routing_lease_seconds):
             return "leased"
+        records = functools.cache(lambda: parts.staging.read_input(batch.batch_id))  # read once, if needed
         try:
-            outcome, routed = self._outcome(batch, run)
-            self._send(batch, routed)
+            outcome, routed = self._outcome(batch, run, records)
+            self._send(routed, records)
         except BaseException:
             parts.ledger.release(batch.batch_id)
             raise
@@ -96,25 +100,26 @@ class Collector:
         parts.telemetry.observe("SparkJobDuration", MetricUnit.Seconds, run.duration_seconds or age)
         return outcome
 
-    def _outcome(self, batch: Batch, run: JobRun) -> tuple[str, list[Routed]]:
+    def _outcome(self, batch: Batch, run: JobRun, records: Records) -> tuple[str, list[Routed]]:
         if run.state == SUCCESS:
             routed = self.parts.staging.read_output(batch.batch_id)
             if routed is not None:
                 return "succeeded", routed
-            return "failed", self._fail_all(batch, f"Spark job {run.job_run_id} succeeded but left no complete output")
+            message = f"Spark job {run.job_run_id} succeeded but left no complete output"
+            return "failed", self._fail_all(batch, message, records())
         message = f"Spark job {run.job_run_id} ended {run.state}" + (f": {run.details}" if run.details else "")
-        return run.state.lower(), self._fail_all(batch, message)
+        return run.state.lower(), self._fail_all(batch, message, records())
 
-    def _fail_all(self, batch: Batch, message: str) -> list[Routed]:
+    def _fail_all(self, batch: Batch, message: str, records: list[tuple[str, str]]) -> list[Routed]:
         """Every envelope of the batch meets the actor's resiliency policy with `SparkJobError`."""
         self.parts.telemetry.log_failure("Spark job failed", batch=batch.batch_id, error=message)
         hops = BatchHops(self.parts.settings.sidecar, raising(SparkJobError(message)), batch.known)
-        return list(hops.run(self.parts.staging.read_input(batch.batch_id)))
+        return list(hops.run(records))
 
-    def _send(self, batch: Batch, routed: list[Routed]) -> None:
+    def _send(self, routed: list[Routed], records: Records) -> None:
         parts = self.parts
         if parts.reporter is not None:
-            unregistered = parts.reporter.before_send(self._hops(batch, routed))
+            unregistered = parts.reporter.before_send(_hops(records(), routed))
             if unregistered:
                 raise RuntimeError(f"fan-out branches of {len(unregistered)} record(s) could not be registered")
         deliveries = [Delivery(r.message_id, r.queue, r.body, r.delay, r.kind) for r in routed]
@@ -122,22 +127,23 @@ class Collector:
         if unsent:
             raise RuntimeError(f"envelopes of {len(unsent)} record(s) could not be sent; the batch is routed again")
 
-    def _hops(self, batch: Batch, routed: list[Routed]) -> list[tuple[str, Any, list[Outbound]]]:
-        """What the status reporter needs per record: its envelope and where its outputs go."""
-        outputs: dict[str, list[Outbound]] = {}
-        for row in routed:
-            outputs.setdefault(row.message_id, []).append(Outbound(row.queue, Kind(row.kind), orjson.loads(row.body)))
-        hops = []
-        for message_id, body in self.parts.staging.read_input(batch.batch_id):
-            try:
-                envelope = parse_envelope(body)
-            except EnvelopeError:
-                continue  # went to x-sump, which records it
-            hops.append((message_id, envelope, outputs.get(message_id, [])))
-        return hops
-
     def _count_sent(self, delivery: Delivery) -> None:
         self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)
+
+
+def _hops(records: list[tuple[str, str]], routed: list[Routed]) -> list[tuple[str, Any, list[Outbound]]]:
+    """What the status reporter needs per record: its envelope and where its outputs go."""
+    outputs: dict[str, list[Outbound]] = {}
+    for row in routed:
+        outputs.setdefault(row.message_id, []).append(Outbound(row.queue, Kind(row.kind), orjson.loads(row.body)))
+    hops = []
+    for message_id, body in records:
+        try:
+            envelope = parse_envelope(body)
+        except EnvelopeError:
+            continue  # went to x-sump, which records it
+        hops.append((message_id, envelope, outputs.get(message_id, [])))
+    return hops
 
 
 lambda_handler = entry_point(Collector)

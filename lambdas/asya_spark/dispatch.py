@@ -106,7 +106,7 @@ class Dispatcher:
 
 
 def start(parts: SparkParts, batch: Batch) -> str:
-    """Start (or find again: the batch id is the client token) the batch's job, and record it."""
+    """Start a staged batch's job (or find it again: the batch id is the client token), and record it."""
     staging = parts.staging
     job_run_id = parts.jobs.start(
         batch.batch_id,
@@ -114,10 +114,9 @@ def start(parts: SparkParts, batch: Batch) -> str:
         staging.uri(staging.output_prefix(batch.batch_id)),
         batch.known,
     )
-    if batch.state == State.STAGED:
-        parts.ledger.started(batch.batch_id, job_run_id)
-        parts.telemetry.count("SparkBatches")
-        parts.telemetry.observe("SparkBatchSize", MetricUnit.Count, batch.size)
+    parts.ledger.started(batch.batch_id, job_run_id)
+    parts.telemetry.count("SparkBatches")
+    parts.telemetry.observe("SparkBatchSize", MetricUnit.Count, batch.size)
     return job_run_id
 
 
