@@ -40,6 +40,7 @@ from botocore.config import Config
 
 from asya_cdk.config import LoadedMesh
 from asya_local.deploy import (
+    EMR_APPLICATION,
     HttpTrigger,
     LocalFunction,
     QueueTrigger,
@@ -163,6 +164,7 @@ class LocalStack:
     _endpoint: LocalEndpoint | None = None  # None while the stack deploys into an endpoint it did not start
     _processes: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
     _stopping: bool = False
+    _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
 
     @property
@@ -218,7 +220,9 @@ class LocalStack:
         # Queue policies, alarms, API stages have no local effect; moto says so once per resource otherwise.
         warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
         publish_assets(self.client("s3"), synthesized)
-        local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
+        self._runs_spark = any(r["Type"] == EMR_APPLICATION for r in synthesized.template["Resources"].values())
+        if self._runs_spark:
+            local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
         self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))
@@ -357,7 +361,8 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 process.kill()
         self._processes.clear()
-        local_spark_runner(self.endpoint).stop()
+        if self._runs_spark:
+            local_spark_runner(self.endpoint).stop()
         if self._endpoint is not None:
             self._endpoint.stop()
             self._endpoint = None
