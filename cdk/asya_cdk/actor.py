@@ -20,6 +20,8 @@ from constructs import Construct
 
 from asya_cdk.layer import RUNTIME
 
+ACTOR_CODE_EXCLUDE = ("**/__pycache__", "**/*.pyc", ".venv", "tests")  # what an actor's code folder does not ship
+
 
 @dataclass(frozen=True)
 class ActorProps:
@@ -42,7 +44,7 @@ class ActorProps:
     retention: float = 4 * 86_400
     tracing: bool = False
     log_retention_days: int = 30
-    code_exclude: list[str] = field(default_factory=lambda: ["**/__pycache__", "**/*.pyc", ".venv", "tests"])
+    code_exclude: list[str] = field(default_factory=lambda: list(ACTOR_CODE_EXCLUDE))
 
 
 def dead_letter_queue(scope: Construct, construct_id: str, queue_name: str) -> sqs.Queue:

@@ -13,6 +13,7 @@ from asya_cdk.actor import explain_tracing, log_group
 from asya_cdk.layer import RUNTIME, SidecarLayer
 
 CODE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.md", ".venv", "tests"]
+MESH_CODE = Path(__file__).resolve().parents[2] / "lambdas"  # the crew's and the Spark actors' functions
 LOG_RETENTION_DAYS = 30
 
 

@@ -17,7 +17,6 @@ the right to move a task forward and append its events, and nothing more on them
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -31,6 +30,7 @@ from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue
 from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
+from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.spark import SparkActor, batches_table
@@ -38,7 +38,6 @@ from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.ledger import CLAIM_TTL_SECONDS
 from asya_spark.staging import PREFIX as SPARK_PREFIX
 
-CREW_CODE = Path(__file__).resolve().parents[2] / "lambdas"
 # Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
 # real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
 CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
@@ -87,7 +86,7 @@ class Mesh(Construct):
             fields: dict[str, object] = {
                 "namespace": namespace,
                 "name": name,
-                "code_dir": str(mesh.code_dir(name)) if name in config.actors else str(CREW_CODE),
+                "code_dir": str(mesh.code_dir(name)) if name in config.actors else str(MESH_CODE),
                 "handler": "asya.lambda_handler",
                 "environment": {},
                 "layer": layer.layer,
@@ -182,7 +181,7 @@ class Mesh(Construct):
                         name,
                         settings,
                         handler="asya_spark.dispatch.lambda_handler",
-                        code_dir=str(CREW_CODE),
+                        code_dir=str(MESH_CODE),
                         environment=mesh.actor_environment(name, spark_resources),
                         dead_letter_queue=sump.queue,
                     ),

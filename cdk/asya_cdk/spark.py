@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -26,9 +27,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from asya_cdk.actor import ActorFunction, log_group, send_to_namespace
+from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, send_to_namespace
 from asya_cdk.config import LoadedMesh, SparkConfig
-from asya_cdk.function import MeshFunction
+from asya_cdk.function import MESH_CODE, MeshFunction
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
@@ -38,7 +39,6 @@ from asya_spark.staging import staging_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SOURCE = ROOT / "spark_emr"
-LAMBDA_CODE = ROOT / "lambdas"
 JOB_PYTHON_VERSION = "3.11"
 ENVIRONMENT_ARCHIVE = "asya_env"  # where the job's dependency archive is unpacked on every node
 COLLECTOR_TIMEOUT = 600.0
@@ -117,9 +117,7 @@ class SparkActor(Construct):
             description=f"asya Spark job {namespace}/{name}",
         )
         entry = s3_assets.Asset(self, "Entry", path=str(SPARK_SOURCE / "entry.py"))
-        code = s3_assets.Asset(
-            self, "Code", path=str(mesh.code_dir(name)), exclude=["**/__pycache__", "**/*.pyc", ".venv", "tests"]
-        )
+        code = s3_assets.Asset(self, "Code", path=str(mesh.code_dir(name)), exclude=list(ACTOR_CODE_EXCLUDE))
         environment = s3_assets.Asset(
             self,
             "Environment",
@@ -152,7 +150,7 @@ class SparkActor(Construct):
             self,
             "Collector",
             name=collector_name(namespace, name),
-            code_dir=LAMBDA_CODE,
+            code_dir=MESH_CODE,
             handler="asya_spark.collect.lambda_handler",
             environment={**mesh.actor_environment(name, resources), **variables},
             layer=layer,
@@ -346,6 +344,4 @@ def submit_parameters(spark: SparkConfig, code_url: str, environment_url: str) -
 
 
 def _compact_json(value: object) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
