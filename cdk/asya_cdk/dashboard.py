@@ -4,7 +4,11 @@ Widgets: per-actor queue depth and age of the oldest message, throughput, errors
 and hop durations, x-sump arrivals and the x-sump dead-letter depth; with Spark actors, batches
 started and their sizes, job durations and jobs by outcome; with a status gateway, tasks
 created and finished by outcome, the API's errors and latency, and the stream consumer's dead letters.
-Alarms: any x-sump arrival, any message in x-sump's dead-letter queue or in the stream consumer's.
+Every function's Lambda errors and throttles are drawn too: the sidecar turns a handler's exception
+into a routed envelope, so a Lambda-level error means the function itself failed (an import error, a
+crash, running out of memory or time) and its batch comes back until it is redriven to x-sump, hours
+later with the default visibility timeout. Alarms: any x-sump arrival, any message in x-sump's
+dead-letter queue or in the stream consumer's, any function error.
 """
 
 from __future__ import annotations
@@ -16,22 +20,25 @@ import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.config import SUMP
-from asya.telemetry import METRIC_NAMESPACE
+from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 
 if TYPE_CHECKING:
     from asya_cdk.actor import ActorFunction
 
 PERIOD = cdk.Duration.minutes(1)
 TASK_OUTCOMES = ("succeeded", "failed", "canceled")
+ALARM_MAX_METRICS = 10  # CloudWatch: metrics in one alarm's math expression
 
 
 class MeshDashboard(Construct):
-    """Exposes `dashboard`, `sump_alarm`, `dead_letter_alarm` and `stream_alarm` (None without a gateway)."""
+    """Exposes `dashboard`, `sump_alarm`, `dead_letter_alarm`, `stream_alarm` (None without a gateway)
+    and `function_error_alarms` (one per ten functions)."""
 
     def __init__(
         self,
@@ -40,6 +47,7 @@ class MeshDashboard(Construct):
         *,
         namespace: str,
         actors: dict[str, ActorFunction],
+        functions: dict[str, lambda_.IFunction],
         sump_dlq: sqs.IQueue,
         api: apigateway.RestApiBase | None = None,
         stream_dlq: sqs.IQueue | None = None,
@@ -54,14 +62,17 @@ class MeshDashboard(Construct):
             return cloudwatch.Metric(
                 namespace=METRIC_NAMESPACE,
                 metric_name=name,
-                dimensions_map={"namespace": namespace, "actor": actor, **({"outcome": outcome} if outcome else {})},
+                dimensions_map={MESH_DIMENSION: namespace, "actor": actor, **({"outcome": outcome} if outcome else {})},
                 statistic=statistic,
                 period=PERIOD,
                 label=label or outcome or actor,
             )
 
         def search(metric: str, dimension: str) -> cloudwatch.MathExpression:
-            query = f'{{{METRIC_NAMESPACE},namespace,actor,{dimension}}} MetricName="{metric}" namespace="{namespace}"'
+            query = (
+                f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{dimension}}} "
+                f'MetricName="{metric}" {MESH_DIMENSION}="{namespace}"'
+            )
             return cloudwatch.MathExpression(
                 expression=f"SEARCH('{query}', 'Sum', 60)", using_metrics={}, period=PERIOD
             )
@@ -99,6 +110,35 @@ class MeshDashboard(Construct):
                 width=12,
             ),
         )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Function errors (Lambda: crashes, timeouts, out of memory)",
+                left=[function.metric_errors(period=PERIOD, label=label) for label, function in functions.items()],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Function throttles",
+                left=[function.metric_throttles(period=PERIOD, label=label) for label, function in functions.items()],
+                width=12,
+            ),
+        )
+        self.function_error_alarms = [
+            self._above_zero(
+                f"FunctionErrors{number}",
+                f"asya-{namespace}-function-errors-{number}",
+                "A function of the mesh failed as a whole (import error, crash, timeout, out of memory): its "
+                "messages return until they are redriven to x-sump. Functions: " + ", ".join(group) + ".",
+                cloudwatch.MathExpression(
+                    expression=" + ".join(f"FILL(e{n}, 0)" for n in range(len(group))),
+                    using_metrics={
+                        f"e{n}": functions[label].metric_errors(period=PERIOD) for n, label in enumerate(group)
+                    },
+                    period=PERIOD,
+                    label="function errors",
+                ),
+            )
+            for number, group in _groups(list(functions), ALARM_MAX_METRICS)
+        ]
         self.sump_alarm = self._above_zero(
             "SumpArrivals",
             f"asya-{namespace}-x-sump-arrivals",
@@ -190,6 +230,11 @@ class MeshDashboard(Construct):
 
     def notify(self, topic_arn: str) -> None:
         topic = sns.Topic.from_topic_arn(self, "AlarmTopic", topic_arn)
-        for alarm in (self.sump_alarm, self.dead_letter_alarm, self.stream_alarm):
+        for alarm in (self.sump_alarm, self.dead_letter_alarm, self.stream_alarm, *self.function_error_alarms):
             if alarm is not None:
                 alarm.add_alarm_action(actions.SnsAction(topic))
+
+
+def _groups(items: list[str], size: int) -> list[tuple[int, list[str]]]:
+    """`items` in groups of at most `size`, numbered from 1."""
+    return [(start // size + 1, items[start : start + size]) for start in range(0, len(items), size)]

@@ -21,6 +21,7 @@ import json
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -222,6 +223,7 @@ class Mesh(Construct):
             "Dashboard",
             namespace=namespace,
             actors=self.actors,
+            functions=self.functions(),
             sump_dlq=self.sump_dlq,
             api=self.gateway.api,
             stream_dlq=self.gateway.stream_dead_letters,
@@ -230,6 +232,17 @@ class Mesh(Construct):
         if config.alarm_topic_arn:
             self.dashboard.notify(config.alarm_topic_arn)
         _explain_findings(self, namespace)
+
+    def functions(self) -> dict[str, lambda_.IFunction]:
+        """Every Lambda function of the mesh, by the name the dashboard shows."""
+        gateway = self.gateway
+        return {
+            **{name: actor.function for name, actor in self.actors.items()},
+            **{f"x-collect-{name}": spark.collector.function for name, spark in self.spark.items()},
+            "gateway": gateway.gateway.function,
+            "gateway-stream": gateway.stream.function,
+            "gateway-backstop": gateway.backstop.function,
+        }
 
 
 def idempotency_items(table: dynamodb.ITable, namespace: str) -> iam.PolicyStatement:

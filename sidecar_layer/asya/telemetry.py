@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
 METRIC_NAMESPACE = "Asya"
+# The dimension naming the mesh. Not "namespace": CloudWatch SEARCH reads `Namespace` as the metric
+# namespace designator, and a dashboard query filtering on it would match nothing.
+MESH_DIMENSION = "mesh"
 
 
 EMF_MAX_VALUES = 100  # values per metric in one EMF document
@@ -28,9 +31,10 @@ class Telemetry:
     def __init__(self, namespace: str, actor: str, tracing: bool = False) -> None:
         self.logger = Logger(service=actor)
         self.logger.append_keys(asya_namespace=namespace, actor=actor)
-        self.metrics = Metrics(namespace=METRIC_NAMESPACE)
+        # service="": no `service` dimension set beside the mesh's own, so each metric is published once
+        self.metrics = Metrics(namespace=METRIC_NAMESPACE, service="")
         self._enabled = not is_metrics_disabled()
-        self._dimensions = {"namespace": namespace, "actor": actor}
+        self._dimensions = {MESH_DIMENSION: namespace, "actor": actor}
         self._counts: Counter[tuple[str, str, str]] = Counter()
         self._observations: defaultdict[tuple[str, MetricUnit], list[float]] = defaultdict(list)
         self.tracer: Tracer | None = None
@@ -92,7 +96,9 @@ class Telemetry:
             self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=amount)
         if not self.metrics.metric_set:
             return
-        self.metrics.add_dimensions(**self._dimensions, **dimensions)
+        # the primary dimension set, not `add_dimensions` (a second set): one set, so one metric per value
+        for name, value in {**self._dimensions, **dimensions}.items():
+            self.metrics.add_dimension(name=name, value=value)
         self.metrics.flush_metrics()
 
     def log_failure(self, message: str, **fields: Any) -> None:

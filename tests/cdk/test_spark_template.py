@@ -463,8 +463,8 @@ def test_the_dashboard_shows_spark_batches_durations_and_outcomes(catalogue: Syn
     text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     for actor in SPARK:
         for metric in ("SparkBatches", "SparkBatchSize", "SparkJobDuration"):
-            assert f'"Asya","{metric}","actor","{actor}","namespace","catalogue"' in text, (metric, actor)
-    assert 'MetricName=\\"SparkJobs\\" namespace=\\"catalogue\\"' in text
+            assert f'"Asya","{metric}","actor","{actor}","mesh","catalogue"' in text, (metric, actor)
+    assert 'MetricName=\\"SparkJobs\\" mesh=\\"catalogue\\"' in text
     for actor in LAMBDA:
         assert f'"Asya","SparkBatches","actor","{actor}"' not in text
 

@@ -240,7 +240,19 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
         "asya-reviews-x-sump-arrivals",
         "asya-reviews-x-sump-dlq-depth",
         "asya-reviews-gateway-stream-dlq-depth",
+        "asya-reviews-function-errors-1",
+        "asya-reviews-function-errors-2",
     }
+    # every function's Lambda errors, at most ten metrics per alarm (CloudWatch's limit for metric math)
+    functions = set(_resources(document, "AWS::Lambda::Function"))
+    watched: set[str] = set()
+    for number in (1, 2):
+        queries = alarms[f"asya-reviews-function-errors-{number}"]["Metrics"]
+        metrics = [q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q]
+        assert 1 <= len(metrics) <= 10
+        assert {m["MetricName"] for m in metrics} == {"Errors"}
+        watched |= {m["Dimensions"][0]["Value"]["Ref"] for m in metrics}
+    assert watched == functions
     stream_dlq, _ = _queue(document, "asya-reviews-gateway-stream-dlq")
     assert stream_dlq in json.dumps(alarms["asya-reviews-gateway-stream-dlq-depth"])
     arrivals = json.dumps(alarms["asya-reviews-x-sump-arrivals"])
@@ -261,8 +273,8 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
     [dashboard] = _resources(document, "AWS::CloudWatch::Dashboard").values()
     text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     for outcome in ("succeeded", "failed", "canceled"):
-        assert f'"Asya","TasksFinished","actor","gateway-stream","namespace","reviews","outcome","{outcome}"' in text
-    assert '"Asya","TasksCreated","actor","gateway","namespace","reviews",' in text
+        assert f'"Asya","TasksFinished","actor","gateway-stream","mesh","reviews","outcome","{outcome}"' in text
+    assert '"Asya","TasksCreated","actor","gateway","mesh","reviews",' in text
 
 
 def _table(document: dict[str, Any], prefix: str) -> str:

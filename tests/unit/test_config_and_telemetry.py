@@ -59,7 +59,7 @@ def test_metrics_are_emitted_in_emf_with_outcomes(mesh: Mesh, capsys: pytest.Cap
     assert sent == {"actor": [1.0], "sump": [1.0]}
     totals = next(b for b in blobs if "MessagesReceived" in b)
     assert totals["MessagesReceived"] == [2.0]
-    assert totals["namespace"] == "unit"
+    assert totals["mesh"] == "unit"
     assert totals["actor"] == "a"
     assert len(totals["HandlerDuration"]) == 1  # type: ignore[arg-type]
 
