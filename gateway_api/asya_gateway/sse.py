@@ -45,9 +45,11 @@ def follow(
     keepalive_seconds: float = 15.0,
     max_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock_ns: Callable[[], int] = time.time_ns,
 ) -> Iterator[str]:
     """Yield SSE chunks for one task until it is terminal. Bounded (`max_seconds` given), it ends with
-    `retry:` after the first news or after `max_seconds` without any."""
+        `retry:` after the first news or after `max_seconds` without any. Events reach the watcher once
+    they have settled (`asya.live.SETTLE_SECONDS`), so a late write from another writer is never skipped."""
     bounded = max_seconds is not None
     reconnect = f"retry: {RECONNECT_MS}\n\n"
     started = time.monotonic()
@@ -65,7 +67,7 @@ def follow(
             return
     quiet_since = time.monotonic()
     while True:
-        batch = events.after(task_id, cursor if cursor != "0" else None)
+        batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=clock_ns())
         for event in batch:
             cursor = event.seq
             yield sse(event.data, event.kind, event.seq)

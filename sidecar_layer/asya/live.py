@@ -7,6 +7,13 @@ a task from a cursor. Items expire after a day.
 
 A cursor (`seq`) is the nanosecond arrival time, zero-padded so it sorts as a string, plus a random
 suffix so two writers never collide; one writer's events keep their order.
+
+Several writers append to one task's log (the stream consumer, each actor's sidecar), each stamping
+`seq` from its own clock just before its write lands. A reader that handed out an event with a later
+`seq` before an earlier-stamped write had landed would move its cursor past that event for good. So
+readers only take events that have *settled*: stamped at least `SETTLE_SECONDS` ago, longer than a
+write with its retries takes (plus the clocks' skew). A watcher sees each event that much later, and
+never misses one.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
 STATUS = "status"
 FLY = "fly"
 BATCH_WRITE_LIMIT = 25
+# a write and its unprocessed-item retries (0.75 s of backoff) land well within this
+SETTLE_SECONDS = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +91,13 @@ class EventLog:
                 time.sleep(0.05 * 2**attempt)
         return appended
 
-    def after(self, task_id: str, cursor: str | None, limit: int = 100) -> list[Event]:
-        """Events after `cursor` (all of them without one), oldest first."""
-        condition = "task_id = :id AND seq > :cursor" if cursor else "task_id = :id"
-        values: Any = {":id": {"S": task_id}}
-        if cursor:
-            values[":cursor"] = {"S": cursor}
+    def after(self, task_id: str, cursor: str | None, limit: int = 100, *, now_ns: int | None = None) -> list[Event]:
+        """Settled events after `cursor` (from the start without one), oldest first."""
+        settled = f"{(now_ns or time.time_ns()) - int(SETTLE_SECONDS * 1e9):020d}"
+        values: Any = {":id": {"S": task_id}, ":settled": {"S": settled}, ":cursor": {"S": cursor or "0"}}
         response = self.client.query(
             TableName=self.table,
-            KeyConditionExpression=condition,
+            KeyConditionExpression="task_id = :id AND seq BETWEEN :cursor AND :settled",
             ExpressionAttributeValues=values,
             Limit=limit,
             ConsistentRead=True,
@@ -98,6 +105,7 @@ class EventLog:
         return [
             Event(task_id, item["seq"]["S"], item["kind"]["S"], orjson.loads(item["data"]["S"]))
             for item in response.get("Items", [])
+            if item["seq"]["S"] != cursor  # BETWEEN includes the cursor's own event
         ]
 
     def latest(self, task_id: str) -> str | None:

@@ -3,16 +3,22 @@ bounded follow must answer at the first news rather than hold every event until 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from asya.live import FLY, EventLog
+from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.status import TaskStore
 from asya_gateway.sse import follow
 from asya_local.tables import EVENTS, TASKS, create_tables
+
+
+def settled() -> int:
+    """A clock far enough ahead that every event appended so far has settled."""
+    return time.time_ns() + int(2 * SETTLE_SECONDS * 1e9)
 
 
 @pytest.fixture
@@ -38,7 +44,7 @@ def test_a_bounded_follow_answers_at_the_first_news_after_the_cursor(stores: tup
     tasks, events = stores
     first, second = events.append([("t1", FLY, {"n": 1}), ("t1", FLY, {"n": 2})])
     slept: list[float] = []
-    chunks = list(follow(tasks, events, "t1", first.seq, max_seconds=20, sleep=slept.append))
+    chunks = list(follow(tasks, events, "t1", first.seq, max_seconds=20, sleep=slept.append, clock_ns=settled))
     assert chunks == [f'id: {second.seq}\nevent: fly\ndata: {{"n":2}}\n\n', "retry: 500\n\n"]
     assert slept == []  # answered without waiting out the 20 s
 
@@ -48,3 +54,25 @@ def test_a_bounded_follow_without_news_ends_after_its_time(stores: tuple[TaskSto
     (event,) = events.append([("t1", FLY, {"n": 1})])
     chunks = list(follow(tasks, events, "t1", event.seq, max_seconds=0, sleep=lambda _: None))
     assert chunks == ["retry: 500\n\n"]
+
+
+def test_an_event_stamped_earlier_but_written_later_by_another_writer_still_reaches_the_watcher(
+    stores: tuple[TaskStore, EventLog],
+) -> None:
+    """Two writers (an actor's sidecar, the stream consumer) append to one task's log: the earlier stamp
+    can land after the later one has been read, and a cursor past it would skip it for good."""
+    tasks, sidecar = stores
+    stream = EventLog(sidecar.table, client=sidecar.client)
+    (start,) = sidecar.append([("t1", FLY, {"n": 0})])
+    late_seq = sidecar.next_seq()  # the sidecar stamps its event ...
+    (early,) = stream.append([("t1", FLY, {"n": 2})])  # ... the stream consumer's later one lands first
+    now = time.time_ns()
+    sidecar.next_seq = lambda: late_seq  # type: ignore[method-assign]
+    sidecar.append([("t1", FLY, {"n": 1})])  # ... and only now does the sidecar's write land
+    assert sidecar.after("t1", start.seq, now_ns=now) == []  # nothing has settled yet: nothing is handed out
+    chunks = list(follow(tasks, sidecar, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    assert chunks == [
+        f'id: {late_seq}\nevent: fly\ndata: {{"n":1}}\n\n',
+        f'id: {early.seq}\nevent: fly\ndata: {{"n":2}}\n\n',
+        "retry: 500\n\n",
+    ]
