@@ -26,7 +26,7 @@ def create_tables(dynamodb: Any) -> None:
                     {"AttributeName": "status", "KeyType": "HASH"},
                     {"AttributeName": "created_at", "KeyType": "RANGE"},
                 ],
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
             },
             {
                 "IndexName": "by-deadline",
@@ -73,7 +73,7 @@ def create_spark_batches_table(dynamodb: Any) -> None:
                     {"AttributeName": "open_actor", "KeyType": "HASH"},
                     {"AttributeName": "staged_at", "KeyType": "RANGE"},
                 ],
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
             }
         ],
         BillingMode="PAY_PER_REQUEST",

@@ -62,7 +62,9 @@ class TaskTables(Construct):
             index_name=BY_STATUS,
             partition_key=string_key("status"),
             sort_key=string_key("created_at"),
-            projection_type=dynamodb.ProjectionType.ALL,
+            # keys only: DynamoDB writes an index entry only when a projected attribute changes, so a
+            # hop's update (progress, actor) costs no index write; listing reads the records by id
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
         self.tasks.add_global_secondary_index(
             index_name=BY_DEADLINE,

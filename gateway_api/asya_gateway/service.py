@@ -184,7 +184,13 @@ class TaskService:
                 raise TaskError(400, "cursor is not one this API returned") from None
             raise
 
-        tasks = [task_view(from_item(item)) for item in page.get("Items", [])]
+        if status is None:
+            items = [from_item(item) for item in page.get("Items", [])]
+        else:  # the index keeps keys only (a hop's update then writes no index entry): read the records
+            ids = [item["id"]["S"] for item in page.get("Items", [])]
+            records = self.tasks.get_many(ids)
+            items = [records[task_id] for task_id in ids if task_id in records]
+        tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
         return {"tasks": tasks, "next_cursor": _encode_cursor(last) if last else None}
 

@@ -325,7 +325,7 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
         {"AttributeName": "status", "KeyType": "HASH"},
         {"AttributeName": "created_at", "KeyType": "RANGE"},
     ]
-    assert indexes["by-status"]["Projection"] == {"ProjectionType": "ALL"}
+    assert indexes["by-status"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     assert indexes["by-deadline"]["KeySchema"] == [
         {"AttributeName": "open_shard", "KeyType": "HASH"},
         {"AttributeName": "deadline_at", "KeyType": "RANGE"},
