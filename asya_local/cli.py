@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "watch": _watch,
         "results": _results,
         "queues": _queues,
-        "check": lambda args: check_mesh(args.config, console),
+        "check": _check,
     }
     try:
         return commands_run[args.command](args)
@@ -95,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     except GatewayError as exc:
         console.print(f"[red]asya: the gateway refused: {exc}[/red]")
         return 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    return check_mesh(args.config, console)
 
 
 class LocalStateError(RuntimeError):
