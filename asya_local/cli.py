@@ -7,6 +7,7 @@
     asya results ID                              what x-sink / x-sump kept for an envelope
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
+    asya check   [--config FILE]                 AWS's limits checked, and what `cdk deploy` would create
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key) so the
 other commands find it. Tasks are created and followed through the status gateway's API, as any
@@ -34,6 +35,7 @@ from rich.text import Text
 from asya.live import FLY
 from asya.results import result_prefix
 from asya_cdk.config import MeshConfigError, load_mesh
+from asya_local.check import check as check_mesh
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("id")
     queues = commands.add_parser("queues", help="queue depths")
     queues.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    check = commands.add_parser("check", help="check the mesh file against AWS's limits; show what deploy creates")
+    check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
     args = parser.parse_args(argv)
     commands_run = {
         "up": _up,
@@ -81,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "watch": _watch,
         "results": _results,
         "queues": _queues,
+        "check": _check,
     }
     try:
         return commands_run[args.command](args)
@@ -90,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     except GatewayError as exc:
         console.print(f"[red]asya: the gateway refused: {exc}[/red]")
         return 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    return check_mesh(args.config, console)
 
 
 class LocalStateError(RuntimeError):

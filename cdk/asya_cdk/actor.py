@@ -19,6 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya_cdk.layer import RUNTIME
+from asya_cdk.names import resource_name
 
 ACTOR_CODE_EXCLUDE = ("**/__pycache__", "**/*.pyc", ".venv", "tests")  # what an actor's code folder does not ship
 
@@ -64,7 +65,7 @@ class ActorFunction(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: ActorProps) -> None:
         super().__init__(scope, construct_id)
-        resource_name = f"asya-{props.namespace}-{props.name}"
+        name = resource_name(props.namespace, props.name)
         dead_letter = (
             sqs.DeadLetterQueue(queue=props.dead_letter_queue, max_receive_count=props.max_receive_count)
             if props.dead_letter_queue is not None
@@ -73,14 +74,14 @@ class ActorFunction(Construct):
         self.queue = sqs.Queue(
             self,
             "Queue",
-            queue_name=resource_name,
+            queue_name=name,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             visibility_timeout=cdk.Duration.seconds(props.visibility_timeout),
             retention_period=cdk.Duration.seconds(props.retention),
             dead_letter_queue=dead_letter,
         )
-        self.log_group = log_group(self, "Logs", f"/aws/lambda/{resource_name}", props.log_retention_days)
+        self.log_group = log_group(self, "Logs", f"/aws/lambda/{name}", props.log_retention_days)
         self.role = iam.Role(
             self,
             "Role",
@@ -92,7 +93,7 @@ class ActorFunction(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
-            function_name=resource_name,
+            function_name=name,
             runtime=RUNTIME,
             architecture=props.architecture,
             handler=props.handler,

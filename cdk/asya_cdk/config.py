@@ -15,19 +15,16 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from asya.config import SINK, SUMP
+from asya.config import SUMP
 from asya.envelope import describe_validation_error
 from asya.resiliency import Resiliency, Seconds
+from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE, SQS_QUEUE_NAME_MAX
+from asya_cdk.names import CREW, PAUSE, RESERVED, RESUME, resource_name
+from asya_cdk.rules import mesh_problems
+
+__all__ = ["CREW", "PAUSE", "RESERVED", "RESUME"]  # the crew's names, for the constructs that import them here
 
 NAME = r"^[a-z0-9][a-z0-9-]*$"
-PAUSE = "x-pause"
-RESUME = "x-resume"
-CREW = (SINK, SUMP, PAUSE, RESUME)
-# Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
-RESERVED = (*CREW, "x-sump-dlq", "gateway", "gateway-stream", "gateway-backstop", "gateway-stream-dlq")
-LAMBDA_MAX_TIMEOUT = 900.0
-# Lambda caps a function's whole environment at 4 KB; the gateway's other variables need the rest.
-FLOWS_ENV_MAX_BYTES = 3_500
 
 
 class MeshConfigError(ValueError):
@@ -81,7 +78,7 @@ class ActorConfig(_Strict):
     batch_size: int = Field(default=10, ge=1, le=10_000)
     batching_window: Seconds = Field(default=0.0, le=300)
     max_concurrency: int | None = Field(default=None, ge=2, le=1000)
-    reserved_concurrency: int | None = Field(default=None, ge=0)
+    reserved_concurrency: int | None = Field(default=None, ge=0)  # at least 2: see asya_cdk.rules
     max_receive_count: int = Field(default=5, ge=1, le=1000)
     # bounds in the type, not on the field: `Seconds`' own `ge=0` would replace a field's `ge`
     retention: Annotated[Seconds, Field(ge=60, le=14 * 86_400)] = 4 * 86_400
@@ -123,17 +120,32 @@ class ActorConfig(_Strict):
 
     @property
     def lambda_timeout(self) -> float:
-        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda."""
+        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda;
+        derived, it is rounded up to whole seconds (Lambda's `Timeout` is an integer)."""
         if self.function_timeout is not None:
             return self.function_timeout
         if self.runtime == "spark":
             return SPARK_DISPATCH_TIMEOUT
-        return min(LAMBDA_MAX_TIMEOUT, self.timeout * min(self.batch_size, 10) + 10)
+        return min(LAMBDA_MAX_TIMEOUT, float(math.ceil(round(self.timeout * min(self.batch_size, 10) + 10, 6))))
+
+    @property
+    def event_source_concurrency(self) -> int | None:
+        """The SQS event source's maximum concurrency: `max_concurrency`, or else the function's reserved
+        concurrency, so the event source never takes more batches than the function may run (a throttled
+        batch still counts as a receive, and enough of them redrive healthy envelopes to x-sump)."""
+        if self.max_concurrency is not None or self.reserved_concurrency is None:
+            return self.max_concurrency
+        return min(self.reserved_concurrency, SQS_MAX_CONCURRENCY_RANGE[1])
 
     @property
     def visibility_timeout(self) -> float:
         """AWS's rule for queues behind Lambda: at least six times the function timeout."""
         return 6 * self.lambda_timeout
+
+
+# Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
+# real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
+CREW_SETTINGS = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
 
 
 class FlowConfig(_Strict):
@@ -196,8 +208,11 @@ class MeshConfig(_Strict):
                     f"actors.{name}: actor names are lowercase letters, digits and '-', "
                     f"not starting with 'x-' (the mesh's own: {', '.join(RESERVED)})"
                 )
-            if len(f"asya-{self.namespace}-{name}") > 80:
-                raise ValueError(f"actors.{name}: queue name asya-{self.namespace}-{name} exceeds 80 characters")
+            if len(resource_name(self.namespace, name)) > SQS_QUEUE_NAME_MAX:
+                raise ValueError(
+                    f"actors.{name}: queue name {resource_name(self.namespace, name)} exceeds "
+                    f"{SQS_QUEUE_NAME_MAX} characters"
+                )
         for name, settings in self.actors.items():
             for policy_name, policy in settings.resiliency.policies.items():
                 for target in policy.on_exhausted:
@@ -223,17 +238,6 @@ class MeshConfig(_Strict):
                     raise ValueError(f"{where}: unknown actor {actor!r}")
         return self
 
-    @model_validator(mode="after")
-    def _flows_fit_the_gateway(self) -> MeshConfig:
-        size = len(self.flows_json().encode())
-        if size > FLOWS_ENV_MAX_BYTES:
-            raise ValueError(
-                f"flows: the gateway gets all flows as one environment variable (ASYA_FLOWS), {size} bytes of "
-                f"JSON here, but at most {FLOWS_ENV_MAX_BYTES} bytes fit (Lambda caps a function's environment "
-                "at 4 KB); shorten descriptions and input_schemas, or split the mesh"
-            )
-        return self
-
     def flows_json(self) -> str:
         """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes."""
         flows = {name: flow.model_dump(mode="json") for name, flow in self.flows.items()}
@@ -241,7 +245,9 @@ class MeshConfig(_Strict):
 
 
 def load_mesh(path: str | Path) -> LoadedMesh:
-    """Read and validate a mesh file; any problem is a `MeshConfigError` naming file and field."""
+    """Read and validate a mesh file; any problem is a `MeshConfigError` naming file and field. Beyond
+    the file's own shape, every AWS quota and naming rule the mesh could hit at deploy is checked here
+    (`asya_cdk.rules`), each problem on its own line."""
     file = Path(path)
     try:
         document = yaml.safe_load(file.read_text())
@@ -260,6 +266,9 @@ def load_mesh(path: str | Path) -> LoadedMesh:
         code = mesh.code_dir(name)
         if not code.is_dir():
             raise MeshConfigError(f"{file}: actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
+    problems = mesh_problems(mesh)
+    if problems:
+        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
     return mesh
 
 
@@ -275,7 +284,12 @@ class LoadedMesh(BaseModel):
         return (self.base / self.config.actors[actor].code).resolve()
 
     def queue_name(self, actor: str) -> str:
-        return f"asya-{self.config.namespace}-{actor}"
+        return resource_name(self.config.namespace, actor)
+
+    def redriven_retention(self) -> dict[str, float]:
+        """How long each queue that redrives into x-sump keeps messages, by the field that sets it."""
+        crew = {f"{name} (crew)": CREW_SETTINGS.retention for name in CREW if name != SUMP}
+        return {**{f"actors.{name}.retention": actor.retention for name, actor in self.config.actors.items()}, **crew}
 
     def actor_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:
         """The sidecar's variables for an actor's function; `resources` names the tables it may use."""
@@ -297,19 +311,6 @@ class LoadedMesh(BaseModel):
             variables["ASYA_TRACING"] = "true"
         variables.update(self.status_environment(resources))
         variables["ASYA_STATUS_WRITES"] = self.config.status.writes
-        return variables
-
-    def spark_job_environment(self, actor: str) -> dict[str, str]:
-        """What a Spark actor's job runs its handler with: the actor's own variables and the handler
-        settings, but no table names (the job reaches neither the task nor the idempotency table)."""
-        settings = self.config.actors[actor]
-        assert settings.spark is not None
-        variables = {
-            key: value
-            for key, value in self.actor_environment(actor, {}).items()
-            if key not in ("ASYA_TASK_TTL_SECONDS", "ASYA_STATUS_WRITES", "POWERTOOLS_SERVICE_NAME")
-        }
-        variables["ASYA_SPARK_STYLE"] = settings.spark.style
         return variables
 
     @property

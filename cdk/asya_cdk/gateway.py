@@ -30,8 +30,10 @@ from constructs import Construct
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, log_group, send_to_namespace
 from asya_cdk.config import LoadedMesh
+from asya_cdk.environment import MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.names import GATEWAY, GATEWAY_BACKSTOP, GATEWAY_STREAM, GATEWAY_STREAM_DEAD_LETTERS, resource_name
 from asya_cdk.tasks import BY_DEADLINE, BY_STATUS, TaskTables
 
 GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
@@ -51,21 +53,18 @@ class StatusGateway(Construct):
         tables: TaskTables,
         bucket: s3.IBucket,
         layer: SidecarLayer,
+        names: MeshNames,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.mesh = mesh
+        self.names = names
         self.namespace = mesh.config.namespace
         self.settings = mesh.config.gateway
         self.prefix = f"asya-{self.namespace}"
         self.layer = layer
-        self.shared = {
-            "ASYA_NAMESPACE": self.namespace,
-            **mesh.status_environment(
-                {"tasks_table": tables.tasks.table_name, "events_table": tables.events.table_name}
-            ),
-        }
-        self.gateway = self._serve(tables, bucket, mesh.config.flows_json())
+        self.gateway = self._serve(tables, bucket)
         self.stream, self.stream_dead_letters = self._follow_stream(tables)
-        self.backstop, self.schedule = self._enforce_deadlines(tables, bucket)
+        self.backstop, self.schedule = self._enforce_deadlines(tables)
         self.api, self.api_key = self._publish(self.gateway.function)
         _explain_findings(self, self.namespace, bucket, self.settings.auth == "iam")
 
@@ -74,7 +73,6 @@ class StatusGateway(Construct):
         construct_id: str,
         name: str,
         handler: str,
-        environment: dict[str, str],
         *,
         timeout: float = 60,
         memory: int = 256,
@@ -82,26 +80,19 @@ class StatusGateway(Construct):
         return MeshFunction(
             self,
             construct_id,
-            name=f"{self.prefix}-{name}",
+            name=resource_name(self.namespace, name),
             code_dir=GATEWAY_CODE,
             handler=handler,
-            environment={**self.shared, **environment, "POWERTOOLS_SERVICE_NAME": name},
+            environment=gateway_environment(self.mesh, self.names, name),
             layer=self.layer,
             timeout=timeout,
             memory=memory,
             tracing=self.settings.tracing,
         )
 
-    def _serve(self, tables: TaskTables, bucket: s3.IBucket, flows: str) -> MeshFunction:
+    def _serve(self, tables: TaskTables, bucket: s3.IBucket) -> MeshFunction:
         """The API's function: creates, lists, follows, cancels and resumes tasks."""
-        gateway = self._function(
-            "Api",
-            "gateway",
-            "asya_gateway.api.lambda_handler",
-            {"ASYA_RESULTS_BUCKET": bucket.bucket_name, "ASYA_FLOWS": flows},
-            timeout=30,
-            memory=512,
-        )
+        gateway = self._function("Api", GATEWAY, "asya_gateway.api.lambda_handler", timeout=30, memory=512)
         gateway.allow(
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
              "dynamodb:Query", "dynamodb:Scan"],
@@ -117,8 +108,10 @@ class StatusGateway(Construct):
 
     def _follow_stream(self, tables: TaskTables) -> tuple[MeshFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""
-        dead_letters = dead_letter_queue(self, "StreamDeadLetters", f"{self.prefix}-gateway-stream-dlq")
-        stream = self._function("Stream", "gateway-stream", "asya_gateway.stream.lambda_handler", {})
+        dead_letters = dead_letter_queue(
+            self, "StreamDeadLetters", resource_name(self.namespace, GATEWAY_STREAM_DEAD_LETTERS)
+        )
+        stream = self._function("Stream", GATEWAY_STREAM, "asya_gateway.stream.lambda_handler")
         stream.allow(["dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
         stream.function.add_event_source(
             sources.DynamoEventSource(
@@ -133,14 +126,9 @@ class StatusGateway(Construct):
         )
         return stream, dead_letters
 
-    def _enforce_deadlines(self, tables: TaskTables, bucket: s3.IBucket) -> tuple[MeshFunction, events.Rule]:
+    def _enforce_deadlines(self, tables: TaskTables) -> tuple[MeshFunction, events.Rule]:
         """Fails overdue tasks on a schedule, so a deadline holds even when no envelope is moving."""
-        backstop = self._function(
-            "Backstop",
-            "gateway-backstop",
-            "asya_gateway.backstop.lambda_handler",
-            {"ASYA_RESULTS_BUCKET": bucket.bucket_name},
-        )
+        backstop = self._function("Backstop", GATEWAY_BACKSTOP, "asya_gateway.backstop.lambda_handler")
         backstop.allow(["dynamodb:Query"], tables.index_arn(BY_DEADLINE))
         backstop.allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], tables.tasks.table_arn)
         backstop.allow(["dynamodb:PutItem"], tables.events.table_arn)
@@ -150,7 +138,7 @@ class StatusGateway(Construct):
         rule = events.Rule(
             self,
             "Schedule",
-            rule_name=f"{self.prefix}-gateway-backstop",
+            rule_name=resource_name(self.namespace, GATEWAY_BACKSTOP),
             description=f"asya {self.namespace}: fail open tasks whose deadline passed",
             schedule=events.Schedule.rate(period),
             targets=[targets.LambdaFunction(backstop.function, max_event_age=period, retry_attempts=2)],

@@ -16,8 +16,6 @@ the right to move a task forward and append its events, and nothing more on them
 
 from __future__ import annotations
 
-import json
-
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -29,19 +27,18 @@ from asya.config import SINK, SUMP
 from asya.dedup import idempotency_key_prefix
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue
-from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
+from asya_cdk.config import CREW_SETTINGS, PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
+from asya_cdk.environment import MeshNames, crew_environment, lambda_actor_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.limits import SUMP_RETENTION
+from asya_cdk.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, SUMP_DEAD_LETTERS, resource_name
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.ledger import CLAIM_TTL_SECONDS
 from asya_spark.staging import PREFIX as SPARK_PREFIX
-
-# Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
-# real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
-CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
 
 
 class Mesh(Construct):
@@ -72,9 +69,16 @@ class Mesh(Construct):
             ],
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        self.table = mesh_table(self, "Idempotency", string_key("id"), ttl_attribute="expiration")
-        self.task_tables = TaskTables(self, "Status")
-        self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", f"asya-{namespace}-x-sump-dlq")
+        self.table = mesh_table(
+            self,
+            "Idempotency",
+            string_key("id"),
+            table_name=resource_name(namespace, IDEMPOTENCY_TABLE),
+            ttl_attribute="expiration",
+        )
+        self.task_tables = TaskTables(self, "Status", namespace=namespace)
+        self.spark_batches = batches_table(self, resource_name(namespace, BATCHES_TABLE)) if mesh.spark_actors else None
+        self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
         layers: dict[str, SidecarLayer] = {}
 
         def layer_for(architecture: str) -> SidecarLayer:
@@ -98,7 +102,7 @@ class Mesh(Construct):
                 "memory": settings.memory,
                 "batch_size": settings.batch_size,
                 "batching_window": settings.batching_window,
-                "max_concurrency": settings.max_concurrency,
+                "max_concurrency": settings.event_source_concurrency,
                 "reserved_concurrency": settings.reserved_concurrency,
                 "max_receive_count": settings.max_receive_count,
                 "retention": settings.retention,
@@ -108,36 +112,34 @@ class Mesh(Construct):
             fields.update(overrides)
             return ActorProps(**fields)  # type: ignore[arg-type]
 
-        resources = {
-            "idempotency_table": self.table.table_name,
-            "tasks_table": self.task_tables.tasks.table_name,
-            "events_table": self.task_tables.events.table_name,
-        }
-        crew_env = {
-            "ASYA_NAMESPACE": namespace,
-            "ASYA_RESULTS_BUCKET": self.bucket.bucket_name,
-            **mesh.status_environment(resources),
-        }
+        names = MeshNames(
+            bucket=self.bucket.bucket_name,
+            tasks_table=self.task_tables.tasks.table_name,
+            events_table=self.task_tables.events.table_name,
+            idempotency_table=self.table.table_name,
+            batches_table=self.spark_batches.table_name if self.spark_batches is not None else "",
+        )
         sump = ActorFunction(
             self,
             "Crew-x-sump",
             props(
                 SUMP,
-                CREW,
+                CREW_SETTINGS,
                 handler="asya_crew.sump.lambda_handler",
-                environment=crew_env,
+                environment=crew_environment(mesh, names, SUMP),
                 dead_letter_queue=self.sump_dlq,
+                # SQS keeps a redriven message until its first enqueue plus the DLQ's retention
+                retention=SUMP_RETENTION,
             ),
         )
-        hooks = json.dumps([hook.model_dump() for hook in config.sink_hooks])
         sink = ActorFunction(
             self,
             "Crew-x-sink",
             props(
                 SINK,
-                CREW,
+                CREW_SETTINGS,
                 handler="asya_crew.sink.lambda_handler",
-                environment={**crew_env, "ASYA_SINK_HOOKS": hooks},
+                environment=crew_environment(mesh, names, SINK),
                 dead_letter_queue=sump.queue,
             ),
         )
@@ -146,9 +148,9 @@ class Mesh(Construct):
             "Crew-x-pause",
             props(
                 PAUSE,
-                CREW,
+                CREW_SETTINGS,
                 handler="asya_crew.pause.lambda_handler",
-                environment=crew_env,
+                environment=crew_environment(mesh, names, PAUSE),
                 dead_letter_queue=sump.queue,
             ),
         )
@@ -157,9 +159,9 @@ class Mesh(Construct):
             "Crew-x-resume",
             props(
                 RESUME,
-                CREW,
+                CREW_SETTINGS,
                 handler="asya_crew.resume.lambda_handler",
-                environment=crew_env,
+                environment=crew_environment(mesh, names, RESUME),
                 dead_letter_queue=sump.queue,
             ),
         )
@@ -170,11 +172,8 @@ class Mesh(Construct):
             keeper.role.add_to_policy(keep_results)
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
-        self.spark_batches = batches_table(self) if mesh.spark_actors else None
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
-                # the dispatcher does not run the handler: hop claims in the batches table replace idempotency
-                spark_resources = {k: v for k, v in resources.items() if k != "idempotency_table"}
                 actor = ActorFunction(
                     self,
                     f"Actor-{name}",
@@ -183,7 +182,7 @@ class Mesh(Construct):
                         settings,
                         handler="asya_spark.dispatch.lambda_handler",
                         code_dir=str(MESH_CODE),
-                        environment=mesh.actor_environment(name, spark_resources),
+                        environment={},  # the Spark actor sets the dispatcher's and the collector's alike
                         dead_letter_queue=sump.queue,
                     ),
                 )
@@ -198,7 +197,7 @@ class Mesh(Construct):
                     table=self.spark_batches,
                     task_tables=self.task_tables,
                     layer=layer_for(settings.architecture),
-                    resources=spark_resources,
+                    names=names,
                 )
                 self.actors[name] = actor
                 continue
@@ -206,7 +205,10 @@ class Mesh(Construct):
                 self,
                 f"Actor-{name}",
                 props(
-                    name, settings, environment=mesh.actor_environment(name, resources), dead_letter_queue=sump.queue
+                    name,
+                    settings,
+                    environment=lambda_actor_environment(mesh, name, names),
+                    dead_letter_queue=sump.queue,
                 ),
             )
             if settings.idempotency:
@@ -216,7 +218,13 @@ class Mesh(Construct):
             for statement in self.task_tables.reporting():
                 actor.role.add_to_policy(statement)
         self.gateway = StatusGateway(
-            self, "Gateway", mesh=mesh, tables=self.task_tables, bucket=self.bucket, layer=layer_for(CREW.architecture)
+            self,
+            "Gateway",
+            mesh=mesh,
+            tables=self.task_tables,
+            bucket=self.bucket,
+            layer=layer_for(CREW_SETTINGS.architecture),
+            names=names,
         )
         self.dashboard = MeshDashboard(
             self,

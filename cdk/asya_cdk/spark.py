@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -28,9 +27,11 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, send_to_namespace
-from asya_cdk.config import LoadedMesh, SparkConfig
+from asya_cdk.config import LoadedMesh
+from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
+from asya_cdk.names import collector_name, resource_name
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
 from asya_spark.jobs import TERMINAL
@@ -40,24 +41,19 @@ from asya_spark.staging import staging_prefix
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SOURCE = ROOT / "spark_emr"
 JOB_PYTHON_VERSION = "3.11"
-ENVIRONMENT_ARCHIVE = "asya_env"  # where the job's dependency archive is unpacked on every node
 COLLECTOR_TIMEOUT = 600.0
 _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
 
 
-def batches_table(scope: Construct) -> dynamodb.Table:
+def batches_table(scope: Construct, name: str) -> dynamodb.Table:
     """Every Spark batch and hop claim of the mesh; the sparse `open` index lists unrouted batches."""
-    table = mesh_table(scope, "SparkBatches", string_key("pk"))  # hop claims expire on `expires_at`
+    table = mesh_table(scope, "SparkBatches", string_key("pk"), table_name=name)  # claims expire on `expires_at`
     table.add_global_secondary_index(
         index_name=OPEN_INDEX,
         partition_key=dynamodb.Attribute(name="open_actor", type=dynamodb.AttributeType.STRING),
         sort_key=dynamodb.Attribute(name="staged_at", type=dynamodb.AttributeType.NUMBER),
     )
     return table
-
-
-def collector_name(namespace: str, actor: str) -> str:
-    return f"asya-{namespace}-x-collect-{actor}"
 
 
 class SparkActor(Construct):
@@ -75,7 +71,7 @@ class SparkActor(Construct):
         table: dynamodb.ITable,
         task_tables: TaskTables,
         layer: SidecarLayer,
-        resources: dict[str, str],
+        names: MeshNames,
     ) -> None:
         super().__init__(scope, construct_id)
         settings = mesh.config.actors[name]
@@ -83,12 +79,14 @@ class SparkActor(Construct):
         assert spark is not None  # the config gives every spark actor its settings
         namespace = mesh.config.namespace
         stack = cdk.Stack.of(self)
-        resource_name = f"asya-{namespace}-{name}"
-        self.log_group = log_group(self, "JobLogs", f"/aws/emr-serverless/{resource_name}", settings.log_retention_days)
+        application_name = resource_name(namespace, name)
+        self.log_group = log_group(
+            self, "JobLogs", f"/aws/emr-serverless/{application_name}", settings.log_retention_days
+        )
         self.application = emrserverless.CfnApplication(
             self,
             "Application",
-            name=resource_name,
+            name=application_name,
             release_label=spark.release,
             type="SPARK",
             architecture=_EMR_ARCHITECTURES[settings.architecture],
@@ -134,16 +132,14 @@ class SparkActor(Construct):
         )
         prefix = staging_prefix(namespace, name)
         self._job_permissions(bucket, prefix, [entry, code, environment])
-        variables = {
-            "ASYA_SPARK_STAGING_BUCKET": bucket.bucket_name,
-            "ASYA_SPARK_BATCHES_TABLE": table.table_name,
-            "ASYA_SPARK_APPLICATION_ID": self.application.attr_application_id,
-            "ASYA_SPARK_JOB_ROLE_ARN": self.job_role.role_arn,
-            "ASYA_SPARK_ENTRY_POINT": entry.s3_object_url,
-            "ASYA_SPARK_SUBMIT_PARAMETERS": submit_parameters(spark, code.s3_object_url, environment.s3_object_url),
-            "ASYA_SPARK_JOB_ENV": _compact_json(mesh.spark_job_environment(name)),
-            "ASYA_SPARK_JOB_TIMEOUT_MINUTES": str(spark.job_timeout_minutes),
-        }
+        own = SparkNames(
+            application_id=self.application.attr_application_id,
+            job_role_arn=self.job_role.role_arn,
+            entry_point=entry.s3_object_url,
+            code_url=code.s3_object_url,
+            environment_url=environment.s3_object_url,
+        )
+        variables = spark_environment(mesh, name, names, own)
         for key, value in variables.items():
             dispatcher.function.add_environment(key, value)
         self.collector = MeshFunction(
@@ -152,7 +148,7 @@ class SparkActor(Construct):
             name=collector_name(namespace, name),
             code_dir=MESH_CODE,
             handler="asya_spark.collect.lambda_handler",
-            environment={**mesh.actor_environment(name, resources), **variables},
+            environment=variables,
             layer=layer,
             timeout=COLLECTOR_TIMEOUT,
             memory=1024,
@@ -173,7 +169,7 @@ class SparkActor(Construct):
         self.state_rule = events.Rule(
             self,
             "JobStateChanges",
-            description=f"{resource_name}: a job run ended; the collector routes its batch",
+            description=f"{application_name}: a job run ended; the collector routes its batch",
             event_pattern=events.EventPattern(
                 source=["aws.emr-serverless"],
                 detail_type=[JOB_STATE_CHANGE],
@@ -184,7 +180,7 @@ class SparkActor(Construct):
         self.reconcile_rule = events.Rule(
             self,
             "Reconcile",
-            description=f"{resource_name}: settle batches whose job-state event was missed",
+            description=f"{application_name}: settle batches whose job-state event was missed",
             schedule=events.Schedule.rate(cdk.Duration.minutes(spark.reconcile_minutes)),
             targets=[target],
         )
@@ -325,23 +321,3 @@ class SparkActor(Construct):
             )
         )
         collector.add_to_policy(pass_role)
-
-
-def submit_parameters(spark: SparkConfig, code_url: str, environment_url: str) -> str:
-    """`sparkSubmitParameters`: the actor's code on every node's path, the core's archive unpacked on
-    every node and put on its path, the Python that runs the handler, and the mesh file's own `conf`."""
-    conf = {
-        "spark.archives": f"{environment_url}#{ENVIRONMENT_ARCHIVE}",
-        "spark.emr-serverless.driverEnv.PYTHONPATH": f"./{ENVIRONMENT_ARCHIVE}",
-        "spark.executorEnv.PYTHONPATH": f"./{ENVIRONMENT_ARCHIVE}",
-        "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON": spark.python,
-        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": spark.python,
-        "spark.executorEnv.PYSPARK_PYTHON": spark.python,
-        "spark.executorEnv.POWERTOOLS_METRICS_DISABLED": "true",
-        **spark.conf,
-    }
-    return " ".join([f"--py-files {code_url}", *(f"--conf {key}={value}" for key, value in conf.items())])
-
-
-def _compact_json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)

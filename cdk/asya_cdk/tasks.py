@@ -14,6 +14,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from asya_cdk.names import EVENTS_TABLE, TASKS_TABLE, resource_name
+
 BY_STATUS = "by-status"
 BY_DEADLINE = "by-deadline"
 TTL_ATTRIBUTE = "expires_at"
@@ -28,15 +30,18 @@ def mesh_table(
     construct_id: str,
     partition_key: dynamodb.Attribute,
     *,
+    table_name: str,
     sort_key: dynamodb.Attribute | None = None,
     stream: dynamodb.StreamViewType | None = None,
     ttl_attribute: str = TTL_ATTRIBUTE,
 ) -> dynamodb.Table:
-    """Every table of the mesh: on demand (an idle mesh costs nothing), encrypted, recoverable, and
-    expiring items on `ttl_attribute`."""
+    """Every table of the mesh: named (`asya-<ns>-<table>`, so the name its functions are told has a
+    known length), on demand (an idle mesh costs nothing), encrypted, recoverable, and expiring items
+    on `ttl_attribute`."""
     return dynamodb.Table(
         scope,
         construct_id,
+        table_name=table_name,
         partition_key=partition_key,
         sort_key=sort_key,
         stream=stream,
@@ -53,10 +58,14 @@ def mesh_table(
 class TaskTables(Construct):
     """Exposes `tasks` and `events`."""
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, namespace: str) -> None:
         super().__init__(scope, construct_id)
         self.tasks = mesh_table(
-            self, "Tasks", partition_key=string_key("id"), stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+            self,
+            "Tasks",
+            partition_key=string_key("id"),
+            table_name=resource_name(namespace, TASKS_TABLE),
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
         )
         self.tasks.add_global_secondary_index(
             index_name=BY_STATUS,
@@ -72,7 +81,13 @@ class TaskTables(Construct):
             sort_key=string_key("deadline_at"),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
-        self.events = mesh_table(self, "TaskEvents", partition_key=string_key("task_id"), sort_key=string_key("seq"))
+        self.events = mesh_table(
+            self,
+            "TaskEvents",
+            partition_key=string_key("task_id"),
+            table_name=resource_name(namespace, EVENTS_TABLE),
+            sort_key=string_key("seq"),
+        )
 
     def index_arn(self, index: str) -> str:
         return f"{self.tasks.table_arn}/index/{index}"

@@ -2,7 +2,11 @@
 
 Both functions get the actor's sidecar variables (so `SidecarConfig` reads them as it would for a
 Lambda actor: queue names, resiliency, status tables) plus the `ASYA_SPARK_*` variables below, set by
-`asya_cdk.spark` from the mesh file.
+`asya_cdk.environment` from the mesh file.
+
+The job's handler runs with the actor's variables too, but they are not written twice (Lambda caps a
+function's whole environment at 4 KB): the functions forward the handler's sidecar settings and the
+actor's own variables, which `ASYA_SPARK_JOB_VARIABLES` names, from their own environment.
 """
 
 from __future__ import annotations
@@ -10,14 +14,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import orjson
 
 from asya.config import ConfigError, SidecarConfig
 
 # A job that has not ended this long after its own execution timeout is canceled by the reconciler.
 JOB_TIMEOUT_GRACE_SECONDS = 300
+# What the job's handler needs of the sidecar's settings; never the tables (the job reaches none).
+JOB_SIDECAR_VARIABLES = (
+    "ASYA_NAMESPACE",
+    "ASYA_ACTOR_NAME",
+    "ASYA_HANDLER",
+    "ASYA_HANDLER_MODE",
+    "ASYA_ACTOR_TIMEOUT_SECONDS",
+    "ASYA_RESILIENCY",
+    "ASYA_TRACING",
+    "ASYA_SPARK_STYLE",
+)
+JOB_VARIABLES = "ASYA_SPARK_JOB_VARIABLES"  # comma-separated names of the actor's own variables
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +76,7 @@ class SparkSettings:
             job_role_arn=env[names["job_role_arn"]],
             entry_point=env[names["entry_point"]],
             submit_parameters=env.get("ASYA_SPARK_SUBMIT_PARAMETERS", ""),
-            job_env=_job_env(env.get("ASYA_SPARK_JOB_ENV", "{}")),
+            job_env=job_environment(env),
             job_timeout_minutes=int(env.get("ASYA_SPARK_JOB_TIMEOUT_MINUTES", "60")),
         )
 
@@ -73,11 +86,10 @@ class SparkSettings:
         return self.job_timeout_minutes * 60 + JOB_TIMEOUT_GRACE_SECONDS
 
 
-def _job_env(raw: str) -> dict[str, str]:
-    try:
-        document: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"ASYA_SPARK_JOB_ENV is not valid JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise ConfigError("ASYA_SPARK_JOB_ENV must be a JSON object of variables")
-    return {str(key): str(value) for key, value in document.items()}
+def job_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The job's variables, taken from the function's own: the handler's settings and the actor's."""
+    own = [name for name in env.get(JOB_VARIABLES, "").split(",") if name]
+    missing = [name for name in own if name not in env]
+    if missing:
+        raise ConfigError(f"{JOB_VARIABLES} names {', '.join(missing)}, which the function's environment lacks")
+    return {name: env[name] for name in (*JOB_SIDECAR_VARIABLES, *own) if name in env}

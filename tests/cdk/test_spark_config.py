@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from asya_cdk.config import SPARK_DISPATCH_TIMEOUT, LoadedMesh, MeshConfig, MeshConfigError, SparkConfig, load_mesh
+from asya_cdk.environment import spark_environment
+from asya_cdk.limits import longest_mesh_names, longest_spark_names
+from asya_spark.settings import job_environment
 from tests.cdk.test_template import run_cdk_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,14 +146,16 @@ def test_large_spark_batches_need_a_batching_window(tmp_path: Path) -> None:
     assert "batch_size above 10 needs a batching_window" in message
 
 
-def test_the_job_environment_has_the_handler_settings_and_style_but_no_tables(tmp_path: Path) -> None:
+def test_the_job_environment_has_the_handler_settings_style_and_variables_but_no_tables(tmp_path: Path) -> None:
     text = (
         "  a:\n    handler: m.Model.score\n    runtime: spark\n    handler_mode: envelope\n    timeout: 45s\n"
         "    environment: {MODEL: small}\n    spark: {style: dataframe}\n"
         "    resiliency: {policies: {default: {max_attempts: 2}}}\n"
     )
     mesh = load_mesh(_write(tmp_path, text + "status: {writes: every-point}\n"))
-    environment = mesh.spark_job_environment("a")
+    functions = spark_environment(mesh, "a", longest_mesh_names("shop"), longest_spark_names("a"))
+    assert functions["ASYA_SPARK_JOB_VARIABLES"] == "MODEL"
+    environment = job_environment(functions)
     resiliency = environment.pop("ASYA_RESILIENCY")
     assert environment == {
         "MODEL": "small",
@@ -162,15 +167,17 @@ def test_the_job_environment_has_the_handler_settings_and_style_but_no_tables(tm
         "ASYA_SPARK_STYLE": "dataframe",
     }
     assert json.loads(resiliency)["policies"]["default"]["max_attempts"] == 2
-    sidecar = mesh.actor_environment("a", {"tasks_table": "t", "events_table": "e", "idempotency_table": "i"})
-    assert {"ASYA_TASKS_TABLE", "ASYA_EVENTS_TABLE", "ASYA_IDEMPOTENCY_TABLE"} <= set(sidecar)
-    assert "ASYA_SPARK_STYLE" not in sidecar, "the style is the job's, not the dispatcher's"
+    assert {"ASYA_TASKS_TABLE", "ASYA_EVENTS_TABLE"} <= set(functions)
+    assert "ASYA_IDEMPOTENCY_TABLE" not in functions, "hop claims replace the idempotency table"
+    assert "ASYA_SPARK_STYLE" not in mesh.actor_environment("a", {}), "the style is the job's, not a Lambda actor's"
 
 
 def test_the_default_style_is_per_payload() -> None:
     config = MeshConfig.model_validate({"namespace": "n", "actors": {"a": {"handler": "m.f", "runtime": "spark"}}})
     mesh = LoadedMesh(config=config, base=ROOT)
-    assert mesh.spark_job_environment("a")["ASYA_SPARK_STYLE"] == "payload"
+    functions = spark_environment(mesh, "a", longest_mesh_names("n"), longest_spark_names("a"))
+    assert job_environment(functions)["ASYA_SPARK_STYLE"] == "payload"
+    assert "ASYA_SPARK_JOB_VARIABLES" not in functions, "no variables of its own, nothing to forward"
 
 
 def test_cdk_app_refuses_a_bad_spark_mesh_naming_the_field(tmp_path: Path) -> None:

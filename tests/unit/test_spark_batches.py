@@ -16,7 +16,7 @@ from moto import mock_aws
 from moto.emrserverless.models import JobRun
 
 from asya.batch import BatchHops
-from asya.config import SidecarConfig
+from asya.config import ConfigError, SidecarConfig
 from asya.transport import SqsTransport
 from asya_local.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.moto_emr import apply_emr_fix
@@ -25,7 +25,7 @@ from asya_spark.collect import JOB_STATE_CHANGE, Collector
 from asya_spark.dispatch import Dispatcher
 from asya_spark.ledger import State
 from asya_spark.parts import SparkParts
-from asya_spark.settings import SparkSettings
+from asya_spark.settings import SparkSettings, job_environment
 from tests.unit.conftest import NS, envelope
 
 BUCKET = "asya-staging"
@@ -67,7 +67,9 @@ class SparkActorHarness:
             "ASYA_SPARK_JOB_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/job",
             "ASYA_SPARK_ENTRY_POINT": "s3://assets/entry.py",
             "ASYA_SPARK_SUBMIT_PARAMETERS": "--py-files s3://assets/code.zip",
-            "ASYA_SPARK_JOB_ENV": json.dumps({"ASYA_HANDLER": "tests.unit.handlers.enrich"}),
+            "ASYA_SPARK_STYLE": "payload",
+            "MODEL": "small",
+            "ASYA_SPARK_JOB_VARIABLES": "MODEL",
             **env,
         }
         self.settings = SparkSettings.from_env(variables)
@@ -152,7 +154,14 @@ def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: 
     assert driver["entryPoint"] == "s3://assets/entry.py"
     assert arguments[arguments.index("--input") + 1] == f"s3://{BUCKET}/spark/{NS}/{ACTOR}/{run.name}/input.jsonl"
     assert arguments[arguments.index("--output") + 1] == f"s3://{BUCKET}/spark/{NS}/{ACTOR}/{run.name}/output/"
-    assert json.loads(arguments[arguments.index("--actor-env") + 1]) == {"ASYA_HANDLER": "tests.unit.handlers.enrich"}
+    # the job's variables come from the function's own: the handler's settings and the actor's, no tables
+    assert json.loads(arguments[arguments.index("--actor-env") + 1]) == {
+        "ASYA_NAMESPACE": NS,
+        "ASYA_ACTOR_NAME": ACTOR,
+        "ASYA_HANDLER": "tests.unit.handlers.enrich",
+        "ASYA_SPARK_STYLE": "payload",
+        "MODEL": "small",
+    }
     assert driver["sparkSubmitParameters"] == "--py-files s3://assets/code.zip"
     assert (run.client_token, run.execution_role_arn) == (run.name, f"arn:aws:iam::{ACCOUNT}:role/job")
     assert harness.parts.ledger.get(str(run.name)) is not None
@@ -317,3 +326,8 @@ def _resiliency(document: dict[str, Any]) -> Any:
     from asya.resiliency import Resiliency
 
     return Resiliency.model_validate(document)
+
+
+def test_a_job_variable_the_function_lacks_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match="ASYA_SPARK_JOB_VARIABLES names MODEL"):
+        job_environment({"ASYA_HANDLER": "m.f", "ASYA_SPARK_JOB_VARIABLES": "MODEL"})

@@ -1,0 +1,116 @@
+"""`asya check`: what `cdk deploy` would meet, found before it meets it.
+
+The mesh file is loaded with every AWS quota and naming rule (`asya_cdk.rules`); then the stack is
+synthesized in this process with bundling skipped (no AWS credentials, no local stack, nothing
+built) and summarised: how many resources of each type it creates, each function's environment at
+its longest (`asya_cdk.limits`) beside Lambda's limit, and the IAM actions each function's role gets.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsii.errors import JSIIError
+from rich.console import Console
+from rich.table import Table
+
+from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
+from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES, longest_environments
+from asya_local.deploy import synthesize
+
+FUNCTION = "AWS::Lambda::Function"
+POLICY = "AWS::IAM::Policy"
+ROLE = "AWS::IAM::Role"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `cdk deploy` would create for a mesh."""
+
+    resources: dict[str, int]  # CloudFormation type → how many
+    environments: dict[str, int]  # function name → its environment's bytes at their longest
+    actions: dict[str, list[str]]  # function name → the IAM actions its role allows
+
+
+def plan(mesh: LoadedMesh) -> Plan:
+    with tempfile.TemporaryDirectory(prefix="asya-check-") as outdir:
+        template = synthesize(mesh, Path(outdir)).template
+    resources: dict[str, Any] = template["Resources"]
+    counts = Counter(resource["Type"] for resource in resources.values())
+    environments = {function.function: size for function, size in longest_environments(mesh)}
+    return Plan(dict(sorted(counts.items())), environments, role_actions(resources))
+
+
+def role_actions(resources: dict[str, Any]) -> dict[str, list[str]]:
+    """Each function's name → the actions of every policy attached to its role (inline or separate)."""
+    by_role: dict[str, set[str]] = {}
+    for logical_id, resource in resources.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == POLICY:
+            for role in properties.get("Roles", []):
+                by_role.setdefault(role.get("Ref", ""), set()).update(_actions(properties["PolicyDocument"]))
+        elif resource["Type"] == ROLE:
+            for policy in properties.get("Policies", []):
+                by_role.setdefault(logical_id, set()).update(_actions(policy["PolicyDocument"]))
+    actions = {}
+    for resource in resources.values():
+        if resource["Type"] != FUNCTION:
+            continue
+        properties = resource["Properties"]
+        role = properties["Role"].get("Fn::GetAtt", [""])[0]
+        actions[str(properties.get("FunctionName"))] = sorted(by_role.get(role, set()))
+    return dict(sorted(actions.items()))
+
+
+def _actions(document: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for statement in document.get("Statement", []):
+        if statement.get("Effect", "Allow") == "Allow":
+            action = statement.get("Action", [])
+            found.update([action] if isinstance(action, str) else action)
+    return found
+
+
+def check(path: Path, console: Console) -> int:
+    """Print the plan for the mesh file at `path`; 0 when it is clean, 1 (with the problems) when not."""
+    try:
+        mesh = load_mesh(path)
+    except MeshConfigError as exc:
+        for line in str(exc).splitlines():
+            console.print(f"[red]asya: {line}[/red]", highlight=False)
+        return 1
+    try:
+        planned = plan(mesh)
+    except (RuntimeError, JSIIError) as exc:  # what the CDK raised, with its JavaScript stack appended
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        console.print(f"[red]asya: {path}: cdk synth failed: {first}[/red]", highlight=False)
+        return 1
+    console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
+    console.print(_resource_table(planned.resources))
+    console.print(_function_table(planned))
+    return 0
+
+
+def _resource_table(resources: dict[str, int]) -> Table:
+    table = Table(title=f"cdk deploy creates {sum(resources.values())} resources")
+    table.add_column("type")
+    table.add_column("count", justify="right")
+    for kind, count in resources.items():
+        table.add_row(kind, str(count))
+    return table
+
+
+def _function_table(planned: Plan) -> Table:
+    table = Table(title="functions: environment at its longest, and what the role may do")
+    table.add_column("function")
+    table.add_column("environment (bytes)", justify="right")
+    table.add_column("IAM actions")
+    for function, actions in planned.actions.items():
+        size = planned.environments.get(function)
+        shown = f"{size:,} / {LAMBDA_ENVIRONMENT_MAX_BYTES:,}" if size is not None else "?"
+        table.add_row(function, shown, ", ".join(actions))
+    return table

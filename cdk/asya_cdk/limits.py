@@ -1,0 +1,94 @@
+"""AWS's limits that a mesh file can run into, and the longest value of every name AWS generates.
+
+The environment estimate builds each function's variables with `asya_cdk.environment`, the code the
+CDK constructs use, but with every generated name at its longest possible length, so a mesh that
+passes here cannot fail `CreateFunction` on Lambda's 4 KB environment limit. The bounds:
+
+- the results bucket: CloudFormation generates its name; S3 bucket names are at most 63 characters;
+- the tables: named `asya-<ns>-<table>` by the mesh (`asya_cdk.names`), so their length is exact;
+- a role ARN: `arn:<partition>:iam::<12 digits>:role/<name>`, a role name at most 64 characters,
+  with the longest partition;
+- an asset URL: `s3://<bootstrap bucket>/<64 hex>.<ext>`, the bootstrap bucket a bucket name (63);
+- an EMR Serverless application id: at most 64 characters (the API's own limit).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
+from asya_cdk.names import BATCHES_TABLE, EVENTS_TABLE, IDEMPOTENCY_TABLE, TASKS_TABLE, resource_name
+
+if TYPE_CHECKING:
+    from asya_cdk.config import LoadedMesh
+
+LAMBDA_ENVIRONMENT_MAX_BYTES = 4 * 1024  # keys and values, UTF-8 (Lambda's "4 KB" for all variables)
+LAMBDA_FUNCTION_NAME_MAX = 64
+LAMBDA_MAX_TIMEOUT = 900.0
+EMR_APPLICATION_NAME_MAX = 64
+SQS_QUEUE_NAME_MAX = 80
+SQS_MAX_RETENTION = 14 * 86_400.0
+SUMP_RETENTION = SQS_MAX_RETENTION  # x-sump and its DLQ keep messages as long as SQS allows
+SQS_MAX_CONCURRENCY_RANGE = (2, 1000)  # an SQS event source's MaximumConcurrency
+
+BUCKET_NAME_MAX = 63
+ROLE_NAME_MAX = 64
+EMR_APPLICATION_ID_MAX = 64
+LONGEST_PARTITION = "aws-us-gov"
+ACCOUNT_DIGITS = 12
+ASSET_HASH_LENGTH = 64
+
+
+def longest_role_arn() -> str:
+    return f"arn:{LONGEST_PARTITION}:iam::{'0' * ACCOUNT_DIGITS}:role/{'r' * ROLE_NAME_MAX}"
+
+
+def longest_asset_url(extension: str) -> str:
+    return f"s3://{'b' * BUCKET_NAME_MAX}/{'0' * ASSET_HASH_LENGTH}.{extension}"
+
+
+def longest_mesh_names(namespace: str) -> MeshNames:
+    return MeshNames(
+        bucket="b" * BUCKET_NAME_MAX,
+        tasks_table=resource_name(namespace, TASKS_TABLE),
+        events_table=resource_name(namespace, EVENTS_TABLE),
+        idempotency_table=resource_name(namespace, IDEMPOTENCY_TABLE),
+        batches_table=resource_name(namespace, BATCHES_TABLE),
+    )
+
+
+def longest_spark_names(_actor: str) -> SparkNames:
+    return SparkNames(
+        application_id="a" * EMR_APPLICATION_ID_MAX,
+        job_role_arn=longest_role_arn(),
+        entry_point=longest_asset_url("py"),
+        code_url=longest_asset_url("zip"),
+        environment_url=longest_asset_url("zip"),
+    )
+
+
+def environment_size(variables: dict[str, str]) -> int:
+    """What Lambda counts against its limit: every key and value, in UTF-8 bytes."""
+    return sum(len(key.encode()) + len(value.encode()) for key, value in variables.items())
+
+
+def longest_environments(mesh: LoadedMesh) -> list[tuple[FunctionEnvironment, int]]:
+    """Every function of the mesh and the largest its environment can be once deployed."""
+    functions = every_function(mesh, longest_mesh_names(mesh.config.namespace), longest_spark_names)
+    return [(function, environment_size(function.variables)) for function in functions]
+
+
+def environment_problems(mesh: LoadedMesh) -> list[str]:
+    """`<field>: <what is wrong>` for each function whose environment could exceed Lambda's limit."""
+    problems = []
+    for function, size in longest_environments(mesh):
+        if size <= LAMBDA_ENVIRONMENT_MAX_BYTES:
+            continue
+        largest = sorted(function.variables.items(), key=lambda item: -len(item[0].encode() + item[1].encode()))
+        named = ", ".join(f"{key} {len(key.encode()) + len(value.encode()):,}" for key, value in largest[:3])
+        problems.append(
+            f"{function.field}: {function.what}'s environment ({function.function}) would be up to {size:,} bytes, "
+            f"over Lambda's {LAMBDA_ENVIRONMENT_MAX_BYTES:,}-byte limit for all of a function's variables "
+            f"(largest: {named}); shorten or remove variables"
+        )
+    return problems

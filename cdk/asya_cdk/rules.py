@@ -1,0 +1,112 @@
+"""The AWS quotas and naming rules a valid mesh file can still break at deploy, checked when it loads.
+
+Each problem is `<field>: <what AWS allows>`, so `load_mesh` and `asya check` can name the file and
+the field. The mesh file's own shape (types, ranges, unknown fields) is `asya_cdk.config`'s; this
+module holds what comes from AWS: name lengths, whole seconds, event source concurrency, dead-letter
+retention and each function's environment size (`asya_cdk.limits`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from asya_cdk.limits import (
+    EMR_APPLICATION_NAME_MAX,
+    LAMBDA_FUNCTION_NAME_MAX,
+    SQS_MAX_CONCURRENCY_RANGE,
+    SUMP_RETENTION,
+    environment_problems,
+)
+from asya_cdk.names import CREW, GATEWAY_FUNCTIONS, collector_name, resource_name
+
+if TYPE_CHECKING:
+    from asya_cdk.config import ActorConfig, LoadedMesh
+
+# Fields that reach an integer AWS property, and that property.
+WHOLE_SECONDS = {
+    "function_timeout": "Lambda's Timeout",
+    "batching_window": "the SQS event source's MaximumBatchingWindowInSeconds",
+    "retention": "SQS's MessageRetentionPeriod",
+}
+
+
+def mesh_problems(mesh: LoadedMesh) -> list[str]:
+    """Every rule broken, each on its own."""
+    problems = [*name_problems(mesh)]
+    for name, actor in mesh.config.actors.items():
+        problems += whole_second_problems(name, actor)
+        problems += concurrency_problems(name, actor)
+    problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
+    return problems + environment_problems(mesh)
+
+
+def name_problems(mesh: LoadedMesh) -> list[str]:
+    """Lambda function names and EMR Serverless application names are at most 64 characters."""
+    namespace = mesh.config.namespace
+    problems = []
+    for name, actor in mesh.config.actors.items():
+        names = {resource_name(namespace, name): ("function", LAMBDA_FUNCTION_NAME_MAX)}
+        if actor.runtime == "spark":
+            names[resource_name(namespace, name)] = (
+                "function and EMR Serverless application",
+                EMR_APPLICATION_NAME_MAX,
+            )
+            names[collector_name(namespace, name)] = ("collector function", LAMBDA_FUNCTION_NAME_MAX)
+        problems += _too_long(f"actors.{name}", names)
+    mesh_own = {
+        resource_name(namespace, name): ("function", LAMBDA_FUNCTION_NAME_MAX) for name in (*CREW, *GATEWAY_FUNCTIONS)
+    }
+    return problems + _too_long("namespace", mesh_own)
+
+
+def _too_long(field: str, names: dict[str, tuple[str, int]]) -> list[str]:
+    return [
+        f"{field}: the {what} name {name} is {len(name)} characters; AWS allows {limit} "
+        "(shorten the namespace or the actor's name)"
+        for name, (what, limit) in names.items()
+        if len(name) > limit
+    ]
+
+
+def whole_second_problems(name: str, actor: ActorConfig) -> list[str]:
+    problems = []
+    for field, aws in WHOLE_SECONDS.items():
+        value = getattr(actor, field)
+        if value is not None and value != int(value):
+            problems.append(
+                f"actors.{name}.{field}: {value:g} s is not a whole number of seconds, and {aws} is an integer"
+            )
+    return problems
+
+
+def concurrency_problems(name: str, actor: ActorConfig) -> list[str]:
+    """An SQS event source runs at least 2 batches at once and ignores the function's reserved
+    concurrency: batches it starts beyond it are throttled, and each throttle counts as a receive."""
+    reserved, maximum = actor.reserved_concurrency, actor.max_concurrency
+    if reserved is None:
+        return []
+    lowest = SQS_MAX_CONCURRENCY_RANGE[0]
+    if reserved < lowest:
+        return [
+            f"actors.{name}.reserved_concurrency: {reserved} is below {lowest}, the least an SQS event source "
+            f"runs at once; throttled batches would be redriven to x-sump (to stop an actor, disable its "
+            f"event source mapping instead)"
+        ]
+    if maximum is not None and maximum > reserved:
+        return [
+            f"actors.{name}.max_concurrency: {maximum} is above reserved_concurrency {reserved}; the event "
+            f"source would start batches the function may not run, and throttled batches are redriven to "
+            f"x-sump (leave max_concurrency out and it follows reserved_concurrency)"
+        ]
+    return []
+
+
+def redrive_retention_problems(retention: dict[str, float], sump_retention: float) -> list[str]:
+    """SQS keeps a redriven message only until its original enqueue time plus the dead-letter queue's
+    retention, so x-sump must keep messages at least as long as every queue that redrives into it."""
+    return [
+        f"{field}: {seconds:g} s is longer than x-sump keeps messages ({sump_retention:g} s); "
+        "a message redriven there could expire before x-sump records it"
+        for field, seconds in retention.items()
+        if seconds > sump_retention
+    ]
