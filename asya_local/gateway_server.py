@@ -98,7 +98,8 @@ class Gateway:
 
         def call() -> None:
             try:
-                outcome.append(self.handler(event, worker.context(self.spec)))
+                with worker.invocation(self.spec) as context:
+                    outcome.append(self.handler(event, context))
             except Exception as exc:  # noqa: BLE001 - a function error: API Gateway answers 502
                 traceback.print_exc(file=sys.stdout)
                 outcome.append(exc)
