@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from asya.live import FLY, EventLog
 from asya.status import TaskStore
-from asya_gateway.sse import follow
+from asya_gateway.sse import RESPONSE_BUDGET_BYTES, follow
 from asya_local.tables import EVENTS, TASKS, create_tables
 
 
@@ -48,3 +48,17 @@ def test_a_bounded_follow_without_news_ends_after_its_time(stores: tuple[TaskSto
     (event,) = events.append([("t1", FLY, {"n": 1})])
     chunks = list(follow(tasks, events, "t1", event.seq, max_seconds=0, sleep=lambda _: None))
     assert chunks == ["retry: 500\n\n"]
+
+
+def test_a_bounded_answer_stays_far_under_api_gateways_10_mb(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    (start,) = events.append([("t1", FLY, {"n": 0})])
+    big = "x" * 300_000  # a FLY event near DynamoDB's 400 KB item limit
+    appended = events.append([("t1", FLY, {"n": n, "text": big}) for n in range(1, 6)])
+    first = list(follow(tasks, events, "t1", start.seq, max_seconds=20, sleep=lambda _: None))
+    assert sum(len(chunk) for chunk in first) <= RESPONSE_BUDGET_BYTES
+    assert first[-1] == "retry: 500\n\n"
+    sent = [chunk.split("\n", 1)[0].removeprefix("id: ") for chunk in first[:-1]]
+    assert sent == [event.seq for event in appended[: len(sent)]]
+    rest = list(follow(tasks, events, "t1", sent[-1], max_seconds=20, sleep=lambda _: None))
+    assert rest[0].startswith(f"id: {appended[len(sent)].seq}\n")  # the next answer continues where it stopped
