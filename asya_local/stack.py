@@ -51,6 +51,7 @@ from asya_local.deploy import (
     Synthesized,
     deployed_functions,
     publish_assets,
+    refuse_oversized_environments,
     synthesize,
     take_over_event_sources,
 )
@@ -228,6 +229,7 @@ class LocalStack:
         if self._runs_spark:
             local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
         self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
+        refuse_oversized_environments(self.client("lambda"), synthesized)
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
