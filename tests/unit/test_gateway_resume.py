@@ -52,7 +52,9 @@ def test_an_envelope_not_kept_yet_is_a_409_to_retry(paused_task: TaskStore, code
         service(paused_task, code).resume("t1", {"approved": True})
     assert refused.value.status == 409
     assert "not kept yet; retry" in str(refused.value)
-    assert paused_task.get("t1")["status"] == "paused"  # nothing was resumed
+    item = paused_task.get("t1")
+    assert item is not None
+    assert item["status"] == "paused"  # nothing was resumed
 
 
 def test_other_s3_errors_are_not_hidden_as_a_retry(paused_task: TaskStore) -> None:

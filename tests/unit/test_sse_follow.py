@@ -11,7 +11,9 @@ from moto import mock_aws
 
 from asya.live import FLY, EventLog
 from asya.status import TaskStore
-from asya_gateway.sse import RESPONSE_BUDGET_BYTES, follow
+from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
+from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
+from asya_local.gateway_server import INTEGRATION_TIMEOUT_SECONDS
 from asya_local.tables import EVENTS, TASKS, create_tables
 
 
@@ -62,3 +64,9 @@ def test_a_bounded_answer_stays_far_under_api_gateways_10_mb(stores: tuple[TaskS
     assert sent == [event.seq for event in appended[: len(sent)]]
     rest = list(follow(tasks, events, "t1", sent[-1], max_seconds=20, sleep=lambda _: None))
     assert rest[0].startswith(f"id: {appended[len(sent)].seq}\n")  # the next answer continues where it stopped
+
+
+def test_a_bounded_follow_answers_before_api_gateways_integration_timeout() -> None:
+    """API Gateway answers 504 after 29 s whatever the function does: the follow window plus one poll
+    and the status read must end well before that."""
+    assert LAMBDA_FOLLOW_SECONDS + POLL_SECONDS + 5 < INTEGRATION_TIMEOUT_SECONDS
