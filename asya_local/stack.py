@@ -326,7 +326,8 @@ class LocalStack:
         for line in process.stdout:
             self.on_line(source, line.rstrip())
         code = process.wait()
-        watched = self._watchdog.forget(process.pid) if self._watchdog is not None else None
+        watchdog = self._watchdog  # None once the stack has stopped
+        watched = watchdog.forget(process.pid) if watchdog is not None else None
         if not self._stopping:
             why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
             self.on_line(source, f"execution environment {why}; starting a new one")

@@ -29,6 +29,7 @@ import struct
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,7 +128,10 @@ class Watchdog:
             with self._lock:
                 watched = [w for w in self._watched.values() if w.killed is None]
             for worker in watched:
-                self.check(worker)
+                try:
+                    self.check(worker)
+                except Exception:  # noqa: BLE001 - one worker's trouble must not end the watch over all
+                    traceback.print_exc()
 
     def check(self, worker: Watched) -> None:
         """Kill `worker` if its invocation has run past the timeout or it holds too much memory."""
