@@ -109,6 +109,36 @@ def deploy(
     return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
 
 
+ENVIRONMENT_LIMIT_BYTES = 4096  # Lambda: all of a function's environment variables, keys and values
+
+
+class EnvironmentTooLargeError(RuntimeError):
+    """A function whose environment Lambda would refuse (moto accepts it)."""
+
+
+def refuse_oversized_environments(lambda_client: Any, synthesized: Synthesized) -> None:
+    """Fail as CreateFunction fails on AWS when a function's environment, as deployed (every token
+    resolved), passes 4 KB: the sum of its keys and values in bytes."""
+    for logical_id, resource in synthesized.template["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        name = resource["Properties"]["FunctionName"]
+        variables = lambda_client.get_function_configuration(FunctionName=name).get("Environment", {})
+        size = sum(len(key.encode()) + len(value.encode()) for key, value in variables.get("Variables", {}).items())
+        if size > ENVIRONMENT_LIMIT_BYTES:
+            raise EnvironmentTooLargeError(
+                f"stack {synthesized.stack_name}: {logical_id} ({name}) CREATE_FAILED: InvalidParameterValueException: "
+                "Lambda was unable to configure your environment variables because the environment variables you "
+                "have provided exceeded the 4KB limit. The environment variables size is calculated as the sum of "
+                f"all keys and values in bytes. ({size} bytes; the largest: {_largest(variables['Variables'])})"
+            )
+
+
+def _largest(variables: dict[str, str], count: int = 3) -> str:
+    ranked = sorted(variables.items(), key=lambda item: len(item[0]) + len(item[1]), reverse=True)[:count]
+    return ", ".join(f"{key} {len(key.encode()) + len(value.encode())} bytes" for key, value in ranked)
+
+
 EMR_APPLICATION = "AWS::EMRServerless::Application"
 
 

@@ -62,10 +62,10 @@ class Poller:
         return messages
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
-        context = worker.context(self.spec)
         started = time.perf_counter()
         try:
-            done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
+            with worker.invocation(self.spec) as context:
+                done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
         except Exception:  # noqa: BLE001 - a function error: Lambda deletes nothing and the batch comes back
             worker.say(f"function error, {len(messages)} message(s) return after the visibility timeout")
             traceback.print_exc(file=sys.stdout)

@@ -46,6 +46,7 @@ from asya_local.rest_proxy import (
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 IDLE_CONNECTION_SECONDS = 120.0
+INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
 
 
@@ -86,10 +87,14 @@ class Gateway:
         return stream
 
     def invoke(self, request: HttpRequest) -> HttpResponse:
-        """Invoke the handler within the function's timeout, counted from the request's arrival. A
-        request that cannot start in time never runs (API Gateway's 504); one that runs too long is
-        left to finish in the background, as the client gets Lambda's timeout error (a 502)."""
-        timeout = float(self.spec["timeout"])
+        """Invoke the handler, answering within what API Gateway waits: the integration timeout (a
+        504, whatever the function does) or, if sooner, the function's timeout (Lambda's timeout
+        error, a 502), both counted from the request's arrival. A request that cannot start in time
+        never runs (504). An overrunning invocation is ended by the stack's watchdog at the
+        function's timeout."""
+        function_timeout = float(self.spec["timeout"])
+        integration_timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
+        timeout = min(function_timeout, integration_timeout)
         deadline = time.monotonic() + timeout
         if not self._one_at_a_time.acquire(timeout=timeout):
             return gateway_answer(504, "Endpoint request timed out", request.request_id)
@@ -98,7 +103,8 @@ class Gateway:
 
         def call() -> None:
             try:
-                outcome.append(self.handler(event, worker.context(self.spec)))
+                with worker.invocation(self.spec) as context:
+                    outcome.append(self.handler(event, context))
             except Exception as exc:  # noqa: BLE001 - a function error: API Gateway answers 502
                 traceback.print_exc(file=sys.stdout)
                 outcome.append(exc)
@@ -109,6 +115,9 @@ class Gateway:
         runner.start()
         runner.join(max(0.0, deadline - time.monotonic()))
         if not outcome:
+            if integration_timeout < function_timeout:
+                worker.say(f"{request.method} {request.path}: no answer within the integration timeout ({timeout:g} s)")
+                return gateway_answer(504, "Endpoint request timed out", request.request_id)
             worker.say(f"{request.method} {request.path}: no answer within the function timeout ({timeout:g} s)")
             return gateway_answer(502, "Internal server error", request.request_id)
         if isinstance(outcome[0], Exception):

@@ -46,7 +46,8 @@ class Scheduler:
         """One scheduled invocation; its result is printed when it differs from the last one."""
         event = json.loads(self.spec["input"]) if self.spec["input"] else scheduled_event(self.spec["rule_arn"])
         try:
-            result = self.handler(event, worker.context(self.spec))
+            with worker.invocation(self.spec) as context:
+                result = self.handler(event, context)
         except Exception:  # noqa: BLE001 - a function error: the next run comes as scheduled
             traceback.print_exc(file=sys.stdout)
             return

@@ -12,7 +12,9 @@
    Spark local mode with the same entry script (`asya_local.spark_runner`).
 
 Workers are separate processes, like Lambda execution environments: handlers run in their main
-thread (so time limits stop them), user modules cannot collide, and two cores are used.
+thread (so time limits stop them), user modules cannot collide, and two cores are used. Lambda's own
+limits (the function timeout, its memory size) are enforced from outside them by one watchdog
+(`asya_local.watchdog`), and a worker that dies is replaced.
 """
 
 from __future__ import annotations
@@ -49,12 +51,14 @@ from asya_local.deploy import (
     Synthesized,
     deployed_functions,
     publish_assets,
+    refuse_oversized_environments,
     synthesize,
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
 from asya_local.lambda_shapes import REGION
 from asya_local.spark_runner import local_spark_runner
+from asya_local.watchdog import Watchdog, Watched
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
@@ -166,6 +170,7 @@ class LocalStack:
     _stopping: bool = False
     _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
+    _watchdog: Watchdog | None = None  # made with the first worker
 
     @property
     def endpoint(self) -> str:
@@ -224,6 +229,7 @@ class LocalStack:
         if self._runs_spark:
             local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
         self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
+        refuse_oversized_environments(self.client("lambda"), synthesized)
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
@@ -286,8 +292,16 @@ class LocalStack:
         }
 
     def _spawn(self, function: LocalFunction) -> None:
+        with self._lock:
+            if self._stopping:
+                return
+            if self._watchdog is None:
+                self._watchdog = Watchdog(self.on_line)
+            watchdog = self._watchdog
+        clock = watchdog.clock_file()
+        spec = {**self.worker_spec(function), "clock_file": clock}
         process = subprocess.Popen(
-            [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(self.worker_spec(function))],
+            [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(spec)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -300,6 +314,7 @@ class LocalStack:
                 process.terminate()
                 return
             self._processes.append((source, process))
+        watchdog.watch(Watched(source, process.pid, function.timeout, function.memory, clock))
         threading.Thread(target=self._relay, args=(function, source, process), daemon=True).start()
 
     def _relay(self, function: LocalFunction, source: str, process: subprocess.Popen[str]) -> None:
@@ -311,8 +326,11 @@ class LocalStack:
         for line in process.stdout:
             self.on_line(source, line.rstrip())
         code = process.wait()
+        watchdog = self._watchdog  # None once the stack has stopped
+        watched = watchdog.forget(process.pid) if watchdog is not None else None
         if not self._stopping:
-            self.on_line(source, f"execution environment exited with code {code}; starting a new one")
+            why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
+            self.on_line(source, f"execution environment {why}; starting a new one")
             if time.monotonic() - started < CRASH_LOOP_SECONDS:
                 time.sleep(CRASH_LOOP_SECONDS)
             if not self._stopping:
@@ -361,6 +379,9 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 process.kill()
         self._processes.clear()
+        if self._watchdog is not None:
+            self._watchdog.stop()
+            self._watchdog = None
         if self._runs_spark:
             local_spark_runner(self.endpoint).stop()
         if self._endpoint is not None:

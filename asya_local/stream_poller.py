@@ -185,7 +185,8 @@ class StreamPoller:
         """Where to deliver again from (None: done), and whether the function raised."""
         event = dynamodb_stream_event(self.stream_arn, batch)
         try:
-            response = self.handler(event, worker.context(self.spec))
+            with worker.invocation(self.spec) as context:
+                response = self.handler(event, context)
         except Exception:  # noqa: BLE001 - a function error: Lambda retries the whole batch
             traceback.print_exc(file=sys.stdout)
             return 0, True

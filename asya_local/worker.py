@@ -3,6 +3,8 @@
 A worker is one process started by `LocalStack` with a JSON spec: the function's deployed environment
 (plus the local endpoint and credentials), its code path, its handler and the trigger's settings. It
 sets the environment before the handler is imported, as Lambda does, and stops when it gets SIGTERM.
+Every invocation is marked on the worker's clock file (`invocation`), so the stack's watchdog can end
+the environment when it runs past the function's timeout (`asya_local.watchdog`).
 
     python -m asya_local.<worker> '<json spec>'
 """
@@ -14,11 +16,13 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
 from asya_local.lambda_shapes import LambdaContext
+from asya_local.watchdog import InvocationClock
 
 Handler = Callable[[Any, Any], Any]
 
@@ -38,9 +42,19 @@ def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
     return module, handler
 
 
-def context(spec: dict[str, Any]) -> LambdaContext:
-    """A fresh context per invocation: its clock starts now."""
-    return LambdaContext(spec["function"], spec["timeout"], spec["memory"])
+_clock = InvocationClock(None)
+
+
+@contextmanager
+def invocation(spec: dict[str, Any]) -> Iterator[LambdaContext]:
+    """One invocation: a fresh context (its clock starts now), marked on the worker's clock file
+    while the function runs."""
+    context = LambdaContext(spec["function"], spec["timeout"], spec["memory"])
+    _clock.started(context.aws_request_id)
+    try:
+        yield context
+    finally:
+        _clock.ended()
 
 
 def say(line: str) -> None:
@@ -48,7 +62,9 @@ def say(line: str) -> None:
 
 
 def main(build: Callable[[dict[str, Any]], Worker]) -> None:
+    global _clock
     spec = json.loads(sys.argv[1])
+    _clock = InvocationClock(spec.get("clock_file"))
     os.environ.update(spec["environment"])
     for path in reversed(spec["python_path"]):
         sys.path.insert(0, path)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from botocore.exceptions import ClientError
 
 from asya.envelope import Phase, rfc3339, utc_now
 from asya.live import FLY, EventLog
@@ -34,6 +35,7 @@ RESUME = "x-resume"
 GATEWAY_URL_HEADER = "x-asya-gateway-url"
 ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
+MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not there (yet)
 
 
 class TaskError(Exception):
@@ -230,7 +232,11 @@ class TaskService:
         key = result_key(self.settings.namespace, task_id, "pause")
         try:
             body = self.s3.get_object(Bucket=self.settings.results_bucket, Key=key)["Body"].read()
-        except self.s3.exceptions.NoSuchKey:
+        except ClientError as exc:
+            # Without s3:ListBucket (deliberately not granted: it would list every task's results), S3
+            # answers a missing key with 403 AccessDenied, not 404 NoSuchKey.
+            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
+                raise
             raise TaskError(409, f"task {task_id!r} is paused but its envelope is not kept yet; retry") from None
         document: dict[str, Any] = orjson.loads(body)
         return document

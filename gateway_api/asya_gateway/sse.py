@@ -23,12 +23,16 @@ from typing import Any
 
 import orjson
 
-from asya.live import STATUS, EventLog
+from asya.live import STATUS, Event, EventLog
 from asya.status import TERMINAL, TaskStore
 from asya_gateway.views import task_view
 
 POLL_SECONDS = 0.2
 RECONNECT_MS = 500
+# A bounded answer stops before this many bytes of events (it always carries at least one; an event
+# is at most a DynamoDB item, 400 KB), far under Lambda's 6 MB response and API Gateway's 10 MB: the
+# client continues from the last event it got.
+RESPONSE_BUDGET_BYTES = 1_000_000
 
 
 def sse(data: Any, event: str, event_id: str | None = None) -> str:
@@ -68,9 +72,9 @@ def follow(
     quiet_since = time.monotonic()
     while True:
         batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=clock_ns())
-        for event in batch:
+        for event, chunk in _within(batch, RESPONSE_BUDGET_BYTES if bounded else None):
             cursor = event.seq
-            yield sse(event.data, event.kind, event.seq)
+            yield chunk
             if event.kind == STATUS and event.data.get("status") in TERMINAL:
                 return
         if batch and bounded:
@@ -90,3 +94,17 @@ def follow(
             yield reconnect
             return
         sleep(POLL_SECONDS)
+
+
+def _within(batch: list[Event], budget: int | None) -> list[tuple[Event, str]]:
+    """The batch's events as SSE chunks, cut before the one that would pass `budget` bytes (the first
+    always goes)."""
+    chunks: list[tuple[Event, str]] = []
+    size = 0
+    for event in batch:
+        chunk = sse(event.data, event.kind, event.seq)
+        size += len(chunk)
+        if budget is not None and chunks and size > budget:
+            break
+        chunks.append((event, chunk))
+    return chunks

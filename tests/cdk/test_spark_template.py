@@ -93,7 +93,9 @@ def _batches(document: dict[str, Any]) -> str:
 
 
 def _functions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
+    """The mesh's named functions (the image copy's singleton function has no name of its own)."""
+    functions = _resources(document, "AWS::Lambda::Function").values()
+    return {f["FunctionName"]: f for f in functions if "FunctionName" in f}
 
 
 def _variables(document: dict[str, Any], name: str) -> dict[str, Any]:

@@ -131,6 +131,18 @@ def test_a_function_over_its_timeout_is_a_502(served: tuple[StandIn, httpx2.Clie
     assert time.monotonic() - started < 0.2, "the client is answered at the timeout, not when the function ends"
 
 
+def test_api_gateway_answers_504_at_its_integration_timeout_before_the_function_ends(
+    served: tuple[StandIn, httpx2.Client, Any],
+) -> None:
+    _, client, spec = served
+    spec["timeout"], spec["integration_timeout"] = 30.0, 0.05  # the gateway function's 30 s vs API Gateway's 29 s
+    started = time.monotonic()
+    response = client.get("/slow")
+    assert response.status_code == 504
+    assert response.json() == {"message": "Endpoint request timed out"}
+    assert time.monotonic() - started < 0.2
+
+
 def test_invocations_run_one_at_a_time(served: tuple[StandIn, httpx2.Client, Any]) -> None:
     stand_in, client, _ = served
     threads = [threading.Thread(target=client.get, args=("/slow",)) for _ in range(3)]

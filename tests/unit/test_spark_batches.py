@@ -268,6 +268,16 @@ def test_the_reconciler_starts_a_batch_whose_dispatcher_stopped_after_staging(ha
     assert (run.name, batch.state, batch.job_run_id) == ("orphan", State.STARTED, run.id)
 
 
+def test_a_job_whose_state_change_event_never_came_is_settled_by_the_reconciler(harness: SparkActorHarness) -> None:
+    """EventBridge delivers EMR Serverless job-state events best effort; the schedule must not need them."""
+    harness.dispatch(*numbered(1, 2))
+    [run] = harness.runner.runs
+    harness.job_ends(run)  # and no event
+    assert harness.reconcile() == {"succeeded": 1}
+    assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
+    assert harness.reconcile() == {}  # settled once
+
+
 def test_routing_that_cannot_send_is_retried_by_the_next_reconciliation(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1))
     [run] = harness.runner.runs

@@ -12,7 +12,9 @@ from moto import mock_aws
 
 from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.status import TaskStore
-from asya_gateway.sse import follow
+from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
+from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
+from asya_local.gateway_server import INTEGRATION_TIMEOUT_SECONDS
 from asya_local.tables import EVENTS, TASKS, create_tables
 
 
@@ -76,3 +78,23 @@ def test_an_event_stamped_earlier_but_written_later_by_another_writer_still_reac
         f'id: {early.seq}\nevent: fly\ndata: {{"n":2}}\n\n',
         "retry: 500\n\n",
     ]
+
+
+def test_a_bounded_answer_stays_far_under_api_gateways_10_mb(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    (start,) = events.append([("t1", FLY, {"n": 0})])
+    big = "x" * 300_000  # a FLY event near DynamoDB's 400 KB item limit
+    appended = events.append([("t1", FLY, {"n": n, "text": big}) for n in range(1, 6)])
+    first = list(follow(tasks, events, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    assert sum(len(chunk) for chunk in first) <= RESPONSE_BUDGET_BYTES
+    assert first[-1] == "retry: 500\n\n"
+    sent = [chunk.split("\n", 1)[0].removeprefix("id: ") for chunk in first[:-1]]
+    assert sent == [event.seq for event in appended[: len(sent)]]
+    rest = list(follow(tasks, events, "t1", sent[-1], max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    assert rest[0].startswith(f"id: {appended[len(sent)].seq}\n")  # the next answer continues where it stopped
+
+
+def test_a_bounded_follow_answers_before_api_gateways_integration_timeout() -> None:
+    """API Gateway answers 504 after 29 s whatever the function does: the follow window plus one poll
+    and the status read must end well before that."""
+    assert LAMBDA_FOLLOW_SECONDS + POLL_SECONDS + 5 < INTEGRATION_TIMEOUT_SECONDS

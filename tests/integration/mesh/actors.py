@@ -1,9 +1,11 @@
 """Actors of the integration-test mesh. `flaky` fails until its third attempt; `crash` kills its
-execution environment (like an out-of-memory error), so only SQS redrive can save its messages."""
+execution environment (like an out-of-memory error), so only SQS redrive can save its messages;
+`stuck` never returns to the interpreter, so only Lambda's function timeout ends it."""
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -54,3 +56,10 @@ def flaky(payload: dict[str, Any]) -> Generator[Any, Any, None]:
 
 def crash(payload: Any) -> Any:
     os._exit(137)
+
+
+def stuck(payload: Any) -> Any:
+    """Stands in for C code that never returns to the interpreter: the sidecar's alarm cannot get in."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(60)
+    return payload
