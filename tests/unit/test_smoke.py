@@ -22,7 +22,7 @@ from asya_local.lambda_shapes import REGION
 
 BUCKET = "results-bucket"
 NS = "t"
-API_URL = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/"
+API_URL = "https://abc123.execute-api.eu-west-1.amazonaws.com/api/"  # the stage is `api`
 
 
 def signed(request_body: dict[str, Any]) -> httpx2.Request:
@@ -46,7 +46,7 @@ def test_an_iam_gateway_gets_sigv4_signed_requests_for_execute_api_under_the_sta
     assert request.headers["X-Amz-Security-Token"] == "session-token"
     assert request.headers["X-Amz-Date"]
     assert "x-api-key" not in request.headers
-    assert request.url.path == "/prod/api/v1/mesh"
+    assert request.url.path == "/api/api/v1/mesh", "under the stage"
 
 
 def test_the_signature_covers_the_body() -> None:
