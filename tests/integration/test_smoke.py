@@ -17,6 +17,7 @@ pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.timeout(600)  # a deploy and, for the catalogue, two Spark jobs: slow on a busy machine
 @pytest.mark.parametrize(
     ("example", "endpoint_in_environment"),
     [("reviews", True), ("catalogue", False)],  # boto3 pointed at the local endpoint by the user, or not
@@ -42,7 +43,7 @@ def test_smoke_passes_every_flow_of_an_example_and_removes_its_results(
         else:
             monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
 
-        code = cli.main(["smoke", "--stack", f"asya-{example}", "--timeout", "240"])
+        code = cli.main(["smoke", "--stack", f"asya-{example}", "--timeout", "400"])
 
         shown = capsys.readouterr().out
         assert code == 0, shown + "\nworkers said:\n" + "\n".join(lines[-40:])

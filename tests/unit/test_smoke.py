@@ -98,7 +98,7 @@ def session(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
 
     def stub(outputs: dict[str, str] | None, api_key: str = "") -> None:
         stubbed = StubbedSession(outputs, api_key)
-        monkeypatch.setattr(smoke.boto3, "Session", lambda **_kwargs: stubbed)
+        monkeypatch.setattr(boto3, "Session", lambda **_kwargs: stubbed)
 
     return stub
 
