@@ -82,10 +82,10 @@ def discover(stack: str, local_state: dict[str, str] | None = None) -> DeployedM
     """The mesh a stack deployed, and how to reach it. `local_state` is what `asya up` recorded; it is
     used when it names this stack and boto3 points at its endpoint or nowhere in particular."""
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    local = local_state is not None and local_state.get("stack") == stack
+    local = local_state or {}
     try:
-        if local and local_state is not None and endpoint in (None, local_state["endpoint"]):
-            mesh = _local(stack, local_state)
+        if local.get("stack") == stack and endpoint in (None, local.get("endpoint")):
+            mesh = _local(stack, local)
         else:
             mesh = _aws(stack, endpoint)
         mesh.namespace = str(mesh.gateway.health()["namespace"])
