@@ -8,6 +8,7 @@
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya check   [--config FILE]                 AWS's limits checked, and what `cdk deploy` would create
+    asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key) so the
 other commands find it. Tasks are created and followed through the status gateway's API, as any
@@ -35,8 +36,10 @@ from rich.text import Text
 from asya.live import FLY
 from asya.results import result_prefix
 from asya_cdk.config import MeshConfigError, load_mesh
+from asya_local import smoke
 from asya_local.check import check as check_mesh
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
 DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
@@ -76,6 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     queues.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     check = commands.add_parser("check", help="check the mesh file against AWS's limits; show what deploy creates")
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
+    smoke_test = commands.add_parser(
+        "smoke", help="one task per flow through a deployed mesh: pass/fail per flow; cleans up its results"
+    )
+    smoke_test.add_argument("--stack", required=True, help="the mesh's stack name (asya-<namespace>)")
+    smoke_test.add_argument("--flow", action="append", default=[], help="only this flow (repeatable; default: all)")
+    smoke_test.add_argument(
+        "--timeout",
+        type=float,
+        default=smoke.DEFAULT_TIMEOUT_SECONDS,
+        help="seconds each flow may take before it fails",
+    )
+    smoke_test.add_argument("--allow-skip", action="store_true", help="a flow without an example input is no failure")
     args = parser.parse_args(argv)
     commands_run = {
         "up": _up,
@@ -86,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         "results": _results,
         "queues": _queues,
         "check": _check,
+        "smoke": _smoke,
     }
     try:
         return commands_run[args.command](args)
-    except (MeshConfigError, LocalStateError, GatewayUnreachableError) as exc:
+    except (MeshConfigError, LocalStateError, GatewayUnreachableError, SmokeError) as exc:
         console.print(f"[red]asya: {exc}[/red]")
         return 2
     except GatewayError as exc:
@@ -120,18 +136,24 @@ def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:
     )
     with console.status("starting") as status:
         stack.start(progress=status.update)
+    write_state(stack, args.config)
+    return stack
+
+
+def write_state(stack: LocalStack, config: Path) -> None:
+    """`.asya/local.json`: where the running local stack is, for the other commands."""
     STATE_FILE.parent.mkdir(exist_ok=True)
     state = {
         "endpoint": stack.endpoint,
+        "stack": stack.stack_name,
         "namespace": stack.namespace,
         "bucket": stack.results_bucket,
-        "config": str(args.config.resolve()),
+        "config": str(config.resolve()),
     }
     if stack.gateway_url is not None:
         state |= {"gateway_url": stack.gateway_url, "api_key": stack.api_key}
     STATE_FILE.touch(mode=0o600)  # it holds the API key
     STATE_FILE.write_text(json.dumps(state, indent=2))
-    return stack
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -191,10 +213,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _state() -> dict[str, str]:
+    state = _local_state()
+    if state is None:
+        raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`")
+    return state
+
+
+def _local_state() -> dict[str, str] | None:
     try:
         return dict(json.loads(STATE_FILE.read_text()))
     except (OSError, ValueError):
-        raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`") from None
+        return None
 
 
 def _gateway(state: dict[str, str]) -> GatewayClient:
@@ -266,6 +295,16 @@ def _watch(args: argparse.Namespace) -> int:
             progress.update(bar, completed=float(task.get("progress") or 0), at=at)
     console.print(_task_table(task))
     return 0 if task.get("status") == "succeeded" else 1
+
+
+def _smoke(args: argparse.Namespace) -> int:
+    """Find the mesh from its stack, run a task per flow, print the table; see `asya_local.smoke`."""
+    mesh = smoke.discover(args.stack, _local_state())
+    runs = smoke.plan(mesh, args.flow)
+    console.print(f"smoke test of {mesh.stack} in {mesh.where}: {len(runs)} flow(s)", highlight=False)
+    with Live(smoke.report(mesh, runs), console=console, refresh_per_second=2) as live:
+        smoke.run(mesh, runs, timeout=args.timeout, on_change=lambda: live.update(smoke.report(mesh, runs)))
+    return smoke.exit_code(runs, args.allow_skip)
 
 
 def _fly_line(event: Any) -> Text:

@@ -1,4 +1,9 @@
-"""The status gateway's API as `asya` calls it: create a task, read one, follow its events.
+"""The status gateway's API as `asya` calls it: create a task, read, cancel or follow one, list the
+flows (MCP `tools/list`).
+
+Every request carries the gateway's credential: an API key (`x-api-key`, the local stack's and
+`gateway.auth: api_key`'s), or a SigV4 signature from the caller's AWS credentials (`IamAuth`, for
+`gateway.auth: iam`, the default on AWS).
 
 Following reconnects the way an `EventSource` does: with `Last-Event-ID` set to the last event's id,
 after the `retry:` delay the server asked for. The local server keeps one stream open until the task
@@ -8,10 +13,13 @@ ends; on AWS each response is a bounded batch, so the same loop turns into long 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import httpx2
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from asya.live import FLY, STATUS
 from asya.status import TERMINAL
@@ -29,26 +37,70 @@ class GatewayUnreachableError(RuntimeError):
     """Nothing answers at the gateway's URL."""
 
 
+class IamAuth(httpx2.Auth):
+    """Signs each request with SigV4 for API Gateway's IAM authorization (service `execute-api`).
+
+    The signature covers the method, path, query, host, content type and body; other headers are left
+    unsigned, as a proxy may rewrite them. Credentials are frozen per request, so temporary ones
+    (a role, SSO) are refreshed by botocore as they expire."""
+
+    requires_request_body = True
+    SIGNED_HEADERS = ("content-type",)
+
+    def __init__(self, credentials: Credentials, region: str) -> None:
+        self.credentials = credentials
+        self.region = region
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        headers = {name: request.headers[name] for name in self.SIGNED_HEADERS if name in request.headers}
+        signed = AWSRequest(method=request.method, url=str(request.url), data=request.content, headers=headers)
+        SigV4Auth(self.credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(signed)
+        for name, value in signed.headers.items():
+            if name.lower() not in self.SIGNED_HEADERS:  # Authorization, X-Amz-Date, X-Amz-Security-Token
+                request.headers[name] = value
+        yield request
+
+
 class GatewayClient:
+    """`api_key` for a key-protected gateway, or `auth` (`IamAuth`) for an IAM-protected one."""
+
     def __init__(
         self,
         url: str,
-        api_key: str,
+        api_key: str | None = None,
         transport: httpx2.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        auth: httpx2.Auth | None = None,
     ) -> None:
         self.url = url
         self.sleep = sleep
         self.http = httpx2.Client(
-            base_url=url, headers={"x-api-key": api_key}, timeout=30.0, transport=transport, trust_env=False
+            base_url=url,
+            headers={"x-api-key": api_key} if api_key is not None else {},
+            auth=auth,
+            timeout=30.0,
+            transport=transport,
+            trust_env=False,
         )
+
+    def health(self) -> dict[str, Any]:
+        """`GET /health`: `{"status": "ok", "namespace": ...}`; a first call that proves URL and credential."""
+        return self._json("GET", "/health", 200)
+
+    def tools(self) -> list[dict[str, Any]]:
+        """MCP `tools/list`: one tool per flow, `name` and `inputSchema` (with its `examples`)."""
+        answer = self._json("POST", "/mcp", 200, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        if "error" in answer:
+            raise GatewayError(f"tools/list: {answer['error'].get('message')}")
+        return list(answer["result"]["tools"])
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        """`DELETE /mesh/{id}`: cancel the task and its fan-out branches (idempotent)."""
+        return self._json("DELETE", f"{API}/mesh/{task_id}", 200)
 
     def create_task(self, body: dict[str, Any]) -> dict[str, Any]:
         """`POST /mesh`: the 201 answer (`id`, `status_url`, `events_url`, the task)."""
-        response = self._call("POST", f"{API}/mesh", json=body)
-        if response.status_code != 201:
-            raise GatewayError(_message(response))
-        return dict(response.json())
+        return self._json("POST", f"{API}/mesh", 201, json=body)
 
     def task(self, task_id: str) -> dict[str, Any] | None:
         """`GET /mesh/{id}`: the task, or None if the gateway does not know it."""
@@ -88,6 +140,12 @@ class GatewayClient:
             except (httpx2.ReadTimeout, httpx2.ReadError, httpx2.RemoteProtocolError):
                 pass  # the stream broke off: continue from the last event, as an EventSource would
             self.sleep(delay)
+
+    def _json(self, method: str, path: str, expected: int, **kwargs: Any) -> dict[str, Any]:
+        response = self._call(method, path, **kwargs)
+        if response.status_code != expected:
+            raise GatewayError(_message(response))
+        return dict(response.json())
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
         try:

@@ -163,6 +163,7 @@ class LocalStack:
     gateway_port: int = field(default_factory=free_port)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     schedule_seconds: float = field(default_factory=backstop_seconds)
+    stack_name: str = ""  # the CloudFormation stack, once deployed
     outputs: dict[str, str] = field(default_factory=dict)
     functions: list[LocalFunction] = field(default_factory=list)
     _endpoint: LocalEndpoint | None = None  # None while the stack deploys into an endpoint it did not start
@@ -228,6 +229,7 @@ class LocalStack:
         self._runs_spark = any(r["Type"] == EMR_APPLICATION for r in synthesized.template["Resources"].values())
         if self._runs_spark:
             local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
+        self.stack_name = synthesized.stack_name
         self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
         refuse_oversized_environments(self.client("lambda"), synthesized)
         self.functions = deployed_functions(self.client, synthesized)

@@ -156,6 +156,27 @@ class FlowConfig(_Strict):
     timeout: Seconds | None = Field(default=None, gt=0)
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
 
+    @field_validator("input_schema")
+    @classmethod
+    def _schema_compiles_and_examples_match(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        """The gateway compiles the schema at its first request and `asya smoke` sends the schema's
+        `examples`: a schema it cannot compile, or an example it would refuse, is a mistake in the file."""
+        import fastjsonschema
+
+        try:
+            validate = fastjsonschema.compile(schema)
+        except fastjsonschema.JsonSchemaDefinitionException as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc}") from None
+        examples = schema.get("examples", [])
+        if not isinstance(examples, list):
+            raise ValueError("examples: a list of example payloads (JSON Schema's `examples` keyword)")
+        for index, example in enumerate(examples):
+            try:
+                validate(example)
+            except fastjsonschema.JsonSchemaValueException as exc:
+                raise ValueError(f"examples[{index}] does not match the schema: {exc.message}") from None
+        return schema
+
 
 class SinkHook(_Strict):
     """x-sink sends a copy of each terminal envelope in one of `phases` to `actor`."""

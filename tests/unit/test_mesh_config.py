@@ -76,6 +76,16 @@ def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) ->
             "namespace: shop\nactors:\n  a: {handler: m.f, code: nowhere}\n",
             "actors.a.code: 'nowhere' is not a directory",
         ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f:\n    route: [a]\n"
+            "    input_schema: {properties: {n: {type: integer}}, examples: [{n: 1}, {n: two}]}\n",
+            "flows.f.input_schema: Value error, examples[1] does not match the schema: data.n must be integer",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f:\n    route: [a]\n"
+            "    input_schema: {type: thing}\n",
+            "flows.f.input_schema: Value error, not a valid JSON Schema",
+        ),
         ("namespace: shop\nactors: [\n", "not valid YAML"),
         ("- just\n- a list\n", "the mesh must be a mapping"),
     ],
@@ -96,3 +106,9 @@ def test_a_missing_file_is_reported(tmp_path: Path) -> None:
 def test_the_example_mesh_is_valid() -> None:
     mesh = load_mesh(Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml")
     assert mesh.config.flows["triage-reviews"].route == ["split", "score", "triage"]
+
+
+@pytest.mark.parametrize("example", ["catalogue", "reviews"])
+def test_every_flow_of_the_examples_has_an_example_input_for_asya_smoke(example: str) -> None:
+    mesh = load_mesh(Path(__file__).resolve().parents[2] / "examples" / example / "mesh.yaml")
+    assert all(flow.input_schema.get("examples") for flow in mesh.config.flows.values())
