@@ -151,6 +151,17 @@ def explain_tracing(role: iam.IRole) -> None:
     )
 
 
+def nag_arn(scope: Construct, resource: Construct) -> str:
+    """How cdk-nag writes `resource`'s ARN in a finding about a resource in `scope`'s stack, for
+    acknowledging it: `<LogicalId.Arn>` in the same stack; in a nested stack, the parameter CDK
+    passes the ARN in as (`referenceto<unique id>Arn`)."""
+    here = cdk.Stack.of(scope)
+    element = resource.node.default_child or resource
+    if cdk.Stack.of(element) is here:
+        return f"<{here.get_logical_id(element)}.Arn>"  # type: ignore[arg-type]
+    return f"<referenceto{cdk.Names.node_unique_id(element.node)}Arn>"
+
+
 LOG_RETENTION = {
     1: logs.RetentionDays.ONE_DAY,
     3: logs.RetentionDays.THREE_DAYS,

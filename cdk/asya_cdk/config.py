@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from asya.config import SINK, SUMP
 from asya.envelope import describe_validation_error
 from asya.resiliency import Resiliency, Seconds
+from asya_cdk.plan import check_stacks
 
 NAME = r"^[a-z0-9][a-z0-9-]*$"
 PAUSE = "x-pause"
@@ -260,6 +261,7 @@ def load_mesh(path: str | Path) -> LoadedMesh:
         code = mesh.code_dir(name)
         if not code.is_dir():
             raise MeshConfigError(f"{file}: actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
+    check_stacks(config, file)  # a mesh too large even for nested stacks is refused here, not at deploy
     return mesh
 
 
