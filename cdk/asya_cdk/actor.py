@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from asya_cdk.layer import RUNTIME
 
@@ -151,7 +151,7 @@ def explain_tracing(role: iam.IRole) -> None:
     )
 
 
-def nag_arn(scope: Construct, resource: Construct) -> str:
+def nag_arn(scope: IConstruct, resource: IConstruct) -> str:
     """How cdk-nag writes `resource`'s ARN in a finding about a resource in `scope`'s stack, for
     acknowledging it: `<LogicalId.Arn>` in the same stack; in a nested stack, the parameter CDK
     passes the ARN in as (`referenceto<unique id>Arn`)."""
