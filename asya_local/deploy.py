@@ -2,7 +2,10 @@
 
 The same `MeshStack` that `cdk deploy` sends to AWS is synthesized here (bundling skipped: functions
 run from this machine's environment), its file assets are zipped into the local bootstrap bucket, and
-the template is created as a stack. The runner then reads what was deployed (functions, environment,
+the template is created as a stack. A mesh split into nested stacks (`asya_cdk.plan`) deploys the same
+way: moto's CloudFormation creates an `AWS::CloudFormation::Stack` from its `TemplateURL` in the local
+bootstrap bucket, with its parameters, as AWS does; nested templates are published as the file assets
+they are. The runner then reads what was deployed (functions, environment,
 event source mappings, queues and streams, REST API integrations, schedule rules) back from the local
 endpoint, so the local mesh cannot drift from AWS.
 """
@@ -17,31 +20,42 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asya_cdk.config import LoadedMesh
+from asya_cdk.plan import STACK_BUDGET
 from asya_local.lambda_shapes import ACCOUNT, REGION
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 _INTEGRATION_TARGET = re.compile(r"/functions/(arn:[^/]+)/invocations")  # in a Lambda integration's URI
 
 
+NESTED_TEMPLATE_SUFFIX = ".nested.template.json"
+
+
 @dataclass(frozen=True)
 class Synthesized:
     stack_name: str
     template: dict[str, Any]
-    code_dirs: dict[str, Path]  # asset object key → the folder it was made from
+    code_dirs: dict[str, Path]  # asset object key → the folder (or, for a file asset, the file) it was made from
     outdir: Path
+    nested: dict[str, dict[str, Any]] = field(default_factory=dict)  # object key → a nested stack's template
+
+    @property
+    def templates(self) -> list[dict[str, Any]]:
+        """The main stack's template and its nested stacks'."""
+        return [self.template, *self.nested.values()]
 
 
-def synthesize(mesh: LoadedMesh, outdir: Path | None = None) -> Synthesized:
-    """Synthesize the mesh's stack in this process, without bundling (nothing is built for AWS)."""
+def synthesize(mesh: LoadedMesh, outdir: Path | None = None, stack_budget: int = STACK_BUDGET) -> Synthesized:
+    """Synthesize the mesh's stack in this process, without bundling (nothing is built for AWS);
+    `stack_budget` as `MeshStack` takes it."""
     from asya_cdk.stack import MeshStack, stack_name
 
     name = stack_name(mesh)
-    return synthesize_app(name, lambda app: MeshStack(app, name, mesh=mesh), outdir)
+    return synthesize_app(name, lambda app: MeshStack(app, name, mesh=mesh, stack_budget=stack_budget), outdir)
 
 
 def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | None = None) -> Synthesized:
@@ -56,18 +70,24 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
     template = json.loads((out / f"{name}.template.json").read_text())
     assets = json.loads((out / f"{name}.assets.json").read_text())
     code_dirs: dict[str, Path] = {}
+    nested: dict[str, dict[str, Any]] = {}
     for asset in assets.get("files", {}).values():
         source = Path(asset["source"]["path"])
+        source = source if source.is_absolute() else out / source
         for destination in asset["destinations"].values():
-            code_dirs[destination["objectKey"]] = source if source.is_absolute() else out / source
-    return Synthesized(name, template, code_dirs, out)
+            if source.name.endswith(NESTED_TEMPLATE_SUFFIX):
+                nested[destination["objectKey"]] = json.loads(source.read_text())
+            elif source.name != f"{name}.template.json":  # the main template goes to CloudFormation directly
+                code_dirs[destination["objectKey"]] = source
+    return Synthesized(name, template, code_dirs, out, nested)
 
 
 def publish_assets(s3: Any, synthesized: Synthesized) -> None:
-    """What `cdk-assets` does on AWS: zip each folder into the bootstrap bucket."""
+    """What `cdk-assets` does on AWS: zip each folder into the bootstrap bucket, and copy each file
+    asset as it is. Nested templates are published by `deploy`, once they are made local."""
     s3.create_bucket(Bucket=BOOTSTRAP_BUCKET)
-    for key, folder in synthesized.code_dirs.items():
-        s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=_zip(folder))
+    for key, source in synthesized.code_dirs.items():
+        s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=source.read_bytes() if source.is_file() else _zip(source))
 
 
 def _zip(folder: Path) -> bytes:
@@ -80,15 +100,24 @@ def _zip(folder: Path) -> bytes:
 
 
 def deploy(
-    cloudformation: Any, synthesized: Synthesized, emr_serverless: Any = None, timeout: float = 60.0
+    cloudformation: Any,
+    synthesized: Synthesized,
+    emr_serverless: Any = None,
+    timeout: float = 60.0,
+    s3: Any = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
     applications are created through their own API first (`emr_serverless`), as moto's CloudFormation
-    does not know them."""
+    does not know them; in nested templates too, which are then published (`s3`) for moto to read."""
     template = dict(synthesized.template)
     if emr_serverless is not None:
         template = create_emr_applications(emr_serverless, template)
+    for key, nested in synthesized.nested.items():
+        if s3 is None:
+            raise ValueError(f"stack {synthesized.stack_name} has nested stacks: deploying it needs an s3 client")
+        local = create_emr_applications(emr_serverless, nested) if emr_serverless is not None else nested
+        s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=json.dumps(local).encode())
     template.pop("Rules", None)
     template["Parameters"] = {k: v for k, v in template.get("Parameters", {}).items() if k != "BootstrapVersion"}
     cloudformation.create_stack(
@@ -119,9 +148,13 @@ class EnvironmentTooLargeError(RuntimeError):
 def refuse_oversized_environments(lambda_client: Any, synthesized: Synthesized) -> None:
     """Fail as CreateFunction fails on AWS when a function's environment, as deployed (every token
     resolved), passes 4 KB: the sum of its keys and values in bytes."""
-    for logical_id, resource in synthesized.template["Resources"].items():
-        if resource["Type"] != "AWS::Lambda::Function":
-            continue
+    functions = (
+        (logical_id, resource)
+        for template in synthesized.templates
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    )
+    for logical_id, resource in functions:
         name = resource["Properties"]["FunctionName"]
         variables = lambda_client.get_function_configuration(FunctionName=name).get("Environment", {})
         size = sum(len(key.encode()) + len(value.encode()) for key, value in variables.get("Variables", {}).items())
@@ -245,7 +278,8 @@ def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -
     out, as nothing would run it on AWS either."""
     code_by_function = {
         resource["Properties"]["FunctionName"]: synthesized.code_dirs[resource["Properties"]["Code"]["S3Key"]]
-        for resource in synthesized.template["Resources"].values()
+        for template in synthesized.templates
+        for resource in template["Resources"].values()
         if resource["Type"] == "AWS::Lambda::Function"
     }
     lambda_client = client("lambda")

@@ -226,11 +226,15 @@ class LocalStack:
         # Queue policies, alarms, API stages have no local effect; moto says so once per resource otherwise.
         warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
         publish_assets(self.client("s3"), synthesized)
-        self._runs_spark = any(r["Type"] == EMR_APPLICATION for r in synthesized.template["Resources"].values())
+        self._runs_spark = any(
+            r["Type"] == EMR_APPLICATION for template in synthesized.templates for r in template["Resources"].values()
+        )
         if self._runs_spark:
             local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
         self.stack_name = synthesized.stack_name
-        self.outputs = create_stack(self.client("cloudformation"), synthesized, self.client("emr-serverless"))
+        self.outputs = create_stack(
+            self.client("cloudformation"), synthesized, self.client("emr-serverless"), s3=self.client("s3")
+        )
         refuse_oversized_environments(self.client("lambda"), synthesized)
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))

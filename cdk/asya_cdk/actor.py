@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from asya_cdk.layer import RUNTIME
 from asya_cdk.names import resource_name
@@ -150,6 +150,17 @@ def explain_tracing(role: iam.IRole) -> None:
             "Lambda's X-Ray grant is on '*' and allows nothing else.",
         )
     )
+
+
+def nag_arn(scope: IConstruct, resource: IConstruct) -> str:
+    """How cdk-nag writes `resource`'s ARN in a finding about a resource in `scope`'s stack, for
+    acknowledging it: `<LogicalId.Arn>` in the same stack; in a nested stack, the parameter CDK
+    passes the ARN in as (`referenceto<unique id>Arn`)."""
+    here = cdk.Stack.of(scope)
+    element = resource.node.default_child or resource
+    if cdk.Stack.of(element) is here:
+        return f"<{here.get_logical_id(element)}.Arn>"  # type: ignore[arg-type]
+    return f"<referenceto{cdk.Names.node_unique_id(element.node)}Arn>"
 
 
 LOG_RETENTION = {

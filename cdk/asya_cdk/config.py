@@ -20,6 +20,7 @@ from asya.envelope import describe_validation_error
 from asya.resiliency import Resiliency, Seconds
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE, SQS_QUEUE_NAME_MAX
 from asya_cdk.names import CREW, PAUSE, RESERVED, RESUME, resource_name
+from asya_cdk.plan import check_stacks
 from asya_cdk.rules import mesh_problems
 
 __all__ = ["CREW", "PAUSE", "RESERVED", "RESUME"]  # the crew's names, for the constructs that import them here
@@ -290,6 +291,7 @@ def load_mesh(path: str | Path) -> LoadedMesh:
     problems = mesh_problems(mesh)
     if problems:
         raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
+    check_stacks(config, file)  # a mesh too large even for nested stacks is refused here, not at deploy
     return mesh
 
 

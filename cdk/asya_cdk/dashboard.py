@@ -14,7 +14,6 @@ dead-letter queue or in the stream consumer's, any function error.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -28,9 +27,6 @@ from constructs import Construct
 from asya.config import SUMP
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 
-if TYPE_CHECKING:
-    from asya_cdk.actor import ActorFunction
-
 PERIOD = cdk.Duration.minutes(1)
 TASK_OUTCOMES = ("succeeded", "failed", "canceled")
 ALARM_MAX_METRICS = 10  # CloudWatch: metrics in one alarm's math expression
@@ -38,7 +34,9 @@ ALARM_MAX_METRICS = 10  # CloudWatch: metrics in one alarm's math expression
 
 class MeshDashboard(Construct):
     """Exposes `dashboard`, `sump_alarm`, `dead_letter_alarm`, `stream_alarm` (None without a gateway)
-    and `function_error_alarms` (one per ten functions)."""
+    and `function_error_alarms` (one per ten functions). `queues` and `functions` are by the name the
+    dashboard shows; they may be imported by name (an actor in a nested stack), as metrics need
+    nothing but names."""
 
     def __init__(
         self,
@@ -46,7 +44,7 @@ class MeshDashboard(Construct):
         construct_id: str,
         *,
         namespace: str,
-        actors: dict[str, ActorFunction],
+        queues: dict[str, sqs.IQueue],
         functions: dict[str, lambda_.IFunction],
         sump_dlq: sqs.IQueue,
         api: apigateway.RestApiBase | None = None,
@@ -77,10 +75,10 @@ class MeshDashboard(Construct):
                 expression=f"SEARCH('{query}', 'Sum', 60)", using_metrics={}, period=PERIOD
             )
 
-        queues = list(actors.items())
+        by_actor = list(queues.items())
 
         def per_queue(title: str, metric: Callable[[sqs.IQueue], cloudwatch.Metric]) -> cloudwatch.GraphWidget:
-            left = [metric(actor.queue).with_(period=PERIOD, label=name) for name, actor in queues]
+            left = [metric(queue).with_(period=PERIOD, label=name) for name, queue in by_actor]
             return cloudwatch.GraphWidget(title=title, left=left, width=12)
 
         self.dashboard.add_widgets(
@@ -90,7 +88,7 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Throughput (envelopes received)",
-                left=[asya_metric("MessagesReceived", name) for name, _ in queues if not name.startswith("x-")],
+                left=[asya_metric("MessagesReceived", name) for name, _ in by_actor if not name.startswith("x-")],
                 width=8,
             ),
             cloudwatch.GraphWidget(title="Errors by reason", left=[search("MessagesFailed", "reason")], width=8),
@@ -99,8 +97,10 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Handler duration p50 / p99 (ms)",
-                left=[asya_metric("HandlerDuration", name, "p50") for name, _ in queues if not name.startswith("x-")],
-                right=[asya_metric("HandlerDuration", name, "p99") for name, _ in queues if not name.startswith("x-")],
+                left=[asya_metric("HandlerDuration", name, "p50") for name, _ in by_actor if not name.startswith("x-")],
+                right=[
+                    asya_metric("HandlerDuration", name, "p99") for name, _ in by_actor if not name.startswith("x-")
+                ],
                 width=12,
             ),
             cloudwatch.GraphWidget(

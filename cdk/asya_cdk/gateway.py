@@ -28,7 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import dead_letter_queue, log_group, send_to_namespace
+from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
@@ -203,8 +203,7 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
             cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason)
         )
 
-    stack = cdk.Stack.of(gateway)
-    bucket_arn = f"<{stack.get_logical_id(bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
+    bucket_arn = nag_arn(gateway, bucket)
     acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:asya-{namespace}-*]",

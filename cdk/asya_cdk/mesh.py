@@ -10,6 +10,11 @@ A `runtime: spark` actor's queue feeds its dispatcher (on the same `ActorFunctio
 `SparkActor` adds its EMR Serverless application, job role, code assets and collector; the mesh's
 Spark batches table is made when any actor needs it.
 
+A mesh too large for one CloudFormation stack (`asya_cdk.plan`) keeps all of the above but its
+actors in the main stack and puts the actors into nested stacks, `Actors1`, `Actors2`, ...: an
+actor's resources reference the main stack's (passed in as nested-stack parameters), never the
+other way round, so the dashboard and the alarms see nested actors by their names.
+
 Every hop reports its task's status, so every actor and crew function gets the task tables' names and
 the right to move a task forward and append its events, and nothing more on them.
 """
@@ -21,12 +26,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.config import SINK, SUMP
 from asya.dedup import idempotency_key_prefix
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue
+from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue, nag_arn
 from asya_cdk.config import CREW_SETTINGS, PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, crew_environment, lambda_actor_environment
@@ -35,6 +41,7 @@ from asya_cdk.gateway import StatusGateway
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
 from asya_cdk.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, SUMP_DEAD_LETTERS, resource_name
+from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.ledger import CLAIM_TTL_SECONDS
@@ -44,12 +51,28 @@ from asya_spark.staging import PREFIX as SPARK_PREFIX
 class Mesh(Construct):
     """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
     `spark_batches` (None without Spark actors), `bucket`, `table` (idempotency),
-    `task_tables` (`TaskTables`), `gateway` (`StatusGateway`) and `dashboard`."""
+    `task_tables` (`TaskTables`), `gateway` (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and
+    `nested` (the nested stacks of actors, empty for a mesh that fits one stack)."""
 
-    def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh) -> None:
+    def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh, *, plan: StackPlan | None = None) -> None:
         super().__init__(scope, construct_id)
         config = mesh.config
-        namespace = config.namespace
+        namespace = self.namespace = config.namespace
+        self.plan = plan or plan_stacks(config)
+        self.nested = [
+            cdk.NestedStack(
+                self,
+                share.name,
+                description=_truncate(f"asya mesh '{namespace}', actors: {', '.join(share.actors)}", 1024),
+            )
+            for share in self.plan.nested
+        ]
+
+        def home(actor: str) -> Construct:
+            """Where an actor's resources go: this construct, or its nested stack."""
+            index = self.plan.group_of(actor)
+            return self if index is None else self.nested[index]
+
         self.bucket = s3.Bucket(
             self,
             "Results",
@@ -175,7 +198,7 @@ class Mesh(Construct):
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
                 actor = ActorFunction(
-                    self,
+                    home(name),
                     f"Actor-{name}",
                     props(
                         name,
@@ -188,7 +211,7 @@ class Mesh(Construct):
                 )
                 assert self.spark_batches is not None
                 self.spark[name] = SparkActor(
-                    self,
+                    home(name),
                     f"Spark-{name}",
                     mesh=mesh,
                     name=name,
@@ -202,7 +225,7 @@ class Mesh(Construct):
                 self.actors[name] = actor
                 continue
             actor = ActorFunction(
-                self,
+                home(name),
                 f"Actor-{name}",
                 props(
                     name,
@@ -230,8 +253,8 @@ class Mesh(Construct):
             self,
             "Dashboard",
             namespace=namespace,
-            actors=self.actors,
-            functions=self.functions(),
+            queues=self._queues_seen_from_main(),
+            functions=self._functions_seen_from_main(),
             sump_dlq=self.sump_dlq,
             api=self.gateway.api,
             stream_dlq=self.gateway.stream_dead_letters,
@@ -250,6 +273,31 @@ class Mesh(Construct):
             "gateway": gateway.gateway.function,
             "gateway-stream": gateway.stream.function,
             "gateway-backstop": gateway.backstop.function,
+        }
+
+    def _queues_seen_from_main(self) -> dict[str, sqs.IQueue]:
+        """Every actor's queue as the main stack may reference it: itself, or for an actor in a nested
+        stack, imported by the name the mesh gives it, so the main stack needs no output of a nested one."""
+        main = cdk.Stack.of(self)
+        queues: dict[str, sqs.IQueue] = {}
+        for name, actor in self.actors.items():
+            queues[name] = actor.queue
+            if cdk.Stack.of(actor.queue) is not main:
+                queue_name = f"asya-{self.namespace}-{name}"
+                arn = main.format_arn(service="sqs", resource=queue_name, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME)
+                queues[name] = sqs.Queue.from_queue_attributes(
+                    self, f"Seen-{name}-Queue", queue_arn=arn, queue_name=queue_name
+                )
+        return queues
+
+    def _functions_seen_from_main(self) -> dict[str, lambda_.IFunction]:
+        """`functions()` as the main stack may reference them (see `_queues_seen_from_main`)."""
+        main = cdk.Stack.of(self)
+        return {
+            label: function
+            if cdk.Stack.of(function) is main
+            else lambda_.Function.from_function_name(self, f"Seen-{label}-Function", f"asya-{self.namespace}-{label}")
+            for label, function in self.functions().items()
         }
 
 
@@ -271,8 +319,7 @@ def _explain_findings(mesh: Mesh, namespace: str) -> None:
             "deployment needs it, without a second bucket per mesh.",
         )
     )
-    stack = cdk.Stack.of(mesh)
-    bucket_arn = f"<{stack.get_logical_id(mesh.bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
+    bucket_arn = nag_arn(mesh, mesh.bucket)
     for name, actor in mesh.actors.items():
         cdk.Validations.of(actor.role).acknowledge(
             cdk.Acknowledgment(
@@ -290,3 +337,7 @@ def _explain_findings(mesh: Mesh, namespace: str) -> None:
                     "so it may put objects under its namespace's results prefix only (no read, no delete).",
                 )
             )
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

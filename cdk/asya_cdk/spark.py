@@ -26,7 +26,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, send_to_namespace
+from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
@@ -188,9 +188,8 @@ class SparkActor(Construct):
 
     def _explain_findings(self, dispatcher: iam.IRole, bucket: s3.IBucket, prefix: str, namespace: str) -> None:
         """cdk-nag's wildcard findings here are prefixes of this actor's own, each acknowledged."""
-        stack = cdk.Stack.of(self)
-        bucket_arn = f"<{stack.get_logical_id(bucket.node.default_child)}.Arn>"  # type: ignore[arg-type]
-        application_arn = f"<{stack.get_logical_id(self.application)}.Arn>"
+        bucket_arn = nag_arn(self, bucket)
+        application_arn = nag_arn(self, self.application)
         staging = f"AwsSolutions::AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]"
         runs = f"AwsSolutions::AwsSolutions-IAM5[Resource::{application_arn}/jobruns/*]"
         reasons = {

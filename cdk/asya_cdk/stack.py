@@ -9,12 +9,24 @@ from constructs import Construct
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.mesh import Mesh
+from asya_cdk.plan import STACK_BUDGET, plan_stacks
 
 
 class MeshStack(cdk.Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, mesh: LoadedMesh, **kwargs: Any) -> None:
+    """`stack_budget` is the most resources the mesh puts in one stack before it moves its actors into
+    nested stacks (`asya_cdk.plan`); lower it only to exercise the split with a small mesh."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        mesh: LoadedMesh,
+        stack_budget: int = STACK_BUDGET,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, construct_id, description=f"asya mesh '{mesh.config.namespace}'", **kwargs)
-        self.mesh = Mesh(self, "Mesh", mesh)
+        self.mesh = Mesh(self, "Mesh", mesh, plan=plan_stacks(mesh.config, budget=stack_budget))
         cdk.CfnOutput(self, "ResultsBucket", value=self.mesh.bucket.bucket_name)
         cdk.CfnOutput(self, "Dashboard", value=self.mesh.dashboard.dashboard.dashboard_name)
         gateway = self.mesh.gateway

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from asya_cdk.config import load_mesh
+from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
 from asya_local.stack import LocalEndpoint, LocalStack, free_port
 
@@ -102,11 +103,13 @@ def endpoint() -> Iterator[LocalEndpoint]:
 
 
 @contextmanager
-def deployed(endpoint: LocalEndpoint, mesh: Path, on_line: Callable[[str, str], None]) -> Iterator[LocalStack]:
+def deployed(
+    endpoint: LocalEndpoint, mesh: Path, on_line: Callable[[str, str], None], stack_budget: int = STACK_BUDGET
+) -> Iterator[LocalStack]:
     """A mesh file's stack in the session's endpoint, its workers running until the block ends."""
     stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line)
     try:
-        stack.deploy(synthesize(stack.mesh))
+        stack.deploy(synthesize(stack.mesh, stack_budget=stack_budget))
         stack.start_workers()
         yield stack
     finally:
