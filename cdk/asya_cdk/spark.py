@@ -40,9 +40,17 @@ from asya_spark.staging import staging_prefix
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SOURCE = ROOT / "spark_emr"
 JOB_PYTHON_VERSION = "3.11"
+JOB_LEAVES_OUT = frozenset({"boto3", "botocore", "s3transfer"})
 ENVIRONMENT_ARCHIVE = "asya_env"  # where the job's dependency archive is unpacked on every node
 COLLECTOR_TIMEOUT = 600.0
 _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
+
+
+def spark_archive_bundling(architecture: str) -> PipBundling:
+    """The job's dependency archive: the core and `asya_spark_job` with their dependencies. The job
+    never calls AWS, so the SDK itself stays out; what Powertools imports (jmespath) stays in."""
+    packages = {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"}
+    return PipBundling(architecture, JOB_PYTHON_VERSION, packages, provided=JOB_LEAVES_OUT)
 
 
 def batches_table(scope: Construct) -> dynamodb.Table:
@@ -111,7 +119,8 @@ class SparkActor(Construct):
                 "emr-serverless.amazonaws.com",
                 conditions={
                     "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {"aws:SourceArn": self.application.attr_arn},
+                    # the application, or a run of it (`<application>/jobruns/<id>`), whichever EMR names
+                    "ArnLike": {"aws:SourceArn": [self.application.attr_arn, f"{self.application.attr_arn}/*"]},
                 },
             ),
             description=f"asya Spark job {namespace}/{name}",
@@ -125,11 +134,7 @@ class SparkActor(Construct):
             exclude=["**/__pycache__", "*.md"],
             bundling=cdk.BundlingOptions(
                 image=cdk.DockerImage.from_registry("public.ecr.aws/amazonlinux/amazonlinux:2023"),
-                local=PipBundling(  # type: ignore[arg-type]
-                    settings.architecture,
-                    JOB_PYTHON_VERSION,
-                    {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"},
-                ),
+                local=spark_archive_bundling(settings.architecture),  # type: ignore[arg-type]
             ),
         )
         prefix = staging_prefix(namespace, name)
@@ -227,8 +232,14 @@ class SparkActor(Construct):
                 resources=[f"arn:{cdk.Aws.PARTITION}:s3:::{a.s3_bucket_name}/{a.s3_object_key}" for a in assets],
             )
         )
+        # EMRFS may probe the staging prefix's parent "folders" (`spark/<ns>/<actor>`, `spark/<ns>`) with a
+        # HEAD; a 403 there would fail the job, so those keys may be read too (nothing is stored at them)
+        parents = [prefix.rstrip("/"), prefix.rstrip("/").rsplit("/", 1)[0]]
         role.add_to_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(f"{prefix}*"), *(bucket.arn_for_objects(p) for p in parents)],
+            )
         )
         role.add_to_policy(
             iam.PolicyStatement(

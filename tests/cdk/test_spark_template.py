@@ -162,6 +162,7 @@ def test_the_job_role_is_assumed_by_emr_serverless_for_its_own_application_only(
 ) -> None:
     _, document, _ = catalogue
     role = document["Resources"][_job_role(document, actor)]["Properties"]
+    application = _arn(_application(document, actor))  # the application itself or one of its runs
     assert role["AssumeRolePolicyDocument"]["Statement"] == [
         {
             "Action": "sts:AssumeRole",
@@ -169,7 +170,7 @@ def test_the_job_role_is_assumed_by_emr_serverless_for_its_own_application_only(
             "Principal": {"Service": "emr-serverless.amazonaws.com"},
             "Condition": {
                 "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                "ArnLike": {"aws:SourceArn": _arn(_application(document, actor))},
+                "ArnLike": {"aws:SourceArn": [application, _under(application, "/*")]},
             },
         }
     ]
@@ -195,8 +196,14 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
         "logs:DescribeLogGroups",
     }
     reads = [s["Resource"] for s in statements if s["Action"] == "s3:GetObject"]
-    [assets] = [r for r in reads if isinstance(r, list)]
-    assert reads == [assets, _under(bucket, f"{staging}*")]
+    assert len(reads) == 2
+    assets, staged = reads
+    # its staging prefix, and the two "folders" above it that EMRFS may probe; no other actor's keys
+    assert staged == [
+        _under(bucket, f"{staging}*"),
+        _under(bucket, f"/spark/catalogue/{actor}"),
+        _under(bucket, "/spark/catalogue"),
+    ]
     asset_keys = set()
     for arn in assets:
         head, tail = arn["Fn::Join"][1][:-1], arn["Fn::Join"][1][-1]
