@@ -32,6 +32,7 @@ from asya_cdk.config import PAUSE, RESUME, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
+from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
@@ -170,6 +171,8 @@ class Mesh(Construct):
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
         self.spark_batches = batches_table(self) if mesh.spark_actors else None
+        built_image = [n for n in mesh.spark_actors if not config.actors[n].spark.image_uri]  # type: ignore[union-attr]
+        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if built_image else None
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
                 # the dispatcher does not run the handler: hop claims in the batches table replace idempotency
@@ -198,6 +201,7 @@ class Mesh(Construct):
                     task_tables=self.task_tables,
                     layer=layer_for(settings.architecture),
                     resources=spark_resources,
+                    job_images=self.job_images,
                 )
                 self.actors[name] = actor
                 continue

@@ -1,7 +1,8 @@
 """Spark actors: what `runtime: spark` adds beside the actor's queue and dispatcher function.
 
 - The EMR Serverless application `asya-<ns>-<actor>` (the mesh's Spark release, auto start on the
-  first job, auto stop when idle, a capacity ceiling), logging to its own log group.
+  first job, auto stop when idle, a capacity ceiling), logging to its own log group, on the actor's
+  `spark.image_uri` or else on the image the mesh builds (`job_image.JobImages`).
 - The job role, assumed by EMR Serverless for this application only: it reads the job's code and the
   actor's staged input, writes the batch's output, writes its logs, and nothing else.
 - The job's code as assets: `spark_emr/entry.py` (the entry point), the actor's folder (`--py-files`),
@@ -30,6 +31,7 @@ from constructs import Construct
 from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, send_to_namespace
 from asya_cdk.config import LoadedMesh, SparkConfig
 from asya_cdk.function import MESH_CODE, MeshFunction
+from asya_cdk.job_image import JobImages
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
@@ -84,6 +86,7 @@ class SparkActor(Construct):
         task_tables: TaskTables,
         layer: SidecarLayer,
         resources: dict[str, str],
+        job_images: JobImages | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         settings = mesh.config.actors[name]
@@ -92,6 +95,11 @@ class SparkActor(Construct):
         namespace = mesh.config.namespace
         stack = cdk.Stack.of(self)
         resource_name = f"asya-{namespace}-{name}"
+        if spark.image_uri:
+            image_uri, copy = spark.image_uri, None
+        else:
+            assert job_images is not None  # the mesh makes the repository when an actor needs it
+            image_uri, copy = job_images.image(spark.release, settings.architecture)
         self.log_group = log_group(self, "JobLogs", f"/aws/emr-serverless/{resource_name}", settings.log_retention_days)
         self.application = emrserverless.CfnApplication(
             self,
@@ -107,11 +115,13 @@ class SparkActor(Construct):
                 "memory": f"{spark.max_memory_gb} GB",
                 "disk": f"{spark.max_disk_gb} GB",
             },
-            image_configuration={"imageUri": spark.image_uri} if spark.image_uri else None,
+            image_configuration={"imageUri": image_uri},
             monitoring_configuration={
                 "cloudWatchLoggingConfiguration": {"enabled": True, "logGroupName": self.log_group.log_group_name}
             },
         )
+        if copy is not None:
+            self.application.node.add_dependency(copy)  # EMR Serverless checks the image on creation
         self.job_role = iam.Role(
             self,
             "JobRole",
