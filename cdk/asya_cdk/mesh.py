@@ -46,7 +46,8 @@ CREW = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_r
 
 class Mesh(Construct):
     """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
-    `spark_batches` (None without Spark actors), `bucket`, `table` (idempotency),
+    `spark_batches` (None without Spark actors), `job_images` (None unless the mesh builds the Spark
+    job's image), `bucket`, `table` (idempotency),
     `task_tables` (`TaskTables`), `gateway` (`StatusGateway`) and `dashboard`."""
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh) -> None:
@@ -171,8 +172,9 @@ class Mesh(Construct):
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
         self.spark_batches = batches_table(self) if mesh.spark_actors else None
-        built_image = [n for n in mesh.spark_actors if not config.actors[n].spark.image_uri]  # type: ignore[union-attr]
-        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if built_image else None
+        # the job's image is built once for the mesh, when some Spark actor names no image of its own
+        own_images = [a.spark.image_uri if a.spark else None for a in config.actors.values() if a.runtime == "spark"]
+        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if not all(own_images) else None
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
                 # the dispatcher does not run the handler: hop claims in the batches table replace idempotency
