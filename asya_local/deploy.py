@@ -67,7 +67,7 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
     app = cdk.App(outdir=str(out), context={"aws:cdk:bundling-stacks": []})
     build(app)
     app.synth()
-    template = json.loads((out / f"{name}.template.json").read_text())
+    template, unused_code = without_image_copies(json.loads((out / f"{name}.template.json").read_text()))
     assets = json.loads((out / f"{name}.assets.json").read_text())
     code_dirs: dict[str, Path] = {}
     nested: dict[str, dict[str, Any]] = {}
@@ -77,9 +77,34 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
         for destination in asset["destinations"].values():
             if source.name.endswith(NESTED_TEMPLATE_SUFFIX):
                 nested[destination["objectKey"]] = json.loads(source.read_text())
-            elif source.name != f"{name}.template.json":  # the main template goes to CloudFormation directly
-                code_dirs[destination["objectKey"]] = source
+            elif source.name != f"{name}.template.json" and destination["objectKey"] not in unused_code:
+                code_dirs[destination["objectKey"]] = source  # the main template goes to CloudFormation directly
     return Synthesized(name, template, code_dirs, out, nested)
+
+
+IMAGE_COPY = "Custom::CDKECRDeployment"
+
+
+def without_image_copies(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """The template without the Spark job image's copies and the function that makes them, and the
+    object keys of that function's code. Locally a Spark job runs in Spark local mode on this machine,
+    not in the image: the image asset is never built (only file assets are published here), and the
+    copy function (a Linux binary calling ECR's registry API) could not run under moto anyway."""
+    resources = dict(template["Resources"])
+    copies = {logical_id for logical_id, r in resources.items() if r["Type"] == IMAGE_COPY}
+    functions = {resources[c]["Properties"]["ServiceToken"]["Fn::GetAtt"][0] for c in copies}
+    unused_code = {resources[f]["Properties"]["Code"]["S3Key"] for f in functions}
+    removed = copies | functions
+    kept: dict[str, Any] = {}
+    for logical_id, resource in resources.items():
+        if logical_id in removed:
+            continue
+        depends = resource.get("DependsOn", [])
+        depends = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
+        kept[logical_id] = {k: v for k, v in resource.items() if k != "DependsOn"} | (
+            {"DependsOn": depends} if depends else {}
+        )
+    return {**template, "Resources": kept}, unused_code
 
 
 def publish_assets(s3: Any, synthesized: Synthesized) -> None:

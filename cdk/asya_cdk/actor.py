@@ -21,7 +21,18 @@ from constructs import Construct, IConstruct
 from asya_cdk.layer import RUNTIME
 from asya_cdk.names import resource_name
 
-ACTOR_CODE_EXCLUDE = ("**/__pycache__", "**/*.pyc", ".venv", "tests")  # what an actor's code folder does not ship
+# What a function's code folder does not ship: one list for actors' folders and the mesh's own (`lambdas/`),
+# so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling.
+ACTOR_CODE_EXCLUDE = (
+    "**/__pycache__",
+    "**/*.pyc",
+    "*.md",
+    "tests",
+    ".venv",
+    ".git",
+    "node_modules",
+    "cdk.out",
+)
 
 
 @dataclass(frozen=True)

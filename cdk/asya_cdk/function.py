@@ -9,10 +9,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from asya_cdk.actor import explain_tracing, log_group
+from asya_cdk.actor import ACTOR_CODE_EXCLUDE, explain_tracing, log_group
 from asya_cdk.layer import RUNTIME, SidecarLayer
 
-CODE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.md", ".venv", "tests"]
 MESH_CODE = Path(__file__).resolve().parents[2] / "lambdas"  # the crew's and the Spark actors' functions
 LOG_RETENTION_DAYS = 30
 
@@ -49,7 +48,7 @@ class MeshFunction(Construct):
             runtime=RUNTIME,
             architecture=layer.architecture,
             handler=handler,
-            code=lambda_.Code.from_asset(str(code_dir), exclude=CODE_EXCLUDE),
+            code=lambda_.Code.from_asset(str(code_dir), exclude=list(ACTOR_CODE_EXCLUDE)),
             layers=[layer.layer],
             environment=environment,
             memory_size=memory,

@@ -2,7 +2,9 @@
 
 Bundling runs pip on this machine for the target platform (`--platform manylinux2014_<arch>`,
 binary wheels only), so no Docker is needed. Dependencies come from `pyproject.toml` (the layer ships
-what the project declares, minus boto3 which the Lambda runtime provides).
+what the project declares, tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages
+it brings, which the Lambda runtime provides: a second, different botocore in the layer would shadow the
+runtime's and no longer match its boto3. Nothing is byte-compiled on this machine (`--no-compile`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -22,33 +25,63 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYER_SOURCE = ROOT / "sidecar_layer"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 _PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
-_PROVIDED_BY_RUNTIME = ("boto3",)
+# The AWS SDK for Python and what it depends on: Lambda's Python runtimes include them.
+PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six"})
 
 
 def layer_requirements() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [req for req in project["dependencies"] if not req.startswith(_PROVIDED_BY_RUNTIME)]
+    return [req for req in project["dependencies"] if not req.startswith("boto3")]
+
+
+def remove_provided(target: Path, provided: frozenset[str]) -> None:
+    """Delete what pip installed of the `provided` distributions (each one's own file list, inside
+    `target` only: a script's entry may point outside it)."""
+    target = target.resolve()
+    found = [
+        d
+        for d in metadata.distributions(path=[str(target)])
+        if d.metadata["Name"].lower().replace("_", "-") in provided
+    ]
+    files = [(target / str(file)).resolve() for distribution in found for file in distribution.files or []]
+    files = [file for file in files if target in file.parents]
+    for file in files:
+        file.unlink(missing_ok=True)
+    folders = {parent for file in files for parent in file.parents if target in parent.parents}
+    for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 @jsii.implements(cdk.ILocalBundling)
 class PipBundling:
     """The project's dependencies for a Linux platform and Python version, plus some of its packages
-    (`packages`: folder name in the bundle → source folder), in `subdir` of the bundle."""
+    (`packages`: folder name in the bundle → source folder), in `subdir` of the bundle, without the
+    distributions the target platform already `provided`."""
 
-    def __init__(self, architecture: str, python_version: str, packages: dict[str, Path], subdir: str = "") -> None:
+    def __init__(
+        self,
+        architecture: str,
+        python_version: str,
+        packages: dict[str, Path],
+        subdir: str = "",
+        provided: frozenset[str] = PROVIDED_BY_RUNTIME,
+    ) -> None:
         self.architecture = architecture
         self.python_version = python_version
         self.packages = packages
         self.subdir = subdir
+        self.provided = provided
 
     def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
         target = Path(output_dir) / self.subdir
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target),
              "--platform", _PLATFORMS[self.architecture], "--implementation", "cp",
              "--python-version", self.python_version, "--only-binary=:all:", *layer_requirements()],
             check=True,
         )  # fmt: skip
+        remove_provided(target, self.provided)
         for name, source in self.packages.items():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
         return True

@@ -38,6 +38,7 @@ from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, crew_environment, lambda_actor_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
+from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
 from asya_cdk.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, SUMP_DEAD_LETTERS, resource_name
@@ -50,9 +51,10 @@ from asya_spark.staging import PREFIX as SPARK_PREFIX
 
 class Mesh(Construct):
     """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
-    `spark_batches` (None without Spark actors), `bucket`, `table` (idempotency),
-    `task_tables` (`TaskTables`), `gateway` (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and
-    `nested` (the nested stacks of actors, empty for a mesh that fits one stack)."""
+    `spark_batches` (None without Spark actors), `job_images` (None unless the mesh builds the Spark
+    job's image), `bucket`, `table` (idempotency), `task_tables` (`TaskTables`), `gateway`
+    (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and `nested` (the nested stacks of actors,
+    empty for a mesh that fits one stack)."""
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh, *, plan: StackPlan | None = None) -> None:
         super().__init__(scope, construct_id)
@@ -195,6 +197,9 @@ class Mesh(Construct):
             keeper.role.add_to_policy(keep_results)
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
+        # the job's image is built once for the mesh, when some Spark actor names no image of its own
+        own_images = [a.spark.image_uri if a.spark else None for a in config.actors.values() if a.runtime == "spark"]
+        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if not all(own_images) else None
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
                 actor = ActorFunction(
@@ -221,6 +226,7 @@ class Mesh(Construct):
                     task_tables=self.task_tables,
                     layer=layer_for(settings.architecture),
                     names=names,
+                    job_images=self.job_images,
                 )
                 self.actors[name] = actor
                 continue

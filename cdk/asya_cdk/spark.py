@@ -1,7 +1,8 @@
 """Spark actors: what `runtime: spark` adds beside the actor's queue and dispatcher function.
 
 - The EMR Serverless application `asya-<ns>-<actor>` (the mesh's Spark release, auto start on the
-  first job, auto stop when idle, a capacity ceiling), logging to its own log group.
+  first job, auto stop when idle, a capacity ceiling), logging to its own log group, on the actor's
+  `spark.image_uri` or else on the image the mesh builds (`job_image.JobImages`).
 - The job role, assumed by EMR Serverless for this application only: it reads the job's code and the
   actor's staged input, writes the batch's output, writes its logs, and nothing else.
 - The job's code as assets: `spark_emr/entry.py` (the entry point), the actor's folder (`--py-files`),
@@ -30,6 +31,7 @@ from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, nag_arn
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
+from asya_cdk.job_image import JobImages
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
 from asya_cdk.names import collector_name, resource_name
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
@@ -41,8 +43,16 @@ from asya_spark.staging import staging_prefix
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SOURCE = ROOT / "spark_emr"
 JOB_PYTHON_VERSION = "3.11"
+JOB_LEAVES_OUT = frozenset({"boto3", "botocore", "s3transfer"})
 COLLECTOR_TIMEOUT = 600.0
 _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
+
+
+def spark_archive_bundling(architecture: str) -> PipBundling:
+    """The job's dependency archive: the core and `asya_spark_job` with their dependencies. The job
+    never calls AWS, so the SDK itself stays out; what Powertools imports (jmespath) stays in."""
+    packages = {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"}
+    return PipBundling(architecture, JOB_PYTHON_VERSION, packages, provided=JOB_LEAVES_OUT)
 
 
 def batches_table(scope: Construct, name: str) -> dynamodb.Table:
@@ -72,6 +82,7 @@ class SparkActor(Construct):
         task_tables: TaskTables,
         layer: SidecarLayer,
         names: MeshNames,
+        job_images: JobImages | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         settings = mesh.config.actors[name]
@@ -80,6 +91,11 @@ class SparkActor(Construct):
         namespace = mesh.config.namespace
         stack = cdk.Stack.of(self)
         application_name = resource_name(namespace, name)
+        if spark.image_uri:
+            image_uri, copy = spark.image_uri, None
+        else:
+            assert job_images is not None  # the mesh makes the repository when an actor needs it
+            image_uri, copy = job_images.image(spark.release, settings.architecture)
         self.log_group = log_group(
             self, "JobLogs", f"/aws/emr-serverless/{application_name}", settings.log_retention_days
         )
@@ -97,11 +113,13 @@ class SparkActor(Construct):
                 "memory": f"{spark.max_memory_gb} GB",
                 "disk": f"{spark.max_disk_gb} GB",
             },
-            image_configuration={"imageUri": spark.image_uri} if spark.image_uri else None,
+            image_configuration={"imageUri": image_uri},
             monitoring_configuration={
                 "cloudWatchLoggingConfiguration": {"enabled": True, "logGroupName": self.log_group.log_group_name}
             },
         )
+        if copy is not None:
+            self.application.node.add_dependency(copy)  # EMR Serverless checks the image on creation
         self.job_role = iam.Role(
             self,
             "JobRole",
@@ -109,7 +127,8 @@ class SparkActor(Construct):
                 "emr-serverless.amazonaws.com",
                 conditions={
                     "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {"aws:SourceArn": self.application.attr_arn},
+                    # the application, or a run of it (`<application>/jobruns/<id>`), whichever EMR names
+                    "ArnLike": {"aws:SourceArn": [self.application.attr_arn, f"{self.application.attr_arn}/*"]},
                 },
             ),
             description=f"asya Spark job {namespace}/{name}",
@@ -123,11 +142,7 @@ class SparkActor(Construct):
             exclude=["**/__pycache__", "*.md"],
             bundling=cdk.BundlingOptions(
                 image=cdk.DockerImage.from_registry("public.ecr.aws/amazonlinux/amazonlinux:2023"),
-                local=PipBundling(  # type: ignore[arg-type]
-                    settings.architecture,
-                    JOB_PYTHON_VERSION,
-                    {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"},
-                ),
+                local=spark_archive_bundling(settings.architecture),  # type: ignore[arg-type]
             ),
         )
         prefix = staging_prefix(namespace, name)
@@ -222,8 +237,14 @@ class SparkActor(Construct):
                 resources=[f"arn:{cdk.Aws.PARTITION}:s3:::{a.s3_bucket_name}/{a.s3_object_key}" for a in assets],
             )
         )
+        # EMRFS may probe the staging prefix's parent "folders" (`spark/<ns>/<actor>`, `spark/<ns>`) with a
+        # HEAD; a 403 there would fail the job, so those keys may be read too (nothing is stored at them)
+        parents = [prefix.rstrip("/"), prefix.rstrip("/").rsplit("/", 1)[0]]
         role.add_to_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(f"{prefix}*"), *(bucket.arn_for_objects(p) for p in parents)],
+            )
         )
         role.add_to_policy(
             iam.PolicyStatement(

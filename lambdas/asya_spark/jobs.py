@@ -1,13 +1,17 @@
 """Starting, reading and canceling a batch's EMR Serverless job run.
 
-A start is idempotent: the batch id is the request's `clientToken`, so a dispatcher that runs again
-for the same batch (a redelivery, or the reconciler finishing a start that crashed) gets the same job
-run back instead of a second one. The batch id is also the run's name, which is how a job-state event
-(which carries only the run id) finds its batch.
+A start is idempotent: the request's `clientToken` is the batch id and a digest of what the job runs
+(entry point, submit parameters with the code and archive URLs, role, variables, timeout), so a
+dispatcher that runs again for the same batch (a redelivery, or the reconciler finishing a start that
+crashed) gets the same job run back instead of a second one, while a batch staged before a deploy that
+changed the job and started after it sends a new token rather than one AWS saw with other parameters.
+The batch id is also the run's name, which is how a job-state event (which carries only the run id)
+finds its batch.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +43,23 @@ class JobRun:
     duration_seconds: float | None
 
 
+def client_token(batch_id: str, settings: SparkSettings) -> str:
+    """`<batch id>-<16 hex digits of the job's definition>`: at most 64 characters of `[A-Za-z0-9._-]`
+    for a 32-character batch id, as StartJobRun requires."""
+    definition = orjson.dumps(
+        [
+            settings.application_id,
+            settings.entry_point,
+            settings.submit_parameters,
+            settings.job_role_arn,
+            settings.job_env,
+            settings.job_timeout_minutes,
+        ],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return f"{batch_id}-{hashlib.sha256(definition).hexdigest()[:16]}"
+
+
 class SparkJobs:
     client: LazyClient[EMRServerlessClient] = LazyClient("emr-serverless")
 
@@ -63,7 +84,7 @@ class SparkJobs:
             driver["sparkSubmit"]["sparkSubmitParameters"] = settings.submit_parameters
         response = self.client.start_job_run(
             applicationId=settings.application_id,
-            clientToken=batch_id,
+            clientToken=client_token(batch_id, settings),
             executionRoleArn=settings.job_role_arn,
             name=batch_id,
             jobDriver=driver,

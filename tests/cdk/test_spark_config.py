@@ -186,3 +186,18 @@ def test_cdk_app_refuses_a_bad_spark_mesh_naming_the_field(tmp_path: Path) -> No
     assert result.returncode != 0
     assert f"{bad}: actors.clean.spark.style: Input should be 'payload' or 'dataframe'" in result.stderr
     assert not (tmp_path / "out" / "asya-shop.template.json").exists()
+
+
+def test_the_job_image_provides_the_default_interpreter_for_the_default_release() -> None:
+    """`spark_emr/image/Dockerfile` is what docs/spark.md tells a deployment to build: the EMR
+    Serverless base image of the default release, with Amazon Linux's python3.11 at `spark.python`."""
+    from asya_cdk.config import SparkConfig
+    from asya_cdk.spark import SPARK_SOURCE
+
+    dockerfile = (SPARK_SOURCE / "image" / "Dockerfile").read_text()
+    defaults = SparkConfig()
+    assert f"ARG RELEASE={defaults.release}\n" in dockerfile
+    assert "FROM public.ecr.aws/emr-serverless/spark/${RELEASE}:latest\n" in dockerfile
+    assert "dnf install -y python3.11" in dockerfile
+    assert f"{defaults.python} --version" in dockerfile
+    assert dockerfile.rstrip().endswith("USER hadoop:hadoop")

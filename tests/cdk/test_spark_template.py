@@ -13,7 +13,8 @@ import pytest
 import yaml
 from aws_cdk.assertions import Template
 
-from asya_cdk.config import LoadedMesh, MeshConfig, load_mesh
+from asya_cdk.config import LoadedMesh, MeshConfig, SparkConfig, load_mesh
+from asya_local.deploy import IMAGE_COPY, without_image_copies
 from asya_spark.settings import job_environment
 from tests.cdk.test_template import _actions, _resources, _statements, _synthesize, cfn_lint
 
@@ -24,6 +25,7 @@ SPARK = ("clean", "score")
 LAMBDA = ("ingest", "enrich", "summarise")
 CREW = ("x-sink", "x-sump", "x-pause", "x-resume")
 GATEWAY = ("gateway", "gateway-stream", "gateway-backstop")
+OWN_IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/asya-spark:1"
 ASSETS_BUCKET = "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"
 Synthesized = tuple[Template, dict[str, Any], Path]
 
@@ -40,8 +42,10 @@ def reviews(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The catalogue with every Spark setting of `score` changed from its default."""
+    """The catalogue with every Spark setting of `score` changed from its default, and `clean` on its
+    own image."""
     document = yaml.safe_load(CATALOGUE.read_text())
+    document["actors"]["clean"]["spark"]["image_uri"] = OWN_IMAGE
     document["actors"]["score"].update(
         architecture="x86_64",
         function_timeout=120,
@@ -54,10 +58,19 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "job_timeout": "90m",
             "reconcile_minutes": 10,
             "python": "/usr/local/bin/python3",
-            "image_uri": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/asya-spark:1",
             "conf": {"spark.executor.cores": "2"},
         },
     )
+    mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=CATALOGUE.parent)
+    return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="module")
+def own_images(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The catalogue with every Spark actor on an image of its own."""
+    document = yaml.safe_load(CATALOGUE.read_text())
+    for actor in SPARK:
+        document["actors"][actor].setdefault("spark", {})["image_uri"] = OWN_IMAGE
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=CATALOGUE.parent)
     return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
@@ -103,6 +116,39 @@ def _variables(document: dict[str, Any], name: str) -> dict[str, Any]:
     return variables
 
 
+def _repository(document: dict[str, Any]) -> str:
+    return _key(document, "AWS::ECR::Repository", "MeshSparkJobImagesRepository")
+
+
+def _job_image(document: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The mesh's job repository's URI with `tag`, as CloudFormation spells it."""
+    arn_part = {"Fn::Split": [":", _arn(_repository(document))]}
+    return {
+        "Fn::Join": [
+            "",
+            [
+                {"Fn::Select": [4, arn_part]},
+                ".dkr.ecr.",
+                {"Fn::Select": [3, arn_part]},
+                ".",
+                {"Ref": "AWS::URLSuffix"},
+                "/",
+                {"Ref": _repository(document)},
+                f":{tag}",
+            ],
+        ]
+    }
+
+
+def _image_copies(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: r for k, r in document["Resources"].items() if r["Type"] == IMAGE_COPY}
+
+
+def _docker_images(outdir: Path) -> list[dict[str, Any]]:
+    assets = json.loads((outdir / "asya-catalogue.assets.json").read_text())
+    return [image["source"] for image in assets.get("dockerImages", {}).values()]
+
+
 def _with(statements: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     """The statements granting any action of a service (`s3:`, `emr-serverless:`, ...)."""
     return [s for s in statements if any(a.startswith(prefix) for a in _actions([s]))]
@@ -142,6 +188,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
         "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 15},
         "MaximumCapacity": capacity,
         "MonitoringConfiguration": {"CloudWatchLoggingConfiguration": {"Enabled": True, "LogGroupName": {"Ref": logs}}},
+        "ImageConfiguration": {"ImageUri": _job_image(document, "emr-7.12.0-arm64")},
     }
 
 
@@ -165,6 +212,7 @@ def test_the_job_role_is_assumed_by_emr_serverless_for_its_own_application_only(
 ) -> None:
     _, document, _ = catalogue
     role = document["Resources"][_job_role(document, actor)]["Properties"]
+    application = _arn(_application(document, actor))  # the application itself or one of its runs
     assert role["AssumeRolePolicyDocument"]["Statement"] == [
         {
             "Action": "sts:AssumeRole",
@@ -172,7 +220,7 @@ def test_the_job_role_is_assumed_by_emr_serverless_for_its_own_application_only(
             "Principal": {"Service": "emr-serverless.amazonaws.com"},
             "Condition": {
                 "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                "ArnLike": {"aws:SourceArn": _arn(_application(document, actor))},
+                "ArnLike": {"aws:SourceArn": [application, _under(application, "/*")]},
             },
         }
     ]
@@ -198,8 +246,14 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
         "logs:DescribeLogGroups",
     }
     reads = [s["Resource"] for s in statements if s["Action"] == "s3:GetObject"]
-    [assets] = [r for r in reads if isinstance(r, list)]
-    assert reads == [assets, _under(bucket, f"{staging}*")]
+    assert len(reads) == 2
+    assets, staged = reads
+    # its staging prefix, and the two "folders" above it that EMRFS may probe; no other actor's keys
+    assert staged == [
+        _under(bucket, f"{staging}*"),
+        _under(bucket, f"/spark/catalogue/{actor}"),
+        _under(bucket, "/spark/catalogue"),
+    ]
     asset_keys = set()
     for arn in assets:
         head, tail = arn["Fn::Join"][1][:-1], arn["Fn::Join"][1][-1]
@@ -489,11 +543,9 @@ def test_every_spark_setting_reaches_the_template(tuned: Synthesized) -> None:
     assert (application["ReleaseLabel"], application["Architecture"]) == ("emr-7.9.0", "X86_64")
     assert application["AutoStopConfiguration"] == {"Enabled": True, "IdleTimeoutMinutes": 3}
     assert application["MaximumCapacity"] == {"Cpu": "4 vCPU", "Memory": "16 GB", "Disk": "40 GB"}
-    assert application["ImageConfiguration"] == {
-        "ImageUri": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/asya-spark:1"
-    }
+    assert application["ImageConfiguration"] == {"ImageUri": _job_image(document, "emr-7.9.0-x86_64")}
     clean = _resources(document, "AWS::EMRServerless::Application")[_application(document, "clean")]
-    assert "ImageConfiguration" not in clean
+    assert clean["ImageConfiguration"] == {"ImageUri": OWN_IMAGE}
     dispatcher = _functions(document)["asya-catalogue-score"]
     assert (dispatcher["Timeout"], dispatcher["Architectures"]) == (120, ["x86_64"])
     assert (
@@ -527,3 +579,93 @@ def test_cfn_lint_passes(variant: str, request: pytest.FixtureRequest) -> None:
 
 def _listed(action: str | list[str]) -> list[str]:
     return [action] if isinstance(action, str) else action
+
+
+def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: Synthesized) -> None:
+    _, document, outdir = catalogue
+    [source] = _docker_images(outdir)
+    assert (source["platform"], source["dockerBuildArgs"]) == ("linux/arm64", {"RELEASE": "emr-7.12.0"})
+    assert (outdir / source["directory"] / "Dockerfile").read_text() == (
+        ROOT / "spark_emr/image/Dockerfile"
+    ).read_text()
+    [(copy_id, copy)] = _image_copies(document).items()
+    assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == ":emr-7.12.0-arm64"
+    assert _resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryName"] == (
+        "asya-catalogue-spark-job"
+    )
+    for actor in SPARK:
+        application = document["Resources"][_application(document, actor)]
+        assert application["Properties"]["ImageConfiguration"] == {"ImageUri": _job_image(document, "emr-7.12.0-arm64")}
+        assert copy_id in application["DependsOn"], "EMR Serverless checks the image when the application is made"
+
+
+def test_emr_serverless_may_pull_the_job_image_for_this_accounts_applications_only(catalogue: Synthesized) -> None:
+    _, document, _ = catalogue
+    policy = _resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryPolicyText"]
+    [statement] = policy["Statement"]
+    assert statement["Principal"] == {"Service": "emr-serverless.amazonaws.com"}
+    assert sorted(_listed(statement["Action"])) == [
+        "ecr:BatchGetImage",
+        "ecr:DescribeImages",
+        "ecr:GetDownloadUrlForLayer",
+    ]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":emr-serverless:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":/applications/*",
+                    ],
+                ]
+            }
+        },
+    }
+
+
+def test_the_copy_pushes_only_to_the_job_repository(catalogue: Synthesized) -> None:
+    _, document, _ = catalogue
+    statements = _statements(document, "MeshSparkJobImagesCopyRole")
+    pushes = [s for s in statements if "ecr:PutImage" in _listed(s["Action"])]
+    assert [s["Resource"] for s in pushes] == [_arn(_repository(document))]
+    assert all(s["Resource"] == "*" for s in statements if "ecr:GetAuthorizationToken" in _listed(s["Action"]))
+    assert not [s for s in statements if s["Resource"] == "*" and _listed(s["Action"]) != ["ecr:GetAuthorizationToken"]]
+
+
+def test_the_job_runs_the_python_the_image_installs(catalogue: Synthesized) -> None:
+    _, document, _ = catalogue
+    python = SparkConfig().python
+    assert (
+        f"RUN dnf install -y python3.11 && dnf clean all && {python} --version"
+        in (ROOT / "spark_emr/image/Dockerfile").read_text()
+    )
+    for actor in SPARK:
+        submit = _variables(document, f"asya-catalogue-{actor}")["ASYA_SPARK_SUBMIT_PARAMETERS"]["Fn::Join"][1][-1]
+        assert f"--conf spark.executorEnv.PYSPARK_PYTHON={python} " in submit
+
+
+def test_actors_on_their_own_images_get_no_built_image(own_images: Synthesized) -> None:
+    _, document, outdir = own_images
+    assert _docker_images(outdir) == []
+    assert not _image_copies(document)
+    assert not _resources(document, "AWS::ECR::Repository")
+    for actor in SPARK:
+        application = document["Resources"][_application(document, actor)]
+        assert application["Properties"]["ImageConfiguration"] == {"ImageUri": OWN_IMAGE}
+
+
+def test_the_local_stack_leaves_out_the_image_copy_and_its_function(catalogue: Synthesized) -> None:
+    _, document, _ = catalogue
+    template, unused_code = without_image_copies(document)
+    assert not _image_copies(template)
+    [copier] = [k for k in document["Resources"] if k.startswith("CustomCDKECRDeployment")]
+    assert copier not in template["Resources"]
+    assert unused_code == {document["Resources"][copier]["Properties"]["Code"]["S3Key"]}
+    assert all("DependsOn" not in template["Resources"][_application(document, a)] for a in SPARK)

@@ -6,6 +6,7 @@ pipeline (what the entry script runs), its output written where Spark would writ
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -23,6 +24,7 @@ from asya_local.moto_emr import apply_emr_fix
 from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
 from asya_spark.dispatch import Dispatcher
+from asya_spark.jobs import client_token
 from asya_spark.ledger import State
 from asya_spark.parts import SparkParts
 from asya_spark.settings import SparkSettings, job_environment
@@ -163,7 +165,10 @@ def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: 
         "MODEL": "small",
     }
     assert driver["sparkSubmitParameters"] == "--py-files s3://assets/code.zip"
-    assert (run.client_token, run.execution_role_arn) == (run.name, f"arn:aws:iam::{ACCOUNT}:role/job")
+    assert (run.client_token, run.execution_role_arn) == (
+        client_token(str(run.name), harness.settings),
+        f"arn:aws:iam::{ACCOUNT}:role/job",
+    )
     assert harness.parts.ledger.get(str(run.name)) is not None
     assert harness.messages("b") == []  # nothing is routed before the job ends
 
@@ -341,3 +346,17 @@ def _resiliency(document: dict[str, Any]) -> Any:
 def test_a_job_variable_the_function_lacks_is_a_configuration_error() -> None:
     with pytest.raises(ConfigError, match="ASYA_SPARK_JOB_VARIABLES names MODEL"):
         job_environment({"ASYA_HANDLER": "m.f", "ASYA_SPARK_JOB_VARIABLES": "MODEL"})
+
+
+def test_the_client_token_names_the_batch_and_changes_with_the_jobs_definition(harness: SparkActorHarness) -> None:
+    """A batch staged before a deploy and started after it must not reuse a token AWS saw with other
+    parameters: the token follows the code and archive URLs, and stays within StartJobRun's limits."""
+    batch = "0123456789abcdef0123456789abcdef"
+    token = client_token(batch, harness.settings)
+    redeployed = replace(harness.settings, submit_parameters="--py-files s3://assets/code-2.zip")
+    assert token == client_token(batch, harness.settings)  # a redelivery gets the same run back
+    assert token.startswith(f"{batch}-")
+    assert client_token(batch, redeployed) != token
+    assert client_token(batch, replace(harness.settings, entry_point="s3://assets/entry-2.py")) != token
+    assert len(token) <= 64
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", token)

@@ -1,0 +1,174 @@
+"""What ships to AWS imports and runs there with only what Lambda or EMR Serverless put beside it.
+
+The layer and the Spark job's dependency archive are really built (`PipBundling`, the path `cdk synth`
+takes), for x86_64 and this machine's Python so that this machine can import them: on AWS the same
+requirements are resolved for the function's Python and architecture. Each check runs in a fresh
+interpreter without site-packages whose path holds only:
+
+- Lambda: the layer's `python/`, one function's code folder, and the AWS SDK for Python with the
+  packages it brings (what the Lambda runtime provides);
+- Spark: the dependency archive, the actor's code folder (`--py-files`), the entry script's folder and
+  PySpark (what EMR Serverless provides).
+
+Every handler of both example meshes, the crew, the Spark functions and the gateway is imported, and
+the sidecar's telemetry is built with tracing on, as a function with `tracing: true` does at its first
+event. A module missing from the built assets fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from asya_cdk.config import LoadedMesh, load_mesh
+from asya_cdk.function import MESH_CODE
+from asya_cdk.gateway import GATEWAY_CODE
+from asya_cdk.layer import LAYER_SOURCE, PROVIDED_BY_RUNTIME, PipBundling
+from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
+
+ROOT = Path(__file__).resolve().parents[2]
+MESHES = [load_mesh(ROOT / "examples" / name / "mesh.yaml") for name in ("catalogue", "reviews")]
+PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+MESH_HANDLERS = [
+    *(f"asya_crew.{crew}.lambda_handler" for crew in ("sink", "sump", "pause", "resume")),
+    "asya_spark.dispatch.lambda_handler",
+    "asya_spark.collect.lambda_handler",
+]
+GATEWAY_HANDLERS = [f"asya_gateway.{part}.lambda_handler" for part in ("api", "stream", "backstop")]
+
+pytestmark = pytest.mark.build
+
+LAMBDA_CHECK = """
+import os, sys
+from asya.handler import load_handler
+from asya.telemetry import Telemetry
+
+for spec in sys.argv[1:]:
+    load_handler(spec)
+telemetry = Telemetry("ns", "actor", tracing=True)
+assert telemetry.tracer is not None
+assert "botocore" not in {p.split(os.sep)[-1] for p in os.listdir(os.environ["LAYER"])}
+print("ok", len(sys.argv) - 1)
+"""
+
+SPARK_CHECK = """
+import json, os, sys
+from asya.batch import BatchHops
+from asya.config import SidecarConfig
+import asya_spark_job.job, asya_spark_job.styles
+
+for module in ("boto3", "botocore"):
+    try:
+        __import__(module)
+    except ImportError:
+        pass
+    else:
+        raise SystemExit(f"{module} is on the job's path: it must come from nowhere")
+hops = BatchHops(SidecarConfig.from_env(json.loads(os.environ["JOB_ENV"])))
+print("ok", hops.config.handler)
+"""
+
+
+def _run(check: str, path: list[Path], arguments: list[str], environment: dict[str, str]) -> str:
+    """`check` in a new interpreter (`-I -S`: no site-packages, no PYTHONPATH) on exactly `path`."""
+    script = f"import sys; sys.path[:0] = {[str(p) for p in path]!r}\n" + textwrap.dedent(check)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", ""), **environment},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _only(distributions: set[str] | frozenset[str], folder: Path) -> Path:
+    """A folder holding links to these installed distributions' top-level modules and nothing else."""
+    folder.mkdir()
+    for name in distributions:
+        distribution = metadata.distribution(name)
+        tops = {Path(str(f)).parts[0] for f in distribution.files or [] if not str(f).startswith("..")}
+        for top in tops - {"__pycache__"}:
+            source = Path(str(distribution.locate_file(top)))
+            if source.exists() and not (folder / top).exists() and not top.endswith(".dist-info"):
+                (folder / top).symlink_to(source)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The layer and the Spark archive, built by pip as `cdk synth` builds them, and the runtimes' SDK."""
+    root = tmp_path_factory.mktemp("built")
+    layer = root / "layer"
+    archive = root / "archive"
+    archive_bundling = spark_archive_bundling("x86_64")
+    archive_bundling.python_version = PYTHON_VERSION  # the job's own Python is 3.11 too
+    bundlings = {
+        layer: PipBundling("x86_64", PYTHON_VERSION, {"asya": LAYER_SOURCE / "asya"}, subdir="python"),
+        archive: archive_bundling,
+    }
+    with ThreadPoolExecutor(2) as pool:  # two pip runs, mostly waiting on the network
+        assert all(pool.map(lambda item: item[1].try_bundle(str(item[0]), None), bundlings.items()))
+    entry = root / "entry"
+    entry.mkdir()
+    shutil.copy(SPARK_SOURCE / "entry.py", entry / "entry.py")
+    return {
+        "layer": layer / "python",
+        "archive": archive,
+        "entry": entry,
+        "sdk": _only(PROVIDED_BY_RUNTIME, root / "sdk"),
+        "pyspark": _only({"pyspark", "py4j"}, root / "pyspark"),
+    }
+
+
+def test_layer_ships_tracing_and_no_sdk_or_bytecode(built: dict[str, Path]) -> None:
+    names = {p.name for p in built["layer"].iterdir()}
+    assert {"asya", "aws_lambda_powertools", "aws_xray_sdk", "pydantic", "orjson"} <= names
+    assert not names & {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six.py", "jmespath"}
+    assert not list(built["layer"].rglob("__pycache__"))
+
+
+def _code_folders() -> dict[Path, list[str]]:
+    """Each code asset folder of the mesh and the handlers its functions name."""
+    folders: dict[Path, list[str]] = {MESH_CODE: MESH_HANDLERS, GATEWAY_CODE: GATEWAY_HANDLERS}
+    for mesh in MESHES:
+        for name, actor in mesh.config.actors.items():
+            if actor.runtime == "lambda":
+                folders.setdefault(mesh.code_dir(name), []).append(actor.handler)
+    return folders
+
+
+@pytest.mark.parametrize(
+    ("folder", "handlers"), list(_code_folders().items()), ids=[f.relative_to(ROOT).as_posix() for f in _code_folders()]
+)
+def test_every_lambda_handler_imports_with_tracing_on(
+    built: dict[str, Path], folder: Path, handlers: list[str]
+) -> None:
+    environment = {"AWS_LAMBDA_FUNCTION_NAME": "asya-ns-actor", "AWS_REGION": "eu-west-1", "LAYER": str(built["layer"])}
+    output = _run(LAMBDA_CHECK, [built["layer"], folder, built["sdk"]], handlers, environment)
+    assert output.strip() == f"ok {len(handlers)}"
+
+
+def _spark_actors() -> list[tuple[LoadedMesh, str]]:
+    return [(mesh, name) for mesh in MESHES for name, a in mesh.config.actors.items() if a.runtime == "spark"]
+
+
+@pytest.mark.parametrize(
+    ("mesh", "actor"), _spark_actors(), ids=[f"{m.config.namespace}-{a}" for m, a in _spark_actors()]
+)
+def test_spark_job_builds_its_hops_from_the_archive_alone(built: dict[str, Path], mesh: LoadedMesh, actor: str) -> None:
+    path = [built["entry"], mesh.code_dir(actor), built["archive"], built["pyspark"]]
+    environment = {"JOB_ENV": json.dumps(mesh.spark_job_environment(actor))}
+    output = _run(SPARK_CHECK, path, [], environment)
+    assert output.strip() == f"ok {mesh.config.actors[actor].handler}"
