@@ -30,10 +30,13 @@ from pathlib import Path
 import pytest
 
 from asya_cdk.config import LoadedMesh, load_mesh
+from asya_cdk.environment import spark_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import GATEWAY_CODE
 from asya_cdk.layer import LAYER_SOURCE, PROVIDED_BY_RUNTIME, PipBundling
+from asya_cdk.limits import longest_mesh_names, longest_spark_names
 from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
+from asya_spark.settings import job_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 MESHES = [load_mesh(ROOT / "examples" / name / "mesh.yaml") for name in ("catalogue", "reviews")]
@@ -169,6 +172,8 @@ def _spark_actors() -> list[tuple[LoadedMesh, str]]:
 )
 def test_spark_job_builds_its_hops_from_the_archive_alone(built: dict[str, Path], mesh: LoadedMesh, actor: str) -> None:
     path = [built["entry"], mesh.code_dir(actor), built["archive"], built["pyspark"]]
-    environment = {"JOB_ENV": json.dumps(mesh.spark_job_environment(actor))}
+    # what the job runs with: the variables its dispatcher forwards from its own environment
+    functions = spark_environment(mesh, actor, longest_mesh_names(mesh.config.namespace), longest_spark_names(actor))
+    environment = {"JOB_ENV": json.dumps(job_environment(functions))}
     output = _run(SPARK_CHECK, path, [], environment)
     assert output.strip() == f"ok {mesh.config.actors[actor].handler}"
