@@ -4,7 +4,8 @@
    applied first).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
 3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
-   the real handler with the function's deployed environment: an SQS event source mapping
+   the real handler with the function's deployed environment and temporary credentials of its own
+   execution role (`asya_local.roles`; the endpoint enforces IAM, `asya_local.moto_iam`): an SQS event source mapping
    (`asya_local.esm`), a DynamoDB stream mapping (`asya_local.stream_poller`), a schedule rule
    (`asya_local.scheduler`), a REST API integration (`asya_local.gateway_server`, on
    `gateway_url`, behind `api_key`).
@@ -53,10 +54,12 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
-from asya_local.lambda_shapes import REGION
+from asya_local.lambda_shapes import ACCOUNT, REGION
+from asya_local.roles import LAMBDA, iam_enforced, role_environment
 from asya_local.spark_runner import local_spark_runner
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
+# The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
@@ -107,7 +110,9 @@ def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
 
 @dataclass
 class LocalEndpoint:
-    """A moto server on loopback with the fixes the local stack relies on, started from a clean state.
+    """A moto server on loopback with the fixes the local stack relies on, started from a clean state,
+    enforcing IAM (unless `ASYA_LOCAL_IAM=off`): only the administrator (`LOCAL_CREDENTIALS`) and
+    sessions of deployed roles are let in, each as far as its policies allow.
 
     moto keeps its state per process, not per server: two endpoints in one process see the same
     resources, and starting one resets what another holds. Stacks that must coexist in one process
@@ -130,6 +135,7 @@ class LocalEndpoint:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
         from asya_local.moto_streams import apply_stream_fix
 
@@ -137,15 +143,21 @@ class LocalEndpoint:
         logging.getLogger("moto").setLevel(logging.ERROR)
         apply_depth_fix()
         apply_stream_fix()
+        apply_iam_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
         # moto's state is per process: a stack started earlier in this process must not show through
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
+        if iam_enforced():
+            enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
 
     def stop(self) -> None:
+        from asya_local.moto_iam import relax
+
         if self._server is not None:
             self._server.stop()
             self._server = None
+            relax()
 
 
 @dataclass
@@ -262,7 +274,7 @@ class LocalStack:
         """What a worker process is given: the function as deployed, pointed at the local endpoint."""
         environment = {
             **function.environment,
-            **LOCAL_CREDENTIALS,
+            **role_environment(self.client, function.role, LAMBDA, function.name),
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_DEFAULT_REGION": REGION,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
