@@ -315,7 +315,7 @@ def _document(policy: Any) -> str:
     return str(next(version.document for version in policy.versions if version.is_default))
 
 
-def _skip_signature(_self: IAMRequestBase) -> None:
+def _skip_signature(self: IAMRequestBase) -> None:
     """Replaces `IAMRequestBase.check_signature`, which refuses some correctly signed requests."""
 
 

@@ -83,14 +83,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def local_client(service: str, endpoint: str) -> Any:
-    """A boto3 client for the local endpoint, with the local stack's credentials and region."""
+def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
+    """A boto3 client for the local endpoint and region, with the administrator's credentials or the
+    given ones (a role session's three variables)."""
+    given = credentials or LOCAL_CREDENTIALS
     return boto3.client(
         service,  # type: ignore[call-overload]
         endpoint_url=endpoint,
         region_name=REGION,
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_access_key_id=given["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=given["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=given.get("AWS_SESSION_TOKEN"),
         config=Config(retries={"mode": "standard", "max_attempts": 5}),
     )
 
@@ -178,6 +181,7 @@ class LocalStack:
     _stopping: bool = False
     _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
+    _clients: dict[str, Any] = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
@@ -198,7 +202,10 @@ class LocalStack:
         return self.outputs["ResultsBucket"]
 
     def client(self, service: str) -> Any:
-        return local_client(service, self.endpoint)
+        """The administrator's client, made once per service (clients are thread-safe, and slow to make)."""
+        if service not in self._clients:
+            self._clients[service] = local_client(service, self.endpoint)
+        return self._clients[service]
 
     def __enter__(self) -> LocalStack:
         self.start()
