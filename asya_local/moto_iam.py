@@ -145,7 +145,20 @@ def _conditions_hold(conditions: Mapping[str, Mapping[str, Any]], context: Mappi
 
 def decide(documents: Iterable[str], request: Request) -> bool:
     """True if the policies allow the request: no Deny statement applies, and for every resource some
-    Allow statement applies (action, resource and conditions)."""
+    Allow statement applies (action, resource and conditions). Decisions are remembered: a worker
+    repeats the same few requests (its queue, its destinations) all day."""
+    context = tuple(sorted(request.context.items()))
+    return _decide(tuple(documents), request.action, request.resources, context)
+
+
+@functools.lru_cache(maxsize=8192)
+def _decide(
+    documents: tuple[str, ...],
+    action: str,
+    resources: tuple[str, ...],
+    context_items: tuple[tuple[str, tuple[str, ...]], ...],
+) -> bool:
+    request = Request(action, resources, dict(context_items))
     parsed = [statement for document in documents for statement in statements(document)]
     applicable = [
         statement
