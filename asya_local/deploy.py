@@ -290,6 +290,7 @@ class LocalFunction:
 
     name: str
     handler: str
+    role: str  # the execution role's ARN: the worker runs with a session of it
     environment: dict[str, str]
     timeout: float
     memory: int
@@ -322,6 +323,7 @@ def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -
             LocalFunction(
                 name=name,
                 handler=configuration["Handler"],
+                role=configuration["Role"],
                 environment=configuration.get("Environment", {}).get("Variables", {}),
                 timeout=float(configuration["Timeout"]),
                 memory=int(configuration["MemorySize"]),

@@ -7,7 +7,9 @@ then copied back to S3 when the job succeeds: PyPI's PySpark has no S3 connector
 comes from the asset the run names in `--py-files` (mapped back to its folder), the core from this
 checkout. Runs go one at a time (a laptop's two cores are the application's whole capacity); their
 state moves `SUBMITTED` → `RUNNING` → `SUCCESS` / `FAILED` / `CANCELLED` as on AWS, and the
-collectors' reconciliation schedule picks the ended ones up.
+collectors' reconciliation schedule picks the ended ones up. A run works with a session of its job
+run's execution role, as on EMR Serverless: the S3 copies are made with it, and the job's process gets
+it, so a job role without its grants fails here too.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from moto.core.utils import utcnow
 from moto.emrserverless.models import JobRun
 
 from asya_local.moto_emr import apply_emr_fix
+from asya_local.roles import EMR_SERVERLESS, role_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = ROOT / "spark_emr" / "entry.py"
@@ -94,7 +97,10 @@ class LocalSparkRunner:
         job_run.updated_at = utcnow()
         driver: Any = (job_run.job_driver or {})["sparkSubmit"]
         arguments = list(driver.get("entryPointArguments", []))
-        s3 = _s3_client(self.endpoint)
+        credentials = role_environment(
+            self._admin_client, job_run.execution_role_arn, EMR_SERVERLESS, f"job-run-{job_run.id}"
+        )
+        s3 = _client("s3", self.endpoint, credentials)
         with tempfile.TemporaryDirectory(prefix="asya-spark-") as folder:
             work = Path(folder)
             input_at = arguments.index("--input") + 1
@@ -105,7 +111,12 @@ class LocalSparkRunner:
             output_uri, arguments[output_at] = arguments[output_at], str(work / "output")
             python_path = [*self._code_for(str(driver.get("sparkSubmitParameters", ""))), *CORE_PATH]
             command = [sys.executable, str(ENTRY), *arguments, "--master", MASTER]
-            environment = {**os.environ, "PYTHONPATH": os.pathsep.join(str(path) for path in python_path)}
+            environment = {
+                **os.environ,
+                **credentials,
+                "AWS_ENDPOINT_URL": self.endpoint,
+                "PYTHONPATH": os.pathsep.join(str(path) for path in python_path),
+            }
             tail: deque[str] = deque(maxlen=_TAIL_LINES)
             with self._lock:
                 self._running = job_run
@@ -129,6 +140,9 @@ class LocalSparkRunner:
                 if file.is_file() and not file.name.endswith(".crc"):
                     s3.upload_file(str(file), bucket, prefix + str(file.relative_to(work / "output")))
         self._end(job_run, "SUCCESS", "", started)
+
+    def _admin_client(self, service: str) -> Any:
+        return _client(service, self.endpoint)
 
     def _code_for(self, submit_parameters: str) -> list[Path]:
         """The actor folders behind the run's `--py-files` assets."""
@@ -158,10 +172,11 @@ def _failure(tail: deque[str], code: int) -> str:
     return f"the job exited with code {code}"
 
 
-def _s3_client(endpoint: str) -> Any:
+def _client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
+    """The administrator's client, or one with a role session's `credentials`."""
     from asya_local.stack import local_client
 
-    return local_client("s3", endpoint)
+    return local_client(service, endpoint, credentials)
 
 
 _runner: LocalSparkRunner | None = None

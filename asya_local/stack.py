@@ -4,7 +4,8 @@
    applied first).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
 3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
-   the real handler with the function's deployed environment: an SQS event source mapping
+   the real handler with the function's deployed environment and temporary credentials of its own
+   execution role (`asya_local.roles`; the endpoint enforces IAM, `asya_local.moto_iam`): an SQS event source mapping
    (`asya_local.esm`), a DynamoDB stream mapping (`asya_local.stream_poller`), a schedule rule
    (`asya_local.scheduler`), a REST API integration (`asya_local.gateway_server`, on
    `gateway_url`, behind `api_key`).
@@ -56,11 +57,13 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
-from asya_local.lambda_shapes import REGION
+from asya_local.lambda_shapes import ACCOUNT, REGION
+from asya_local.roles import LAMBDA, iam_enforced, role_environment
 from asya_local.spark_runner import local_spark_runner
 from asya_local.watchdog import Watchdog, Watched
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
+# The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
@@ -84,14 +87,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def local_client(service: str, endpoint: str) -> Any:
-    """A boto3 client for the local endpoint, with the local stack's credentials and region."""
+def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
+    """A boto3 client for the local endpoint and region, with the administrator's credentials or the
+    given ones (a role session's three variables)."""
+    given = credentials or LOCAL_CREDENTIALS
     return boto3.client(
         service,  # type: ignore[call-overload]
         endpoint_url=endpoint,
         region_name=REGION,
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_access_key_id=given["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=given["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=given.get("AWS_SESSION_TOKEN"),
         config=Config(retries={"mode": "standard", "max_attempts": 5}),
     )
 
@@ -111,7 +117,9 @@ def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
 
 @dataclass
 class LocalEndpoint:
-    """A moto server on loopback with the fixes the local stack relies on, started from a clean state.
+    """A moto server on loopback with the fixes the local stack relies on, started from a clean state,
+    enforcing IAM (unless `ASYA_LOCAL_IAM=off`): only the administrator (`LOCAL_CREDENTIALS`) and
+    sessions of deployed roles are let in, each as far as its policies allow.
 
     moto keeps its state per process, not per server: two endpoints in one process see the same
     resources, and starting one resets what another holds. Stacks that must coexist in one process
@@ -134,6 +142,7 @@ class LocalEndpoint:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
         from asya_local.moto_streams import apply_stream_fix
 
@@ -141,15 +150,21 @@ class LocalEndpoint:
         logging.getLogger("moto").setLevel(logging.ERROR)
         apply_depth_fix()
         apply_stream_fix()
+        apply_iam_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
         # moto's state is per process: a stack started earlier in this process must not show through
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
+        if iam_enforced():
+            enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
 
     def stop(self) -> None:
+        from asya_local.moto_iam import relax
+
         if self._server is not None:
             self._server.stop()
             self._server = None
+            relax()
 
 
 @dataclass
@@ -172,6 +187,7 @@ class LocalStack:
     _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
     _watchdog: Watchdog | None = None  # made with the first worker
+    _clients: dict[str, Any] = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
@@ -192,7 +208,10 @@ class LocalStack:
         return self.outputs["ResultsBucket"]
 
     def client(self, service: str) -> Any:
-        return local_client(service, self.endpoint)
+        """The administrator's client, made once per service (clients are thread-safe, and slow to make)."""
+        if service not in self._clients:
+            self._clients[service] = local_client(service, self.endpoint)
+        return self._clients[service]
 
     def __enter__(self) -> LocalStack:
         self.start()
@@ -274,7 +293,7 @@ class LocalStack:
         """What a worker process is given: the function as deployed, pointed at the local endpoint."""
         environment = {
             **function.environment,
-            **LOCAL_CREDENTIALS,
+            **role_environment(self.client, function.role, LAMBDA, function.name),
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_DEFAULT_REGION": REGION,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,

@@ -87,7 +87,12 @@ class CrewActor:
         self._s3 = s3
         self.tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
         self.transport = transport or SqsTransport()
-        self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
+        self._processor = BatchProcessor(
+            event_type=EventType.SQS,
+            raise_on_entire_batch_failure=False,
+            logger=self.telemetry.logger,  # type: ignore[arg-type]  # Powertools' Logger logs like one
+        )
 
     @property
     def s3(self) -> S3Client:

@@ -7,6 +7,7 @@ sidecar without a network. Both take whole groups of messages, so callers never 
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from asya.clients import LazyClient
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
+LOGGER = logging.getLogger(__name__)
 SQS_BATCH_ENTRIES = 10
 SQS_MAX_DELAY_SECONDS = 900
 
@@ -54,7 +56,8 @@ class SqsTransport:
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
         try:
             url = self.queue_url(queue)
-        except Exception:  # noqa: BLE001 - a queue that cannot be resolved fails its messages, retried later
+        except Exception as exc:  # noqa: BLE001 - a queue that cannot be resolved fails its messages, retried later
+            LOGGER.warning("could not resolve queue %s: %s", queue, exc)
             return {message.entry_id for message in messages}
         failed: set[str] = set()
         for chunk in _chunks(messages, self._max_batch_bytes):
@@ -63,7 +66,8 @@ class SqsTransport:
             ]
             try:
                 response = self.client.send_message_batch(QueueUrl=url, Entries=entries)
-            except Exception:  # noqa: BLE001 - botocore already retried; report the chunk as not sent
+            except Exception as exc:  # noqa: BLE001 - botocore already retried; report the chunk as not sent
+                LOGGER.warning("could not send %d message(s) to %s: %s", len(chunk), queue, exc)
                 failed.update(m.entry_id for m in chunk)
                 continue
             failed.update(entry["Id"] for entry in response.get("Failed", []))

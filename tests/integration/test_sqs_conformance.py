@@ -19,7 +19,7 @@ from moto.server import ThreadedMotoServer
 
 from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.moto_sqs import apply_depth_fix
-from asya_local.stack import free_port
+from asya_local.stack import LOCAL_CREDENTIALS, free_port
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -49,8 +49,9 @@ def _client(endpoint: str) -> SQSClient:
         "sqs",
         endpoint_url=endpoint,
         region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        # the local administrator's key: the session's endpoint, if started, enforces IAM in this process too
+        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
     )
 
 

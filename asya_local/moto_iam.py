@@ -1,0 +1,356 @@
+"""IAM on the local endpoint, so a missing grant is an AccessDenied here as on AWS.
+
+moto 5.2.5 can authenticate every request (`INITIAL_NO_AUTH_ACTION_COUNT`) and collects the caller's
+policies (an IAM user's, or an assumed role's inline and attached ones), but its evaluation is too
+coarse for the mesh's least-privilege roles: DynamoDB, DynamoDB Streams and EMR Serverless requests are
+checked against the resource `*`, so a grant on a table ARN never matches; an Allow statement whose
+`Condition` does not hold denies outright (it should only not allow) and only `sts:ExternalId` is ever
+known, so every statement with `dynamodb:LeadingKeys` or `s3:prefix` denies; `NotResource` is ignored;
+batch operations are checked under their own names (`sqs:SendMessageBatch`, not `sqs:SendMessage`);
+a trust policy naming a service principal (`lambda.amazonaws.com`) crashes `AssumeRole`; and its
+recomputed SigV4 signature differs from botocore's for some REST paths (Lambda's
+`ListEventSourceMappings`), refusing a correctly signed request.
+
+`apply_iam_fix()` keeps moto's authentication (the access key or session token must be one the endpoint
+issued) but not its signature check, keeps its policy collection, and replaces the decision with
+`decide`, which follows AWS's evaluation logic for identity policies: an explicit Deny wins, else
+some Allow must match the action, every resource the request touches, and its conditions. The
+request's resources and condition keys come from `request_context`, for the services the mesh calls.
+`enforce()` turns authentication on after creating the local administrator (an IAM user allowed
+everything, with the local stack's fixed access key) that deploys stacks and drives tests; the
+administrator also stands in for AWS services when it assumes a role whose trust policy names one
+(`asya_local.roles`). What is not modelled is listed in docs/local-stack.md ("IAM").
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import moto
+
+if moto.__version__ != "5.2.5":
+    raise RuntimeError(
+        f"asya_local.moto_iam patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        "re-check moto/iam/access_control.py and moto/core/authorization.py (moto is pinned in pyproject.toml)"
+    )
+
+from moto import settings
+from moto.core.authorization import ActionAuthenticatorMixin
+from moto.iam.access_control import IAMRequestBase, IAMUserAccessKey
+from moto.iam.models import iam_backends
+
+ADMIN_USER = "asya-local-admin"
+ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+# Condition keys this evaluator computes from the request; a condition on any other key is taken as met.
+KNOWN_KEYS = frozenset({"dynamodb:leadingkeys", "s3:prefix"})
+# Operations IAM authorizes under another action's name (moto checks the operation's own name).
+IAM_ACTIONS = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+    "s3:HeadBucket": "s3:ListBucket",
+}
+_KEY_CONDITION = re.compile(r"(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What an authorization decision needs: the action, every resource it touches and its condition keys."""
+
+    action: str  # service:Operation
+    resources: tuple[str, ...]  # "*" when the resource is not known
+    context: Mapping[str, tuple[str, ...]]  # lower-cased condition key → values present in the request
+
+
+@functools.lru_cache(maxsize=1024)
+def statements(document: str) -> tuple[dict[str, Any], ...]:
+    """A policy document's statements, parsed once per distinct document (roles rarely change)."""
+    parsed = json.loads(document)["Statement"]
+    return tuple(parsed if isinstance(parsed, list) else [parsed])
+
+
+def _values(element: Any) -> list[str]:
+    return [element] if isinstance(element, str) else list(element)
+
+
+@functools.lru_cache(maxsize=4096)
+def _matches(pattern: str, value: str, case_sensitive: bool = True) -> bool:
+    """IAM wildcards: `*` any run of characters, `?` one character."""
+    regex = fnmatch.translate(pattern)
+    return re.match(regex, value, 0 if case_sensitive else re.IGNORECASE) is not None
+
+
+def _any_match(patterns: Any, value: str, case_sensitive: bool = True) -> bool:
+    return any(_matches(pattern, value, case_sensitive) for pattern in _values(patterns))
+
+
+def _action_applies(statement: Mapping[str, Any], action: str) -> bool:
+    if "NotAction" in statement:
+        return not _any_match(statement["NotAction"], action, case_sensitive=False)
+    return _any_match(statement.get("Action", []), action, case_sensitive=False)
+
+
+def _resource_applies(statement: Mapping[str, Any], resource: str) -> bool:
+    if resource == "*":  # the request's resource is not known here: only the action is checked
+        return True
+    if "NotResource" in statement:
+        return not _any_match(statement["NotResource"], resource)
+    return _any_match(statement.get("Resource", []), resource)
+
+
+def _operator_holds(operator: str, expected: list[str], actual: str) -> bool:
+    if operator in ("StringEquals", "ArnEquals"):
+        return actual in expected
+    if operator in ("StringLike", "ArnLike"):
+        return any(_matches(pattern, actual) for pattern in expected)
+    if operator == "StringNotEquals":
+        return actual not in expected
+    if operator == "StringNotLike":
+        return not any(_matches(pattern, actual) for pattern in expected)
+    return True  # an operator this evaluator does not model is taken as met
+
+
+def _conditions_hold(conditions: Mapping[str, Mapping[str, Any]], context: Mapping[str, tuple[str, ...]]) -> bool:
+    """AWS's rules for the keys in `KNOWN_KEYS`: a key absent from the request fails the condition,
+    except under `ForAllValues:` (vacuously true) or `…IfExists`; other keys are taken as met."""
+    for qualified, keys in conditions.items():
+        quantifier, _, operator = qualified.rpartition(":")
+        if_exists = operator.endswith("IfExists")
+        operator = operator.removesuffix("IfExists")
+        for name, expected_values in keys.items():
+            key = name.lower()
+            if key not in KNOWN_KEYS:
+                continue
+            expected = _values(expected_values)
+            actual = context.get(key, ())
+            if not actual:
+                if quantifier == "ForAllValues" or if_exists:
+                    continue
+                return False
+            if quantifier == "ForAllValues":
+                holds = all(_operator_holds(operator, expected, value) for value in actual)
+            else:
+                holds = any(_operator_holds(operator, expected, value) for value in actual)
+            if not holds:
+                return False
+    return True
+
+
+def decide(documents: Iterable[str], request: Request) -> bool:
+    """True if the policies allow the request: no Deny statement applies, and for every resource some
+    Allow statement applies (action, resource and conditions). Decisions are remembered: a worker
+    repeats the same few requests (its queue, its destinations) all day."""
+    context = tuple(sorted(request.context.items()))
+    return _decide(tuple(documents), request.action, request.resources, context)
+
+
+@functools.lru_cache(maxsize=8192)
+def _decide(
+    documents: tuple[str, ...],
+    action: str,
+    resources: tuple[str, ...],
+    context_items: tuple[tuple[str, tuple[str, ...]], ...],
+) -> bool:
+    request = Request(action, resources, dict(context_items))
+    parsed = [statement for document in documents for statement in statements(document)]
+    applicable = [
+        statement
+        for statement in parsed
+        if _action_applies(statement, request.action)
+        and _conditions_hold(statement.get("Condition", {}), request.context)
+    ]
+    for resource in request.resources:
+        if any(s.get("Effect") == "Deny" and _resource_applies(s, resource) for s in applicable):
+            return False
+        if not any(s.get("Effect") == "Allow" and _resource_applies(s, resource) for s in applicable):
+            return False
+    return True
+
+
+def trusts(document: str, caller_arn: str, *, stands_in_for_services: bool) -> bool:
+    """Whether a role's trust policy lets the caller `sts:AssumeRole`: an `AWS` principal naming the
+    caller, its account or `*`; or, for the local administrator, any service principal (it stands in
+    for Lambda and EMR Serverless; the trust policy's conditions are not checked then)."""
+    account = caller_arn.split(":")[4]
+    for statement in statements(document):
+        if statement.get("Effect") != "Allow" or not _action_applies(statement, "sts:AssumeRole"):
+            continue
+        principal = statement.get("Principal", {})
+        if principal == "*":
+            return True
+        aws = _values(principal.get("AWS", []))
+        if any(p in ("*", caller_arn, account, f"arn:aws:iam::{account}:root") for p in aws):
+            return True
+        if stands_in_for_services and principal.get("Service"):
+            return True
+    return False
+
+
+def trusted_services(document: str) -> set[str]:
+    """The service principals a trust policy allows to assume the role."""
+    services: set[str] = set()
+    for statement in statements(document):
+        if statement.get("Effect") == "Allow" and _action_applies(statement, "sts:AssumeRole"):
+            principal = statement.get("Principal", {})
+            if isinstance(principal, dict):
+                services.update(_values(principal.get("Service", [])))
+    return services
+
+
+# --- what a request touches, for the services the mesh calls ------------------------------------------
+
+
+def request_context(
+    service: str, action: str, resource: str, *, body: bytes, path: str, region: str, account: str
+) -> Request:
+    """The resources and condition keys of one request; `resource` is what moto determined itself
+    (a queue's ARN, an S3 bucket's or object's, a role's for `AssumeRole`, else `*`)."""
+    qualified = IAM_ACTIONS.get(f"{service}:{action}", f"{service}:{action}")
+    if service == "dynamodb":
+        payload = json.loads(body or b"{}")
+        resources = tuple(_dynamodb_resources(payload, region, account)) or (resource,)
+        leading = tuple(_leading_keys(payload, region, account))
+        return Request(qualified, resources, {"dynamodb:leadingkeys": leading} if leading else {})
+    if service == "emr-serverless":
+        parts = urlparse(path).path.strip("/").split("/")
+        if parts[:1] == ["applications"] and len(parts) >= 2:
+            arn = f"arn:aws:emr-serverless:{region}:{account}:/applications/{parts[1]}"
+            if len(parts) >= 4 and parts[2] == "jobruns":
+                arn += f"/jobruns/{parts[3]}"
+            return Request(qualified, (arn,), {})
+    if service == "s3":
+        prefix = parse_qs(urlparse(path).query).get("prefix")
+        return Request(qualified, (resource,), {"s3:prefix": tuple(prefix)} if prefix else {})
+    return Request(qualified, (resource,), {})
+
+
+def _table_arn(region: str, account: str, table: str) -> str:
+    return f"arn:aws:dynamodb:{region}:{account}:table/{table}"
+
+
+def _dynamodb_resources(payload: Mapping[str, Any], region: str, account: str) -> Iterator[str]:
+    if "StreamArn" in payload:
+        yield payload["StreamArn"]
+    elif "TableName" in payload:
+        arn = _table_arn(region, account, payload["TableName"])
+        yield f"{arn}/index/{payload['IndexName']}" if payload.get("IndexName") else arn
+    for table in payload.get("RequestItems", {}):
+        yield _table_arn(region, account, table)
+
+
+def _leading_keys(payload: Mapping[str, Any], region: str, account: str) -> Iterator[str]:
+    """Partition key values the request reads or writes (`dynamodb:LeadingKeys`)."""
+    if "TableName" in payload:
+        items = [payload.get("Key") or payload.get("Item") or {}]
+        yield from _partition_values(payload["TableName"], payload.get("IndexName"), items, region, account)
+        if "KeyConditionExpression" in payload:
+            yield from _queried_keys(payload, region, account)
+    for table, request in payload.get("RequestItems", {}).items():
+        if isinstance(request, dict):  # BatchGetItem
+            items = request.get("Keys", [])
+        else:  # BatchWriteItem
+            items = [
+                (write.get("PutRequest") or {}).get("Item") or (write.get("DeleteRequest") or {}).get("Key") or {}
+                for write in request
+            ]
+        yield from _partition_values(table, None, items, region, account)
+
+
+def _hash_key(table_name: str, index: str | None, region: str, account: str) -> str | None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    try:
+        table = dynamodb_backends[account][region].get_table(table_name)
+    except Exception:  # noqa: BLE001 - no such table: the operation itself reports it
+        return None
+    if index is None:
+        return str(table.hash_key_attr)
+    for found in [*table.global_indexes, *table.indexes]:
+        if found.name == index:
+            return next((k["AttributeName"] for k in found.schema if k["KeyType"] == "HASH"), None)
+    return None
+
+
+def _partition_values(
+    table: str, index: str | None, items: list[dict[str, Any]], region: str, account: str
+) -> Iterator[str]:
+    key = _hash_key(table, index, region, account)
+    for item in items:
+        value = item.get(key or "", {})
+        if value:
+            yield str(next(iter(value.values())))
+
+
+def _queried_keys(payload: Mapping[str, Any], region: str, account: str) -> Iterator[str]:
+    key = _hash_key(payload["TableName"], payload.get("IndexName"), region, account)
+    names = payload.get("ExpressionAttributeNames", {})
+    values = payload.get("ExpressionAttributeValues", {})
+    for name, placeholder in _KEY_CONDITION.findall(payload["KeyConditionExpression"]):
+        if names.get(name, name) == key and placeholder in values:
+            yield str(next(iter(values[placeholder].values())))
+
+
+# --- the patch ----------------------------------------------------------------------------------------
+
+
+def _check_action_permitted(self: IAMRequestBase, resource: str) -> None:
+    """Replaces `IAMRequestBase.check_action_permitted`: same inputs, AWS's decision."""
+    if self._action == "sts:GetCallerIdentity":  # allowed whatever the policies say, as on AWS
+        return
+    service, _, action = self._action.partition(":")
+    request = request_context(
+        service, action, resource, body=self._body, path=self._path, region=self._region, account=self.account_id
+    )
+    documents = [_document(policy) for policy in self._access_key.collect_policies()]
+    if not decide(documents, request):
+        self._raise_access_denied()
+    if self._action == "sts:AssumeRole":
+        role = self.backend.get_role_by_arn(resource)
+        caller = self._access_key.arn
+        is_admin = isinstance(self._access_key, IAMUserAccessKey) and caller.endswith(f":user/{ADMIN_USER}")
+        if not trusts(role.assume_role_policy_document, caller, stands_in_for_services=is_admin):
+            self._raise_access_denied()
+
+
+def _document(policy: Any) -> str:
+    """A collected policy's document: an inline one is a string or a dict, a managed one a `Policy`."""
+    if isinstance(policy, str):
+        return policy
+    if isinstance(policy, dict):
+        return str(policy["policy_document"])
+    return str(next(version.document for version in policy.versions if version.is_default))
+
+
+def _skip_signature(self: IAMRequestBase) -> None:
+    """Replaces `IAMRequestBase.check_signature`, which refuses some correctly signed requests."""
+
+
+def apply_iam_fix() -> None:
+    IAMRequestBase.check_action_permitted = _check_action_permitted  # type: ignore[method-assign]
+    IAMRequestBase.check_signature = _skip_signature  # type: ignore[method-assign]
+
+
+def enforce(access_key_id: str, secret_access_key: str, account: str) -> None:
+    """Create the local administrator with this fixed key (while authentication is still off), then
+    authenticate and authorize every request from now on."""
+    iam = iam_backends[account]["aws"]
+    iam.create_user(region_name="us-east-1", user_name=ADMIN_USER, path="/", tags=[])
+    iam.put_user_policy(ADMIN_USER, "allow-all", json.dumps(ALLOW_ALL))
+    key = iam.create_access_key(ADMIN_USER)
+    key.access_key_id, key.secret_access_key = access_key_id, secret_access_key
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+    ActionAuthenticatorMixin.request_count = 0
+
+
+def relax() -> None:
+    """Stop authenticating (moto's default), e.g. when the endpoint stops: the process's other moto users
+    (unit tests' in-memory mocks) expect it off."""
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
+    ActionAuthenticatorMixin.request_count = 0

@@ -1,0 +1,48 @@
+"""Credentials of a deployed role, as the AWS service that runs with it gets them.
+
+On AWS, Lambda assumes a function's execution role and hands the handler temporary credentials in
+`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`; EMR Serverless does the same with
+a job run's execution role. Locally the administrator assumes the role on the local endpoint in the
+service's place, after checking that the role's trust policy names that service, so a role the service
+could not assume fails here too. The trust policy's conditions (`aws:SourceArn`, `aws:SourceAccount`)
+are not checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import unquote
+
+from asya_local.moto_iam import trusted_services
+
+LAMBDA = "lambda.amazonaws.com"
+EMR_SERVERLESS = "emr-serverless.amazonaws.com"
+SESSION_SECONDS = 3600  # Lambda's own sessions last up to 12 h; the local endpoint does not expire them
+
+
+def iam_enforced() -> bool:
+    """`ASYA_LOCAL_IAM=off` turns the local endpoint's authorization off, for debugging only."""
+    return os.environ.get("ASYA_LOCAL_IAM", "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def role_environment(client: Any, role_arn: str, service: str, session: str) -> dict[str, str]:
+    """The three credential variables of a fresh session of `role_arn`, taken on behalf of `service`
+    (`client` builds the administrator's boto3 clients). Raises if the role does not trust the service."""
+    role = client("iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
+    trust = role["AssumeRolePolicyDocument"]
+    document = trust if isinstance(trust, str) else json.dumps(trust)
+    if service not in trusted_services(unquote(document)):
+        raise RuntimeError(
+            f"role {role_arn} does not trust {service} to assume it (its trust policy allows "
+            f"{sorted(trusted_services(unquote(document))) or 'no service'}): {session} could not run on AWS either"
+        )
+    credentials = client("sts").assume_role(
+        RoleArn=role_arn, RoleSessionName=session[:64], DurationSeconds=SESSION_SECONDS
+    )["Credentials"]
+    return {
+        "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": credentials["SessionToken"],
+    }

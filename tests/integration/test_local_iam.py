@@ -1,0 +1,87 @@
+"""IAM on the local stack: a grant missing from the template is an AccessDenied here, as on AWS.
+
+A one-actor mesh is synthesized, `s3:PutObject` on the results is removed from x-sink's role in the
+template, and the template is deployed into the session's endpoint. An envelope sent to the actor
+reaches x-sink, which S3 refuses: its output shows the AccessDenied, no result is kept, and the message
+stays in x-sink's queue for redelivery (and, after `maxReceiveCount`, x-sump), as on AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asya_cdk.config import load_mesh
+from asya_local.deploy import Synthesized, synthesize
+from asya_local.stack import LocalEndpoint, LocalStack
+
+pytestmark = pytest.mark.integration
+ACTORS = Path(__file__).resolve().parent / "mesh"
+NAMESPACE = "iiam"
+
+
+def without_grant(synthesized: Synthesized, function: str, action: str) -> int:
+    """Remove `action` from every statement of `function`'s role policies; returns how many it was in."""
+    resources = synthesized.template["Resources"]
+    role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("FunctionName") == function
+    )
+    removed = 0
+    for resource in resources.values():
+        if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role} not in resource["Properties"]["Roles"]:
+            continue
+        document = resource["Properties"]["PolicyDocument"]
+        kept = []
+        for statement in document["Statement"]:
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            if action in actions:
+                removed += 1
+                actions = [a for a in actions if a != action]
+            if actions:
+                kept.append({**statement, "Action": actions})
+        document["Statement"] = kept
+    return removed
+
+
+def test_x_sink_without_its_results_grant_is_refused_and_keeps_nothing(endpoint: LocalEndpoint, tmp_path: Path) -> None:
+    mesh_file = tmp_path / "mesh.yaml"
+    mesh_file.write_text(
+        json.dumps({"namespace": NAMESPACE, "actors": {"prep": {"handler": "actors.prep", "code": str(ACTORS)}}})
+    )
+    lines: list[str] = []
+    stack = LocalStack(load_mesh(mesh_file), port=endpoint.port, on_line=lambda s, line: lines.append(f"{s}: {line}"))
+    synthesized = synthesize(stack.mesh)
+    assert without_grant(synthesized, f"asya-{NAMESPACE}-x-sink", "s3:PutObject") == 1
+    try:
+        stack.deploy(synthesized)
+        stack.start_workers()
+        sqs = stack.client("sqs")
+        url = sqs.get_queue_url(QueueName=f"asya-{NAMESPACE}-prep")["QueueUrl"]
+        envelope = {"id": "env-iam", "route": {"prev": [], "curr": "prep", "next": []}, "payload": {"n": 1}}
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps(envelope))
+
+        refusal = _wait_for(lambda: [line for line in lines if line.startswith("x-sink:") and "AccessDenied" in line])
+        assert "PutObject" in refusal[0], refusal
+        kept: list[Any] = (
+            stack.client("s3").list_objects_v2(Bucket=stack.results_bucket, Prefix="results/").get("Contents", [])
+        )
+        assert kept == []
+        visible, in_flight, _ = stack.queue_depths()[f"asya-{NAMESPACE}-x-sink"]
+        assert visible + in_flight == 1  # left for redelivery, not deleted
+    finally:
+        stack.stop()
+
+
+def _wait_for(found: Any, timeout: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := found():
+            return list(result)
+        time.sleep(0.2)
+    raise AssertionError(f"nothing found within {timeout:.0f} s")

@@ -1,0 +1,96 @@
+"""The local endpoint's IAM decisions: what a grant of the mesh's own shapes allows and refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from asya_local.moto_iam import Request, decide, request_context, trusted_services, trusts
+
+TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/ledger"
+QUEUE = "arn:aws:sqs:us-east-1:123456789012:asya-ns-infer"
+
+
+def policy(*statements: dict[str, Any]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def allow(action: str | list[str], resource: str | list[str], **extra: Any) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": action, "Resource": resource, **extra}
+
+
+OWN_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["asya-ns#*"]}}
+
+
+@pytest.mark.parametrize(
+    ("request_", "allowed"),
+    [
+        (Request("sqs:SendMessage", (QUEUE,), {}), True),
+        (Request("sqs:sendmessage", (QUEUE,), {}), True),  # action names are case-insensitive
+        (Request("sqs:SendMessage", (QUEUE.replace("infer", "post"),), {}), False),
+        (Request("sqs:DeleteMessage", (QUEUE,), {}), False),
+        (Request("dynamodb:GetItem", (TABLE,), {"dynamodb:leadingkeys": ("asya-ns#e1",)}), True),
+        (Request("dynamodb:GetItem", (TABLE,), {"dynamodb:leadingkeys": ("other#e1",)}), False),
+        (Request("dynamodb:GetItem", (TABLE, TABLE + "2"), {}), False),  # every table must be allowed
+    ],
+)
+def test_allow_needs_action_resource_and_conditions(request_: Request, allowed: bool) -> None:
+    documents = [
+        policy(
+            allow("sqs:SendMessage", "arn:aws:sqs:*:*:asya-ns-i*"), allow("dynamodb:GetItem", TABLE, Condition=OWN_KEYS)
+        )
+    ]
+    assert decide(documents, request_) is allowed
+
+
+def test_an_allow_whose_condition_fails_does_not_deny_what_another_statement_allows() -> None:
+    documents = [policy(allow("dynamodb:GetItem", TABLE, Condition=OWN_KEYS)), policy(allow("dynamodb:*", TABLE))]
+    assert decide(documents, Request("dynamodb:GetItem", (TABLE,), {"dynamodb:leadingkeys": ("task-1",)}))
+
+
+def test_an_explicit_deny_wins() -> None:
+    deny = {"Effect": "Deny", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*"}
+    documents = [policy(allow("s3:*", "*"), deny)]
+    assert not decide(documents, Request("s3:PutObject", ("arn:aws:s3:::b/k",), {}))
+    assert decide(documents, Request("s3:GetObject", ("arn:aws:s3:::b/k",), {}))
+
+
+def test_a_prefix_condition_refuses_a_listing_without_or_outside_the_prefix() -> None:
+    documents = [policy(allow("s3:ListBucket", "arn:aws:s3:::b", Condition={"StringLike": {"s3:prefix": ["in/*"]}}))]
+    listing = "arn:aws:s3:::b"
+    assert decide(documents, Request("s3:ListBucket", (listing,), {"s3:prefix": ("in/x/",)}))
+    assert not decide(documents, Request("s3:ListBucket", (listing,), {"s3:prefix": ("out/",)}))
+    assert not decide(documents, Request("s3:ListBucket", (listing,), {}))
+
+
+def test_request_context_names_the_table_the_index_and_the_leading_keys() -> None:
+    body = json.dumps({"TableName": "ledger", "IndexName": "open", "Key": {"pk": {"S": "x"}}}).encode()
+    found = request_context("dynamodb", "Query", "*", body=body, path="/", region="us-east-1", account="123456789012")
+    assert found.resources == (f"{TABLE}/index/open",)
+    batch = json.dumps({"RequestItems": {"ledger": {"Keys": []}, "other": {"Keys": []}}}).encode()
+    found = request_context(
+        "dynamodb", "BatchGetItem", "*", body=batch, path="/", region="us-east-1", account="123456789012"
+    )
+    assert found.resources == (TABLE, TABLE.replace("ledger", "other"))
+
+
+def test_batch_operations_are_authorized_under_their_iam_action() -> None:
+    found = request_context("sqs", "SendMessageBatch", QUEUE, body=b"", path="/", region="r", account="a")
+    assert found.action == "sqs:SendMessage"
+
+
+def test_job_runs_are_resources_of_their_application() -> None:
+    found = request_context(
+        "emr-serverless", "GetJobRun", "*", body=b"", path="/applications/app1/jobruns/run1", region="r", account="a"
+    )
+    assert found.resources == ("arn:aws:emr-serverless:r:a:/applications/app1/jobruns/run1",)
+
+
+def test_a_service_role_is_assumed_only_by_the_administrator_standing_in_for_the_service() -> None:
+    trust = policy({"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"})
+    caller = "arn:aws:iam::123456789012:user/someone"
+    assert trusted_services(trust) == {"lambda.amazonaws.com"}
+    assert trusts(trust, caller, stands_in_for_services=True)
+    assert not trusts(trust, caller, stands_in_for_services=False)
