@@ -13,7 +13,9 @@ from moto import mock_aws
 import asya
 from asya.config import SidecarConfig
 from asya.sidecar import Sidecar, configure
+from asya.status import TaskStore
 from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
+from asya_local.tables import TASKS, create_tables
 
 NS = "unit"
 QUEUES = ("a", "b", "c", "fallback", "x-sink", "x-sump")
@@ -97,3 +99,12 @@ def mesh() -> Iterator[Mesh]:
         for name in QUEUES:
             sqs.create_queue(QueueName=f"asya-{NS}-{name}")
         yield Mesh(sqs)
+
+
+@pytest.fixture
+def task_store() -> Iterator[TaskStore]:
+    """An empty tasks table (and events table) in moto's DynamoDB, through the store every writer uses."""
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_tables(client)
+        yield TaskStore(TASKS, client=client)

@@ -6,18 +6,15 @@ with 403 AccessDenied rather than 404 NoSuchKey (moto always says NoSuchKey): bo
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from asya.status import TaskStore
 from asya_gateway.service import TaskError, TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS, TASKS
 
 
 class S3Refusing:
@@ -31,14 +28,10 @@ class S3Refusing:
 
 
 @pytest.fixture
-def paused_task() -> Iterator[TaskStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        tasks = TaskStore(TASKS, client=client)
-        tasks.create({"id": "t1"})
-        assert tasks.pause("t1", {"prompt": "approve?"}, dt.datetime.now(dt.UTC)) is not None
-        yield tasks
+def paused_task(task_store: TaskStore) -> TaskStore:
+    task_store.create({"id": "t1"})
+    assert task_store.pause("t1", {"prompt": "approve?"}, dt.datetime.now(dt.UTC)) is not None
+    return task_store
 
 
 def service(tasks: TaskStore, code: str) -> TaskService:

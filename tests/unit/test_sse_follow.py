@@ -4,18 +4,15 @@ bounded follow must answer at the first news rather than hold every event until 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.status import TaskStore
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.gateway_server import INTEGRATION_TIMEOUT_SECONDS
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS
 
 
 def settled() -> int:
@@ -24,13 +21,9 @@ def settled() -> int:
 
 
 @pytest.fixture
-def stores() -> Iterator[tuple[TaskStore, EventLog]]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        tasks = TaskStore(TASKS, client=client)
-        tasks.create({"id": "t1"})
-        yield tasks, EventLog(EVENTS, client=client)
+def stores(task_store: TaskStore) -> tuple[TaskStore, EventLog]:
+    task_store.create({"id": "t1"})
+    return task_store, EventLog(EVENTS, client=task_store.client)
 
 
 def test_a_bounded_follow_answers_with_the_current_status_then_asks_to_reconnect(

@@ -3,29 +3,21 @@ pages that continue where the last one ended."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import boto3
 import pytest
-from moto import mock_aws
 
 from asya.status import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS, TASKS
 
 
 @pytest.fixture
-def service() -> Iterator[TaskService]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        tasks = TaskStore(TASKS, client=client)
-        for number in range(5):
-            status = "running" if number % 2 else "pending"
-            created = f"2026-11-23T10:00:0{number}Z"
-            tasks.create({"id": f"t{number}", "status": status, "created_at": created, "flow": "triage"})
-        yield TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=tasks)
+def service(task_store: TaskStore) -> TaskService:
+    for number in range(5):
+        status = "running" if number % 2 else "pending"
+        created = f"2026-11-23T10:00:0{number}Z"
+        task_store.create({"id": f"t{number}", "status": status, "created_at": created, "flow": "triage"})
+    return TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
 
 
 def test_a_listing_by_status_shows_whole_records_newest_first(service: TaskService) -> None:
