@@ -20,6 +20,7 @@ from rich.table import Table
 
 from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
 from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES, longest_environments
+from asya_cdk.plan import STACK_BUDGET, plan_stacks
 from asya_local.deploy import synthesize
 
 FUNCTION = "AWS::Lambda::Function"
@@ -31,22 +32,26 @@ ROLE = "AWS::IAM::Role"
 class Plan:
     """What `cdk deploy` would create for a mesh."""
 
-    resources: dict[str, int]  # CloudFormation type → how many
+    stacks: list[str]  # one line per stack: the main one, then its nested stacks of actors
+    resources: dict[str, int]  # CloudFormation type → how many, in every stack
     environments: dict[str, int]  # function name → its environment's bytes at their longest
     actions: dict[str, list[str]]  # function name → the IAM actions its role allows
 
 
-def plan(mesh: LoadedMesh) -> Plan:
+def plan(mesh: LoadedMesh, stack_budget: int = STACK_BUDGET) -> Plan:
+    """`stack_budget`: resources per stack before actors move to nested stacks (`asya_cdk.plan`)."""
     with tempfile.TemporaryDirectory(prefix="asya-check-") as outdir:
-        template = synthesize(mesh, Path(outdir)).template
-    resources: dict[str, Any] = template["Resources"]
-    counts = Counter(resource["Type"] for resource in resources.values())
+        templates = synthesize(mesh, Path(outdir), stack_budget).templates
+    counts = Counter(resource["Type"] for template in templates for resource in template["Resources"].values())
     environments = {function.function: size for function, size in longest_environments(mesh)}
-    return Plan(dict(sorted(counts.items())), environments, role_actions(resources))
+    actions = {name: found for template in templates for name, found in role_actions(template["Resources"]).items()}
+    stacks = plan_stacks(mesh.config, budget=stack_budget).describe()
+    return Plan(stacks, dict(sorted(counts.items())), environments, dict(sorted(actions.items())))
 
 
 def role_actions(resources: dict[str, Any]) -> dict[str, list[str]]:
-    """Each function's name → the actions of every policy attached to its role (inline or separate)."""
+    """Each function's name → the actions of every policy attached to its role (inline or separate),
+    in one template (a role and its functions are always in the same stack)."""
     by_role: dict[str, set[str]] = {}
     for logical_id, resource in resources.items():
         properties = resource.get("Properties", {})
@@ -90,6 +95,8 @@ def check(path: Path, console: Console) -> int:
         console.print(f"[red]asya: {path}: cdk synth failed: {first}[/red]", highlight=False)
         return 1
     console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
+    for line in planned.stacks:
+        console.print(line, highlight=False)
     console.print(_resource_table(planned.resources))
     console.print(_function_table(planned))
     return 0

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from asya_cdk.config import load_mesh
+from asya_local.check import plan
 from asya_local.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,3 +50,15 @@ def test_a_bad_mesh_exits_non_zero_naming_each_field(capsys: pytest.CaptureFixtu
     assert f"{mesh}: actors.a.batching_window: 0.5 s is not a whole number of seconds" in out
     assert f"{mesh}: actors.a.reserved_concurrency: 1 is below 2" in out
     assert "Traceback" not in out
+
+
+def test_the_plan_of_a_split_mesh_covers_its_nested_stacks() -> None:
+    """A mesh too large for one stack is planned as the stacks it deploys as, each counted."""
+    mesh = load_mesh(ROOT / "examples" / "reviews" / "mesh.yaml")
+    whole, split = plan(mesh), plan(mesh, stack_budget=70)
+    assert len(whole.stacks) == 1
+    assert len(split.stacks) > 1
+    assert any("nested stack" in line for line in split.stacks)
+    assert set(split.actions) == set(whole.actions)  # every function, wherever its stack
+    assert split.resources["AWS::Lambda::Function"] == whole.resources["AWS::Lambda::Function"]
+    assert split.resources["AWS::CloudFormation::Stack"] == len(split.stacks) - 1
