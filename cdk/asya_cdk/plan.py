@@ -35,6 +35,9 @@ TEMPLATE_BUDGET_BYTES = 800_000
 # Measured on synthesized templates (tests/cdk/test_stacks.py keeps these honest).
 MESH_RESOURCES = 71  # bucket and policy, tables, crew, gateway, dashboard, the three mesh alarms
 SPARK_MESH_RESOURCES = 1  # the Spark batches table, once any actor runs on Spark
+JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
+JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
+JOB_IMAGE_BYTES = 6_000
 LAYER_RESOURCES = 1  # a sidecar layer for each architecture beyond the first
 STACK_OVERHEAD_RESOURCES = 1  # CDK's metadata resource, where the CDK CLI adds it
 ACTOR_RESOURCES = {"lambda": 7, "spark": 19}  # queue and policy, function, role, policy, logs, mapping; Spark more
@@ -104,7 +107,11 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
     name = f"asya-{config.namespace}"
     actors = config.actors
     main_resources = _mesh_resources(config)
-    main_bytes = MESH_BYTES + sum(DASHBOARD_BYTES[a.runtime] for a in actors.values())
+    main_bytes = (
+        MESH_BYTES
+        + sum(DASHBOARD_BYTES[a.runtime] for a in actors.values())
+        + (JOB_IMAGE_BYTES if _job_images(config) else 0)
+    )
     total = main_resources + sum(ACTOR_RESOURCES[a.runtime] for a in actors.values())
     total_bytes = main_bytes + sum(_actor_bytes(a) for a in actors.values())
     if total <= budget and total_bytes <= TEMPLATE_BUDGET_BYTES:
@@ -142,13 +149,25 @@ def _mesh_resources(config: MeshConfig) -> int:
     actors = config.actors.values()
     functions = MESH_FUNCTIONS + sum(FUNCTIONS_PER_ACTOR[a.runtime] for a in actors)
     architectures = {"arm64", *(a.architecture for a in actors)}  # the crew runs on arm64
+    images = _job_images(config)
     return (
         STACK_OVERHEAD_RESOURCES
         + MESH_RESOURCES
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
+        + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)
         + math.ceil(functions / FUNCTIONS_PER_ERROR_ALARM)
     )
+
+
+def _job_images(config: MeshConfig) -> set[tuple[str, str]]:
+    """The (release, architecture) job images the mesh builds: one for each pair that a Spark actor
+    without an image of its own (`spark.image_uri`) runs on."""
+    return {
+        (a.spark.release, a.architecture)
+        for a in config.actors.values()
+        if a.runtime == "spark" and a.spark is not None and not a.spark.image_uri
+    }
 
 
 def _actor_bytes(settings: ActorConfig) -> int:
