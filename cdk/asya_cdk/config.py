@@ -260,6 +260,15 @@ class MeshConfig(_Strict):
                     raise ValueError(f"{where}: unknown actor {actor!r}")
         return self
 
+    def built_job_images(self) -> set[tuple[str, str]]:
+        """The Spark job images the stack builds, as (release, architecture): one for each pair that a
+        Spark actor without an image of its own (`spark.image_uri`) runs on."""
+        return {
+            (actor.spark.release, actor.architecture)
+            for actor in self.actors.values()
+            if actor.runtime == "spark" and actor.spark is not None and not actor.spark.image_uri
+        }
+
     def flows_json(self) -> str:
         """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes."""
         flows = {name: flow.model_dump(mode="json") for name, flow in self.flows.items()}

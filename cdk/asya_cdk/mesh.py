@@ -198,8 +198,7 @@ class Mesh(Construct):
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
         # the job's image is built once for the mesh, when some Spark actor names no image of its own
-        own_images = [a.spark.image_uri if a.spark else None for a in config.actors.values() if a.runtime == "spark"]
-        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if not all(own_images) else None
+        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if config.built_job_images() else None
         for name, settings in config.actors.items():
             if settings.runtime == "spark":
                 actor = ActorFunction(

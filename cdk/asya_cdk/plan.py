@@ -110,7 +110,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
     main_bytes = (
         MESH_BYTES
         + sum(DASHBOARD_BYTES[a.runtime] for a in actors.values())
-        + (JOB_IMAGE_BYTES if _job_images(config) else 0)
+        + (JOB_IMAGE_BYTES if config.built_job_images() else 0)
     )
     total = main_resources + sum(ACTOR_RESOURCES[a.runtime] for a in actors.values())
     total_bytes = main_bytes + sum(_actor_bytes(a) for a in actors.values())
@@ -149,7 +149,7 @@ def _mesh_resources(config: MeshConfig) -> int:
     actors = config.actors.values()
     functions = MESH_FUNCTIONS + sum(FUNCTIONS_PER_ACTOR[a.runtime] for a in actors)
     architectures = {"arm64", *(a.architecture for a in actors)}  # the crew runs on arm64
-    images = _job_images(config)
+    images = config.built_job_images()
     return (
         STACK_OVERHEAD_RESOURCES
         + MESH_RESOURCES
@@ -158,16 +158,6 @@ def _mesh_resources(config: MeshConfig) -> int:
         + LAYER_RESOURCES * (len(architectures) - 1)
         + math.ceil(functions / FUNCTIONS_PER_ERROR_ALARM)
     )
-
-
-def _job_images(config: MeshConfig) -> set[tuple[str, str]]:
-    """The (release, architecture) job images the mesh builds: one for each pair that a Spark actor
-    without an image of its own (`spark.image_uri`) runs on."""
-    return {
-        (a.spark.release, a.architecture)
-        for a in config.actors.values()
-        if a.runtime == "spark" and a.spark is not None and not a.spark.image_uri
-    }
 
 
 def _actor_bytes(settings: ActorConfig) -> int:

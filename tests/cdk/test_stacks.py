@@ -18,6 +18,9 @@ from asya_cdk.plan import RESOURCE_LIMIT, STACK_BUDGET, TEMPLATE_LIMIT_BYTES, St
 from asya_cdk.stack import MeshStack
 from tests.cdk.test_template import cfn_lint
 
+# the split meshes' fixtures synthesize 25 Spark actors and 20 Lambda actors: minutes on a busy machine
+pytestmark = pytest.mark.timeout(600)
+
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "examples" / "catalogue"
 
