@@ -16,6 +16,9 @@ import pytest
 from asya_local.stack import LocalEndpoint, LocalStack
 from tests.integration.conftest import deployed
 
+# the module's mesh is deployed once and runs real Spark jobs (a JVM start first): minutes on a busy machine
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
 pytest.importorskip("pyspark")
 
 MESH = Path(__file__).resolve().parent / "spark" / "mesh.yaml"
