@@ -73,7 +73,7 @@ def create_spark_batches_table(dynamodb: Any) -> None:
                     {"AttributeName": "open_actor", "KeyType": "HASH"},
                     {"AttributeName": "staged_at", "KeyType": "RANGE"},
                 ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "Projection": {"ProjectionType": "ALL"},
             }
         ],
         BillingMode="PAY_PER_REQUEST",
