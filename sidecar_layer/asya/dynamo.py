@@ -74,7 +74,7 @@ class _Waits:
     def wait(self, retry: int) -> bool:
         """Wait before retry number `retry` (1, 2, ...); False if the budget is spent."""
         backoff = self.backoff
-        if self.left <= 0:
+        if self.left <= 1e-9:  # spent (a float that subtraction left a hair above zero counts as spent)
             return False
         ceiling = min(backoff.cap, backoff.base * 2 ** (retry - 1), self.left)
         delay = min(max(backoff.jitter(0.0, ceiling), 0.0), ceiling)
