@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from botocore.exceptions import ClientError
 
+from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
-from asya.live import FLY, EventLog
+from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key
 from asya.status import RANKS, TERMINAL, Report, TaskStore, from_item, progress_of, stealthy
 from asya_gateway.settings import Flow, GatewaySettings
@@ -190,7 +191,10 @@ class TaskService:
             items = [from_item(item) for item in page.get("Items", [])]
         else:  # the index keeps keys only (a hop's update then writes no index entry): read the records
             ids = [item["id"]["S"] for item in page.get("Items", [])]
-            records = self.tasks.get_many(ids)
+            try:
+                records = self.tasks.get_many(ids)
+            except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
+                raise TaskError(503, f"{exc}; ask for this page again") from exc
             items = [records[task_id] for task_id in ids if task_id in records]
         tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
@@ -248,7 +252,12 @@ class TaskService:
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
         if event["type"] == FLY:
-            self.events.append([(task_id, FLY, {"id": task_id, "actor": event.get("actor"), "data": event["data"]})])
+            try:
+                self.events.append(
+                    [(task_id, FLY, {"id": task_id, "actor": event.get("actor"), "data": event["data"]})]
+                )
+            except EventsNotAppendedError as exc:  # the poster hears it, and may send the event again
+                raise TaskError(503, f"the event was not logged: {exc}") from exc
             return True
         status = event["status"]
         if status in TERMINAL:

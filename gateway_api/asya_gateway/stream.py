@@ -2,16 +2,22 @@
 (DynamoDB stream → Lambda), so watchers see changes no matter which writer made them (gateway,
 sidecar, crew, backstop). Hooks on terminal envelopes are x-sink's job (it has the whole envelope).
 
-Changes a watcher would not notice (bookkeeping only) are skipped; a batch whose events cannot be
-written fails as a whole, and the event source retries it (bisecting, then to its dead-letter queue).
+Changes a watcher would not notice (bookkeeping only) are skipped. Events the log cannot take (DynamoDB
+still throttling after the bounded retries of `asya.dynamo`) are reported as a partial batch failure
+(`ReportBatchItemFailures`): the answer names the first record whose event is missing, the records
+before it are done, and the event source delivers the batch again from that record (retried, then to
+its dead-letter queue). Events of later records that did land are written again then: a watcher may
+see the same status twice, never miss one. Any other error fails the whole batch, which is retried
+the same way (bisecting).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
-from asya.live import STATUS, EventLog
+from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.status import TERMINAL, from_item
 from asya.telemetry import Telemetry
 from asya_gateway.views import task_view
@@ -20,8 +26,17 @@ _log: EventLog | None = None
 _telemetry: Telemetry | None = None
 
 
-def status_events(records: list[dict[str, Any]], telemetry: Telemetry) -> list[tuple[str, str, Any]]:
-    events: list[tuple[str, str, Any]] = []
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A record's change as a watcher sees it: its `status` event, and the outcome if the task just ended."""
+
+    sequence_number: str
+    event: tuple[str, str, Any]
+    finished: str | None
+
+
+def status_changes(records: list[dict[str, Any]]) -> list[Change]:
+    changes: list[Change] = []
     for record in records:
         change = record.get("dynamodb", {})
         if record.get("eventName") not in ("INSERT", "MODIFY") or "NewImage" not in change:
@@ -30,10 +45,31 @@ def status_events(records: list[dict[str, Any]], telemetry: Telemetry) -> list[t
         old = task_view(from_item(change["OldImage"])) if "OldImage" in change else None
         if old is not None and _visible(old) == _visible(new):
             continue
-        events.append((new["id"], STATUS, new))
-        if new["status"] in TERMINAL and (old is None or old["status"] not in TERMINAL):
-            telemetry.count("TasksFinished", "outcome", new["status"])
-    return events
+        ended = new["status"] in TERMINAL and (old is None or old["status"] not in TERMINAL)
+        changes.append(Change(change["SequenceNumber"], (new["id"], STATUS, new), new["status"] if ended else None))
+    return changes
+
+
+def follow(records: list[dict[str, Any]], log: EventLog, telemetry: Telemetry) -> list[dict[str, str]]:
+    """Log the batch's status events; returns the batch item failures to answer (empty: all done)."""
+    changes = status_changes(records)
+    failures: list[dict[str, str]] = []
+    try:
+        log.append(change.event for change in changes)
+    except EventsNotAppendedError as error:
+        first = min(error.missing)
+        telemetry.count("StatusErrors")
+        telemetry.log_failure(
+            "status events not logged; the stream delivers the batch again from the first missing one",
+            error=str(error),
+            sequence_number=changes[first].sequence_number,
+        )
+        failures = [{"itemIdentifier": changes[first].sequence_number}]
+        changes = changes[:first]
+    for change in changes:
+        if change.finished:
+            telemetry.count("TasksFinished", "outcome", change.finished)
+    return failures
 
 
 def _visible(view: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +82,6 @@ def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
         _log = EventLog(os.environ["ASYA_EVENTS_TABLE"])
         _telemetry = Telemetry(os.environ.get("ASYA_NAMESPACE", ""), "gateway-stream")
     try:
-        _log.append(status_events(event.get("Records", []), _telemetry))
+        return {"batchItemFailures": follow(event.get("Records", []), _log, _telemetry)}
     finally:
         _telemetry.flush()
-    return {"batchItemFailures": []}

@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asya.clients import LazyClient
+from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, batch_write
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
 OPEN_INDEX = "open"
 CLAIM_TTL_SECONDS = 15 * 86_400  # SQS keeps a message at most 14 days
-_GET_CHUNK = 100
-_WRITE_CHUNK = 25
 
 
 class State:
@@ -57,29 +56,34 @@ def key_prefix(namespace: str, actor: str) -> str:
 class BatchLedger:
     client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
 
-    def __init__(self, table: str, namespace: str, actor: str, client: DynamoDBClient | None = None) -> None:
+    def __init__(
+        self,
+        table: str,
+        namespace: str,
+        actor: str,
+        client: DynamoDBClient | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+    ) -> None:
         self.table = table
         self.prefix = key_prefix(namespace, actor)
         self._client = client
+        self.backoff = backoff
 
     # hop claims
 
     def claimed(self, claims: Iterable[str]) -> dict[str, str]:
-        """Which of these claims are held already, and by which batch."""
+        """Which of these claims are held already, and by which batch. Claims DynamoDB leaves unread
+        after the bounded retries raise `BatchIncompleteError`: an unread claim may be another batch's, so
+        the dispatcher fails and its SQS batch is delivered again."""
         keys = [{"pk": {"S": self.prefix + claim}} for claim in dict.fromkeys(claims)]
-        held: dict[str, str] = {}
-        for start in range(0, len(keys), _GET_CHUNK):
-            request: Any = {
-                self.table: {"Keys": keys[start : start + _GET_CHUNK], "ProjectionExpression": "pk, batch_id"}
-            }
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table, []):
-                    held[item["pk"]["S"].removeprefix(self.prefix)] = item["batch_id"]["S"]
-                request = response.get("UnprocessedKeys") or None
-        return held
+        items = batch_get(self.client, self.table, keys, backoff=self.backoff, ProjectionExpression="pk, batch_id")
+        return {item["pk"]["S"].removeprefix(self.prefix): item["batch_id"]["S"] for item in items}
 
     def claim(self, claims: Iterable[str], batch_id: str) -> None:
+        """Claim these hops for a batch. Claims DynamoDB leaves unwritten after the bounded retries
+        raise `BatchIncompleteError`, and the dispatcher fails; the batch is staged already, so its
+        redelivery (or the reconciler) starts the job. A hop whose claim is missing may then also be
+        carried by a regrouped batch: run twice, never lost."""
         expires = str(int(time.time()) + CLAIM_TTL_SECONDS)
         requests = [
             {
@@ -89,10 +93,7 @@ class BatchLedger:
             }
             for c in dict.fromkeys(claims)
         ]
-        for start in range(0, len(requests), _WRITE_CHUNK):
-            pending: Any = {self.table: requests[start : start + _WRITE_CHUNK]}
-            while pending:
-                pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or None
+        batch_write(self.client, self.table, requests, backoff=self.backoff)
 
     # batches
 

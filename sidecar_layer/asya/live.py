@@ -28,15 +28,23 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asya.clients import LazyClient
+from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_write
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
 STATUS = "status"
 FLY = "fly"
-BATCH_WRITE_LIMIT = 25
-# a write and its unprocessed-item retries (0.75 s of backoff) land well within this
+# a write and its unprocessed-item retries (`asya.dynamo.Backoff.budget`, 0.5 s) land well within this
 SETTLE_SECONDS = 1.5
+
+
+class EventsNotAppendedError(Exception):
+    """Events of one `append` that are not in the log; `missing` holds their positions in its input."""
+
+    def __init__(self, message: str, missing: list[int]) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +58,17 @@ class Event:
 class EventLog:
     client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
 
-    def __init__(self, table: str, ttl_seconds: int = 86_400, client: DynamoDBClient | None = None) -> None:
+    def __init__(
+        self,
+        table: str,
+        ttl_seconds: int = 86_400,
+        client: DynamoDBClient | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+    ) -> None:
         self.table = table
         self.ttl_seconds = ttl_seconds
         self._client = client
+        self.backoff = backoff
         self._last_ns = 0
         self._lock = threading.Lock()
         self._suffix = secrets.token_hex(3)
@@ -64,31 +79,31 @@ class EventLog:
             return f"{self._last_ns:020d}-{self._suffix}"
 
     def append(self, events: Iterable[tuple[str, str, Any]]) -> list[Event]:
-        """Append `(task_id, kind, data)` events in order, 25 to a `BatchWriteItem`."""
+        """Append `(task_id, kind, data)` events in order, 25 to a `BatchWriteItem`. Events DynamoDB
+        still leaves unprocessed after the bounded retries raise `EventsNotAppendedError`: the caller decides
+        whether that fails its work (the stream consumer) or is logged and let go (a FLY event)."""
         appended = [Event(task_id, self.next_seq(), kind, data) for task_id, kind, data in events]
-        expires = int(time.time()) + self.ttl_seconds
-        for start in range(0, len(appended), BATCH_WRITE_LIMIT):
-            requests: Any = [
-                {
-                    "PutRequest": {
-                        "Item": {
-                            "task_id": {"S": event.task_id},
-                            "seq": {"S": event.seq},
-                            "kind": {"S": event.kind},
-                            "data": {"S": orjson.dumps(event.data).decode()},
-                            "expires_at": {"N": str(expires)},
-                        }
+        expires = str(int(time.time()) + self.ttl_seconds)
+        requests: list[dict[str, Any]] = [
+            {
+                "PutRequest": {
+                    "Item": {
+                        "task_id": {"S": event.task_id},
+                        "seq": {"S": event.seq},
+                        "kind": {"S": event.kind},
+                        "data": {"S": orjson.dumps(event.data).decode()},
+                        "expires_at": {"N": expires},
                     }
                 }
-                for event in appended[start : start + BATCH_WRITE_LIMIT]
-            ]
-            pending: Any = {self.table: requests}
-            for attempt in range(5):
-                unprocessed = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-                if not unprocessed:
-                    break
-                pending = unprocessed
-                time.sleep(0.05 * 2**attempt)
+            }
+            for event in appended
+        ]
+        try:
+            batch_write(self.client, self.table, requests, backoff=self.backoff)
+        except BatchIncompleteError as error:
+            unwritten = {request["PutRequest"]["Item"]["seq"]["S"] for request in error.remaining}
+            missing = [position for position, event in enumerate(appended) if event.seq in unwritten]
+            raise EventsNotAppendedError(str(error), missing) from error
         return appended
 
     def after(self, task_id: str, cursor: str | None, limit: int = 100, *, now_ns: int | None = None) -> list[Event]:

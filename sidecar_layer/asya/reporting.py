@@ -10,8 +10,10 @@ batch's envelopes are sent:
 
 `ASYA_STATUS_WRITES=every-point` adds the *received* and *processing* points before the handler
 (three writes per hop). An envelope with `x-asya-mesh-status: off` is never reported or checked.
-A status write that fails is logged and counted, never allowed to hold envelopes back, except a
-branch registration: without it the root could end early, so that record is left for redelivery.
+A status write, a pre-flight read or a FLY event that fails (DynamoDB throttling included: batch calls
+retry what it leaves unprocessed a bounded few times, `asya.dynamo`) is logged and counted, never
+allowed to hold envelopes back, except a branch registration: without it the root could end early, so
+that record is left for redelivery.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ class StatusReporter:
                 ids.update((document["id"], root_of(document["id"], headers)))
         if not ids:
             return {}
-        try:
-            return self.store.statuses(ids)
+        try:  # advisory: the statuses DynamoDB leaves unread are logged, and those hops run
+            return self.store.statuses(ids, unread=lambda error: self._failed("pre-flight check", error))
         except Exception as exc:  # noqa: BLE001 - the check is advisory: the next hop checks again
             self._failed("pre-flight check", exc)
             return {}
@@ -90,7 +92,9 @@ class StatusReporter:
         )
 
     def fly(self, envelope: Envelope, event: Any) -> None:
-        """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status."""
+        """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status.
+        FLY is ephemeral (SPEC §5): an event the log cannot take after its bounded retries is logged
+        and counted (`StatusErrors`), and the hop goes on."""
         if self.events is None or stealthy(envelope.headers):
             return
         root = root_of(envelope.id, envelope.headers)

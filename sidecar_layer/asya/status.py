@@ -17,14 +17,14 @@ branch are done. A task without branches becomes terminal with a single write.
 from __future__ import annotations
 
 import datetime as dt
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
+from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 ROOT_HEADER = "x-asya-root-id"
 STEALTH_HEADER = "x-asya-mesh-status"
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
-BATCH_GET_LIMIT = 100
-BATCH_GET_ATTEMPTS = 3
 
 
 class Rank(IntEnum):
@@ -84,10 +82,17 @@ class Report:
 class TaskStore:
     client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
 
-    def __init__(self, table: str, ttl_seconds: int = 7 * 86_400, client: DynamoDBClient | None = None) -> None:
+    def __init__(
+        self,
+        table: str,
+        ttl_seconds: int = 7 * 86_400,
+        client: DynamoDBClient | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+    ) -> None:
         self.table = table
         self.ttl_seconds = ttl_seconds
         self._client = client
+        self.backoff = backoff
 
     # -- creating -------------------------------------------------------------------------------------
 
@@ -346,41 +351,31 @@ class TaskStore:
         response = self.client.get_item(TableName=self.table, Key={"id": {"S": task_id}}, ConsistentRead=True)
         return from_item(response["Item"]) if "Item" in response else None
 
-    def statuses(self, task_ids: Iterable[str]) -> dict[str, str]:
+    def statuses(
+        self, task_ids: Iterable[str], unread: Callable[[BatchIncompleteError], None] | None = None
+    ) -> dict[str, str]:
         """Pre-flight: the status of many tasks in one `BatchGetItem` per 100 ids (one per SQS batch).
-        Advisory: ids DynamoDB leaves unprocessed after the retries are left out, and their hop runs."""
-        items, _ = self._batch_get(
-            task_ids, {"ProjectionExpression": "id, #s", "ExpressionAttributeNames": {"#s": "status"}}
-        )
+        Advisory: if DynamoDB still leaves ids unprocessed after the bounded retries, `unread` is told
+        (the caller logs it) and the statuses that were read are returned; the hops of the unread tasks
+        run, and their next hop checks again. Without `unread`, `BatchIncompleteError` is raised."""
+        try:
+            items = self._batch_get(task_ids, ProjectionExpression="id, #s", ExpressionAttributeNames={"#s": "status"})
+        except BatchIncompleteError as error:
+            if unread is None:
+                raise
+            unread(error)
+            items = error.read
         return {item["id"]["S"]: item["status"]["S"] for item in items if "status" in item}
 
     def get_many(self, task_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Whole records by id (missing ids are absent), for listings read through a keys-only index."""
-        items, complete = self._batch_get(task_ids, {"ConsistentRead": True})
-        if not complete:
-            raise RuntimeError("DynamoDB left task records unprocessed after retries; try again")
-        return {item["id"]["S"]: from_item(item) for item in items}
+        """Whole records by id (missing ids are absent), for listings read through a keys-only index.
+        A listing must not leave tasks out unnoticed: ids DynamoDB leaves unprocessed after the bounded
+        retries raise `BatchIncompleteError` (the gateway answers 503, and the client asks again)."""
+        return {item["id"]["S"]: from_item(item) for item in self._batch_get(task_ids, ConsistentRead=True)}
 
-    def _batch_get(self, task_ids: Iterable[str], options: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
-        """Raw items of many tasks, 100 ids to a `BatchGetItem`, retrying unprocessed keys with backoff;
-        also whether every key was processed."""
-        ids = sorted(set(task_ids))
-        items: list[dict[str, Any]] = []
-        for start in range(0, len(ids), BATCH_GET_LIMIT):
-            request: Any = {
-                self.table: {"Keys": [{"id": {"S": i}} for i in ids[start : start + BATCH_GET_LIMIT]], **options}
-            }
-            for attempt in range(BATCH_GET_ATTEMPTS):
-                if attempt:
-                    time.sleep(0.05 * 2**attempt)
-                response = self.client.batch_get_item(RequestItems=request)
-                items.extend(response["Responses"].get(self.table, []))
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-            else:
-                return items, False
-        return items, True
+    def _batch_get(self, task_ids: Iterable[str], **options: Any) -> list[dict[str, Any]]:
+        keys = [{"id": {"S": task_id}} for task_id in sorted(set(task_ids))]
+        return batch_get(self.client, self.table, keys, backoff=self.backoff, **options)
 
     # -- plumbing -------------------------------------------------------------------------------------
 
