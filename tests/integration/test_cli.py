@@ -16,7 +16,7 @@ import pytest
 from asya_local.stack import free_port
 from tests.integration.conftest import MESH
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]  # a whole `asya up` per test: slow on a busy machine
 ASYA = [sys.executable, "-m", "asya_local.cli"]
 
 
