@@ -16,7 +16,8 @@ from moto import mock_aws
 from asya.reasons import Reason
 from asya.results import result_key
 from asya.sidecar import configure
-from asya_crew.crew import CrewActor
+from asya_crew import sink
+from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.lambda_shapes import REGION
 from tests.unit import hostile
 from tests.unit.conftest import NS, QUEUES, Mesh
@@ -90,3 +91,27 @@ def _kept_by_sump(stage: Stage, body: str, document: dict[str, Any]) -> None:
     assert list(kept) == [key]
     assert kept[key]["status"]["reason"] == document["status"]["reason"]
     stage.crew.s3.delete_object(Bucket=BUCKET, Key=key)
+
+
+def test_x_sump_keeps_a_redriven_body_it_cannot_write_back_as_it_came(stage: Stage) -> None:
+    """SQS redrive brings bodies no actor settled: one nested 600 deep parses but cannot be re-written,
+    so x-sump keeps the body raw, at the first delivery."""
+    body = hostile.with_payload_text(hostile.nested(600))
+    assert stage.crew.run(stage.sump, body) == {"batchItemFailures": []}
+    key = result_key(CREW_NS, "env-h", "sump")
+    assert stage.crew.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == body.encode()
+    stage.crew.s3.delete_object(Bucket=BUCKET, Key=key)
+
+
+def test_x_sink_passes_an_unwritable_invalid_body_to_x_sump(stage: Stage) -> None:
+    body = hostile.with_payload_text(hostile.nested(600), id=5)
+    sink_actor = CrewActor(
+        CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET}), sink.Sink([]).decide
+    )
+    assert stage.crew.run(sink_actor, body) == {"batchItemFailures": []}
+    (forwarded,) = _queue_bodies(stage.mesh, "x-sump")
+    document = json.loads(forwarded)
+    assert document["status"]["reason"] == "InvalidEnvelope"
+    assert document["payload"]["original_payload"]["unwritable"] is True
+    for listed in stage.crew.s3.list_objects_v2(Bucket=BUCKET).get("Contents", []):
+        stage.crew.s3.delete_object(Bucket=BUCKET, Key=listed["Key"])
