@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from botocore.exceptions import ClientError
 
+from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
 from asya.live import FLY, EventLog, EventsNotAppendedError
@@ -97,13 +98,14 @@ class TaskService:
             status["deadline_at"] = deadline
         route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
         envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
+        body = _sendable(envelope)
         tracked = not stealthy(headers)
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": "pending"}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1})
             self.tasks.create({key: value for key, value in record.items() if value is not None})
         try:
-            self.sqs.send_message(QueueUrl=queue, MessageBody=orjson.dumps(envelope).decode())
+            self.sqs.send_message(QueueUrl=queue, MessageBody=body)
         except Exception as exc:
             if tracked:
                 self.tasks.finish(task_id, task_id, "failed", {"reason": "NotSent", "error": {"message": str(exc)}})
@@ -296,6 +298,20 @@ class TaskService:
 
             self._s3 = boto3.client("s3")
         return self._s3
+
+
+def _sendable(envelope: dict[str, Any]) -> str:
+    """The first envelope as SQS will carry it. A request that can never be sent is the client's error:
+    nested past the 254 levels JSON is written with (422), or over SQS's message size (413); a 5xx
+    would tell the client to retry it for ever."""
+    try:
+        body = orjson.dumps(envelope).decode()
+    except TypeError as exc:  # nested too deep, or a lone surrogate from a `\\ud800` escape
+        raise TaskError(422, f"payload or headers cannot be sent as JSON ({exc}; at most 250 levels)") from None
+    size = len(body.encode())
+    if size > SQS_MAX_MESSAGE_BYTES:
+        raise TaskError(413, f"the task's envelope is {size} bytes, over the {SQS_MAX_MESSAGE_BYTES}-byte SQS limit")
+    return body
 
 
 def _reporting_url(value: Any) -> bool:

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.config import SUMP, ConfigError, task_ttl
 from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
-from asya.routing import error_details, raw_to_sump
+from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, send_all
 from asya.status import TaskStore, root_of, stealthy
 from asya.telemetry import Telemetry
@@ -68,9 +68,18 @@ def rejected(record: SQSRecord, actor: str, error: EnvelopeError) -> dict[str, A
     return raw_to_sump(error.raw, record.message_id, actor, reason=error.reason, details=details, now=utc_now()).wire
 
 
-def pass_to_sump(wire: dict[str, Any]) -> Keep:
+def pass_to_sump(wire: dict[str, Any], record: SQSRecord) -> Keep:
     """Nothing to keep here: x-sump keeps it and records the failure."""
-    return Keep(wire["id"], None, wire, [(SUMP, orjson.dumps(wire).decode())])
+    return Keep(wire["id"], None, wire, [(SUMP, sump_body(wire, record.body))])
+
+
+def stored_body(document: dict[str, Any], record: SQSRecord) -> bytes:
+    """What is kept in S3: the document, or the body as it arrived when the document cannot be written
+    (parsed JSON nested past orjson's 254 levels); redelivering it could never do better."""
+    try:
+        return orjson.dumps(document)
+    except TypeError:
+        return record.body.encode("utf-8", "surrogatepass")
 
 
 class CrewActor:
@@ -113,7 +122,7 @@ class CrewActor:
                 self.s3.put_object(
                     Bucket=self.settings.bucket,
                     Key=key,
-                    Body=orjson.dumps(keep.document),
+                    Body=stored_body(keep.document, record),
                     ContentType="application/json",
                 )
                 self.telemetry.count("ResultsStored", "outcome", keep.outcome)

@@ -38,7 +38,7 @@ class Pause:
         try:
             envelope = parse_envelope(record.body)
         except EnvelopeError as exc:
-            return pass_to_sump(rejected(record, PAUSE, exc))
+            return pass_to_sump(rejected(record, PAUSE, exc), record)
         document = envelope.to_dict()
         pause = pause_metadata(envelope.headers)
         if self.tasks is not None and self.tasks.pause(envelope.id, pause, utc_now()) is None:

@@ -27,10 +27,12 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     try:
         envelope = parse_envelope(record.body)
     except EnvelopeError as exc:
-        return pass_to_sump(rejected(record, RESUME, exc))
+        return pass_to_sump(rejected(record, RESUME, exc), record)
     if envelope.route.curr != PAUSE:
         message = f"x-resume continues envelopes paused at x-pause; route.curr is {envelope.route.curr!r}"
-        return pass_to_sump(to_sump(envelope, RESUME, Reason.ROUTE_MISMATCH, error_details(None, message), now).wire)
+        return pass_to_sump(
+            to_sump(envelope, RESUME, Reason.ROUTE_MISMATCH, error_details(None, message), now).wire, record
+        )
     headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)

@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SUMP
 from asya.envelope import EnvelopeError, Phase, parse_envelope
+from asya.routing import sump_body
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
 
@@ -40,7 +41,7 @@ class Sink:
             envelope = parse_envelope(record.body)
         except EnvelopeError as exc:
             wire = rejected(record, SINK, exc)
-            return Keep(wire["id"], "rejected", wire, [(SUMP, orjson.dumps(wire).decode())], final=Phase.FAILED.value)
+            return Keep(wire["id"], "rejected", wire, [(SUMP, sump_body(wire, record.body))], final=Phase.FAILED.value)
         document = envelope.to_dict()
         phase = envelope.status.phase if envelope.status else Phase.SUCCEEDED
         outcome = phase.value if phase in OUTCOMES else Phase.SUCCEEDED.value

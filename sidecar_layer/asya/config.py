@@ -16,12 +16,13 @@ from typing import Literal, cast
 import orjson
 from pydantic import ValidationError
 
+from asya import envelope
 from asya.envelope import describe_validation_error
 from asya.handler import HandlerMode
 from asya.resiliency import Resiliency
 
-SINK = "x-sink"
-SUMP = "x-sump"
+SINK = envelope.SINK  # the crew's queues, named by the envelope's rules
+SUMP = envelope.SUMP
 SQS_MAX_MESSAGE_BYTES = 1_048_576
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _QUEUE_NAME_MAX = 80

@@ -16,6 +16,7 @@ import orjson
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
@@ -23,12 +24,25 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
 from asya.reasons import Reason
 
 NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
+SINK = "x-sink"
+SUMP = "x-sump"
+
+
+def _timestamp_text(value: Any) -> Any:
+    """SPEC §2 timestamps are RFC 3339 text: a number would otherwise be taken for Unix seconds."""
+    if isinstance(value, str | dt.datetime):
+        return value
+    raise ValueError(f"must be an RFC 3339 timestamp string, got {type(value).__name__}")
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_timestamp_text)]
 
 
 class Phase(StrEnum):
@@ -72,6 +86,15 @@ class Route(BaseModel):
             "next": actors[current + 1 :],
         }
 
+    @field_validator("next")
+    @classmethod
+    def _no_crew_ends(cls, actors: list[str]) -> list[str]:
+        """x-sink and x-sump end every route; the sidecar sends to them, a route never names them (SPEC §3)."""
+        named = sorted({SINK, SUMP}.intersection(actors))
+        if named:
+            raise ValueError(f"{' and '.join(named)} may not be named in a route: the sidecar adds them")
+        return actors
+
     def shifted(self) -> Route:
         """The route after `curr` has produced an output frame (SPEC §3)."""
         return Route(
@@ -95,9 +118,9 @@ class Status(BaseModel):
     actor: StrictStr | None = None
     attempt: Annotated[StrictInt, Field(ge=1)] = 1
     max_attempts: Annotated[StrictInt, Field(ge=1)] | None = None
-    created_at: AwareDatetime | None = None
-    updated_at: AwareDatetime | None = None
-    deadline_at: AwareDatetime | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+    deadline_at: Timestamp | None = None
     reason: StrictStr | None = None
     error: dict[str, Any] | None = None
 

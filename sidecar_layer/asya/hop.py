@@ -24,7 +24,7 @@ from asya.handler import Handler, discard_event_loop, invoke
 from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
-from asya.routing import FIRST_ATTEMPT_HEADER, Outbound, error_details
+from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
 from asya.status import root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
@@ -69,7 +69,7 @@ class HopRunner:
         started = time.perf_counter()
         now = utc_now()
         telemetry.count("MessagesReceived")
-        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, len(body.encode()))
+        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, len(body.encode(errors="surrogatepass")))
         plan = HopPlan(message_id)
         try:
             envelope = parse_envelope(body)
@@ -84,11 +84,11 @@ class HopRunner:
                     now=now,
                 )
             )
-            return self._finish(plan, None, "sumped", started)
+            return self._finish(plan, None, "sumped", started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
         outcome = self._route(envelope, plan, now, remaining_ms)
-        return self._finish(plan, envelope, outcome, started)
+        return self._finish(plan, envelope, outcome, started, body)
 
     def _route(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, remaining_ms: int | None) -> str:
         actor = self.config.actor
@@ -195,8 +195,8 @@ class HopRunner:
         if self.reporter is not None:
             self.reporter.fly(envelope, event)
 
-    def _finish(self, plan: HopPlan, envelope: Envelope | None, outcome: str, started: float) -> HopPlan:
-        self._serialize(plan, envelope)
+    def _finish(self, plan: HopPlan, envelope: Envelope | None, outcome: str, started: float, body: str) -> HopPlan:
+        self._serialize(plan, envelope, body)
         for outbound in plan.outbound:
             if _carries_error_payload(outbound):
                 self.telemetry.count("MessagesFailed", "reason", outbound.wire["status"].get("reason", "unknown"))
@@ -204,15 +204,19 @@ class HopRunner:
         self.telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
         return plan
 
-    def _serialize(self, plan: HopPlan, envelope: Envelope | None) -> None:
-        """Turn outputs into bodies; an unserializable or oversized output sends the hop to x-sump instead."""
+    def _serialize(self, plan: HopPlan, envelope: Envelope | None, original: str) -> None:
+        """Turn outputs into bodies; an unserializable or oversized output sends the hop to x-sump instead.
+        What x-sump itself gets is always written (`routing.sump_body`): parsed JSON may still be
+        unwritable (orjson reads 1,024 levels of nesting but writes 254), and a record whose failure
+        envelope cannot be written would otherwise be redelivered until SQS gives up on it."""
         limit = self.config.max_message_bytes
         try:
             bodies = [orjson.dumps(outbound.wire).decode() for outbound in plan.outbound]
         except TypeError as exc:
-            assert envelope is not None  # raw_to_sump only carries parsed JSON, which always serializes
-            self._replace_with_sump(plan, envelope, Reason.UNSERIALIZABLE_OUTPUT, error_details(exc))
-            return
+            if envelope is not None and any(outbound.kind is not Kind.SUMP for outbound in plan.outbound):
+                self._replace_with_sump(plan, envelope, Reason.UNSERIALIZABLE_OUTPUT, error_details(exc), original)
+                return
+            bodies = [routing.sump_body(outbound.wire, original) for outbound in plan.outbound]
         for index, body in enumerate(bodies):
             size = len(body.encode())
             if size <= limit:
@@ -221,13 +225,15 @@ class HopRunner:
                 bodies[index] = _preview_original_payload(plan.outbound[index].wire, size)
             elif envelope is not None:
                 message = f"output {index} is {size} bytes, over the {limit}-byte SQS message limit"
-                self._replace_with_sump(plan, envelope, Reason.OVERSIZED_OUTPUT, error_details(None, message))
+                self._replace_with_sump(plan, envelope, Reason.OVERSIZED_OUTPUT, error_details(None, message), original)
                 return
         plan.bodies = bodies
 
-    def _replace_with_sump(self, plan: HopPlan, envelope: Envelope, reason: Reason, details: dict[str, Any]) -> None:
+    def _replace_with_sump(
+        self, plan: HopPlan, envelope: Envelope, reason: Reason, details: dict[str, Any], original: str
+    ) -> None:
         plan.outbound = [routing.to_sump(envelope, self.config.actor, reason, details, utc_now())]
-        self._serialize(plan, envelope)
+        self._serialize(plan, envelope, original)
 
 
 def handler_failure(

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from asya.abi import Frame
 from asya.config import SINK, SUMP
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
@@ -219,3 +221,39 @@ def raw_to_sump(
         "payload": error_payload(reason, details, raw),
     }
     return Outbound(SUMP, Kind.SUMP, wire)
+
+
+PREVIEW_CHARS = 4_096
+
+
+def sump_body(wire: dict[str, Any], original: str) -> str:
+    """The body of a failure envelope bound for x-sump, even when what it quotes cannot be written as
+    JSON (nested past orjson's 254 levels, lone surrogates): such parts are dropped, and the original
+    payload is kept as a text preview of the message as it arrived, so x-sump still gets the envelope's
+    id, route, reason and error at the first delivery."""
+    try:
+        return orjson.dumps(wire).decode()
+    except TypeError:
+        pass
+    kept: dict[str, Any] = {"route": {"prev": [], "curr": "", "next": []}, "headers": {}}
+    for key, value in wire.items():
+        part = {field: item for field, item in value.items() if _writable(item, 2)} if key == "status" else value
+        if key != "payload" and _writable(part, 1):
+            kept[key] = part
+    payload = dict(wire["payload"])
+    if not _writable(payload.get("original_payload"), 2):
+        preview = original[:PREVIEW_CHARS].encode("utf-8", "backslashreplace").decode()
+        payload["original_payload"] = {"unwritable": True, "size_chars": len(original), "preview": preview}
+    kept["payload"] = payload
+    return orjson.dumps(kept).decode()
+
+
+def _writable(value: Any, depth: int) -> bool:
+    """Whether `value` can be written where it sits, `depth` containers down in the envelope."""
+    for _ in range(depth):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True

@@ -171,3 +171,8 @@ def rewrites_status(payload: Any) -> Iterator[Any]:
 def records_envelope_size(payload: Any) -> Any:
     asya.metrics.add_metric(name="EnvelopeSize", unit="Bytes", value=1)
     return payload
+
+
+def echo(payload: Any) -> Any:
+    """Returns its input: whatever arrives is what the sidecar must serialize and send on."""
+    return payload
