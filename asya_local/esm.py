@@ -80,7 +80,7 @@ class Poller:
         time while this delivery runs (the concurrent duplicate an expired visibility timeout makes)."""
         released = worker.faults.released(messages) if worker.faults is not None else None
         if released is not None:
-            worker.say(f"fault: {released['MessageId']} delivered again while its batch runs")
+            worker.say(f"fault: duplicate delivery of {released['MessageId']} while its batch runs")
             self.sqs.change_message_visibility(
                 QueueUrl=self.queue_url, ReceiptHandle=released["ReceiptHandle"], VisibilityTimeout=0
             )

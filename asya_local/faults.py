@@ -87,6 +87,12 @@ class FaultSpec(BaseModel):
     duplicate_delivery_rate: Rate = 0.0
     aws: AwsFaults = AwsFaults()
     restart_every: Restarts = Restarts()
+    # The workers that get the other faults, by the names their lines carry (actors, `x-sink`,
+    # `gateway`...); absent: every worker. Restarts name their workers themselves.
+    functions: list[str] | None = None
+
+    def applies_to(self, source: str) -> bool:
+        return self.functions is None or source in self.functions
 
 
 class FaultSpecError(ValueError):
@@ -167,7 +173,10 @@ class WorkerFaults:
         service = client.meta.service_model.service_name
         protocol = client.meta.service_model.protocol
         events = client.meta.events
-        events.register("before-send", lambda request, **_: self._before_send(service, protocol, request))
+        events.register(
+            "before-send",
+            lambda request, event_name, **_: self._before_send(service, protocol, request, event_name),
+        )
         operation = PARTIAL_BATCH_CALLS.get(service)
         if operation is not None and self.spec.aws.partial_batch > 0:
             events.register(f"before-parameter-build.{service}.{operation}", self._drop_entries)
@@ -176,23 +185,28 @@ class WorkerFaults:
 
     # --- whole calls ---------------------------------------------------------------------------
 
-    def _before_send(self, service: str, protocol: str, request: Any) -> Any:
+    def _before_send(self, service: str, protocol: str, request: Any, event_name: str) -> Any:
         from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
         self._count_call()
         aws = self.spec.aws
         draw = self.random.random()
+        call = event_name.removeprefix("before-send.")
         if draw < aws.throttle:
+            self.say(f"fault: throttled {call}")
             code = THROTTLE_CODES.get(service, "ThrottlingException")
             return error_response(protocol, request.url, 503 if service == "s3" else 400, code)
         draw -= aws.throttle
         if draw < aws.server_error:
+            self.say(f"fault: server error {call}")
             return error_response(protocol, request.url, 500, SERVER_ERROR_CODES.get(service, "InternalError"))
         draw -= aws.server_error
         if draw < aws.reset:
+            self.say(f"fault: reset {call}")
             raise ConnectionClosedError(endpoint_url=request.url)
         draw -= aws.reset
         if draw < aws.timeout and _replayable(request.body):
+            self.say(f"fault: timeout {call} (applied, answer lost)")
             _send_and_forget(request)
             raise ReadTimeoutError(endpoint_url=request.url)
         return None
@@ -209,7 +223,7 @@ class WorkerFaults:
         if self.kill_after:
             self.kill_after -= 1
             if not self.kill_after:
-                self.say("fault: SIGKILL in the middle of a batch")
+                self.say("fault: killed (SIGKILL) in the middle of a batch")
                 os.kill(os.getpid(), signal.SIGKILL)
 
     # --- duplicate deliveries ------------------------------------------------------------------
@@ -233,12 +247,14 @@ class WorkerFaults:
             if len(dropped) < len(entries):
                 params["Entries"] = [entry for entry in entries if entry not in dropped]
             context[_DROPPED] = ("sqs", dropped, len(dropped) == len(entries))
+            self.say(f"fault: partial batch, {len(dropped)} of {len(entries)} entries fail")
         elif "RequestItems" in params:
             flat = [(table, item) for table, items in params["RequestItems"].items() for item in items]
             chosen = [pair for pair in flat if self.random.random() < 0.5] or [self.random.choice(flat)]
             if len(chosen) < len(flat):
                 params["RequestItems"] = _by_table(pair for pair in flat if pair not in chosen)
             context[_DROPPED] = ("dynamodb", _by_table(chosen), len(chosen) == len(flat))
+            self.say(f"fault: partial batch, {len(chosen)} of {len(flat)} items unprocessed")
 
     def _answer_all_failed(self, context: dict[str, Any], **_: Any) -> Any:
         """Every entry was chosen: no request is made, and the answer says that all of them failed."""

@@ -289,7 +289,7 @@ class LocalStack:
         while not self._stopped.wait(every):
             for source, process in list(self._processes):
                 if source in sources and process.poll() is None:
-                    self.on_line(source, "fault: restarting the execution environment")
+                    self.on_line(source, "fault: restart of the execution environment")
                     process.kill()
 
     def _source(self, function: LocalFunction) -> str:
@@ -348,7 +348,7 @@ class LocalStack:
             watchdog = self._watchdog
         clock = watchdog.clock_file()
         spec = {**self.worker_spec(function), "clock_file": clock}
-        if self.faults is not None:
+        if self.faults is not None and self.faults.applies_to(self._source(function)):
             spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
             spec |= {
                 "faults": self.faults.model_dump(mode="json"),
