@@ -23,8 +23,8 @@ MESH = Path(__file__).resolve().parent / "mesh" / "faults.yaml"
 FAULTS = FaultSpec(
     seed=11,
     kill_worker_rate=0.05,
-    duplicate_delivery_rate=0.1,
-    aws=AwsFaults(throttle=0.02, server_error=0.01, reset=0.01, timeout=0.01, partial_batch=0.05),
+    duplicate_delivery_rate=0.2,
+    aws=AwsFaults(throttle=0.02, server_error=0.01, reset=0.01, timeout=0.01, partial_batch=0.2),
     restart_every=Restarts(gateway=5, stream=5, schedule=5),
     functions=["prep", "infer", "post"],
 )
