@@ -1,6 +1,6 @@
 """`asya`: run a mesh on this machine and work with it.
 
-    asya up      [--config FILE] [--port N]      start the local stack; Ctrl-C stops it
+    asya up      [--config FILE] [--port N] [--faults FILE|SPEC]   start the local stack; Ctrl-C stops it
     asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]   create tasks; prints their ids
     asya status  ID                              a task as the gateway reports it
     asya watch   ID                              follow a task live until it ends
@@ -38,6 +38,7 @@ from asya.results import result_prefix
 from asya_cdk.config import MeshConfigError, load_mesh
 from asya_local import smoke
 from asya_local.check import check as check_mesh
+from asya_local.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         command.add_argument("--workers", type=int, default=1, help="execution environments per function")
         command.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
+        command.add_argument(
+            "--faults", type=_fault_spec, help="fault spec (YAML/JSON file or inline) applied to the workers"
+        )
     demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
     send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
@@ -113,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _fault_spec(source: str) -> FaultSpec:
+    try:
+        return load_faults(source)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _check(args: argparse.Namespace) -> int:
     return check_mesh(args.config, console)
 
@@ -133,6 +144,7 @@ def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:
         workers_per_function=args.workers,
         on_line=on_line,
         gateway_port=args.gateway_port or free_port(),
+        faults=args.faults,
     )
     with console.status("starting") as status:
         stack.start(progress=status.update)

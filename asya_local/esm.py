@@ -63,6 +63,7 @@ class Poller:
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
         started = time.perf_counter()
+        self._release_one(messages)
         try:
             with worker.invocation(self.spec) as context:
                 done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
@@ -73,6 +74,16 @@ class Poller:
         elapsed = (time.perf_counter() - started) * 1000
         note = f", {failed} left for redelivery" if failed else ""
         worker.say(f"{len(messages)} in, {done} done{note} ({elapsed:.0f} ms)")
+
+    def _release_one(self, messages: list[dict[str, Any]]) -> None:
+        """Fault: one message of the batch becomes visible again now, so it is delivered a second
+        time while this delivery runs (the concurrent duplicate an expired visibility timeout makes)."""
+        released = worker.faults.released(messages) if worker.faults is not None else None
+        if released is not None:
+            worker.say(f"fault: duplicate delivery of {released['MessageId']} while its batch runs")
+            self.sqs.change_message_visibility(
+                QueueUrl=self.queue_url, ReceiptHandle=released["ReceiptHandle"], VisibilityTimeout=0
+            )
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -
     return {"Records": records}
 
 
+class FunctionTimeoutError(RuntimeError):
+    """The function returned after its invocation's time had run out."""
+
+
 def invoke_with_batch(
     handler: Callable[[dict[str, Any], Any], Any],
     sqs: Any,
@@ -87,9 +91,13 @@ def invoke_with_batch(
 ) -> tuple[int, int]:
     """Invoke the function on one received batch, then delete every message its partial batch
     response does not list; returns (done, left for redelivery). If the function raises, nothing is
-    deleted and the exception propagates: the batch comes back after the visibility timeout."""
+    deleted and the exception propagates: the batch comes back after the visibility timeout. So it
+    does when the function returns after its timeout (its environment was stopped and resumed):
+    Lambda would have ended the invocation, which deletes nothing."""
     queue = queue_url.rsplit("/", 1)[-1]
     response = handler(sqs_event_from_messages(queue, messages), context)
+    if context.get_remaining_time_in_millis() <= 0:
+        raise FunctionTimeoutError(f"returned after the function's {context.timeout_seconds:g} s timeout")
     failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
     done = [m for m in messages if m["MessageId"] not in failed]
     for start in range(0, len(done), 10):

@@ -15,7 +15,8 @@
 Workers are separate processes, like Lambda execution environments: handlers run in their main
 thread (so time limits stop them), user modules cannot collide, and two cores are used. Lambda's own
 limits (the function timeout, its memory size) are enforced from outside them by one watchdog
-(`asya_local.watchdog`), and a worker that dies is replaced.
+(`asya_local.watchdog`), and a worker that dies is replaced. With a fault spec (`asya_local.faults`)
+workers fail on purpose, and the gateway's, stream poller's and schedule's are restarted at intervals.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
+from asya_local.faults import FaultSpec
 from asya_local.lambda_shapes import ACCOUNT, REGION
 from asya_local.roles import LAMBDA, iam_enforced, role_environment
 from asya_local.spark_runner import local_spark_runner
@@ -72,6 +74,8 @@ WORKERS = {
     ScheduleTrigger: "asya_local.scheduler",
     HttpTrigger: "asya_local.gateway_server",
 }
+# Which workers a fault spec's `restart_every` names.
+RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
 GATEWAY_START_SECONDS = 60.0
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
 
@@ -178,6 +182,7 @@ class LocalStack:
     gateway_port: int = field(default_factory=free_port)
     api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     schedule_seconds: float = field(default_factory=backstop_seconds)
+    faults: FaultSpec | None = None  # applied to the workers only
     stack_name: str = ""  # the CloudFormation stack, once deployed
     outputs: dict[str, str] = field(default_factory=dict)
     functions: list[LocalFunction] = field(default_factory=list)
@@ -188,6 +193,8 @@ class LocalStack:
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
     _watchdog: Watchdog | None = None  # made with the first worker
     _clients: dict[str, Any] = field(default_factory=dict)
+    _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
+    _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
 
     @property
     def endpoint(self) -> str:
@@ -271,6 +278,22 @@ class LocalStack:
         if self.gateway_url is not None:
             progress(f"waiting for the gateway on {self.gateway_url}")
             self._wait_for_gateway()
+        if self.faults is not None:
+            for name, every in self.faults.restart_every.model_dump().items():
+                if every:
+                    threading.Thread(target=self._restart, args=(RESTARTED[name], every), daemon=True).start()
+
+    def _restart(self, trigger: type, every: float) -> None:
+        """Fault: kill the workers of this kind of trigger every `every` seconds; `_relay` starts new ones."""
+        sources = {self._source(f) for f in self.functions if isinstance(f.trigger, trigger)}
+        while not self._stopped.wait(every):
+            for source, process in list(self._processes):
+                if source in sources and process.poll() is None:
+                    self.on_line(source, "fault: restart of the execution environment")
+                    process.kill()
+
+    def _source(self, function: LocalFunction) -> str:
+        return function.name.removeprefix(f"asya-{self.namespace}-")
 
     def _workers(self, function: LocalFunction) -> int:
         """Execution environments per trigger: one per shard, schedule and API (the server has a
@@ -325,6 +348,12 @@ class LocalStack:
             watchdog = self._watchdog
         clock = watchdog.clock_file()
         spec = {**self.worker_spec(function), "clock_file": clock}
+        if self.faults is not None and self.faults.applies_to(self._source(function)):
+            spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
+            spec |= {
+                "faults": self.faults.model_dump(mode="json"),
+                "fault_stream": f"{self.faults.seed}:{function.name}:{spawned}",
+            }
         process = subprocess.Popen(
             [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(spec)],
             stdout=subprocess.PIPE,
@@ -333,7 +362,7 @@ class LocalStack:
             cwd=str(function.code_dir),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        source = function.name.removeprefix(f"asya-{self.namespace}-")
+        source = self._source(function)
         with self._lock:
             if self._stopping:  # a replacement started while the stack stops: end it at once
                 process.terminate()
@@ -395,6 +424,7 @@ class LocalStack:
     def stop(self) -> None:
         with self._lock:
             self._stopping = True
+        self._stopped.set()
         for _, process in self._processes:
             if process.poll() is None:
                 process.terminate()

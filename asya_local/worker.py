@@ -4,7 +4,9 @@ A worker is one process started by `LocalStack` with a JSON spec: the function's
 (plus the local endpoint and credentials), its code path, its handler and the trigger's settings. It
 sets the environment before the handler is imported, as Lambda does, and stops when it gets SIGTERM.
 Every invocation is marked on the worker's clock file (`invocation`), so the stack's watchdog can end
-the environment when it runs past the function's timeout (`asya_local.watchdog`).
+the environment when it runs past the function's timeout (`asya_local.watchdog`). A spec with
+`faults` makes the function's AWS clients (not the event source's) fail on purpose
+(`asya_local.faults`).
 
     python -m asya_local.<worker> '<json spec>'
 """
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
+from asya_local.faults import FaultSpec, WorkerFaults
 from asya_local.lambda_shapes import LambdaContext
 from asya_local.watchdog import InvocationClock
 
@@ -43,6 +46,7 @@ def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
 
 
 _clock = InvocationClock(None)
+faults: WorkerFaults | None = None  # set by `main` when the spec asks for faults
 
 
 @contextmanager
@@ -51,6 +55,8 @@ def invocation(spec: dict[str, Any]) -> Iterator[LambdaContext]:
     while the function runs."""
     context = LambdaContext(spec["function"], spec["timeout"], spec["memory"])
     _clock.started(context.aws_request_id)
+    if faults is not None:
+        faults.invocation_started()
     try:
         yield context
     finally:
@@ -62,13 +68,16 @@ def say(line: str) -> None:
 
 
 def main(build: Callable[[dict[str, Any]], Worker]) -> None:
-    global _clock
+    global _clock, faults
     spec = json.loads(sys.argv[1])
     _clock = InvocationClock(spec.get("clock_file"))
     os.environ.update(spec["environment"])
     for path in reversed(spec["python_path"]):
         sys.path.insert(0, path)
-    worker = build(spec)
+    worker = build(spec)  # the event source's clients are made here, before faults are installed
+    if spec.get("faults"):
+        faults = WorkerFaults(FaultSpec.model_validate(spec["faults"]), spec["fault_stream"], say)
+        faults.install()
 
     def stop(_signum: int, _frame: Any) -> None:
         worker.stop()

@@ -4,6 +4,13 @@ One invocation is one SQS batch. Each record becomes a hop plan (`asya.hop`) und
 `BatchProcessor`; then every envelope the batch produced is sent with `SendMessageBatch`, grouped by
 destination queue, failed entries retried. A record is reported as a batch item failure only when its
 outcome could not be sent (or it must run again later); everything routed, x-sump included, is done.
+
+An invocation whose time has run out by the time its records are routed sends, reports and settles
+nothing: every record returns to its queue. Lambda ends such an invocation itself; the sidecar checks
+anyway, because each hop's claim in the idempotency table expires with the invocation, so past that
+point another delivery of the same message may hold the hop or have completed it, and anything this
+one sent (an x-sump "timeout" most of all) would give the envelope a second, conflicting outcome. An
+environment stopped and resumed (a host pause, SIGSTOP) is the way it happens.
 """
 
 from __future__ import annotations
@@ -71,6 +78,8 @@ class Sidecar:
             with alarm_installed(), self._processor(records=records, handler=on_record, lambda_context=context):
                 results = self._processor.process()
             plans = [result for status, result, _ in results if status == "success"]
+            if _ran_out(context):
+                return self._return_all(records)
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
             if self.reporter is not None:
                 failed |= self.reporter.before_send(
@@ -86,6 +95,12 @@ class Sidecar:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 
+    def _return_all(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """The invocation's time ran out: no record's outcome is this delivery's to give any more."""
+        ids = sorted(str(record.get("messageId", "")) for record in records)
+        self.telemetry.log_failure("invocation time ran out before its records were routed; all left for redelivery")
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]}
+
     def _send(self, plans: list[HopPlan]) -> set[str]:
         """Send every plan's envelopes; return the records whose envelopes did not all go."""
         deliveries = [
@@ -100,6 +115,10 @@ class Sidecar:
 
     def _count_sent(self, delivery: Delivery) -> None:
         self.telemetry.count("MessagesSent", "destination", delivery.kind)
+
+
+def _ran_out(context: Any) -> bool:
+    return context is not None and context.get_remaining_time_in_millis() <= 0
 
 
 _sidecar: Sidecar | None = None

@@ -21,6 +21,7 @@ import pytest
 from asya_cdk.config import load_mesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
+from asya_local.faults import FaultSpec
 from asya_local.stack import LocalEndpoint, LocalStack, free_port
 
 ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")
@@ -47,7 +48,7 @@ class RunningMesh:
         return "\n".join(line for line in self.lines if " in, " not in line and not ACCESS_LOG.match(line))[-4000:]
 
     def queue_url(self, actor: str) -> str:
-        return str(self.sqs.get_queue_url(QueueName=f"asya-itest-{actor}")["QueueUrl"])
+        return str(self.sqs.get_queue_url(QueueName=f"asya-{self.stack.namespace}-{actor}")["QueueUrl"])
 
     def send(self, route: list[str], payload: Any, envelope_id: str) -> None:
         body = {"id": envelope_id, "route": {"prev": [], "curr": route[0], "next": route[1:]}, "payload": payload}
@@ -88,7 +89,7 @@ class RunningMesh:
         (the task goes on)."""
         keys = []
         paginator = self.s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.stack.results_bucket, Prefix="results/itest/"):
+        for page in paginator.paginate(Bucket=self.stack.results_bucket, Prefix=f"results/{self.stack.namespace}/"):
             for item in page.get("Contents", []):
                 outcome = item["Key"].rsplit("/", 1)[-1].removesuffix(".json")
                 if outcome not in ("pause", "paused"):
@@ -104,10 +105,14 @@ def endpoint() -> Iterator[LocalEndpoint]:
 
 @contextmanager
 def deployed(
-    endpoint: LocalEndpoint, mesh: Path, on_line: Callable[[str, str], None], stack_budget: int = STACK_BUDGET
+    endpoint: LocalEndpoint,
+    mesh: Path,
+    on_line: Callable[[str, str], None],
+    stack_budget: int = STACK_BUDGET,
+    faults: FaultSpec | None = None,
 ) -> Iterator[LocalStack]:
     """A mesh file's stack in the session's endpoint, its workers running until the block ends."""
-    stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line)
+    stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line, faults=faults)
     try:
         stack.deploy(synthesize(stack.mesh, stack_budget=stack_budget))
         stack.start_workers()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import boto3
 import pytest
 
+import asya
+from asya_local.lambda_shapes import LambdaContext, sqs_record
 from tests.unit import handlers
 from tests.unit.conftest import Mesh, envelope
 
@@ -107,3 +110,63 @@ def test_hop_records_carry_the_namespace_prefix_that_iam_scopes(mesh: Mesh, tabl
     assert len(items) == 1
     assert items[0]["id"]["S"].startswith("asya-unit#")
     assert items[0]["status"]["S"] == "COMPLETED"
+
+
+class StoppedContext(LambdaContext):
+    """An invocation whose execution environment was stopped while its records ran (SIGSTOP, a host
+    pause) and resumed after the invocation's time had run out: the first reading of the remaining
+    time is `first_ms`, every later one 0. `meanwhile` runs at the first late reading: what another
+    delivery of the same message did while this one was stopped."""
+
+    def __init__(self, first_ms: int, meanwhile: Callable[[], None] = lambda: None) -> None:
+        super().__init__("asya-unit-a", timeout_seconds=first_ms / 1000)
+        self.readings = 0
+        self.first_ms = first_ms
+        self.meanwhile = meanwhile
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.readings += 1
+        if self.readings == 1:
+            return self.first_ms
+        if self.readings == 2:
+            self.meanwhile()
+        return 0
+
+
+def deliver_in(context: LambdaContext, *bodies: dict[str, Any], message_ids: list[str]) -> dict[str, Any]:
+    records = [sqs_record("asya-unit-a", json.dumps(body), mid) for body, mid in zip(bodies, message_ids, strict=True)]
+    return asya.lambda_handler({"Records": records}, context)
+
+
+def test_records_whose_invocation_ran_out_are_neither_sent_nor_settled(mesh: Mesh) -> None:
+    mesh.actor("enrich")
+    response = deliver_in(StoppedContext(60_000), envelope(), message_ids=["m1"])
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    mesh.assert_empty("b", "x-sink", "x-sump")
+
+
+def test_a_stopped_delivery_does_not_sump_a_hop_another_delivery_completed(mesh: Mesh, table: str) -> None:
+    """The handler's alarm goes off after the environment resumes, past the invocation's end; by then
+    the hop's claim had expired and a redelivery completed it. Routing it to x-sump as a timeout
+    would give the envelope a second, conflicting final outcome (and an x-sump alarm)."""
+    from asya.dedup import hop_key
+
+    sidecar = mesh.actor("slow", ASYA_IDEMPOTENCY_TABLE=table)
+    store = sidecar.ledger._store
+    assert store is not None
+    key = hop_key("a", "env-1", 0, 1)
+
+    def completed_elsewhere() -> None:
+        store.delete_record(data=key, exception=RuntimeError("claim expired"))
+        store.save_inprogress(data=key, remaining_time_in_millis=60_000)
+        store.save_success(data=key, result={})
+
+    context = StoppedContext(2_300, completed_elsewhere)  # 0.3 s for the handler after the 2 s margin
+    response = deliver_in(context, envelope(payload={"sleep": 0.5}), message_ids=["m1"])
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    mesh.assert_empty("b", "x-sink", "x-sump")
+    record = store.get_record(data=key)
+    assert record is not None
+    assert record.status == "COMPLETED"
+    assert mesh.deliver(envelope(payload={"sleep": 0.5}), message_ids=["m1"]) == {"batchItemFailures": []}
+    mesh.assert_empty("b", "x-sink", "x-sump")
