@@ -29,6 +29,15 @@ pytestmark = pytest.mark.integration
 MIB = 1_048_576
 
 
+@pytest.fixture(autouse=True)
+def _sqs_semantics_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about SQS's behaviour, not IAM: moto's settings are the process's, and the
+    session's local endpoint, once started, authenticates every request of this server too."""
+    from moto import settings
+
+    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf"))
+
+
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
     apply_depth_fix()
@@ -49,7 +58,6 @@ def _client(endpoint: str) -> SQSClient:
         "sqs",
         endpoint_url=endpoint,
         region_name="us-east-1",
-        # the local administrator's key: the session's endpoint, if started, enforces IAM in this process too
         aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
     )
