@@ -312,4 +312,6 @@ def test_depth_ten_thousand_none_lost_none_duplicated(sqs: SQSClient) -> None:
     assert len(bodies) == depth, "no message lost or received twice"
     assert set(bodies) == {f"body-{i}" for i in range(depth)}
     assert _counts(sqs, url) == (0, 0, 0)
-    assert elapsed < 45, f"10,000 messages through took {elapsed:.1f} s"
+    # a guard against the depth collapse (unpatched moto: ~13 messages/s at this depth, over 10 minutes),
+    # not a speed measure: bench/moto_sqs_depth.py measures that; 45-50 s is usual on a busy 2-core machine
+    assert elapsed < 150, f"10,000 messages through took {elapsed:.1f} s"
