@@ -4,23 +4,16 @@ progress never decreases, fan-out roots end with their last branch, and the back
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from asya.status import Report, TaskStore, progress_of
-from asya_local.tables import TASKS, create_tables
 
 
 @pytest.fixture
-def store() -> Iterator[TaskStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        yield TaskStore(TASKS, client=client)
+def store(task_store: TaskStore) -> TaskStore:
+    return task_store
 
 
 def running(task_id: str, progress: float, actor: str = "a", **fields: Any) -> Report:
