@@ -69,11 +69,17 @@ class BatchHops:
 
     def run(self, records: Iterable[tuple[str, str]]) -> Iterator[Routed]:
         """Records are (message id, body); every envelope they produce is yielded, x-sump included."""
+        return self.run_with((message_id, body, None) for message_id, body in records)
+
+    def run_with(self, records: Iterable[tuple[str, str, Handler | None]]) -> Iterator[Routed]:
+        """Records are (message id, body, handler), the handler standing in for the configured one
+        (`None`: the configured). One call is one batch: duplicates are dropped within it, never
+        against an earlier batch that a reused worker happened to run."""
         self.runner.ledger.start_batch()
         try:
             with alarm_installed():
-                for message_id, body in records:
-                    yield from self.run_one(message_id, body)
+                for message_id, body, handler in records:
+                    yield from self.run_one(message_id, body, handler)
         finally:
             self.telemetry.flush()
 

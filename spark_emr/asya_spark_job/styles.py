@@ -82,11 +82,11 @@ def dataframe(
     error = _portable(failure)
 
     def run_partition(partition: Iterable[tuple[str, tuple[str, list[str] | None]]]) -> Iterator[str]:
-        hops = _pipeline(env, known, handler=replay([]))
-        for key, (body, payloads) in partition:
-            handler = raising(error) if error is not None else replay([_payload_of(p) for p in payloads or []])
-            for routed in hops.run_one(key, body, handler):
-                yield routed.to_json()
+        records = (
+            (key, body, raising(error) if error is not None else replay([_payload_of(p) for p in payloads or []]))
+            for key, (body, payloads) in partition
+        )
+        return (routed.to_json() for routed in _pipeline(env, known, handler=replay([])).run_with(records))
 
     if outputs is None:
         return records.map(lambda record: (record[0], (record[1], None))).mapPartitions(run_partition)

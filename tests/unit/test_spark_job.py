@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from asya.batch import Routed, staged_record
+from asya.batch import BatchHops, Routed, replay, staged_record
+from asya.config import SidecarConfig
 from tests.unit.conftest import NS, envelope
 
 pyspark = pytest.importorskip("pyspark")
@@ -252,6 +253,17 @@ def test_dataframe_style_still_routes_what_is_not_for_its_function(spark: SparkS
         (queue("x-sump"), "RouteMismatch"),
         (queue("b"), None),
     ]
+
+
+def test_a_reused_worker_drops_duplicates_within_a_batch_but_not_against_an_earlier_one() -> None:
+    """PySpark reuses Python workers across tasks and the pipeline is cached per worker: a later batch
+    with the same hop (another job, or another test) is not a duplicate of the earlier one."""
+    config = SidecarConfig.from_env({"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "x.y"})
+    hops = BatchHops(config, handler=replay([]))
+    body = json.dumps(envelope({"n": 5}))
+    first = list(hops.run_with([("m0", body, replay([{"n": 10}])), ("m1", body, replay([{"n": 10}]))]))
+    later = list(hops.run_with([("m2", body, replay([{"n": 10}]))]))
+    assert [(r.message_id, r.queue) for r in first + later] == [("m0", queue("b")), ("m2", queue("b"))]
 
 
 # The entry script as EMR Serverless runs it
