@@ -160,7 +160,9 @@ class HopRunner:
             return "sumped"
         except Exception as exc:  # noqa: BLE001 - any handler error goes through the resiliency policy
             return self._on_handler_error(envelope, plan, exc)
-        except (SystemExit, GeneratorExit) as exc:
+        except KeyboardInterrupt:
+            raise  # the operator stopping the process, not the handler's outcome: the record is redelivered
+        except BaseException as exc:  # noqa: BLE001 - sys.exit, GeneratorExit, CancelledError, a user's own
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
             return "sumped"
         finally:

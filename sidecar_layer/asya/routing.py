@@ -65,11 +65,20 @@ def error_details(error: BaseException | None, message: str | None = None) -> di
         return {"message": (message or "")[:MESSAGE_LIMIT_CHARS], "type": None, "mro": [], "traceback": None}
     trace = "".join(traceback.format_exception(error))
     return {
-        "message": (message or str(error) or type(error).__name__)[:MESSAGE_LIMIT_CHARS],
+        "message": (message or _message_of(error))[:MESSAGE_LIMIT_CHARS],
         "type": type(error).__name__,
         "mro": [f"{cls.__module__}.{cls.__qualname__}" for cls in type(error).__mro__],
         "traceback": trace[-TRACEBACK_LIMIT_CHARS:],
     }
+
+
+def _message_of(error: BaseException) -> str:
+    """The error's message, or its type's name: an error whose `__str__` itself fails must still be
+    reported, not turn the report of a handler error into a crash of the hop."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:  # noqa: BLE001 - any failure of user code forming a message
+        return f"{type(error).__name__} (its message could not be formed)"
 
 
 def error_payload(reason: Reason, details: dict[str, Any], original_payload: Any) -> dict[str, Any]:
