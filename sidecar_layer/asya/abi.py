@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
+
+from asya.envelope import Status, actor_name_problem, describe_validation_error
 
 VERBS = frozenset({"GET", "SET", "DEL", "FLY"})
 READ_ONLY_PATHS = (".id", ".parent_id", ".route.prev", ".route.curr")
@@ -59,6 +62,15 @@ def parse_path(path: str) -> list[Key]:
 def deep_copy(value: Any) -> Any:
     """A JSON deep copy: what a handler gets back is data, never a live reference into the envelope."""
     return orjson.loads(orjson.dumps(value))
+
+
+def _json_copy(value: Any, what: str) -> Any:
+    """A deep copy of a value a handler hands over; a value that is not JSON (a set, an object, nested
+    past 254 levels) is refused at the `yield` that gave it, where the handler can see it."""
+    try:
+        return deep_copy(value)
+    except TypeError as exc:
+        raise AbiError(f"{what}: the value is not JSON the envelope can carry ({exc})") from None
 
 
 @dataclass(slots=True)
@@ -105,7 +117,7 @@ class EnvelopeState:
         verb, args = item[0], item[1:]
         if verb == "FLY":
             _expect_args(verb, args, 1)
-            event = deep_copy(args[0])
+            event = _json_copy(args[0], "FLY")
             self.flies.append(event)
             self.on_fly(event)
             return None
@@ -114,7 +126,8 @@ class EnvelopeState:
             return deep_copy(_get(self.as_dict(), parse_path(args[0]), args[0]))
         if verb == "SET":
             _expect_args(verb, args, 2)
-            self._write(args[0], parse_path(args[0]), deep_copy(args[1]))
+            keys = parse_path(args[0])
+            self._write(args[0], keys, _json_copy(args[1], f"SET {args[0]}"))
             return None
         _expect_args(verb, args, 1)
         self._write(args[0], parse_path(args[0]), _DELETE)
@@ -127,16 +140,31 @@ class EnvelopeState:
         if keys[:2] == ["route", "next"]:
             self.next = _write_next(self.next, keys[2:], value, path)
         elif len(keys) == 2 and keys[0] in ("headers", "status") and isinstance(keys[1], str):
-            target = self.headers if keys[0] == "headers" else self.status
+            target = dict(self.headers if keys[0] == "headers" else self.status)
             if value is _DELETE:
                 target.pop(keys[1], None)
             else:
                 target[keys[1]] = value
+            if keys[0] == "headers":
+                self.headers = target
+            else:
+                self.status = checked_status(target, path)
         else:
             raise AbiError(f"{path} is not writable: only .route.next, .headers.<key> and .status.<key> are")
 
 
 _DELETE = object()
+
+
+def checked_status(status: dict[str, Any], what: str) -> dict[str, Any]:
+    """`status` as a handler left it, if it is one SPEC §2 allows (`attempt` a positive integer,
+    timestamps RFC 3339 text, a known `phase`…): an output whose status the next actor would refuse
+    is refused here instead, naming the field."""
+    try:
+        Status.model_validate(status)
+    except ValidationError as exc:
+        raise AbiError(f"{what}: status {describe_validation_error(exc)}") from None
+    return status
 
 
 def _expect_args(verb: str, args: tuple[Any, ...], count: int) -> None:
@@ -168,17 +196,30 @@ def _write_next(current: list[str], keys: list[Key], value: Any, path: str) -> l
             raise AbiError(f"DEL {path}: {exc}") from exc
         return updated
     if isinstance(key, slice):
-        if not isinstance(value, list) or not all(isinstance(actor, str) and actor for actor in value):
-            raise AbiError(f"SET {path} needs a list of actor names, got {value!r}")
+        if not isinstance(value, list):
+            raise AbiError(f"SET {path} needs a list of actor names, got {_preview(value)}")
+        for actor in value:
+            _check_actor(path, actor, "a list of actor names")
         updated[key] = value
         return updated
-    if not isinstance(value, str) or not value:
-        raise AbiError(f"SET {path} needs an actor name, got {value!r}")
+    _check_actor(path, value, "an actor name")
     try:
         updated[key] = value
     except (IndexError, TypeError) as exc:
         raise AbiError(f"SET {path}: {exc}") from exc
     return updated
+
+
+def _check_actor(path: str, name: Any, expected: str) -> None:
+    problem = actor_name_problem(name)
+    if problem is not None:
+        raise AbiError(f"SET {path} needs {expected}: {problem}")
+
+
+def _preview(value: Any) -> str:
+    """`repr` cut short: an error message quoting a megabyte-long value helps nobody."""
+    text = repr(value)
+    return text if len(text) <= 200 else f"{text[:200]}… ({len(text)} characters)"
 
 
 def as_verb(item: Any) -> tuple[Any, ...] | None:
@@ -205,9 +246,10 @@ def frame_from_envelope(state: EnvelopeState, returned: Any) -> Frame:
             raise AbiError(f"{field_name} is read-only: changed from {expected!r} to {actual!r}")
     if "payload" not in returned:
         raise AbiError("the returned envelope has no 'payload'")
-    next_actors = _write_next([], [], deep_copy(route.get("next", [])), ".route.next")
+    next_actors = _write_next([], [], _json_copy(route.get("next", []), ".route.next"), ".route.next")
     headers = returned.get("headers") or {}
     status = returned.get("status") or {}
     if not isinstance(headers, dict) or not isinstance(status, dict):
         raise AbiError("'headers' and 'status' of the returned envelope must be objects")
-    return Frame(payload=returned["payload"], next=next_actors, headers=dict(headers), status=dict(status))
+    status = checked_status(_json_copy(status, ".status"), "the returned envelope's .status")
+    return Frame(payload=returned["payload"], next=next_actors, headers=dict(headers), status=status)

@@ -8,6 +8,7 @@ everything downstream sees only `route {prev, curr, next}`.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any
@@ -33,6 +34,19 @@ from asya.reasons import Reason
 NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
 SINK = "x-sink"
 SUMP = "x-sump"
+_QUEUE_NAME_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def actor_name_problem(name: Any) -> str | None:
+    """Why `name` cannot be an actor still to visit, or `None`. Each becomes the queue
+    `asya-<namespace>-<name>`, so it must be a name SQS accepts; and x-sink and x-sump end every route:
+    the sidecar sends to them, a route never names them (SPEC §3). Shared by the envelope parser and
+    the ABI, so that a handler cannot write a route the next actor would refuse."""
+    if name in (SINK, SUMP):
+        return f"{name} may not be named in a route: the sidecar adds it"
+    if not isinstance(name, str) or _QUEUE_NAME_PART.fullmatch(name) is None:
+        return f"{name!r:.100} is not an actor name (letters, digits, '-' and '_', as in a queue name)"
+    return None
 
 
 def _timestamp_text(value: Any) -> Any:
@@ -88,11 +102,13 @@ class Route(BaseModel):
 
     @field_validator("next")
     @classmethod
-    def _no_crew_ends(cls, actors: list[str]) -> list[str]:
-        """x-sink and x-sump end every route; the sidecar sends to them, a route never names them (SPEC §3)."""
-        named = sorted({SINK, SUMP}.intersection(actors))
-        if named:
-            raise ValueError(f"{' and '.join(named)} may not be named in a route: the sidecar adds them")
+    def _actors_to_visit(cls, actors: list[str]) -> list[str]:
+        """Every actor still to visit must be one a queue can be named after (`actor_name_problem`)."""
+        problems = [
+            f"[{index}] {problem}" for index, name in enumerate(actors) if (problem := actor_name_problem(name))
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
         return actors
 
     def shifted(self) -> Route:

@@ -154,6 +154,11 @@ def envelope_changes_id(envelope: dict[str, Any]) -> dict[str, Any]:
     return envelope
 
 
+def envelope_bad_status(envelope: dict[str, Any]) -> dict[str, Any]:
+    envelope["status"] = {"attempt": "first"}
+    return envelope
+
+
 def records_metric(payload: Any) -> Any:
     asya.metrics.add_metric(name="TokensGenerated", unit="Count", value=42)
     return payload

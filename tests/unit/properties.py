@@ -24,7 +24,7 @@ from asya.telemetry import Telemetry
 from asya.transport import SQS_MAX_DELAY_SECONDS
 
 ACTOR = "a"
-MAX_MESSAGE_BYTES = 4_096  # small, so that oversized outputs are cheap to make
+MAX_MESSAGE_BYTES = 32_768  # small, so that oversized outputs are cheap to make; room for an error's traceback
 PROPERTY = settings(
     max_examples=120,
     deadline=None,

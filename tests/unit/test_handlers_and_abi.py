@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from asya.abi import AbiError, EnvelopeState
 from asya.handler import HandlerConfigError, load_handler
 from tests.unit import handlers
 from tests.unit.conftest import Mesh, envelope
@@ -121,6 +122,13 @@ def test_writing_read_only_paths_is_an_abi_error(mesh: Mesh, path: str) -> None:
         (".route.next[0]", 5, "needs an actor name"),
         ("route.next", ["b"], "must be a string starting with '.'"),
         (".route.next[x]", ["b"], "cannot parse path"),
+        (".route.next", ["b", "x-sink"], "x-sink may not be named in a route"),
+        (".route.next[999:]", ["x-sump"], "x-sump may not be named in a route"),
+        (".route.next[0]", "x-sink", "needs an actor name: x-sink may not be named"),
+        (".route.next[0]", "two words", "'two words' is not an actor name"),
+        (".status.attempt", "2", "status attempt: Input should be a valid integer"),
+        (".status.deadline_at", 1700000000, "status deadline_at: Value error, must be an RFC 3339 timestamp"),
+        (".status.phase", "done", "status phase: Input should be 'pending'"),
     ],
 )
 def test_invalid_writes_are_abi_errors(mesh: Mesh, path: str, value: object, fragment: str) -> None:
@@ -173,3 +181,31 @@ def test_status_changes_by_the_handler_travel_on(mesh: Mesh) -> None:
     status = mesh.only("b")["status"]
     assert status["reason"] == "handler-said"
     assert "note" not in status
+
+
+@pytest.mark.parametrize(
+    "verb", [("SET", ".headers.k", {1, 2}), ("FLY", {"at": object()}), ("SET", ".status.note", b"x")]
+)
+def test_a_value_that_is_not_json_is_an_abi_error_at_its_yield(verb: tuple[object, ...]) -> None:
+    state = EnvelopeState("e", None, [], "a", ["b"], {}, {}, None, on_fly=lambda _: None)
+    with pytest.raises(AbiError, match="the value is not JSON the envelope can carry"):
+        state.apply(verb)
+    assert state.headers == {}
+    assert state.status == {}
+    assert state.flies == []
+
+
+def test_a_status_write_that_is_refused_leaves_the_status_as_it_was() -> None:
+    state = EnvelopeState("e", None, [], "a", [], {}, {"attempt": 2}, None, on_fly=lambda _: None)
+    with pytest.raises(AbiError):
+        state.apply(("SET", ".status.attempt", 0))
+    assert state.status == {"attempt": 2}
+
+
+def test_envelope_mode_refuses_a_status_the_next_actor_would_refuse(mesh: Mesh) -> None:
+    mesh.actor("envelope_bad_status", ASYA_HANDLER_MODE="envelope")
+    mesh.deliver(envelope())
+    details = mesh.only("x-sink")["payload"]["details"]
+    assert details["type"] == "AbiError"
+    assert "the returned envelope's .status: status attempt" in details["message"]
+    mesh.assert_empty("b", "x-sump")
