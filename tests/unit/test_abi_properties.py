@@ -4,7 +4,7 @@ or an `AbiError` raised in the handler at the offending `yield`. The hop itself 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import orjson
@@ -113,7 +113,7 @@ class Script:
         self.raised: list[BaseException] = []
         self.emitted: list[tuple[list[str], dict[str, Any]]] = []  # route.next and headers at each output
 
-    def __call__(self, payload: Any) -> Iterator[Any]:
+    def __call__(self, payload: Any) -> Generator[Any, Any, None]:
         for operation in self.operations:
             if operation[0] == "EMIT":
                 self.emitted.append(((yield ("GET", ".route.next")), (yield ("GET", ".headers"))))
