@@ -282,8 +282,8 @@ def open_event_stream(
     It checks the id and cursor as the REST route does, since the local server calls it directly."""
     if last_event_id is not None and not EVENT_CURSOR.fullmatch(last_event_id):
         raise TaskError(422, f"Last-Event-ID: {last_event_id[:80]!r} is not an event's id")
-    if not 0 < len(task_id) <= MAX_TASK_ID:
-        return None
+    if len(task_id) > MAX_TASK_ID:
+        raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
     tasks = service().tasks
     if tasks.get(task_id) is None:
         return None
