@@ -43,6 +43,8 @@ class McpEndpoint:
                 f"not a JSON-RPC 2.0 message ({exc.error_count()} problem(s)); {where}: {first['msg']}",
             )
         if not isinstance(message, types.JSONRPCRequest):
+            if isinstance(message, types.JSONRPCNotification) and "id" in body:  # a request with a bad id
+                return 400, _error(None, types.INVALID_REQUEST, "id: a request's id is a string or a number")
             return 202, None  # notifications and responses need no answer
         params = message.params or {}
         try:
