@@ -281,7 +281,7 @@ def open_event_stream(
     """SSE chunks for a task (None if it is unknown); the local HTTP server streams them as they come.
     It checks the id and cursor as the REST route does, since the local server calls it directly."""
     if last_event_id is not None and not EVENT_CURSOR.fullmatch(last_event_id):
-        raise TaskError(422, f"Last-Event-ID: {last_event_id[:80]!r} is not an event's id")
+        raise TaskError(422, f"Last-Event-ID (or cursor): {last_event_id[:80]!r} is not an event's id")
     if len(task_id) > MAX_TASK_ID:
         raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
     tasks = service().tasks
