@@ -45,6 +45,8 @@ from asya_local.rest_proxy import (
 )
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
+MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
+MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
 IDLE_CONNECTION_SECONDS = 120.0
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
@@ -78,7 +80,11 @@ class Gateway:
         last_event_id = request.header("last-event-id") or dict(request.query).get("cursor")
         try:
             stream = self.open_event_stream(task_id, last_event_id)
-        except Exception:  # noqa: BLE001 - as a function error would be answered
+        except Exception as exc:  # noqa: BLE001 - as a function error would be answered
+            refused = getattr(exc, "status", None)  # the function's own 4xx answer (`TaskError`)
+            if isinstance(refused, int) and 400 <= refused < 500:
+                body = json.dumps({"statusCode": refused, "message": str(exc)}).encode()
+                return HttpResponse(refused, [("Content-Type", "application/json")], body)
             traceback.print_exc(file=sys.stdout)
             return gateway_answer(502, "Internal server error", request.request_id)
         if stream is None:
@@ -96,9 +102,11 @@ class Gateway:
         integration_timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
         timeout = min(function_timeout, integration_timeout)
         deadline = time.monotonic() + timeout
+        event = proxy_event(request, self.spec["rest_api_id"])
+        if len(json.dumps(event).encode()) > MAX_INVOKE_PAYLOAD_BYTES:  # Lambda refuses the invocation
+            return gateway_answer(413, "Request Too Long", request.request_id)
         if not self._one_at_a_time.acquire(timeout=timeout):
             return gateway_answer(504, "Endpoint request timed out", request.request_id)
-        event = proxy_event(request, self.spec["rest_api_id"])
         outcome: list[Any] = []
 
         def call() -> None:
@@ -167,11 +175,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         started = time.perf_counter()
+        try:
+            body = self._read_body()
+        except _UnreadableBodyError as exc:  # answered at once; the rest of the body is never read
+            self.close_connection = True
+            self._send(gateway_answer(exc.status, str(exc)))
+            worker.say(f"{self.command} {self.path} {exc.status}: {exc}")
+            return
         request = HttpRequest(
             method=self.command,
             target=self.path,
             headers=list(self.headers.items()),
-            body=self._read_body(),
+            body=body,
             source_ip=self.client_address[0],
         )
         outcome = self.gateway.respond(request)
@@ -191,15 +206,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def _read_body(self) -> bytes:
+        """The request body, up to API Gateway's payload limit (413 past it, 400 if it is framed wrong)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             body = bytearray()
-            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            while size := _length(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                if len(body) + size > MAX_REQUEST_BODY_BYTES:
+                    raise _UnreadableBodyError(413, "Request Too Long")
                 body += self.rfile.read(size)
                 self.rfile.readline()
             while self.rfile.readline().strip():  # trailers, up to the blank line
                 pass
             return bytes(body)
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        length = _length(self.headers.get("Content-Length") or "0", 10)
+        if length > MAX_REQUEST_BODY_BYTES:
+            raise _UnreadableBodyError(413, "Request Too Long")
+        return self.rfile.read(length)
 
     def _send(self, response: HttpResponse) -> None:
         self.send_response(response.status)
@@ -240,6 +261,22 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are logged by `_handle`, one line each, without the Apache-style duplicate."""
+
+
+class _UnreadableBodyError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _length(text: str | bytes, base: int) -> int:
+    try:
+        length = int(text, base)
+    except ValueError:
+        raise _UnreadableBodyError(400, "Bad Request: the body's length is not a number") from None
+    if length < 0:
+        raise _UnreadableBodyError(400, "Bad Request: the body's length is negative")
+    return length
 
 
 def build(spec: dict[str, Any]) -> GatewayServer:

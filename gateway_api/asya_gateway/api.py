@@ -16,10 +16,13 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
+import orjson
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,13 +34,32 @@ from asya_gateway.sse import follow
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
-TaskId = Annotated[str, Path(min_length=1, max_length=256, description="The task's (envelope's) id")]
+MAX_TASK_ID = 256
+TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
+# An event's cursor as the event log hands it out (`asya.live`): 20 digits of nanoseconds and a writer's
+# suffix, or "0" for the task's whole log.
+EVENT_CURSOR = re.compile(r"0|[0-9]{20}(-[0-9a-f]{1,32})?")
+EventCursor = Annotated[str | None, Query(pattern=f"^({EVENT_CURSOR.pattern})$", max_length=64)]
 
-app = APIGatewayRestResolver(enable_validation=True)
+# orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
+# surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
+# past the validation and the client would get a 502.
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=orjson.loads)
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies are strict: a boolean is not a number, a number is not a string (SPEC §8)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TaskFailure(_Model):
+    """Why a task outside the mesh failed, in the shape the mesh's own failures have."""
+
+    type: str | None = Field(default=None, max_length=256)
+    message: str | None = Field(default=None, max_length=4096)
+    ancestors: list[Annotated[str, Field(max_length=256)]] | None = Field(default=None, max_length=50, alias="mro")
+    traceback: str | None = Field(default=None, max_length=32_768)
 
 
 class CreateTask(_Model):
@@ -57,7 +79,7 @@ class StatusEvent(_Model):
     phase: str | None = Field(default=None, max_length=40)
     progress: float | None = Field(default=None, ge=0, le=100)
     reason: str | None = Field(default=None, max_length=80)
-    error: dict[str, Any] | None = None
+    error: TaskFailure | None = None
     result: str | None = Field(default=None, max_length=2048)
 
 
@@ -122,14 +144,25 @@ def _refused(error: TaskError) -> Response[Any]:
     return _error(error.status, str(error))
 
 
-@app.exception_handler(ValueError)  # type: ignore[untyped-decorator]
-def _unreadable_body(error: ValueError) -> Response[Any]:
-    """Powertools' validation raises a bare ValueError for a body it cannot parse (a multipart body
-    without a boundary); every body here is JSON, so that is the client's 415, not our 502."""
-    content_type = app.current_event.headers.get("content-type", "")
-    if not content_type or content_type.startswith(content_types.APPLICATION_JSON):
-        raise error
-    return _error(415, f"the body must be application/json, not {content_type[:80]!r}")
+@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+def _invalid(error: RequestValidationError) -> Response[Any]:
+    """422 naming each field and what is wrong with it (Powertools' own answer gives only the field
+    and an error code). Pydantic's messages name the expected type, never the code or the input."""
+    detail = [_problem(problem) for problem in error.errors()]
+    message = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in detail[:5])
+    return Response(
+        status_code=422,
+        content_type=content_types.APPLICATION_JSON,
+        body={"statusCode": 422, "message": message, "detail": detail},
+    )
+
+
+def _problem(problem: dict[str, Any]) -> dict[str, Any]:
+    if problem["type"] == "json_invalid":  # Powertools puts the character's position where a field would be
+        position = problem["loc"][1] if len(problem["loc"]) > 1 else 0
+        why = problem.get("ctx", {}).get("error", "")
+        return {"loc": ["body"], "type": "json_invalid", "msg": f"invalid JSON at character {position}: {why}"}
+    return {"loc": list(problem["loc"]), "type": problem["type"], "msg": problem["msg"]}
 
 
 @app.get("/health", summary="Liveness")
@@ -195,15 +228,17 @@ def resume_task(task_id: TaskId, request: Annotated[ResumeTask, Body()]) -> dict
 def post_event(
     task_id: TaskId, event: Annotated[StatusEvent | FlyEvent, Body(discriminator="type")]
 ) -> tuple[dict[str, Any], int]:
-    applied = service().post_event(task_id, event.model_dump())
+    applied = service().post_event(task_id, event.model_dump(by_alias=True))
     return {"applied": applied}, 202
 
 
 @app.get(f"{API}/mesh/<task_id>/events", summary="Follow a task (Server-Sent Events)")
 def task_events(
     task_id: TaskId,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+    cursor: EventCursor = None,
+    last_event_id: Annotated[
+        str | None, Header(alias="Last-Event-ID", pattern=f"^({EVENT_CURSOR.pattern})$", max_length=64)
+    ] = None,
 ) -> Response[str]:
     chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS)
     if chunks is None:
@@ -219,11 +254,13 @@ def task_events(
 @app.post("/mcp", summary="MCP (streamable HTTP, stateless JSON responses)")
 def mcp() -> Response[Any]:
     endpoint = McpEndpoint(service(), lambda task_id: task_urls(task_id)["status_url"])
+    answer: dict[str, Any] | None
     try:
         body = app.current_event.json_body
-    except ValueError:
-        body = None
-    status, answer = endpoint.handle(body)
+    except ValueError as exc:
+        status, answer = 400, endpoint.parse_error(str(exc))
+    else:
+        status, answer = endpoint.handle(body)
     if answer is None:
         return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body="")
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=answer)
@@ -241,7 +278,12 @@ def open_event_stream(
     keepalive_seconds: float = 15.0,
     max_seconds: float | None = None,
 ) -> Iterator[str] | None:
-    """SSE chunks for a task (None if it is unknown); the local HTTP server streams them as they come."""
+    """SSE chunks for a task (None if it is unknown); the local HTTP server streams them as they come.
+    It checks the id and cursor as the REST route does, since the local server calls it directly."""
+    if last_event_id is not None and not EVENT_CURSOR.fullmatch(last_event_id):
+        raise TaskError(422, f"Last-Event-ID (or cursor): {last_event_id[:80]!r} is not an event's id")
+    if len(task_id) > MAX_TASK_ID:
+        raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
     tasks = service().tasks
     if tasks.get(task_id) is None:
         return None
@@ -256,4 +298,24 @@ def open_event_stream(
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    refused = _not_json(event)
+    if refused is not None:
+        return refused
     return app.resolve(event, context)
+
+
+def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A body that says it is not JSON gets 415 before Powertools would read it as a form."""
+    if not event.get("body"):
+        return None
+    headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
+    media_type = str(headers.get("content-type") or "").split(";")[0].strip().lower()
+    if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
+        return None
+    message = f"content-type: the body must be application/json, not {media_type[:80]!r}"
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": orjson.dumps({"statusCode": 415, "message": message}).decode(),
+        "isBase64Encoded": False,
+    }

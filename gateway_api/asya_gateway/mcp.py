@@ -30,13 +30,21 @@ class McpEndpoint:
 
     def handle(self, body: Any) -> tuple[int, dict[str, Any] | None]:
         """One POSTed JSON-RPC message → (HTTP status, JSON body or None for 202 Accepted)."""
+        if isinstance(body, list):
+            return 400, _error(None, types.INVALID_REQUEST, "batches are not supported: send one message per request")
         try:
             message = types.jsonrpc_message_adapter.validate_python(body)
         except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"][1:])) or "message"  # the union member's name is not news
             return 400, _error(
-                None, types.INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {exc.error_count()} problem(s)"
+                None,
+                types.INVALID_REQUEST,
+                f"not a JSON-RPC 2.0 message ({exc.error_count()} problem(s)); {where}: {first['msg']}",
             )
         if not isinstance(message, types.JSONRPCRequest):
+            if isinstance(message, types.JSONRPCNotification) and "id" in body:  # a request with a bad id
+                return 400, _error(None, types.INVALID_REQUEST, "id: a request's id is a string or a number")
             return 202, None  # notifications and responses need no answer
         params = message.params or {}
         try:
@@ -46,6 +54,11 @@ class McpEndpoint:
         return 200, types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
+
+    @staticmethod
+    def parse_error(reason: str) -> dict[str, Any]:
+        """The answer to a body that is not JSON at all."""
+        return _error(None, types.PARSE_ERROR, f"the body is not JSON: {reason[:200]}")
 
     def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "initialize":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
@@ -38,6 +38,9 @@ GATEWAY_URL_HEADER = "x-asya-gateway-url"
 ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
 MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not there (yet)
+# A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
+MAX_FLY_BYTES = 256 * 1024
+RESUME_STATUS_BYTES = 256
 
 
 class TaskError(Exception):
@@ -98,7 +101,7 @@ class TaskService:
             status["deadline_at"] = deadline
         route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
         envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
-        body = _sendable(envelope)
+        body = _writable(envelope, SQS_MAX_MESSAGE_BYTES, "the task's envelope")
         tracked = not stealthy(headers)
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": "pending"}
@@ -170,7 +173,7 @@ class TaskService:
             raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
         arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": max(1, min(limit, MAX_PAGE))}
         if cursor:
-            arguments["ExclusiveStartKey"] = _decode_cursor(cursor)
+            arguments["ExclusiveStartKey"] = _decode_cursor(cursor, status)
         client = self.tasks.client
         try:
             if status is None:
@@ -188,6 +191,8 @@ class TaskService:
             if exc.response.get("Error", {}).get("Code") == "ValidationException":
                 raise TaskError(400, "cursor is not one this API returned") from None
             raise
+        except ParamValidationError:
+            raise TaskError(400, "cursor is not one this API returned") from None
 
         if status is None:
             items = [from_item(item) for item in page.get("Items", [])]
@@ -200,7 +205,7 @@ class TaskService:
             items = [records[task_id] for task_id in ids if task_id in records]
         tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
-        return {"tasks": tasks, "next_cursor": _encode_cursor(last) if last else None}
+        return {"tasks": tasks, "next_cursor": _encode_cursor(last, status) if last else None}
 
     # -- changing -------------------------------------------------------------------------------------
 
@@ -218,13 +223,15 @@ class TaskService:
         if item.get("status") != "paused":
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
         envelope = self._paused_envelope(task_id)
-        resumed = self.tasks.resume(item, utc_now())
-        if resumed is None:
-            raise TaskError(409, f"task {task_id!r} is no longer paused")
         payload = envelope.get("payload")
         envelope["payload"] = (
             {**payload, **human_input} if isinstance(payload, dict) else {"value": payload, **human_input}
         )
+        # Refused while the task is still paused; the room left is for the status fields set below.
+        _writable(envelope, SQS_MAX_MESSAGE_BYTES - RESUME_STATUS_BYTES, "the resumed envelope")
+        resumed = self.tasks.resume(item, utc_now())
+        if resumed is None:
+            raise TaskError(409, f"task {task_id!r} is no longer paused")
         status = envelope.setdefault("status", {})
         status.update(phase=Phase.PROCESSING.value, updated_at=rfc3339(utc_now()))
         if resumed.get("deadline_at"):
@@ -254,6 +261,7 @@ class TaskService:
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
         if event["type"] == FLY:
+            _writable(event["data"], MAX_FLY_BYTES, "the fly event's data")
             try:
                 self.events.append(
                     [(task_id, FLY, {"id": task_id, "actor": event.get("actor"), "data": event["data"]})]
@@ -300,17 +308,17 @@ class TaskService:
         return self._s3
 
 
-def _sendable(envelope: dict[str, Any]) -> str:
-    """The first envelope as SQS will carry it. A request that can never be sent is the client's error:
-    nested past the 254 levels JSON is written with (422), or over SQS's message size (413); a 5xx
-    would tell the client to retry it for ever."""
+def _writable(document: Any, limit: int, what: str) -> str:
+    """`document` as JSON, as SQS or the event log will carry it. A request that can never be written is
+    the client's error: nested past the 254 levels JSON is written with (422), or over `limit` bytes
+    (413); a 5xx would tell the client to retry it for ever."""
     try:
-        body = orjson.dumps(envelope).decode()
+        body = orjson.dumps(document).decode()
     except TypeError as exc:  # nested too deep, or a lone surrogate from a `\\ud800` escape
-        raise TaskError(422, f"payload or headers cannot be sent as JSON ({exc}; at most 250 levels)") from None
+        raise TaskError(422, f"{what} cannot be written as JSON ({exc}; at most 250 levels)") from None
     size = len(body.encode())
-    if size > SQS_MAX_MESSAGE_BYTES:
-        raise TaskError(413, f"the task's envelope is {size} bytes, over the {SQS_MAX_MESSAGE_BYTES}-byte SQS limit")
+    if size > limit:
+        raise TaskError(413, f"{what} is {size} bytes, over the {limit}-byte limit")
     return body
 
 
@@ -324,15 +332,27 @@ def _reporting_url(value: Any) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
-def _encode_cursor(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(key)).decode()
+def _encode_cursor(key: dict[str, Any], status: str | None) -> str:
+    """Where the next page starts, and which listing it belongs to (a cursor is only good for it)."""
+    return base64.urlsafe_b64encode(orjson.dumps({"status": status, "key": key})).decode()
 
 
-def _decode_cursor(cursor: str) -> dict[str, Any]:
+def _decode_cursor(cursor: str, status: str | None) -> dict[str, Any]:
+    """The key a cursor carries. Every key attribute of the tasks table and its indexes is a string, so
+    anything else (another type, a set, a number DynamoDB cannot read) was not handed out here."""
     try:
-        key = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        raise TaskError(400, "cursor is not one this API returned") from None
-    if not isinstance(key, dict):
+        document = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError):
+        document = None
+    key = document.get("key") if isinstance(document, dict) else None
+    if not isinstance(key, dict) or not key or not all(_string_attribute(value) for value in key.values()):
         raise TaskError(400, "cursor is not one this API returned")
+    if document.get("status") != status:
+        raise TaskError(400, f"cursor belongs to the listing of status {document.get('status')!r}, not {status!r}")
     return key
+
+
+def _string_attribute(value: Any) -> bool:
+    """`{"S": text}` as DynamoDB types a key string (non-empty, at most 2,048 bytes of UTF-8 in a key)."""
+    text = value.get("S") if isinstance(value, dict) and len(value) == 1 else None
+    return isinstance(text, str) and 0 < len(text.encode("utf-8", "surrogatepass")) <= 2048

@@ -109,6 +109,8 @@ class EventLog:
     def after(self, task_id: str, cursor: str | None, limit: int = 100, *, now_ns: int | None = None) -> list[Event]:
         """Settled events after `cursor` (from the start without one), oldest first."""
         settled = f"{(now_ns or time.time_ns()) - int(SETTLE_SECONDS * 1e9):020d}"
+        if cursor is not None and cursor > settled:
+            return []  # nothing has settled after it yet; DynamoDB refuses a BETWEEN whose bounds are reversed
         values: Any = {":id": {"S": task_id}, ":settled": {"S": settled}, ":cursor": {"S": cursor or "0"}}
         response = self.client.query(
             TableName=self.table,

@@ -288,3 +288,80 @@ def test_schemathesis_finds_no_server_errors(gateway: Gateway, tmp_path: Any) ->
         check=False,
     )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+
+
+@pytest.mark.timeout(600)  # the first test of a run waits for the mesh to be deployed
+def test_hostile_requests_over_http_get_a_4xx_never_a_5xx(gateway: Gateway) -> None:
+    """Through the local API Gateway stand-in and the real function: bodies that are not JSON, too
+    deep, too big or mistyped, odd ids, cursors and event ids, and malformed MCP, each a 4xx that
+    names what is wrong; then a sample of the unit tests' corpus, none answered with a 5xx (its
+    statuses assume the unit tests' mesh, so only that is checked here)."""
+    from tests.unit import hostile
+    from tests.unit.hostile_gateway import CORPUS
+
+    task = gateway.create(flow="pipeline", payload={"n": 2})["id"]
+    assert gateway.http.delete(f"/api/v1/mesh/{task}").status_code == 200  # ended: no stream waits on it
+    deep = hostile.nested(100_000).encode()
+    json_body = {"content-type": "application/json"}
+    cases: list[tuple[str, str, bytes | None, dict[str, str], int, str]] = [
+        ("POST", "/api/v1/mesh", deep, json_body, 422, "invalid JSON"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": ' + deep + b"}", json_body, 422, "invalid JSON"),
+        # API Gateway hands the function invalid UTF-8 replaced (no binary media types): a string, not an object
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": "\xff\xfe"}', json_body, 400, "input schema"),
+        ("POST", "/api/v1/mesh", b"", json_body, 422, "body"),
+        ("POST", "/api/v1/mesh", b"[]", json_body, 422, "body"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": {}, "timeout": true}', json_body, 422, "timeout"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": {}, "timeout": "60"}', json_body, 422, "timeout"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": {}, "x": 1}', json_body, 422, "x"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline"}', {"content-type": "text/plain"}, 415, "application/json"),
+        ("POST", "/api/v1/mesh", b'{"flow": "pipeline", "payload": "' + b"x" * 7_000_000 + b'"}', json_body, 413, ""),
+        ("POST", "/api/v1/mesh", b"x" * 11_000_000, json_body, 413, ""),
+        ("GET", "/api/v1/mesh?limit=true", None, {}, 422, "limit"),
+        ("GET", "/api/v1/mesh?cursor=eyJpZCI6eyJOIjoieCJ9fQ==", None, {}, 400, "cursor"),
+        ("GET", f"/api/v1/mesh/{'x' * 300}", None, {}, 422, "task_id"),
+        ("GET", "/api/v1/mesh/..%2F..%2Fhealth", None, {}, 404, ""),
+        ("DELETE", "/api/v1/mesh/%E2%98%83%01", None, {}, 404, ""),
+        ("GET", f"/api/v1/mesh/{'x' * 300}/events", None, {}, 422, "task_id"),
+        ("GET", f"/api/v1/mesh/{task}/events?cursor=zzz", None, {}, 422, "Last-Event-ID"),
+        ("GET", f"/api/v1/mesh/{task}/events", None, {"Last-Event-ID": "1"}, 422, "Last-Event-ID"),
+        (
+            "POST",
+            f"/api/v1/mesh/{task}/events",
+            b'{"type": "status", "status": "running", "progress": true}',
+            json_body,
+            422,
+            "progress",
+        ),
+        (
+            "POST",
+            f"/api/v1/mesh/{task}/events",
+            b'{"type": "fly", "data": ' + hostile.nested(600).encode() + b"}",
+            json_body,
+            422,
+            "cannot be written",
+        ),
+        ("POST", f"/api/v1/mesh/{task}/resume", b'{"input": 1}', json_body, 422, "input"),
+        ("POST", "/mcp", b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', json_body, 400, "batches"),
+        ("POST", "/mcp", deep, json_body, 400, "not JSON"),
+        (
+            "POST",
+            "/mcp",
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": []}',
+            json_body,
+            400,
+            "params",
+        ),
+    ]
+    for method, path, body, headers, expect, says in cases:
+        response = gateway.http.request(method, path, content=body, headers=headers)
+        what = f"{method} {path[:60]}"
+        assert response.status_code == expect, f"{what}: {response.status_code} {response.text[:300]}"
+        assert "Traceback (most recent call last)" not in response.text, what
+        assert says in response.text, f"{what}: {response.text[:300]}"
+    for case in CORPUS[::5]:  # a sample: every case is sent through the function by the unit tests
+        response = gateway.http.request(
+            case.method, case.path_for(task), content=case.body, headers=dict(case.headers), timeout=30
+        )
+        assert response.status_code < 500, f"{case.name}: {response.status_code} {response.text[:300]}"
+        assert "Traceback (most recent call last)" not in response.text, case.name
+    assert gateway.http.get(f"/api/v1/mesh/{task}").status_code == 200, "the gateway goes on serving"

@@ -19,6 +19,12 @@ from asya_local.stack import free_port
 KEY = "test-key"
 
 
+class RefusedError(Exception):
+    """A refusal as the gateway raises it (`TaskError`): a 4xx status and what is wrong."""
+
+    status = 422
+
+
 class StandIn:
     """A gateway function (echoes its event) and an `open_event_stream` the test steers."""
 
@@ -52,6 +58,8 @@ class StandIn:
             return None
         if task_id == "broken":
             raise RuntimeError("the task store is down")
+        if task_id == "refused":
+            raise RefusedError("Last-Event-ID: 'x' is not an event's id")
         self.opened.append((task_id, last_event_id))
         return self._chunks()
 
@@ -198,3 +206,54 @@ def test_a_client_that_leaves_ends_the_stream(served: tuple[StandIn, httpx2.Clie
     stand_in.acknowledged.set()  # the next chunk finds the connection gone
     assert stand_in.stream_closed.wait(5)
     assert client.get("/health").status_code == 200, "the server goes on serving"
+
+
+def test_a_stream_the_function_refuses_is_its_4xx(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    response = client.get("/api/v1/mesh/refused/events")
+    assert response.status_code == 422
+    assert response.json() == {"statusCode": 422, "message": "Last-Event-ID: 'x' is not an event's id"}
+
+
+def _raw(url: str, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """One request written by hand (a client library would not send it malformed): status and body."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=5) as connection:
+        connection.sendall(head + body)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize(
+    ("length", "expect"),
+    [(b"Content-Length: abc", 400), (b"Content-Length: -5", 400), (b"Content-Length: 99999999999", 413)],
+)
+def test_a_body_framed_wrong_or_past_api_gateway_s_limit_is_refused_unread(
+    served: tuple[StandIn, httpx2.Client, Any], length: bytes, expect: int
+) -> None:
+    stand_in, client, _ = served
+    head = b"POST /api/v1/mesh HTTP/1.1\r\nHost: x\r\nx-api-key: " + KEY.encode() + b"\r\n" + length + b"\r\n\r\n"
+    status, body = _raw(str(client.base_url), head, b"{}")
+    assert status == expect
+    assert json.loads(body)["message"]
+    assert stand_in.most_running == 0, "the function is not invoked"
+
+
+def test_a_chunked_body_with_a_bad_chunk_size_is_a_400(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    _, client, _ = served
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nx-api-key: " + KEY.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert _raw(str(client.base_url), head, b"zz\r\n{}\r\n0\r\n\r\n")[0] == 400
+
+
+def test_a_body_over_lambda_s_invocation_limit_is_a_413(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    """Under API Gateway's 10 MB but over the 6 MB a synchronous invocation takes: never invoked."""
+    stand_in, client, _ = served
+    response = client.post("/echo", content=b"x" * 7_000_000)
+    assert response.status_code == 413
+    assert stand_in.most_running == 0

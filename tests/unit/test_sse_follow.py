@@ -91,3 +91,15 @@ def test_a_bounded_follow_answers_before_api_gateways_integration_timeout() -> N
     """API Gateway answers 504 after 29 s whatever the function does: the follow window plus one poll
     and the status read must end well before that."""
     assert LAMBDA_FOLLOW_SECONDS + POLL_SECONDS + 5 < INTEGRATION_TIMEOUT_SECONDS
+
+
+def test_a_cursor_ahead_of_what_has_settled_reads_nothing_without_asking_dynamodb() -> None:
+    """A client's Last-Event-ID from a clock ahead of this reader's: DynamoDB refuses a BETWEEN whose
+    lower bound is past its upper one (a 500 for the watcher); moto does not, so no query may be made."""
+
+    class RefusingDynamoDB:
+        def query(self, **_request: object) -> object:
+            raise AssertionError("DynamoDB answers ValidationException to reversed BETWEEN bounds")
+
+    log = EventLog(EVENTS, client=RefusingDynamoDB())  # type: ignore[arg-type]
+    assert log.after("t-1", f"{2 * 10**18:020d}-abcdef", now_ns=10**18) == []
