@@ -167,11 +167,11 @@ def dynamodb_usage(
     if operation == "BatchWriteItem":
         found: list[Usage] = []
         for name, requests in params.get("RequestItems", {}).items():
-            units = sum(
+            writes = sum(
                 write_units(0, item_bytes(request["PutRequest"]["Item"])) if "PutRequest" in request else 1
                 for request in requests
             )
-            found.append(Usage("dynamodb", f"BatchWriteItem {name}", "WRU", units))
+            found.append(Usage("dynamodb", f"BatchWriteItem {name}", "WRU", writes))
         return found
     if operation == "TransactWriteItems":
         units = sum(
@@ -187,10 +187,8 @@ def dynamodb_usage(
             items = parsed.get("Responses", {}).get(name, [])
             consistent = bool(request.get("ConsistentRead"))
             missing = max(0, len(request.get("Keys", [])) - len(items))
-            units = sum(read_units(item_bytes(item), consistent) for item in items) + missing * read_units(
-                0, consistent
-            )
-            found.append(Usage("dynamodb", f"BatchGetItem {name}", "RRU", units))
+            reads = sum(read_units(item_bytes(item), consistent) for item in items)
+            found.append(Usage("dynamodb", f"BatchGetItem {name}", "RRU", reads + missing * read_units(0, consistent)))
         return found
     if operation in ("Query", "Scan"):
         size = sum(item_bytes(item) for item in parsed.get("Items", []))
@@ -201,7 +199,8 @@ def dynamodb_usage(
 def _written_item(entry: Mapping[str, Any]) -> Mapping[str, Any]:
     for kind in ("Put", "Update", "Delete", "ConditionCheck"):
         if kind in entry:
-            return entry[kind].get("Item", entry[kind].get("Key", {}))
+            written: Mapping[str, Any] = entry[kind].get("Item", entry[kind].get("Key", {}))
+            return written
     return {}
 
 

@@ -145,7 +145,10 @@ class Invocations:
 @contextmanager
 def metered(meter: Meter) -> Iterator[None]:
     """Every botocore session made inside carries the meter's hooks (and a fresh default session)."""
-    hooks = [("before-parameter-build", meter.before), ("after-call", meter.after)]
+    hooks: list[tuple[str, Callable[..., None]]] = [
+        ("before-parameter-build", meter.before),
+        ("after-call", meter.after),
+    ]
     botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
     boto3.setup_default_session()
     try:
@@ -279,7 +282,7 @@ def stream_records(table: str) -> list[dict[str, Any]]:
     DynamoDB Streams API (a Lambda trigger's reads are not billed anyway)."""
     import json
 
-    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.utilities import dynamo_json_dump
 
@@ -342,8 +345,11 @@ def step_functions(hops_per_task: float, seconds_per_hop: float) -> tuple[Decima
 def report(case: FlowCase, measured: Measurement, out: Any) -> None:
     hops, tasks = measured.hops, measured.tasks
     print(f"\n## {case.title}: {tasks} tasks, {hops} hops ({hops / tasks:.2f} hops per task)", file=out)
-    print(f"{'service':10} {'operation':42} {'unit':12} {'per hop':>9} {'per task':>9} {'$/M hops':>9} {'$/M tasks':>10}",
-          file=out)  # fmt: skip
+    columns = ("per hop", "per task", "$/M hops")
+    print(
+        f"{'service':10} {'operation':42} {'unit':12} {' '.join(f'{c:>9}' for c in columns)} {'$/M tasks':>10}",
+        file=out,
+    )
     rows = sorted(measured.lines().items(), key=lambda row: -PRICES[f"{row[0][0]} {row[0][2]}"] * Decimal(str(row[1])))
     for (service, operation, unit), amount in rows:
         dollars = PRICES[f"{service} {unit}"] * Decimal(str(amount))
@@ -396,7 +402,7 @@ def main() -> None:
     print(f"us-east-1 list prices as of {PRICES_AS_OF}; {arguments.tasks} tasks per flow", file=out)
     measured: list[Measurement] = []
     flows = cases()
-    sys.stdout = logs  # type: ignore[assignment]  # what the functions print is what Lambda ships to Logs
+    sys.stdout = logs  # what the functions print is what Lambda ships to Logs
     try:
         for case in flows:
             measured.append(run(case, arguments.tasks, logs))
