@@ -12,7 +12,7 @@ log level. Modelled, and marked so in the output: the event source's empty long 
 idle time, not on hops: a floor per queue per month), Lambda's START/END/REPORT lines, the stream
 consumer's reads (free for Lambda triggers), API Gateway's request for each task.
 
-    python -m bench.cost_per_hop [--tasks 50]
+    python -m bench.cost_per_hop [--tasks 30]
 """
 
 from __future__ import annotations
@@ -395,7 +395,7 @@ def goals(plain: Measurement, out: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
-    parser.add_argument("--tasks", type=int, default=50, help="tasks per flow")
+    parser.add_argument("--tasks", type=int, default=30, help="tasks per flow")
     arguments = parser.parse_args()
     os.environ.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
     out, logs = sys.stdout, LogCounter()
