@@ -54,6 +54,7 @@ bench: install
 	$(BIN)/python -m bench.moto_sqs_depth
 	$(BIN)/python -m bench.status_writes
 	$(BIN)/python -m bench.spark_actor
+	$(BIN)/python -m bench.cost_per_hop
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya

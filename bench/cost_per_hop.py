@@ -1,0 +1,417 @@
+"""What a hop and a task cost on AWS, counted request by request, at us-east-1 list prices.
+
+Each flow runs in process (moto) with the mesh's default settings as the CDK app would set them
+(status writes coalesced, hop idempotency on, 512 MB arm64 functions, batches of 10): the gateway
+creates each task, the actors' sidecars and x-sink handle every envelope, the stream consumer turns
+task changes into status events. Every AWS request they make is counted by service and operation in
+billing units (`bench.cost_meter`), and priced.
+
+Measured: every SQS, DynamoDB and S3 request; Lambda invocations (one per batch) and their duration
+(the sidecar's own time: the bench's handlers do nothing); log and EMF bytes written at the default
+log level. Modelled, and marked so in the output: the event source's empty long polls (they depend on
+idle time, not on hops: a floor per queue per month), Lambda's START/END/REPORT lines, the stream
+consumer's reads (free for Lambda triggers), API Gateway's request for each task.
+
+    python -m bench.cost_per_hop [--tasks 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+import botocore.handlers
+
+from bench.cost_meter import PRICES, PRICES_AS_OF, Meter, Usage
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMESPACE = "cost"
+BUCKET = "cost-results"
+IDEMPOTENCY = "asya-idempotency"
+STREAM_BATCH = 100  # the stream consumer's event source batch size (asya_cdk.gateway)
+POLLERS = 5  # an SQS event source polls with at least five pollers...
+LONG_POLL_SECONDS = 20  # ...each a 20 s long poll, so an idle queue costs this many receives
+SECONDS_PER_MONTH = 30 * 86_400
+GATEWAY_MEMORY_MB = 512  # the API function (asya_cdk.gateway)
+STREAM_MEMORY_MB = 256  # the stream consumer
+LOG_EVENT_OVERHEAD = 26  # bytes CloudWatch Logs adds to each event's size
+REQUEST_ID = "00000000-0000-0000-0000-000000000000"
+PLATFORM_LINES = (  # what Lambda itself logs for every invocation
+    f"START RequestId: {REQUEST_ID} Version: $LATEST",
+    f"END RequestId: {REQUEST_ID}",
+    f"REPORT RequestId: {REQUEST_ID}\tDuration: 12.34 ms\tBilled Duration: 13 ms\tMemory Size: 512 MB\t"
+    "Max Memory Used: 95 MB\t",
+)
+# the in-process pump's empty receives (the event source's polling is modelled instead) and the
+# queues the bench itself creates
+NOT_BILLED = ("ReceiveMessage (empty)", "CreateQueue")
+SYNTHETIC_ACTORS = {"prep": "bench.actors.touch", "infer": "bench.actors.touch", "post": "bench.actors.touch"}
+SYNTHETIC_ACTORS["fan"] = "bench.actors.fan"
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCase:
+    """One flow to run: its mesh, its name in that mesh and the payloads its tasks start with."""
+
+    title: str
+    mesh: Any  # asya_cdk.config.LoadedMesh
+    flow: str
+    payloads: list[Any]
+
+
+@dataclass
+class Measurement:
+    """What one flow's run used, in billing units, and how many tasks and hops it took."""
+
+    tasks: int
+    hops: int
+    usage: list[Usage]
+    empty_polls: int  # measured in process; not billed here (the idle floor is modelled)
+    queues: int
+    hop_seconds: float  # the actors' and the crew's invocations, added up
+
+    def lines(self) -> dict[tuple[str, str, str], float]:
+        """Amount used by (service, operation, unit), over the whole run."""
+        total: Counter[tuple[str, str, str]] = Counter()
+        for item in self.usage:
+            total[(item.service, item.operation, item.unit)] += item.amount  # type: ignore[assignment]
+        return dict(total)
+
+    def dollars(self) -> Decimal:
+        return sum((item.dollars for item in self.usage), Decimal(0))
+
+    def units(self, service: str, unit: str) -> float:
+        return sum(item.amount for item in self.usage if item.service == service and item.unit == unit)
+
+
+class LogCounter(io.TextIOBase):
+    """Stands in for stdout while the mesh runs: what Lambda would ship to CloudWatch Logs."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.events = 0
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode())
+        self.events += text.count("\n")
+        return len(text)
+
+    def take(self) -> tuple[int, int]:
+        found = (self.bytes, self.events)
+        self.bytes = self.events = 0
+        return found
+
+
+class Invocations:
+    """Wraps functions as Lambda runs them: counts invocations and their billed duration (less the
+    time the meter spent looking items up, which is the bench's, not the function's)."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.count: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+        self.gb_seconds: Counter[str] = Counter()
+
+    def timed(self, name: str, memory_mb: int, function: Callable[..., Any]) -> Callable[..., Any]:
+        def invoke(*args: Any, **kwargs: Any) -> Any:
+            started, metering = time.perf_counter(), self.meter.seconds
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started - (self.meter.seconds - metering)
+                billed_ms = max(1, int(elapsed * 1000 + 0.999))
+                self.count[name] += 1
+                self.seconds[name] += elapsed  # type: ignore[assignment]
+                self.gb_seconds[name] += billed_ms / 1000 * memory_mb / 1024  # type: ignore[assignment]
+
+        return invoke
+
+    def usage(self) -> list[Usage]:
+        found = [Usage("lambda", f"Invoke {name}", "request", count) for name, count in self.count.items()]
+        return found + [Usage("lambda", f"Duration {name}", "GB-second", gbs) for name, gbs in self.gb_seconds.items()]
+
+
+@contextmanager
+def metered(meter: Meter) -> Iterator[None]:
+    """Every botocore session made inside carries the meter's hooks (and a fresh default session)."""
+    hooks: list[tuple[str, Callable[..., None]]] = [
+        ("before-parameter-build", meter.before),
+        ("after-call", meter.after),
+    ]
+    botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
+    boto3.setup_default_session()
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            botocore.handlers.BUILTIN_HANDLERS.remove(hook)
+        boto3.setup_default_session()
+
+
+def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
+    from asya.config import SINK, SUMP, SidecarConfig
+    from asya.sidecar import Sidecar
+    from asya_crew import sump
+    from asya_crew.crew import CrewActor, CrewSettings
+    from asya_crew.sink import Sink
+    from asya_local.inprocess import InProcessMesh
+    from asya_local.tables import EVENTS, TASKS, create_tables
+
+    config = case.mesh.config
+    resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY}
+    environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
+    handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
+    lookups = ItemLookup()
+    meter = Meter(lookups.size, lookups.key_of)
+    calls = Invocations(meter)
+    with metered(meter), InProcessMesh(config.namespace, handlers, environments[next(iter(handlers))]) as mesh:
+        with meter.paused():
+            create_tables(boto3.client("dynamodb"))
+            create_idempotency_table(boto3.client("dynamodb"))
+            boto3.client("s3").create_bucket(Bucket=BUCKET)
+        for actor, env in environments.items():
+            sidecar = Sidecar(SidecarConfig.from_env(env))
+            mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
+        for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):
+            crew = CrewActor(CrewSettings(config.namespace, name, BUCKET, TASKS), decide)
+            mesh.functions[name] = calls.timed(name, 512, crew.handle)
+        logs.take()
+        create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, gateway(case).create)
+        for number in range(tasks):
+            create(flow=case.flow, payload=case.payloads[number % len(case.payloads)])
+        mesh.run_until_idle()
+        follow_stream(meter, calls, config.namespace)
+        log_bytes, log_events = logs.take()
+    usage = [item for item in meter.usage if item.operation not in NOT_BILLED]
+    empty = sum(1 for item in meter.usage if item.operation == "ReceiveMessage (empty)")
+    usage += calls.usage()
+    usage.append(Usage("apigateway", "REST request (modelled)", "request", tasks))
+    platform = sum(len(line) + 1 + LOG_EVENT_OVERHEAD for line in PLATFORM_LINES) * sum(calls.count.values())
+    usage.append(Usage("logs", "log lines + EMF", "GB ingested", (log_bytes + LOG_EVENT_OVERHEAD * log_events) / 1e9))
+    usage.append(Usage("logs", "START/END/REPORT (modelled)", "GB ingested", platform / 1e9))
+    hop_seconds = sum(seconds for name, seconds in calls.seconds.items() if name in mesh.functions)
+    return Measurement(tasks, mesh.hops, usage, empty, len(handlers) + 2, hop_seconds)
+
+
+class ItemLookup:
+    """Reads an item's current size for the write rules, through moto (calls the meter ignores)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, list[str]] = {}
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        if table not in self._keys:
+            schema = self.client.describe_table(TableName=table)["Table"]["KeySchema"]
+            self._keys[table] = [part["AttributeName"] for part in schema]
+        return {name: item[name] for name in self._keys[table] if name in item}
+
+    def size(self, table: str, key: Mapping[str, Any]) -> int:
+        from bench.cost_meter import item_bytes
+
+        found = self.client.get_item(TableName=table, Key=dict(key), ConsistentRead=True)
+        return item_bytes(found.get("Item", {}))
+
+
+def create_idempotency_table(dynamodb: Any) -> None:
+    """As `asya_cdk.mesh` defines it: the hop records Powertools' persistence layer writes."""
+    dynamodb.create_table(
+        TableName=IDEMPOTENCY,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def gateway(case: FlowCase) -> Any:
+    from asya_gateway.service import TaskService
+    from asya_gateway.settings import Flow, GatewaySettings
+    from asya_local.tables import EVENTS, TASKS
+
+    flows = {
+        name: Flow(name=name, route=flow.route, timeout=flow.timeout, input_schema=flow.input_schema)
+        for name, flow in case.mesh.config.flows.items()
+    }
+    return TaskService(GatewaySettings(case.mesh.config.namespace, TASKS, EVENTS, BUCKET, flows))
+
+
+def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
+    """The stream consumer, fed the tasks table's whole stream in batches as its event source would;
+    reading the stream is free for a Lambda trigger, so only what the consumer writes is counted."""
+    from asya.live import EventLog
+    from asya.telemetry import Telemetry
+    from asya_gateway.stream import follow
+    from asya_local.lambda_shapes import dynamodb_stream_event
+    from asya_local.tables import EVENTS, TASKS
+
+    with meter.paused():
+        arn = boto3.client("dynamodb").describe_table(TableName=TASKS)["Table"]["LatestStreamArn"]
+        records = stream_records(TASKS)
+    log, telemetry = EventLog(EVENTS), Telemetry(namespace, "gateway-stream")
+
+    def consume(batch: list[dict[str, Any]]) -> None:
+        try:
+            follow(dynamodb_stream_event(arn, batch)["Records"], log, telemetry)
+        finally:
+            telemetry.flush()
+
+    invoke = calls.timed("gateway-stream", STREAM_MEMORY_MB, consume)
+    for start in range(0, len(records), STREAM_BATCH):
+        invoke(records[start : start + STREAM_BATCH])
+
+
+def stream_records(table: str) -> list[dict[str, Any]]:
+    """The table's stream records, read from moto's memory: its in-process mock does not serve the
+    DynamoDB Streams API (a Lambda trigger's reads are not billed anyway)."""
+    import json
+
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.utilities import dynamo_json_dump
+
+    shard = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(table).stream_shard
+    return [json.loads(dynamo_json_dump(item.record)) for item in (shard.items if shard else [])]
+
+
+# -- the cases ------------------------------------------------------------------------------------------
+
+
+def synthetic(title: str, route: list[str], payload: dict[str, Any]) -> FlowCase:
+    from asya_cdk.config import LoadedMesh, MeshConfig
+
+    actors = {actor: {"handler": SYNTHETIC_ACTORS[actor]} for actor in route}
+    config = MeshConfig.model_validate({"namespace": NAMESPACE, "actors": actors, "flows": {"bench": {"route": route}}})
+    return FlowCase(title, LoadedMesh(config=config, base=ROOT), "bench", [payload])
+
+
+def example(name: str) -> FlowCase:
+    import json
+
+    from asya_cdk.config import load_mesh
+
+    folder = ROOT / "examples" / name
+    mesh = load_mesh(folder / "mesh.yaml")
+    sys.path.insert(0, str(folder))  # the example's `code: .`, as its function's code root
+    flow = next(iter(mesh.config.flows))
+    return FlowCase(f"examples/{name} ({flow})", mesh, flow, json.loads((folder / "inputs.json").read_text()))
+
+
+def cases() -> list[FlowCase]:
+    return [
+        synthetic("plain 3-actor pipeline (prep → infer → post)", ["prep", "infer", "post"], {"n": 1}),
+        synthetic("fan-out (fan yields 3 → post)", ["fan", "post"], {"parts": 3}),
+        example("reviews"),
+    ]
+
+
+# -- the bill -------------------------------------------------------------------------------------------
+
+
+def per_million(dollars: Decimal, count: int) -> Decimal:
+    return dollars / count * 1_000_000 if count else Decimal(0)
+
+
+def step_functions(hops_per_task: float, seconds_per_hop: float) -> tuple[Decimal, Decimal]:
+    """The same flow orchestrated by Step Functions, per task: each hop a Task state invoking a Lambda
+    function (one invocation per hop, no batches). Standard: a transition per state plus the start.
+    Express: a request, and the whole execution's time (each state taking as long as our hop's Lambda
+    invocation does, rounded up to 100 ms) at the smallest 64 MB."""
+    lambdas = PRICES["lambda request"] * Decimal(str(hops_per_task))
+    standard = PRICES["stepfunctions transition"] * Decimal(str(hops_per_task + 1)) + lambdas
+    billed = max(0.1, -(-hops_per_task * seconds_per_hop // 0.1) * 0.1)
+    express = PRICES["stepfunctions express request"] + PRICES["stepfunctions express GB-second"] * Decimal(
+        str(billed * 64 / 1024)
+    )
+    return standard, express + lambdas
+
+
+def report(case: FlowCase, measured: Measurement, out: Any) -> None:
+    hops, tasks = measured.hops, measured.tasks
+    print(f"\n## {case.title}: {tasks} tasks, {hops} hops ({hops / tasks:.2f} hops per task)", file=out)
+    columns = ("per hop", "per task", "$/M hops")
+    print(
+        f"{'service':10} {'operation':42} {'unit':12} {' '.join(f'{c:>9}' for c in columns)} {'$/M tasks':>10}",
+        file=out,
+    )
+    rows = sorted(measured.lines().items(), key=lambda row: -PRICES[f"{row[0][0]} {row[0][2]}"] * Decimal(str(row[1])))
+    for (service, operation, unit), amount in rows:
+        dollars = PRICES[f"{service} {unit}"] * Decimal(str(amount))
+        print(
+            f"{service:10} {operation[:42]:42} {unit:12} {amount / hops:9.4f} {amount / tasks:9.4f} "
+            f"{per_million(dollars, hops):9.4f} {per_million(dollars, tasks):10.4f}",
+            file=out,
+        )
+    total = measured.dollars()
+    print(f"{'total':76} {per_million(total, hops):9.4f} {per_million(total, tasks):10.4f}", file=out)
+    wru, rru = measured.units("dynamodb", "WRU") / hops, measured.units("dynamodb", "RRU") / hops
+    print(f"DynamoDB per hop: {wru:.2f} WRU, {rru:.2f} RRU", file=out)
+    standard, express = step_functions(hops / tasks, measured.hop_seconds / hops)
+    print(
+        f"Step Functions for the same flow, per million tasks: Standard ${standard * 1_000_000:,.2f}, "
+        f"Express ${express * 1_000_000:,.2f} (Lambda requests of the states included, handler compute not)",
+        file=out,
+    )
+    floor = PRICES["sqs request"] * (POLLERS * SECONDS_PER_MONTH // LONG_POLL_SECONDS)
+    print(
+        f"Modelled, not per hop: idle event-source polling ${floor:.2f} per queue per month "
+        f"({POLLERS} pollers x {LONG_POLL_SECONDS} s long polls), {measured.queues} queues: "
+        f"${floor * measured.queues:.2f} a month; {measured.empty_polls} empty receives of the in-process "
+        "pump not billed",
+        file=out,
+    )
+
+
+def goals(plain: Measurement, out: Any) -> None:
+    per_hop = per_million(plain.dollars(), plain.hops)
+    per_task = per_million(plain.dollars(), plain.tasks)
+    wru, rru = plain.units("dynamodb", "WRU") / plain.hops, plain.units("dynamodb", "RRU") / plain.hops
+    print("\n## Goals (plain pipeline, default settings)", file=out)
+    for label, value, limit in (
+        ("$ per million plain hops", per_hop, Decimal("1.00")),
+        (f"$ per million {plain.hops / plain.tasks:.0f}-hop tasks", per_task, Decimal("5.00")),
+        ("DynamoDB WRU per hop", Decimal(str(wru)), Decimal("1.0")),
+        ("DynamoDB RRU per hop", Decimal(str(rru)), Decimal("0.5")),
+    ):
+        verdict = "met" if value <= limit else "NOT met"
+        print(f"{label:32} {value:10.3f}  goal <= {limit}  {verdict}", file=out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--tasks", type=int, default=30, help="tasks per flow")
+    arguments = parser.parse_args()
+    os.environ.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
+    out, logs = sys.stdout, LogCounter()
+    print(f"us-east-1 list prices as of {PRICES_AS_OF}; {arguments.tasks} tasks per flow", file=out)
+    measured: list[Measurement] = []
+    flows = cases()
+    sys.stdout = logs  # what the functions print is what Lambda ships to Logs
+    try:
+        for case in flows:
+            measured.append(run(case, arguments.tasks, logs))
+    finally:
+        sys.stdout = out
+    for case, measurement in zip(flows, measured, strict=True):
+        report(case, measurement, out)
+    goals(measured[0], out)
+
+
+if __name__ == "__main__":
+    main()

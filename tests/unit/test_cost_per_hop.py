@@ -1,0 +1,84 @@
+"""The cost bench's arithmetic on tiny known inputs, so it cannot print a wrong bill without failing here."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from bench.cost_meter import Meter, Usage, dynamodb_usage, item_bytes, read_units, sqs_usage, write_units
+from bench.cost_per_hop import ItemLookup, Measurement, metered, per_million, step_functions
+
+
+def test_an_item_is_sized_as_dynamodb_bills_it() -> None:
+    # names count; a string is its UTF-8 bytes; 123 is 2 digit pairs + 1; a map adds 3 + 1 per entry
+    item = {"id": {"S": "abc"}, "n": {"N": "123"}, "m": {"M": {"k": {"BOOL": True}}}}
+    assert item_bytes(item) == (2 + 3) + (1 + 3) + (1 + 3 + 1 + 1 + 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "transactional", "units"),
+    [(0, 100, False, 1), (0, 1024, False, 1), (0, 1025, False, 2), (3000, 100, False, 3), (0, 1500, True, 4)],
+)
+def test_a_write_pays_per_started_kilobyte_of_the_larger_image(
+    old: int, new: int, transactional: bool, units: int
+) -> None:
+    assert write_units(old, new, transactional) == units
+
+
+def test_a_read_pays_per_started_4_kb_and_half_when_eventually_consistent() -> None:
+    assert read_units(0, consistent=True) == 1.0
+    assert read_units(5000, consistent=True) == 2.0
+    assert read_units(5000, consistent=False) == 1.0
+
+
+def test_sqs_bills_a_batch_per_64_kb_chunk_and_names_empty_receives() -> None:
+    batch = {"Entries": [{"Id": str(n), "MessageBody": "x" * 10_000} for n in range(10)]}
+    assert sqs_usage("SendMessageBatch", batch, {}) == [Usage("sqs", "SendMessageBatch", "request", 2)]
+    assert sqs_usage("ReceiveMessage", {}, {}) == [Usage("sqs", "ReceiveMessage (empty)", "request", 1)]
+
+
+def test_a_batch_get_charges_the_minimum_for_a_key_not_found() -> None:
+    params = {"RequestItems": {"t": {"Keys": [{"id": {"S": "a"}}, {"id": {"S": "b"}}], "ConsistentRead": True}}}
+    parsed = {"Responses": {"t": [{"id": {"S": "a"}}]}}
+    assert dynamodb_usage("BatchGetItem", params, parsed, {}, {}) == [Usage("dynamodb", "BatchGetItem t", "RRU", 2.0)]
+
+
+def test_the_meter_counts_what_a_client_sends_not_its_own_lookups() -> None:
+    lookups = ItemLookup()
+    meter = Meter(lookups.size, lookups.key_of)
+    with mock_aws(), metered(meter):
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        with meter.paused():
+            dynamodb.create_table(
+                TableName="t",
+                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        dynamodb.put_item(TableName="t", Item={"id": {"S": "a"}, "v": {"S": "x" * 1500}})
+        dynamodb.update_item(
+            TableName="t",
+            Key={"id": {"S": "a"}},
+            UpdateExpression="SET v = :v",
+            ExpressionAttributeValues={":v": {"S": "y"}},
+        )
+    assert meter.usage == [Usage("dynamodb", "PutItem t", "WRU", 2), Usage("dynamodb", "UpdateItem t", "WRU", 2)]
+    assert dict(meter.calls) == {"dynamodb PutItem": 1, "dynamodb UpdateItem": 1}
+
+
+def test_one_hop_is_priced_per_million() -> None:
+    one = Measurement(
+        tasks=1, hops=1, usage=[Usage("sqs", "SendMessage", "request", 1)], empty_polls=0, queues=1, hop_seconds=0.01
+    )
+    one.usage.append(Usage("dynamodb", "UpdateItem t", "WRU", 1))
+    assert per_million(one.dollars(), one.hops) == Decimal("1.025")  # $0.40 + $0.625
+
+
+def test_step_functions_for_a_four_hop_task() -> None:
+    standard, express = step_functions(hops_per_task=4, seconds_per_hop=0.01)
+    assert standard * 1_000_000 == pytest.approx(Decimal("125.80"))  # 5 transitions + 4 Lambda requests
+    # a request, 100 ms at 64 MB, 4 Lambda requests
+    assert express * 1_000_000 == pytest.approx(Decimal("1.00") + Decimal("0.1041875") + Decimal("0.80"))
