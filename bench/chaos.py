@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ MESH = Path(__file__).resolve().parent / "chaos_mesh" / "mesh.yaml"
 LEDGER = "CHAOS_LEDGER"  # read by the chaos mesh's actors (bench/chaos_mesh/actors.py)
 FINAL_OUTCOMES = ("succeeded", "failed", "canceled")  # x-sink's objects; x-sump's `sump.json` is a copy
 CREW = ["x-sink", "x-sump"]
+ACCESS_LOG = re.compile(r"[A-Z]+ /")  # the gateway's one line per request
 ACTORS = ["split", "flaky", "judge", "crunch", "post"]
 # What each `fault:` line a worker prints counts as.
 FAULT_KINDS = {
@@ -58,7 +60,10 @@ FAULT_KINDS = {
     "duplicate": "duplicate delivery",
     "restart": "restart (gateway, stream poller, schedule)",
 }
-CREATE_ATTEMPTS = 20  # the gateway is down for a moment at each restart
+GATEWAY_DOWN_SECONDS = 60.0  # the gateway is down for a few seconds at each restart
+# The gateway is restarted less often than the other long-lived workers: it takes seconds to start on a
+# busy machine, and one killed before it answers again would refuse every task until the run gives up.
+RESTART_GATEWAY_SECONDS = 30.0
 
 
 def chaos_faults(seed: int) -> FaultSpec:
@@ -70,7 +75,7 @@ def chaos_faults(seed: int) -> FaultSpec:
         kill_worker_rate=0.05,
         duplicate_delivery_rate=0.2,
         aws=AwsFaults(throttle=0.02, server_error=0.01, reset=0.01, timeout=0.01, partial_batch=0.2),
-        restart_every=Restarts(gateway=5, stream=5, schedule=5),
+        restart_every=Restarts(gateway=RESTART_GATEWAY_SECONDS, stream=10, schedule=10),
         functions=[*ACTORS, *CREW],
         kill_functions=ACTORS,
     )
@@ -87,7 +92,7 @@ class WorkerLines:
         _, marker, fault = line.partition("fault: ")
         if marker:
             self.faults[FAULT_KINDS.get(fault.split(" ", 1)[0], fault)] += 1
-        elif " in, " not in line and "gateway: " not in line:
+        elif " in, " not in line and not ACCESS_LOG.match(line):
             self.tail = [*self.tail[-200:], f"{source}: {line}"]
 
 
@@ -135,15 +140,16 @@ def create_tasks(gateway: GatewayClient, flow: str, count: int) -> tuple[list[st
     ids: list[str] = []
     retries = 0
     for n in range(count):
-        for attempt in range(CREATE_ATTEMPTS):
+        deadline = time.monotonic() + GATEWAY_DOWN_SECONDS
+        while True:
             try:
                 ids.append(gateway.create_task({"flow": flow, "payload": {"n": n}})["id"])
                 break
             except (GatewayUnreachableError, GatewayError):
-                if attempt == CREATE_ATTEMPTS - 1:
+                if time.monotonic() > deadline:
                     raise
                 retries += 1
-                time.sleep(0.25)
+                time.sleep(0.2)
     return ids, retries
 
 
@@ -284,7 +290,11 @@ def main() -> None:
     lines = WorkerLines()
     with LocalEndpoint(free_port()) as endpoint, chaos_stack(endpoint, args.seed, lines) as (stack, ledger):
         print(f"chaos: {args.envelopes} tasks of flow {args.flow!r}, seed {args.seed}", flush=True)
-        report = run_chaos(stack, lines, ledger, flow=args.flow, tasks=args.envelopes, timeout=args.timeout)
+        try:
+            report = run_chaos(stack, lines, ledger, flow=args.flow, tasks=args.envelopes, timeout=args.timeout)
+        except GatewayUnreachableError:
+            print("\n".join(lines.tail[-40:]))
+            raise
     for line in report.lines():
         print(line)
     if not report.ok:
