@@ -149,14 +149,14 @@ class CrewActor:
         def on_record(record: SQSRecord) -> None:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
-            key = {"actor": self.settings.actor, "id": keep.envelope_id, "outcome": keep.outcome or "passed"}
-            claim = self.ledger.claim(key, record.message_id, remaining)
+            hop = {"actor": self.settings.actor, "id": keep.envelope_id, "outcome": keep.outcome or "passed"}
+            claim = self.ledger.claim(hop, record.message_id, remaining)
             if claim is Claim.DUPLICATE:
                 self.telemetry.count("DuplicatesDropped")
                 return
             if claim is Claim.IN_PROGRESS:
                 raise DeliveryInProgressError(f"{self.settings.actor}: another delivery is keeping {keep.envelope_id}")
-            claimed[record.message_id] = key
+            claimed[record.message_id] = hop
             if keep.outcome is not None:
                 key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
                 self.s3.put_object(
