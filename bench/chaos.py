@@ -110,10 +110,11 @@ class ChaosReport:
     faults: Counter[str]
     seconds: float
     create_retries: int
+    idle: bool  # False: the wait ran out first, and what is still under way counts as lost and stuck
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.duplicated or self.stuck or self.disagreeing)
+        return self.idle and not (self.lost or self.duplicated or self.stuck or self.disagreeing)
 
     def lines(self) -> Iterator[str]:
         yield f"tasks submitted                {self.submitted}"
@@ -124,6 +125,7 @@ class ChaosReport:
         yield f"disagreeing status/result      {len(self.disagreeing)}"
         yield f"re-executed handlers           {self.reexecuted} of {self.executions} executions"
         yield f"wall time                      {self.seconds:.0f} s (create to idle)"
+        yield f"mesh went idle                 {'yes' if self.idle else 'no: the wait ran out (--timeout)'}"
         yield f"gateway create retries         {self.create_retries}"
         yield "faults fired:"
         for kind in FAULT_KINDS.values():
@@ -249,11 +251,17 @@ def run_chaos(
     gateway = GatewayClient(stack.gateway_url, api_key=stack.api_key)
     started = time.monotonic()
     roots, retries = create_tasks(gateway, flow, tasks)
-    stack.wait_until_idle(timeout=timeout, settle=3)
+    idle = stack.wait_until_idle(timeout=timeout, settle=3)
     seconds = time.monotonic() - started
     counts, outcomes = count(stack, roots, ledger)
     return ChaosReport(
-        submitted=len(roots), outcomes=outcomes, faults=lines.faults, seconds=seconds, create_retries=retries, **counts
+        submitted=len(roots),
+        outcomes=outcomes,
+        faults=lines.faults,
+        seconds=seconds,
+        create_retries=retries,
+        idle=idle,
+        **counts,
     )
 
 
