@@ -8,8 +8,8 @@ store ignores when it already happened, so results and branch counts are never d
 A delivery of a record whose earlier delivery completed (at-least-once SQS, a batch returned after a
 killed invocation) would still write its object again and send its follow-ups (x-sump's copy, hook
 copies) twice. With `ASYA_IDEMPOTENCY_TABLE` set (x-sink's), each record is claimed in the hop ledger
-(`asya.dedup`) under (crew actor, envelope id, outcome) before anything is written: a completed claim
-drops the delivery, a claim in progress returns it to the queue for later, and a claim whose
+(`asya.dedup`) under (crew actor, envelope id, route position, attempt, outcome) before anything is
+written: a completed claim drops the delivery, a claim in progress returns it to the queue for later, and a claim whose
 follow-ups could not be sent is freed for the redelivery.
 """
 
@@ -25,7 +25,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SUMP, ConfigError, task_ttl
-from asya.dedup import Claim, HopLedger, dynamodb_store
+from asya.dedup import Claim, HopLedger, dynamodb_store, hop_key
 from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
@@ -78,6 +78,16 @@ class Keep:
     document: dict[str, Any]
     follow_ups: list[tuple[str, str]] = field(default_factory=list)  # (actor, body)
     final: str | None = None
+
+
+def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
+    """The claim's key: like an actor's hop, position and attempt included, so that a task paused,
+    resumed and paused again further on is kept again, while a redelivery of either is not."""
+    route = keep.document.get("route")
+    status = keep.document.get("status")
+    position = len(route.get("prev") or []) if isinstance(route, dict) else 0
+    attempt = status.get("attempt", 1) if isinstance(status, dict) else 1
+    return {**hop_key(actor, keep.envelope_id, position, attempt), "outcome": keep.outcome or "passed"}
 
 
 class DeliveryInProgressError(RuntimeError):
@@ -149,7 +159,7 @@ class CrewActor:
         def on_record(record: SQSRecord) -> None:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
-            hop = {"actor": self.settings.actor, "id": keep.envelope_id, "outcome": keep.outcome or "passed"}
+            hop = crew_hop(self.settings.actor, keep)
             claim = self.ledger.claim(hop, record.message_id, remaining)
             if claim is Claim.DUPLICATE:
                 self.telemetry.count("DuplicatesDropped")
