@@ -9,7 +9,7 @@ MESH ?= examples/catalogue/mesh.yaml
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo up test lint typecheck unit integration synth bench clean
+.PHONY: install demo up test lint typecheck unit integration synth bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ bench: install
 	$(BIN)/python -m bench.status_writes
 	$(BIN)/python -m bench.spark_actor
 	$(BIN)/python -m bench.cost_per_hop
+
+# 1,000 tasks through the chaos mesh under every fault; prints counts, fails unless nothing is lost,
+# duplicated, stuck or disagreeing (docs/faults.md)
+chaos: install
+	$(BIN)/python -m bench.chaos --envelopes 1000
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya

@@ -90,9 +90,20 @@ class FaultSpec(BaseModel):
     # The workers that get the other faults, by the names their lines carry (actors, `x-sink`,
     # `gateway`...); absent: every worker. Restarts name their workers themselves.
     functions: list[str] | None = None
+    # Of those, the workers that may be killed; absent: all of them. The crew's function timeout
+    # (310 s) puts a killed crew batch half an hour away, so a run that must end spares it here.
+    kill_functions: list[str] | None = None
 
     def applies_to(self, source: str) -> bool:
         return self.functions is None or source in self.functions
+
+    def for_worker(self, source: str) -> FaultSpec | None:
+        """The faults this worker gets: None if it is spared, without kills if it may not be killed."""
+        if not self.applies_to(source):
+            return None
+        if self.kill_functions is not None and source not in self.kill_functions:
+            return self.model_copy(update={"kill_worker_rate": 0.0})
+        return self
 
 
 class FaultSpecError(ValueError):

@@ -348,11 +348,12 @@ class LocalStack:
             watchdog = self._watchdog
         clock = watchdog.clock_file()
         spec = {**self.worker_spec(function), "clock_file": clock}
-        if self.faults is not None and self.faults.applies_to(self._source(function)):
+        faults = self.faults.for_worker(self._source(function)) if self.faults is not None else None
+        if faults is not None:
             spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
             spec |= {
-                "faults": self.faults.model_dump(mode="json"),
-                "fault_stream": f"{self.faults.seed}:{function.name}:{spawned}",
+                "faults": faults.model_dump(mode="json"),
+                "fault_stream": f"{faults.seed}:{function.name}:{spawned}",
             }
         process = subprocess.Popen(
             [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(spec)],

@@ -74,7 +74,8 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
         "ASYA_RESULTS_BUCKET": names.bucket,
         **mesh.status_environment(names.resources(idempotency=False)),
     }
-    if crew == SINK:
+    if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
+        variables["ASYA_IDEMPOTENCY_TABLE"] = names.idempotency_table
         variables["ASYA_SINK_HOOKS"] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
     return variables
 

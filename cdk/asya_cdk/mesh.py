@@ -195,6 +195,7 @@ class Mesh(Construct):
         )
         for keeper in (sump, sink, pause):  # x-pause keeps the paused envelope for the resume
             keeper.role.add_to_policy(keep_results)
+        sink.role.add_to_policy(idempotency_items(self.table, namespace))
         self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
         self.spark: dict[str, SparkActor] = {}
         # the job's image is built once for the mesh, when some Spark actor names no image of its own

@@ -4,6 +4,13 @@ sends follow-ups.
 A record is a batch item failure only if its object could not be written or its follow-ups could not
 be sent; redelivery then writes the same key again and repeats the status write, which the task
 store ignores when it already happened, so results and branch counts are never duplicated.
+
+A delivery of a record whose earlier delivery completed (at-least-once SQS, a batch returned after a
+killed invocation) would still write its object again and send its follow-ups (x-sump's copy, hook
+copies) twice. With `ASYA_IDEMPOTENCY_TABLE` set (x-sink's), each record is claimed in the hop ledger
+(`asya.dedup`) under (crew actor, envelope id, route position, attempt, outcome) before anything is
+written: a completed claim drops the delivery, a claim in progress returns it to the queue for later, and a claim whose
+follow-ups could not be sent is freed for the redelivery.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SUMP, ConfigError, task_ttl
+from asya.dedup import Claim, HopLedger, dynamodb_store, hop_key
 from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
@@ -37,6 +45,8 @@ class CrewSettings:
     bucket: str
     tasks_table: str | None = None
     task_ttl: int = 7 * 86_400
+    idempotency_table: str | None = None
+    idempotency_ttl: int = 3600
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -44,7 +54,15 @@ class CrewSettings:
         missing = [name for name in ("ASYA_NAMESPACE", "ASYA_RESULTS_BUCKET") if not env.get(name)]
         if missing:
             raise ConfigError(f"{', '.join(missing)} required by {actor}")
-        return cls(env["ASYA_NAMESPACE"], actor, env["ASYA_RESULTS_BUCKET"], env.get("ASYA_TASKS_TABLE"), task_ttl(env))
+        return cls(
+            env["ASYA_NAMESPACE"],
+            actor,
+            env["ASYA_RESULTS_BUCKET"],
+            env.get("ASYA_TASKS_TABLE"),
+            task_ttl(env),
+            env.get("ASYA_IDEMPOTENCY_TABLE") or None,
+            int(env.get("ASYA_IDEMPOTENCY_TTL_SECONDS") or 3600),
+        )
 
     def queue_name(self, actor: str) -> str:
         return f"asya-{self.namespace}-{actor}"
@@ -60,6 +78,20 @@ class Keep:
     document: dict[str, Any]
     follow_ups: list[tuple[str, str]] = field(default_factory=list)  # (actor, body)
     final: str | None = None
+
+
+def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
+    """The claim's key: like an actor's hop, position and attempt included, so that a task paused,
+    resumed and paused again further on is kept again, while a redelivery of either is not."""
+    route = keep.document.get("route")
+    status = keep.document.get("status")
+    position = len(route.get("prev") or []) if isinstance(route, dict) else 0
+    attempt = status.get("attempt", 1) if isinstance(status, dict) else 1
+    return {**hop_key(actor, keep.envelope_id, position, attempt), "outcome": keep.outcome or "passed"}
+
+
+class DeliveryInProgressError(RuntimeError):
+    """Another delivery of this record holds its claim: this one goes back to the queue."""
 
 
 def rejected(record: SQSRecord, actor: str, error: EnvelopeError) -> dict[str, Any]:
@@ -89,6 +121,7 @@ class CrewActor:
         decide: Decide,
         s3: S3Client | None = None,
         transport: Transport | None = None,
+        ledger: HopLedger | None = None,
     ) -> None:
         self.settings = settings
         self.decide = decide
@@ -96,6 +129,12 @@ class CrewActor:
         self._s3 = s3
         self.tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
         self.transport = transport or SqsTransport()
+        store = (
+            dynamodb_store(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
+            if settings.idempotency_table and ledger is None
+            else None
+        )
+        self.ledger = ledger or HopLedger(store)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
         self._processor = BatchProcessor(
             event_type=EventType.SQS,
@@ -113,10 +152,21 @@ class CrewActor:
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         deliveries: list[Delivery] = []
+        claimed: dict[str, dict[str, Any]] = {}  # message id -> its claim's key, settled after the sends
+        self.ledger.start_batch()
+        remaining = context.get_remaining_time_in_millis() if context is not None else None
 
         def on_record(record: SQSRecord) -> None:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
+            hop = crew_hop(self.settings.actor, keep)
+            claim = self.ledger.claim(hop, record.message_id, remaining)
+            if claim is Claim.DUPLICATE:
+                self.telemetry.count("DuplicatesDropped")
+                return
+            if claim is Claim.IN_PROGRESS:
+                raise DeliveryInProgressError(f"{self.settings.actor}: another delivery is keeping {keep.envelope_id}")
+            claimed[record.message_id] = hop
             if keep.outcome is not None:
                 key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
                 self.s3.put_object(
@@ -137,6 +187,8 @@ class CrewActor:
                 self._processor.process()
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
             failed |= send_all(self.transport, deliveries, 3, lambda _: self.telemetry.count("MessagesSent"))
+            for message_id, key in claimed.items():
+                self.ledger.settle(key, sent=message_id not in failed)
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}

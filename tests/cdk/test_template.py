@@ -97,6 +97,8 @@ def test_every_actor_and_the_crew_have_named_queues_and_functions(
     assert variables["ASYA_ACTOR_NAME"] == "score"
     assert variables["ASYA_HANDLER"] == "actors.SentimentModel.score"
     assert "Ref" in variables["ASYA_IDEMPOTENCY_TABLE"]
+    sink_variables = functions["asya-reviews-x-sink"]["Environment"]["Variables"]
+    assert sink_variables["ASYA_IDEMPOTENCY_TABLE"] == variables["ASYA_IDEMPOTENCY_TABLE"], "x-sink claims records"
     triage = functions["asya-reviews-triage"]["Environment"]["Variables"]
     assert json.loads(triage["ASYA_RESILIENCY"])["policies"]["default"]["max_attempts"] == 3
     assert all(f["Layers"] for f in functions.values())

@@ -246,3 +246,47 @@ def test_x_resume_refuses_an_envelope_not_held_by_x_pause(crew: Crew, tasks: Tas
     crew.run(actor(resume, "x-resume"), json.dumps(stray))
     sumped = crew.queue("x-sump")
     assert [body["status"]["reason"] for body in sumped] == ["RouteMismatch"]
+
+
+IDEMPOTENCY = "asya-crew-idempotency"
+
+
+def _claiming_sink() -> CrewActor:
+    """x-sink as deployed: claiming each record in the hop ledger before keeping it."""
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName=IDEMPOTENCY,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    env = {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET, "ASYA_IDEMPOTENCY_TABLE": IDEMPOTENCY}
+    return CrewActor(CrewSettings.from_env("x-sink", env), sink.Sink([]).decide)
+
+
+def test_a_redelivered_failure_reaches_sump_once_and_is_written_once(crew: Crew) -> None:
+    crew.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    actor = _claiming_sink()
+    assert crew.run(actor, _terminal("task-9", "failed")) == {"batchItemFailures": []}
+    assert crew.run(_sink_like(actor), _terminal("task-9", "failed")) == {"batchItemFailures": []}
+    versions = crew.s3.list_object_versions(Bucket=BUCKET)["Versions"]
+    assert [v["Key"] for v in versions] == ["results/crew/task-9/failed.json"]
+    assert [forwarded["id"] for forwarded in crew.queue("x-sump")] == ["task-9"]
+
+
+def test_a_sink_record_whose_forward_failed_is_kept_again_on_redelivery(crew: Crew) -> None:
+    from asya.transport import MemoryTransport
+
+    transport = MemoryTransport()
+    actor = _claiming_sink()
+    failing = CrewActor(actor.settings, actor.decide, transport=transport, ledger=actor.ledger)
+    transport.fail_entries = {"e0"}
+    assert len(crew.run(failing, _terminal("task-10", "failed"))["batchItemFailures"]) == 1
+    transport.fail_entries = set()
+    assert crew.run(_sink_like(failing), _terminal("task-10", "failed")) == {"batchItemFailures": []}
+    forwarded = transport.queues[f"asya-{NS}-x-sump"]
+    assert [json.loads(message.body)["id"] for message in forwarded] == ["task-10"]
+
+
+def _sink_like(actor: CrewActor) -> CrewActor:
+    """Another execution environment of the same x-sink: its own batch, the same table and transport."""
+    return CrewActor(actor.settings, actor.decide, transport=actor.transport)
