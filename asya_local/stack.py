@@ -1,7 +1,7 @@
 """The local stack: the whole mesh on this machine, against a local AWS endpoint.
 
-1. A moto server on loopback is the AWS endpoint (with the SQS depth fix and the stream fix
-   applied first).
+1. A moto server on loopback is the AWS endpoint (with the SQS depth fix, the SQS body checks and
+   the stream fix applied first).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
 3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
    the real handler with the function's deployed environment and temporary credentials of its own
@@ -148,11 +148,13 @@ class LocalEndpoint:
 
         from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
+        from asya_local.moto_sqs_bodies import apply_body_fix
         from asya_local.moto_streams import apply_stream_fix
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         logging.getLogger("moto").setLevel(logging.ERROR)
         apply_depth_fix()
+        apply_body_fix()
         apply_stream_fix()
         apply_iam_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
