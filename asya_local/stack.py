@@ -29,6 +29,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -197,6 +198,10 @@ class LocalStack:
     _clients: dict[str, Any] = field(default_factory=dict)
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
+    # What outlives a worker but not the stack: the stream pollers' checkpoints.
+    _state: tempfile.TemporaryDirectory[str] = field(
+        default_factory=lambda: tempfile.TemporaryDirectory(prefix="asya-state-")
+    )
 
     @property
     def endpoint(self) -> str:
@@ -330,6 +335,8 @@ class LocalStack:
             extra = {"port": self.gateway_port, "api_key": self.api_key}
         elif isinstance(function.trigger, ScheduleTrigger):
             extra = {"interval": self.schedule_seconds}
+        elif isinstance(function.trigger, StreamTrigger):
+            extra = {"checkpoint_file": str(Path(self._state.name) / f"{function.name}.checkpoint.json")}
         return {
             "function": function.name,
             "handler": function.handler,
@@ -441,6 +448,7 @@ class LocalStack:
             self._watchdog = None
         if self._runs_spark:
             local_spark_runner(self.endpoint).stop()
+        self._state.cleanup()
         if self._endpoint is not None:
             self._endpoint.stop()
             self._endpoint = None
