@@ -21,6 +21,7 @@ from asya_local import worker
 from asya_local.lambda_shapes import invoke_with_batch
 
 RECEIVE_WAIT_SECONDS = 1
+REDELIVERED = "redelivered message"  # starts the line naming a message received more than once
 
 
 class Poller:
@@ -64,6 +65,10 @@ class Poller:
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
         started = time.perf_counter()
         self._release_one(messages)
+        for message in messages:
+            receives = message.get("Attributes", {}).get("ApproximateReceiveCount", "1")
+            if receives != "1":
+                worker.say(f"{REDELIVERED} {message['MessageId']} (receive {receives})")
         try:
             with worker.invocation(self.spec) as context:
                 done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)

@@ -1,7 +1,7 @@
 """The local stack: the whole mesh on this machine, against a local AWS endpoint.
 
-1. A moto server on loopback is the AWS endpoint (with the SQS depth fix and the stream fix
-   applied first).
+1. A moto server on loopback is the AWS endpoint (with the SQS depth fix, the SQS body checks and
+   the stream fix applied first).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
 3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
    the real handler with the function's deployed environment and temporary credentials of its own
@@ -29,6 +29,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -148,11 +149,13 @@ class LocalEndpoint:
 
         from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
+        from asya_local.moto_sqs_bodies import apply_body_fix
         from asya_local.moto_streams import apply_stream_fix
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         logging.getLogger("moto").setLevel(logging.ERROR)
         apply_depth_fix()
+        apply_body_fix()
         apply_stream_fix()
         apply_iam_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
@@ -195,6 +198,10 @@ class LocalStack:
     _clients: dict[str, Any] = field(default_factory=dict)
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
+    # What outlives a worker but not the stack: the stream pollers' checkpoints.
+    _state: tempfile.TemporaryDirectory[str] = field(
+        default_factory=lambda: tempfile.TemporaryDirectory(prefix="asya-state-")
+    )
 
     @property
     def endpoint(self) -> str:
@@ -328,6 +335,8 @@ class LocalStack:
             extra = {"port": self.gateway_port, "api_key": self.api_key}
         elif isinstance(function.trigger, ScheduleTrigger):
             extra = {"interval": self.schedule_seconds}
+        elif isinstance(function.trigger, StreamTrigger):
+            extra = {"checkpoint_file": str(Path(self._state.name) / f"{function.name}.checkpoint.json")}
         return {
             "function": function.name,
             "handler": function.handler,
@@ -440,6 +449,7 @@ class LocalStack:
             self._watchdog = None
         if self._runs_spark:
             local_spark_runner(self.endpoint).stop()
+        self._state.cleanup()
         if self._endpoint is not None:
             self._endpoint.stop()
             self._endpoint = None

@@ -1,13 +1,19 @@
 """One local execution environment behind a DynamoDB stream event source mapping, as its own process.
 
 It does what Lambda's stream poller does for one function: find the stream's shards (and new ones as
-they appear, children after their parents), read each from its start with `GetRecords`, and invoke
+they appear, children after their parents), read each from its start with `GetRecords` (or after its
+checkpoint, when an earlier execution environment of the mapping left one), and invoke
 the handler with batches of up to the mapping's batch size, in order. With `ReportBatchItemFailures`
 the lowest failed sequence number in the response is the checkpoint: the records before it are done,
 the batch is delivered again from it. A function error retries the whole batch (in halves, with
 `BisectBatchOnFunctionError`). After the mapping's `MaximumRetryAttempts` (at most `MAX_RETRIES`
 locally, where "until the record expires" would stall the shard for a day) the failed records are
 skipped, as Lambda discards them: logged, and reported to the on-failure queue if there is one.
+
+The mapping's position in each shard (the last sequence number whose batch is done: delivered, or
+skipped) is kept in the spec's `checkpoint_file` after every batch, so a new execution environment
+(after a crash, a timeout or a fault-injected restart) resumes after it, as Lambda's event source
+mapping does, instead of delivering the whole stream again.
 
 moto keeps a table's stream records in memory, in one shard, for the life of the server (see
 `asya_local.moto_streams` for what it needs to keep them).
@@ -18,11 +24,13 @@ moto keeps a table's stream records in memory, in one shard, for the life of the
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -46,6 +54,39 @@ class Shard:
     attempts: int = 0  # deliveries of the batch at the head of `pending` that failed
     size: int = 0  # how many records the next delivery takes (below the batch size while bisecting)
     bisect_end: str | None = None  # the last record of the batch being bisected
+
+
+class Checkpoints:
+    """The last done sequence number of each shard, kept in a file that outlives this process. No file
+    configured: nothing is kept, and every start reads the shards from their start."""
+
+    def __init__(self, path: str | None, stream_arn: str) -> None:
+        self.path = Path(path) if path else None
+        self.stream_arn = stream_arn
+        self.positions: dict[str, str] = self._load()
+
+    def _load(self) -> dict[str, str]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            saved = json.loads(self.path.read_text())
+            if saved["stream_arn"] != self.stream_arn:  # another stream's (a stack deployed again): not ours
+                return {}
+            return {str(shard): str(position) for shard, position in saved["shards"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            worker.say(f"checkpoint file {self.path} unreadable ({exc!r}): reading every shard from its start")
+            return {}
+
+    def get(self, shard_id: str) -> str | None:
+        return self.positions.get(shard_id)
+
+    def advance(self, shard_id: str, sequence_number: str) -> None:
+        """Record a shard's position; the file is replaced whole, so a kill mid-write leaves the old one."""
+        self.positions[shard_id] = sequence_number
+        if self.path is not None:
+            partial = self.path.with_name(self.path.name + ".partial")
+            partial.write_text(json.dumps({"stream_arn": self.stream_arn, "shards": self.positions}))
+            os.replace(partial, self.path)
 
 
 def checkpoint(response: Any, batch: list[dict[str, Any]]) -> int | None:
@@ -76,6 +117,7 @@ class StreamPoller:
         retries = spec["retry_attempts"] if spec["retry_attempts"] >= 0 else DEFAULT_RETRIES
         self.max_retries = min(retries, MAX_RETRIES)
         self.sqs: Any = boto3.client("sqs") if spec["on_failure_queue_url"] else None
+        self.checkpoints = Checkpoints(spec.get("checkpoint_file"), self.stream_arn)
         self.shards: dict[str, Shard] = {}
         self.finished: set[str] = set()
         self._next_refresh = 0.0
@@ -100,7 +142,8 @@ class StreamPoller:
         return delivered
 
     def refresh_shards(self) -> None:
-        """Start reading shards not seen before, from their start; a child waits for its parent."""
+        """Start reading shards not seen before, from their start or after their checkpoint; a child waits
+        for its parent."""
         shards: list[dict[str, Any]] = []
         start: dict[str, str] = {}
         while True:
@@ -113,7 +156,9 @@ class StreamPoller:
             shard_id = shard["ShardId"]
             if shard_id in self.shards or shard_id in self.finished or shard.get("ParentShardId") in self.shards:
                 continue
-            self.shards[shard_id] = Shard(shard_id, self._iterator(shard_id, "TRIM_HORIZON"))
+            after = self.checkpoints.get(shard_id)
+            kind = "AFTER_SEQUENCE_NUMBER" if after else "TRIM_HORIZON"
+            self.shards[shard_id] = Shard(shard_id, self._iterator(shard_id, kind, after), position=after)
 
     def _iterator(self, shard_id: str, kind: str, after: str | None = None) -> str:
         position = {"SequenceNumber": after} if after else {}
@@ -157,6 +202,8 @@ class StreamPoller:
         elapsed = (time.perf_counter() - started) * 1000
         done = len(batch) if retry_from is None else retry_from
         shard.pending = shard.pending[done:]
+        if done:
+            self.checkpoints.advance(shard.shard_id, batch[done - 1]["dynamodb"]["SequenceNumber"])
         if retry_from is None:
             shard.attempts = 0
             if shard.bisect_end is None or _reached(batch[-1], shard.bisect_end):
@@ -174,6 +221,7 @@ class StreamPoller:
             )
             shard.pending = shard.pending[len(failed) :]
             shard.attempts, shard.size, shard.bisect_end = 0, 0, None
+            self.checkpoints.advance(shard.shard_id, last)
             return
         if raised and self.spec["bisect"]:
             shard.size = max(1, len(batch) // 2)

@@ -25,6 +25,7 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     keep = _annotate(record)
     status = keep.document.get("status", {})
     reason = str(status.get("reason", "unknown"))
+    telemetry.logger.set_correlation_id(keep.envelope_id)  # the error log below is this envelope's
     telemetry.count("SumpArrivals")  # what the alarm watches
     telemetry.count("SumpArrivals", "reason", reason)  # what the dashboard splits
     telemetry.logger.error(

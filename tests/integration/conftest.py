@@ -121,9 +121,16 @@ def deployed(
         stack.stop()
 
 
-@pytest.fixture(scope="session")
-def running_mesh(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
+@contextmanager
+def running(endpoint: LocalEndpoint, mesh: Path) -> Iterator[RunningMesh]:
+    """A mesh file's stack deployed and running, every worker's line recorded from the first."""
     holder: list[RunningMesh] = []
-    with deployed(endpoint, MESH, lambda s, line: holder[0].on_line(s, line) if holder else None) as stack:
+    with deployed(endpoint, mesh, lambda s, line: holder[0].on_line(s, line) if holder else None) as stack:
         holder.append(RunningMesh(stack))
         yield holder[0]
+
+
+@pytest.fixture(scope="session")
+def running_mesh(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
+    with running(endpoint, MESH) as mesh:
+        yield mesh

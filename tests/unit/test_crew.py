@@ -3,6 +3,7 @@ the final task status they record; x-pause pausing a task and x-resume continuin
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -130,6 +131,18 @@ def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, capsys: pytest.Ca
     assert kept["status"]["reason"] == "RouteMismatch"
     output = capsys.readouterr().out
     assert '"message":"envelope reached x-sump"' in output.replace(": ", ":")
+
+
+def test_sump_logs_each_arrival_under_its_own_envelope_id(crew: Crew, monkeypatch: pytest.MonkeyPatch) -> None:
+    actor, output = _sump(), io.StringIO()
+    # the service's logger outlives the stdout an earlier test captured: read what it writes here instead
+    monkeypatch.setattr(actor.telemetry.logger.registered_handler, "stream", output)
+    crew.run(actor, _terminal("task-5", "failed"), _terminal("task-6", "failed"))
+    logs = [json.loads(line) for line in output.getvalue().splitlines() if "envelope reached x-sump" in line]
+    assert [(log["envelope_id"], log.get("correlation_id")) for log in logs] == [
+        ("task-5", "task-5"),
+        ("task-6", "task-6"),
+    ]
 
 
 def test_sump_records_a_redriven_message_as_failed(crew: Crew) -> None:

@@ -1,6 +1,7 @@
 """The local DynamoDB stream event source: the event shape, batches in order, partial batch failures
-re-delivered from the checkpoint, give-up with an on-failure record, bisecting, new shards; and the
-moto fix that keeps a table's stream records readable while a (disabled) mapping is attached."""
+re-delivered from the checkpoint, give-up with an on-failure record, bisecting, new shards, a restarted
+poller resuming after each shard's kept checkpoint; and the moto fix that keeps a table's stream
+records readable while a (disabled) mapping is attached."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import io
 import json
 import zipfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,9 +53,19 @@ class FakeStreams:
         ]
         return {"StreamDescription": {"StreamArn": StreamArn, "Shards": shards}}
 
-    def get_shard_iterator(self, StreamArn: str, ShardId: str, ShardIteratorType: str) -> dict[str, Any]:  # noqa: N803
-        assert ShardIteratorType == "TRIM_HORIZON"
-        return {"ShardIterator": f"{ShardId}|0"}
+    def get_shard_iterator(
+        self,
+        StreamArn: str,  # noqa: N803 - boto3's names
+        ShardId: str,  # noqa: N803
+        ShardIteratorType: str,  # noqa: N803
+        SequenceNumber: str | None = None,  # noqa: N803
+    ) -> dict[str, Any]:
+        if ShardIteratorType == "TRIM_HORIZON":
+            return {"ShardIterator": f"{ShardId}|0"}
+        assert ShardIteratorType == "AFTER_SEQUENCE_NUMBER"
+        _, records, _ = self.shards[ShardId]
+        after = [r["dynamodb"]["SequenceNumber"] for r in records].index(SequenceNumber) + 1
+        return {"ShardIterator": f"{ShardId}|{after}"}
 
     def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
         shard_id, position = ShardIterator.split("|")
@@ -190,6 +202,59 @@ def test_a_child_shard_is_read_after_its_parent() -> None:
     drain(made, passes=3)
     assert function.batches == [["1", "2"], ["3"]]
     assert made.finished == {"parent"}
+
+
+def test_a_restarted_poller_resumes_after_each_shards_checkpoint(tmp_path: Path) -> None:
+    streams, first = FakeStreams(), Function()
+    streams.shards["s1"] = (None, [record(n) for n in range(1, 5)], False)
+    streams.shards["s2"] = (None, [record(n) for n in range(11, 13)], False)
+    checkpoints = str(tmp_path / "stream.checkpoint.json")
+    drain(poller(first, streams, checkpoint_file=checkpoints))
+    assert first.batches == [["1", "2", "3"], ["11", "12"], ["4"]]
+
+    streams.shards["s1"][1].extend([record(5), record(6)])  # written while no poller ran
+    again = Function()
+    drain(poller(again, streams, checkpoint_file=checkpoints))  # a new execution environment
+    assert again.batches == [["5", "6"]], "nothing delivered twice, nothing written meanwhile missed"
+
+
+def test_a_restart_delivers_again_from_the_first_record_not_done(tmp_path: Path) -> None:
+    streams, failing = FakeStreams(), Function(fail=("2",), times=99)
+    streams.shards["s1"] = (None, [record(n) for n in range(1, 4)], False)
+    checkpoints = str(tmp_path / "stream.checkpoint.json")
+    poller(failing, streams, checkpoint_file=checkpoints).poll_once()  # "1" done, "2" failed: then killed
+    fixed = Function()
+    drain(poller(fixed, streams, checkpoint_file=checkpoints))
+    assert fixed.batches == [["2", "3"]]
+
+
+def test_records_given_up_on_are_not_delivered_again_after_a_restart(tmp_path: Path) -> None:
+    streams, failing = FakeStreams(), Function(fail=("2",), times=99)
+    streams.shards["s1"] = (None, [record(n) for n in range(1, 4)], False)
+    checkpoints = str(tmp_path / "stream.checkpoint.json")
+    drain(poller(failing, streams, checkpoint_file=checkpoints))
+    streams.shards["s1"][1].append(record(4))
+    after = Function()
+    drain(poller(after, streams, checkpoint_file=checkpoints))
+    assert after.batches == [["4"]]
+
+
+@pytest.mark.parametrize(
+    "saved",
+    [
+        json.dumps({"stream_arn": ARN.replace("label", "older"), "shards": {"s1": "2"}}),
+        "{not json",
+        json.dumps(["s1", "2"]),
+    ],
+    ids=["another stream's", "torn", "not an object"],
+)
+def test_a_checkpoint_file_not_for_this_stream_is_not_followed(tmp_path: Path, saved: str) -> None:
+    streams, function = FakeStreams(), Function()
+    streams.shards["s1"] = (None, [record(n) for n in range(1, 4)], False)
+    checkpoints = tmp_path / "stream.checkpoint.json"
+    checkpoints.write_text(saved)
+    drain(poller(function, streams, checkpoint_file=str(checkpoints)))
+    assert function.batches == [["1", "2", "3"]]
 
 
 def test_moto_keeps_stream_records_with_a_disabled_mapping_attached() -> None:
