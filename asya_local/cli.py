@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
@@ -388,17 +389,28 @@ def _results(args: argparse.Namespace) -> int:
         console.print(f"no results yet for {args.id}")
         return 1
     for doc in [*own, *children]:
-        console.print_json(json.dumps({"key": doc["key"], **doc["envelope"]}))
+        _print_result(doc)
     return 0
+
+
+def _print_result(doc: dict[str, Any]) -> None:
+    try:
+        console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
+    except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
+        console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
 
 
 def _read_results(s3: Any, bucket: str, prefix: str) -> list[dict[str, Any]]:
     found = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
-            body = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+            text = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().decode(errors="replace")
+            try:
+                body = orjson.loads(text)
+            except orjson.JSONDecodeError:  # past the parser's depth: x-sump kept the body as it came
+                body = {"unparsed": text}
             outcome = item["Key"].rsplit("/", 1)[-1].removesuffix(".json")
-            found.append({"key": item["Key"], "outcome": outcome, "envelope": body})
+            found.append({"key": item["Key"], "outcome": outcome, "envelope": body, "text": text})
     return found
 
 
