@@ -85,8 +85,11 @@ def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
     resumed and paused again further on is kept again, while a redelivery of either is not."""
     route = keep.document.get("route")
     status = keep.document.get("status")
-    position = len(route.get("prev") or []) if isinstance(route, dict) else 0
-    attempt = status.get("attempt", 1) if isinstance(status, dict) else 1
+    # x-sump keeps what it is sent, however malformed: a field of the wrong type counts as absent
+    prev = route.get("prev") if isinstance(route, dict) else None
+    position = len(prev) if isinstance(prev, list) else 0
+    attempt = status.get("attempt") if isinstance(status, dict) else None
+    attempt = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1
     return {**hop_key(actor, keep.envelope_id, position, attempt), "outcome": keep.outcome or "passed"}
 
 

@@ -123,20 +123,27 @@ def test_sink_sends_what_is_not_an_envelope_to_sump(crew: Crew) -> None:
     assert forwarded["status"]["reason"] == "ParseError"
 
 
-def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, capsys: pytest.CaptureFixture[str]) -> None:
+def _sump_log(actor: CrewActor, monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
+    """What x-sump logs from here on: the service's logger outlives the stdout an earlier test captured."""
+    output = io.StringIO()
+    monkeypatch.setattr(actor.telemetry.logger.registered_handler, "stream", output)
+    return output
+
+
+def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, monkeypatch: pytest.MonkeyPatch) -> None:
     failure = _terminal("task-4", "failed")
     failure["status"]["reason"] = "RouteMismatch"
-    crew.run(_sump(), failure)
+    actor = _sump()
+    output = _sump_log(actor, monkeypatch)
+    crew.run(actor, failure)
     kept = crew.kept()["results/crew/task-4/sump.json"]
     assert kept["status"]["reason"] == "RouteMismatch"
-    output = capsys.readouterr().out
-    assert '"message":"envelope reached x-sump"' in output.replace(": ", ":")
+    assert '"message":"envelope reached x-sump"' in output.getvalue().replace(": ", ":")
 
 
 def test_sump_logs_each_arrival_under_its_own_envelope_id(crew: Crew, monkeypatch: pytest.MonkeyPatch) -> None:
-    actor, output = _sump(), io.StringIO()
-    # the service's logger outlives the stdout an earlier test captured: read what it writes here instead
-    monkeypatch.setattr(actor.telemetry.logger.registered_handler, "stream", output)
+    actor = _sump()
+    output = _sump_log(actor, monkeypatch)
     crew.run(actor, _terminal("task-5", "failed"), _terminal("task-6", "failed"))
     logs = [json.loads(line) for line in output.getvalue().splitlines() if "envelope reached x-sump" in line]
     assert [(log["envelope_id"], log.get("correlation_id")) for log in logs] == [
