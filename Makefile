@@ -56,10 +56,10 @@ bench: install
 	$(BIN)/python -m bench.spark_actor
 	$(BIN)/python -m bench.cost_per_hop
 
-# 1,000 envelopes (250 tasks, each a root and 3 branches) through the chaos mesh under every fault; prints counts, fails unless nothing is lost,
-# duplicated, stuck or disagreeing (docs/faults.md)
+# 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault; prints counts,
+# fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)
 chaos: install
-	$(BIN)/python -m bench.chaos --tasks 250
+	$(BIN)/python -m bench.chaos --tasks 334
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya

@@ -17,7 +17,7 @@ and exits non-zero unless lost, duplicated, stuck and disagreeing are all 0. Re-
 reported, not failed: a worker killed after its handler ran and before its outputs were sent runs
 that handler again on redelivery, which at-least-once delivery allows (docs/faults.md).
 
-    python -m bench.chaos [--tasks 250] [--seed 11] [--flow mixed|lambda-only]
+    python -m bench.chaos [--tasks 334] [--seed 11] [--flow mixed|lambda-only]
 
 `tests/integration/test_local_faults.py` runs the same code with a few dozen tasks.
 """
@@ -290,9 +290,7 @@ def chaos_stack(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--tasks", type=int, default=250, help="tasks to create: each is a root envelope and 3 branches"
-    )
+    parser.add_argument("--tasks", type=int, default=334, help="tasks to create (3 branch envelopes each)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--flow", choices=["mixed", "lambda-only"], default="mixed")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the mesh to go idle")
