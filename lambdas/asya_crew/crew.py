@@ -24,8 +24,8 @@ import orjson
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya.config import SUMP, ConfigError, task_ttl
-from asya.dedup import Claim, HopLedger, dynamodb_store, hop_key
+from asya.config import SUMP, ConfigError, idempotency_ttl, task_ttl
+from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
@@ -61,7 +61,7 @@ class CrewSettings:
             env.get("ASYA_TASKS_TABLE"),
             task_ttl(env),
             env.get("ASYA_IDEMPOTENCY_TABLE") or None,
-            int(env.get("ASYA_IDEMPOTENCY_TTL_SECONDS") or 3600),
+            idempotency_ttl(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -132,12 +132,7 @@ class CrewActor:
         self._s3 = s3
         self.tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
         self.transport = transport or SqsTransport()
-        store = (
-            dynamodb_store(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
-            if settings.idempotency_table and ledger is None
-            else None
-        )
-        self.ledger = ledger or HopLedger(store)
+        self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
         self._processor = BatchProcessor(
             event_type=EventType.SQS,

@@ -82,7 +82,7 @@ class SidecarConfig:
             max_message_bytes=int(_number(env, "ASYA_MAX_MESSAGE_BYTES", SQS_MAX_MESSAGE_BYTES, minimum=1024)),
             send_attempts=int(_number(env, "ASYA_SEND_ATTEMPTS", 3, minimum=1)),
             idempotency_table=env.get("ASYA_IDEMPOTENCY_TABLE") or None,
-            idempotency_ttl=int(_number(env, "ASYA_IDEMPOTENCY_TTL_SECONDS", 3600, minimum=1)),
+            idempotency_ttl=idempotency_ttl(env),
             tasks_table=env.get("ASYA_TASKS_TABLE") or None,
             events_table=env.get("ASYA_EVENTS_TABLE") or None,
             task_ttl=task_ttl(env),
@@ -94,6 +94,11 @@ class SidecarConfig:
 def task_ttl(env: Mapping[str, str]) -> int:
     """How long a finished task stays readable (`ASYA_TASK_TTL_SECONDS`), shared by every writer."""
     return int(_number(env, "ASYA_TASK_TTL_SECONDS", 7 * 86_400, minimum=60))
+
+
+def idempotency_ttl(env: Mapping[str, str]) -> int:
+    """How long a hop's claim is remembered (`ASYA_IDEMPOTENCY_TTL_SECONDS`), by actors and x-sink alike."""
+    return int(_number(env, "ASYA_IDEMPOTENCY_TTL_SECONDS", 3600, minimum=1))
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

@@ -73,6 +73,11 @@ class HopLedger:
             self._store.delete_record(data=key, exception=RuntimeError("outputs not sent"))
 
 
+def hop_ledger(table: str | None, ttl_seconds: int, namespace: str) -> HopLedger:
+    """The ledger a function keeps: across invocations in `table` when one is set, else per batch only."""
+    return HopLedger(dynamodb_store(table, ttl_seconds, namespace) if table else None)
+
+
 def idempotency_key_prefix(namespace: str) -> str:
     """Every hop record's key starts with this (then `#<hash>`), so IAM can scope a namespace's items."""
     return f"asya-{namespace}"

@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SidecarConfig
-from asya.dedup import HopLedger, dynamodb_store
+from asya.dedup import hop_ledger
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
 from asya.live import EventLog
@@ -38,12 +38,7 @@ class Sidecar:
         self.config = config
         self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes)
         self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
-        store = (
-            dynamodb_store(config.idempotency_table, config.idempotency_ttl, config.namespace)
-            if config.idempotency_table
-            else None
-        )
-        self.ledger = HopLedger(store)
+        self.ledger = hop_ledger(config.idempotency_table, config.idempotency_ttl, config.namespace)
         self.reporter = (
             StatusReporter(
                 TaskStore(config.tasks_table, config.task_ttl),
