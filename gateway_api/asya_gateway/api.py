@@ -26,6 +26,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from asya.live import CURSOR_PATTERN
 from asya.telemetry import Telemetry
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskError, TaskService
@@ -36,10 +37,8 @@ API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
 MAX_TASK_ID = 256
 TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
-# An event's cursor as the event log hands it out (`asya.live`): 20 digits of nanoseconds and a writer's
-# suffix, or "0" for the task's whole log.
-EVENT_CURSOR = re.compile(r"0|[0-9]{20}(-[0-9a-f]{1,32})?")
-EventCursor = Annotated[str | None, Query(pattern=f"^({EVENT_CURSOR.pattern})$", max_length=64)]
+EVENT_CURSOR = re.compile(CURSOR_PATTERN)  # an event's id as the event log hands it out
+EventCursor = Annotated[str | None, Query(pattern=CURSOR_PATTERN, max_length=64)]
 
 # orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
 # surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
@@ -236,9 +235,7 @@ def post_event(
 def task_events(
     task_id: TaskId,
     cursor: EventCursor = None,
-    last_event_id: Annotated[
-        str | None, Header(alias="Last-Event-ID", pattern=f"^({EVENT_CURSOR.pattern})$", max_length=64)
-    ] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", pattern=CURSOR_PATTERN, max_length=64)] = None,
 ) -> Response[str]:
     chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS)
     if chunks is None:

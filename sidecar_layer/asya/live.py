@@ -37,6 +37,9 @@ STATUS = "status"
 FLY = "fly"
 # a write and its unprocessed-item retries (`asya.dynamo.Backoff.budget`, 0.5 s) land well within this
 SETTLE_SECONDS = 1.5
+# A cursor as `EventLog.next_seq` writes it (20 digits of nanoseconds, a writer's suffix), or "0" for a
+# task's whole log: what a reader may hand back, anchored for OpenAPI's `pattern`.
+CURSOR_PATTERN = r"^(0|[0-9]{20}(-[0-9a-f]{1,32})?)$"
 
 
 class EventsNotAppendedError(Exception):
