@@ -1,7 +1,7 @@
-"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), and the Spark batches
-table (`asya_cdk.spark`), made directly in moto's in-process AWS for unit tests and benchmarks. The
-local stack deploys the real ones; the integration tests and the CDK template tests keep the
-definitions in step."""
+"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), the hop ledger's
+idempotency table (`asya_cdk.mesh`) and the Spark batches table (`asya_cdk.spark`), made directly in
+moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
+integration tests and the CDK template tests keep the definitions in step."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ from typing import Any
 
 TASKS = "asya-tasks"
 EVENTS = "asya-task-events"
+
+
+def create_idempotency_table(dynamodb: Any, name: str) -> None:
+    """The hop records Powertools' persistence layer writes (`asya.dedup`), keyed by their hashed id."""
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
 
 
 def create_tables(dynamodb: Any) -> None:

@@ -166,7 +166,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya_crew.crew import CrewActor, CrewSettings
     from asya_crew.sink import Sink
     from asya_local.inprocess import InProcessMesh
-    from asya_local.tables import EVENTS, TASKS, create_tables
+    from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 
     config = case.mesh.config
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY}
@@ -178,7 +178,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     with metered(meter), InProcessMesh(config.namespace, handlers, environments[next(iter(handlers))]) as mesh:
         with meter.paused():
             create_tables(boto3.client("dynamodb"))
-            create_idempotency_table(boto3.client("dynamodb"))
+            create_idempotency_table(boto3.client("dynamodb"), IDEMPOTENCY)
             boto3.client("s3").create_bucket(Bucket=BUCKET)
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
@@ -228,16 +228,6 @@ class ItemLookup:
 
         found = self.client.get_item(TableName=table, Key=dict(key), ConsistentRead=True)
         return item_bytes(found.get("Item", {}))
-
-
-def create_idempotency_table(dynamodb: Any) -> None:
-    """As `asya_cdk.mesh` defines it: the hop records Powertools' persistence layer writes."""
-    dynamodb.create_table(
-        TableName=IDEMPOTENCY,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
 
 
 def gateway(case: FlowCase) -> Any:

@@ -16,7 +16,7 @@ from asya.status import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
-from asya_local.tables import TASKS, create_tables
+from asya_local.tables import TASKS, create_idempotency_table, create_tables
 
 NS = "crew"
 BUCKET = "results-bucket"
@@ -273,12 +273,7 @@ IDEMPOTENCY = "asya-crew-idempotency"
 
 def _claiming_sink() -> CrewActor:
     """x-sink as deployed: claiming each record in the hop ledger before keeping it."""
-    boto3.client("dynamodb", region_name=REGION).create_table(
-        TableName=IDEMPOTENCY,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(boto3.client("dynamodb", region_name=REGION), IDEMPOTENCY)
     env = {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET, "ASYA_IDEMPOTENCY_TABLE": IDEMPOTENCY}
     return CrewActor(CrewSettings.from_env("x-sink", env), sink.Sink([]).decide)
 

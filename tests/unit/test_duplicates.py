@@ -11,6 +11,7 @@ import pytest
 
 import asya
 from asya_local.lambda_shapes import LambdaContext, sqs_record
+from asya_local.tables import create_idempotency_table
 from tests.unit import handlers
 from tests.unit.conftest import Mesh, envelope
 
@@ -20,12 +21,7 @@ TABLE = "asya-unit-idempotency"
 @pytest.fixture
 def table(mesh: Mesh) -> str:
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-    dynamodb.create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_idempotency_table(dynamodb, TABLE)
     return TABLE
 
 
