@@ -12,6 +12,7 @@ passed, just as on AWS.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import traceback
@@ -44,22 +45,28 @@ class Poller:
                 self._invoke(messages)
 
     def _gather(self) -> list[dict[str, Any]]:
+        """A batch as Lambda's poller makes one: wait for a first message, then keep receiving until
+        the batch is full or the batching window, counted from that first message, has passed. With
+        no window the first receive is the batch. (Stopping at the first empty receive instead made a
+        Spark actor start a job per trickle of envelopes, many more than its window implies.)"""
         batch_size, window = self.spec["batch_size"], self.spec["batching_window"]
         messages: list[dict[str, Any]] = []
-        deadline = time.monotonic() + window
+        deadline = 0.0
         while not self.stopping and len(messages) < batch_size:
-            wait = (
-                RECEIVE_WAIT_SECONDS if not messages else max(0, min(RECEIVE_WAIT_SECONDS, deadline - time.monotonic()))
-            )
+            wait = float(RECEIVE_WAIT_SECONDS)
+            if messages:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    break
             received: list[Any] = self.sqs.receive_message(
                 QueueUrl=self.queue_url,
                 MaxNumberOfMessages=min(10, batch_size - len(messages)),
-                WaitTimeSeconds=round(wait),
+                WaitTimeSeconds=math.ceil(wait),
                 AttributeNames=["All"],
             ).get("Messages", [])
+            if received and not messages:
+                deadline = time.monotonic() + window
             messages.extend(received)
-            if messages and (not received or time.monotonic() >= deadline):
-                break
         return messages
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
