@@ -147,6 +147,7 @@ class LocalEndpoint:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        from asya_local.moto_dynamodb import apply_dynamodb_lock
         from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
         from asya_local.moto_sqs_bodies import apply_body_fix
@@ -157,6 +158,7 @@ class LocalEndpoint:
         apply_depth_fix()
         apply_body_fix()
         apply_stream_fix()
+        apply_dynamodb_lock()
         apply_iam_fix()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
