@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +57,11 @@ class HopRunner:
         ledger: HopLedger,
         telemetry: Telemetry,
         reporter: StatusReporter | None = None,
+        *,
+        has_queue: Callable[[str], bool] | None = None,
     ) -> None:
         self.config = config
+        self.has_queue = has_queue  # None: outputs are not sent from here (a Spark job), nothing to check
         self.handler = handler
         self.ledger = ledger
         self.telemetry = telemetry
@@ -88,6 +92,7 @@ class HopRunner:
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
         outcome = self._route(envelope, plan, now, remaining_ms)
+        outcome = self._check_destinations(plan, envelope, outcome)
         return self._finish(plan, envelope, outcome, started, body)
 
     def _route(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, remaining_ms: int | None) -> str:
@@ -176,6 +181,24 @@ class HopRunner:
             routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames)
         )
         return "forwarded"
+
+    def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: str) -> str:
+        """An output for an actor with no queue in this namespace (a name in `route.next` or a
+        policy's `on_exhausted` that was never deployed) could never be sent: left for redelivery it
+        would run the handler again and again until SQS gave up on it. It goes to x-sump at once."""
+        if self.has_queue is None:
+            return outcome
+        for outbound in plan.outbound:
+            queue = self.config.queue_name(outbound.destination)
+            if outbound.kind is Kind.ACTOR and not self.has_queue(queue):
+                message = f"no queue {queue} for actor {outbound.destination!r} in this namespace"
+                plan.outbound = [
+                    routing.to_sump(
+                        envelope, self.config.actor, Reason.UNKNOWN_ACTOR, error_details(None, message), utc_now()
+                    )
+                ]
+                return "sumped"
+        return outcome
 
     def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> str:
         outcome, outbound = handler_failure(self.config, envelope, error, self.telemetry)

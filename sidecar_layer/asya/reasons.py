@@ -15,6 +15,7 @@ class Reason(StrEnum):
     PARSE_ERROR = "ParseError"
     INVALID_ENVELOPE = "InvalidEnvelope"
     ROUTE_MISMATCH = "RouteMismatch"
+    UNKNOWN_ACTOR = "UnknownActor"
     HANDLER_TIMEOUT = "HandlerTimeout"
     UNSERIALIZABLE_OUTPUT = "UnserializableOutput"
     OVERSIZED_OUTPUT = "OversizedOutput"

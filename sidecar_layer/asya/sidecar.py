@@ -49,7 +49,14 @@ class Sidecar:
             if config.tasks_table
             else None
         )
-        self.hops = HopRunner(config, load_handler(config.handler), self.ledger, self.telemetry, self.reporter)
+        self.hops = HopRunner(
+            config,
+            load_handler(config.handler),
+            self.ledger,
+            self.telemetry,
+            self.reporter,
+            has_queue=self.transport.has_queue,
+        )
         self._processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self._entry = self.telemetry.logger.inject_lambda_context(self._handle)
         if self.telemetry.tracer is not None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger(__name__)
 SQS_BATCH_ENTRIES = 10
 SQS_MAX_DELAY_SECONDS = 900
+_NO_SUCH_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}  # query and JSON protocols
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,10 @@ class OutgoingMessage:
 class Transport(Protocol):
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
         """Send to the named queue; return the entry ids that could not be sent."""
+        ...
+
+    def has_queue(self, queue: str) -> bool:
+        """False only when the queue is known not to exist: a send to it could never succeed."""
         ...
 
 
@@ -52,6 +57,16 @@ class SqsTransport:
         if url is None:
             url = self._queue_urls[queue] = self.client.get_queue_url(QueueName=queue)["QueueUrl"]
         return url
+
+    def has_queue(self, queue: str) -> bool:
+        """Answered by the same cached lookup the send makes. Only SQS's "no such queue" is a no: any
+        other failure (throttling, a network error) is left to the send, which retries it."""
+        try:
+            self.queue_url(queue)
+        except Exception as exc:  # noqa: BLE001 - botocore's ClientError, or a transport failure
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            return code not in _NO_SUCH_QUEUE
+        return True
 
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
         try:
@@ -89,13 +104,20 @@ def _chunks(messages: Sequence[OutgoingMessage], max_bytes: int) -> Iterator[lis
 
 
 class MemoryTransport:
-    """Messages kept in lists per queue name; `fail_entries` lets a test make chosen sends fail."""
+    """Messages kept in lists per queue name; `fail_entries` lets a test make chosen sends fail, and
+    `missing_queues` names queues that do not exist."""
 
     def __init__(self) -> None:
         self.queues: dict[str, list[OutgoingMessage]] = defaultdict(list)
         self.fail_entries: set[str] = set()
+        self.missing_queues: set[str] = set()
+
+    def has_queue(self, queue: str) -> bool:
+        return queue not in self.missing_queues
 
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
+        if queue in self.missing_queues:
+            return {m.entry_id for m in messages}
         failed = {m.entry_id for m in messages if m.entry_id in self.fail_entries}
         self.queues[queue].extend(m for m in messages if m.entry_id not in failed)
         return failed

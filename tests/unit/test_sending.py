@@ -102,15 +102,18 @@ def test_an_entry_that_keeps_failing_reports_only_its_record() -> None:
     assert sorted(json.loads(m.body)["id"] for m in transport.queues["asya-unit-b"]) == ["ok-1", "ok-2"]
 
 
-def test_a_missing_queue_fails_the_records_headed_there(mesh: Mesh) -> None:
+def test_an_output_for_an_actor_without_a_queue_goes_to_x_sump_at_once(mesh: Mesh) -> None:
     configure(
         SidecarConfig.from_env(
             {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.unit.handlers.enrich"}
         )
     )
-    response = _deliver(envelope(id="lost", next=("no-such-actor",)), envelope(id="fine"), ids=["m0", "m1"])
-    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    response = _deliver(envelope(id="astray", next=("no-such-actor",)), envelope(id="fine"), ids=["m0", "m1"])
+    assert response == {"batchItemFailures": []}, "never redelivered: no later delivery could send it either"
     assert [e["id"] for e in mesh.messages("b")] == ["fine"]
+    [sumped] = mesh.messages("x-sump")
+    assert (sumped["id"], sumped["status"]["reason"]) == ("astray", "UnknownActor")
+    assert f"asya-{NS}-no-such-actor" in sumped["status"]["error"]["message"]
 
 
 @pytest.mark.parametrize("handler", ["enrich", "fan_out"])
