@@ -29,7 +29,7 @@ from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.envelope import EnvelopeError, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
-from asya.sending import Delivery, send_all
+from asya.sending import Delivery, return_when_free, send_all
 from asya.status import TaskStore, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
@@ -151,6 +151,7 @@ class CrewActor:
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         deliveries: list[Delivery] = []
         claimed: dict[str, dict[str, Any]] = {}  # message id -> its claim's key, settled after the sends
+        held: dict[str, int] = {}  # message id -> when another delivery's claim on it lapses
         self.ledger.start_batch()
         remaining = context.get_remaining_time_in_millis() if context is not None else None
 
@@ -163,6 +164,9 @@ class CrewActor:
                 self.telemetry.count("DuplicatesDropped")
                 return
             if claim is Claim.IN_PROGRESS:
+                until = self.ledger.held_until(hop)
+                if until is not None:
+                    held[record.message_id] = until
                 raise DeliveryInProgressError(f"{self.settings.actor}: another delivery is keeping {keep.envelope_id}")
             claimed[record.message_id] = hop
             if keep.outcome is not None:
@@ -187,6 +191,7 @@ class CrewActor:
             failed |= send_all(self.transport, deliveries, 3, lambda _: self.telemetry.count("MessagesSent"))
             for message_id, key in claimed.items():
                 self.ledger.settle(key, sent=message_id not in failed)
+            return_when_free(self.transport, event.get("Records", []), held)
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}

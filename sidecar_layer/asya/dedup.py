@@ -35,9 +35,11 @@ class HopLedger:
     def __init__(self, store: BasePersistenceLayer | None = None) -> None:
         self._store = store
         self._batch: dict[tuple[Any, ...], str] = {}
+        self._held_until: dict[tuple[Any, ...], int] = {}
 
     def start_batch(self) -> None:
         self._batch.clear()
+        self._held_until.clear()
 
     def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> Claim:
         """Claim a hop for the record `claimant` (its SQS message id)."""
@@ -56,8 +58,15 @@ class HopLedger:
             record = exc.old_data_record or self._store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
                 return Claim.DUPLICATE
+            if record is not None and record.in_progress_expiry_timestamp is not None:
+                self._held_until[marker] = int(record.in_progress_expiry_timestamp)
             return Claim.IN_PROGRESS
         return Claim.NEW
+
+    def held_until(self, key: dict[str, Any]) -> int | None:
+        """When the other delivery's claim on this hop lapses (epoch ms), if the ledger said: its
+        invocation has ended by then, so that is when to look at the hop again."""
+        return self._held_until.get(tuple(key.values()))
 
     def claimant(self, key: dict[str, Any]) -> str | None:
         """The record of this batch that claimed the hop first: a duplicate shares its fate."""

@@ -44,6 +44,7 @@ class HopPlan:
     key: dict[str, Any] | None = None
     redeliver: bool = False
     follows: str | None = None  # in-batch duplicate: shares the fate of this record
+    held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
 
 
 _HALTING = {"canceled": Phase.CANCELED, "paused": Phase.PAUSED}
@@ -123,7 +124,7 @@ class HopRunner:
             plan.follows = first if first != plan.message_id else None
             return "duplicate"
         if claim is Claim.IN_PROGRESS:
-            plan.redeliver = True
+            plan.redeliver, plan.held_until = True, self.ledger.held_until(key)
             return "redelivered"
         plan.key = key
         deadline = envelope.status.deadline_at if envelope.status else None

@@ -1,19 +1,23 @@
-"""Sending everything one batch produced: grouped by queue, failed entries retried.
+"""Sending everything one batch produced: grouped by queue, failed entries retried; and bringing back
+early the records another delivery was running.
 
 Shared by the sidecar and the crew so that both report a record as a batch item failure exactly when
-one of its envelopes could not be sent.
+one of its envelopes could not be sent, and both retry a concurrent duplicate when it can be settled.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from asya.transport import OutgoingMessage, Transport
 
 BACKOFF_SECONDS = 0.05
+MAX_VISIBILITY_SECONDS = 43_200
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +54,21 @@ def send_all(
         if not pending:
             return set()
     return {by_entry[m.entry_id].owner for messages in pending.values() for m in messages}
+
+
+def return_when_free(transport: Transport, records: Iterable[Mapping[str, Any]], held_until: Mapping[str, int]) -> None:
+    """Records left for redelivery because another delivery holds their hop (`held_until`: message
+    id → when that claim lapses, epoch ms) come back a second after it lapses, when the hop is
+    settled one way or the other, instead of after the queue's visibility timeout (six function
+    timeouts: half an hour for the crew). Each return is a receive, so it is not made sooner."""
+    now_ms = time.time() * 1000
+    by_queue: defaultdict[str, list[tuple[str, int]]] = defaultdict(list)
+    for record in records:
+        until = held_until.get(str(record.get("messageId")))
+        if until is None:
+            continue
+        seconds = min(MAX_VISIBILITY_SECONDS, max(1, math.ceil((until - now_ms) / 1000) + 1))
+        queue = str(record.get("eventSourceARN", "")).rsplit(":", 1)[-1]
+        by_queue[queue].append((str(record.get("receiptHandle")), seconds))
+    for queue, receipts in by_queue.items():
+        transport.return_after(queue, receipts)

@@ -26,7 +26,7 @@ from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
 from asya.live import EventLog
 from asya.reporting import StatusReporter
-from asya.sending import Delivery, send_all
+from asya.sending import Delivery, return_when_free, send_all
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
@@ -93,6 +93,8 @@ class Sidecar:
             for plan in plans:
                 if plan.key is not None:
                     self.ledger.settle(plan.key, sent=plan.message_id not in failed)
+            held = {plan.message_id: plan.held_until for plan in plans if plan.held_until is not None}
+            return_when_free(self.transport, records, held)
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}

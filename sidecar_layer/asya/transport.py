@@ -40,6 +40,10 @@ class Transport(Protocol):
         """False only when the queue is known not to exist: a send to it could never succeed."""
         ...
 
+    def return_after(self, queue: str, receipts: Sequence[tuple[str, int]]) -> None:
+        """Make received messages (receipt handle, seconds) visible again after those seconds."""
+        ...
+
 
 class SqsTransport:
     """`SendMessageBatch` in chunks of at most 10 entries and at most `max_batch_bytes` of bodies."""
@@ -67,6 +71,20 @@ class SqsTransport:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
             return code not in _NO_SUCH_QUEUE
         return True
+
+    def return_after(self, queue: str, receipts: Sequence[tuple[str, int]]) -> None:
+        """Best effort, ten at a time: a message this misses comes back after the queue's visibility
+        timeout, later but not lost."""
+        try:
+            url = self.queue_url(queue)
+            for start in range(0, len(receipts), SQS_BATCH_ENTRIES):
+                entries: list[Any] = [
+                    {"Id": f"r{index}", "ReceiptHandle": receipt, "VisibilityTimeout": seconds}
+                    for index, (receipt, seconds) in enumerate(receipts[start : start + SQS_BATCH_ENTRIES])
+                ]
+                self.client.change_message_visibility_batch(QueueUrl=url, Entries=entries)
+        except Exception as exc:  # noqa: BLE001 - the messages still come back, at the visibility timeout
+            LOGGER.warning("could not bring %d message(s) of %s back early: %s", len(receipts), queue, exc)
 
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
         try:
@@ -104,16 +122,20 @@ def _chunks(messages: Sequence[OutgoingMessage], max_bytes: int) -> Iterator[lis
 
 
 class MemoryTransport:
-    """Messages kept in lists per queue name; `fail_entries` lets a test make chosen sends fail, and
-    `missing_queues` names queues that do not exist."""
+    """Messages kept in lists per queue name; `fail_entries` lets a test make chosen sends fail,
+    `missing_queues` names queues that do not exist, `returned` keeps what was brought back early."""
 
     def __init__(self) -> None:
         self.queues: dict[str, list[OutgoingMessage]] = defaultdict(list)
         self.fail_entries: set[str] = set()
         self.missing_queues: set[str] = set()
+        self.returned: dict[str, list[tuple[str, int]]] = defaultdict(list)
 
     def has_queue(self, queue: str) -> bool:
         return queue not in self.missing_queues
+
+    def return_after(self, queue: str, receipts: Sequence[tuple[str, int]]) -> None:
+        self.returned[queue].extend(receipts)
 
     def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
         if queue in self.missing_queues:

@@ -305,3 +305,23 @@ def test_a_sink_record_whose_forward_failed_is_kept_again_on_redelivery(crew: Cr
 def _sink_like(actor: CrewActor) -> CrewActor:
     """Another execution environment of the same x-sink: its own batch, the same table and transport."""
     return CrewActor(actor.settings, actor.decide, transport=actor.transport)
+
+
+def test_a_sink_record_another_delivery_is_keeping_comes_back_when_that_claim_lapses(crew: Crew) -> None:
+    """Not after x-sink's visibility timeout (half an hour): a second after the other claim expires."""
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from asya.transport import MemoryTransport
+    from asya_crew.crew import crew_hop
+
+    transport = MemoryTransport()
+    actor = _claiming_sink()
+    actor = CrewActor(actor.settings, actor.decide, transport=transport, ledger=actor.ledger)
+    body = json.dumps(_terminal("task-11", "succeeded"))
+    keep = actor.decide(SQSRecord(sqs_record(f"asya-{NS}-x-sink", body)), actor.telemetry)
+    assert actor.ledger._store is not None
+    actor.ledger._store.save_inprogress(data=crew_hop("x-sink", keep), remaining_time_in_millis=30_000)
+    assert len(crew.run(actor, body)["batchItemFailures"]) == 1
+    assert crew.kept() == {}
+    [(_, seconds)] = transport.returned[f"asya-{NS}-x-sink"]
+    assert 29 <= seconds <= 32

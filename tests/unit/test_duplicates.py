@@ -90,6 +90,25 @@ def test_hop_in_progress_elsewhere_is_left_for_redelivery(mesh: Mesh, table: str
     mesh.assert_empty("b")
 
 
+def test_hop_in_progress_elsewhere_comes_back_when_that_claim_lapses(mesh: Mesh, table: str) -> None:
+    """Not after the queue's whole visibility timeout: the record is made visible a second after the
+    other delivery's claim expires, when that delivery has ended one way or the other."""
+    from asya.dedup import hop_key
+    from asya.sidecar import configure
+    from asya.transport import MemoryTransport
+
+    sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
+    transport = MemoryTransport()
+    sidecar = configure(sidecar.config, transport)
+    assert sidecar.ledger._store is not None
+    sidecar.ledger._store.save_inprogress(data=hop_key("a", "env-1", 0, 1), remaining_time_in_millis=20_000)
+    assert mesh.deliver(envelope(), envelope(id="env-2"), message_ids=["m1", "m2"]) == {
+        "batchItemFailures": [{"itemIdentifier": "m1"}]
+    }
+    [(_, seconds)] = transport.returned["asya-unit-a"]  # m1 only: m2 ran
+    assert 19 <= seconds <= 22
+
+
 def test_fan_out_children_get_the_same_ids_when_a_hop_runs_again(mesh: Mesh) -> None:
     mesh.actor("fan_out")
     mesh.deliver(envelope(payload={"items": [1, 2, 3]}))
