@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from asya.config import SUMP
 from asya.envelope import describe_validation_error
 from asya.resiliency import Resiliency, Seconds
-from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE, SQS_QUEUE_NAME_MAX
+from asya.transport import SQS_QUEUE_NAME_MAX
+from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
 from asya_cdk.names import CREW, PAUSE, RESERVED, RESUME, resource_name
 from asya_cdk.plan import check_stacks
 from asya_cdk.rules import mesh_problems

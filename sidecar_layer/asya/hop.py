@@ -29,6 +29,7 @@ from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
 from asya.status import root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
+from asya.transport import SQS_QUEUE_NAME_MAX
 
 _TRUNCATED_PREVIEW_CHARS = 4_096
 
@@ -191,8 +192,10 @@ class HopRunner:
             return outcome
         for outbound in plan.outbound:
             queue = self.config.queue_name(outbound.destination)
-            if outbound.kind is Kind.ACTOR and not self.has_queue(queue):
-                message = f"no queue {queue} for actor {outbound.destination!r} in this namespace"
+            if outbound.kind is not Kind.ACTOR:
+                continue
+            if len(queue) > SQS_QUEUE_NAME_MAX or not self.has_queue(queue):
+                message = f"no queue {queue:.200} for actor {outbound.destination!r:.100} in this namespace"
                 plan.outbound = [
                     routing.to_sump(
                         envelope, self.config.actor, Reason.UNKNOWN_ACTOR, error_details(None, message), utc_now()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger(__name__)
 SQS_BATCH_ENTRIES = 10
 SQS_MAX_DELAY_SECONDS = 900
+SQS_QUEUE_NAME_MAX = 80
 _NO_SUCH_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}  # query and JSON protocols
 
 

@@ -205,11 +205,8 @@ def _shapes() -> Iterator[Case]:
     yield Case("payload null (the handler returns None)", text(envelope(payload=None)), "Completed", "x-sink")
     yield _forwarded("payload an empty array", text(envelope(payload=[])))
     yield Case("payload an integer beyond a double", with_payload_text("1" * 400), "ParseError")
-    yield Case(
-        "route.next names an actor with no queue",
-        text(envelope(route={**GOOD_ROUTE, "next": ["ghost"]})),
-        "UnknownActor",
-    )
+    for label, name in {"an actor with no queue": "ghost", "a name too long for a queue": "g" * 80}.items():
+        yield Case(f"route.next names {label}", text(envelope(route={**GOOD_ROUTE, "next": [name]})), "UnknownActor")
 
 
 CASES: list[Case] = [*_depths(), *_sizes(), *_wrong_types(), *_characters(), *_duplicates_and_legacy(), *_shapes()]
