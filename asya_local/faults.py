@@ -91,7 +91,7 @@ class FaultSpec(BaseModel):
     # `gateway`...); absent: every worker. Restarts name their workers themselves.
     functions: list[str] | None = None
     # Of those, the workers that may be killed; absent: all of them. The crew's function timeout
-    # (310 s) puts a killed crew batch half an hour away, so a run that must end spares it here.
+    # (60 s) puts a killed crew batch six minutes away, so a run that must end soon may spare it.
     kill_functions: list[str] | None = None
 
     def applies_to(self, source: str) -> bool:

@@ -68,8 +68,8 @@ RESTART_GATEWAY_SECONDS = 30.0
 
 def chaos_faults(seed: int) -> FaultSpec:
     """Every fault, at rates that make each one happen several times in a run of a few dozen tasks.
-    The crew gets every fault but kills: its function timeout (310 s) puts a killed crew batch half an
-    hour away (docs/faults.md)."""
+    The crew gets every fault but kills: its function timeout (60 s) puts a killed crew batch six
+    minutes away, longer than the rest of a short run (docs/faults.md)."""
     return FaultSpec(
         seed=seed,
         kill_worker_rate=0.05,

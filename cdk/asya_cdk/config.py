@@ -147,7 +147,10 @@ class ActorConfig(_Strict):
 
 # Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
 # real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
-CREW_SETTINGS = ActorConfig(handler="asya_crew.handler", timeout=30, batch_size=10, max_receive_count=5)
+# 5 s per record (an S3 write, a status write, a send) makes a 60 s function and a 6-minute visibility
+# timeout: a crew record left for redelivery (a write that failed after botocore's retries) comes back
+# in minutes, where 30 s per record kept it away for half an hour.
+CREW_SETTINGS = ActorConfig(handler="asya_crew.handler", timeout=5, batch_size=10, max_receive_count=5)
 
 
 class FlowConfig(_Strict):
