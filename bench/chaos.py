@@ -103,7 +103,7 @@ class ChaosReport:
     outcomes: Counter[str]
     lost: list[str]
     duplicated: list[str]
-    reexecuted: int
+    reexecuted: Counter[str]  # by actor
     executions: int
     stuck: list[str]
     disagreeing: list[str]
@@ -123,7 +123,8 @@ class ChaosReport:
         yield f"duplicated results             {len(self.duplicated)}"
         yield f"stuck (non-terminal)           {len(self.stuck)}"
         yield f"disagreeing status/result      {len(self.disagreeing)}"
-        yield f"re-executed handlers           {self.reexecuted} of {self.executions} executions"
+        by_actor = dict(sorted(self.reexecuted.items()))
+        yield f"re-executed handlers           {self.reexecuted.total()} of {self.executions} executions   {by_actor}"
         yield f"wall time                      {self.seconds:.0f} s (create to idle)"
         yield f"mesh went idle                 {'yes' if self.idle else 'no: the wait ran out (--timeout)'}"
         yield f"gateway create retries         {self.create_retries}"
@@ -198,10 +199,13 @@ def expected_root_status(own_and_branches: list[str]) -> str:
     return "succeeded"
 
 
-def executions(ledger: Path) -> tuple[int, int]:
-    """(executions, executions beyond the first per envelope id, actor and attempt)."""
+def executions(ledger: Path) -> tuple[int, Counter[str]]:
+    """(executions, executions beyond the first per envelope id, actor and attempt, by actor)."""
     lines = ledger.read_text().splitlines() if ledger.exists() else []
-    return len(lines), sum(count - 1 for count in Counter(lines).values())
+    again: Counter[str] = Counter()
+    for line, count in Counter(lines).items():
+        again[line.split("\t")[1]] += count - 1
+    return len(lines), +again
 
 
 def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, Any], Counter[str]]:
@@ -217,7 +221,11 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
     envelopes = [*roots, *(child for root in roots for child in sorted(branches[root]))]
     outcome = {envelope_id: found[0][0] for envelope_id, found in results.items() if len(found) == 1}
     lost = [e for e in envelopes if e not in results and records.get(e, {}).get("status") not in FINAL_OUTCOMES]
-    duplicated = [e for e in envelopes if len(results.get(e, [])) > 1 or any(n > 1 for _, n in results.get(e, []))]
+    duplicated = [  # with what was written, e.g. `<id> succeeded:2`, to tell a rewrite from two outcomes
+        f"{e} {' '.join(f'{kept}:{n}' for kept, n in results[e])}"
+        for e in envelopes
+        if len(results.get(e, [])) > 1 or any(n > 1 for _, n in results.get(e, []))
+    ]
     stuck = [e for e in envelopes if records.get(e, {}).get("status") not in FINAL_OUTCOMES]
     disagreeing = []
     for envelope_id in envelopes:

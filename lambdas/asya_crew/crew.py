@@ -2,8 +2,9 @@
 sends follow-ups.
 
 A record is a batch item failure only if its object could not be written or its follow-ups could not
-be sent; redelivery then writes the same key again and repeats the status write, which the task
-store ignores when it already happened, so results and branch counts are never duplicated.
+be sent; redelivery then finds its final result already written (S3 conditional writes: the first
+write wins) and repeats the status write, which the task store ignores when it already happened, so
+results and branch counts are never duplicated.
 
 A delivery of a record whose earlier delivery completed (at-least-once SQS, a batch returned after a
 killed invocation) would still write its object again and send its follow-ups (x-sump's copy, hook
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
 
 from asya.config import SUMP, ConfigError, idempotency_ttl, task_ttl
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
@@ -36,6 +38,7 @@ from asya.transport import SqsTransport, Transport
 
 if TYPE_CHECKING:
     from types_boto3_s3.client import S3Client
+    from types_boto3_s3.type_defs import PutObjectRequestTypeDef
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +174,8 @@ class CrewActor:
             claimed[record.message_id] = hop
             if keep.outcome is not None:
                 key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
-                self.s3.put_object(
-                    Bucket=self.settings.bucket,
-                    Key=key,
-                    Body=stored_body(keep.document, record),
-                    ContentType="application/json",
-                )
-                self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+                if self._write(key, stored_body(keep.document, record), once=keep.final is not None):
+                    self.telemetry.count("ResultsStored", "outcome", keep.outcome)
                 if keep.final is not None:
                     self._finish(keep, f"s3://{self.settings.bucket}/{key}")
             deliveries.extend(
@@ -195,6 +193,33 @@ class CrewActor:
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
+
+    def _write(self, key: str, body: bytes, *, once: bool) -> bool:
+        """Write one object; False if `once` and the object was already there.
+
+        A branch's final result is written once (S3's conditional write, `If-None-Match: *`): the
+        claim alone cannot promise it, since a write whose answer was lost is retried by botocore, and
+        a claim freed after failed follow-ups, or lapsed under a delivery still running, lets a second
+        delivery keep the record again. The first write wins, as the first final status does in the
+        task store; the later delivery goes on to record that status and send its follow-ups. A
+        paused envelope is not final: pausing the task again further on overwrites it.
+        """
+        request: PutObjectRequestTypeDef = {
+            "Bucket": self.settings.bucket,
+            "Key": key,
+            "Body": body,
+            "ContentType": "application/json",
+        }
+        if once:
+            request["IfNoneMatch"] = "*"
+        try:
+            self.s3.put_object(**request)
+        except ClientError as exc:
+            if once and exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
+                self.telemetry.logger.info("result already kept", extra={"key": key})
+                return False
+            raise
+        return True
 
     def _finish(self, keep: Keep, result: str) -> None:
         """The task branch ends here: its record shows where the result is, or why it failed."""

@@ -5,8 +5,9 @@
     results/<namespace>/<envelope id>/sump.json        x-sump, an infrastructure error or a redrive
 
 Fan-out children have their own ids (and `parent_id`), so each branch has its own objects. The key
-depends only on the envelope, so a redelivered envelope overwrites its own result instead of adding a
-second one.
+depends only on the envelope and its outcome, and a final result is written once (a conditional
+write), so a redelivered envelope finds its result kept instead of writing a second one; only a
+paused envelope's object is overwritten, when its task pauses again further on.
 """
 
 from __future__ import annotations

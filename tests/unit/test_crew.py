@@ -288,9 +288,10 @@ def test_a_redelivered_failure_reaches_sump_once_and_is_written_once(crew: Crew)
     assert [forwarded["id"] for forwarded in crew.queue("x-sump")] == ["task-9"]
 
 
-def test_a_sink_record_whose_forward_failed_is_kept_again_on_redelivery(crew: Crew) -> None:
+def test_a_sink_record_whose_forward_failed_is_forwarded_on_redelivery_and_written_once(crew: Crew) -> None:
     from asya.transport import MemoryTransport
 
+    crew.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
     transport = MemoryTransport()
     actor = _claiming_sink()
     failing = CrewActor(actor.settings, actor.decide, transport=transport, ledger=actor.ledger)
@@ -300,6 +301,8 @@ def test_a_sink_record_whose_forward_failed_is_kept_again_on_redelivery(crew: Cr
     assert crew.run(_sink_like(failing), _terminal("task-10", "failed")) == {"batchItemFailures": []}
     forwarded = transport.queues[f"asya-{NS}-x-sump"]
     assert [json.loads(message.body)["id"] for message in forwarded] == ["task-10"]
+    versions = crew.s3.list_object_versions(Bucket=BUCKET)["Versions"]
+    assert [v["Key"] for v in versions] == ["results/crew/task-10/failed.json"]
 
 
 def _sink_like(actor: CrewActor) -> CrewActor:
@@ -325,3 +328,27 @@ def test_a_sink_record_another_delivery_is_keeping_comes_back_when_that_claim_la
     assert crew.kept() == {}
     [(_, seconds)] = transport.returned[f"asya-{NS}-x-sink"]
     assert 29 <= seconds <= 32
+
+
+def test_a_final_result_already_written_is_kept_as_it_was_and_the_task_still_ends(crew: Crew, tasks: TaskStore) -> None:
+    """A first write whose answer was lost (botocore retries it), or a second delivery after a claim
+    was freed or lapsed: the object is not written again, and the status is recorded all the same."""
+    crew.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    tasks.create({"id": "t1"})
+    first = terminal("succeeded", payload={"kept": "first"})
+    crew.s3.put_object(Bucket=BUCKET, Key=f"results/{NS}/t1/succeeded.json", Body=json.dumps(first).encode())
+    again = terminal("succeeded", payload={"kept": "again"})
+    assert crew.run(actor(sink, "x-sink", sink.Sink([]).decide), again) == {"batchItemFailures": []}
+    versions = crew.s3.list_object_versions(Bucket=BUCKET)["Versions"]
+    assert len(versions) == 1
+    assert crew.kept()[f"results/{NS}/t1/succeeded.json"]["payload"] == {"kept": "first"}
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], task["result"]) == ("succeeded", f"s3://{BUCKET}/results/{NS}/t1/succeeded.json")
+
+
+def test_a_paused_envelope_is_kept_again_when_its_task_pauses_further_on(crew: Crew) -> None:
+    paused = terminal("paused", payload={"step": 1})
+    crew.run(actor(sink, "x-sink", sink.Sink([]).decide), paused)
+    crew.run(actor(sink, "x-sink", sink.Sink([]).decide), {**paused, "payload": {"step": 2}})
+    assert crew.kept()[f"results/{NS}/t1/paused.json"]["payload"] == {"step": 2}
