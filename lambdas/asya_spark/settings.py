@@ -45,7 +45,14 @@ class SparkSettings:
     job_env: dict[str, str]  # the variables the job's handler runs with (`--actor-env`)
     job_timeout_minutes: int = 60
     start_grace_seconds: float = 120.0  # a batch staged but not started this long ago is started by the reconciler
-    routing_lease_seconds: float = 300.0  # one collector routes a batch at a time; a crashed one's lease expires
+    # One collector routes a batch at a time, under a lease sized to the batch: long enough for a routing
+    # (a status write and a tenth of a send per envelope, tens of milliseconds on AWS, with ample margin),
+    # short enough that a collector that died while routing holds the batch back for seconds, not minutes.
+    routing_lease_base_seconds: float = 30.0
+    routing_lease_per_envelope_seconds: float = 0.05
+
+    def routing_lease_seconds(self, size: int) -> float:
+        return self.routing_lease_base_seconds + self.routing_lease_per_envelope_seconds * size
 
     @property
     def namespace(self) -> str:

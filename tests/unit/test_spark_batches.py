@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
+from unittest.mock import patch
 
 import boto3
 import pytest
@@ -294,6 +296,22 @@ def test_routing_that_cannot_send_is_retried_by_the_next_reconciliation(harness:
     harness.parts.transport = working
     assert harness.reconcile() == {"succeeded": 1}
     assert [m["id"] for m in harness.messages("b")] == ["env-1"]
+
+
+def test_a_batch_whose_collector_died_while_routing_waits_only_for_its_lease(harness: SparkActorHarness) -> None:
+    """A collector killed mid-routing cannot give its lease back: the batch is routed by the first
+    reconciliation after a lease sized to it (seconds for a small batch), not after minutes."""
+    harness.dispatch(*numbered(1, 2))
+    [run] = harness.runner.runs
+    harness.job_ends(run)
+    assert run.name is not None
+    lease = harness.settings.routing_lease_seconds(2)
+    assert 30 <= lease <= 31
+    assert harness.parts.ledger.lease(run.name, lease)  # and the collector that took it dies
+    assert harness.reconcile() == {"leased": 1}
+    with patch("asya_spark.ledger.time.time", return_value=time.time() + lease + 1):
+        assert harness.reconcile() == {"succeeded": 1}
+    assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
 
 
 def test_routing_reports_the_next_actor_as_the_tasks_status(harness: SparkActorHarness) -> None:
