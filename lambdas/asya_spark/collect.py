@@ -31,8 +31,8 @@ import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.batch import BatchHops, Routed, raising
-from asya.envelope import EnvelopeError, parse_envelope
-from asya.routing import Kind, Outbound
+from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.routing import Kind, Outbound, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
 from asya_spark.dispatch import start
 from asya_spark.jobs import SUCCESS, TERMINAL, JobRun, SparkJobError
@@ -93,7 +93,7 @@ class Collector:
         records = functools.cache(lambda: parts.staging.read_input(batch.batch_id))  # read once, if needed
         try:
             outcome, routed = self._outcome(batch, run, records)
-            self._send(routed, records)
+            self._send(self._unknown_actors_to_sump(routed, records), records)
         except BaseException:
             parts.ledger.release(batch.batch_id)
             raise
@@ -117,6 +117,28 @@ class Collector:
         self.parts.telemetry.log_failure("Spark job failed", batch=batch.batch_id, error=message)
         hops = BatchHops(self.parts.settings.sidecar, raising(SparkJobError(message)), batch.known)
         return list(hops.run(records))
+
+    def _unknown_actors_to_sump(self, routed: list[Routed], records: Records) -> list[Routed]:
+        """The job cannot see the mesh's queues: an output for an actor with none (`routing.unsendable`)
+        is found here, and its record goes to x-sump with `UnknownActor` instead, as the sidecar does.
+        Sent as it was, it would fail the routing at every reconciliation, holding the batch forever."""
+        transport, config = self.parts.transport, self.parts.settings.sidecar
+        missing = {
+            row.message_id: row.queue for row in routed if unsendable(Kind(row.kind), row.queue, transport.has_queue)
+        }
+        if not missing:
+            return routed
+        bodies = dict(records())
+        now = utc_now()
+        kept = [row for row in routed if row.message_id not in missing]
+        for message_id, queue in missing.items():
+            out = unknown_actor(parse_envelope(bodies[message_id]), config.actor, queue, now)
+            kept.append(
+                Routed(
+                    message_id, config.queue_name(out.destination), orjson.dumps(out.wire).decode(), 0, out.kind.value
+                )
+            )
+        return kept
 
     def _send(self, routed: list[Routed], records: Records) -> None:
         parts = self.parts

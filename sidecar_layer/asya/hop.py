@@ -29,7 +29,6 @@ from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
 from asya.status import root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
-from asya.transport import SQS_QUEUE_NAME_MAX
 
 _TRUNCATED_PREVIEW_CHARS = 4_096
 
@@ -185,22 +184,13 @@ class HopRunner:
         return "forwarded"
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: str) -> str:
-        """An output for an actor with no queue in this namespace (a name in `route.next` or a
-        policy's `on_exhausted` that was never deployed) could never be sent: left for redelivery it
-        would run the handler again and again until SQS gave up on it. It goes to x-sump at once."""
+        """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""
         if self.has_queue is None:
             return outcome
         for outbound in plan.outbound:
             queue = self.config.queue_name(outbound.destination)
-            if outbound.kind is not Kind.ACTOR:
-                continue
-            if len(queue) > SQS_QUEUE_NAME_MAX or not self.has_queue(queue):
-                message = f"no queue {queue:.200} for actor {outbound.destination!r:.100} in this namespace"
-                plan.outbound = [
-                    routing.to_sump(
-                        envelope, self.config.actor, Reason.UNKNOWN_ACTOR, error_details(None, message), utc_now()
-                    )
-                ]
+            if routing.unsendable(outbound.kind, queue, self.has_queue):
+                plan.outbound = [routing.unknown_actor(envelope, self.config.actor, queue, utc_now())]
                 return "sumped"
         return outcome
 

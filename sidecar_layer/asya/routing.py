@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -32,7 +33,7 @@ from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
 from asya.reasons import Reason
 from asya.status import ROOT_HEADER, root_of
 from asya.tracecontext import continue_trace
-from asya.transport import SQS_MAX_DELAY_SECONDS
+from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 
 FIRST_ATTEMPT_HEADER = "x-asya-first-attempt"
 NOT_BEFORE_HEADER = "x-asya-not-before"
@@ -204,6 +205,19 @@ def to_sump(envelope: Envelope, actor: str, reason: Reason, details: dict[str, A
     return Outbound(
         SUMP, Kind.SUMP, _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload))
     )
+
+
+def unsendable(kind: Kind, queue: str, has_queue: Callable[[str], bool]) -> bool:
+    """An output for an actor with no queue in this namespace (a name in `route.next`, a handler's
+    `SET .route.next` or a policy's `on_exhausted` that was never deployed) could never be sent: left
+    for redelivery, its record would run again and again until SQS gave up on it."""
+    return kind is Kind.ACTOR and (len(queue) > SQS_QUEUE_NAME_MAX or not has_queue(queue))
+
+
+def unknown_actor(envelope: Envelope, actor: str, queue: str, now: dt.datetime) -> Outbound:
+    """What an envelope whose output is `unsendable` becomes instead: x-sump at once."""
+    details = error_details(None, f"no queue {queue:.200} for an actor in this namespace")
+    return to_sump(envelope, actor, Reason.UNKNOWN_ACTOR, details, now)
 
 
 def raw_to_sump(

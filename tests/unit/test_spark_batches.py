@@ -314,6 +314,20 @@ def test_a_batch_whose_collector_died_while_routing_waits_only_for_its_lease(har
     assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
 
 
+def test_an_output_for_an_actor_with_no_queue_sends_its_envelope_to_x_sump(harness: SparkActorHarness) -> None:
+    """The job cannot see the mesh's queues; the collector can: the stray envelope goes to x-sump with
+    `UnknownActor`, the rest of the batch goes on, and the batch is routed once."""
+    harness.dispatch(("m1", envelope({"n": 1}, id="env-1")), ("m2", envelope({"n": 2}, id="astray", next=("ghost",))))
+    [run] = harness.runner.runs
+    harness.job_ends(run)
+    assert harness.reconcile() == {"succeeded": 1}
+    assert [m["id"] for m in harness.messages("b")] == ["env-1"]
+    [sumped] = harness.messages("x-sump")
+    assert (sumped["id"], sumped["status"]["reason"], sumped["status"]["actor"]) == ("astray", "UnknownActor", ACTOR)
+    assert f"asya-{NS}-ghost" in sumped["status"]["error"]["message"]
+    assert harness.reconcile() == {}
+
+
 def test_routing_reports_the_next_actor_as_the_tasks_status(harness: SparkActorHarness) -> None:
     harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
     harness.dispatch(*numbered(1))
