@@ -103,17 +103,20 @@ class TaskService:
         envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
         body = _writable(envelope, SQS_MAX_MESSAGE_BYTES, "the task's envelope")
         tracked = not stealthy(headers)
+        written: dict[str, Any] | None = None
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": "pending"}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1})
-            self.tasks.create({key: value for key, value in record.items() if value is not None})
+            written = self.tasks.create({key: value for key, value in record.items() if value is not None})
+            if written is None:  # a fresh uuid4 taken: never seen, but never a second task under one id
+                raise TaskError(409, f"task id {task_id} is taken; create the task again")
         try:
             self.sqs.send_message(QueueUrl=queue, MessageBody=body)
         except Exception as exc:
             if tracked:
                 self.tasks.finish(task_id, task_id, "failed", {"reason": "NotSent", "error": {"message": str(exc)}})
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
-        return Created(task_id, tracked, self.view(task_id) if tracked else None)
+        return Created(task_id, tracked, task_view(written) if written is not None else None)
 
     def validate(self, flow: Flow, payload: Any) -> None:
         """The flow's input schema decides what a payload may be (REST and MCP alike)."""

@@ -4,11 +4,16 @@ progress never decreases, fan-out roots end with their last branch, and the back
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Any
 
+import boto3
 import pytest
 
 from asya.status import Report, TaskStore, progress_of
+from asya_gateway.service import TaskError, TaskService
+from asya_gateway.settings import GatewaySettings
+from asya_local.tables import EVENTS, TASKS
 
 
 @pytest.fixture
@@ -120,3 +125,40 @@ def test_statuses_are_read_in_one_batch(store: TaskStore) -> None:
     statuses = store.statuses([f"t{index}" for index in range(150)] + ["unknown"])
     assert len(statuses) == 150
     assert statuses["t7"] == "canceled"
+
+
+def test_creating_a_task_answers_with_the_record_a_read_would_return(store: TaskStore) -> None:
+    """The gateway answers a create from this, without reading the task back."""
+    written = store.create({"id": "t1", "flow": "triage", "deadline_at": "2026-11-24T10:00:00Z", "attempt": 1})
+    assert written is not None
+    assert written == store.get("t1")
+    assert store.create({"id": "t1"}) is None  # the id is taken: nothing overwritten
+    assert store.get("t1") == written
+
+
+def test_the_gateway_creates_a_task_without_reading_it_back(store: TaskStore) -> None:
+    sqs = boto3.client("sqs")
+    sqs.create_queue(QueueName="asya-n-a")
+    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=store, sqs=sqs)
+    reads: list[str] = []
+    store.client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: reads.append("GetItem"))
+    created = service.create(payload={"x": 1}, route=["a", "b"])
+    assert reads == []
+    assert created.task is not None
+    assert (created.task["id"], created.task["status"], created.task["actor"]) == (created.task_id, "pending", "a")
+    assert created.task == service.view(created.task_id)
+
+
+def test_a_task_id_already_taken_is_refused_and_nothing_is_sent(
+    store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
+    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=store, sqs=sqs)
+    taken = uuid.uuid4()
+    monkeypatch.setattr("asya_gateway.service.uuid.uuid4", lambda: taken)
+    service.create(payload={}, route=["a"])
+    with pytest.raises(TaskError) as refused:
+        service.create(payload={}, route=["a"])
+    assert refused.value.status == 409
+    assert len(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])) == 1
