@@ -157,18 +157,26 @@ class Envelope(BaseModel):
     status: Status | None = None
     payload: Any
 
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form. Built by hand so that `null`s inside the payload survive untouched."""
+    def to_dict(self, **replacing: Any) -> dict[str, Any]:
+        """The wire form, with the fields in `replacing` in place of the envelope's own. Built by hand
+        so that `null`s inside the payload survive untouched; and a hop's output replaces most fields,
+        so what it replaces is not built only to be thrown away (dumping the status is the dearest)."""
         wire: dict[str, Any] = {"id": self.id}
         if self.parent_id is not None:
             wire["parent_id"] = self.parent_id
-        wire["route"] = {"prev": self.route.prev, "curr": self.route.curr, "next": self.route.next}
-        wire["headers"] = self.headers
-        if self.status is not None:
+        if "route" in replacing:
+            wire["route"] = replacing.pop("route")
+        else:
+            wire["route"] = {"prev": self.route.prev, "curr": self.route.curr, "next": self.route.next}
+        wire["headers"] = replacing.pop("headers") if "headers" in replacing else self.headers
+        if "status" in replacing:
+            wire["status"] = replacing.pop("status")
+        elif self.status is not None:
             wire["status"] = self.status.model_dump(mode="json", exclude_none=True)
-        wire["payload"] = self.payload
+        wire["payload"] = replacing.pop("payload") if "payload" in replacing else self.payload
         if self.model_extra:
             wire.update(self.model_extra)
+        wire.update(replacing)  # id, parent_id
         return wire
 
     def to_json(self) -> bytes:

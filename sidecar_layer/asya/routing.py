@@ -106,8 +106,7 @@ def _stamped(status: dict[str, Any], now: dt.datetime, **changes: Any) -> dict[s
 
 
 def _wire(envelope: Envelope, **fields: Any) -> dict[str, Any]:
-    wire = envelope.to_dict()
-    wire.update(fields)
+    wire = envelope.to_dict(**fields)
     if wire.get("parent_id") is None:
         wire.pop("parent_id", None)
     return wire

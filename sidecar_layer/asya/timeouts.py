@@ -2,8 +2,15 @@
 
 Lambda runs the entry point in the main thread, so the handler is *stopped*: a timer aimed at the
 main thread (`asya.alarm_clock`) raises `HandlerTimeout` inside it. That interrupts sleeps, socket
-waits and lock waits as well as Python code, costs about a microsecond per message, and leaves no
-stray thread mutating state.
+waits and lock waits as well as Python code, and leaves no stray thread mutating state.
+
+The timer is armed lazily, because arming and disarming it are system calls (a few microseconds each
+in a sandbox, a sizeable share of a hop) while the handlers of one batch usually get the same limit.
+A handler's call only records its deadline; the timer is (re)armed only when it is not running or
+would go off too late for that deadline, and it is not disarmed between calls. When it goes off, the
+running call's deadline decides: passed, the handler is stopped; not yet (the timer was set for an
+earlier call), it is armed again for the rest; between calls, it is ignored. So a batch of quick
+handlers arms it once and disarms it once, at the end of the batch.
 `HandlerTimeout` derives from `BaseException` so a handler's `except Exception` cannot swallow it; a
 handler that swallows even that is still reported as timed out, because the timer's firing is
 recorded. Where signals are unavailable (any other thread), the handler runs in a worker thread that
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -43,49 +51,73 @@ def run_with_timeout(function: Callable[[], T], limit: float | None) -> T:
         return function()
     if limit <= 0:
         raise TimedOut(limit)
-    if threading.current_thread() is threading.main_thread():
-        with alarm_installed():
-            return _run_with_alarm(function, limit)
-    return _run_in_worker(function, limit)
+    if threading.current_thread() is not threading.main_thread():
+        return _run_in_worker(function, limit)
+    if _Alarm.installed:
+        return _run_with_alarm(function, limit)
+    with alarm_installed():
+        return _run_with_alarm(function, limit)
 
 
 class _Alarm:
-    armed = False
+    installed = False  # `_on_alarm` handles SIGALRM (a stretch of work, usually a batch)
+    deadline: float | None = None  # the running call's deadline (`time.monotonic`); None between calls
+    armed_for: float | None = None  # when the timer goes off; None if it is disarmed or went off
     fired = False
 
 
+def _arm(deadline: float) -> None:
+    _Alarm.armed_for = deadline
+    set_alarm(max(deadline - time.monotonic(), 1e-6))
+
+
 def _on_alarm(_signum: int, _frame: Any) -> None:
-    if _Alarm.armed:
-        _Alarm.fired = True
-        raise HandlerTimeout
+    _Alarm.armed_for = None
+    deadline = _Alarm.deadline
+    if deadline is None:
+        return  # between calls: the timer was set for a call that has returned
+    if time.monotonic() < deadline:
+        _arm(deadline)  # set for an earlier call's deadline: wait for this call's own
+        return
+    _Alarm.fired = True
+    raise HandlerTimeout
 
 
 @contextmanager
 def alarm_installed() -> Iterator[None]:
     """Install the SIGALRM handler for a stretch of work (a whole batch): swapping signal handlers
-    per message costs four times as much as arming the timer. Nested uses keep the outer one."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGALRM) is _on_alarm:
+    per message costs four times as much as arming the timer. Nested uses keep the outer one. The
+    timer is disarmed when the stretch ends, so no alarm outlives it."""
+    if threading.current_thread() is not threading.main_thread() or _Alarm.installed:
         yield
         return
     previous = signal.signal(signal.SIGALRM, _on_alarm)
+    _Alarm.installed = True
     try:
         yield
     finally:
+        _Alarm.deadline = None
+        if _Alarm.armed_for is not None:
+            _Alarm.armed_for = None
+            set_alarm(0)
+        _Alarm.installed = False
         signal.signal(signal.SIGALRM, previous)
 
 
 def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
-    """The alarm may go off at any bytecode once it is armed, even before `function` starts (a loaded
-    machine) or while it is being disarmed: all of that is inside the `try` that turns it into
-    `TimedOut`. It is marked unarmed before it is disarmed, so a late signal is ignored."""
+    """The alarm may go off at any bytecode once the deadline is set, even before `function` starts
+    (a loaded machine) or just after it returned: all of that is inside the `try` that turns it into
+    `TimedOut`. The deadline is cleared before that `try` ends, so a later alarm is ignored."""
+    deadline = time.monotonic() + limit
     try:
-        _Alarm.armed, _Alarm.fired = True, False
+        _Alarm.fired = False
         try:
-            set_alarm(limit)
+            _Alarm.deadline = deadline
+            if _Alarm.armed_for is None or _Alarm.armed_for > deadline:
+                _arm(deadline)
             result = function()
         finally:
-            _Alarm.armed = False
-            set_alarm(0)
+            _Alarm.deadline = None
     except HandlerTimeout:
         raise TimedOut(limit) from None
     if _Alarm.fired:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from asya.timeouts import TimedOut, run_with_timeout
+from asya.timeouts import TimedOut, alarm_installed, run_with_timeout
 from tests.unit import handlers
 from tests.unit.conftest import Mesh, envelope
 
@@ -101,3 +101,27 @@ def test_the_alarm_stops_the_main_thread_while_other_threads_are_waiting() -> No
             assert time.monotonic() - started < 2, _signal_state()
     finally:
         stop.set()
+
+
+def test_a_handler_is_stopped_at_its_own_limit_not_at_one_an_earlier_call_set() -> None:
+    """The timer is armed once for a batch of calls with the same limit: it goes off at the first
+    call's deadline, in the middle of a later call that still has time, and must wait on for that."""
+    with alarm_installed():
+        for _ in range(3):  # each 0.2 s of a 0.3 s limit: the timer set by the first goes off in the second
+            assert run_with_timeout(lambda: time.sleep(0.2) or "done", 0.3) == "done"
+        started = time.monotonic()
+        with pytest.raises(TimedOut):
+            run_with_timeout(lambda: time.sleep(5), 0.3)
+        assert 0.3 <= time.monotonic() - started < 2, _signal_state()
+
+
+def test_no_alarm_outlives_the_stretch_it_was_armed_in() -> None:
+    with alarm_installed():
+        assert run_with_timeout(lambda: 1, 0.1) == 1  # leaves the timer armed for 0.1 s
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, _frame: fired.append(signum))
+    try:
+        time.sleep(0.3)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert fired == [], "the timer was left armed after the batch"
