@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import tempfile
 import time
@@ -60,7 +59,6 @@ def synthesize(mesh: LoadedMesh, outdir: Path | None = None, stack_budget: int =
 
 def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | None = None) -> Synthesized:
     """Synthesize the stack `build(app)` adds to a fresh CDK app (named `name`), without bundling."""
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     import aws_cdk as cdk
 
     out = outdir or Path(tempfile.mkdtemp(prefix="asya-cdk-"))
