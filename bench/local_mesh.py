@@ -2,7 +2,8 @@
 
 In one run, against one local endpoint:
   1. the transport limit: bare boto3 SendMessageBatch + ReceiveMessage + DeleteMessageBatch of small
-     messages through one queue, in batches of 10 (messages/s through one hop's worth of SQS calls);
+     messages through one queue, in batches of 10 (messages/s through one hop's worth of SQS calls),
+     the measure hops/s through the mesh is compared with;
   2. the mesh: envelopes/s through prep → infer → post → x-sink (each envelope is 4 such hops, plus
      an S3 result and the idempotency writes), from the first send to the last result in S3;
   3. end-to-end latency at low load: one envelope at a time, send → result object in S3, p50 / p95.
@@ -26,6 +27,7 @@ from asya_local.stack import LocalStack, free_port
 MESH = Path(__file__).resolve().parents[1] / "tests" / "integration" / "mesh" / "mesh.yaml"
 ROUTE = {"prev": [], "curr": "prep", "next": ["infer", "post"]}
 SETTLE_SECONDS = 1.0
+HOPS = 4  # prep, infer, post, x-sink: each a receive, a handler call and a send
 
 
 def transport_limit(stack: LocalStack, messages: int) -> float:
@@ -112,13 +114,14 @@ def main() -> None:
         rate_plain = mesh_throughput(stack, args.envelopes)
     quantiles = statistics.quantiles(latency, n=20)
     print(f"transport limit (send+receive+delete, batches of 10)  {limit:8.0f} messages/s")
-    print(f"  each envelope makes 4 hops (prep, infer, post, x-sink): at the limit {limit / 4:.0f} envelopes/s")
+    print(f"  each envelope makes {HOPS} hops (prep, infer, post, x-sink): at the limit {limit / HOPS:.0f} envelopes/s")
     print(f"3-actor pipeline, {args.envelopes} envelopes, {args.workers} worker(s)/function:")
     for label, value in (
         ("with idempotency records (default)", rate),
         ("without (in-batch duplicate check only)", rate_plain),
     ):
-        print(f"  {label:<52} {value:8.0f} envelopes/s   ratio {value / limit:.3f}")
+        hops = value * HOPS
+        print(f"  {label:<42} {value:6.1f} envelopes/s {hops:7.1f} hops/s   hops/s vs messages/s {hops / limit:.3f}")
     p50, p95 = statistics.median(latency) * 1000, quantiles[18] * 1000
     print(f"end-to-end latency at low load ({args.latency_samples} samples)  p50 {p50:6.0f} ms   p95 {p95:6.0f} ms")
 
