@@ -14,8 +14,10 @@ import asya
 from asya.config import SidecarConfig
 from asya.sidecar import Sidecar, configure
 from asya.status import TaskStore
+from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
 from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
-from asya_local.tables import TASKS, create_tables
+from asya_local.tables import EVENTS, TASKS, create_tables
 
 NS = "unit"
 QUEUES = ("a", "b", "c", "fallback", "x-sink", "x-sump")
@@ -118,3 +120,13 @@ def task_store() -> Iterator[TaskStore]:
         client = boto3.client("dynamodb")
         create_tables(client)
         yield TaskStore(TASKS, client=client)
+
+
+@pytest.fixture
+def gateway(task_store: TaskStore) -> TaskService:
+    """The gateway's task service on the empty tables, with the queue of actor `a` to send tasks to."""
+    sqs = boto3.client("sqs")
+    sqs.create_queue(QueueName="asya-n-a")
+    return TaskService(
+        GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store, sqs=sqs
+    )

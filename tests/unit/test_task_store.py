@@ -7,13 +7,10 @@ import datetime as dt
 import uuid
 from typing import Any
 
-import boto3
 import pytest
 
 from asya.status import Report, TaskStore, progress_of
 from asya_gateway.service import TaskError, TaskService
-from asya_gateway.settings import GatewaySettings
-from asya_local.tables import EVENTS, TASKS
 
 
 @pytest.fixture
@@ -136,29 +133,24 @@ def test_creating_a_task_answers_with_the_record_a_read_would_return(store: Task
     assert store.get("t1") == written
 
 
-def test_the_gateway_creates_a_task_without_reading_it_back(store: TaskStore) -> None:
-    sqs = boto3.client("sqs")
-    sqs.create_queue(QueueName="asya-n-a")
-    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=store, sqs=sqs)
+def test_the_gateway_creates_a_task_without_reading_it_back(gateway: TaskService) -> None:
     reads: list[str] = []
-    store.client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: reads.append("GetItem"))
-    created = service.create(payload={"x": 1}, route=["a", "b"])
+    gateway.tasks.client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: reads.append("GetItem"))
+    created = gateway.create(payload={"x": 1}, route=["a", "b"])
     assert reads == []
     assert created.task is not None
     assert (created.task["id"], created.task["status"], created.task["actor"]) == (created.task_id, "pending", "a")
-    assert created.task == service.view(created.task_id)
+    assert created.task == gateway.view(created.task_id)
 
 
 def test_a_task_id_already_taken_is_refused_and_nothing_is_sent(
-    store: TaskStore, monkeypatch: pytest.MonkeyPatch
+    gateway: TaskService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sqs = boto3.client("sqs")
-    url = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
-    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=store, sqs=sqs)
+    url = gateway.sqs.get_queue_url(QueueName="asya-n-a")["QueueUrl"]
     taken = uuid.uuid4()
     monkeypatch.setattr("asya_gateway.service.uuid.uuid4", lambda: taken)
-    service.create(payload={}, route=["a"])
+    gateway.create(payload={}, route=["a"])
     with pytest.raises(TaskError) as refused:
-        service.create(payload={}, route=["a"])
+        gateway.create(payload={}, route=["a"])
     assert refused.value.status == 409
-    assert len(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])) == 1
+    assert len(gateway.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])) == 1
