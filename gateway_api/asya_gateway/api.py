@@ -281,11 +281,8 @@ def open_event_stream(
         raise TaskError(422, f"Last-Event-ID (or cursor): {last_event_id[:80]!r} is not an event's id")
     if len(task_id) > MAX_TASK_ID:
         raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
-    tasks = service().tasks
-    if tasks.get(task_id) is None:
-        return None
     return follow(
-        tasks,
+        service().tasks,
         service().events,
         task_id,
         last_event_id,

@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 
+from asya.envelope import utc_now
 from asya.live import STATUS, Event, EventLog
-from asya.status import TERMINAL, TaskStore
+from asya.status import TERMINAL, WATCH_SECONDS, TaskStore, watch_lapses_soon
 from asya_gateway.views import task_view
 
 POLL_SECONDS = 0.2
@@ -50,26 +51,64 @@ def follow(
     max_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock_ns: Callable[[], int] = time.time_ns,
+) -> Iterator[str] | None:
+    """SSE chunks for one task until it is terminal; None if the task is unknown. Bounded
+    (`max_seconds` given), it ends with `retry:` after the first news or after `max_seconds` without
+    any. Events reach the watcher once they have settled (`asya.live.SETTLE_SECONDS`), so a late write
+    from another writer is never skipped.
+
+    Following marks the task watched (`TaskStore.watch`): only then does the stream consumer log its
+    status changes. A new watcher starts from the record the mark returns, so every change before the
+    mark is in the first status and every change after it is in the log; a reconnecting watcher
+    renews the mark only when it is about to lapse (a read per reconnect, a write per five minutes)."""
+    if cursor is None:
+        cursor = events.latest(task_id) or "0"  # first, so nothing after the status below is missed
+        item = tasks.watch(task_id, utc_now())
+        first = item
+    else:
+        item = tasks.get(task_id)
+        if item is not None and watch_lapses_soon(item, utc_now()):
+            tasks.watch(task_id, utc_now())
+        first = None
+    if item is None:
+        return None
+    return _events(
+        tasks,
+        events,
+        task_id,
+        cursor,
+        first,
+        keepalive_seconds=keepalive_seconds,
+        max_seconds=max_seconds,
+        sleep=sleep,
+        clock_ns=clock_ns,
+    )
+
+
+def _events(
+    tasks: TaskStore,
+    events: EventLog,
+    task_id: str,
+    cursor: str,
+    first: dict[str, Any] | None,
+    *,
+    keepalive_seconds: float,
+    max_seconds: float | None,
+    sleep: Callable[[float], None],
+    clock_ns: Callable[[], int],
 ) -> Iterator[str]:
-    """Yield SSE chunks for one task until it is terminal. Bounded (`max_seconds` given), it ends with
-        `retry:` after the first news or after `max_seconds` without any. Events reach the watcher once
-    they have settled (`asya.live.SETTLE_SECONDS`), so a late write from another writer is never skipped."""
     bounded = max_seconds is not None
     reconnect = f"retry: {RECONNECT_MS}\n\n"
     started = time.monotonic()
-    if cursor is None:
-        cursor = events.latest(task_id)  # first, so nothing after the status below is missed
-        item = tasks.get(task_id)
-        if item is None:
-            return
-        view = task_view(item)
-        yield sse(view, STATUS, cursor or "0")
+    if first is not None:
+        view = task_view(first)
+        yield sse(view, STATUS, cursor)
         if view["terminal"]:
             return
         if bounded:
             yield reconnect
             return
-    quiet_since = time.monotonic()
+    quiet_since = renewed = time.monotonic()
     while True:
         batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=clock_ns())
         for event, chunk in _within(batch, RESPONSE_BUDGET_BYTES if bounded else None):
@@ -81,6 +120,9 @@ def follow(
             yield reconnect
             return
         now = time.monotonic()
+        if now - renewed >= WATCH_SECONDS / 2:  # one connection outlasting its mark (locally)
+            renewed = now
+            tasks.watch(task_id, utc_now())
         if batch:
             quiet_since = now
         elif now - quiet_since >= keepalive_seconds:

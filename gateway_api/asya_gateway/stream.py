@@ -1,7 +1,10 @@
-"""The stream consumer: every change of a task record becomes a `status` event in the task's live log
-(DynamoDB stream → Lambda), so watchers see changes no matter which writer made them (gateway,
-sidecar, crew, backstop). Hooks on terminal envelopes are x-sink's job (it has the whole envelope).
+"""The stream consumer: every change of a watched task record becomes a `status` event in the task's
+live log (DynamoDB stream → Lambda), so watchers see changes no matter which writer made them
+(gateway, sidecar, crew, backstop). Hooks on terminal envelopes are x-sink's job (it has the whole
+envelope).
 
+Only changes made while a watcher's mark held are logged (`asya.status.watched`): the log exists for
+watchers, and a task nobody follows would otherwise pay a write per change for events no one reads.
 Changes a watcher would not notice (bookkeeping only) are skipped. Events the log cannot take (DynamoDB
 still throttling after the bounded retries of `asya.dynamo`) are reported as a partial batch failure
 (`ReportBatchItemFailures`): the answer names the first record whose event is missing, the records
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asya.live import STATUS, EventLog, EventsNotAppendedError
-from asya.status import TERMINAL, from_item
+from asya.status import TERMINAL, from_item, watched
 from asya.telemetry import Telemetry
 from asya_gateway.views import task_view
 
@@ -33,6 +36,7 @@ class Change:
     sequence_number: str
     event: tuple[str, str, Any]
     finished: str | None
+    watched: bool
 
 
 def status_changes(records: list[dict[str, Any]]) -> list[Change]:
@@ -41,23 +45,27 @@ def status_changes(records: list[dict[str, Any]]) -> list[Change]:
         change = record.get("dynamodb", {})
         if record.get("eventName") not in ("INSERT", "MODIFY") or "NewImage" not in change:
             continue
-        new = task_view(from_item(change["NewImage"]))
+        item = from_item(change["NewImage"])
+        new = task_view(item)
         old = task_view(from_item(change["OldImage"])) if "OldImage" in change else None
         if old is not None and _visible(old) == _visible(new):
             continue
         ended = new["status"] in TERMINAL and (old is None or old["status"] not in TERMINAL)
-        changes.append(Change(change["SequenceNumber"], (new["id"], STATUS, new), new["status"] if ended else None))
+        changes.append(
+            Change(change["SequenceNumber"], (new["id"], STATUS, new), new["status"] if ended else None, watched(item))
+        )
     return changes
 
 
 def follow(records: list[dict[str, Any]], log: EventLog, telemetry: Telemetry) -> list[dict[str, str]]:
     """Log the batch's status events; returns the batch item failures to answer (empty: all done)."""
     changes = status_changes(records)
+    logged = [change for change in changes if change.watched]
     failures: list[dict[str, str]] = []
     try:
-        log.append(change.event for change in changes)
+        log.append(change.event for change in logged)
     except EventsNotAppendedError as error:
-        first = min(error.missing)
+        first = changes.index(logged[min(error.missing)])
         telemetry.count("StatusErrors")
         telemetry.log_failure(
             "status events not logged; the stream delivers the batch again from the first missing one",

@@ -8,6 +8,10 @@ conditional write, so concurrent or late updates can never move a task backwards
 A stale update fails its condition and is dropped silently; a terminal status is never overwritten;
 `running` may repeat (with progress that never decreases); only a resume moves `paused` → `running`.
 
+Watching: a watcher marks the record (`watched_until`, epoch seconds, `watch`), and the stream
+consumer logs a status event only for a change made while a mark held (`watched`): a task nobody
+follows costs no event-log writes (docs/status.md, "Following a task live").
+
 Fan-out: every branch (child envelope) is registered on the **root** task before it is sent
 (`branch_ids`), and every branch that ends is added to the root's `done_ids` once (a string set, so a
 redelivered x-sink cannot count twice). The root becomes terminal when its own envelope and every
@@ -33,6 +37,10 @@ if TYPE_CHECKING:
 ROOT_HEADER = "x-asya-root-id"
 STEALTH_HEADER = "x-asya-mesh-status"
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
+# How long one watch mark keeps a task's status changes flowing into its event log; a watcher renews
+# it once less than half is left, so a long follow costs one write per half of this.
+WATCH_SECONDS = 600
+
 
 
 class Rank(IntEnum):
@@ -63,6 +71,21 @@ def progress_of(route: Mapping[str, Any]) -> float:
     done = len(route["prev"])
     total = done + (1 if route["curr"] else 0) + len(route["next"])
     return round(100.0 * done / total, 2) if total else 100.0
+
+
+def watched(item: Mapping[str, Any]) -> bool:
+    """Whether a record's change (stamped `updated_at` by every visible write) was made while a
+    watcher's mark held. The change's own time, not the reader's, so a stream consumer running late
+    still logs what a watcher was there for."""
+    until = item.get("watched_until")
+    changed = _parse(item.get("updated_at"))
+    return isinstance(until, int | float) and changed is not None and changed.timestamp() <= until
+
+
+def watch_lapses_soon(item: Mapping[str, Any], now: dt.datetime) -> bool:
+    """Whether a watcher should renew its mark: missing, or less than half of `WATCH_SECONDS` left."""
+    until = item.get("watched_until")
+    return not isinstance(until, int | float) or until - now.timestamp() < WATCH_SECONDS / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +231,19 @@ class TaskStore:
             "#s = :paused",
             values,
             {"#s": "status", "#r": "rank"},
+        )
+
+    def watch(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
+        """Mark the task watched for `WATCH_SECONDS` from `now`; returns the record as it is after the
+        mark (None if the task is unknown). Every change after it reaches the event log, and the record
+        returned holds every change before it, so a new watcher that starts from it misses nothing.
+        The mark is bookkeeping: `updated_at` is left alone and watchers are not told of it."""
+        return self._update_returning(
+            task_id,
+            "SET watched_until = :until",
+            "attribute_exists(id)",
+            {":until": int(now.timestamp()) + WATCH_SECONDS},
+            {},
         )
 
     # -- ending ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ caller does what its docstring says with what remains (nothing lost silently, no
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Iterator
 from typing import Any, cast
@@ -221,13 +222,25 @@ def test_a_fly_event_the_log_cannot_take_is_logged_and_the_hop_goes_on(dynamodb:
     assert ("StatusErrors", "") in telemetry.counted
 
 
-def stream_records(count: int) -> list[dict[str, Any]]:
+WATCHED_UNTIL = int(dt.datetime(2026, 11, 25, 10, 5, tzinfo=dt.UTC).timestamp())
+
+
+def stream_records(count: int, watched: int | None = None) -> list[dict[str, Any]]:
+    """`count` changes of as many tasks, the first `watched` of them (all by default) while watched."""
+    watched = count if watched is None else watched
     return [
         {
             "eventName": "INSERT",
             "dynamodb": {
                 "SequenceNumber": f"{100 + n}",
-                "NewImage": to_item({"id": f"t{n}", "status": "succeeded" if n % 2 else "running"}),
+                "NewImage": to_item(
+                    {
+                        "id": f"t{n}",
+                        "status": "succeeded" if n % 2 else "running",
+                        "updated_at": "2026-11-25T10:00:00Z",
+                        "watched_until": WATCHED_UNTIL if n < watched else 0,
+                    }
+                ),
             },
         }
         for n in range(count)
@@ -249,6 +262,22 @@ def test_the_stream_consumer_answers_no_failures_when_every_event_is_logged(dyna
     assert follow(stream_records(30), EventLog(EVENTS, client=dynamodb), telemetry) == []
     assert stored(dynamodb) == 30
     assert telemetry.failures == []
+
+
+def test_the_stream_consumer_logs_only_changes_made_while_a_watcher_was_there(dynamodb: Any) -> None:
+    telemetry = RecordingTelemetry()
+    assert follow(stream_records(30, watched=10), EventLog(EVENTS, client=dynamodb), telemetry) == []
+    assert stored(dynamodb) == 10
+    assert telemetry.counted.count(("TasksFinished", "succeeded")) == 15  # counted, watched or not
+
+
+def test_a_missing_event_of_a_watched_change_is_retried_from_its_own_record(dynamodb: Any) -> None:
+    records = stream_records(30)
+    for record in records[:5]:
+        record["dynamodb"]["NewImage"]["watched_until"] = {"N": "0"}  # the first five: nobody watched
+    log = EventLog(EVENTS, client=cast(Any, Throttled(dynamodb, keep=2)), backoff=fast())
+    failures = follow(records, log, RecordingTelemetry())
+    assert failures == [{"itemIdentifier": "113"}]  # t5..t12 landed (4 calls of 2): t13 is the first missing
 
 
 def test_the_spark_ledger_raises_instead_of_spinning_on_a_throttled_table(dynamodb: Any) -> None:

@@ -3,12 +3,15 @@ bounded follow must answer at the first news rather than hold every event until 
 
 from __future__ import annotations
 
+import datetime as dt
 import time
+from typing import Any
 
 import pytest
 
+from asya.envelope import utc_now
 from asya.live import FLY, SETTLE_SECONDS, EventLog
-from asya.status import TaskStore
+from asya.status import WATCH_SECONDS, Report, TaskStore, watched
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.gateway_server import INTEGRATION_TIMEOUT_SECONDS
@@ -18,6 +21,12 @@ from asya_local.tables import EVENTS
 def settled() -> int:
     """A clock far enough ahead that every event appended so far has settled."""
     return time.time_ns() + int(2 * SETTLE_SECONDS * 1e9)
+
+
+def followed(*arguments: Any, **options: Any) -> list[str]:
+    stream = follow(*arguments, **options)
+    assert stream is not None, "the task is known"
+    return list(stream)
 
 
 @pytest.fixture
@@ -30,16 +39,58 @@ def test_a_bounded_follow_answers_with_the_current_status_then_asks_to_reconnect
     stores: tuple[TaskStore, EventLog],
 ) -> None:
     tasks, events = stores
-    chunks = list(follow(tasks, events, "t1", None, max_seconds=20, sleep=lambda _: None))
+    chunks = followed(tasks, events, "t1", None, max_seconds=20, sleep=lambda _: None)
     assert chunks[0].startswith("id: 0\nevent: status\n")
     assert chunks[1:] == ["retry: 500\n\n"]
+
+
+def test_following_marks_the_task_watched_so_its_changes_are_logged_from_then_on(
+    stores: tuple[TaskStore, EventLog],
+) -> None:
+    tasks, events = stores
+    before = tasks.get("t1")
+    assert before is not None
+    assert not watched(before)
+    followed(tasks, events, "t1", None, max_seconds=20, sleep=lambda _: None)
+    tasks.report(Report("t1", "a", {"prev": [], "curr": "a", "next": ["b"]}, "received", 0.0))
+    after = tasks.get("t1")
+    assert after is not None
+    assert after["status"] == "running"
+    assert watched(after)
+
+
+def test_a_reconnecting_watcher_renews_its_mark_only_when_it_is_about_to_lapse(
+    stores: tuple[TaskStore, EventLog],
+) -> None:
+    tasks, events = stores
+    writes: list[str] = []
+    mark = tasks.watch
+
+    def counted(task_id: str, now: dt.datetime) -> dict[str, Any] | None:
+        writes.append(task_id)
+        return mark(task_id, now)
+
+    tasks.watch = counted  # type: ignore[method-assign]
+    followed(tasks, events, "t1", None, max_seconds=20, sleep=lambda _: None)
+    followed(tasks, events, "t1", "0", max_seconds=0, sleep=lambda _: None)
+    assert writes == ["t1"]  # the reconnect found the mark with most of its time left
+    mark("t1", utc_now() - dt.timedelta(seconds=WATCH_SECONDS * 0.6))  # a mark with 40 % of its time left
+    followed(tasks, events, "t1", "0", max_seconds=0, sleep=lambda _: None)
+    assert writes == ["t1", "t1"]  # renewed
+
+
+def test_an_unknown_task_cannot_be_followed(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    assert follow(tasks, events, "nobody", None) is None
+    assert follow(tasks, events, "nobody", "0") is None
+    assert tasks.get("nobody") is None  # the watch mark did not create a record
 
 
 def test_a_bounded_follow_answers_at_the_first_news_after_the_cursor(stores: tuple[TaskStore, EventLog]) -> None:
     tasks, events = stores
     first, second = events.append([("t1", FLY, {"n": 1}), ("t1", FLY, {"n": 2})])
     slept: list[float] = []
-    chunks = list(follow(tasks, events, "t1", first.seq, max_seconds=20, sleep=slept.append, clock_ns=settled))
+    chunks = followed(tasks, events, "t1", first.seq, max_seconds=20, sleep=slept.append, clock_ns=settled)
     assert chunks == [f'id: {second.seq}\nevent: fly\ndata: {{"n":2}}\n\n', "retry: 500\n\n"]
     assert slept == []  # answered without waiting out the 20 s
 
@@ -47,7 +98,7 @@ def test_a_bounded_follow_answers_at_the_first_news_after_the_cursor(stores: tup
 def test_a_bounded_follow_without_news_ends_after_its_time(stores: tuple[TaskStore, EventLog]) -> None:
     tasks, events = stores
     (event,) = events.append([("t1", FLY, {"n": 1})])
-    chunks = list(follow(tasks, events, "t1", event.seq, max_seconds=0, sleep=lambda _: None))
+    chunks = followed(tasks, events, "t1", event.seq, max_seconds=0, sleep=lambda _: None)
     assert chunks == ["retry: 500\n\n"]
 
 
@@ -65,7 +116,7 @@ def test_an_event_stamped_earlier_but_written_later_by_another_writer_still_reac
     sidecar.next_seq = lambda: late_seq  # type: ignore[method-assign]
     sidecar.append([("t1", FLY, {"n": 1})])  # ... and only now does the sidecar's write land
     assert sidecar.after("t1", start.seq, now_ns=now) == []  # nothing has settled yet: nothing is handed out
-    chunks = list(follow(tasks, sidecar, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    chunks = followed(tasks, sidecar, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled)
     assert chunks == [
         f'id: {late_seq}\nevent: fly\ndata: {{"n":1}}\n\n',
         f'id: {early.seq}\nevent: fly\ndata: {{"n":2}}\n\n',
@@ -78,12 +129,12 @@ def test_a_bounded_answer_stays_far_under_api_gateways_10_mb(stores: tuple[TaskS
     (start,) = events.append([("t1", FLY, {"n": 0})])
     big = "x" * 300_000  # a FLY event near DynamoDB's 400 KB item limit
     appended = events.append([("t1", FLY, {"n": n, "text": big}) for n in range(1, 6)])
-    first = list(follow(tasks, events, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    first = followed(tasks, events, "t1", start.seq, max_seconds=20, sleep=lambda _: None, clock_ns=settled)
     assert sum(len(chunk) for chunk in first) <= RESPONSE_BUDGET_BYTES
     assert first[-1] == "retry: 500\n\n"
     sent = [chunk.split("\n", 1)[0].removeprefix("id: ") for chunk in first[:-1]]
     assert sent == [event.seq for event in appended[: len(sent)]]
-    rest = list(follow(tasks, events, "t1", sent[-1], max_seconds=20, sleep=lambda _: None, clock_ns=settled))
+    rest = followed(tasks, events, "t1", sent[-1], max_seconds=20, sleep=lambda _: None, clock_ns=settled)
     assert rest[0].startswith(f"id: {appended[len(sent)].seq}\n")  # the next answer continues where it stopped
 
 
