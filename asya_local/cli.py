@@ -41,6 +41,7 @@ from asya_local import smoke
 from asya_local.check import check as check_mesh
 from asya_local.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.results import KeptResults
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 
@@ -161,6 +162,7 @@ def write_state(stack: LocalStack, config: Path) -> None:
         "stack": stack.stack_name,
         "namespace": stack.namespace,
         "bucket": stack.results_bucket,
+        "tasks_table": stack.outputs.get("TasksTable", ""),
         "config": str(config.resolve()),
     }
     if stack.gateway_url is not None:
@@ -212,7 +214,7 @@ def _demo(args: argparse.Namespace) -> int:
             )
         for line in lines:
             console.print(f"  {line}", highlight=False, markup=False)
-        kept = _all_results(stack.client("s3"), stack.results_bucket, stack.namespace)
+        kept = stack.kept_results().all()
         console.print(_results_table(kept))
         failed = [doc for doc in kept if doc["outcome"] != "succeeded"]
         if not drained or failed:
@@ -378,13 +380,11 @@ def _branches(branches: Any) -> str:
 
 def _results(args: argparse.Namespace) -> int:
     state = _state()
-    s3 = local_client("s3", state["endpoint"])
-    own = _read_results(s3, state["bucket"], result_prefix(state["namespace"], args.id))
-    children = [
-        doc
-        for doc in _all_results(s3, state["bucket"], state["namespace"])
-        if doc["envelope"].get("parent_id") == args.id
-    ]
+    s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
+    kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
+    own_prefix = result_prefix(state["namespace"], args.id)
+    own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
+    children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
     if not own and not children:
         console.print(f"no results yet for {args.id}")
         return 1
@@ -398,24 +398,6 @@ def _print_result(doc: dict[str, Any]) -> None:
         console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
     except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
         console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
-
-
-def _read_results(s3: Any, bucket: str, prefix: str) -> list[dict[str, Any]]:
-    found = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            text = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().decode(errors="replace")
-            try:
-                body = orjson.loads(text)
-            except orjson.JSONDecodeError:  # past the parser's depth: x-sump kept the body as it came
-                body = {"unparsed": text}
-            outcome = item["Key"].rsplit("/", 1)[-1].removesuffix(".json")
-            found.append({"key": item["Key"], "outcome": outcome, "envelope": body, "text": text})
-    return found
-
-
-def _all_results(s3: Any, bucket: str, namespace: str) -> list[dict[str, Any]]:
-    return _read_results(s3, bucket, f"results/{namespace}/")
 
 
 def _queues(args: argparse.Namespace) -> int:

@@ -69,7 +69,7 @@ class FlowRun:
     accepted_at: float = 0.0
     terminal_seconds: float | None = None  # accepted → terminal status seen
     result_seconds: float | None = None  # accepted → every result read from S3
-    results: int = 0  # result objects checked
+    results: int = 0  # results checked (S3 objects, or results held by task records)
     removed: int = 0  # objects deleted afterwards
     outcome: str = ""
     reason: str = ""
@@ -241,7 +241,7 @@ def _check(mesh: DeployedMesh, flow: FlowRun, task: dict[str, Any], ids: list[st
         if problem:
             flow.fail(problem)
             return
-        flow.results += 1 if record.get("result") else 0
+        flow.results += 1 if record.get("result") or "output" in record else 0  # in S3, or in the record
     if flow.results == 0:
         flow.fail("no result recorded for the task or any branch")
         return

@@ -61,6 +61,7 @@ from asya_local.deploy import (
 from asya_local.deploy import deploy as create_stack
 from asya_local.faults import FaultSpec
 from asya_local.lambda_shapes import ACCOUNT, REGION
+from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, iam_enforced, role_environment
 from asya_local.spark_runner import local_spark_runner
 from asya_local.watchdog import Watchdog, Watched
@@ -222,6 +223,16 @@ class LocalStack:
     @property
     def results_bucket(self) -> str:
         return self.outputs["ResultsBucket"]
+
+    def kept_results(self) -> KeptResults:
+        """What the crew kept: S3 objects, and results held by task records."""
+        return KeptResults(
+            self.client("s3"),
+            self.results_bucket,
+            self.namespace,
+            self.client("dynamodb"),
+            self.outputs.get("TasksTable"),
+        )
 
     def client(self, service: str) -> Any:
         """The administrator's client, made once per service (clients are thread-safe, and slow to make)."""

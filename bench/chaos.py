@@ -165,17 +165,24 @@ def task_records(stack: LocalStack) -> dict[str, dict[str, Any]]:
             "status": item.get("status", {}).get("S"),
             "root": item.get("root_id", {}).get("S"),
             "branch_ids": item.get("branch_ids", {}).get("SS", []),
+            "holds_result": "output" in item,
+            "own_outcome": item.get("own_outcome", {}).get("S"),  # a fan-out root's own envelope
         }
         for page in pages
         for item in page["Items"]
     }
 
 
-def result_writes(stack: LocalStack) -> dict[str, list[tuple[str, int]]]:
-    """Final outcomes kept per envelope id, each with how many times its object was written (the
-    bucket's versions; the bench turns versioning on before the run)."""
+def result_writes(stack: LocalStack, records: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, int]]]:
+    """Final outcomes kept per envelope id, each with how many times it was written: an object's
+    versions (the bench turns versioning on before the run), and a result held by the task record
+    (written once: only the write that records the final status carries it)."""
     s3 = stack.client("s3")
-    writes: Counter[tuple[str, str]] = Counter()
+    writes: Counter[tuple[str, str]] = Counter(
+        (task_id, record["own_outcome"] or record["status"])
+        for task_id, record in records.items()
+        if record["holds_result"]
+    )
     pages = s3.get_paginator("list_object_versions").paginate(
         Bucket=stack.results_bucket, Prefix=f"results/{stack.namespace}/"
     )
@@ -211,7 +218,7 @@ def executions(ledger: Path) -> tuple[int, Counter[str]]:
 def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, Any], Counter[str]]:
     """The four counts that must be zero, and the outcomes seen."""
     records = task_records(stack)
-    results = result_writes(stack)
+    results = result_writes(stack, records)
     branches: defaultdict[str, set[str]] = defaultdict(set)
     for task_id, record in records.items():
         branches[task_id].update(record["branch_ids"])  # registered before the branches were sent

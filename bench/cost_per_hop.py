@@ -162,6 +162,7 @@ def metered(meter: Meter) -> Iterator[None]:
 def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya.config import SINK, SUMP, SidecarConfig
     from asya.sidecar import Sidecar
+    from asya_cdk.environment import MeshNames, crew_environment
     from asya_crew import sump
     from asya_crew.crew import CrewActor, CrewSettings
     from asya_crew.sink import Sink
@@ -183,8 +184,9 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
             mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
-        for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):
-            crew = CrewActor(CrewSettings(config.namespace, name, BUCKET, TASKS), decide)
+        names = MeshNames(BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="")
+        for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
+            crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
             mesh.functions[name] = calls.timed(name, 512, crew.handle)
         logs.take()
         create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, gateway(case).create)

@@ -5,8 +5,9 @@ In one run, against one local endpoint:
      messages through one queue, in batches of 10 (messages/s through one hop's worth of SQS calls),
      the measure hops/s through the mesh is compared with;
   2. the mesh: envelopes/s through prep → infer → post → x-sink (each envelope is 4 such hops, plus
-     an S3 result and the idempotency writes), from the first send to the last result in S3;
-  3. end-to-end latency at low load: one envelope at a time, send → result object in S3, p50 / p95.
+     the status writes and the idempotency writes), from the first send until the mesh is idle, then
+     every result counted (in task records, or S3 objects for larger ones);
+  3. end-to-end latency at low load: one envelope at a time, send → result kept, p50 / p95.
 
     python -m bench.local_mesh [--envelopes 1000] [--workers 1] [--latency-samples 30]
 """
@@ -46,21 +47,12 @@ def transport_limit(stack: LocalStack, messages: int) -> float:
     return moved / (time.perf_counter() - started)
 
 
-def result_count(stack: LocalStack) -> int:
-    s3, count = stack.client("s3"), 0
-    for page in s3.get_paginator("list_objects_v2").paginate(
-        Bucket=stack.results_bucket, Prefix=f"results/{stack.namespace}/"
-    ):
-        count += page.get("KeyCount", 0)
-    return count
-
-
 def mesh_throughput(stack: LocalStack, envelopes: int) -> float:
     """From the first send until every queue is empty again; results are counted once, afterwards,
     because listing a growing bucket while the mesh runs would load the very endpoint being measured."""
     sqs = stack.client("sqs")
     url = sqs.get_queue_url(QueueName=f"asya-{stack.namespace}-prep")["QueueUrl"]
-    before = result_count(stack)
+    before = stack.kept_results().count()
     bodies = [json.dumps({"id": f"b-{uuid.uuid4()}", "route": ROUTE, "payload": {"n": n}}) for n in range(envelopes)]
     started = time.perf_counter()
     for start in range(0, envelopes, 10):
@@ -69,27 +61,22 @@ def mesh_throughput(stack: LocalStack, envelopes: int) -> float:
     if not stack.wait_until_idle(timeout=900, settle=SETTLE_SECONDS):
         raise RuntimeError("the mesh did not drain")
     elapsed = time.perf_counter() - started - SETTLE_SECONDS
-    kept = result_count(stack) - before
+    kept = stack.kept_results().count() - before
     if kept != envelopes:
         raise RuntimeError(f"{kept} results for {envelopes} envelopes")
     return envelopes / elapsed
 
 
 def latencies(stack: LocalStack, samples: int) -> list[float]:
-    sqs, s3 = stack.client("sqs"), stack.client("s3")
+    sqs, kept = stack.client("sqs"), stack.kept_results()
     url = sqs.get_queue_url(QueueName=f"asya-{stack.namespace}-prep")["QueueUrl"]
     found = []
     for n in range(samples):
         envelope_id = f"lat-{uuid.uuid4()}"
-        key = f"results/{stack.namespace}/{envelope_id}/succeeded.json"
         started = time.perf_counter()
         sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"id": envelope_id, "route": ROUTE, "payload": {"n": n}}))
-        while True:
-            try:
-                s3.head_object(Bucket=stack.results_bucket, Key=key)
-                break
-            except s3.exceptions.ClientError:
-                time.sleep(0.005)
+        while not kept.succeeded(envelope_id):
+            time.sleep(0.005)
         found.append(time.perf_counter() - started)
     return found
 

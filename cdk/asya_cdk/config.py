@@ -191,7 +191,17 @@ class SinkHook(_Strict):
 
 
 class ResultsConfig(_Strict):
+    """Where x-sink keeps results: a final result whose payload is at most `inline_max_bytes` of JSON
+    goes into the task record with the final status (no S3 request), a larger one to the bucket.
+    The default stays under what an S3 PUT costs in DynamoDB write units (docs/cost.md); 0 keeps
+    every result in S3. Both live `retention_days`."""
+
     retention_days: int = Field(default=90, ge=1)
+    inline_max_bytes: int = Field(default=4096, ge=0, le=16_384)
+
+    @property
+    def retention_seconds(self) -> int:
+        return self.retention_days * 86_400
 
 
 class GatewayConfig(_Strict):

@@ -77,6 +77,8 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
     if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
         variables["ASYA_IDEMPOTENCY_TABLE"] = names.idempotency_table
         variables["ASYA_SINK_HOOKS"] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
+        variables["ASYA_RESULTS_INLINE_MAX_BYTES"] = str(mesh.config.results.inline_max_bytes)
+        variables["ASYA_RESULTS_TTL_SECONDS"] = str(mesh.config.results.retention_seconds)
     return variables
 
 

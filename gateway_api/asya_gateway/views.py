@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from asya.status import TERMINAL
 
 _SHOWN = (
@@ -30,6 +32,8 @@ MAX_LISTED_BRANCHES = 100
 
 def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view = {name: item[name] for name in _SHOWN if item.get(name) is not None}
+    if isinstance(item.get("output"), str):  # x-sink kept a small result in the record (JSON text)
+        view["output"] = orjson.loads(item["output"])
     view.setdefault("status", "pending")
     view.setdefault("progress", 0)
     view["terminal"] = view["status"] in TERMINAL

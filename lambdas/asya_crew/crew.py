@@ -1,6 +1,13 @@
 """What the crew shares: a batch loop that persists each record to S3, records the task's status and
 sends follow-ups.
 
+A task's final result that is small (its payload at most `ASYA_RESULTS_INLINE_MAX_BYTES` as JSON) is
+kept in the task record by the same write that records the final status, instead of an S3 object:
+an S3 PUT costs as much as eight DynamoDB write units, and the write is made anyway. It then lives as
+long as the results bucket keeps objects (`ASYA_RESULTS_TTL_SECONDS`). Everything else goes to S3: a
+larger payload, a task nobody tracks (no tasks table, stealth mode), x-sump's copies, hook copies,
+a paused envelope (x-resume reads it back), and the result of a task that had already ended otherwise.
+
 A record is a batch item failure only if its object could not be written or its follow-ups could not
 be sent; redelivery then finds its final result already written (S3 conditional writes: the first
 write wins) and repeats the status write, which the task store ignores when it already happened, so
@@ -26,13 +33,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
-from asya.config import SUMP, ConfigError, idempotency_ttl, task_ttl
+from asya.config import SUMP, ConfigError, idempotency_ttl, inline_max_bytes, results_ttl, task_ttl
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
-from asya.envelope import EnvelopeError, utc_now
+from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import TaskStore, root_of, stealthy
+from asya.status import Ending, TaskStore, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 
@@ -50,6 +57,8 @@ class CrewSettings:
     task_ttl: int = 7 * 86_400
     idempotency_table: str | None = None
     idempotency_ttl: int = 3600
+    inline_max_bytes: int = 0
+    results_ttl: int = 0
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -65,6 +74,8 @@ class CrewSettings:
             task_ttl(env),
             env.get("ASYA_IDEMPOTENCY_TABLE") or None,
             idempotency_ttl(env),
+            inline_max_bytes(env),
+            results_ttl(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -133,7 +144,11 @@ class CrewActor:
         self.decide = decide
         self.telemetry = Telemetry(settings.namespace, settings.actor)
         self._s3 = s3
-        self.tasks = TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None
+        self.tasks = (
+            TaskStore(settings.tasks_table, settings.task_ttl, output_ttl_seconds=settings.results_ttl)
+            if settings.tasks_table
+            else None
+        )
         self.transport = transport or SqsTransport()
         self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
@@ -173,11 +188,7 @@ class CrewActor:
                 raise DeliveryInProgressError(f"{self.settings.actor}: another delivery is keeping {keep.envelope_id}")
             claimed[record.message_id] = hop
             if keep.outcome is not None:
-                key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
-                if self._write(key, stored_body(keep.document, record), once=keep.final is not None):
-                    self.telemetry.count("ResultsStored", "outcome", keep.outcome)
-                if keep.final is not None:
-                    self._finish(keep, f"s3://{self.settings.bucket}/{key}")
+                self._keep(keep, record)
             deliveries.extend(
                 Delivery(record.message_id, self.settings.queue_name(actor), body) for actor, body in keep.follow_ups
             )
@@ -193,6 +204,35 @@ class CrewActor:
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
+
+    def _keep(self, keep: Keep, record: SQSRecord) -> None:
+        """Keep the record's document: in the task record with its final status when it is small
+        enough, else as an S3 object whose location the final status names."""
+        output = self._inline_output(keep)
+        if output is not None:
+            ending = self._finish(keep, {"output": output})
+            if ending is Ending.RECORDED:
+                self.telemetry.count("ResultsStored", "outcome", str(keep.outcome))
+            if ending is not Ending.LATE:
+                return  # kept now, or by the delivery that recorded this ending before
+        assert keep.outcome is not None
+        key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
+        if self._write(key, stored_body(keep.document, record), once=keep.final is not None):
+            self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+        if output is None:
+            self._finish(keep, {"result": f"s3://{self.settings.bucket}/{key}"})
+
+    def _inline_output(self, keep: Keep) -> str | None:
+        """The payload as JSON when the final status write can carry it (`ASYA_RESULTS_INLINE_MAX_BYTES`)."""
+        limit = self.settings.inline_max_bytes
+        tracked = self.tasks is not None and not stealthy(keep.document.get("headers", {}))
+        if not limit or not tracked or keep.final is None or keep.outcome not in _INLINE_OUTCOMES:
+            return None
+        try:
+            output = orjson.dumps(keep.document.get("payload"))
+        except TypeError:
+            return None
+        return output.decode() if len(output) <= limit else None
 
     def _write(self, key: str, body: bytes, *, once: bool) -> bool:
         """Write one object; False if `once` and the object was already there.
@@ -221,20 +261,21 @@ class CrewActor:
             raise
         return True
 
-    def _finish(self, keep: Keep, result: str) -> None:
-        """The task branch ends here: its record shows where the result is, or why it failed."""
+    def _finish(self, keep: Keep, kept: dict[str, Any]) -> Ending | None:
+        """The task branch ends here: its record shows its result (`kept`: where, or the output itself),
+        or why it failed. None when there is no record to write (untracked, or not a final status)."""
         headers = keep.document.get("headers", {})
         if self.tasks is None or keep.final is None or stealthy(headers):
-            return
+            return None
         status = keep.document.get("status", {})
         details = {
-            "result": result,
+            **kept,
             "reason": status.get("reason"),
             "error": status.get("error"),
             "actor": status.get("actor"),
             "route": keep.document.get("route"),
         }
-        self.tasks.finish(
+        return self.tasks.finish(
             keep.envelope_id,
             root_of(keep.envelope_id, headers),
             keep.final,
@@ -243,6 +284,7 @@ class CrewActor:
         )
 
 
+_INLINE_OUTCOMES = (Phase.SUCCEEDED.value, Phase.FAILED.value, Phase.CANCELED.value)
 Decide = Callable[[SQSRecord, Telemetry], Keep]
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 

@@ -101,6 +101,18 @@ def idempotency_ttl(env: Mapping[str, str]) -> int:
     return int(_number(env, "ASYA_IDEMPOTENCY_TTL_SECONDS", 3600, minimum=1))
 
 
+def inline_max_bytes(env: Mapping[str, str]) -> int:
+    """Results up to this many bytes of JSON payload are kept in the task record, not in S3
+    (`ASYA_RESULTS_INLINE_MAX_BYTES`, x-sink; 0 keeps every result in S3)."""
+    return int(_number(env, "ASYA_RESULTS_INLINE_MAX_BYTES", 0, minimum=0))
+
+
+def results_ttl(env: Mapping[str, str]) -> int:
+    """How long a result is kept (`ASYA_RESULTS_TTL_SECONDS`): the bucket's lifecycle, and the life of
+    a task record that holds its result."""
+    return int(_number(env, "ASYA_RESULTS_TTL_SECONDS", 0, minimum=0))
+
+
 def _required(env: Mapping[str, str], name: str) -> str:
     value = env.get(name, "").strip()
     if not value:

@@ -1,4 +1,5 @@
-"""Where terminal envelopes are kept: one S3 object per envelope and outcome.
+"""Where terminal envelopes are kept in S3: one object per envelope and outcome. (A small final
+result is kept in its task record instead: `asya_crew.crew`, docs/status.md.)
 
     results/<namespace>/<envelope id>/succeeded.json   x-sink, the route finished
     results/<namespace>/<envelope id>/failed.json      x-sink, a handled failure

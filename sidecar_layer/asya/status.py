@@ -24,7 +24,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
@@ -41,6 +41,13 @@ OPEN = "open"  # `open_shard` value: the task is in the deadline index until it 
 # it once less than half is left, so a long follow costs one write per half of this.
 WATCH_SECONDS = 600
 
+
+class Ending(Enum):
+    """What `TaskStore.finish` did with an envelope's end."""
+
+    RECORDED = "recorded"  # written where the record shows it (or will, for a root still waiting for branches)
+    ALREADY = "already"  # an earlier delivery of the same envelope had recorded it: nothing to do
+    LATE = "late"  # the task had ended otherwise first (canceled, timed out): none of the details were kept
 
 
 class Rank(IntEnum):
@@ -111,9 +118,13 @@ class TaskStore:
         ttl_seconds: int = 7 * 86_400,
         client: DynamoDBClient | None = None,
         backoff: Backoff = DEFAULT_BACKOFF,
+        output_ttl_seconds: int = 0,
     ) -> None:
+        """`output_ttl_seconds`: how long a record that holds its task's result (`output`, kept by
+        x-sink instead of an S3 object) stays, if longer than `ttl_seconds`: the results' retention."""
         self.table = table
         self.ttl_seconds = ttl_seconds
+        self.output_ttl_seconds = output_ttl_seconds
         self._client = client
         self.backoff = backoff
 
@@ -255,14 +266,21 @@ class TaskStore:
         outcome: str,
         details: dict[str, Any],
         parent_id: str | None = None,
-    ) -> None:
-        """One envelope ended (x-sink, x-sump). `details` holds what the record shows: result location,
-        error, reason, actor, route. Safe to repeat: each branch counts once."""
-        if task_id == root_id and self._finish_alone(task_id, outcome, details):
-            return
-        if task_id != root_id:
-            self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
-        self._close_branch(root_id, task_id, outcome, details if task_id == root_id else {})
+    ) -> Ending:
+        """One envelope ended (x-sink, x-sump). `details` holds what the record shows: the result's
+        location or the result itself (`output`), error, reason, actor, route. Safe to repeat: each
+        branch counts once, and a repeat answers `ALREADY`."""
+        if task_id == root_id:
+            if self._finish_alone(task_id, outcome, details):
+                return Ending.RECORDED
+            root = self._close_branch(root_id, task_id, outcome, {**details, "outcome": outcome})
+            if root is None:
+                return Ending.ALREADY
+            fanned_out = bool(root.get("branch_ids")) and root.get("rank", 0) < Rank.TERMINAL
+            return Ending.RECORDED if fanned_out else Ending.LATE
+        written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
+        counted = self._close_branch(root_id, task_id, outcome, {}) is not None
+        return Ending.RECORDED if written else Ending.LATE if counted else Ending.ALREADY
 
     def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         """The common case, in one write: a task with no branches ends with its own envelope."""
@@ -291,11 +309,12 @@ class TaskStore:
 
     def _terminal_sets(self, outcome: str, details: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         now = _now()
+        ttl = self.ttl_seconds if details.get("output") is None else max(self.ttl_seconds, self.output_ttl_seconds)
         values: dict[str, Any] = {
             ":status": outcome,
             ":terminal": int(Rank.TERMINAL),
             ":now": rfc3339(now),
-            ":expires": int(now.timestamp()) + self.ttl_seconds,
+            ":expires": int(now.timestamp()) + ttl,
             ":done": 100,
         }
         sets = [
@@ -313,27 +332,29 @@ class TaskStore:
                 sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
         return sets, values
 
-    def _close_branch(self, root_id: str, member: str, outcome: str, own: dict[str, Any]) -> None:
+    def _close_branch(self, root_id: str, member: str, outcome: str, own: dict[str, Any]) -> dict[str, Any] | None:
+        """Count `member` on the root once, and end the root when it was the last; returns the root as
+        the count left it, or None if `member` had been counted before."""
         values: dict[str, Any] = {":m": {member}, ":m_id": member, ":one": 1, ":now": rfc3339(_now())}
         sets = ["updated_at = :now"]
-        for name, value in own.items():  # the root's own envelope: keep where its result is
-            if value is not None and name in ("result", "error", "reason"):
+        for name, value in own.items():  # the root's own envelope: keep its result until the root ends
+            if value is not None and name in _OWN:
                 values[f":{name}"] = value
                 sets.append(f"own_{name} = :{name}")
-        root = self._update_returning(
+        counted = self._update_returning(
             root_id,
             f"ADD done_ids :m, n_{outcome} :one SET {', '.join(sets)}",
             "NOT contains(done_ids, :m_id)",
             values,
             {},
         )
-        if root is None:  # already counted (a redelivery): finish the root if that was left undone
-            root = self.get(root_id)
+        root = counted or self.get(root_id)  # already counted (a redelivery): finish the root if left undone
         if root is None or root.get("rank", 0) >= Rank.TERMINAL:
-            return
+            return counted
         if len(root.get("done_ids", ())) >= len(root.get("branch_ids", ())) + 1:
             final = "failed" if root.get("n_failed") else "canceled" if root.get("n_canceled") else "succeeded"
-            self._terminal(root_id, final, {"result": root.get("own_result")})
+            self._terminal(root_id, final, {name: root.get(f"own_{name}") for name in ("result", "output", "route")})
+        return counted
 
     def cancel(self, task_id: str) -> dict[str, Any] | None:
         """Cancel a task and, through the root's branch list, its fan-out children. Idempotent: an
@@ -462,7 +483,9 @@ class TaskStore:
         return True
 
 
-_RESERVED = ("status", "rank", "route", "result", "error", "reason")
+_RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
+# a fan-out root's own ending, kept until its branches end (`own_outcome`: how its own envelope ended)
+_OWN = ("outcome", "result", "output", "route", "error", "reason")
 
 
 def _now() -> dt.datetime:

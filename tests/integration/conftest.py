@@ -64,11 +64,9 @@ class RunningMesh:
         found: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for key, outcome in self._keys():
-                envelope_id = key.split("/")[2]
-                if envelope_id in wanted and envelope_id not in found:
-                    body = self.s3.get_object(Bucket=self.stack.results_bucket, Key=key)["Body"].read()
-                    found[envelope_id] = {"outcome": outcome, "envelope": json.loads(body)}
+            for kept in self._final():
+                if kept["id"] in wanted and kept["id"] not in found:
+                    found[kept["id"]] = {"outcome": kept["outcome"], "envelope": kept["envelope"]}
             if len(found) == len(wanted):
                 return found
             time.sleep(0.3)
@@ -76,25 +74,12 @@ class RunningMesh:
         raise AssertionError(f"{len(missing)} envelope(s) without a result after {timeout}s: {missing[:5]}")
 
     def all_results(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "outcome": outcome,
-                "envelope": json.loads(self.s3.get_object(Bucket=self.stack.results_bucket, Key=key)["Body"].read()),
-            }
-            for key, outcome in self._keys()
-        ]
+        return [{"outcome": kept["outcome"], "envelope": kept["envelope"]} for kept in self._final()]
 
-    def _keys(self) -> list[tuple[str, str]]:
-        """(key, outcome) of every final result; x-pause's `pause.json` and x-sink's `paused.json` are not
-        (the task goes on)."""
-        keys = []
-        paginator = self.s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.stack.results_bucket, Prefix=f"results/{self.stack.namespace}/"):
-            for item in page.get("Contents", []):
-                outcome = item["Key"].rsplit("/", 1)[-1].removesuffix(".json")
-                if outcome not in ("pause", "paused"):
-                    keys.append((item["Key"], outcome))
-        return keys
+    def _final(self) -> list[dict[str, Any]]:
+        """Every final result, in S3 or in a task record; x-pause's `pause.json` and x-sink's
+        `paused.json` are not (the task goes on)."""
+        return [kept for kept in self.stack.kept_results().all() if kept["outcome"] not in ("pause", "paused")]
 
 
 @pytest.fixture(scope="session")

@@ -87,10 +87,21 @@ def test_rest_task_is_followed_over_sse_to_its_result(gateway: Gateway, running_
     final = seen[-1]
     assert final["status"] == "succeeded"
     assert final["progress"] == 100
-    assert final["result"].endswith(f"results/itest/{created['id']}/succeeded.json")
+    done = {"n": 4, "prepped": True, "label": "even", "done": True}
+    assert final["output"] == done  # a small result: in the task record, nothing in S3
+    assert "result" not in final
     assert any(status["status"] == "running" for status in seen)
+    assert running_mesh.result(created["id"])["envelope"]["payload"] == done
+    assert gateway.task(created["id"])["deadline_at"] == created["task"]["deadline_at"]
+
+
+def test_a_result_over_the_inline_threshold_is_kept_in_s3(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    created = gateway.create(flow="pipeline", payload={"n": 2, "text": "x" * 5000})
+    task = gateway.wait_for(created["id"], lambda task: task["terminal"])
+    assert "output" not in task
+    assert task["result"].endswith(f"results/itest/{created['id']}/succeeded.json")
     kept = running_mesh.result(created["id"])
-    assert kept["envelope"]["payload"] == {"n": 4, "prepped": True, "label": "even", "done": True}
+    assert kept["envelope"]["payload"]["text"] == "x" * 5000
     assert kept["envelope"]["status"]["deadline_at"] == created["task"]["deadline_at"]
 
 
@@ -103,14 +114,16 @@ def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
     assert "token" not in str(gateway.task(created["id"]))
 
 
-def test_a_failure_shows_its_error(gateway: Gateway) -> None:
+def test_a_failure_shows_its_error(gateway: Gateway, running_mesh: RunningMesh) -> None:
     created = gateway.create(flow="failing", payload={"n": 1})
     task = gateway.wait_for(created["id"], lambda task: task["terminal"])
     assert task["status"] == "failed"
     assert task["reason"] == "RuntimeError"
     assert task["error"]["type"] == "ValueError"
     assert "boom" in task["error"]["message"]
-    assert task["result"].endswith("/failed.json")
+    kept = running_mesh.result(created["id"])
+    assert kept["outcome"] == "failed"
+    assert kept["envelope"]["payload"]["original_payload"] == {"n": 1, "prepped": True}  # as the failing actor got it
 
 
 def test_bad_requests_say_what_is_wrong(gateway: Gateway) -> None:

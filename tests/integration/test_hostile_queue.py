@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
@@ -109,18 +108,10 @@ def send_corpus(mesh: RunningMesh, *actors: str) -> list[Sent]:
 
 
 def kept_results(mesh: RunningMesh) -> list[dict[str, Any]]:
-    """Every result in the bucket with the id its key names, read with orjson: x-sump keeps a body it
-    cannot write back as it came (not always an object, up to 1,024 levels deep, past what the standard
-    library's parser reads)."""
-    bucket, found = mesh.stack.results_bucket, []
-    for page in mesh.s3.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=f"results/{mesh.stack.namespace}/"
-    ):
-        for item in page.get("Contents", []):
-            body = mesh.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-            _, _, envelope_id, name = item["Key"].split("/", 3)  # results/<ns>/<id>/<outcome>.json
-            found.append({"id": envelope_id, "outcome": name.removesuffix(".json"), "envelope": orjson.loads(body)})
-    return found
+    """Every result kept, in S3 or in a task record, with the id it is kept under; x-sump keeps a body
+    it cannot write back as it came (not always an object, up to 1,024 levels deep, past what the
+    standard library's parser reads), so bodies are read with orjson."""
+    return [{key: kept[key] for key in ("id", "outcome", "envelope")} for kept in mesh.stack.kept_results().all()]
 
 
 def attribute(mesh: RunningMesh, sent: list[Sent]) -> list[dict[str, Any]]:

@@ -63,7 +63,8 @@ def test_x_sink_without_its_results_grant_is_refused_and_keeps_nothing(endpoint:
         stack.start_workers()
         sqs = stack.client("sqs")
         url = sqs.get_queue_url(QueueName=f"asya-{NAMESPACE}-prep")["QueueUrl"]
-        envelope = {"id": "env-iam", "route": {"prev": [], "curr": "prep", "next": []}, "payload": {"n": 1}}
+        payload = {"n": 1, "text": "x" * 5000}  # over the inline threshold: x-sink keeps it in S3
+        envelope = {"id": "env-iam", "route": {"prev": [], "curr": "prep", "next": []}, "payload": payload}
         sqs.send_message(QueueUrl=url, MessageBody=json.dumps(envelope))
 
         refusal = _wait_for(lambda: [line for line in lines if line.startswith("x-sink:") and "AccessDenied" in line])

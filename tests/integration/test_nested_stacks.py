@@ -49,7 +49,7 @@ def test_an_envelope_crosses_nested_stacks_to_x_sink(endpoint: LocalEndpoint, tm
         }
         assert homes == {"asya-itsplit-prep", "asya-itsplit-infer", "asya-itsplit-post"}
 
-        sqs, s3 = stack.client("sqs"), stack.client("s3")
+        sqs = stack.client("sqs")
         envelope_id = f"split-{uuid.uuid4().hex[:6]}"
         body = {
             "id": envelope_id,
@@ -58,14 +58,10 @@ def test_an_envelope_crosses_nested_stacks_to_x_sink(endpoint: LocalEndpoint, tm
         }
         queue = sqs.get_queue_url(QueueName="asya-itsplit-prep")["QueueUrl"]
         sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(body))
-        key = f"results/itsplit/{envelope_id}/succeeded.json"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            found = s3.list_objects_v2(Bucket=stack.results_bucket, Prefix=key).get("KeyCount", 0)
-            if found:
-                break
+        results, deadline = stack.kept_results(), time.monotonic() + 30
+        while not (found := results.of(envelope_id)) and time.monotonic() < deadline:
             time.sleep(0.3)
-        assert found, "\n".join(lines[-40:])
-        envelope = json.loads(s3.get_object(Bucket=stack.results_bucket, Key=key)["Body"].read())
+        assert [kept["outcome"] for kept in found] == ["succeeded"], "\n".join(lines[-40:])
+        envelope = found[0]["envelope"]
         assert envelope["payload"] == {"n": 3, "prepped": True, "label": "odd", "done": True}
         assert envelope["route"]["prev"] == ["prep", "infer", "post"]

@@ -57,16 +57,7 @@ class SparkMesh:
         )
 
     def _all(self) -> list[dict[str, Any]]:
-        bucket = self.stack.results_bucket
-        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"results/{NS}/")
-        return [
-            {
-                "outcome": item["Key"].rsplit("/", 1)[-1].removesuffix(".json"),
-                "envelope": json.loads(self.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()),
-            }
-            for page in pages
-            for item in page.get("Contents", [])
-        ]
+        return [{"outcome": kept["outcome"], "envelope": kept["envelope"]} for kept in self.stack.kept_results().all()]
 
     def task(self, task_id: str) -> dict[str, Any]:
         item = self.stack.client("dynamodb").get_item(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from moto import mock_aws
 from asya.status import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
+from asya_gateway.views import task_view
 from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
 from asya_local.tables import TASKS, create_idempotency_table, create_tables
 
@@ -237,6 +239,77 @@ def test_x_sump_fails_an_open_task_but_not_an_ended_one(crew: Crew, tasks: TaskS
     ended = tasks.get("t2")
     assert ended is not None
     assert ended["result"].endswith("/t2/failed.json")
+
+
+INLINE = {**SETTINGS, "ASYA_RESULTS_INLINE_MAX_BYTES": "64", "ASYA_RESULTS_TTL_SECONDS": str(90 * 86_400)}
+
+
+def inline_sink() -> CrewActor:
+    return CrewActor(CrewSettings.from_env("x-sink", INLINE), sink.Sink([]).decide)
+
+
+def test_x_sink_keeps_a_small_result_in_the_task_record_and_nothing_in_s3(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    crew.run(inline_sink(), terminal("succeeded"))
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], task["output"], task.get("result")) == ("succeeded", '{"x":1}', None)
+    assert task_view(task)["output"] == {"x": 1}
+    assert crew.kept() == {}
+    assert task["expires_at"] - time.time() > 89 * 86_400  # lives as long as results in the bucket do
+
+
+def test_x_sink_keeps_a_result_over_the_threshold_in_s3(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    crew.run(inline_sink(), terminal("succeeded", payload={"text": "x" * 64}))
+    task = tasks.get("t1")
+    assert task is not None
+    assert ("output" not in task, task["result"]) == (True, f"s3://{BUCKET}/results/{NS}/t1/succeeded.json")
+    assert list(crew.kept()) == [f"results/{NS}/t1/succeeded.json"]
+    assert task["expires_at"] - time.time() < 8 * 86_400  # the record's own TTL: the result is in S3
+
+
+def test_a_redelivered_small_result_is_kept_once(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    crew.run(inline_sink(), terminal("succeeded"))
+    crew.run(inline_sink(), terminal("succeeded", payload={"x": 2}))  # not claimed: a second sink, say
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["output"], task["n_succeeded"]) == ('{"x":1}', 1)
+    assert crew.kept() == {}
+
+
+def test_a_result_arriving_after_its_task_ended_otherwise_goes_to_s3(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    tasks.cancel("t1")
+    crew.run(inline_sink(), terminal("succeeded"))
+    task = tasks.get("t1")
+    assert task is not None
+    assert (task["status"], "output" in task) == ("canceled", False)
+    assert list(crew.kept()) == [f"results/{NS}/t1/succeeded.json"]  # computed, so not thrown away
+
+
+def test_the_small_results_of_a_fan_out_are_kept_on_each_branch_and_the_root(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1"])
+    branch = terminal("succeeded", id="t1-1", parent_id="t1", headers={"x-asya-root-id": "t1"}, payload={"b": 1})
+    crew.run(inline_sink(), terminal("succeeded"), branch)
+    root, child = tasks.get("t1"), tasks.get("t1-1")
+    assert root is not None
+    assert child is not None
+    assert (root["status"], root["output"], root["route"]) == (
+        "succeeded",
+        '{"x":1}',
+        {"prev": ["a"], "curr": "b", "next": []},
+    )
+    assert (child["status"], child["output"]) == ("succeeded", '{"b":1}')
+    assert crew.kept() == {}
+
+
+def test_x_sink_keeps_every_result_in_s3_for_an_untracked_task(crew: Crew, tasks: TaskStore) -> None:
+    crew.run(inline_sink(), terminal("succeeded", headers={"x-asya-mesh-status": "off"}))
+    assert tasks.get("t1") is None
+    assert list(crew.kept()) == [f"results/{NS}/t1/succeeded.json"]
 
 
 def test_x_pause_pauses_with_the_prompt_and_x_resume_continues(crew: Crew, tasks: TaskStore) -> None:

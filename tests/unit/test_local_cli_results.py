@@ -10,6 +10,7 @@ import pytest
 from moto import mock_aws
 
 from asya_local import cli
+from asya_local.results import read_objects
 from tests.unit import hostile
 
 BUCKET = "results"
@@ -27,7 +28,7 @@ def s3() -> Iterator[Any]:
 def test_a_kept_body_of_any_depth_is_read_and_shown(s3: Any, depth: int, capsys: pytest.CaptureFixture[str]) -> None:
     key = f"results/n/env-{depth}/sump.json"
     s3.put_object(Bucket=BUCKET, Key=key, Body=hostile.nested(depth).join(['{"payload": ', "}"]).encode())
-    [doc] = cli._read_results(s3, BUCKET, "results/n/")
+    [doc] = read_objects(s3, BUCKET, "results/n/")
     assert (doc["key"], doc["outcome"]) == (key, "sump")
     cli._print_result(doc)
     shown = capsys.readouterr().out
