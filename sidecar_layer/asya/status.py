@@ -280,7 +280,18 @@ class TaskStore:
             return Ending.RECORDED if fanned_out else Ending.LATE
         written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
         counted = self._close_branch(root_id, task_id, outcome, {}) is not None
-        return Ending.RECORDED if written else Ending.LATE if counted else Ending.ALREADY
+        if written:
+            return Ending.RECORDED
+        if counted and not self._ended_by(task_id, outcome):
+            return Ending.LATE
+        return Ending.ALREADY
+
+    def _ended_by(self, task_id: str, outcome: str) -> bool:
+        """Whether the branch's record already holds this ending with its result: an earlier delivery
+        wrote it and stopped before the root counted the branch. Read only on that rare path, it tells
+        a redelivery (nothing to keep again) from an ending that came too late (the result goes to S3)."""
+        record = self.get(task_id) or {}
+        return record.get("status") == outcome and ("output" in record or "result" in record)
 
     def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         """The common case, in one write: a task with no branches ends with its own envelope."""

@@ -306,6 +306,34 @@ def test_the_small_results_of_a_fan_out_are_kept_on_each_branch_and_the_root(cre
     assert crew.kept() == {}
 
 
+def test_a_branch_result_redelivered_after_its_record_was_written_is_not_kept_again(
+    crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first delivery writes the branch's record and stops before the root counts the branch; the
+    redelivery counts it and finds the result already kept, so it writes nothing to S3."""
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1"])
+    branch = terminal("succeeded", id="t1-1", parent_id="t1", headers={"x-asya-root-id": "t1"}, payload={"b": 1})
+    crew.run(inline_sink(), terminal("succeeded"))
+    close_branch = TaskStore._close_branch
+    stops = iter([ConnectionError("the worker stopped here")])
+
+    def stop_once(store: TaskStore, *args: Any) -> dict[str, Any] | None:
+        for error in stops:
+            raise error
+        return close_branch(store, *args)
+
+    monkeypatch.setattr(TaskStore, "_close_branch", stop_once)
+    first = crew.run(inline_sink(), branch)
+    assert first["batchItemFailures"]  # the message goes back to the queue
+    crew.run(inline_sink(), branch)
+    root, child = tasks.get("t1"), tasks.get("t1-1")
+    assert root is not None
+    assert child is not None
+    assert (root["status"], child["status"], child["output"]) == ("succeeded", "succeeded", '{"b":1}')
+    assert crew.kept() == {}
+
+
 def test_x_sink_keeps_every_result_in_s3_for_an_untracked_task(crew: Crew, tasks: TaskStore) -> None:
     crew.run(inline_sink(), terminal("succeeded", headers={"x-asya-mesh-status": "off"}))
     assert tasks.get("t1") is None
