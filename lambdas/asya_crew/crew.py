@@ -13,12 +13,14 @@ be sent; redelivery then finds its final result already written (S3 conditional 
 write wins) and repeats the status write, which the task store ignores when it already happened, so
 results and branch counts are never duplicated.
 
-A delivery of a record whose earlier delivery completed (at-least-once SQS, a batch returned after a
-killed invocation) would still write its object again and send its follow-ups (x-sump's copy, hook
-copies) twice. With `ASYA_IDEMPOTENCY_TABLE` set (x-sink's), each record is claimed in the hop ledger
-(`asya.dedup`) under (crew actor, envelope id, route position, attempt, outcome) before anything is
-written: a completed claim drops the delivery, a claim in progress returns it to the queue for later, and a claim whose
-follow-ups could not be sent is freed for the redelivery.
+A record that ends a task branch and sends nothing on (the common case: a result at x-sink, a failure
+at x-sump) is kept without a claim: its object is written once and its final status recorded once
+whatever the deliveries, so a duplicate costs nothing but the refused writes. A record with follow-ups
+(x-sump's copy, hook copies, x-resume's envelope) or that is not final (a paused envelope) would
+send them again on a second delivery; with `ASYA_IDEMPOTENCY_TABLE` set (x-sink's), such a record is
+claimed in the hop ledger (`asya.dedup`) under (crew actor, envelope id, route position, attempt,
+outcome) before anything is written: a completed claim drops the delivery, a claim in progress returns
+it to the queue for later, and a claim whose follow-ups could not be sent is freed for the redelivery.
 """
 
 from __future__ import annotations
@@ -176,15 +178,17 @@ class CrewActor:
         def on_record(record: SQSRecord) -> None:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
+            if keep.final is not None and not keep.follow_ups:
+                self._keep(keep, record)  # kept once without a claim (module docstring)
+                return
             hop = crew_hop(self.settings.actor, keep)
-            claim = self.ledger.claim(hop, record.message_id, remaining)
-            if claim is Claim.DUPLICATE:
+            found = self.ledger.claim(hop, record.message_id, remaining)
+            if found.claim is Claim.DUPLICATE:
                 self.telemetry.count("DuplicatesDropped")
                 return
-            if claim is Claim.IN_PROGRESS:
-                until = self.ledger.held_until(hop)
-                if until is not None:
-                    held[record.message_id] = until
+            if found.claim is Claim.IN_PROGRESS:
+                if found.held_until is not None:
+                    held[record.message_id] = found.held_until
                 raise DeliveryInProgressError(f"{self.settings.actor}: another delivery is keeping {keep.envelope_id}")
             claimed[record.message_id] = hop
             if keep.outcome is not None:

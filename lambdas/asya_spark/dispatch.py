@@ -92,7 +92,7 @@ class Dispatcher:
             batch = parts.ledger.stage(batch_id, len(members), known)
             parts.ledger.claim((claims[message_id][0] for message_id, _ in members), batch_id)
             envelopes = [claims[message_id][1] for message_id, _ in members]
-            waiting = [e for e in envelopes if e is not None and statuses.get(e.id, "pending") == "pending"]
+            waiting = [e for e in envelopes if e is not None and statuses.get(e.id) not in _HALTING_STATUSES]
         if batch.state == State.STAGED:
             start(parts, batch)
             if parts.reporter is not None:

@@ -1,8 +1,10 @@
 """Dropping duplicate deliveries of the same envelope at the same hop (SPEC §7).
 
 A hop is identified by actor, envelope id, route position and attempt: a retry is a new attempt, not
-a duplicate. Within one batch a set suffices. Across invocations, when `ASYA_IDEMPOTENCY_TABLE` is
-set, Powertools' DynamoDB persistence layer records each hop: *in progress* before the handler runs
+a duplicate. Within one batch a set suffices. Across invocations, a tracked envelope's hop is claimed
+in its task record, by the status write the hop makes anyway (`TaskStore.claim_hop`). An untracked
+one (stealth mode, or no task table) is claimed, when `ASYA_IDEMPOTENCY_TABLE` is set, in Powertools'
+DynamoDB persistence layer, which records each hop: *in progress* before the handler runs
 (expiring with the invocation, so a crash frees it), *completed* only after every output was sent,
 and deleted when sending failed so that the redelivery runs the hop again.
 
@@ -12,6 +14,8 @@ function returns, while a hop completes only after the batch's grouped sends suc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +27,16 @@ class Claim(Enum):
     NEW = "new"
     DUPLICATE = "duplicate"  # the hop already completed: drop this delivery
     IN_PROGRESS = "in_progress"  # another delivery is running it right now: retry this one later
+    HALTED = "halted"  # the task is paused or has ended: the hop does not run (claims on the task record)
+
+
+@dataclass(frozen=True, slots=True)
+class HopClaim:
+    """What claiming a hop found."""
+
+    claim: Claim
+    held_until: int | None = None  # IN_PROGRESS: when the other delivery's hold lapses (epoch ms)
+    halted: str | None = None  # HALTED: the task's status ("paused", "canceled", or how it ended)
 
 
 def hop_key(actor: str, envelope_id: str, position: int, attempt: int) -> dict[str, Any]:
@@ -35,20 +49,30 @@ class HopLedger:
     def __init__(self, store: BasePersistenceLayer | None = None) -> None:
         self._store = store
         self._batch: dict[tuple[Any, ...], str] = {}
-        self._held_until: dict[tuple[Any, ...], int] = {}
+        self._stored: set[tuple[Any, ...]] = set()
 
     def start_batch(self) -> None:
         self._batch.clear()
-        self._held_until.clear()
+        self._stored.clear()
 
-    def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> Claim:
-        """Claim a hop for the record `claimant` (its SQS message id)."""
+    def claim(
+        self,
+        key: dict[str, Any],
+        claimant: str,
+        remaining_ms: int | None,
+        on_record: Callable[[], HopClaim] | None = None,
+    ) -> HopClaim:
+        """Claim a hop for the record `claimant` (its SQS message id): once per batch, then with
+        `on_record` (a tracked envelope: the claim rides in its task record's status write, and
+        nothing is settled here) or in the idempotency table."""
         marker = tuple(key.values())
         if marker in self._batch:
-            return Claim.DUPLICATE
+            return HopClaim(Claim.DUPLICATE)
         self._batch[marker] = claimant
+        if on_record is not None:
+            return on_record()
         if self._store is None:
-            return Claim.NEW
+            return HopClaim(Claim.NEW)
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
         from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
@@ -57,24 +81,21 @@ class HopLedger:
         except IdempotencyItemAlreadyExistsError as exc:
             record = exc.old_data_record or self._store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
-                return Claim.DUPLICATE
-            if record is not None and record.in_progress_expiry_timestamp is not None:
-                self._held_until[marker] = int(record.in_progress_expiry_timestamp)
-            return Claim.IN_PROGRESS
-        return Claim.NEW
-
-    def held_until(self, key: dict[str, Any]) -> int | None:
-        """When the other delivery's claim on this hop lapses (epoch ms), if the ledger said: its
-        invocation has ended by then, so that is when to look at the hop again."""
-        return self._held_until.get(tuple(key.values()))
+                return HopClaim(Claim.DUPLICATE)
+            expiry = record.in_progress_expiry_timestamp if record is not None else None
+            return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
+        self._stored.add(marker)
+        return HopClaim(Claim.NEW)
 
     def claimant(self, key: dict[str, Any]) -> str | None:
         """The record of this batch that claimed the hop first: a duplicate shares its fate."""
         return self._batch.get(tuple(key.values()))
 
     def settle(self, key: dict[str, Any], sent: bool) -> None:
-        """Record the hop as done when its outputs went out; otherwise free it for the redelivery."""
-        if self._store is None:
+        """Record the hop as done when its outputs went out; otherwise free it for the redelivery.
+        Only claims made in the idempotency table are settled: a task record's claim is settled by
+        the next hop's."""
+        if self._store is None or tuple(key.values()) not in self._stored:
             return
         if sent:
             self._store.save_success(data=key, result={})

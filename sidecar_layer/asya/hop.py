@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from asya import routing
 from asya.abi import EnvelopeState
 from asya.config import SidecarConfig
-from asya.dedup import Claim, HopLedger, hop_key
+from asya.dedup import Claim, HopClaim, HopLedger, hop_key
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.reasons import Reason
@@ -118,13 +118,18 @@ class HopRunner:
             return "redelivered"
         attempt = envelope.status.attempt if envelope.status else 1
         key = hop_key(actor, envelope.id, envelope.route.position, attempt)
-        claim = self.ledger.claim(key, plan.message_id, remaining_ms)
-        if claim is Claim.DUPLICATE:
+        if self.reporter is not None:
+            self.reporter.point(envelope, actor, "received")
+        found = self.ledger.claim(key, plan.message_id, remaining_ms, self._on_record(envelope, remaining_ms))
+        if found.claim is Claim.HALTED and found.halted in _HALTING:
+            plan.outbound.append(routing.halt(envelope, actor, _HALTING[found.halted], now))
+            return found.halted
+        if found.claim in (Claim.DUPLICATE, Claim.HALTED):  # HALTED here: the task has ended
             first = self.ledger.claimant(key)
             plan.follows = first if first != plan.message_id else None
             return "duplicate"
-        if claim is Claim.IN_PROGRESS:
-            plan.redeliver, plan.held_until = True, self.ledger.held_until(key)
+        if found.claim is Claim.IN_PROGRESS:
+            plan.redeliver, plan.held_until = True, found.held_until
             return "redelivered"
         plan.key = key
         deadline = envelope.status.deadline_at if envelope.status else None
@@ -133,8 +138,6 @@ class HopRunner:
             plan.outbound.append(routing.fail(envelope, actor, reason=Reason.TIMEOUT, details=details, now=now))
             return "failed"
         envelope.headers.setdefault(FIRST_ATTEMPT_HEADER, rfc3339(now))
-        if self.reporter is not None:
-            self.reporter.point(envelope, actor, "received")
         limit = _tightest(
             self.config.actor_timeout,
             None if deadline is None else (deadline - now).total_seconds(),
@@ -155,8 +158,6 @@ class HopRunner:
             payload=envelope.payload,
             on_fly=lambda event: self._on_fly(envelope, event),
         )
-        if self.reporter is not None:
-            self.reporter.point(envelope, actor, "processing")
         handler_started = time.perf_counter()
         try:
             output = run_with_timeout(lambda: invoke(self.handler, state, self.config.handler_mode), limit)
@@ -182,6 +183,13 @@ class HopRunner:
             routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames)
         )
         return "forwarded"
+
+    def _on_record(self, envelope: Envelope, remaining_ms: int | None) -> Callable[[], HopClaim] | None:
+        """A tracked envelope's hop is claimed in its task record (the status write it makes anyway)."""
+        reporter = self.reporter
+        if reporter is None or stealthy(envelope.headers):
+            return None
+        return lambda: reporter.claim(envelope, self.config.actor, remaining_ms)
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: str) -> str:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""

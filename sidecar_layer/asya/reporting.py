@@ -1,28 +1,31 @@
 """What the sidecar tells the status gateway about each hop (SPEC §8), at the least cost.
 
 Per SQS batch: one `BatchGetItem` for the pre-flight check (is any task canceled or paused?). Per hop,
-by default one status write, made after the handler from what the hop produced, just before the
-batch's envelopes are sent:
+by default one status write, made before the handler: the hop's claim (`claim`, `TaskStore.claim_hop`),
+which reports the task `processing` at this actor and keeps a redelivery from running the hop again.
+After the handler, nothing more for an output going on to an actor (its own hop's claim reports it);
+a retry is reported `retrying`; x-sink and x-sump write the final status; fan-out children are
+registered on the root task first, so the root cannot end without them.
 
-- an output going on to an actor (or a retry): `running` at that actor, with its progress;
-- an output going to x-sink or x-sump: nothing here, the crew writes the final status anyway;
-- fan-out children: registered on the root task first, so the root cannot end without them.
-
-`ASYA_STATUS_WRITES=every-point` adds the *received* and *processing* points before the handler
-(three writes per hop). An envelope with `x-asya-mesh-status: off` is never reported or checked.
+`ASYA_STATUS_WRITES=every-point` adds the *received* point before the claim and `running` at the next
+actor after the handler (three writes per hop). An envelope with `x-asya-mesh-status: off` is never
+reported or checked (its hop is claimed in the idempotency table, if any).
 A status write, a pre-flight read or a FLY event that fails (DynamoDB throttling included: batch calls
 retry what it leaves unprocessed a bounded few times, `asya.dynamo`) is logged and counted, never
-allowed to hold envelopes back, except a branch registration: without it the root could end early, so
-that record is left for redelivery.
+allowed to hold envelopes back, except a hop's claim (run unclaimed, a redelivery could run it twice
+at once) and a branch registration (without it the root could end early): those records are left for
+redelivery.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.live import FLY, EventLog
 from asya.routing import Kind, Outbound
@@ -30,6 +33,8 @@ from asya.status import Report, TaskStore, progress_of, root_of, stealthy
 
 if TYPE_CHECKING:
     from asya.telemetry import Telemetry
+
+LONGEST_INVOCATION_MS = 900_000  # Lambda's longest timeout: how long a claim made outside Lambda holds
 
 
 class StatusReporter:
@@ -68,27 +73,36 @@ class StatusReporter:
             return {}
 
     def point(self, envelope: Envelope, actor: str, phase: str) -> None:
-        """The *received* and *processing* points, written only when every point is asked for."""
+        """The *received* point, written only when every point is asked for."""
         if self.every_point:
             self.processing(envelope, actor, phase)
+
+    def claim(self, envelope: Envelope, actor: str, remaining_ms: int | None) -> HopClaim:
+        """Claim the hop in the task record and report it `processing` at `actor`, in one write. The
+        claim holds until this invocation ends (`remaining_ms`; unknown outside Lambda: Lambda's
+        longest timeout). A write that fails raises: the record is redelivered rather than run
+        unclaimed."""
+        report = self._report_at(envelope, actor, "processing")
+        held_until = int(time.time() * 1000) + (LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms)
+        found = self.store.claim_hop(report, envelope.route.position, held_until)
+        self.telemetry.count("StatusWrites")
+        return found
 
     def processing(self, envelope: Envelope, actor: str, phase: str = "processing") -> None:
         """A point written whatever the setting: for work that waits outside any queue for long (a
         Spark batch while its job runs), so that its task says where it is."""
-        if stealthy(envelope.headers):
-            return
-        route = {"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next}
-        attempt = envelope.status.attempt if envelope.status else 1
-        self._report(
-            self._report_for(
-                envelope.id,
-                parent_id=envelope.parent_id,
-                headers=envelope.headers,
-                actor=actor,
-                route=route,
-                phase=phase,
-                attempt=attempt,
-            )
+        if not stealthy(envelope.headers):
+            self._report(self._report_at(envelope, actor, phase))
+
+    def _report_at(self, envelope: Envelope, actor: str, phase: str) -> Report:
+        return self._report_for(
+            envelope.id,
+            parent_id=envelope.parent_id,
+            headers=envelope.headers,
+            actor=actor,
+            route={"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next},
+            phase=phase,
+            attempt=envelope.status.attempt if envelope.status else 1,
         )
 
     def fly(self, envelope: Envelope, event: Any) -> None:
@@ -132,6 +146,8 @@ class StatusReporter:
             return None  # x-sink / x-sump write the final status
         if out.kind is Kind.SELF and status.get("phase") != Phase.RETRYING.value:
             return None  # waiting for its due time: nothing changed
+        if out.kind is Kind.ACTOR and not self.every_point:
+            return None  # the next hop's claim reports it, in the same write
         phase = status.get("phase", Phase.PROCESSING.value)
         return self._report_for(
             wire["id"],

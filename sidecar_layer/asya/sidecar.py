@@ -7,10 +7,11 @@ outcome could not be sent (or it must run again later); everything routed, x-sum
 
 An invocation whose time has run out by the time its records are routed sends, reports and settles
 nothing: every record returns to its queue. Lambda ends such an invocation itself; the sidecar checks
-anyway, because each hop's claim in the idempotency table expires with the invocation, so past that
-point another delivery of the same message may hold the hop or have completed it, and anything this
-one sent (an x-sump "timeout" most of all) would give the envelope a second, conflicting outcome. An
-environment stopped and resumed (a host pause, SIGSTOP) is the way it happens.
+anyway, because each hop's claim (in its task record, or the idempotency table) expires with the
+invocation, so past that point another delivery of the same message may hold the hop or have
+completed it, and anything this one sent (an x-sump "timeout" most of all) would give the envelope a
+second, conflicting outcome. An environment stopped and resumed (a host pause, SIGSTOP) is the way
+it happens.
 """
 
 from __future__ import annotations

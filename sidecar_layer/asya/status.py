@@ -28,6 +28,7 @@ from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
+from asya.dedup import Claim, HopClaim
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
 
@@ -109,6 +110,15 @@ class Report:
     root_id: str | None = None
 
 
+def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:
+    """Why a hop's claim was refused, from the record as it was (DynamoDB returns it with the refusal)."""
+    if record.get("rank", 0) > Rank.RUNNING:
+        return HopClaim(Claim.HALTED, halted=str(record.get("status")))
+    if (record.get("hop_position", -1), record.get("hop_attempt", 0)) == (position, attempt):
+        return HopClaim(Claim.IN_PROGRESS, held_until=int(record.get("hop_held_until", 0)))
+    return HopClaim(Claim.DUPLICATE)
+
+
 class TaskStore:
     client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
 
@@ -150,6 +160,49 @@ class TaskStore:
     def report(self, report: Report, deadline_at: str | None = None) -> bool:
         """`running` at an actor, with progress that never decreases. Creates the record if the envelope
         was not started through the gateway, so every task is visible."""
+        sets, values = self._running_sets(report, deadline_at)
+        return self._update(
+            report.task_id,
+            "SET " + ", ".join(sets),
+            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
+            values,
+            names={"#s": "status", "#r": "rank", "#route": "route"},
+        )
+
+    def claim_hop(self, report: Report, position: int, held_until_ms: int) -> HopClaim:
+        """Claim one hop of a tracked envelope and report it `running` there, in one conditional write
+        (docs/status.md, "One write per hop"). The record keeps the furthest hop claimed (route
+        position, then attempt) and until when its delivery holds it (`held_until_ms`, epoch ms: the
+        end of that delivery's invocation). A delivery may claim a hop further on, or the same hop
+        once its holder's invocation has ended without the task moving on (it died: run it again).
+        A hop already passed is a duplicate; a hop held is in progress; a paused or ended task is
+        halted. The next hop's claim is what marks this one done, so a hop costs one write."""
+        sets, values = self._running_sets(report, None)
+        sets += ["hop_position = :position", "hop_attempt = :attempt", "hop_held_until = :held"]
+        values |= {":position": position, ":held": held_until_ms, ":now_ms": int(_now().timestamp() * 1000)}
+        condition = (
+            "(attribute_not_exists(#r) OR #r <= :rank) AND (attribute_not_exists(hop_position)"
+            " OR hop_position < :position OR (hop_position = :position AND (hop_attempt < :attempt"
+            " OR (hop_attempt = :attempt AND hop_held_until < :now_ms))))"
+        )
+        names = {"#s": "status", "#r": "rank", "#route": "route"}
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={"id": {"S": report.task_id}},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=to_item(values),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException as exc:
+            held = from_item(exc.response.get("Item", {}))  # type: ignore[arg-type]
+            return _refused(held, position, report.attempt)
+        return HopClaim(Claim.NEW)
+
+    @staticmethod
+    def _running_sets(report: Report, deadline_at: str | None) -> tuple[list[str], dict[str, Any]]:
         now = rfc3339(_now())
         values: dict[str, Any] = {
             ":running": "running",
@@ -179,13 +232,7 @@ class TaskStore:
         if deadline_at:
             values[":open"] = OPEN
             sets.append("open_shard = if_not_exists(open_shard, :open)")
-        return self._update(
-            report.task_id,
-            "SET " + ", ".join(sets),
-            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
-            values,
-            names={"#s": "status", "#r": "rank", "#route": "route"},
-        )
+        return sets, values
 
     def register_branches(self, root_id: str, branch_ids: Iterable[str]) -> bool:
         """Add fan-out children to the root before they are sent, so it cannot finish without them."""

@@ -406,13 +406,26 @@ def test_a_sink_record_whose_forward_failed_is_forwarded_on_redelivery_and_writt
     assert [v["Key"] for v in versions] == ["results/crew/task-10/failed.json"]
 
 
+def test_a_result_that_sends_nothing_on_is_kept_without_a_claim(crew: Crew) -> None:
+    """Its object is written once (a conditional write) whatever the deliveries: no hop record."""
+    crew.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    actor = _claiming_sink()
+    assert crew.run(actor, _terminal("task-12", "succeeded")) == {"batchItemFailures": []}
+    assert crew.run(_sink_like(actor), _terminal("task-12", "succeeded")) == {"batchItemFailures": []}
+    versions = crew.s3.list_object_versions(Bucket=BUCKET)["Versions"]
+    assert [v["Key"] for v in versions] == ["results/crew/task-12/succeeded.json"]
+    hops = boto3.client("dynamodb", region_name=REGION).scan(TableName=IDEMPOTENCY)["Items"]
+    assert hops == []
+
+
 def _sink_like(actor: CrewActor) -> CrewActor:
     """Another execution environment of the same x-sink: its own batch, the same table and transport."""
     return CrewActor(actor.settings, actor.decide, transport=actor.transport)
 
 
 def test_a_sink_record_another_delivery_is_keeping_comes_back_when_that_claim_lapses(crew: Crew) -> None:
-    """Not after x-sink's visibility timeout (half an hour): a second after the other claim expires."""
+    """Not after x-sink's visibility timeout (half an hour): a second after the other claim expires.
+    (A failure: x-sink forwards it to x-sump, a follow-up a second delivery would send again.)"""
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from asya.transport import MemoryTransport
@@ -421,7 +434,7 @@ def test_a_sink_record_another_delivery_is_keeping_comes_back_when_that_claim_la
     transport = MemoryTransport()
     actor = _claiming_sink()
     actor = CrewActor(actor.settings, actor.decide, transport=transport, ledger=actor.ledger)
-    body = json.dumps(_terminal("task-11", "succeeded"))
+    body = json.dumps(_terminal("task-11", "failed"))
     keep = actor.decide(SQSRecord(sqs_record(f"asya-{NS}-x-sink", body)), actor.telemetry)
     assert actor.ledger._store is not None
     actor.ledger._store.save_inprogress(data=crew_hop("x-sink", keep), remaining_time_in_millis=30_000)

@@ -328,14 +328,19 @@ def test_an_output_for_an_actor_with_no_queue_sends_its_envelope_to_x_sump(harne
     assert harness.reconcile() == {}
 
 
-def test_routing_reports_the_next_actor_as_the_tasks_status(harness: SparkActorHarness) -> None:
+def test_the_task_shows_the_spark_actor_from_dispatch_until_the_next_hop_claims_it(
+    harness: SparkActorHarness,
+) -> None:
     harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
     harness.dispatch(*numbered(1))
     [run] = harness.runner.runs[-1:]
+    task = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
+    assert (task["status"]["S"], task["actor"]["S"], task["phase"]["S"]) == ("running", ACTOR, "processing")
     harness.job_ends(run)
     harness.event(run)
-    task = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
-    assert (task["status"]["S"], task["actor"]["S"]) == ("running", "b")
+    routed = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
+    assert routed["updated_at"] == task["updated_at"]  # b's claim reports the next hop, in its own write
+    assert [body["id"] for body in harness.messages("b")] == ["env-1"]
 
 
 def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHarness) -> None:

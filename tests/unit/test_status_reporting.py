@@ -5,71 +5,125 @@ are registered on the root before they are sent; FLY events reach the live log, 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 import boto3
 import pytest
+from botocore.client import BaseClient
 
 from asya.live import EventLog
 from asya.status import TaskStore
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.unit.conftest import Mesh, envelope
 
 STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
+IDEMPOTENCY = "asya-unit-hops"
+IDEMPOTENCY_ENV = {**STATUS_ENV, "ASYA_IDEMPOTENCY_TABLE": IDEMPOTENCY}
 
 
 @pytest.fixture
 def tasks(mesh: Mesh) -> TaskStore:
     client = boto3.client("dynamodb")
     create_tables(client)
+    create_idempotency_table(client, IDEMPOTENCY)
     return TaskStore(TASKS, client=client)
 
 
 class CountingStore:
-    """Counts the task table writes the sidecar makes."""
+    """Counts the requests the sidecar makes to DynamoDB, by operation."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.writes = 0
-        original = TaskStore._update_returning
+        self.calls: Counter[str] = Counter()
+        original = getattr(BaseClient, "_make_api_call")  # noqa: B009 - private, and untyped in the stubs
 
-        def counted(store: TaskStore, *args: Any, **kwargs: Any) -> Any:
-            self.writes += 1
-            return original(store, *args, **kwargs)
+        def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+            if client.meta.service_model.service_name == "dynamodb":
+                self.calls[operation] += 1
+            return original(client, operation, params)
 
-        monkeypatch.setattr(TaskStore, "_update_returning", counted)
+        monkeypatch.setattr(BaseClient, "_make_api_call", counted)
+
+    @property
+    def writes(self) -> int:
+        return sum(n for operation, n in self.calls.items() if operation in WRITES)
 
 
-def test_a_hop_reports_running_at_the_next_actor_with_one_write(
+WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+
+
+def test_a_hop_claims_itself_and_reports_where_the_task_is_in_one_write(
     mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Duplicate suppression on too: the claim rides in the status write, nothing goes to the
+    idempotency table."""
     tasks.create({"id": "env-1"})
     counter = CountingStore(monkeypatch)
-    mesh.actor("enrich", **STATUS_ENV)
+    mesh.actor("enrich", **IDEMPOTENCY_ENV)
     mesh.deliver(envelope(next=("b", "c")))
     task = tasks.get("env-1")
     assert task is not None
-    assert (task["status"], task["actor"], task["progress"]) == ("running", "b", pytest.approx(33.33))
+    assert (task["status"], task["actor"], task["phase"], task["progress"]) == ("running", "a", "processing", 0)
     assert counter.writes == 1
     assert mesh.only("b")["route"]["curr"] == "b"
+    mesh.actor("enrich", actor="b", **IDEMPOTENCY_ENV)
+    mesh.deliver(envelope(route={"prev": ["a"], "curr": "b", "next": ["c"]}), actor="b")
+    task = tasks.get("env-1")
+    assert task is not None
+    assert (task["actor"], task["progress"]) == ("b", pytest.approx(33.33))
+    assert counter.writes == 2
 
 
-def test_every_point_setting_writes_received_processing_and_completed(
+def test_every_point_setting_writes_received_processing_and_running_at_the_next_actor(
     mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = CountingStore(monkeypatch)
     mesh.actor("enrich", ASYA_STATUS_WRITES="every-point", **STATUS_ENV)
     mesh.deliver(envelope())
     assert counter.writes == 3
+    task = tasks.get("env-1")
+    assert task is not None
+    assert task["actor"] == "b"
 
 
-def test_the_last_actor_leaves_the_final_write_to_x_sink(
+def test_the_last_actor_writes_only_its_claim_and_leaves_the_final_write_to_x_sink(
     mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = CountingStore(monkeypatch)
     mesh.actor("enrich", **STATUS_ENV)
     mesh.deliver(envelope(next=()))
-    assert counter.writes == 0
+    assert counter.writes == 1
     assert mesh.only("x-sink")["status"]["phase"] == "succeeded"
+
+
+def test_a_redelivery_while_the_hop_is_held_goes_back_and_one_after_the_task_moved_on_is_dropped(
+    mesh: Mesh, tasks: TaskStore
+) -> None:
+    tasks.create({"id": "env-1"})
+    mesh.actor("enrich", **IDEMPOTENCY_ENV)
+    mesh.deliver(envelope(), message_ids=["m1"])
+    assert len(mesh.messages("b")) == 1
+    again = mesh.deliver(envelope(), message_ids=["m2"])  # the first delivery's invocation may still run
+    assert again["batchItemFailures"] == [{"itemIdentifier": "m2"}]
+    mesh.actor("enrich", actor="b", **IDEMPOTENCY_ENV)
+    mesh.deliver(envelope(route={"prev": ["a"], "curr": "b", "next": []}), actor="b")  # b's claim: a's hop is done
+    mesh.actor("enrich", **IDEMPOTENCY_ENV)
+    late = mesh.deliver(envelope(), message_ids=["m3"])
+    assert late["batchItemFailures"] == []
+    mesh.assert_empty("b")  # dropped, not run again
+
+
+def test_a_stealth_envelope_is_claimed_in_the_idempotency_table(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **IDEMPOTENCY_ENV)
+    stealth = envelope(headers={"x-asya-mesh-status": "off"})
+    mesh.deliver(stealth)
+    mesh.deliver(stealth)
+    assert len(mesh.messages("b")) == 1
+    assert (counter.calls["PutItem"], counter.calls["UpdateItem"]) == (2, 1)  # two claims, one settled
+    assert tasks.get("env-1") is None
 
 
 def test_canceled_task_stops_before_the_handler(mesh: Mesh, tasks: TaskStore) -> None:
@@ -122,6 +176,9 @@ def test_fan_out_registers_branches_on_the_root_before_sending(mesh: Mesh, tasks
     root = tasks.get("env-1")
     assert root is not None
     assert root["branch_ids"] == {child["id"] for child in children}
+    assert tasks.get(children[0]["id"]) is None  # a branch's record starts with its first hop's claim
+    mesh.actor("enrich", actor="b", **STATUS_ENV)
+    mesh.deliver(children[0], actor="b")
     child = tasks.get(children[0]["id"])
     assert child is not None
     assert (child["status"], child["parent_id"], child["root_id"]) == ("running", "env-1", "env-1")

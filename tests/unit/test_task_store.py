@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from asya.dedup import Claim, HopClaim
 from asya.status import Report, TaskStore, progress_of
 from asya_gateway.service import TaskError, TaskService
 
@@ -154,3 +155,40 @@ def test_a_task_id_already_taken_is_refused_and_nothing_is_sent(
         gateway.create(payload={}, route=["a"])
     assert refused.value.status == 409
     assert len(gateway.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])) == 1
+
+
+def _ms(seconds_from_now: float) -> int:
+    return int((dt.datetime.now(dt.UTC).timestamp() + seconds_from_now) * 1000)
+
+
+def test_a_hop_is_claimed_once_while_held_again_once_its_holder_died_and_never_behind_the_task(
+    store: TaskStore,
+) -> None:
+    store.create({"id": "t1"})
+    assert store.claim_hop(running("t1", 0), 0, _ms(60)) == HopClaim(Claim.NEW)
+    held = store.claim_hop(running("t1", 0), 0, _ms(60))
+    assert held.claim is Claim.IN_PROGRESS
+    assert held.held_until is not None
+    assert held.held_until > _ms(50)
+    assert store.claim_hop(running("t1", 50, actor="b"), 1, _ms(-1)).claim is Claim.NEW  # the next hop
+    assert store.claim_hop(running("t1", 0), 0, _ms(60)).claim is Claim.DUPLICATE  # behind the task
+    assert store.claim_hop(running("t1", 50, actor="b", attempt=2), 1, _ms(60)).claim is Claim.NEW  # a retry
+    store.create({"id": "t2"})
+    assert store.claim_hop(running("t2", 0), 0, _ms(-1)).claim is Claim.NEW  # its invocation ended at once
+    assert store.claim_hop(running("t2", 0), 0, _ms(60)).claim is Claim.NEW  # so a redelivery runs it again
+    task = store.get("t1")
+    assert task is not None
+    assert (task["status"], task["actor"], task["hop_position"], task["hop_attempt"]) == ("running", "b", 1, 2)
+
+
+@pytest.mark.parametrize(("stop", "status"), [("cancel", "canceled"), ("pause", "paused")])
+def test_a_hop_of_a_stopped_task_is_not_claimed(store: TaskStore, stop: str, status: str) -> None:
+    store.create({"id": "t1"})
+    if stop == "cancel":
+        store.cancel("t1")
+    else:
+        store.pause("t1", {"prompt": "?"}, dt.datetime.now(dt.UTC))
+    assert store.claim_hop(running("t1", 0), 0, _ms(60)) == HopClaim(Claim.HALTED, halted=status)
+    task = store.get("t1")
+    assert task is not None
+    assert task["status"] == status
