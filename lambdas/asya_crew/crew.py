@@ -41,7 +41,7 @@ from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import Ending, TaskStore, root_of, stealthy
+from asya.status import ROOT_HEADER, Ending, TaskStore, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 
@@ -285,6 +285,7 @@ class CrewActor:
             keep.final,
             details,
             parent_id=keep.document.get("parent_id"),
+            fanned_out=ROOT_HEADER in headers,
         )
 
 

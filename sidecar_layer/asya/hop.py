@@ -179,8 +179,10 @@ class HopRunner:
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
             return "completed"
+        fanned_out = len(output.frames) > 1
         plan.outbound.extend(
-            routing.forward(envelope, frame, index, actor, now) for index, frame in enumerate(output.frames)
+            routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out)
+            for index, frame in enumerate(output.frames)
         )
         return "forwarded"
 

@@ -112,12 +112,17 @@ def _wire(envelope: Envelope, **fields: Any) -> dict[str, Any]:
     return wire
 
 
-def forward(envelope: Envelope, frame: Frame, index: int, actor: str, now: dt.datetime) -> Outbound:
-    """An output frame: shift the route and go to the new `curr`, or to x-sink when the route is done."""
+def forward(
+    envelope: Envelope, frame: Frame, index: int, actor: str, now: dt.datetime, *, fanned_out: bool = False
+) -> Outbound:
+    """An output frame: shift the route and go to the new `curr`, or to x-sink when the route is done.
+    Every output of a fan-out (`fanned_out`) names the root task: a branch, whose status is accounted
+    on the root, and the first output too, which goes on as the root's own envelope, so that x-sink
+    knows the root has branches to wait for without trying to end it alone first."""
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
     headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
-    if index:  # a fan-out branch: its status is accounted on the root task
+    if index or fanned_out:
         headers[ROOT_HEADER] = root_of(envelope.id, envelope.headers)
     if curr:
         status = _stamped(frame.status, now, phase=Phase.PROCESSING.value, actor=curr, attempt=1, max_attempts=None)

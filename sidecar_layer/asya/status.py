@@ -313,12 +313,15 @@ class TaskStore:
         outcome: str,
         details: dict[str, Any],
         parent_id: str | None = None,
+        *,
+        fanned_out: bool = False,
     ) -> Ending:
         """One envelope ended (x-sink, x-sump). `details` holds what the record shows: the result's
         location or the result itself (`output`), error, reason, actor, route. Safe to repeat: each
-        branch counts once, and a repeat answers `ALREADY`."""
+        branch counts once, and a repeat answers `ALREADY`. `fanned_out`: the envelope says its task
+        has branches (it carries the root header), so the write that ends a task alone is not tried."""
         if task_id == root_id:
-            if self._finish_alone(task_id, outcome, details):
+            if not fanned_out and self._finish_alone(task_id, outcome, details):
                 return Ending.RECORDED
             root = self._close_branch(root_id, task_id, outcome, {**details, "outcome": outcome})
             if root is None:

@@ -334,6 +334,32 @@ def test_a_branch_result_redelivered_after_its_record_was_written_is_not_kept_ag
     assert crew.kept() == {}
 
 
+@pytest.mark.parametrize(("root_header", "writes"), [(True, 4), (False, 5)])
+def test_a_fan_out_root_that_says_so_is_ended_without_trying_the_single_write(
+    crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch, root_header: bool, writes: int
+) -> None:
+    """The root's own output of a fan-out carries the root header: x-sink counts it on the root at
+    once (one write, not a refused single-write ending first). Without the header, as envelopes sent
+    before it was added, it still ends right, with the refused write."""
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1"])
+    made = []
+    update = TaskStore._update_returning
+
+    def counted(store: TaskStore, *args: Any, **kwargs: Any) -> Any:
+        made.append(args[1])
+        return update(store, *args, **kwargs)
+
+    monkeypatch.setattr(TaskStore, "_update_returning", counted)
+    own = terminal("succeeded", headers={"x-asya-root-id": "t1"} if root_header else {})
+    branch = terminal("succeeded", id="t1-1", parent_id="t1", headers={"x-asya-root-id": "t1"}, payload={"b": 1})
+    crew.run(inline_sink(), own, branch)
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["output"]) == ("succeeded", '{"x":1}')
+    assert len(made) == writes
+
+
 def test_x_sink_keeps_every_result_in_s3_for_an_untracked_task(crew: Crew, tasks: TaskStore) -> None:
     crew.run(inline_sink(), terminal("succeeded", headers={"x-asya-mesh-status": "off"}))
     assert tasks.get("t1") is None
