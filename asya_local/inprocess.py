@@ -17,7 +17,8 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from asya.config import SINK, SUMP, SidecarConfig
+from asya.config import SidecarConfig
+from asya.names import SINK, SUMP, resource_name
 from asya.sidecar import Sidecar
 from asya_local.lambda_shapes import REGION, LambdaContext, invoke_with_batch
 
@@ -49,8 +50,7 @@ class InProcessMesh:
         self._mock.start()
         self._sqs = boto3.client("sqs", region_name=REGION)
         for actor in [*self.handlers, SINK, SUMP]:
-            name = f"asya-{self.namespace}-{actor}"
-            self._urls[actor] = self._sqs.create_queue(QueueName=name)["QueueUrl"]
+            self._urls[actor] = self._sqs.create_queue(QueueName=resource_name(self.namespace, actor))["QueueUrl"]
         for actor, handler in self.handlers.items():
             variables = {"ASYA_NAMESPACE": self.namespace, "ASYA_ACTOR_NAME": actor, "ASYA_HANDLER": handler}
             self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **variables}))
@@ -87,7 +87,7 @@ class InProcessMesh:
         messages = self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
             return False
-        context = LambdaContext(f"asya-{self.namespace}-{actor}")
+        context = LambdaContext(resource_name(self.namespace, actor))
         invoke_with_batch(self.functions[actor], self._sqs, url, messages, context)
         self.hops += len(messages)
         return True

@@ -43,6 +43,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from asya.names import resource_name
 from asya_cdk.config import LoadedMesh
 from asya_local.deploy import (
     EMR_APPLICATION,
@@ -111,7 +112,7 @@ def local_client(service: str, endpoint: str, credentials: dict[str, str] | None
 def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
     """Visible, in flight and delayed messages for every queue of the namespace."""
     depths = {}
-    for url in sqs.list_queues(QueueNamePrefix=f"asya-{namespace}-").get("QueueUrls", []):
+    for url in sqs.list_queues(QueueNamePrefix=resource_name(namespace, "")).get("QueueUrls", []):
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         depths[url.rsplit("/", 1)[-1]] = (
             int(attributes["ApproximateNumberOfMessages"]),
@@ -313,7 +314,7 @@ class LocalStack:
                     process.kill()
 
     def _source(self, function: LocalFunction) -> str:
-        return function.name.removeprefix(f"asya-{self.namespace}-")
+        return function.name.removeprefix(resource_name(self.namespace, ""))
 
     def _workers(self, function: LocalFunction) -> int:
         """Execution environments per trigger: one per shard, schedule and API (the server has a

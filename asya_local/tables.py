@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from asya.names import BY_DEADLINE, BY_STATUS
+
 TASKS = "asya-tasks"
 EVENTS = "asya-task-events"
 
@@ -31,7 +33,7 @@ def create_tables(dynamodb: Any) -> None:
         ],
         GlobalSecondaryIndexes=[
             {
-                "IndexName": "by-status",
+                "IndexName": BY_STATUS,
                 "KeySchema": [
                     {"AttributeName": "status", "KeyType": "HASH"},
                     {"AttributeName": "created_at", "KeyType": "RANGE"},
@@ -39,7 +41,7 @@ def create_tables(dynamodb: Any) -> None:
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             },
             {
-                "IndexName": "by-deadline",
+                "IndexName": BY_DEADLINE,
                 "KeySchema": [
                     {"AttributeName": "open_shard", "KeyType": "HASH"},
                     {"AttributeName": "deadline_at", "KeyType": "RANGE"},

@@ -160,7 +160,8 @@ def metered(meter: Meter) -> Iterator[None]:
 
 
 def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
-    from asya.config import SINK, SUMP, SidecarConfig
+    from asya.config import SidecarConfig
+    from asya.names import SINK, SUMP
     from asya.sidecar import Sidecar
     from asya_cdk.environment import MeshNames, crew_environment
     from asya_crew import sump

@@ -18,8 +18,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
+from asya.names import resource_name
 from asya_cdk.layer import RUNTIME
-from asya_cdk.names import resource_name
 
 # What a function's code folder does not ship: one list for actors' folders and the mesh's own (`lambdas/`),
 # so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling.

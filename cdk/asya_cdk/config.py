@@ -15,18 +15,15 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from asya.config import SUMP
 from asya.envelope import describe_validation_error
+from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
 from asya.resiliency import Resiliency, Seconds
 from asya.transport import SQS_QUEUE_NAME_MAX
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
-from asya_cdk.names import CREW, PAUSE, RESERVED, RESUME, resource_name
 from asya_cdk.plan import check_stacks
 from asya_cdk.rules import mesh_problems
 
-__all__ = ["CREW", "PAUSE", "RESERVED", "RESUME"]  # the crew's names, for the constructs that import them here
-
-NAME = r"^[a-z0-9][a-z0-9-]*$"
+NAME = ACTOR_NAME
 
 
 class MeshConfigError(ValueError):

@@ -24,7 +24,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.config import SUMP
+from asya.names import SUMP
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 
 PERIOD = cdk.Duration.minutes(1)

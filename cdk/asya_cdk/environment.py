@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from asya.config import SINK
-from asya_cdk.names import (
+from asya.names import (
     CREW,
     GATEWAY,
     GATEWAY_BACKSTOP,
     GATEWAY_FUNCTIONS,
+    SINK,
     collector_name,
     resource_name,
 )

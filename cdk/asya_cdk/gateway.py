@@ -27,14 +27,22 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from asya.names import (
+    BY_DEADLINE,
+    BY_STATUS,
+    GATEWAY,
+    GATEWAY_BACKSTOP,
+    GATEWAY_STREAM,
+    GATEWAY_STREAM_DEAD_LETTERS,
+    resource_name,
+)
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.layer import SidecarLayer
-from asya_cdk.names import GATEWAY, GATEWAY_BACKSTOP, GATEWAY_STREAM, GATEWAY_STREAM_DEAD_LETTERS, resource_name
-from asya_cdk.tasks import BY_DEADLINE, BY_STATUS, TaskTables
+from asya_cdk.tasks import TaskTables
 
 GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
 STAGE = "api"

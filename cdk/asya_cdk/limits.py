@@ -5,7 +5,7 @@ CDK constructs use, but with every generated name at its longest possible length
 passes here cannot fail `CreateFunction` on Lambda's 4 KB environment limit. The bounds:
 
 - the results bucket: CloudFormation generates its name; S3 bucket names are at most 63 characters;
-- the tables: named `asya-<ns>-<table>` by the mesh (`asya_cdk.names`), so their length is exact;
+- the tables: named `asya-<ns>-<table>` by the mesh (`asya.names`), so their length is exact;
 - a role ARN: `arn:<partition>:iam::<12 digits>:role/<name>`, a role name at most 64 characters,
   with the longest partition;
 - an asset URL: `s3://<bootstrap bucket>/<64 hex>.<ext>`, the bootstrap bucket a bucket name (63);
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from asya.names import BATCHES_TABLE, EVENTS_TABLE, IDEMPOTENCY_TABLE, TASKS_TABLE, resource_name
 from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
-from asya_cdk.names import BATCHES_TABLE, EVENTS_TABLE, IDEMPOTENCY_TABLE, TASKS_TABLE, resource_name
 
 if TYPE_CHECKING:
     from asya_cdk.config import LoadedMesh

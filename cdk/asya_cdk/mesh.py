@@ -29,11 +29,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.config import SINK, SUMP
 from asya.dedup import idempotency_key_prefix
+from asya.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, PAUSE, RESUME, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue, nag_arn
-from asya_cdk.config import CREW_SETTINGS, PAUSE, RESUME, ActorConfig, LoadedMesh
+from asya_cdk.config import CREW_SETTINGS, ActorConfig, LoadedMesh
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, crew_environment, lambda_actor_environment
 from asya_cdk.function import MESH_CODE
@@ -41,7 +41,6 @@ from asya_cdk.gateway import StatusGateway
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
-from asya_cdk.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, SUMP_DEAD_LETTERS, resource_name
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from asya.names import CREW, GATEWAY_FUNCTIONS, collector_name, resource_name
 from asya_cdk.limits import (
     EMR_APPLICATION_NAME_MAX,
     LAMBDA_FUNCTION_NAME_MAX,
@@ -17,7 +18,6 @@ from asya_cdk.limits import (
     SUMP_RETENTION,
     environment_problems,
 )
-from asya_cdk.names import CREW, GATEWAY_FUNCTIONS, collector_name, resource_name
 
 if TYPE_CHECKING:
     from asya_cdk.config import ActorConfig, LoadedMesh

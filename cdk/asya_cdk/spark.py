@@ -27,13 +27,13 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from asya.names import collector_name, resource_name
 from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
-from asya_cdk.names import collector_name, resource_name
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
 from asya_spark.jobs import TERMINAL

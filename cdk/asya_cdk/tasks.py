@@ -14,10 +14,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya_cdk.names import EVENTS_TABLE, TASKS_TABLE, resource_name
+from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, TASKS_TABLE, resource_name
 
-BY_STATUS = "by-status"
-BY_DEADLINE = "by-deadline"
 TTL_ATTRIBUTE = "expires_at"
 
 

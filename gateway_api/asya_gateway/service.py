@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from botocore.exceptions import ClientError, ParamValidationError
 
+from asya import names
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
@@ -31,9 +32,7 @@ from asya_gateway.views import task_view
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
-ACTOR_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-PAUSE = "x-pause"
-RESUME = "x-resume"
+ACTOR_NAME = re.compile(names.ACTOR_NAME)
 GATEWAY_URL_HEADER = "x-asya-gateway-url"
 ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
@@ -139,7 +138,7 @@ class TaskService:
         if not route:
             raise TaskError(400, "give either 'flow' or a non-empty 'route'")
         for index, actor in enumerate(route):
-            if not ACTOR_NAME.match(actor) or (actor.startswith("x-") and actor != PAUSE):
+            if not ACTOR_NAME.match(actor) or (actor.startswith("x-") and actor != names.PAUSE):
                 raise TaskError(400, f"route[{index}]: {actor!r} is not an actor a route may name")
         return route
 
@@ -183,7 +182,7 @@ class TaskService:
                 page = client.scan(**arguments)
             else:
                 page = client.query(
-                    IndexName="by-status",
+                    IndexName=names.BY_STATUS,
                     KeyConditionExpression="#s = :status",
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues={":status": {"S": status}},
@@ -239,7 +238,7 @@ class TaskService:
         status.update(phase=Phase.PROCESSING.value, updated_at=rfc3339(utc_now()))
         if resumed.get("deadline_at"):
             status["deadline_at"] = resumed["deadline_at"]
-        self.sqs.send_message(QueueUrl=self._queue_url(RESUME), MessageBody=orjson.dumps(envelope).decode())
+        self.sqs.send_message(QueueUrl=self._queue_url(names.RESUME), MessageBody=orjson.dumps(envelope).decode())
         return task_view(resumed)
 
     def _paused_envelope(self, task_id: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from asya.config import ConfigError, task_ttl
+from asya.names import resource_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class GatewaySettings:
         )
 
     def queue_name(self, actor: str) -> str:
-        return f"asya-{self.namespace}-{actor}"
+        return resource_name(self.namespace, actor)
 
     @cached_property
     def validators(self) -> dict[str, Any]:

@@ -35,9 +35,10 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
-from asya.config import SUMP, ConfigError, idempotency_ttl, inline_max_bytes, results_ttl, task_ttl
+from asya.config import ConfigError, idempotency_ttl, inline_max_bytes, results_ttl, task_ttl
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.envelope import EnvelopeError, Phase, utc_now
+from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
@@ -81,7 +82,7 @@ class CrewSettings:
         )
 
     def queue_name(self, actor: str) -> str:
-        return f"asya-{self.namespace}-{actor}"
+        return resource_name(self.namespace, actor)
 
 
 @dataclass(slots=True)

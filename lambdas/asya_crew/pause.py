@@ -14,11 +14,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
+from asya.names import PAUSE
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
 from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 
-PAUSE = "x-pause"
 PAUSE_HEADER = "x-asya-pause"
 KEPT_AS = "pause"  # results/<ns>/<id>/pause.json: what a resume continues from
 DEFAULT_PAUSE = {"prompt": "Waiting for input to continue.", "fields": {}}

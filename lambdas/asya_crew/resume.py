@@ -13,13 +13,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
 from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
 from asya.routing import error_details, forward, to_sump
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
-from asya_crew.pause import PAUSE, PAUSE_HEADER
-
-RESUME = "x-resume"
+from asya_crew.pause import PAUSE_HEADER
 
 
 def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:

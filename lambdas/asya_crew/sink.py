@@ -16,13 +16,12 @@ from typing import Any
 import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya.config import SUMP
 from asya.envelope import EnvelopeError, Phase, parse_envelope
+from asya.names import SINK, SUMP
 from asya.routing import sump_body
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
 
-SINK = "x-sink"
 HOOK_HEADER = "x-asya-hook"
 OUTCOMES = (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED, Phase.PAUSED)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
+from asya.names import SUMP
 from asya.routing import error_details
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
 
-SUMP = "x-sump"
 REDRIVEN = "Redriven"
 
 

@@ -16,15 +16,13 @@ from typing import Literal, cast
 import orjson
 from pydantic import ValidationError
 
-from asya import envelope
 from asya.envelope import describe_validation_error
 from asya.handler import HandlerMode
+from asya.names import ACTOR_NAME, resource_name
 from asya.resiliency import Resiliency
 
-SINK = envelope.SINK  # the crew's queues, named by the envelope's rules
-SUMP = envelope.SUMP
 SQS_MAX_MESSAGE_BYTES = 1_048_576
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = re.compile(ACTOR_NAME)
 _QUEUE_NAME_MAX = 80
 
 
@@ -56,15 +54,16 @@ class SidecarConfig:
 
     def queue_name(self, actor: str) -> str:
         """Every actor's queue is `asya-<namespace>-<actor>`, crew included (SPEC §4)."""
-        return f"asya-{self.namespace}-{actor}"
+        return resource_name(self.namespace, actor)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SidecarConfig:
         env = os.environ if env is None else env
         namespace = _name(env, "ASYA_NAMESPACE")
         actor = _name(env, "ASYA_ACTOR_NAME")
-        if len(f"asya-{namespace}-{actor}") > _QUEUE_NAME_MAX:
-            raise ConfigError(f"queue name asya-{namespace}-{actor} is longer than SQS's {_QUEUE_NAME_MAX} characters")
+        queue = resource_name(namespace, actor)
+        if len(queue) > _QUEUE_NAME_MAX:
+            raise ConfigError(f"queue name {queue} is longer than SQS's {_QUEUE_NAME_MAX} characters")
         mode = env.get("ASYA_HANDLER_MODE", "payload")
         if mode not in ("payload", "envelope"):
             raise ConfigError(f"ASYA_HANDLER_MODE must be 'payload' or 'envelope', got {mode!r}")
@@ -123,7 +122,10 @@ def _required(env: Mapping[str, str], name: str) -> str:
 def _name(env: Mapping[str, str], name: str) -> str:
     value = _required(env, name)
     if not _NAME.match(value):
-        raise ConfigError(f"{name}={value!r} may only contain letters, digits, '-' and '_' (it becomes a queue name)")
+        raise ConfigError(
+            f"{name}={value!r} may only contain lower-case letters, digits and '-', starting with a letter or a "
+            "digit, as the mesh file's names (it becomes a queue name)"
+        )
     return value
 
 

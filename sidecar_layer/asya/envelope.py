@@ -29,11 +29,10 @@ from pydantic import (
     model_validator,
 )
 
+from asya.names import SINK, SUMP
 from asya.reasons import Reason
 
 NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
-SINK = "x-sink"
-SUMP = "x-sump"
 _QUEUE_NAME_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 

@@ -28,8 +28,8 @@ from typing import Any
 import orjson
 
 from asya.abi import Frame
-from asya.config import SINK, SUMP
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
+from asya.names import SINK, SUMP
 from asya.reasons import Reason
 from asya.status import ROOT_HEADER, root_of
 from asya.tracecontext import continue_trace

@@ -31,6 +31,7 @@ from asya.clients import LazyClient
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
+from asya.names import BY_DEADLINE
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
@@ -436,7 +437,7 @@ class TaskStore:
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.table,
-            IndexName="by-deadline",
+            IndexName=BY_DEADLINE,
             KeyConditionExpression="open_shard = :open AND deadline_at < :now",
             ExpressionAttributeValues={":open": {"S": OPEN}, ":now": {"S": rfc3339(now)}},
         )

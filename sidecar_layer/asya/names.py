@@ -1,10 +1,12 @@
-"""What the mesh calls its resources, in one place: the CDK constructs name them with these functions
-and the mesh file's checks measure the same names against AWS's limits, so the two cannot disagree."""
+"""What the mesh calls things, in one place: the CDK app names resources with these, the functions
+find their queues, tables and indexes with them, and the local stack builds the same names, so no two
+can disagree. The crew's actors are named here too: the envelope's rules (x-sink and x-sump end every
+route), the gateway's flows (x-pause) and the mesh file's checks all read them from here."""
 
 from __future__ import annotations
 
-from asya.config import SINK, SUMP
-
+SINK = "x-sink"
+SUMP = "x-sump"
 PAUSE = "x-pause"
 RESUME = "x-resume"
 CREW = (SINK, SUMP, PAUSE, RESUME)
@@ -17,17 +19,24 @@ GATEWAY_STREAM_DEAD_LETTERS = "gateway-stream-dlq"
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)
 
+# An actor's name in the mesh file and in a route a client sends: lower case, digits and dashes, as
+# every AWS resource named after it accepts.
+ACTOR_NAME = r"^[a-z0-9][a-z0-9-]*$"
+
 # The mesh's tables, `asya-<ns>-<table>`: named, not generated, so every name the mesh hands its
 # functions has a known length.
 TASKS_TABLE = "tasks"
 EVENTS_TABLE = "task-events"
 IDEMPOTENCY_TABLE = "idempotency"
 BATCHES_TABLE = "spark-batches"
+# The tasks table's indexes: tasks by status (listings), open tasks by deadline (the backstop).
+BY_STATUS = "by-status"
+BY_DEADLINE = "by-deadline"
 
 
 def resource_name(namespace: str, name: str) -> str:
-    """`asya-<ns>-<name>`: an actor's queue, function and EMR Serverless application; the crew's and the
-    gateway's functions; the mesh's tables."""
+    """`asya-<ns>-<name>`: an actor's queue (crew included, SPEC §4), function and EMR Serverless
+    application; the crew's and the gateway's functions; the mesh's tables."""
     return f"asya-{namespace}-{name}"
 
 
