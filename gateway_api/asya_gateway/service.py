@@ -20,6 +20,7 @@ import orjson
 from botocore.exceptions import ClientError, ParamValidationError
 
 from asya import names
+from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
@@ -30,6 +31,7 @@ from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.views import task_view
 
 if TYPE_CHECKING:
+    from types_boto3_s3.client import S3Client
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
@@ -58,6 +60,9 @@ class Created:
 
 
 class TaskService:
+    sqs: LazyClient[SQSClient] = LazyClient("sqs")
+    s3: LazyClient[S3Client] = LazyClient("s3")
+
     def __init__(
         self,
         settings: GatewaySettings,
@@ -290,24 +295,6 @@ class TaskService:
             attempt=int(item.get("attempt", 1)),
         )
         return self.tasks.report(report)
-
-    # -- clients --------------------------------------------------------------------------------------
-
-    @property
-    def sqs(self) -> SQSClient:
-        if self._sqs is None:
-            import boto3
-
-            self._sqs = boto3.client("sqs")
-        return self._sqs
-
-    @property
-    def s3(self) -> Any:
-        if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
-        return self._s3
 
 
 def _writable(document: Any, limit: int, what: str) -> str:

@@ -35,6 +35,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
+from asya.clients import LazyClient
 from asya.config import ConfigError, idempotency_ttl, inline_max_bytes, results_ttl, task_ttl
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.envelope import EnvelopeError, Phase, utc_now
@@ -135,6 +136,8 @@ def stored_body(document: dict[str, Any], record: SQSRecord) -> bytes:
 
 
 class CrewActor:
+    s3: LazyClient[S3Client] = LazyClient("s3")
+
     def __init__(
         self,
         settings: CrewSettings,
@@ -160,14 +163,6 @@ class CrewActor:
             raise_on_entire_batch_failure=False,
             logger=self.telemetry.logger,  # type: ignore[arg-type]  # Powertools' Logger logs like one
         )
-
-    @property
-    def s3(self) -> S3Client:
-        if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
-        return self._s3
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         deliveries: list[Delivery] = []
