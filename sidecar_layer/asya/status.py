@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from asya.clients import LazyClient
 from asya.dedup import Claim, HopClaim
@@ -186,17 +186,10 @@ class TaskStore:
             " OR hop_position < :position OR (hop_position = :position AND (hop_attempt < :attempt"
             " OR (hop_attempt = :attempt AND hop_held_until < :now_ms))))"
         )
-        names = {"#s": "status", "#r": "rank", "#route": "route"}
+        update = "SET " + ", ".join(sets)
+        arguments = self._update_arguments(report.task_id, update, condition, values, {"#s": "status", "#r": "rank"})
         try:
-            self.client.update_item(
-                TableName=self.table,
-                Key={"id": {"S": report.task_id}},
-                UpdateExpression="SET " + ", ".join(sets),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=to_item(values),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            self.client.update_item(**arguments, ReturnValuesOnConditionCheckFailure="ALL_OLD")
         except self.client.exceptions.ConditionalCheckFailedException as exc:
             held = from_item(exc.response.get("Item", {}))  # type: ignore[arg-type]
             return _refused(held, position, report.attempt)
@@ -327,8 +320,8 @@ class TaskStore:
             root = self._close_branch(root_id, task_id, outcome, {**details, "outcome": outcome})
             if root is None:
                 return Ending.ALREADY
-            fanned_out = bool(root.get("branch_ids")) and root.get("rank", 0) < Rank.TERMINAL
-            return Ending.RECORDED if fanned_out else Ending.LATE
+            waits = bool(root.get("branch_ids")) and root.get("rank", 0) < Rank.TERMINAL
+            return Ending.RECORDED if waits else Ending.LATE
         written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
         counted = self._close_branch(root_id, task_id, outcome, {}) is not None
         if written:
@@ -517,25 +510,31 @@ class TaskStore:
         values: dict[str, Any],
         names: dict[str, str],
         *,
-        returns: str = "ALL_NEW",
+        returns: Literal["ALL_NEW", "NONE"] = "ALL_NEW",
     ) -> dict[str, Any] | None:
+        arguments = self._update_arguments(task_id, update, condition, values, names)
+        try:
+            response = self.client.update_item(**arguments, ReturnValues=returns)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return from_item(response.get("Attributes", {}))
+
+    def _update_arguments(
+        self, task_id: str, update: str, condition: str | None, values: dict[str, Any], names: dict[str, str]
+    ) -> dict[str, Any]:
+        """One `UpdateItem` on a task record, the reserved attribute names its expression uses mapped."""
         names = {**names, **{f"#{name}": name for name in _RESERVED if f"#{name}" in update}}
         arguments: dict[str, Any] = {
             "TableName": self.table,
             "Key": {"id": {"S": task_id}},
             "UpdateExpression": update,
             "ExpressionAttributeValues": to_item(values),
-            "ReturnValues": returns,
         }
         if condition:
             arguments["ConditionExpression"] = condition
         if names:
             arguments["ExpressionAttributeNames"] = names
-        try:
-            response = self.client.update_item(**arguments)
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return from_item(response.get("Attributes", {}))
+        return arguments
 
     def _write(self, call: Any, **arguments: Any) -> bool:
         try:
