@@ -1,16 +1,19 @@
-"""Logs, metrics and traces of the sidecar, all through Powertools (SPEC §10).
+"""Logs, metrics and traces of the sidecar (SPEC §10): logs and traces through Powertools, metrics as
+CloudWatch embedded metric format lines written here.
 
-Metrics are aggregated over a batch and flushed once at its end as CloudWatch embedded metric format:
-a line per dimension value rather than a line per message. Powertools' `Metrics` instances share one
-metric set per execution environment, so a handler that records its own metrics (through
-`asya.metrics` or its own `Metrics()`) has them published with the sidecar's at the end of the batch.
+Metrics are aggregated over a batch and flushed once at its end: a line per dimension value rather
+than a line per message. Powertools' `Metrics` instances share one metric set per execution
+environment, so a handler that records its own metrics (through `asya.metrics` or its own
+`Metrics()`) has them published with the sidecar's at the end of the batch.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
@@ -25,6 +28,7 @@ MESH_DIMENSION = "mesh"
 
 
 EMF_MAX_VALUES = 100  # values per metric in one EMF document
+_Metric = tuple[str, int, list[float]]  # unit, storage resolution, values
 
 
 class Telemetry:
@@ -57,49 +61,65 @@ class Telemetry:
         """Publish the batch: plain metrics (handlers' own included) in one EMF line, then one line per
         dimension value (outcome, destination, reason).
 
-        Dimensions are attached at flush time, not as Powertools default dimensions, because those are
-        shared by every `Metrics` in the process and several actors may share one (the local stack).
+        The lines are written here rather than by Powertools' `flush_metrics`: that formats every
+        metric into a debug message, reads the environment and encodes with the standard library's
+        `json` on each call, 84 µs per batch of ten against 9 µs (`bench/sidecar_hop`). Handlers
+        still record through Powertools (`asya.metrics`); their metrics, dimensions and metadata are
+        taken from its shared set into the plain line. Dimensions are attached here, not as
+        Powertools default dimensions, because those are shared by every `Metrics` in the process and
+        several actors may share one (the local stack).
         """
+        shared = self.metrics
+        handlers = (dict(shared.metric_set), dict(shared.dimension_set), dict(shared.metadata_set))
+        if shared.metric_set or shared.dimension_set or shared.metadata_set:
+            # Powertools keeps (and, while disabled, never clears) what handlers add
+            shared.clear_metrics()
         if not self._enabled:
-            # Powertools keeps (and never clears) what handlers add while metrics are disabled
-            self.metrics.clear_metrics()
             return
+        handler_metrics, handler_dimensions, metadata = handlers
         groups: defaultdict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
         for (name, dimension, value), amount in self._counts.items():
             groups[(dimension, value)].append((name, amount))
         self._counts.clear()
-        observations, self._observations = self._observations, defaultdict(list)
-        longest = max((len(values) for values in observations.values()), default=0)
-        for start in range(0, max(longest, 1), EMF_MAX_VALUES):
-            for (name, unit), values in observations.items():
-                self._add_values(name, unit, values[start : start + EMF_MAX_VALUES])
-            self._publish(groups.pop(("", ""), []), {})
+        plain: dict[str, _Metric] = {
+            name: (MetricUnit.Count.value, 60, [float(n)]) for name, n in groups.pop(("", ""), [])
+        }
+        for (name, unit), values in self._observations.items():
+            plain[name] = (unit.value, 60, values)
+        self._observations = defaultdict(list)
+        for name, entry in handler_metrics.items():
+            own = plain.get(name)
+            values = entry["Value"] if own is None else own[2] + entry["Value"]
+            plain[name] = (entry["Unit"], entry.get("StorageResolution", 60), values)
+        longest = max((len(values) for _, _, values in plain.values()), default=0)
+        for start in range(0, longest, EMF_MAX_VALUES):
+            chunk = {
+                name: (unit, resolution, values[start : start + EMF_MAX_VALUES])
+                for name, (unit, resolution, values) in plain.items()
+            }
+            self._write({name: metric for name, metric in chunk.items() if metric[2]}, handler_dimensions, metadata)
         for (dimension, value), counts in groups.items():
-            self._publish(counts, {dimension: value})
+            self._write({name: (MetricUnit.Count.value, 60, [float(n)]) for name, n in counts}, {dimension: value}, {})
 
-    def _add_values(self, name: str, unit: MetricUnit, values: list[float]) -> None:
-        """Hand Powertools one value through `add_metric` (which validates name and unit) and the rest
-        straight into its metric set: `add_metric` formats the whole metric into a debug string on
-        every call, which made it the largest cost of a hop."""
-        if not values:
-            return
-        self.metrics.add_metric(name=name, unit=unit, value=values[0])
-        entry = self.metrics.metric_set.get(name)
-        if entry is None or len(entry["Value"]) + len(values) > EMF_MAX_VALUES:  # shared with a handler's metric
-            for value in values[1:]:
-                self.metrics.add_metric(name=name, unit=unit, value=value)
-        else:
-            entry["Value"].extend(values[1:])
-
-    def _publish(self, counts: list[tuple[str, int]], dimensions: dict[str, str]) -> None:
-        for name, amount in counts:
-            self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=amount)
-        if not self.metrics.metric_set:
-            return
-        # the primary dimension set, not `add_dimensions` (a second set): one set, so one metric per value
-        for name, value in {**self._dimensions, **dimensions}.items():
-            self.metrics.add_dimension(name=name, value=value)
-        self.metrics.flush_metrics()
+    def _write(self, metrics: dict[str, _Metric], dimensions: dict[str, str], metadata: dict[str, Any]) -> None:
+        """One CloudWatch embedded-metric-format line (the shape Powertools writes)."""
+        dimensions = {**self._dimensions, **dimensions}
+        definitions = [
+            {"Name": name, "Unit": unit} if resolution != 1 else {"Name": name, "Unit": unit, "StorageResolution": 1}
+            for name, (unit, resolution, _) in metrics.items()
+        ]
+        document: dict[str, Any] = {
+            "_aws": {
+                "Timestamp": int(time.time() * 1000),
+                "CloudWatchMetrics": [
+                    {"Namespace": METRIC_NAMESPACE, "Dimensions": [list(dimensions)], "Metrics": definitions}
+                ],
+            },
+            **dimensions,
+            **{name: values for name, (_, _, values) in metrics.items()},
+            **metadata,
+        }
+        print(orjson.dumps(document).decode())
 
     def log_failure(self, message: str, **fields: Any) -> None:
         self.logger.warning(message, extra=fields)
