@@ -21,11 +21,18 @@ from typing import Any
 from asya_local import worker
 from asya_local.lambda_shapes import invoke_with_batch
 
-RECEIVE_WAIT_SECONDS = 1
+RECEIVE_WAIT_SECONDS = 20  # Lambda's pollers long-poll for 20 s
 REDELIVERED = "redelivered message"  # starts the line naming a message received more than once
 
 
+class _Stopped(BaseException):
+    """SIGTERM during a long poll: the wait is cut short. A batch it may just have received stays
+    in flight and returns to the queue after its visibility timeout, as on Lambda."""
+
+
 class Poller:
+    receiving = False  # in a long poll, which SIGTERM may end at once
+
     def __init__(self, spec: dict[str, Any]) -> None:
         import boto3
 
@@ -37,12 +44,20 @@ class Poller:
 
     def stop(self) -> None:
         self.stopping = True
+        if self.receiving:
+            raise _Stopped
 
     def run(self) -> None:
-        while not self.stopping:
-            messages = self._gather()
-            if messages:
-                self._invoke(messages)
+        """Idle, a poller waits in long polls of `RECEIVE_WAIT_SECONDS`: an idle mesh's pollers ask
+        the endpoint once every 20 s each, not once a second (a sixth of the requests a busy local
+        mesh made were idle pollers' receives), and a stop does not wait for the poll to end."""
+        try:
+            while not self.stopping:
+                messages = self._gather()
+                if messages:
+                    self._invoke(messages)
+        except _Stopped:
+            return
 
     def _gather(self) -> list[dict[str, Any]]:
         """A batch as Lambda's poller makes one: wait for a first message, then keep receiving until
@@ -58,12 +73,16 @@ class Poller:
                 wait = min(wait, deadline - time.monotonic())
                 if wait <= 0:
                     break
-            received: list[Any] = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=min(10, batch_size - len(messages)),
-                WaitTimeSeconds=math.ceil(wait),
-                AttributeNames=["All"],
-            ).get("Messages", [])
+            self.receiving = not messages  # a batch being gathered is invoked, not dropped, on a stop
+            try:
+                received: list[Any] = self.sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=min(10, batch_size - len(messages)),
+                    WaitTimeSeconds=math.ceil(wait),
+                    AttributeNames=["All"],
+                ).get("Messages", [])
+            finally:
+                self.receiving = False
             if received and not messages:
                 deadline = time.monotonic() + window
             messages.extend(received)

@@ -149,6 +149,7 @@ class LocalEndpoint:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        from asya_local.moto_dispatch import apply_dispatch_cache
         from asya_local.moto_dynamodb import apply_dynamodb_lock
         from asya_local.moto_iam import apply_iam_fix, enforce
         from asya_local.moto_sqs import apply_depth_fix
@@ -157,6 +158,7 @@ class LocalEndpoint:
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         logging.getLogger("moto").setLevel(logging.ERROR)
+        apply_dispatch_cache()
         apply_depth_fix()
         apply_body_fix()
         apply_stream_fix()
