@@ -20,6 +20,7 @@ from moto import mock_aws
 from asya.config import SidecarConfig
 from asya.names import SINK, SUMP, resource_name
 from asya.sidecar import Sidecar
+from asya.variables import ACTOR, HANDLER, NAMESPACE
 from asya_local.lambda_shapes import REGION, LambdaContext, invoke_with_batch
 
 Function = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -52,8 +53,8 @@ class InProcessMesh:
         for actor in [*self.handlers, SINK, SUMP]:
             self._urls[actor] = self._sqs.create_queue(QueueName=resource_name(self.namespace, actor))["QueueUrl"]
         for actor, handler in self.handlers.items():
-            variables = {"ASYA_NAMESPACE": self.namespace, "ASYA_ACTOR_NAME": actor, "ASYA_HANDLER": handler}
-            self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **variables}))
+            names = {NAMESPACE.name: self.namespace, ACTOR.name: actor, HANDLER.name: handler}
+            self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **names}))
             self.functions.setdefault(actor, self.sidecars[actor].handle)
         return self
 

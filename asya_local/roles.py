@@ -15,6 +15,7 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
+from asya import variables
 from asya_local.moto_iam import trusted_services
 
 LAMBDA = "lambda.amazonaws.com"
@@ -24,7 +25,7 @@ SESSION_SECONDS = 3600  # Lambda's own sessions last up to 12 h; the local endpo
 
 def iam_enforced() -> bool:
     """`ASYA_LOCAL_IAM=off` turns the local endpoint's authorization off, for debugging only."""
-    return os.environ.get("ASYA_LOCAL_IAM", "on").strip().lower() not in ("off", "0", "false", "no")
+    return variables.LOCAL_IAM.read(os.environ)
 
 
 def role_environment(client: Any, role_arn: str, service: str, session: str) -> dict[str, str]:

@@ -43,6 +43,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from asya import variables
 from asya.names import resource_name
 from asya_cdk.config import LoadedMesh
 from asya_local.deploy import (
@@ -85,7 +86,7 @@ CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting i
 
 def backstop_seconds() -> float:
     """How often scheduled functions run locally (`ASYA_LOCAL_BACKSTOP_SECONDS`, default 2)."""
-    return float(os.environ.get("ASYA_LOCAL_BACKSTOP_SECONDS", "2"))
+    return variables.LOCAL_BACKSTOP_SECONDS.read(os.environ)
 
 
 def free_port() -> int:

@@ -19,6 +19,21 @@ from asya.envelope import describe_validation_error
 from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
 from asya.resiliency import Resiliency, Seconds
 from asya.transport import SQS_QUEUE_NAME_MAX
+from asya.variables import (
+    ACTOR,
+    ACTOR_TIMEOUT,
+    EVENTS_TABLE,
+    HANDLER,
+    HANDLER_MODE,
+    IDEMPOTENCY_TABLE,
+    NAMESPACE,
+    PREFIX,
+    RESILIENCY,
+    STATUS_WRITES,
+    TASK_TTL,
+    TASKS_TABLE,
+    TRACING,
+)
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
 from asya_cdk.plan import check_stacks
 from asya_cdk.rules import mesh_problems
@@ -98,7 +113,7 @@ class ActorConfig(_Strict):
     @field_validator("environment")
     @classmethod
     def _no_reserved_variables(cls, value: dict[str, str]) -> dict[str, str]:
-        reserved = sorted(key for key in value if key.startswith("ASYA_") or key.startswith("AWS_"))
+        reserved = sorted(key for key in value if key.startswith(PREFIX) or key.startswith("AWS_"))
         if reserved:
             raise ValueError(f"{', '.join(reserved)} are set by the mesh; use the actor's own fields instead")
         return value
@@ -339,21 +354,21 @@ class LoadedMesh(BaseModel):
         settings = self.config.actors[actor]
         variables = {
             **settings.environment,
-            "ASYA_NAMESPACE": self.config.namespace,
-            "ASYA_ACTOR_NAME": actor,
-            "ASYA_HANDLER": settings.handler,
-            "ASYA_HANDLER_MODE": settings.handler_mode,
-            "ASYA_ACTOR_TIMEOUT_SECONDS": f"{settings.timeout:g}",
+            NAMESPACE.name: self.config.namespace,
+            ACTOR.name: actor,
+            HANDLER.name: settings.handler,
+            HANDLER_MODE.name: settings.handler_mode,
+            ACTOR_TIMEOUT.name: f"{settings.timeout:g}",
             "POWERTOOLS_SERVICE_NAME": actor,
         }
         if settings.resiliency.policies or settings.resiliency.rules:
-            variables["ASYA_RESILIENCY"] = settings.resiliency.model_dump_json(exclude_defaults=True)
+            variables[RESILIENCY.name] = settings.resiliency.model_dump_json(exclude_defaults=True)
         if settings.idempotency and "idempotency_table" in resources:
-            variables["ASYA_IDEMPOTENCY_TABLE"] = resources["idempotency_table"]
+            variables[IDEMPOTENCY_TABLE.name] = resources["idempotency_table"]
         if settings.tracing:
-            variables["ASYA_TRACING"] = "true"
+            variables[TRACING.name] = "true"
         variables.update(self.status_environment(resources))
-        variables["ASYA_STATUS_WRITES"] = self.config.status.writes
+        variables[STATUS_WRITES.name] = self.config.status.writes
         return variables
 
     @property
@@ -363,8 +378,8 @@ class LoadedMesh(BaseModel):
     def status_environment(self, resources: dict[str, str]) -> dict[str, str]:
         """What every writer of task records shares (actors, crew, gateway): the tables, when `resources`
         names them, and how long a finished task stays readable (the writers stamp `expires_at`)."""
-        variables = {"ASYA_TASK_TTL_SECONDS": str(self.config.gateway.task_ttl_seconds)}
-        for key, variable in (("tasks_table", "ASYA_TASKS_TABLE"), ("events_table", "ASYA_EVENTS_TABLE")):
+        variables = {TASK_TTL.name: str(self.config.gateway.task_ttl_seconds)}
+        for key, variable in (("tasks_table", TASKS_TABLE.name), ("events_table", EVENTS_TABLE.name)):
             if key in resources:
                 variables[variable] = resources[key]
         return variables

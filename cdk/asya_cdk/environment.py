@@ -22,13 +22,29 @@ from asya.names import (
     collector_name,
     resource_name,
 )
+from asya.variables import (
+    FLOWS,
+    IDEMPOTENCY_TABLE,
+    NAMESPACE,
+    RESULTS_BUCKET,
+    RESULTS_INLINE_MAX_BYTES,
+    RESULTS_TTL,
+    SINK_HOOKS,
+    SPARK_APPLICATION_ID,
+    SPARK_BATCHES_TABLE,
+    SPARK_ENTRY_POINT,
+    SPARK_JOB_ROLE_ARN,
+    SPARK_JOB_TIMEOUT_MINUTES,
+    SPARK_JOB_VARIABLES,
+    SPARK_STAGING_BUCKET,
+    SPARK_STYLE,
+    SPARK_SUBMIT_PARAMETERS,
+)
 
 if TYPE_CHECKING:
     from asya_cdk.config import LoadedMesh, SparkConfig
 
 ENVIRONMENT_ARCHIVE = "asya_env"  # where a Spark job's dependency archive is unpacked on every node
-# A Spark actor's own `environment` reaches its job by name: the functions forward these variables.
-JOB_VARIABLES = "ASYA_SPARK_JOB_VARIABLES"
 
 
 @dataclass(frozen=True)
@@ -70,15 +86,15 @@ class FunctionEnvironment:
 
 def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str, str]:
     variables = {
-        "ASYA_NAMESPACE": mesh.config.namespace,
-        "ASYA_RESULTS_BUCKET": names.bucket,
+        NAMESPACE.name: mesh.config.namespace,
+        RESULTS_BUCKET.name: names.bucket,
         **mesh.status_environment(names.resources(idempotency=False)),
     }
     if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
-        variables["ASYA_IDEMPOTENCY_TABLE"] = names.idempotency_table
-        variables["ASYA_SINK_HOOKS"] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
-        variables["ASYA_RESULTS_INLINE_MAX_BYTES"] = str(mesh.config.results.inline_max_bytes)
-        variables["ASYA_RESULTS_TTL_SECONDS"] = str(mesh.config.results.retention_seconds)
+        variables[IDEMPOTENCY_TABLE.name] = names.idempotency_table
+        variables[SINK_HOOKS.name] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
+        variables[RESULTS_INLINE_MAX_BYTES.name] = str(mesh.config.results.inline_max_bytes)
+        variables[RESULTS_TTL.name] = str(mesh.config.results.retention_seconds)
     return variables
 
 
@@ -86,11 +102,11 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
     """The API function gets the flows (what it starts and lists as MCP tools) and the results bucket;
     the backstop the bucket; the stream consumer only the tables."""
     own = {
-        GATEWAY: {"ASYA_RESULTS_BUCKET": names.bucket, "ASYA_FLOWS": mesh.config.flows_json()},
-        GATEWAY_BACKSTOP: {"ASYA_RESULTS_BUCKET": names.bucket},
+        GATEWAY: {RESULTS_BUCKET.name: names.bucket, FLOWS.name: mesh.config.flows_json()},
+        GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})
     return {
-        "ASYA_NAMESPACE": mesh.config.namespace,
+        NAMESPACE.name: mesh.config.namespace,
         **mesh.status_environment(names.resources(idempotency=False)),
         **own,
         "POWERTOOLS_SERVICE_NAME": function,
@@ -111,17 +127,17 @@ def spark_environment(mesh: LoadedMesh, actor: str, names: MeshNames, spark_name
     assert spark is not None  # the config gives every Spark actor its settings
     variables = {
         **mesh.actor_environment(actor, names.resources(idempotency=False)),
-        "ASYA_SPARK_STYLE": spark.style,
-        "ASYA_SPARK_STAGING_BUCKET": names.bucket,
-        "ASYA_SPARK_BATCHES_TABLE": names.batches_table,
-        "ASYA_SPARK_APPLICATION_ID": spark_names.application_id,
-        "ASYA_SPARK_JOB_ROLE_ARN": spark_names.job_role_arn,
-        "ASYA_SPARK_ENTRY_POINT": spark_names.entry_point,
-        "ASYA_SPARK_SUBMIT_PARAMETERS": submit_parameters(spark, spark_names.code_url, spark_names.environment_url),
-        "ASYA_SPARK_JOB_TIMEOUT_MINUTES": str(spark.job_timeout_minutes),
+        SPARK_STYLE.name: spark.style,
+        SPARK_STAGING_BUCKET.name: names.bucket,
+        SPARK_BATCHES_TABLE.name: names.batches_table,
+        SPARK_APPLICATION_ID.name: spark_names.application_id,
+        SPARK_JOB_ROLE_ARN.name: spark_names.job_role_arn,
+        SPARK_ENTRY_POINT.name: spark_names.entry_point,
+        SPARK_SUBMIT_PARAMETERS.name: submit_parameters(spark, spark_names.code_url, spark_names.environment_url),
+        SPARK_JOB_TIMEOUT_MINUTES.name: str(spark.job_timeout_minutes),
     }
     if settings.environment:
-        variables[JOB_VARIABLES] = ",".join(settings.environment)
+        variables[SPARK_JOB_VARIABLES.name] = ",".join(settings.environment)
     return variables
 
 

@@ -26,6 +26,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from asya import variables
 from asya.live import CURSOR_PATTERN
 from asya.telemetry import Telemetry
 from asya_gateway.mcp import McpEndpoint
@@ -112,7 +113,7 @@ def telemetry() -> Telemetry:
 
 def base_url() -> str:
     """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
-    configured = os.environ.get("ASYA_PUBLIC_URL")
+    configured = variables.PUBLIC_URL.read(os.environ)
     if configured:
         return configured.rstrip("/")
     event = app.current_event

@@ -10,8 +10,9 @@ from typing import Any
 
 import orjson
 
-from asya.config import ConfigError, task_ttl
+from asya import variables
 from asya.names import resource_name
+from asya.variables import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +33,19 @@ class GatewaySettings:
     events_table: str
     results_bucket: str | None = None
     flows: dict[str, Flow] = field(default_factory=dict)
-    task_ttl: int = 7 * 86_400
+    task_ttl: int = variables.TASK_TTL.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         env = os.environ if env is None else env
-        missing = [name for name in ("ASYA_NAMESPACE", "ASYA_TASKS_TABLE", "ASYA_EVENTS_TABLE") if not env.get(name)]
-        if missing:
-            raise ConfigError(f"{', '.join(missing)} required by the gateway")
+        variables.require_all(env, "the gateway", variables.NAMESPACE, variables.TASKS_TABLE, variables.EVENTS_TABLE)
         return cls(
-            namespace=env["ASYA_NAMESPACE"],
-            tasks_table=env["ASYA_TASKS_TABLE"],
-            events_table=env["ASYA_EVENTS_TABLE"],
-            results_bucket=env.get("ASYA_RESULTS_BUCKET") or None,
-            flows=_flows(env.get("ASYA_FLOWS", "")),
-            task_ttl=task_ttl(env),
+            namespace=variables.NAMESPACE.read(env),
+            tasks_table=str(variables.TASKS_TABLE.read(env)),
+            events_table=str(variables.EVENTS_TABLE.read(env)),
+            results_bucket=variables.RESULTS_BUCKET.read(env),
+            flows=_flows(variables.FLOWS.read(env)),
+            task_ttl=variables.TASK_TTL.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -67,4 +66,4 @@ def _flows(raw: str) -> dict[str, Flow]:
         document = orjson.loads(raw)
         return {name: Flow(name=name, **spec) for name, spec in document.items()}
     except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"ASYA_FLOWS is not a JSON object of flows: {exc}") from None
+        raise ConfigError(f"{variables.FLOWS.name} is not a JSON object of flows: {exc}") from None

@@ -20,7 +20,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from asya import variables
 from asya.live import STATUS, EventLog, EventsNotAppendedError
+from asya.names import GATEWAY_STREAM
 from asya.status import TERMINAL, from_item, watched
 from asya.telemetry import Telemetry
 from asya_gateway.views import task_view
@@ -87,8 +89,8 @@ def _visible(view: dict[str, Any]) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     global _log, _telemetry
     if _log is None or _telemetry is None:
-        _log = EventLog(os.environ["ASYA_EVENTS_TABLE"])
-        _telemetry = Telemetry(os.environ.get("ASYA_NAMESPACE", ""), "gateway-stream")
+        _log = EventLog(str(variables.EVENTS_TABLE.require(os.environ)))
+        _telemetry = Telemetry(variables.NAMESPACE.read(os.environ), GATEWAY_STREAM)
     try:
         return {"batchItemFailures": follow(event.get("Records", []), _log, _telemetry)}
     finally:

@@ -35,8 +35,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
+from asya import variables
 from asya.clients import LazyClient
-from asya.config import ConfigError, idempotency_ttl, inline_max_bytes, results_ttl, task_ttl
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.names import SUMP, resource_name
@@ -58,28 +58,26 @@ class CrewSettings:
     actor: str
     bucket: str
     tasks_table: str | None = None
-    task_ttl: int = 7 * 86_400
+    task_ttl: int = variables.TASK_TTL.default
     idempotency_table: str | None = None
-    idempotency_ttl: int = 3600
-    inline_max_bytes: int = 0
-    results_ttl: int = 0
+    idempotency_ttl: int = variables.IDEMPOTENCY_TTL.default
+    inline_max_bytes: int = variables.RESULTS_INLINE_MAX_BYTES.default
+    results_ttl: int = variables.RESULTS_TTL.default
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
         env = os.environ if env is None else env
-        missing = [name for name in ("ASYA_NAMESPACE", "ASYA_RESULTS_BUCKET") if not env.get(name)]
-        if missing:
-            raise ConfigError(f"{', '.join(missing)} required by {actor}")
+        variables.require_all(env, actor, variables.NAMESPACE, variables.RESULTS_BUCKET)
         return cls(
-            env["ASYA_NAMESPACE"],
+            variables.NAMESPACE.read(env),
             actor,
-            env["ASYA_RESULTS_BUCKET"],
-            env.get("ASYA_TASKS_TABLE"),
-            task_ttl(env),
-            env.get("ASYA_IDEMPOTENCY_TABLE") or None,
-            idempotency_ttl(env),
-            inline_max_bytes(env),
-            results_ttl(env),
+            str(variables.RESULTS_BUCKET.read(env)),
+            variables.TASKS_TABLE.read(env),
+            variables.TASK_TTL.read(env),
+            variables.IDEMPOTENCY_TABLE.read(env),
+            variables.IDEMPOTENCY_TTL.read(env),
+            variables.RESULTS_INLINE_MAX_BYTES.read(env),
+            variables.RESULTS_TTL.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya import variables
 from asya.envelope import EnvelopeError, Phase, parse_envelope
 from asya.names import SINK, SUMP
 from asya.routing import sump_body
@@ -62,4 +63,4 @@ class Sink:
         return orjson.dumps(copy).decode()
 
 
-lambda_handler = crew_handler(SINK, lambda _: Sink(parse_hooks(os.environ.get("ASYA_SINK_HOOKS", ""))).decide)
+lambda_handler = crew_handler(SINK, lambda _: Sink(parse_hooks(variables.SINK_HOOKS.read(os.environ))).decide)

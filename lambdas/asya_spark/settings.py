@@ -15,22 +15,26 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from asya.config import ConfigError, SidecarConfig
+from asya import variables
+from asya.config import SidecarConfig
+from asya.variables import ConfigError
 
 # A job that has not ended this long after its own execution timeout is canceled by the reconciler.
 JOB_TIMEOUT_GRACE_SECONDS = 300
 # What the job's handler needs of the sidecar's settings; never the tables (the job reaches none).
-JOB_SIDECAR_VARIABLES = (
-    "ASYA_NAMESPACE",
-    "ASYA_ACTOR_NAME",
-    "ASYA_HANDLER",
-    "ASYA_HANDLER_MODE",
-    "ASYA_ACTOR_TIMEOUT_SECONDS",
-    "ASYA_RESILIENCY",
-    "ASYA_TRACING",
-    "ASYA_SPARK_STYLE",
+JOB_SIDECAR_VARIABLES = tuple(
+    variable.name
+    for variable in (
+        variables.NAMESPACE,
+        variables.ACTOR,
+        variables.HANDLER,
+        variables.HANDLER_MODE,
+        variables.ACTOR_TIMEOUT,
+        variables.RESILIENCY,
+        variables.TRACING,
+        variables.SPARK_STYLE,
+    )
 )
-JOB_VARIABLES = "ASYA_SPARK_JOB_VARIABLES"  # comma-separated names of the actor's own variables
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +47,7 @@ class SparkSettings:
     entry_point: str  # s3:// URI of spark_emr/entry.py
     submit_parameters: str  # --py-files, --archives, --conf ...
     job_env: dict[str, str]  # the variables the job's handler runs with (`--actor-env`)
-    job_timeout_minutes: int = 60
+    job_timeout_minutes: int = variables.SPARK_JOB_TIMEOUT_MINUTES.default
     start_grace_seconds: float = 120.0  # a batch staged but not started this long ago is started by the reconciler
     # One collector routes a batch at a time, under a lease sized to the batch: long enough for a routing
     # (a status write and a tenth of a send per envelope, tens of milliseconds on AWS, with ample margin),
@@ -65,26 +69,25 @@ class SparkSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SparkSettings:
         env = os.environ if env is None else env
-        names = {
-            "bucket": "ASYA_SPARK_STAGING_BUCKET",
-            "batches_table": "ASYA_SPARK_BATCHES_TABLE",
-            "application_id": "ASYA_SPARK_APPLICATION_ID",
-            "job_role_arn": "ASYA_SPARK_JOB_ROLE_ARN",
-            "entry_point": "ASYA_SPARK_ENTRY_POINT",
-        }
-        missing = [variable for variable in names.values() if not env.get(variable)]
-        if missing:
-            raise ConfigError(f"{', '.join(missing)} required by a Spark actor's functions")
+        variables.require_all(
+            env,
+            "a Spark actor's functions",
+            variables.SPARK_STAGING_BUCKET,
+            variables.SPARK_BATCHES_TABLE,
+            variables.SPARK_APPLICATION_ID,
+            variables.SPARK_JOB_ROLE_ARN,
+            variables.SPARK_ENTRY_POINT,
+        )
         return cls(
             sidecar=SidecarConfig.from_env(env),
-            bucket=env[names["bucket"]],
-            batches_table=env[names["batches_table"]],
-            application_id=env[names["application_id"]],
-            job_role_arn=env[names["job_role_arn"]],
-            entry_point=env[names["entry_point"]],
-            submit_parameters=env.get("ASYA_SPARK_SUBMIT_PARAMETERS", ""),
+            bucket=variables.SPARK_STAGING_BUCKET.read(env),
+            batches_table=variables.SPARK_BATCHES_TABLE.read(env),
+            application_id=variables.SPARK_APPLICATION_ID.read(env),
+            job_role_arn=variables.SPARK_JOB_ROLE_ARN.read(env),
+            entry_point=variables.SPARK_ENTRY_POINT.read(env),
+            submit_parameters=variables.SPARK_SUBMIT_PARAMETERS.read(env),
             job_env=job_environment(env),
-            job_timeout_minutes=int(env.get("ASYA_SPARK_JOB_TIMEOUT_MINUTES", "60")),
+            job_timeout_minutes=variables.SPARK_JOB_TIMEOUT_MINUTES.read(env),
         )
 
     @property
@@ -95,8 +98,9 @@ class SparkSettings:
 
 def job_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The job's variables, taken from the function's own: the handler's settings and the actor's."""
-    own = [name for name in env.get(JOB_VARIABLES, "").split(",") if name]
+    own = [name for name in variables.SPARK_JOB_VARIABLES.read(env).split(",") if name]
     missing = [name for name in own if name not in env]
     if missing:
-        raise ConfigError(f"{JOB_VARIABLES} names {', '.join(missing)}, which the function's environment lacks")
+        names = ", ".join(missing)
+        raise ConfigError(f"{variables.SPARK_JOB_VARIABLES.name} names {names}, which the function's environment lacks")
     return {name: env[name] for name in (*JOB_SIDECAR_VARIABLES, *own) if name in env}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from asya.abi import AbiError, EnvelopeState, Frame, as_verb, deep_copy, frame_from_envelope
+from asya.variables import HANDLER
 
 HandlerMode = Literal["payload", "envelope"]
 Handler = Callable[[Any], Any]
@@ -29,7 +30,7 @@ def load_handler(spec: str) -> Handler:
     """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments)."""
     parts = spec.split(".") if isinstance(spec, str) else []
     if len(parts) < 2 or not all(part.isidentifier() for part in parts):
-        raise HandlerConfigError(f"ASYA_HANDLER must be 'module.function' or 'module.Class.method', got {spec!r}")
+        raise HandlerConfigError(f"{HANDLER.name} must be 'module.function' or 'module.Class.method', got {spec!r}")
     module, attributes = _import_longest_prefix(parts, spec)
     target: Any = module
     owner_path = module.__name__
@@ -42,7 +43,7 @@ def load_handler(spec: str) -> Handler:
             raise HandlerConfigError(f"{owner_path!r} has no attribute {name!r} (ASYA_HANDLER={spec!r})") from None
         owner_path = f"{owner_path}.{name}"
     if inspect.isclass(target) or not callable(target):
-        raise HandlerConfigError(f"ASYA_HANDLER={spec!r} names {type(target).__name__}, not a function or method")
+        raise HandlerConfigError(f"{HANDLER.name}={spec!r} names {type(target).__name__}, not a function or method")
     return target  # type: ignore[no-any-return]
 
 

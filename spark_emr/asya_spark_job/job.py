@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import orjson
 
-STYLES = ("payload", "dataframe")
+from asya import variables
+from asya.names import resource_name
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
@@ -30,9 +31,10 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--known", default={}, type=orjson.loads, help="canceled or paused tasks (JSON)")
     parser.add_argument("--master", default=None, help="Spark master; EMR Serverless sets its own")
     arguments = parser.parse_args(argv)
-    style = arguments.actor_env.get("ASYA_SPARK_STYLE", "payload")
-    if style not in STYLES:
-        parser.error(f"ASYA_SPARK_STYLE must be one of {', '.join(STYLES)}, got {style!r}")
+    try:
+        variables.SPARK_STYLE.read({str(key): str(value) for key, value in arguments.actor_env.items()})
+    except variables.ConfigError as exc:
+        parser.error(str(exc))
     return arguments
 
 
@@ -48,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from asya_spark_job import styles
 
     env: dict[str, str] = {str(key): str(value) for key, value in arguments.actor_env.items()}
-    builder = SparkSession.builder.appName(f"asya-{env.get('ASYA_NAMESPACE')}-{env.get('ASYA_ACTOR_NAME')}")
+    builder = SparkSession.builder.appName(resource_name(variables.NAMESPACE.read(env), variables.ACTOR.read(env)))
     if arguments.master:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import what the driver imports
         builder = builder.master(arguments.master).config("spark.ui.enabled", "false")
@@ -56,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         context = spark.sparkContext
         records = context.textFile(arguments.input, minPartitions=context.defaultParallelism).map(read_staged_record)
-        if env.get("ASYA_SPARK_STYLE", "payload") == "dataframe":
+        if variables.SPARK_STYLE.read(env) == "dataframe":
             routed = styles.dataframe(spark, records, env, arguments.known)
         else:
             routed = styles.per_payload(records, env, arguments.known)

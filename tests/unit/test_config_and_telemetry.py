@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from asya.config import ConfigError, SidecarConfig
+from asya.config import SidecarConfig
+from asya.variables import ConfigError
 from tests.unit.conftest import Mesh, envelope
 
 REQUIRED = {"ASYA_NAMESPACE": "ns", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "m.f"}

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from asya.config import ConfigError, SidecarConfig
+from asya.config import SidecarConfig
 from asya.resiliency import GiveUp, Policy, Resiliency, Retry, decide
 from asya.sidecar import configure
 from asya.transport import MemoryTransport
+from asya.variables import ConfigError
 from asya_local.lambda_shapes import LambdaContext, sqs_record
 from tests.unit import handlers
 from tests.unit.conftest import Mesh, envelope

@@ -19,8 +19,9 @@ from moto import mock_aws
 from moto.emrserverless.models import JobRun
 
 from asya.batch import BatchHops
-from asya.config import ConfigError, SidecarConfig
+from asya.config import SidecarConfig
 from asya.transport import SqsTransport
+from asya.variables import ConfigError
 from asya_local.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.moto_emr import apply_emr_fix
 from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables

@@ -305,4 +305,4 @@ def test_the_entry_script_refuses_an_unknown_style_naming_it(tmp_path: Path) -> 
     actor_env = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "m.f", "ASYA_SPARK_STYLE": "sql"}
     done = _entry(tmp_path, "--input", "x", "--output", "y", "--actor-env", json.dumps(actor_env))
     assert done.returncode == 2
-    assert "ASYA_SPARK_STYLE must be one of payload, dataframe, got 'sql'" in done.stderr
+    assert "ASYA_SPARK_STYLE must be 'payload' or 'dataframe', got 'sql'" in done.stderr

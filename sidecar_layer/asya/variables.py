@@ -1,0 +1,390 @@
+"""Every `ASYA_*` variable the mesh's functions read, with its type, default and meaning, in one place.
+
+The CDK app writes a function's environment with these names (`asya_cdk.environment`), each function
+reads its settings through them (`SidecarConfig`, `CrewSettings`, `GatewaySettings`, `SparkSettings`),
+and `docs/configuration.md` lists them, one table per component, checked against this module by a
+test. A variable read here turns into a typed value or a `ConfigError` that names it, so a function
+with a bad environment fails at its first invocation with a message that says which variable to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from asya.names import ACTOR_NAME
+
+T = TypeVar("T")
+PREFIX = "ASYA_"  # a mesh file's `environment` may not set a variable with it
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or wrong; the message names the variable."""
+
+
+class Component(StrEnum):
+    """Who reads a variable: the tables of `docs/configuration.md`."""
+
+    ACTOR = "actor"  # every actor's function (the sidecar), a Spark actor's dispatcher and collector included
+    SPARK = "spark"  # a Spark actor's dispatcher and collector
+    CREW = "crew"  # x-sink, x-sump, x-pause, x-resume
+    GATEWAY = "gateway"  # the gateway's API, stream and backstop functions
+    LOCAL = "local"  # the local stack's own processes (`asya up`, the tests), never a deployed function
+
+
+@dataclass(frozen=True)
+class Variable(Generic[T]):
+    """One variable: `read(env)` gives its typed value, the default when it is unset or empty."""
+
+    name: str
+    components: tuple[Component, ...]
+    meaning: str
+    default: T
+    parse: Callable[[str, str], T]  # (name, raw text) -> value, or ConfigError naming the variable
+    shown_default: str = ""  # the default as docs/configuration.md shows it
+
+    def read(self, env: Mapping[str, str]) -> T:
+        raw = env.get(self.name, "").strip()
+        return self.parse(self.name, raw) if raw else self.default
+
+    def require(self, env: Mapping[str, str]) -> T:
+        """The value, which must be set."""
+        if not env.get(self.name, "").strip():
+            raise ConfigError(f"{self.name} is required")
+        return self.read(env)
+
+    @property
+    def default_text(self) -> str:
+        return self.shown_default or ("none" if self.default is None else f"`{self.default}`")
+
+
+def require_all(env: Mapping[str, str], by: str, *needed: Variable[Any]) -> None:
+    """Every variable in `needed` is set, or one `ConfigError` naming all that are not."""
+    missing = [variable.name for variable in needed if not env.get(variable.name, "").strip()]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} required by {by}")
+
+
+def _text(_name: str, raw: str) -> str:
+    return raw
+
+
+def _text_or_none(_name: str, raw: str) -> str | None:
+    return raw
+
+
+_NAME = re.compile(ACTOR_NAME)
+
+
+def _mesh_name(name: str, raw: str) -> str:
+    if not _NAME.match(raw):
+        raise ConfigError(
+            f"{name}={raw!r} may only contain lower-case letters, digits and '-', starting with a letter or a "
+            "digit, as the mesh file's names (it becomes a queue name)"
+        )
+    return raw
+
+
+def number(minimum: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number") from None
+        if value < minimum:
+            raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def integer(minimum: int) -> Callable[[str, str], int]:
+    as_number = number(minimum)
+    return lambda name, raw: int(as_number(name, raw))
+
+
+def _flag(name: str, raw: str) -> bool:
+    value = raw.lower()
+    if value not in ("0", "1", "true", "false", "on", "off", "yes", "no"):
+        raise ConfigError(f"{name}={raw!r} must be true or false")
+    return value in ("1", "true", "on", "yes")
+
+
+def choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        if raw not in choices:
+            raise ConfigError(f"{name} must be {' or '.join(repr(option) for option in choices)}, got {raw!r}")
+        return raw
+
+    return parse
+
+
+_ACTOR = (Component.ACTOR,)
+_CREW = (Component.CREW,)
+_GATEWAY = (Component.GATEWAY,)
+_SPARK = (Component.SPARK,)
+_LOCAL = (Component.LOCAL,)
+
+# What every function of the mesh names itself by.
+NAMESPACE = Variable(
+    "ASYA_NAMESPACE",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "the mesh namespace; queues are `asya-<namespace>-<actor>`",
+    "",
+    _mesh_name,
+    "required",
+)
+
+# The sidecar (`asya.config.SidecarConfig`).
+ACTOR = Variable(
+    "ASYA_ACTOR_NAME",
+    _ACTOR,
+    "this actor's name; envelopes whose `route.curr` differs go to `x-sump`",
+    "",
+    _mesh_name,
+    "required",
+)
+HANDLER = Variable(
+    "ASYA_HANDLER",
+    _ACTOR,
+    "`module.function` or `module.Class.method` (class created once, no arguments)",
+    "",
+    _text,
+    "required",
+)
+HANDLER_MODE = Variable(
+    "ASYA_HANDLER_MODE",
+    _ACTOR,
+    "`envelope` passes the whole envelope to the handler and expects envelopes back",
+    "payload",
+    choice("payload", "envelope"),
+)
+RESILIENCY = Variable(
+    "ASYA_RESILIENCY",
+    _ACTOR,
+    'JSON `{"policies": {name: policy}, "rules": [{"errors": [...], "policy": name or policy}]}`; see '
+    "[actors.md](actors.md#resiliency)",
+    "",
+    _text,
+    "none",
+)
+ACTOR_TIMEOUT = Variable(
+    "ASYA_ACTOR_TIMEOUT_SECONDS", _ACTOR, "the most one message may take in the handler", None, number(0.001)
+)
+LAMBDA_MARGIN = Variable(
+    "ASYA_LAMBDA_MARGIN_SECONDS",
+    _ACTOR,
+    "time kept back from the invocation's end for sending; a record that cannot start before it is left for redelivery",
+    2.0,
+    number(0.0),
+    "`2`",
+)
+MAX_MESSAGE_BYTES = Variable(
+    "ASYA_MAX_MESSAGE_BYTES",
+    _ACTOR,
+    "the SQS message size limit of the queues (1 MiB); larger outputs go to `x-sump`",
+    1_048_576,
+    integer(1024),
+)
+SEND_ATTEMPTS = Variable(
+    "ASYA_SEND_ATTEMPTS",
+    _ACTOR,
+    "tries per `SendMessageBatch` entry before its record is reported as a batch item failure",
+    3,
+    integer(1),
+)
+TRACING = Variable("ASYA_TRACING", _ACTOR, "`true` turns on the Powertools Tracer (AWS X-Ray)", False, _flag, "`false`")
+STATUS_WRITES = Variable(
+    "ASYA_STATUS_WRITES",
+    _ACTOR,
+    "`every-point` also writes the received and running points of every hop to the task record (debugging); "
+    "`coalesced` writes one claim per hop",
+    "coalesced",
+    choice("coalesced", "every-point"),
+)
+
+# Tables and buckets, named by the mesh: a feature backed by one is on when it is named.
+TASKS_TABLE = Variable(
+    "ASYA_TASKS_TABLE",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "the task table: status tracking, each hop's claim and the pre-flight check (set when the mesh has a "
+    "status gateway)",
+    None,
+    _text_or_none,
+)
+EVENTS_TABLE = Variable(
+    "ASYA_EVENTS_TABLE",
+    (Component.ACTOR, Component.GATEWAY),
+    "the live log of watched tasks (FLY events, status changes) the gateway streams",
+    None,
+    _text_or_none,
+)
+TASK_TTL = Variable(
+    "ASYA_TASK_TTL_SECONDS",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "how long a finished task stays readable (the mesh's `gateway.task_ttl_seconds`)",
+    7 * 86_400,
+    integer(60),
+)
+IDEMPOTENCY_TABLE = Variable(
+    "ASYA_IDEMPOTENCY_TABLE",
+    (Component.ACTOR, Component.CREW),
+    "DynamoDB table (partition key `id`, string) for duplicate suppression across invocations of envelopes the "
+    "task table does not track (stealth mode, no status gateway); costs two conditional writes per such hop (set "
+    "by the mesh when `idempotency: true`, the default). A tracked envelope's hop is claimed in its task record, "
+    "by its status write",
+    None,
+    _text_or_none,
+)
+IDEMPOTENCY_TTL = Variable(
+    "ASYA_IDEMPOTENCY_TTL_SECONDS",
+    (Component.ACTOR, Component.CREW),
+    "how long a completed hop is remembered; a redelivery later than this runs again",
+    3600,
+    integer(1),
+)
+RESULTS_BUCKET = Variable(
+    "ASYA_RESULTS_BUCKET",
+    (Component.CREW, Component.GATEWAY),
+    "the bucket of results and x-sump records (required by the crew)",
+    None,
+    _text_or_none,
+)
+
+# The crew.
+SINK_HOOKS = Variable(
+    "ASYA_SINK_HOOKS", _CREW, 'JSON `[{"actor": name, "phases": [...]}]`: the mesh\'s `sink_hooks`', "", _text, "`[]`"
+)
+RESULTS_INLINE_MAX_BYTES = Variable(
+    "ASYA_RESULTS_INLINE_MAX_BYTES",
+    _CREW,
+    "a final payload up to this many bytes of JSON is kept in the task record, not S3 "
+    "(`results.inline_max_bytes`); 0: always S3",
+    0,
+    integer(0),
+    "`0` (the mesh sets 4096)",
+)
+RESULTS_TTL = Variable(
+    "ASYA_RESULTS_TTL_SECONDS",
+    _CREW,
+    "how long a task record that holds its result stays, if longer than its own TTL (`results.retention_days`)",
+    0,
+    integer(0),
+)
+
+# The gateway.
+FLOWS = Variable(
+    "ASYA_FLOWS",
+    _GATEWAY,
+    "JSON `{flow: {route, description, timeout, input_schema}}`: the mesh's flows",
+    "",
+    _text,
+    "`{}`",
+)
+PUBLIC_URL = Variable(
+    "ASYA_PUBLIC_URL",
+    _GATEWAY,
+    "the base URL the API hands out in links, when it is not the one requests arrive at (a custom domain)",
+    None,
+    _text_or_none,
+    "the request's",
+)
+
+# A Spark actor's dispatcher and collector (`asya_spark.settings`), besides the sidecar's.
+SPARK_STAGING_BUCKET = Variable(
+    "ASYA_SPARK_STAGING_BUCKET",
+    _SPARK,
+    "where batches are staged (`spark/<ns>/<actor>/<batch>/`)",
+    "",
+    _text,
+    "required",
+)
+SPARK_BATCHES_TABLE = Variable(
+    "ASYA_SPARK_BATCHES_TABLE", _SPARK, "the Spark batches table (batch records, hop claims)", "", _text, "required"
+)
+SPARK_APPLICATION_ID = Variable(
+    "ASYA_SPARK_APPLICATION_ID", _SPARK, "the actor's EMR Serverless application", "", _text, "required"
+)
+SPARK_JOB_ROLE_ARN = Variable("ASYA_SPARK_JOB_ROLE_ARN", _SPARK, "the job's execution role", "", _text, "required")
+SPARK_ENTRY_POINT = Variable(
+    "ASYA_SPARK_ENTRY_POINT", _SPARK, "`s3://` URI of `spark_emr/entry.py`", "", _text, "required"
+)
+SPARK_SUBMIT_PARAMETERS = Variable(
+    "ASYA_SPARK_SUBMIT_PARAMETERS", _SPARK, "`--py-files`, `--conf` for the job", "", _text, "none"
+)
+SPARK_STYLE = Variable(
+    "ASYA_SPARK_STYLE",
+    _SPARK,
+    "`payload` or `dataframe`: how the job applies the handler",
+    "payload",
+    choice("payload", "dataframe"),
+)
+SPARK_JOB_VARIABLES = Variable(
+    "ASYA_SPARK_JOB_VARIABLES",
+    _SPARK,
+    "comma-separated names of the actor's own variables; the job's handler (`--actor-env`) runs with them and "
+    "the sidecar's handler settings, forwarded from the function's own environment, never copied (Lambda's 4 KB)",
+    "",
+    _text,
+    "none",
+)
+SPARK_JOB_TIMEOUT_MINUTES = Variable(
+    "ASYA_SPARK_JOB_TIMEOUT_MINUTES", _SPARK, "the job's execution timeout", 60, integer(1)
+)
+
+# The local stack.
+LOCAL_IAM = Variable(
+    "ASYA_LOCAL_IAM",
+    _LOCAL,
+    "`off` stops the local endpoint enforcing the functions' IAM policies (debugging only)",
+    True,
+    _flag,
+    "`on`",
+)
+LOCAL_BACKSTOP_SECONDS = Variable(
+    "ASYA_LOCAL_BACKSTOP_SECONDS",
+    _LOCAL,
+    "how often the local stack runs scheduled functions (the gateway's backstop; every minute on AWS)",
+    2.0,
+    number(0.1),
+    "`2`",
+)
+
+ALL: tuple[Variable[Any], ...] = (
+    NAMESPACE,
+    ACTOR,
+    HANDLER,
+    HANDLER_MODE,
+    RESILIENCY,
+    ACTOR_TIMEOUT,
+    LAMBDA_MARGIN,
+    MAX_MESSAGE_BYTES,
+    SEND_ATTEMPTS,
+    TRACING,
+    STATUS_WRITES,
+    TASKS_TABLE,
+    EVENTS_TABLE,
+    TASK_TTL,
+    IDEMPOTENCY_TABLE,
+    IDEMPOTENCY_TTL,
+    RESULTS_BUCKET,
+    SINK_HOOKS,
+    RESULTS_INLINE_MAX_BYTES,
+    RESULTS_TTL,
+    FLOWS,
+    PUBLIC_URL,
+    SPARK_STAGING_BUCKET,
+    SPARK_BATCHES_TABLE,
+    SPARK_APPLICATION_ID,
+    SPARK_JOB_ROLE_ARN,
+    SPARK_ENTRY_POINT,
+    SPARK_SUBMIT_PARAMETERS,
+    SPARK_STYLE,
+    SPARK_JOB_VARIABLES,
+    SPARK_JOB_TIMEOUT_MINUTES,
+    LOCAL_IAM,
+    LOCAL_BACKSTOP_SECONDS,
+)
