@@ -31,8 +31,8 @@ import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.batch import BatchHops, Routed, raising
-from asya.envelope import EnvelopeError, parse_envelope, utc_now
-from asya.routing import Kind, Outbound, unknown_actor, unsendable
+from asya.envelope import parse_envelope, utc_now
+from asya.routing import Decision, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
 from asya_spark.dispatch import start
 from asya_spark.jobs import SUCCESS, TERMINAL, JobRun, SparkJobError
@@ -93,7 +93,7 @@ class Collector:
         records = functools.cache(lambda: parts.staging.read_input(batch.batch_id))  # read once, if needed
         try:
             outcome, routed = self._outcome(batch, run, records)
-            self._send(self._unknown_actors_to_sump(routed, records), records)
+            self._send(self._unknown_actors_to_sump(routed, records))
         except BaseException:
             parts.ledger.release(batch.batch_id)
             raise
@@ -124,7 +124,7 @@ class Collector:
         Sent as it was, it would fail the routing at every reconciliation, holding the batch forever."""
         transport, config = self.parts.transport, self.parts.settings.sidecar
         missing = {
-            row.message_id: row.queue for row in routed if unsendable(Kind(row.kind), row.queue, transport.has_queue)
+            row.message_id: row.queue for row in routed if unsendable(row.decision.kind, row.queue, transport.has_queue)
         }
         if not missing:
             return routed
@@ -133,17 +133,13 @@ class Collector:
         kept = [row for row in routed if row.message_id not in missing]
         for message_id, queue in missing.items():
             out = unknown_actor(parse_envelope(bodies[message_id]), config.actor, queue, now)
-            kept.append(
-                Routed(
-                    message_id, config.queue_name(out.destination), orjson.dumps(out.wire).decode(), 0, out.kind.value
-                )
-            )
+            kept.append(Routed.of(message_id, config.queue_name(out.destination), orjson.dumps(out.wire).decode(), out))
         return kept
 
-    def _send(self, routed: list[Routed], records: Records) -> None:
+    def _send(self, routed: list[Routed]) -> None:
         parts = self.parts
         if parts.reporter is not None:
-            unregistered = parts.reporter.before_send(_hops(records(), routed))
+            unregistered = parts.reporter.before_send(_hops(routed))
             if unregistered:
                 raise RuntimeError(f"fan-out branches of {len(unregistered)} record(s) could not be registered")
         deliveries = [Delivery(r.message_id, r.queue, r.body, r.delay, r.kind) for r in routed]
@@ -155,19 +151,12 @@ class Collector:
         self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)
 
 
-def _hops(records: list[tuple[str, str]], routed: list[Routed]) -> list[tuple[str, Any, list[Outbound]]]:
-    """What the status reporter needs per record: its envelope and where its outputs go."""
-    outputs: dict[str, list[Outbound]] = {}
+def _hops(routed: list[Routed]) -> list[tuple[str, list[Decision]]]:
+    """What the status reporter needs per record: the decisions for its outputs."""
+    decisions: dict[str, list[Decision]] = {}
     for row in routed:
-        outputs.setdefault(row.message_id, []).append(Outbound(row.queue, Kind(row.kind), orjson.loads(row.body)))
-    hops = []
-    for message_id, body in records:
-        try:
-            envelope = parse_envelope(body)
-        except EnvelopeError:
-            continue  # went to x-sump, which records it
-        hops.append((message_id, envelope, outputs.get(message_id, [])))
-    return hops
+        decisions.setdefault(row.message_id, []).append(row.decision)
+    return list(decisions.items())
 
 
 lambda_handler = entry_point(Collector)

@@ -22,27 +22,39 @@ from asya.config import SidecarConfig
 from asya.dedup import HopLedger
 from asya.handler import Handler, load_handler
 from asya.hop import HopRunner
+from asya.routing import Decision, Outbound
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
 
 
 @dataclass(frozen=True, slots=True)
 class Routed:
-    """One envelope a record produced: which queue it goes to, its body and its delay."""
+    """One envelope a record produced: which queue it goes to, its body and its delay, and the hop's
+    decision for it (what the collector reports on the task, without reading the body back)."""
 
     message_id: str  # the input record (SQS message id) that produced it
     queue: str
     body: str
     delay: int
-    kind: str  # actor, self, sink, sump: the `MessagesSent` destination dimension
+    decision: Decision
+
+    @property
+    def kind(self) -> str:
+        """actor, self, sink, sump: the `MessagesSent` destination dimension."""
+        return self.decision.kind.value
 
     def to_json(self) -> str:
-        """orjson writes the dataclass's fields itself; `asdict` would deep-copy each one first."""
+        """orjson writes the dataclasses' fields itself; `asdict` would deep-copy each one first."""
         return orjson.dumps(self).decode()
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Routed:
-        return cls(**orjson.loads(line))
+        row = orjson.loads(line)
+        return cls(**{**row, "decision": Decision.from_json(row["decision"])})
+
+    @classmethod
+    def of(cls, message_id: str, queue: str, body: str, outbound: Outbound) -> Routed:
+        return cls(message_id, queue, body, round(outbound.delay), outbound.decision)
 
 
 def staged_record(message_id: str, body: str) -> str:
@@ -93,7 +105,7 @@ class BatchHops:
         finally:
             self.runner.handler = configured
         return [
-            Routed(message_id, self.config.queue_name(out.destination), text, round(out.delay), out.kind.value)
+            Routed.of(message_id, self.config.queue_name(out.destination), text, out)
             for out, text in zip(plan.outbound, plan.bodies, strict=True)
         ]
 

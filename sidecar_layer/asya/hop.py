@@ -228,7 +228,8 @@ class HopRunner:
         self._serialize(plan, envelope, body)
         for outbound in plan.outbound:
             if _carries_error_payload(outbound):
-                self.telemetry.count("MessagesFailed", "reason", outbound.wire["status"].get("reason", "unknown"))
+                reason = outbound.decision.reason
+                self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
         self.telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
         return plan
@@ -297,7 +298,7 @@ def handler_failure(
 
 
 def _carries_error_payload(outbound: Outbound) -> bool:
-    return bool(outbound.wire.get("status", {}).get("phase") == "failed")
+    return outbound.decision.phase is Phase.FAILED
 
 
 def _preview_original_payload(wire: dict[str, Any], size: int) -> str:

@@ -28,7 +28,7 @@ import orjson
 from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.live import FLY, EventLog
-from asya.routing import Kind, Outbound
+from asya.routing import Decision, Kind
 from asya.status import Report, TaskStore, progress_of, root_of, stealthy
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class StatusReporter:
         return self._report_for(
             envelope.id,
             parent_id=envelope.parent_id,
-            headers=envelope.headers,
+            root_id=root_of(envelope.id, envelope.headers),
             actor=actor,
             route={"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next},
             phase=phase,
@@ -119,44 +119,41 @@ class StatusReporter:
         except Exception as exc:  # noqa: BLE001 - live events are best effort
             self._failed("fly event", exc)
 
-    def before_send(self, hops: Iterable[tuple[str, Envelope, list[Outbound]]]) -> set[str]:
-        """Write each hop's status; returns the records whose branches could not be registered."""
+    def before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> set[str]:
+        """Write each hop's status from its outputs' decisions (one list per input record); returns
+        the records whose branches could not be registered."""
         unregistered: set[str] = set()
-        for message_id, envelope, outbound in hops:
-            if stealthy(envelope.headers):
+        for message_id, decisions in hops:
+            tracked = [decision for decision in decisions if decision.tracked]
+            if not tracked:
                 continue
-            root = root_of(envelope.id, envelope.headers)
-            children = [out.wire["id"] for out in outbound if out.wire["id"] != envelope.id]
             try:
-                self.store.register_branches(root, children)
+                self.store.register_branches(tracked[0].root_id, (d.task_id for d in tracked if d.branch))
             except Exception as exc:  # noqa: BLE001 - registration failed: send nothing, retry the hop
                 self._failed("branch registration", exc)
                 unregistered.add(message_id)
                 continue
-            for out in outbound:
-                report = self._report_after(out)
+            for decision in tracked:
+                report = self._report_after(decision)
                 if report is not None:
                     self._report(report)
         return unregistered
 
-    def _report_after(self, out: Outbound) -> Report | None:
-        wire = out.wire
-        status = wire.get("status", {})
-        if out.kind in (Kind.SINK, Kind.SUMP):
+    def _report_after(self, decision: Decision) -> Report | None:
+        if decision.kind in (Kind.SINK, Kind.SUMP):
             return None  # x-sink / x-sump write the final status
-        if out.kind is Kind.SELF and status.get("phase") != Phase.RETRYING.value:
+        if decision.kind is Kind.SELF and decision.phase is not Phase.RETRYING:
             return None  # waiting for its due time: nothing changed
-        if out.kind is Kind.ACTOR and not self.every_point:
+        if decision.kind is Kind.ACTOR and not self.every_point:
             return None  # the next hop's claim reports it, in the same write
-        phase = status.get("phase", Phase.PROCESSING.value)
         return self._report_for(
-            wire["id"],
-            parent_id=wire.get("parent_id"),
-            headers=wire["headers"],
-            actor=wire["route"]["curr"],
-            route=wire["route"],
-            phase=phase,
-            attempt=int(status.get("attempt", 1)),
+            decision.task_id,
+            parent_id=decision.parent_id,
+            root_id=decision.root_id,
+            actor=decision.curr,
+            route={"prev": decision.prev, "curr": decision.curr, "next": decision.next},
+            phase=decision.phase.value,
+            attempt=decision.attempt,
         )
 
     @staticmethod
@@ -164,13 +161,12 @@ class StatusReporter:
         task_id: str,
         *,
         parent_id: str | None,
-        headers: dict[str, Any],
+        root_id: str,
         actor: str,
         route: dict[str, Any],
         phase: str,
         attempt: int,
     ) -> Report:
-        root = root_of(task_id, headers)
         return Report(
             task_id=task_id,
             actor=actor,
@@ -179,7 +175,7 @@ class StatusReporter:
             progress=progress_of(route),
             attempt=attempt,
             parent_id=parent_id,
-            root_id=root if root != task_id else None,
+            root_id=root_id if root_id != task_id else None,
         )
 
     def _report(self, report: Report) -> None:

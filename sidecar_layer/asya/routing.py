@@ -11,7 +11,9 @@
 | task canceled or paused (pre-flight)      | `halt`             | x-sink               | unchanged |
 | infrastructure error                      | `to_sump`          | x-sump               | unchanged |
 
-Every function returns an `Outbound` holding the wire form of the envelope; nothing here sends.
+Every function returns an `Outbound`: the wire form of the envelope, only ever serialized, and the
+`Decision` it carries, typed, which is what every later step reads (metrics, the status reporter, the
+Spark collector). Nothing here sends.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from asya.abi import Frame
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
-from asya.status import ROOT_HEADER, root_of
+from asya.status import ROOT_HEADER, root_of, stealthy
 from asya.tracecontext import continue_trace
 from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 
@@ -51,12 +53,69 @@ class Kind(StrEnum):
     SUMP = "sump"
 
 
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, on every hop
+class Decision:
+    """What a hop decided for one output, as the steps after routing need it: where it goes (`kind`),
+    the task it moves (`task_id`, accounted on `root_id`; `branch` for a new fan-out branch), where
+    that task now is on its route, and its phase, reason and attempt. The Spark job writes it beside
+    each output, so the collector reads neither the outputs nor the inputs back."""
+
+    kind: Kind
+    task_id: str
+    parent_id: str | None
+    root_id: str
+    prev: list[str]
+    curr: str
+    next: list[str]
+    phase: Phase
+    reason: Reason | None = None
+    attempt: int = 1
+    branch: bool = False
+    tracked: bool = True  # its status is reported (the input did not turn status off)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Decision:
+        enums = {"kind": Kind(document["kind"]), "phase": Phase(document["phase"])}
+        reason = document.get("reason")
+        return cls(**{**document, **enums, "reason": None if reason is None else Reason(reason)})
+
+
 @dataclass(slots=True)
 class Outbound:
     destination: str
-    kind: Kind
-    wire: dict[str, Any]
+    wire: dict[str, Any]  # the envelope as it is sent: serialized, never read back
+    decision: Decision
     delay: float = 0.0
+
+    @property
+    def kind(self) -> Kind:
+        return self.decision.kind
+
+
+def _decided(
+    envelope: Envelope,
+    kind: Kind,
+    phase: Phase,
+    reason: Reason | None = None,
+    *,
+    attempt: int | None = None,
+    route: tuple[list[str], str, list[str]] | None = None,
+) -> Decision:
+    """The decision for an output that keeps the input's id (all but a fan-out's branches)."""
+    prev, curr, rest = route or (envelope.route.prev, envelope.route.curr, envelope.route.next)
+    return Decision(
+        kind,
+        envelope.id,
+        envelope.parent_id,
+        root_of(envelope.id, envelope.headers),
+        prev,
+        curr,
+        rest,
+        phase,
+        reason,
+        attempt if attempt is not None else envelope.status.attempt if envelope.status else 1,
+        tracked=not stealthy(envelope.headers),
+    )
 
 
 def error_details(error: BaseException | None, message: str | None = None) -> dict[str, Any]:
@@ -122,35 +181,48 @@ def forward(
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
     headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
+    root = root_of(envelope.id, envelope.headers)
     if index or fanned_out:
-        headers[ROOT_HEADER] = root_of(envelope.id, envelope.headers)
+        headers[ROOT_HEADER] = root
     if curr:
-        status = _stamped(frame.status, now, phase=Phase.PROCESSING.value, actor=curr, attempt=1, max_attempts=None)
+        phase, reason = Phase.PROCESSING, None
+        status = _stamped(frame.status, now, phase=phase.value, actor=curr, attempt=1, max_attempts=None)
     else:
-        status = _stamped(
-            frame.status,
-            now,
-            phase=Phase.SUCCEEDED.value,
-            actor=actor,
-            reason=Reason.COMPLETED.value,
-            max_attempts=None,
-        )
+        phase, reason = Phase.SUCCEEDED, Reason.COMPLETED
+        status = _stamped(frame.status, now, phase=phase.value, actor=actor, reason=reason.value, max_attempts=None)
+    task_id = envelope.id if index == 0 else child_id(envelope, index)
+    parent_id = envelope.parent_id if index == 0 else envelope.id
     wire = _wire(
         envelope,
-        id=envelope.id if index == 0 else child_id(envelope, index),
-        parent_id=envelope.parent_id if index == 0 else envelope.id,
+        id=task_id,
+        parent_id=parent_id,
         route={"prev": prev, "curr": curr, "next": rest},
         headers=headers,
         status=status,
         payload=frame.payload,
     )
-    return Outbound(curr or SINK, Kind.ACTOR if curr else Kind.SINK, wire)
+    kind = Kind.ACTOR if curr else Kind.SINK
+    decision = Decision(
+        kind,
+        task_id,
+        parent_id,
+        root,
+        prev,
+        curr,
+        rest,
+        phase,
+        reason,
+        branch=index > 0,
+        tracked=not stealthy(envelope.headers),
+    )
+    return Outbound(curr or SINK, wire, decision)
 
 
 def finish_unshifted(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound:
     """The handler returned `None`: nothing more to do; x-sink receives the envelope as it came."""
     status = _status(envelope, now, phase=Phase.SUCCEEDED.value, actor=actor, reason=Reason.COMPLETED.value)
-    return Outbound(SINK, Kind.SINK, _wire(envelope, headers=continue_trace(envelope.headers), status=status))
+    wire = _wire(envelope, headers=continue_trace(envelope.headers), status=status)
+    return Outbound(SINK, wire, _decided(envelope, Kind.SINK, Phase.SUCCEEDED, Reason.COMPLETED))
 
 
 def halt(envelope: Envelope, actor: str, phase: Phase, now: dt.datetime) -> Outbound:
@@ -158,7 +230,7 @@ def halt(envelope: Envelope, actor: str, phase: Phase, now: dt.datetime) -> Outb
     envelope as it came, with that phase."""
     reason = Reason.CANCELED if phase is Phase.CANCELED else Reason.PAUSED
     status = _status(envelope, now, phase=phase.value, actor=actor, reason=reason.value)
-    return Outbound(SINK, Kind.SINK, _wire(envelope, status=status))
+    return Outbound(SINK, _wire(envelope, status=status), _decided(envelope, Kind.SINK, phase, reason))
 
 
 def retry(
@@ -171,7 +243,8 @@ def retry(
     if delay > SQS_MAX_DELAY_SECONDS:
         headers[NOT_BEFORE_HEADER] = rfc3339(now + dt.timedelta(seconds=delay))
     wire = _wire(envelope, headers=headers, status=status)
-    return Outbound(actor, Kind.SELF, wire, delay=min(delay, SQS_MAX_DELAY_SECONDS))
+    decision = _decided(envelope, Kind.SELF, Phase.RETRYING, attempt=attempt)
+    return Outbound(actor, wire, decision, delay=min(delay, SQS_MAX_DELAY_SECONDS))
 
 
 def defer_if_early(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound | None:
@@ -181,7 +254,8 @@ def defer_if_early(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound
     if due is None or due <= now:
         return None
     remaining = (due - now).total_seconds()
-    return Outbound(actor, Kind.SELF, envelope.to_dict(), delay=min(remaining, SQS_MAX_DELAY_SECONDS))
+    decision = _decided(envelope, Kind.SELF, envelope.status.phase if envelope.status else Phase.PENDING)
+    return Outbound(actor, envelope.to_dict(), decision, delay=min(remaining, SQS_MAX_DELAY_SECONDS))
 
 
 def fail(
@@ -198,17 +272,19 @@ def fail(
     status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
     payload = error_payload(reason, details, envelope.payload)
     if on_exhausted:
-        route = {"prev": [*envelope.route.prev, envelope.route.curr], "curr": on_exhausted[0], "next": on_exhausted[1:]}
-        return Outbound(on_exhausted[0], Kind.ACTOR, _wire(envelope, route=route, status=status, payload=payload))
-    return Outbound(SINK, Kind.SINK, _wire(envelope, status=status, payload=payload))
+        prev, curr, rest = [*envelope.route.prev, envelope.route.curr], on_exhausted[0], on_exhausted[1:]
+        wire = _wire(envelope, route={"prev": prev, "curr": curr, "next": rest}, status=status, payload=payload)
+        return Outbound(curr, wire, _decided(envelope, Kind.ACTOR, Phase.FAILED, reason, route=(prev, curr, rest)))
+    return Outbound(
+        SINK, _wire(envelope, status=status, payload=payload), _decided(envelope, Kind.SINK, Phase.FAILED, reason)
+    )
 
 
 def to_sump(envelope: Envelope, actor: str, reason: Reason, details: dict[str, Any], now: dt.datetime) -> Outbound:
     """An infrastructure error: straight to x-sump, bypassing resiliency."""
     status = _status(envelope, now, phase=Phase.FAILED.value, actor=actor, reason=reason.value, error=details)
-    return Outbound(
-        SUMP, Kind.SUMP, _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload))
-    )
+    wire = _wire(envelope, status=status, payload=error_payload(reason, details, envelope.payload))
+    return Outbound(SUMP, wire, _decided(envelope, Kind.SUMP, Phase.FAILED, reason))
 
 
 def unsendable(kind: Kind, queue: str, has_queue: Callable[[str], bool]) -> bool:
@@ -230,10 +306,11 @@ def raw_to_sump(
     """A message that is not a valid envelope still reaches x-sump, keeping whatever can be kept."""
     document = raw if isinstance(raw, dict) else {}
     raw_id = document.get("id")
+    task_id = raw_id if isinstance(raw_id, str) and raw_id else f"sqs-{message_id}"
     route = document.get("route")
     route_ok = isinstance(route, dict) and isinstance(route.get("curr"), str)
     wire = {
-        "id": raw_id if isinstance(raw_id, str) and raw_id else f"sqs-{message_id}",
+        "id": task_id,
         "route": route if route_ok else {"prev": [], "curr": "", "next": []},
         "headers": document.get("headers") if isinstance(document.get("headers"), dict) else {},
         "status": {
@@ -247,7 +324,9 @@ def raw_to_sump(
         },
         "payload": error_payload(reason, details, raw),
     }
-    return Outbound(SUMP, Kind.SUMP, wire)
+    # what never parsed is not reported on any task (x-sump records it); its route is not trusted
+    decision = Decision(Kind.SUMP, task_id, None, task_id, [], "", [], Phase.FAILED, reason, tracked=False)
+    return Outbound(SUMP, wire, decision)
 
 
 PREVIEW_CHARS = 4_096

@@ -86,7 +86,7 @@ class Sidecar:
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
             if self.reporter is not None:
                 failed |= self.reporter.before_send(
-                    (plan.message_id, plan.envelope, plan.outbound) for plan in plans if plan.envelope is not None
+                    (plan.message_id, [out.decision for out in plan.outbound]) for plan in plans
                 )
             failed |= self._send([plan for plan in plans if plan.message_id not in failed])
             failed |= {plan.message_id for plan in plans if plan.redeliver}
