@@ -9,24 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from asya.entry import LambdaEntry
 from asya.envelope import utc_now
+from asya.names import GATEWAY_BACKSTOP
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
 from asya_gateway.settings import GatewaySettings
 
-_store: TaskStore | None = None
-_telemetry: Telemetry | None = None
+
+class Backstop:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.store = TaskStore(settings.tasks_table, settings.task_ttl)
+        self.telemetry = Telemetry(settings.namespace, GATEWAY_BACKSTOP)
+
+    def handle(self, _event: dict[str, Any], _context: Any = None) -> dict[str, Any]:
+        expired = self.store.expire(utc_now())
+        if expired:
+            self.telemetry.count("TasksExpired", amount=len(expired))
+            self.telemetry.logger.warning("tasks failed by the deadline backstop", extra={"tasks": expired})
+        self.telemetry.flush()
+        return {"expired": len(expired)}
 
 
-def lambda_handler(_event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    global _store, _telemetry
-    if _store is None or _telemetry is None:
-        settings = GatewaySettings.from_env()
-        _store = TaskStore(settings.tasks_table, settings.task_ttl)
-        _telemetry = Telemetry(settings.namespace, "gateway-backstop")
-    expired = _store.expire(utc_now())
-    if expired:
-        _telemetry.count("TasksExpired", amount=len(expired))
-        _telemetry.logger.warning("tasks failed by the deadline backstop", extra={"tasks": expired})
-    _telemetry.flush()
-    return {"expired": len(expired)}
+lambda_handler: LambdaEntry[Backstop] = LambdaEntry(lambda: Backstop(GatewaySettings.from_env()))

@@ -17,18 +17,17 @@ the same way (bisecting).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asya import variables
+from asya.entry import LambdaEntry
 from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.names import GATEWAY_STREAM
 from asya.status import TERMINAL, from_item, watched
 from asya.telemetry import Telemetry
 from asya_gateway.views import task_view
-
-_log: EventLog | None = None
-_telemetry: Telemetry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +85,16 @@ def _visible(view: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in view.items() if key != "updated_at"}
 
 
-def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    global _log, _telemetry
-    if _log is None or _telemetry is None:
-        _log = EventLog(str(variables.EVENTS_TABLE.require(os.environ)))
-        _telemetry = Telemetry(variables.NAMESPACE.read(os.environ), GATEWAY_STREAM)
-    try:
-        return {"batchItemFailures": follow(event.get("Records", []), _log, _telemetry)}
-    finally:
-        _telemetry.flush()
+class StreamConsumer:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.log = EventLog(str(variables.EVENTS_TABLE.require(env)))
+        self.telemetry = Telemetry(variables.NAMESPACE.read(env), GATEWAY_STREAM)
+
+    def handle(self, event: dict[str, Any], _context: Any = None) -> dict[str, Any]:
+        try:
+            return {"batchItemFailures": follow(event.get("Records", []), self.log, self.telemetry)}
+        finally:
+            self.telemetry.flush()
+
+
+lambda_handler: LambdaEntry[StreamConsumer] = LambdaEntry(lambda: StreamConsumer(os.environ))

@@ -38,6 +38,7 @@ from botocore.exceptions import ClientError
 from asya import variables
 from asya.clients import LazyClient
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
+from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.names import SUMP, resource_name
 from asya.results import result_key
@@ -285,18 +286,13 @@ class CrewActor:
 
 _INLINE_OUTCOMES = (Phase.SUCCEEDED.value, Phase.FAILED.value, Phase.CANCELED.value)
 Decide = Callable[[SQSRecord, Telemetry], Keep]
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def crew_handler(actor: str, build_decide: Callable[[CrewSettings], Decide]) -> LambdaHandler:
-    """A crew function's entry point. The actor is built on the first event rather than at import, so
-    that its settings come from the environment the function runs with (tests set it after import)."""
-    built: list[CrewActor] = []
+def crew_handler(actor: str, build_decide: Callable[[CrewSettings], Decide]) -> LambdaEntry[CrewActor]:
+    """A crew function's entry point (`asya.entry`): its settings are read at the first event."""
 
-    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if not built:
-            settings = CrewSettings.from_env(actor)
-            built.append(CrewActor(settings, build_decide(settings)))
-        return built[0].handle(event, context)
+    def build() -> CrewActor:
+        settings = CrewSettings.from_env(actor)
+        return CrewActor(settings, build_decide(settings))
 
-    return lambda_handler
+    return LambdaEntry(build)

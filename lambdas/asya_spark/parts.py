@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TypeVar
 
+from asya.entry import Handles, LambdaEntry
 from asya.live import EventLog
 from asya.reporting import StatusReporter
 from asya.status import TaskStore
@@ -52,18 +53,9 @@ class SparkParts:
         )
 
 
-class _Function(Protocol):
-    def handle(self, event: dict[str, Any], context: Any = None) -> Any: ...
+F = TypeVar("F", bound=Handles)
 
 
-def entry_point(build: Callable[[SparkParts], _Function]) -> Callable[[dict[str, Any], Any], Any]:
-    """A Spark actor function's entry point. What it runs is built on the first event, from the
-    environment the function runs with (tests set theirs after import), and kept for the next ones."""
-    built: list[_Function] = []
-
-    def lambda_handler(event: dict[str, Any], context: Any) -> Any:
-        if not built:
-            built.append(build(SparkParts.build(SparkSettings.from_env())))
-        return built[0].handle(event, context)
-
-    return lambda_handler
+def entry_point(build: Callable[[SparkParts], F]) -> LambdaEntry[F]:
+    """A Spark actor function's entry point (`asya.entry`): its settings are read at the first event."""
+    return LambdaEntry(lambda: build(SparkParts.build(SparkSettings.from_env())))

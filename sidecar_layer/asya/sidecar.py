@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
+from asya.entry import LambdaEntry
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
 from asya.live import EventLog
@@ -126,17 +127,10 @@ def _ran_out(context: Any) -> bool:
     return context is not None and context.get_remaining_time_in_millis() <= 0
 
 
-_sidecar: Sidecar | None = None
+# Entry point of every actor's Lambda function; the sidecar is built from the environment at the first call.
+lambda_handler: LambdaEntry[Sidecar] = LambdaEntry(lambda: Sidecar(SidecarConfig.from_env()))
 
 
 def configure(config: SidecarConfig | None = None, transport: Transport | None = None) -> Sidecar:
     """(Re)build the sidecar behind `lambda_handler`, e.g. for tests or another transport."""
-    global _sidecar
-    _sidecar = Sidecar(config or SidecarConfig.from_env(), transport)
-    return _sidecar
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Entry point of every actor's Lambda function; built from the environment at the first call."""
-    sidecar = _sidecar or configure()
-    return sidecar.handle(event, context)
+    return lambda_handler.use(Sidecar(config or SidecarConfig.from_env(), transport))
