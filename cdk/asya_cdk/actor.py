@@ -8,7 +8,8 @@ to its namespace's queues and write its own log group.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -19,7 +20,10 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
 from asya.names import resource_name
-from asya_cdk.layer import RUNTIME
+from asya_cdk.layer import RUNTIME, SidecarLayer
+
+if TYPE_CHECKING:
+    from asya_cdk.config import QueueFunctionConfig
 
 # What a function's code folder does not ship: one list for actors' folders and the mesh's own (`lambdas/`),
 # so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling.
@@ -35,30 +39,6 @@ ACTOR_CODE_EXCLUDE = (
 )
 
 
-@dataclass(frozen=True)
-class ActorProps:
-    namespace: str
-    name: str
-    code_dir: str
-    handler: str
-    environment: dict[str, str]
-    layer: lambda_.ILayerVersion
-    architecture: lambda_.Architecture
-    dead_letter_queue: sqs.IQueue | None
-    timeout: float = 60.0
-    visibility_timeout: float = 360.0
-    memory: int = 512
-    batch_size: int = 10
-    batching_window: float = 0.0
-    max_concurrency: int | None = None
-    reserved_concurrency: int | None = None
-    max_receive_count: int = 5
-    retention: float = 4 * 86_400
-    tracing: bool = False
-    log_retention_days: int = 30
-    code_exclude: list[str] = field(default_factory=lambda: list(ACTOR_CODE_EXCLUDE))
-
-
 def dead_letter_queue(scope: Construct, construct_id: str, queue_name: str) -> sqs.Queue:
     """A queue of last resort: kept for SQS's longest retention, so an operator has two weeks to redrive."""
     return sqs.Queue(
@@ -72,64 +52,120 @@ def dead_letter_queue(scope: Construct, construct_id: str, queue_name: str) -> s
 
 
 class ActorFunction(Construct):
-    """Exposes `queue`, `function`, `role` and `log_group`."""
+    """A function fed by its own queue, an actor's or the crew's. Exposes `queue`, `function`, `role`
+    and `log_group`.
 
-    def __init__(self, scope: Construct, construct_id: str, props: ActorProps) -> None:
+    Everything about the queue, the function and the event source comes from `settings`: the
+    function's timeout fits a batch (`lambda_timeout`), the queue's visibility timeout is six times
+    that, the event source's concurrency follows the reserved concurrency. `handler` is the Lambda
+    entry point (the sidecar's unless said otherwise); `retention` replaces the queue's own."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        namespace: str,
+        name: str,
+        settings: QueueFunctionConfig,
+        code_dir: Path,
+        layer: SidecarLayer,
+        environment: dict[str, str],
+        dead_letter_queue: sqs.IQueue | None,
+        handler: str = "asya.lambda_handler",
+        retention: cdk.Duration | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
-        name = resource_name(props.namespace, props.name)
+        function_name = resource_name(namespace, name)
         dead_letter = (
-            sqs.DeadLetterQueue(queue=props.dead_letter_queue, max_receive_count=props.max_receive_count)
-            if props.dead_letter_queue is not None
+            sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=settings.max_receive_count)
+            if dead_letter_queue is not None
             else None
         )
         self.queue = sqs.Queue(
             self,
             "Queue",
-            queue_name=name,
+            queue_name=function_name,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            visibility_timeout=cdk.Duration.seconds(props.visibility_timeout),
-            retention_period=cdk.Duration.seconds(props.retention),
+            visibility_timeout=cdk.Duration.seconds(settings.visibility_timeout),
+            retention_period=retention or cdk.Duration.seconds(settings.retention),
             dead_letter_queue=dead_letter,
         )
-        self.log_group = log_group(self, "Logs", f"/aws/lambda/{name}", props.log_retention_days)
+        self.log_group = log_group(self, "Logs", f"/aws/lambda/{function_name}", settings.log_retention_days)
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"asya actor {props.namespace}/{props.name}",
+            description=f"asya actor {namespace}/{name}",
         )
         self.log_group.grant_write(self.role)
-        self.role.add_to_policy(send_to_namespace(self, props.namespace))
-        self.function = lambda_.Function(
+        self.role.add_to_policy(send_to_namespace(self, namespace))
+        self.function = mesh_lambda(
             self,
-            "Function",
-            function_name=name,
-            runtime=RUNTIME,
-            architecture=props.architecture,
-            handler=props.handler,
-            code=lambda_.Code.from_asset(props.code_dir, exclude=props.code_exclude),
-            layers=[props.layer],
-            environment=props.environment,
-            memory_size=props.memory,
-            timeout=cdk.Duration.seconds(props.timeout),
-            reserved_concurrent_executions=props.reserved_concurrency,
+            name=function_name,
             role=self.role,
             log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
-            tracing=lambda_.Tracing.ACTIVE if props.tracing else lambda_.Tracing.DISABLED,
+            handler=handler,
+            code_dir=code_dir,
+            environment=environment,
+            layer=layer,
+            memory=settings.memory,
+            timeout=cdk.Duration.seconds(settings.lambda_timeout),
+            tracing=settings.tracing,
+            reserved_concurrency=settings.reserved_concurrency,
         )
-        if props.tracing:
-            explain_tracing(self.role)
         self.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,
-                batch_size=props.batch_size,
-                max_batching_window=cdk.Duration.seconds(props.batching_window) if props.batching_window else None,
-                max_concurrency=props.max_concurrency,
+                batch_size=settings.batch_size,
+                max_batching_window=(
+                    cdk.Duration.seconds(settings.batching_window) if settings.batching_window else None
+                ),
+                max_concurrency=settings.event_source_concurrency,
                 report_batch_item_failures=True,
             )
         )
+
+
+def mesh_lambda(
+    scope: Construct,
+    *,
+    name: str,
+    role: iam.IRole,
+    log_group: logs.ILogGroup,
+    handler: str,
+    code_dir: Path,
+    environment: dict[str, str],
+    layer: SidecarLayer,
+    memory: int,
+    timeout: cdk.Duration,
+    tracing: bool,
+    reserved_concurrency: int | None = None,
+) -> lambda_.Function:
+    """Every Lambda function of the mesh, an actor's or the mesh's own: on the sidecar layer, with
+    JSON logs into its own log group, its own role, and X-Ray only when asked for."""
+    function = lambda_.Function(
+        scope,
+        "Function",
+        function_name=name,
+        runtime=RUNTIME,
+        architecture=layer.architecture,
+        handler=handler,
+        code=lambda_.Code.from_asset(str(code_dir), exclude=list(ACTOR_CODE_EXCLUDE)),
+        layers=[layer.layer],
+        environment=environment,
+        memory_size=memory,
+        timeout=timeout,
+        reserved_concurrent_executions=reserved_concurrency,
+        role=role,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+    )
+    if tracing:
+        explain_tracing(role)
+    return function
 
 
 def log_group(scope: Construct, construct_id: str, name: str, retention_days: int) -> logs.LogGroup:

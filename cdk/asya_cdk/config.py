@@ -10,7 +10,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -77,14 +77,10 @@ class SparkConfig(_Strict):
 SPARK_DISPATCH_TIMEOUT = 300.0
 
 
-class ActorConfig(_Strict):
-    """One actor: its code, its handler and every knob of its queue, function and event source."""
+class QueueFunctionConfig(_Strict):
+    """A function fed by a queue of its own, an actor's or the crew's: every knob of the queue, the
+    function and the event source between them, and what is derived from them."""
 
-    handler: str
-    code: str = "."
-    runtime: Literal["lambda", "spark"] = "lambda"
-    spark: SparkConfig | None = None
-    handler_mode: Literal["payload", "envelope"] = "payload"
     timeout: Seconds = Field(default=60.0, gt=0, le=LAMBDA_MAX_TIMEOUT)
     function_timeout: Seconds | None = Field(default=None, gt=0, le=LAMBDA_MAX_TIMEOUT)
     memory: int = Field(default=512, ge=128, le=10_240)
@@ -96,11 +92,50 @@ class ActorConfig(_Strict):
     max_receive_count: int = Field(default=5, ge=1, le=1000)
     # bounds in the type, not on the field: `Seconds`' own `ge=0` would replace a field's `ge`
     retention: Annotated[Seconds, Field(ge=60, le=14 * 86_400)] = 4 * 86_400
+    tracing: bool = False
+    log_retention_days: Literal[1, 3, 7, 14, 30, 90, 180, 365, 731, 1827] = 30
+
+    @model_validator(mode="after")
+    def _large_batches_need_a_window(self) -> Self:
+        if self.batch_size > 10 and self.batching_window == 0:
+            raise ValueError("batch_size above 10 needs a batching_window (an SQS event source rule)")
+        return self
+
+    @property
+    def lambda_timeout(self) -> float:
+        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda;
+        derived, it is rounded up to whole seconds (Lambda's `Timeout` is an integer)."""
+        if self.function_timeout is not None:
+            return self.function_timeout
+        return min(LAMBDA_MAX_TIMEOUT, float(math.ceil(round(self.timeout * min(self.batch_size, 10) + 10, 6))))
+
+    @property
+    def event_source_concurrency(self) -> int | None:
+        """The SQS event source's maximum concurrency: `max_concurrency`, or else the function's reserved
+        concurrency, so the event source never takes more batches than the function may run (a throttled
+        batch still counts as a receive, and enough of them redrive healthy envelopes to x-sump)."""
+        if self.max_concurrency is not None or self.reserved_concurrency is None:
+            return self.max_concurrency
+        return min(self.reserved_concurrency, SQS_MAX_CONCURRENCY_RANGE[1])
+
+    @property
+    def visibility_timeout(self) -> float:
+        """AWS's rule for queues behind Lambda: at least six times the function timeout."""
+        return 6 * self.lambda_timeout
+
+
+class ActorConfig(QueueFunctionConfig):
+    """One actor: its code, its handler, and (from `QueueFunctionConfig`) every knob of its queue,
+    function and event source."""
+
+    handler: str
+    code: str = "."
+    runtime: Literal["lambda", "spark"] = "lambda"
+    spark: SparkConfig | None = None
+    handler_mode: Literal["payload", "envelope"] = "payload"
     resiliency: Resiliency = Field(default_factory=Resiliency)
     environment: dict[str, str] = Field(default_factory=dict)
     idempotency: bool = True
-    tracing: bool = False
-    log_retention_days: Literal[1, 3, 7, 14, 30, 90, 180, 365, 731, 1827] = 30
 
     @field_validator("handler")
     @classmethod
@@ -126,43 +161,20 @@ class ActorConfig(_Strict):
             object.__setattr__(self, "spark", SparkConfig())
         return self
 
-    @model_validator(mode="after")
-    def _large_batches_need_a_window(self) -> ActorConfig:
-        if self.batch_size > 10 and self.batching_window == 0:
-            raise ValueError("batch_size above 10 needs a batching_window (an SQS event source rule)")
-        return self
-
     @property
     def lambda_timeout(self) -> float:
-        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda;
-        derived, it is rounded up to whole seconds (Lambda's `Timeout` is an integer)."""
-        if self.function_timeout is not None:
-            return self.function_timeout
-        if self.runtime == "spark":
+        """A Spark actor's function is its dispatcher, whose timeout is its own (see
+        `SPARK_DISPATCH_TIMEOUT`); a Lambda actor's fits its batch."""
+        if self.runtime == "spark" and self.function_timeout is None:
             return SPARK_DISPATCH_TIMEOUT
-        return min(LAMBDA_MAX_TIMEOUT, float(math.ceil(round(self.timeout * min(self.batch_size, 10) + 10, 6))))
-
-    @property
-    def event_source_concurrency(self) -> int | None:
-        """The SQS event source's maximum concurrency: `max_concurrency`, or else the function's reserved
-        concurrency, so the event source never takes more batches than the function may run (a throttled
-        batch still counts as a receive, and enough of them redrive healthy envelopes to x-sump)."""
-        if self.max_concurrency is not None or self.reserved_concurrency is None:
-            return self.max_concurrency
-        return min(self.reserved_concurrency, SQS_MAX_CONCURRENCY_RANGE[1])
-
-    @property
-    def visibility_timeout(self) -> float:
-        """AWS's rule for queues behind Lambda: at least six times the function timeout."""
-        return 6 * self.lambda_timeout
+        return super().lambda_timeout
 
 
-# Queue and function settings of the crew; `handler` only satisfies validation, each crew actor's
-# real handler (asya_crew.sink, .sump, .pause, .resume) is set where its function is made.
-# 5 s per record (an S3 write, a status write, a send) makes a 60 s function and a 6-minute visibility
+# The crew's queues and functions (its handlers are asya_crew.sink, .sump, .pause, .resume). 5 s per
+# record (an S3 write, a status write, a send) makes a 60 s function and a 6-minute visibility
 # timeout: a crew record left for redelivery (a write that failed after botocore's retries) comes back
 # in minutes, where 30 s per record kept it away for half an hour.
-CREW_SETTINGS = ActorConfig(handler="asya_crew.handler", timeout=5, batch_size=10, max_receive_count=5)
+CREW_SETTINGS = QueueFunctionConfig(timeout=5, batch_size=10, max_receive_count=5)
 
 
 class FlowConfig(_Strict):

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from asya_cdk.actor import ACTOR_CODE_EXCLUDE, explain_tracing, log_group
-from asya_cdk.layer import RUNTIME, SidecarLayer
+from asya_cdk.actor import log_group, mesh_lambda
+from asya_cdk.layer import SidecarLayer
 
 MESH_CODE = Path(__file__).resolve().parents[2] / "lambdas"  # the crew's and the Spark actors' functions
 LOG_RETENTION_DAYS = 30
@@ -31,7 +30,7 @@ class MeshFunction(Construct):
         handler: str,
         environment: dict[str, str],
         layer: SidecarLayer,
-        timeout: float,
+        timeout: cdk.Duration,
         memory: int,
         tracing: bool,
     ) -> None:
@@ -41,26 +40,19 @@ class MeshFunction(Construct):
             self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"asya {name}"
         )
         self.log_group.grant_write(self.role)
-        self.function = lambda_.Function(
+        self.function = mesh_lambda(
             self,
-            "Function",
-            function_name=name,
-            runtime=RUNTIME,
-            architecture=layer.architecture,
-            handler=handler,
-            code=lambda_.Code.from_asset(str(code_dir), exclude=list(ACTOR_CODE_EXCLUDE)),
-            layers=[layer.layer],
-            environment=environment,
-            memory_size=memory,
-            timeout=cdk.Duration.seconds(timeout),
+            name=name,
             role=self.role,
             log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
-            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+            handler=handler,
+            code_dir=code_dir,
+            environment=environment,
+            layer=layer,
+            memory=memory,
+            timeout=timeout,
+            tracing=tracing,
         )
-
-        if tracing:
-            explain_tracing(self.role)
 
     def allow(self, actions: list[str], *resources: str) -> None:
         self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=list(resources)))

@@ -46,6 +46,8 @@ from asya_cdk.tasks import TaskTables
 
 GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
 STAGE = "api"
+DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
+API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
 
 
 class StatusGateway(Construct):
@@ -82,7 +84,7 @@ class StatusGateway(Construct):
         name: str,
         handler: str,
         *,
-        timeout: float = 60,
+        timeout: cdk.Duration = DEFAULT_TIMEOUT,
         memory: int = 256,
     ) -> MeshFunction:
         return MeshFunction(
@@ -100,7 +102,7 @@ class StatusGateway(Construct):
 
     def _serve(self, tables: TaskTables, bucket: s3.IBucket) -> MeshFunction:
         """The API's function: creates, lists, follows, cancels and resumes tasks."""
-        gateway = self._function("Api", GATEWAY, "asya_gateway.api.lambda_handler", timeout=30, memory=512)
+        gateway = self._function("Api", GATEWAY, "asya_gateway.api.lambda_handler", timeout=API_TIMEOUT, memory=512)
         gateway.allow(
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
              "dynamodb:Query", "dynamodb:Scan"],

@@ -1,7 +1,7 @@
 """`Mesh`: everything one namespace needs, built from a mesh config.
 
-Per actor an `ActorFunction`; the crew (`x-sink`, `x-sump`, `x-pause`, `x-resume`) on the same
-construct; the results bucket, the idempotency table, the task tables and the status gateway, the
+Per actor an `ActorFunction`; the crew (`x-sink`, `x-sump`, `x-pause`, `x-resume`: `asya_cdk.crew`)
+in the same scope; the results bucket, the idempotency table, the task tables and the status gateway, the
 dashboard and the alarms. Dead letters: each actor's queue and the other crew's redrive into x-sump's
 queue, which records them as failed tasks with reason `Redriven`; x-sump's own queue redrives into
 `asya-<ns>-x-sump-dlq`, watched by an alarm, so nothing is ever dropped silently.
@@ -22,25 +22,22 @@ the right to move a task forward and append its events, and nothing more on them
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.dedup import idempotency_key_prefix
-from asya.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, PAUSE, RESUME, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
+from asya.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, PAUSE, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import ActorFunction, ActorProps, dead_letter_queue, nag_arn
+from asya_cdk.actor import ActorFunction, dead_letter_queue, nag_arn
 from asya_cdk.config import CREW_SETTINGS, ActorConfig, LoadedMesh
+from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
-from asya_cdk.environment import MeshNames, crew_environment, lambda_actor_environment
+from asya_cdk.environment import MeshNames, lambda_actor_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
-from asya_cdk.limits import SUMP_RETENTION
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
@@ -57,9 +54,9 @@ class Mesh(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh, *, plan: StackPlan | None = None) -> None:
         super().__init__(scope, construct_id)
-        config = mesh.config
-        namespace = self.namespace = config.namespace
-        self.plan = plan or plan_stacks(config)
+        self.mesh = mesh
+        self.namespace = namespace = mesh.config.namespace
+        self.plan = plan or plan_stacks(mesh.config)
         self.nested = [
             cdk.NestedStack(
                 self,
@@ -68,31 +65,7 @@ class Mesh(Construct):
             )
             for share in self.plan.nested
         ]
-
-        def home(actor: str) -> Construct:
-            """Where an actor's resources go: this construct, or its nested stack."""
-            index = self.plan.group_of(actor)
-            return self if index is None else self.nested[index]
-
-        self.bucket = s3.Bucket(
-            self,
-            "Results",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[
-                s3.LifecycleRule(expiration=cdk.Duration.days(config.results.retention_days)),
-                s3.LifecycleRule(abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
-                # a staged Spark batch is needed until it is routed; its hop claims last as long
-                *(
-                    [s3.LifecycleRule(prefix=f"{SPARK_PREFIX}/", expiration=cdk.Duration.seconds(CLAIM_TTL_SECONDS))]
-                    if mesh.spark_actors
-                    else []
-                ),
-            ],
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
+        self.bucket = self._results_bucket()
         self.table = mesh_table(
             self,
             "Idempotency",
@@ -103,145 +76,31 @@ class Mesh(Construct):
         self.task_tables = TaskTables(self, "Status", namespace=namespace)
         self.spark_batches = batches_table(self, resource_name(namespace, BATCHES_TABLE)) if mesh.spark_actors else None
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
-        layers: dict[str, SidecarLayer] = {}
-
-        def layer_for(architecture: str) -> SidecarLayer:
-            if architecture not in layers:
-                layers[architecture] = SidecarLayer(self, f"Sidecar-{architecture}", architecture=architecture)
-            return layers[architecture]
-
-        def props(name: str, settings: ActorConfig, **overrides: object) -> ActorProps:
-            layer = layer_for(settings.architecture)
-            fields: dict[str, object] = {
-                "namespace": namespace,
-                "name": name,
-                "code_dir": str(mesh.code_dir(name)) if name in config.actors else str(MESH_CODE),
-                "handler": "asya.lambda_handler",
-                "environment": {},
-                "layer": layer.layer,
-                "architecture": layer.architecture,
-                "dead_letter_queue": None,
-                "timeout": settings.lambda_timeout,
-                "visibility_timeout": settings.visibility_timeout,
-                "memory": settings.memory,
-                "batch_size": settings.batch_size,
-                "batching_window": settings.batching_window,
-                "max_concurrency": settings.event_source_concurrency,
-                "reserved_concurrency": settings.reserved_concurrency,
-                "max_receive_count": settings.max_receive_count,
-                "retention": settings.retention,
-                "tracing": settings.tracing,
-                "log_retention_days": settings.log_retention_days,
-            }
-            fields.update(overrides)
-            return ActorProps(**fields)  # type: ignore[arg-type]
-
-        names = MeshNames(
+        self._layers: dict[str, SidecarLayer] = {}
+        self.names = MeshNames(
             bucket=self.bucket.bucket_name,
             tasks_table=self.task_tables.tasks.table_name,
             events_table=self.task_tables.events.table_name,
             idempotency_table=self.table.table_name,
             batches_table=self.spark_batches.table_name if self.spark_batches is not None else "",
         )
-        sump = ActorFunction(
+        crew = Crew(
             self,
-            "Crew-x-sump",
-            props(
-                SUMP,
-                CREW_SETTINGS,
-                handler="asya_crew.sump.lambda_handler",
-                environment=crew_environment(mesh, names, SUMP),
-                dead_letter_queue=self.sump_dlq,
-                # SQS keeps a redriven message until its first enqueue plus the DLQ's retention
-                retention=SUMP_RETENTION,
-            ),
+            mesh=mesh,
+            names=self.names,
+            layer=self._layer(CREW_SETTINGS.architecture),
+            bucket=self.bucket,
+            idempotency=self.table,
+            sump_dead_letters=self.sump_dlq,
         )
-        sink = ActorFunction(
-            self,
-            "Crew-x-sink",
-            props(
-                SINK,
-                CREW_SETTINGS,
-                handler="asya_crew.sink.lambda_handler",
-                environment=crew_environment(mesh, names, SINK),
-                dead_letter_queue=sump.queue,
-            ),
-        )
-        pause = ActorFunction(
-            self,
-            "Crew-x-pause",
-            props(
-                PAUSE,
-                CREW_SETTINGS,
-                handler="asya_crew.pause.lambda_handler",
-                environment=crew_environment(mesh, names, PAUSE),
-                dead_letter_queue=sump.queue,
-            ),
-        )
-        resume = ActorFunction(
-            self,
-            "Crew-x-resume",
-            props(
-                RESUME,
-                CREW_SETTINGS,
-                handler="asya_crew.resume.lambda_handler",
-                environment=crew_environment(mesh, names, RESUME),
-                dead_letter_queue=sump.queue,
-            ),
-        )
-        keep_results = iam.PolicyStatement(
-            actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/{namespace}/*")]
-        )
-        for keeper in (sump, sink, pause):  # x-pause keeps the paused envelope for the resume
-            keeper.role.add_to_policy(keep_results)
-        sink.role.add_to_policy(idempotency_items(self.table, namespace))
-        self.actors: dict[str, ActorFunction] = {SUMP: sump, SINK: sink, PAUSE: pause, RESUME: resume}
+        self.actors: dict[str, ActorFunction] = dict(crew.functions)
         self.spark: dict[str, SparkActor] = {}
         # the job's image is built once for the mesh, when some Spark actor names no image of its own
-        self.job_images = JobImages(self, "SparkJobImages", namespace=namespace) if config.built_job_images() else None
-        for name, settings in config.actors.items():
-            if settings.runtime == "spark":
-                actor = ActorFunction(
-                    home(name),
-                    f"Actor-{name}",
-                    props(
-                        name,
-                        settings,
-                        handler="asya_spark.dispatch.lambda_handler",
-                        code_dir=str(MESH_CODE),
-                        environment={},  # the Spark actor sets the dispatcher's and the collector's alike
-                        dead_letter_queue=sump.queue,
-                    ),
-                )
-                assert self.spark_batches is not None
-                self.spark[name] = SparkActor(
-                    home(name),
-                    f"Spark-{name}",
-                    mesh=mesh,
-                    name=name,
-                    dispatcher=actor,
-                    bucket=self.bucket,
-                    table=self.spark_batches,
-                    task_tables=self.task_tables,
-                    layer=layer_for(settings.architecture),
-                    names=names,
-                    job_images=self.job_images,
-                )
-                self.actors[name] = actor
-                continue
-            actor = ActorFunction(
-                home(name),
-                f"Actor-{name}",
-                props(
-                    name,
-                    settings,
-                    environment=lambda_actor_environment(mesh, name, names),
-                    dead_letter_queue=sump.queue,
-                ),
-            )
-            if settings.idempotency:
-                actor.role.add_to_policy(idempotency_items(self.table, namespace))
-            self.actors[name] = actor
+        self.job_images = (
+            JobImages(self, "SparkJobImages", namespace=namespace) if mesh.config.built_job_images() else None
+        )
+        for name, settings in mesh.config.actors.items():
+            self.actors[name] = self._actor(name, settings, crew.sump.queue)
         for actor in self.actors.values():
             for statement in self.task_tables.reporting():
                 actor.role.add_to_policy(statement)
@@ -251,8 +110,8 @@ class Mesh(Construct):
             mesh=mesh,
             tables=self.task_tables,
             bucket=self.bucket,
-            layer=layer_for(CREW_SETTINGS.architecture),
-            names=names,
+            layer=self._layer(CREW_SETTINGS.architecture),
+            names=self.names,
         )
         self.dashboard = MeshDashboard(
             self,
@@ -265,9 +124,78 @@ class Mesh(Construct):
             stream_dlq=self.gateway.stream_dead_letters,
             spark_actors=list(self.spark),
         )
-        if config.alarm_topic_arn:
-            self.dashboard.notify(config.alarm_topic_arn)
+        if mesh.config.alarm_topic_arn:
+            self.dashboard.notify(mesh.config.alarm_topic_arn)
         _explain_findings(self, namespace)
+
+    def _home(self, actor: str) -> Construct:
+        """Where an actor's resources go: this construct, or its nested stack."""
+        index = self.plan.group_of(actor)
+        return self if index is None else self.nested[index]
+
+    def _layer(self, architecture: str) -> SidecarLayer:
+        """The sidecar layer for an architecture, made when a function first needs it."""
+        if architecture not in self._layers:
+            self._layers[architecture] = SidecarLayer(self, f"Sidecar-{architecture}", architecture=architecture)
+        return self._layers[architecture]
+
+    def _results_bucket(self) -> s3.Bucket:
+        lifecycle = [
+            s3.LifecycleRule(expiration=cdk.Duration.days(self.mesh.config.results.retention_days)),
+            s3.LifecycleRule(abort_incomplete_multipart_upload_after=cdk.Duration.days(1)),
+        ]
+        if self.mesh.spark_actors:  # a staged Spark batch is needed until it is routed; its hop claims last as long
+            lifecycle.append(
+                s3.LifecycleRule(prefix=f"{SPARK_PREFIX}/", expiration=cdk.Duration.seconds(CLAIM_TTL_SECONDS))
+            )
+        return s3.Bucket(
+            self,
+            "Results",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=lifecycle,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+
+    def _actor(self, name: str, settings: ActorConfig, dead_letters: sqs.IQueue) -> ActorFunction:
+        """An actor's queue and function; a Spark actor's function is its dispatcher, and its
+        `SparkActor` (application, job role, code, collector) sets the dispatcher's environment."""
+        spark = settings.runtime == "spark"
+        actor = ActorFunction(
+            self._home(name),
+            f"Actor-{name}",
+            namespace=self.namespace,
+            name=name,
+            settings=settings,
+            code_dir=MESH_CODE if spark else self.mesh.code_dir(name),
+            layer=self._layer(settings.architecture),
+            environment={} if spark else lambda_actor_environment(self.mesh, name, self.names),
+            dead_letter_queue=dead_letters,
+            handler="asya_spark.dispatch.lambda_handler" if spark else "asya.lambda_handler",
+        )
+        if spark:
+            self.spark[name] = self._spark_actor(name, settings, actor)
+        elif settings.idempotency:
+            actor.role.add_to_policy(idempotency_items(self.table, self.namespace))
+        return actor
+
+    def _spark_actor(self, name: str, settings: ActorConfig, dispatcher: ActorFunction) -> SparkActor:
+        assert self.spark_batches is not None  # made whenever the mesh has a Spark actor
+        return SparkActor(
+            self._home(name),
+            f"Spark-{name}",
+            mesh=self.mesh,
+            name=name,
+            dispatcher=dispatcher,
+            bucket=self.bucket,
+            table=self.spark_batches,
+            task_tables=self.task_tables,
+            layer=self._layer(settings.architecture),
+            names=self.names,
+            job_images=self.job_images,
+        )
 
     def functions(self) -> dict[str, lambda_.IFunction]:
         """Every Lambda function of the mesh, by the name the dashboard shows."""
@@ -304,15 +232,6 @@ class Mesh(Construct):
             else lambda_.Function.from_function_name(self, f"Seen-{label}-Function", f"asya-{self.namespace}-{label}")
             for label, function in self.functions().items()
         }
-
-
-def idempotency_items(table: dynamodb.ITable, namespace: str) -> iam.PolicyStatement:
-    """Hop records of this namespace only: their keys all start with the sidecar's `asya-<ns>#` prefix."""
-    return iam.PolicyStatement(
-        actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
-        resources=[table.table_arn],
-        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{idempotency_key_prefix(namespace)}#*"]}},
-    )
 
 
 def _explain_findings(mesh: Mesh, namespace: str) -> None:

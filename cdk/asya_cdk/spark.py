@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPARK_SOURCE = ROOT / "spark_emr"
 JOB_PYTHON_VERSION = "3.11"
 JOB_LEAVES_OUT = frozenset({"boto3", "botocore", "s3transfer"})
-COLLECTOR_TIMEOUT = 600.0
+COLLECTOR_TIMEOUT = cdk.Duration.minutes(10)
 _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
 
 
