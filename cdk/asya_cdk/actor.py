@@ -107,7 +107,7 @@ class ActorFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             handler=handler,
-            code_dir=code_dir,
+            code=code_folder(code_dir),
             environment=environment,
             layer=layer,
             memory=settings.memory,
@@ -135,7 +135,7 @@ def mesh_lambda(
     role: iam.IRole,
     log_group: logs.ILogGroup,
     handler: str,
-    code_dir: Path,
+    code: lambda_.Code,
     environment: dict[str, str],
     layer: SidecarLayer,
     memory: int,
@@ -152,7 +152,7 @@ def mesh_lambda(
         runtime=RUNTIME,
         architecture=layer.architecture,
         handler=handler,
-        code=lambda_.Code.from_asset(str(code_dir), exclude=list(ACTOR_CODE_EXCLUDE)),
+        code=code,
         layers=[layer.layer],
         environment=environment,
         memory_size=memory,
@@ -166,6 +166,11 @@ def mesh_lambda(
     if tracing:
         explain_tracing(role)
     return function
+
+
+def code_folder(folder: Path) -> lambda_.Code:
+    """A function's code as it is in a folder: an actor's, or the crew's and the Spark functions'."""
+    return lambda_.Code.from_asset(str(folder), exclude=list(ACTOR_CODE_EXCLUDE))
 
 
 def log_group(scope: Construct, construct_id: str, name: str, retention_days: int) -> logs.LogGroup:

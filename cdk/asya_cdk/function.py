@@ -6,6 +6,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from asya_cdk.actor import log_group, mesh_lambda
@@ -26,7 +27,7 @@ class MeshFunction(Construct):
         construct_id: str,
         *,
         name: str,
-        code_dir: Path,
+        code: lambda_.Code,
         handler: str,
         environment: dict[str, str],
         layer: SidecarLayer,
@@ -46,7 +47,7 @@ class MeshFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             handler=handler,
-            code_dir=code_dir,
+            code=code,
             environment=environment,
             layer=layer,
             memory=memory,

@@ -15,8 +15,6 @@ Each function has its own role (no managed policies) and log group, and runs on 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_events as events
@@ -41,10 +39,9 @@ from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namesp
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
-from asya_cdk.layer import SidecarLayer
+from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.tasks import TaskTables
 
-GATEWAY_CODE = Path(__file__).resolve().parents[2] / "gateway_api"
 STAGE = "api"
 DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
 API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
@@ -91,7 +88,7 @@ class StatusGateway(Construct):
             self,
             construct_id,
             name=resource_name(self.namespace, name),
-            code_dir=GATEWAY_CODE,
+            code=gateway_code(self.layer.architecture_name),
             handler=handler,
             environment=gateway_environment(self.mesh, self.names, name),
             layer=self.layer,

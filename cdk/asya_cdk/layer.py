@@ -1,10 +1,13 @@
-"""The sidecar Lambda layer: the `asya` package and its dependencies, built for the function's platform.
+"""The sidecar Lambda layer: the `asya` package and its dependencies, built for the function's platform;
+and the gateway functions' code, with the few packages only they need.
 
 Bundling runs pip on this machine for the target platform (`--platform manylinux2014_<arch>`,
-binary wheels only), so no Docker is needed. Dependencies come from `pyproject.toml` (the layer ships
-what the project declares, tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages
-it brings, which the Lambda runtime provides: a second, different botocore in the layer would shadow the
-runtime's and no longer match its boto3. Nothing is byte-compiled on this machine (`--no-compile`).
+binary wheels only), so no Docker is needed. The layer's dependencies are the project's own in
+`pyproject.toml` (tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages it
+brings, which the Lambda runtime provides: a second, different botocore in the layer would shadow the
+runtime's and no longer match its boto3. The gateway's (its `gateway` extra: JSON Schema validation,
+the MCP types) ship in its functions' code, without their dependencies, which the layer has. Nothing
+is byte-compiled on this machine (`--no-compile`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,18 @@ from constructs import Construct
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_SOURCE = ROOT / "sidecar_layer"
+GATEWAY_SOURCE = ROOT / "gateway_api"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 _PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 # The AWS SDK for Python and what it depends on: Lambda's Python runtimes include them.
 PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six"})
 
 
-def layer_requirements() -> list[str]:
+def requirements(extra: str | None = None) -> list[str]:
+    """The project's dependencies for the layer (the AWS SDK left to the runtime), or an extra's."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    if extra is not None:
+        return list(project["optional-dependencies"][extra])
     return [req for req in project["dependencies"] if not req.startswith("boto3")]
 
 
@@ -55,9 +62,10 @@ def remove_provided(target: Path, provided: frozenset[str]) -> None:
 
 @jsii.implements(cdk.ILocalBundling)
 class PipBundling:
-    """The project's dependencies for a Linux platform and Python version, plus some of its packages
-    (`packages`: folder name in the bundle → source folder), in `subdir` of the bundle, without the
-    distributions the target platform already `provided`."""
+    """Dependencies (the layer's, unless `needs` says which) for a Linux platform and Python version,
+    plus some of the project's packages (`packages`: folder name in the bundle → source folder), in
+    `subdir` of the bundle, without the distributions the target platform already `provided`.
+    `alone`: the dependencies' own dependencies are left out (the layer has them)."""
 
     def __init__(
         self,
@@ -66,25 +74,43 @@ class PipBundling:
         packages: dict[str, Path],
         subdir: str = "",
         provided: frozenset[str] = PROVIDED_BY_RUNTIME,
+        *,
+        needs: list[str] | None = None,
+        alone: bool = False,
     ) -> None:
         self.architecture = architecture
         self.python_version = python_version
         self.packages = packages
         self.subdir = subdir
         self.provided = provided
+        self.needs = requirements() if needs is None else needs
+        self.alone = alone
 
     def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
         target = Path(output_dir) / self.subdir
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target),
              "--platform", _PLATFORMS[self.architecture], "--implementation", "cp",
-             "--python-version", self.python_version, "--only-binary=:all:", *layer_requirements()],
+             "--python-version", self.python_version, "--only-binary=:all:", *(["--no-deps"] if self.alone else []),
+             *self.needs],
             check=True,
         )  # fmt: skip
         remove_provided(target, self.provided)
         for name, source in self.packages.items():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
         return True
+
+
+def layer_bundling(architecture: str, python_version: str = RUNTIME.name.removeprefix("python")) -> PipBundling:
+    """The layer's content: `asya` and the project's dependencies, under `python/`."""
+    return PipBundling(architecture, python_version, {"asya": LAYER_SOURCE / "asya"}, subdir="python")
+
+
+def gateway_bundling(architecture: str, python_version: str = RUNTIME.name.removeprefix("python")) -> PipBundling:
+    """The gateway functions' code: `asya_gateway` and the `gateway` extra, whose own dependencies the
+    layer has."""
+    packages = {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"}
+    return PipBundling(architecture, python_version, packages, needs=requirements("gateway"), alone=True)
 
 
 class SidecarLayer(Construct):
@@ -96,15 +122,11 @@ class SidecarLayer(Construct):
         code = lambda_.Code.from_asset(
             str(LAYER_SOURCE),
             exclude=["**/__pycache__", "*.md"],
+            asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
             # jsii hands the options over positionally, unlike the generated stub's keyword signature
             bundling=cdk.BundlingOptions(
                 image=RUNTIME.bundling_image,
-                local=PipBundling(  # type: ignore[arg-type]
-                    architecture,
-                    RUNTIME.name.removeprefix("python"),
-                    {"asya": LAYER_SOURCE / "asya"},
-                    subdir="python",
-                ),
+                local=layer_bundling(architecture),  # type: ignore[arg-type]
             ),
         )
         self.layer = lambda_.LayerVersion(
@@ -116,3 +138,17 @@ class SidecarLayer(Construct):
             description="asya sidecar: envelope routing, resiliency and telemetry around actor handlers",
         )
         self.architecture = arch
+        self.architecture_name = architecture
+
+
+def gateway_code(architecture: str) -> lambda_.Code:
+    """The gateway functions' code: `asya_gateway` and its `gateway` extra (one asset for all three)."""
+    return lambda_.Code.from_asset(
+        str(GATEWAY_SOURCE),
+        exclude=["**/__pycache__", "*.md"],
+        asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
+        bundling=cdk.BundlingOptions(
+            image=RUNTIME.bundling_image,
+            local=gateway_bundling(architecture),  # type: ignore[arg-type]
+        ),
+    )

@@ -28,7 +28,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from asya.names import collector_name, resource_name
-from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, log_group, nag_arn, send_to_namespace
+from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, code_folder, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
@@ -140,6 +140,7 @@ class SparkActor(Construct):
             "Environment",
             path=str(SPARK_SOURCE),
             exclude=["**/__pycache__", "*.md"],
+            asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
             bundling=cdk.BundlingOptions(
                 image=cdk.DockerImage.from_registry("public.ecr.aws/amazonlinux/amazonlinux:2023"),
                 local=spark_archive_bundling(settings.architecture),  # type: ignore[arg-type]
@@ -161,7 +162,7 @@ class SparkActor(Construct):
             self,
             "Collector",
             name=collector_name(namespace, name),
-            code_dir=MESH_CODE,
+            code=code_folder(MESH_CODE),
             handler="asya_spark.collect.lambda_handler",
             environment=variables,
             layer=layer,

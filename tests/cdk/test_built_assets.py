@@ -32,8 +32,7 @@ import pytest
 from asya_cdk.config import LoadedMesh, load_mesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.function import MESH_CODE
-from asya_cdk.gateway import GATEWAY_CODE
-from asya_cdk.layer import LAYER_SOURCE, PROVIDED_BY_RUNTIME, PipBundling
+from asya_cdk.layer import GATEWAY_SOURCE, PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
 from asya_cdk.limits import longest_mesh_names, longest_spark_names
 from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
 from asya_spark.settings import job_environment
@@ -114,20 +113,23 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The layer and the Spark archive, built by pip as `cdk synth` builds them, and the runtimes' SDK."""
     root = tmp_path_factory.mktemp("built")
     layer = root / "layer"
+    gateway = root / "gateway"
     archive = root / "archive"
     archive_bundling = spark_archive_bundling("x86_64")
     archive_bundling.python_version = PYTHON_VERSION  # the job's own Python is 3.11 too
     bundlings = {
-        layer: PipBundling("x86_64", PYTHON_VERSION, {"asya": LAYER_SOURCE / "asya"}, subdir="python"),
+        layer: layer_bundling("x86_64", PYTHON_VERSION),
+        gateway: gateway_bundling("x86_64", PYTHON_VERSION),
         archive: archive_bundling,
     }
-    with ThreadPoolExecutor(2) as pool:  # two pip runs, mostly waiting on the network
+    with ThreadPoolExecutor(3) as pool:  # three pip runs, mostly waiting on the network
         assert all(pool.map(lambda item: item[1].try_bundle(str(item[0]), None), bundlings.items()))
     entry = root / "entry"
     entry.mkdir()
     shutil.copy(SPARK_SOURCE / "entry.py", entry / "entry.py")
     return {
         "layer": layer / "python",
+        "gateway": gateway,
         "archive": archive,
         "entry": entry,
         "sdk": _only(PROVIDED_BY_RUNTIME, root / "sdk"),
@@ -139,12 +141,19 @@ def test_layer_ships_tracing_and_no_sdk_or_bytecode(built: dict[str, Path]) -> N
     names = {p.name for p in built["layer"].iterdir()}
     assert {"asya", "aws_lambda_powertools", "aws_xray_sdk", "pydantic", "orjson"} <= names
     assert not names & {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six.py", "jmespath"}
+    assert not names & {"fastjsonschema", "mcp_types"}, "the gateway's own dependencies ship with its code"
     assert not list(built["layer"].rglob("__pycache__"))
+
+
+def test_the_gateway_code_brings_its_own_dependencies_and_nothing_the_layer_has(built: dict[str, Path]) -> None:
+    names = {p.name for p in built["gateway"].iterdir()}
+    assert {"asya_gateway", "fastjsonschema", "mcp_types"} <= names
+    assert not names & {"pydantic", "pydantic_core", "typing_extensions.py", "asya"}
 
 
 def _code_folders() -> dict[Path, list[str]]:
     """Each code asset folder of the mesh and the handlers its functions name."""
-    folders: dict[Path, list[str]] = {MESH_CODE: MESH_HANDLERS, GATEWAY_CODE: GATEWAY_HANDLERS}
+    folders: dict[Path, list[str]] = {MESH_CODE: MESH_HANDLERS, GATEWAY_SOURCE: GATEWAY_HANDLERS}
     for mesh in MESHES:
         for name, actor in mesh.config.actors.items():
             if actor.runtime == "lambda":
@@ -159,7 +168,8 @@ def test_every_lambda_handler_imports_with_tracing_on(
     built: dict[str, Path], folder: Path, handlers: list[str]
 ) -> None:
     environment = {"AWS_LAMBDA_FUNCTION_NAME": "asya-ns-actor", "AWS_REGION": "eu-west-1", "LAYER": str(built["layer"])}
-    output = _run(LAMBDA_CHECK, [built["layer"], folder, built["sdk"]], handlers, environment)
+    code = built["gateway"] if folder == GATEWAY_SOURCE else folder  # the gateway's code is built, with its extra
+    output = _run(LAMBDA_CHECK, [built["layer"], code, built["sdk"]], handlers, environment)
     assert output.strip() == f"ok {len(handlers)}"
 
 
@@ -177,3 +187,27 @@ def test_spark_job_builds_its_hops_from_the_archive_alone(built: dict[str, Path]
     environment = {"JOB_ENV": json.dumps(job_environment(functions))}
     output = _run(SPARK_CHECK, path, [], environment)
     assert output.strip() == f"ok {mesh.config.actors[actor].handler}"
+
+
+def _layer_asset_hash(outdir: Path) -> str:
+    import aws_cdk as cdk
+
+    from asya_cdk.layer import SidecarLayer
+
+    app = cdk.App(outdir=str(outdir))
+    SidecarLayer(cdk.Stack(app, "Layer"), "Sidecar", architecture="x86_64")
+    template = app.synth().get_stack_by_name("Layer").template
+    (layer,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    return str(layer["Properties"]["Content"]["S3Key"])
+
+
+def test_the_layer_is_a_new_asset_when_a_dependency_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layer's dependencies are not in its source folder: hashed by source, a changed pin in
+    `pyproject.toml` would leave the deployed layer as it was."""
+    from asya_cdk import layer
+
+    declared = layer.requirements()
+    first = _layer_asset_hash(tmp_path / "declared")
+    assert _layer_asset_hash(tmp_path / "again") == first, "the same dependencies make the same asset"
+    monkeypatch.setattr(layer, "requirements", lambda extra=None: [r for r in declared if not r.startswith("orjson")])
+    assert _layer_asset_hash(tmp_path / "changed") != first
