@@ -77,7 +77,7 @@ class BatchHops:
         self.config = config
         self.telemetry = Telemetry(config.namespace, config.actor)
         self.runner = HopRunner(config, handler or load_handler(config.handler), HopLedger(), self.telemetry)
-        self.runner.known = dict(known or {})
+        self.known = dict(known or {})
 
     def run(self, records: Iterable[tuple[str, str]]) -> Iterator[Routed]:
         """Records are (message id, body); every envelope they produce is yielded, x-sump included."""
@@ -98,12 +98,7 @@ class BatchHops:
     def run_one(self, message_id: str, body: str, handler: Handler | None = None) -> list[Routed]:
         """One record; `handler` stands in for the configured one (the DataFrame style replays the
         rows its function produced for this record as a generator)."""
-        configured = self.runner.handler
-        self.runner.handler = handler or configured
-        try:
-            plan = self.runner.run(message_id, body, None)
-        finally:
-            self.runner.handler = configured
+        plan = self.runner.run(message_id, body, None, known=self.known, handler=handler)
         return [
             Routed.of(message_id, self.config.queue_name(out.destination), text, out)
             for out, text in zip(plan.outbound, plan.bodies, strict=True)

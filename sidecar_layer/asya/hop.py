@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -48,6 +49,7 @@ class HopPlan:
 
 
 _HALTING = {"canceled": Phase.CANCELED, "paused": Phase.PAUSED}
+NOTHING_KNOWN: Mapping[str, str] = MappingProxyType({})
 
 
 class HopRunner:
@@ -67,9 +69,18 @@ class HopRunner:
         self.ledger = ledger
         self.telemetry = telemetry
         self.reporter = reporter
-        self.known: dict[str, str] = {}  # pre-flight: task statuses read for the current batch
 
-    def run(self, message_id: str, body: str, remaining_ms: int | None) -> HopPlan:
+    def run(
+        self,
+        message_id: str,
+        body: str,
+        remaining_ms: int | None,
+        *,
+        known: Mapping[str, str] = NOTHING_KNOWN,
+        handler: Handler | None = None,
+    ) -> HopPlan:
+        """One record. `known`: the pre-flight's task statuses for its batch (canceled, paused);
+        `handler` stands in for the configured one (a DataFrame job replays its rows through it)."""
         telemetry = self.telemetry
         started = time.perf_counter()
         now = utc_now()
@@ -92,11 +103,20 @@ class HopRunner:
             return self._finish(plan, None, "sumped", started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
-        outcome = self._route(envelope, plan, now, remaining_ms)
+        outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler or self.handler)
         outcome = self._check_destinations(plan, envelope, outcome)
         return self._finish(plan, envelope, outcome, started, body)
 
-    def _route(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, remaining_ms: int | None) -> str:
+    def _route(
+        self,
+        envelope: Envelope,
+        plan: HopPlan,
+        now: dt.datetime,
+        remaining_ms: int | None,
+        *,
+        known: Mapping[str, str],
+        handler: Handler,
+    ) -> str:
         actor = self.config.actor
         if envelope.route.curr != actor:
             message = f"route.curr is {envelope.route.curr!r} but this actor is {actor!r}"
@@ -108,7 +128,7 @@ class HopRunner:
         if early is not None:
             plan.outbound.append(early)
             return "deferred"
-        halted = self._halted(envelope)
+        halted = _halted(envelope, known)
         if halted is not None:
             plan.outbound.append(routing.halt(envelope, actor, halted, now))
             return halted.value
@@ -143,9 +163,11 @@ class HopRunner:
             None if deadline is None else (deadline - now).total_seconds(),
             lambda_left,
         )
-        return self._call_handler(envelope, plan, now, limit)
+        return self._call_handler(envelope, plan, now, limit, handler)
 
-    def _call_handler(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, limit: float | None) -> str:
+    def _call_handler(
+        self, envelope: Envelope, plan: HopPlan, now: dt.datetime, limit: float | None, handler: Handler
+    ) -> str:
         actor = self.config.actor
         state = EnvelopeState(
             id=envelope.id,
@@ -160,7 +182,7 @@ class HopRunner:
         )
         handler_started = time.perf_counter()
         try:
-            output = run_with_timeout(lambda: invoke(self.handler, state, self.config.handler_mode), limit)
+            output = run_with_timeout(lambda: invoke(handler, state, self.config.handler_mode), limit)
         except TimedOut as exc:
             discard_event_loop()
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, error_details(exc), now))
@@ -208,16 +230,6 @@ class HopRunner:
         outcome, outbound = handler_failure(self.config, envelope, error, self.telemetry)
         plan.outbound.append(outbound)
         return outcome
-
-    def _halted(self, envelope: Envelope) -> Phase | None:
-        """Pre-flight: a canceled task (or root, for a branch) or a paused task is not run further."""
-        if not self.known or stealthy(envelope.headers):
-            return None
-        own = self.known.get(envelope.id)
-        root = self.known.get(root_of(envelope.id, envelope.headers))
-        if "canceled" in (own, root):
-            return Phase.CANCELED
-        return _HALTING.get(own or "")
 
     def _on_fly(self, envelope: Envelope, event: Any) -> None:
         self.telemetry.logger.debug("fly event", extra={"fly": event})
@@ -295,6 +307,17 @@ def handler_failure(
         on_exhausted=decision.on_exhausted,
     )
     return "failed", failure
+
+
+def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
+    """Pre-flight: a canceled task (or root, for a branch) or a paused task is not run further."""
+    if not known or stealthy(envelope.headers):
+        return None
+    own = known.get(envelope.id)
+    root = known.get(root_of(envelope.id, envelope.headers))
+    if "canceled" in (own, root):
+        return Phase.CANCELED
+    return _HALTING.get(own or "")
 
 
 def _carries_error_payload(outbound: Outbound) -> bool:

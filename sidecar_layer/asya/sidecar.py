@@ -25,7 +25,7 @@ from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
 from asya.handler import load_handler
-from asya.hop import HopPlan, HopRunner
+from asya.hop import NOTHING_KNOWN, HopPlan, HopRunner
 from asya.live import EventLog
 from asya.reporting import StatusReporter
 from asya.sending import Delivery, return_when_free, send_all
@@ -71,12 +71,15 @@ class Sidecar:
     def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         records = event.get("Records", [])
         self.ledger.start_batch()
-        if self.reporter is not None:
-            self.hops.known = self.reporter.preflight(str(record.get("body", "")) for record in records)
+        known = (
+            self.reporter.preflight(str(record.get("body", "")) for record in records)
+            if self.reporter is not None
+            else NOTHING_KNOWN
+        )
 
         def on_record(record: SQSRecord) -> HopPlan:
             remaining = context.get_remaining_time_in_millis() if context is not None else None
-            return self.hops.run(record.message_id, record.body, remaining)
+            return self.hops.run(record.message_id, record.body, remaining, known=known)
 
         try:
             with alarm_installed(), self._processor(records=records, handler=on_record, lambda_context=context):
