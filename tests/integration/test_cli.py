@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from asya_local.stack import free_port
-from tests.integration.conftest import MESH
+from tests.support.stack import MESH
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]  # a whole `asya up` per test: slow on a busy machine
 ASYA = [sys.executable, "-m", "asya_local.cli"]

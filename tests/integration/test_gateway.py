@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from asya.status import RANKS
-from tests.integration.conftest import RunningMesh
+from tests.support.stack import RunningMesh
 
 pytestmark = pytest.mark.integration
 TERMINAL = ("succeeded", "failed", "canceled")
@@ -310,8 +310,8 @@ def test_hostile_requests_over_http_get_a_4xx_never_a_5xx(gateway: Gateway) -> N
     deep, too big or mistyped, odd ids, cursors and event ids, and malformed MCP, each a 4xx that
     names what is wrong; then a sample of the unit tests' corpus, none answered with a 5xx (its
     statuses assume the unit tests' mesh, so only that is checked here)."""
-    from tests.unit import hostile
-    from tests.unit.hostile_gateway import CORPUS
+    from tests.support import hostile
+    from tests.support.hostile_gateway import CORPUS
 
     task = gateway.create(flow="pipeline", payload={"n": 2})["id"]
     assert gateway.http.delete(f"/api/v1/mesh/{task}").status_code == 200  # ended: no stream waits on it

@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from asya_local.esm import REDELIVERED
 from asya_local.stack import LocalEndpoint
-from tests.integration.conftest import RunningMesh, running
-from tests.unit import hostile
+from tests.support import hostile
+from tests.support.stack import RunningMesh, running
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.integration.conftest import RunningMesh
+from tests.support.stack import RunningMesh
 
 pytestmark = pytest.mark.integration
 

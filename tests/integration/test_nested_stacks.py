@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from asya_local.stack import LocalEndpoint
-from tests.integration.conftest import MESH, deployed
+from tests.support.stack import MESH, deployed
 
 pytestmark = pytest.mark.integration
 

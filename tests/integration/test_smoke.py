@@ -11,7 +11,7 @@ import pytest
 
 from asya_local import cli
 from asya_local.stack import LocalEndpoint
-from tests.integration.conftest import deployed
+from tests.support.stack import deployed
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

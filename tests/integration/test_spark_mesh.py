@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from asya_local.stack import LocalEndpoint, LocalStack
-from tests.integration.conftest import deployed
+from tests.support.stack import deployed
 
 # the module's mesh is deployed once and runs real Spark jobs (a JVM start first): minutes on a busy machine
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from asya.abi import AbiError
 from asya.envelope import Phase, parse_envelope
-from tests.unit.properties import (
+from tests.support.properties import (
     ACTOR_NAMES,
     CONFIG,
     JSON,

@@ -11,7 +11,7 @@ import pytest
 
 from asya.config import SidecarConfig
 from asya.variables import ConfigError
-from tests.unit.conftest import Mesh, envelope
+from tests.support.mesh import Mesh, envelope
 
 REQUIRED = {"ASYA_NAMESPACE": "ns", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "m.f"}
 

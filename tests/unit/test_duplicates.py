@@ -12,8 +12,8 @@ import pytest
 import asya
 from asya_local.lambda_shapes import LambdaContext, sqs_record
 from asya_local.tables import create_idempotency_table
-from tests.unit import handlers
-from tests.unit.conftest import Mesh, envelope
+from tests.support import handlers
+from tests.support.mesh import Mesh, envelope
 
 TABLE = "asya-unit-idempotency"
 

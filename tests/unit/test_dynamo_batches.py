@@ -26,7 +26,7 @@ from asya_gateway.stream import follow
 from asya_local.stream_poller import checkpoint
 from asya_local.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.ledger import BatchLedger
-from tests.unit.conftest import envelope
+from tests.support.mesh import envelope
 
 FOREVER = 10**9
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from asya_gateway.service import TaskError, TaskService
-from tests.unit import hostile
+from tests.support import hostile
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.lambda_shapes import REGION, LambdaContext
 from asya_local.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.tables import EVENTS, TASKS, create_tables
-from tests.unit.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
+from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
 UNIT_ENVIRONMENT = {
     "AWS_DEFAULT_REGION": REGION,

@@ -8,8 +8,8 @@ import pytest
 
 from asya.abi import AbiError, EnvelopeState
 from asya.handler import HandlerConfigError, load_handler
-from tests.unit import handlers
-from tests.unit.conftest import Mesh, envelope
+from tests.support import handlers
+from tests.support.mesh import Mesh, envelope
 
 
 def test_sync_function(mesh: Mesh) -> None:
@@ -65,14 +65,14 @@ def test_async_handler_timeout_is_stopped(mesh: Mesh) -> None:
     [
         ("", "must be 'module.function' or 'module.Class.method'"),
         ("nodots", "must be 'module.function' or 'module.Class.method'"),
-        ("tests.unit.handlers.", "must be 'module.function' or 'module.Class.method'"),
+        ("tests.support.handlers.", "must be 'module.function' or 'module.Class.method'"),
         ("no_such_module.fn", "module 'no_such_module' of ASYA_HANDLER='no_such_module.fn' not found"),
-        ("tests.unit.handlers.missing", "'tests.unit.handlers' has no attribute 'missing'"),
-        ("tests.unit.handlers.Model.missing", "'tests.unit.handlers.Model' has no attribute 'missing'"),
-        ("tests.unit.handlers.NOT_CALLABLE", "names int, not a function or method"),
-        ("tests.unit.handlers.Model", "names type, not a function or method"),
-        ("tests.unit.handlers.NeedsArgs.run", "could not be created with no arguments"),
-        ("tests.unit.broken_module.fn", "importing 'tests.unit.broken_module' for ASYA_HANDLER"),
+        ("tests.support.handlers.missing", "'tests.support.handlers' has no attribute 'missing'"),
+        ("tests.support.handlers.Model.missing", "'tests.support.handlers.Model' has no attribute 'missing'"),
+        ("tests.support.handlers.NOT_CALLABLE", "names int, not a function or method"),
+        ("tests.support.handlers.Model", "names type, not a function or method"),
+        ("tests.support.handlers.NeedsArgs.run", "could not be created with no arguments"),
+        ("tests.support.broken_module.fn", "importing 'tests.support.broken_module' for ASYA_HANDLER"),
     ],
 )
 def test_bad_handler_strings_give_clear_errors(spec: str, fragment: str) -> None:

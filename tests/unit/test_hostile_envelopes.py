@@ -19,8 +19,8 @@ from asya.sidecar import configure
 from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.lambda_shapes import REGION
-from tests.unit import hostile
-from tests.unit.conftest import NS, QUEUES, Mesh
+from tests.support import hostile
+from tests.support.mesh import NS, QUEUES, Mesh
 from tests.unit.test_crew import BUCKET, Crew, _sump
 from tests.unit.test_crew import NS as CREW_NS
 

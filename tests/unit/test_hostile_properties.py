@@ -11,11 +11,11 @@ from asya.config import SidecarConfig
 from asya.dedup import HopLedger
 from asya.hop import HopRunner
 from asya.telemetry import Telemetry
-from tests.unit import handlers
+from tests.support import handlers
 
 RUNNER = HopRunner(
     SidecarConfig.from_env(
-        {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.unit.handlers.echo"}
+        {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.echo"}
     ),
     handlers.echo,
     HopLedger(),

@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from asya_local import cli
 from asya_local.results import read_objects
-from tests.unit import hostile
+from tests.support import hostile
 
 BUCKET = "results"
 

@@ -15,8 +15,8 @@ from asya.sidecar import configure
 from asya.transport import MemoryTransport
 from asya.variables import ConfigError
 from asya_local.lambda_shapes import LambdaContext, sqs_record
-from tests.unit import handlers
-from tests.unit.conftest import Mesh, envelope
+from tests.support import handlers
+from tests.support.mesh import Mesh, envelope
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def _memory_actor(handler: str, resiliency: dict[str, Any]) -> MemoryTransport:
     variables = {
         "ASYA_NAMESPACE": "unit",
         "ASYA_ACTOR_NAME": "a",
-        "ASYA_HANDLER": f"tests.unit.handlers.{handler}",
+        "ASYA_HANDLER": f"tests.support.handlers.{handler}",
         "ASYA_RESILIENCY": json.dumps(resiliency),
     }
     configure(SidecarConfig.from_env(variables), transport)

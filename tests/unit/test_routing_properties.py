@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from asya.envelope import Envelope, Phase, parse_envelope
 from asya.routing import Kind, child_id
-from tests.unit.properties import (
+from tests.support.properties import (
     ACTOR,
     ACTOR_NAMES,
     CONFIG,

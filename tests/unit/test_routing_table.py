@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from tests.unit import handlers
-from tests.unit.conftest import Mesh, envelope
+from tests.support import handlers
+from tests.support.mesh import Mesh, envelope
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 

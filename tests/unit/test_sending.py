@@ -13,7 +13,7 @@ from asya.config import SidecarConfig
 from asya.sidecar import configure
 from asya.transport import MemoryTransport, OutgoingMessage, SqsTransport
 from asya_local.lambda_shapes import LambdaContext, sqs_record
-from tests.unit.conftest import NS, Mesh, envelope
+from tests.support.mesh import NS, Mesh, envelope
 
 
 class CountingClient:
@@ -36,7 +36,7 @@ class CountingClient:
 
 
 def _actor(handler: str, transport: Any) -> None:
-    variables = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": f"tests.unit.handlers.{handler}"}
+    variables = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": f"tests.support.handlers.{handler}"}
     configure(SidecarConfig.from_env(variables), transport)
 
 
@@ -105,7 +105,7 @@ def test_an_entry_that_keeps_failing_reports_only_its_record() -> None:
 def test_an_output_for_an_actor_without_a_queue_goes_to_x_sump_at_once(mesh: Mesh) -> None:
     configure(
         SidecarConfig.from_env(
-            {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.unit.handlers.enrich"}
+            {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.enrich"}
         )
     )
     response = _deliver(envelope(id="astray", next=("no-such-actor",)), envelope(id="fine"), ids=["m0", "m1"])

@@ -31,7 +31,7 @@ from asya_spark.jobs import client_token
 from asya_spark.ledger import State
 from asya_spark.parts import SparkParts
 from asya_spark.settings import SparkSettings, job_environment
-from tests.unit.conftest import NS, envelope
+from tests.support.mesh import NS, envelope
 
 BUCKET = "asya-staging"
 ACTOR = "a"
@@ -65,7 +65,7 @@ class SparkActorHarness:
         variables = {
             "ASYA_NAMESPACE": NS,
             "ASYA_ACTOR_NAME": ACTOR,
-            "ASYA_HANDLER": "tests.unit.handlers.enrich",
+            "ASYA_HANDLER": "tests.support.handlers.enrich",
             "ASYA_SPARK_STAGING_BUCKET": BUCKET,
             "ASYA_SPARK_BATCHES_TABLE": SPARK_BATCHES,
             "ASYA_SPARK_APPLICATION_ID": application["applicationId"],
@@ -163,7 +163,7 @@ def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: 
     assert json.loads(arguments[arguments.index("--actor-env") + 1]) == {
         "ASYA_NAMESPACE": NS,
         "ASYA_ACTOR_NAME": ACTOR,
-        "ASYA_HANDLER": "tests.unit.handlers.enrich",
+        "ASYA_HANDLER": "tests.support.handlers.enrich",
         "ASYA_SPARK_STYLE": "payload",
         "MODEL": "small",
     }

@@ -15,7 +15,7 @@ import pytest
 
 from asya.batch import BatchHops, Routed, replay, staged_record
 from asya.config import SidecarConfig
-from tests.unit.conftest import NS, envelope
+from tests.support.mesh import NS, envelope
 
 pyspark = pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession  # noqa: E402
@@ -58,7 +58,7 @@ def run(
     variables = {
         "ASYA_NAMESPACE": NS,
         "ASYA_ACTOR_NAME": actor,
-        "ASYA_HANDLER": f"tests.unit.{handler}",
+        "ASYA_HANDLER": f"tests.support.{handler}",
         "POWERTOOLS_METRICS_DISABLED": "true",
         **env,
     }
@@ -286,7 +286,7 @@ def test_the_entry_script_reads_a_staged_batch_and_writes_routed_envelopes(tmp_p
     batch = tmp_path / "input.jsonl"
     bodies = [*numbered(3), envelope({"n": 9}, id="gone")]
     batch.write_text("".join(staged_record(f"m{i}", json.dumps(b)) + "\n" for i, b in enumerate(bodies)))
-    actor_env = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.unit.handlers.enrich"}
+    actor_env = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.enrich"}
     done = _entry(
         tmp_path,
         *("--input", str(batch), "--output", str(tmp_path / "out"), "--master", "local[2]"),

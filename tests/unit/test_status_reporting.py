@@ -15,7 +15,7 @@ from botocore.client import BaseClient
 from asya.live import EventLog
 from asya.status import TaskStore
 from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
-from tests.unit.conftest import Mesh, envelope
+from tests.support.mesh import Mesh, envelope
 
 STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
 IDEMPOTENCY = "asya-unit-hops"

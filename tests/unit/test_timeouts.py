@@ -11,8 +11,8 @@ import time
 import pytest
 
 from asya.timeouts import TimedOut, alarm_installed, run_with_timeout
-from tests.unit import handlers
-from tests.unit.conftest import Mesh, envelope
+from tests.support import handlers
+from tests.support.mesh import Mesh, envelope
 
 
 def test_actor_timeout_stops_the_handler_and_keeps_the_rest_of_the_batch(mesh: Mesh) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from tests.unit import hostile
+from tests.support import hostile
 
 API = "/api/v1/mesh"
 TASK = "{task}"

@@ -98,7 +98,7 @@ CONFIG = SidecarConfig.from_env(
     {
         "ASYA_NAMESPACE": "unit",
         "ASYA_ACTOR_NAME": ACTOR,
-        "ASYA_HANDLER": "tests.unit.handlers.echo",
+        "ASYA_HANDLER": "tests.support.handlers.echo",
         "ASYA_RESILIENCY": RESILIENCY,
         "ASYA_MAX_MESSAGE_BYTES": str(MAX_MESSAGE_BYTES),
     }

@@ -1,0 +1,1 @@
+"""What the tests share: the unit mesh, the local stack driver, handlers and corpora."""
