@@ -41,6 +41,7 @@ from asya_local import smoke
 from asya_local.check import check as check_mesh
 from asya_local.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.lambda_shapes import REGION
 from asya_local.results import KeptResults
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
@@ -173,7 +174,7 @@ def write_state(stack: LocalStack, config: Path) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     stack = _start(args)
-    console.print(f"[green]mesh '{stack.namespace}' is up[/green] at {stack.endpoint} (region us-east-1)")
+    console.print(f"[green]mesh '{stack.namespace}' is up[/green] at {stack.endpoint} (region {REGION})")
     console.print(_queue_table(stack.queue_depths()))
     if stack.gateway_url is not None:
         console.print(f"gateway: {stack.gateway_url}/api/v1   API key: {stack.api_key}", highlight=False)

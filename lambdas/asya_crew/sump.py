@@ -14,11 +14,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.names import SUMP
+from asya.reasons import Reason
 from asya.routing import error_details
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
-
-REDRIVEN = "Redriven"
 
 
 def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
@@ -52,7 +51,10 @@ def _annotate(record: SQSRecord) -> Keep:
             f"after {record.attributes.approximate_receive_count} receives"
         )
         status.update(
-            phase=Phase.FAILED.value, reason=REDRIVEN, error=error_details(None, message), updated_at=rfc3339(now)
+            phase=Phase.FAILED.value,
+            reason=Reason.REDRIVEN.value,
+            error=error_details(None, message),
+            updated_at=rfc3339(now),
         )
     return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 

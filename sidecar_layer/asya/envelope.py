@@ -110,14 +110,6 @@ class Route(BaseModel):
             raise ValueError("; ".join(problems))
         return actors
 
-    def shifted(self) -> Route:
-        """The route after `curr` has produced an output frame (SPEC §3)."""
-        return Route(
-            prev=[*self.prev, self.curr],
-            curr=self.next[0] if self.next else "",
-            next=self.next[1:],
-        )
-
     @property
     def position(self) -> int:
         """Index of `curr` in the full route; stable while handlers rewrite `next`."""
@@ -177,10 +169,6 @@ class Envelope(BaseModel):
             wire.update(self.model_extra)
         wire.update(replacing)  # id, parent_id
         return wire
-
-    def to_json(self) -> bytes:
-        """Serialize for SQS; raises `TypeError` when the payload is not JSON-serializable."""
-        return orjson.dumps(self.to_dict())
 
 
 class EnvelopeError(ValueError):

@@ -22,6 +22,7 @@ class Reason(StrEnum):
     RUNTIME_CRASH = "RuntimeCrash"
     CANCELED = "Canceled"
     PAUSED = "Paused"
+    REDRIVEN = "Redriven"  # SQS gave up on a delivery (crash, timeout, out of memory) and redrove it to x-sump
 
     @property
     def code(self) -> str:
