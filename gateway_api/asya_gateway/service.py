@@ -26,7 +26,7 @@ from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key
-from asya.status import RANKS, TERMINAL, Report, TaskStore, from_item, progress_of, stealthy
+from asya.status import RANKS, TERMINAL, Report, TaskStatus, TaskStore, from_item, progress_of, stealthy
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.views import task_view
 
@@ -109,7 +109,7 @@ class TaskService:
         tracked = not stealthy(headers)
         written: dict[str, Any] | None = None
         if tracked:
-            record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": "pending"}
+            record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1})
             written = self.tasks.create({key: value for key, value in record.items() if value is not None})
             if written is None:  # a fresh uuid4 taken: never seen, but never a second task under one id
@@ -118,7 +118,8 @@ class TaskService:
             self.sqs.send_message(QueueUrl=queue, MessageBody=body)
         except Exception as exc:
             if tracked:
-                self.tasks.finish(task_id, task_id, "failed", {"reason": "NotSent", "error": {"message": str(exc)}})
+                failure = {"reason": "NotSent", "error": {"message": str(exc)}}
+                self.tasks.finish(task_id, task_id, TaskStatus.FAILED, failure)
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
         return Created(task_id, tracked, task_view(written) if written is not None else None)
 
@@ -227,7 +228,7 @@ class TaskService:
         item = self.tasks.get(task_id)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
-        if item.get("status") != "paused":
+        if item.get("status") != TaskStatus.PAUSED:
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
         envelope = self._paused_envelope(task_id)
         payload = envelope.get("payload")

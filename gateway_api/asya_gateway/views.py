@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from asya.status import TERMINAL
+from asya.status import TERMINAL, TaskStatus
 
 _SHOWN = (
     "id",
@@ -34,7 +34,7 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view = {name: item[name] for name in _SHOWN if item.get(name) is not None}
     if isinstance(item.get("output"), str):  # x-sink kept a small result in the record (JSON text)
         view["output"] = orjson.loads(item["output"])
-    view.setdefault("status", "pending")
+    view.setdefault("status", TaskStatus.PENDING.value)
     view.setdefault("progress", 0)
     view["terminal"] = view["status"] in TERMINAL
     branches = item.get("branch_ids")

@@ -28,10 +28,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.envelope import Envelope, EnvelopeError, parse_envelope
+from asya.status import TaskStatus
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
 
-_HALTING_STATUSES = ("canceled", "paused")
+_HALTING_STATUSES = (TaskStatus.CANCELED, TaskStatus.PAUSED)
 
 
 def batch_id_of(message_ids: Iterable[str]) -> str:

@@ -27,7 +27,7 @@ from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
-from asya.status import root_of, stealthy
+from asya.status import TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 
@@ -48,7 +48,7 @@ class HopPlan:
     held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
 
 
-_HALTING = {"canceled": Phase.CANCELED, "paused": Phase.PAUSED}
+_HALTING: dict[str, Phase] = {TaskStatus.CANCELED: Phase.CANCELED, TaskStatus.PAUSED: Phase.PAUSED}
 NOTHING_KNOWN: Mapping[str, str] = MappingProxyType({})
 
 
@@ -315,7 +315,7 @@ def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
         return None
     own = known.get(envelope.id)
     root = known.get(root_of(envelope.id, envelope.headers))
-    if "canceled" in (own, root):
+    if TaskStatus.CANCELED in (own, root):
         return Phase.CANCELED
     return _HALTING.get(own or "")
 

@@ -24,7 +24,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from enum import Enum, IntEnum
+from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from asya.clients import LazyClient
@@ -32,6 +32,7 @@ from asya.dedup import Claim, HopClaim
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
 from asya.names import BY_DEADLINE
+from asya.reasons import Reason
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
@@ -59,10 +60,28 @@ class Rank(IntEnum):
     TERMINAL = 3
 
 
-TERMINAL = ("succeeded", "failed", "canceled")
-RANKS = {"pending": Rank.PENDING, "running": Rank.RUNNING, "paused": Rank.PAUSED} | dict.fromkeys(
-    TERMINAL, Rank.TERMINAL
-)
+class TaskStatus(StrEnum):
+    """A task record's `status`: where the task stands as a whole (each envelope's `Phase` says where
+    that envelope is). Only moves up its `rank`, except `paused` back to `running` (SPEC §8)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    @property
+    def rank(self) -> Rank:
+        return RANKS[self]
+
+
+TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED)
+RANKS = {
+    TaskStatus.PENDING: Rank.PENDING,
+    TaskStatus.RUNNING: Rank.RUNNING,
+    TaskStatus.PAUSED: Rank.PAUSED,
+} | dict.fromkeys(TERMINAL, Rank.TERMINAL)
 
 
 def stealthy(headers: Mapping[str, Any]) -> bool:
@@ -146,7 +165,13 @@ class TaskStore:
         record is what a read would return right after, so the gateway answers without reading it
         back (a strongly consistent read per task, a quarter of a 4-hop task's read units)."""
         now = rfc3339(_now())
-        record = {"status": "pending", "rank": int(Rank.PENDING), "progress": 0, "created_at": now, "updated_at": now}
+        record = {
+            "status": TaskStatus.PENDING,
+            "rank": int(Rank.PENDING),
+            "progress": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
         record.update(item)
         if record.get("deadline_at"):
             record["open_shard"] = OPEN
@@ -199,7 +224,7 @@ class TaskStore:
     def _running_sets(report: Report, deadline_at: str | None) -> tuple[list[str], dict[str, Any]]:
         now = rfc3339(_now())
         values: dict[str, Any] = {
-            ":running": "running",
+            ":running": TaskStatus.RUNNING,
             ":rank": int(Rank.RUNNING),
             ":phase": report.phase,
             ":actor": report.actor,
@@ -246,7 +271,12 @@ class TaskStore:
         item = self.get(task_id)
         if item is None or item.get("rank", 0) >= Rank.PAUSED:
             return None
-        values: dict[str, Any] = {":paused": "paused", ":rank": int(Rank.PAUSED), ":pause": pause, ":now": rfc3339(now)}
+        values: dict[str, Any] = {
+            ":paused": TaskStatus.PAUSED,
+            ":rank": int(Rank.PAUSED),
+            ":pause": pause,
+            ":now": rfc3339(now),
+        }
         sets = ["#s = :paused", "#r = :rank", "pause = :pause", "updated_at = :now", "phase = :paused"]
         deadline = _parse(item.get("deadline_at"))
         if deadline is not None:
@@ -265,10 +295,14 @@ class TaskStore:
         time that was left. `item` is the task as the caller already read it (the gateway must check it
         before resuming); the write still only happens if the task is paused. Returns the task, or None
         if it was not paused."""
-        if item.get("status") != "paused":
+        if item.get("status") != TaskStatus.PAUSED:
             return None
         task_id = item["id"]
-        values: dict[str, Any] = {":running": "running", ":rank": int(Rank.RUNNING), ":paused": "paused"}
+        values: dict[str, Any] = {
+            ":running": TaskStatus.RUNNING,
+            ":rank": int(Rank.RUNNING),
+            ":paused": TaskStatus.PAUSED,
+        }
         values[":now"] = rfc3339(now)
         sets = ["#s = :running", "#r = :rank", "updated_at = :now", "phase = :resumed"]
         values[":resumed"] = "resumed"
@@ -407,7 +441,13 @@ class TaskStore:
         if root is None or root.get("rank", 0) >= Rank.TERMINAL:
             return counted
         if len(root.get("done_ids", ())) >= len(root.get("branch_ids", ())) + 1:
-            final = "failed" if root.get("n_failed") else "canceled" if root.get("n_canceled") else "succeeded"
+            final = (
+                TaskStatus.FAILED
+                if root.get("n_failed")
+                else TaskStatus.CANCELED
+                if root.get("n_canceled")
+                else TaskStatus.SUCCEEDED
+            )
             self._terminal(root_id, final, {name: root.get(f"own_{name}") for name in ("result", "output", "route")})
         return counted
 
@@ -418,9 +458,9 @@ class TaskStore:
         if item is None:
             return None
         if item.get("rank", 0) < Rank.TERMINAL:
-            self._terminal(task_id, "canceled", {"reason": "Canceled"})
+            self._terminal(task_id, TaskStatus.CANCELED, {"reason": Reason.CANCELED.value})
         for child in sorted(item.get("branch_ids", ())):
-            self._terminal(child, "canceled", {"reason": "Canceled", "root_id": task_id})
+            self._terminal(child, TaskStatus.CANCELED, {"reason": Reason.CANCELED.value, "root_id": task_id})
         return self.get(task_id)
 
     def expire(self, now: dt.datetime, limit: int = 500) -> list[str]:
@@ -449,7 +489,9 @@ class TaskStore:
         return expired
 
     def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any]]:
-        sets, values = self._terminal_sets("failed", {"reason": "Timeout", "error": {"message": message}})
+        sets, values = self._terminal_sets(
+            TaskStatus.FAILED, {"reason": Reason.TIMEOUT.value, "error": {"message": message}}
+        )
         values[":deadline_now"] = rfc3339(now)
         values[":paused_rank"] = int(Rank.PAUSED)
         return (
