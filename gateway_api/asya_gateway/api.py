@@ -27,7 +27,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from pydantic import BaseModel, ConfigDict, Field
 
 from asya import variables
+from asya.entry import LambdaEntry
 from asya.live import CURSOR_PATTERN
+from asya.names import GATEWAY
 from asya.telemetry import Telemetry
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskError, TaskService
@@ -93,22 +95,32 @@ class ResumeTask(_Model):
     input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
 
 
-_service: TaskService | None = None
-_telemetry: Telemetry | None = None
+class GatewayFunction:
+    """What the API function runs: the task service its routes use, and its telemetry."""
+
+    def __init__(self, tasks: TaskService) -> None:
+        self.service = tasks
+        self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
+
+    def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        refused = _not_json(event)
+        if refused is not None:
+            return refused
+        return app.resolve(event, context)
+
+
+# The API function's entry point (`asya.entry`): its settings are read at the first event.
+lambda_handler: LambdaEntry[GatewayFunction] = LambdaEntry(
+    lambda: GatewayFunction(TaskService(GatewaySettings.from_env()))
+)
 
 
 def service() -> TaskService:
-    global _service
-    if _service is None:
-        _service = TaskService(GatewaySettings.from_env())
-    return _service
+    return lambda_handler.built.service
 
 
 def telemetry() -> Telemetry:
-    global _telemetry
-    if _telemetry is None:
-        _telemetry = Telemetry(service().settings.namespace, "gateway")
-    return _telemetry
+    return lambda_handler.built.telemetry
 
 
 def base_url() -> str:
@@ -290,13 +302,6 @@ def open_event_stream(
         keepalive_seconds=keepalive_seconds,
         max_seconds=max_seconds,
     )
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    refused = _not_json(event)
-    if refused is not None:
-        return refused
-    return app.resolve(event, context)
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
+from asya.entry import LambdaEntry
 from asya.status import TaskStore
 from asya_gateway import api
 from asya_gateway.service import TaskService
@@ -67,7 +68,8 @@ def gateway() -> Iterator[Gateway]:
         sqs.create_queue(QueueName="asya-n-a")
         flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
         config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows)
-        patch.setattr(api, "_service", TaskService(config, tasks=TaskStore(TASKS, client=client), sqs=sqs))
+        service = TaskService(config, tasks=TaskStore(TASKS, client=client), sqs=sqs)
+        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
         yield Gateway()
 
 
