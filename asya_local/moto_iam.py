@@ -347,10 +347,3 @@ def enforce(access_key_id: str, secret_access_key: str, account: str) -> None:
     key.access_key_id, key.secret_access_key = access_key_id, secret_access_key
     settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
     ActionAuthenticatorMixin.request_count = 0
-
-
-def relax() -> None:
-    """Stop authenticating (moto's default), e.g. when the endpoint stops: the process's other moto users
-    (unit tests' in-memory mocks) expect it off."""
-    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
-    ActionAuthenticatorMixin.request_count = 0

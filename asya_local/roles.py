@@ -20,6 +20,8 @@ from asya_local.moto_iam import trusted_services
 
 LAMBDA = "lambda.amazonaws.com"
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
+# The local endpoint's administrator: the stack, the CLI and the tests; every function works with a role session.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
 SESSION_SECONDS = 3600  # Lambda's own sessions last up to 12 h; the local endpoint does not expire them
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import secrets
 import socket
@@ -61,16 +60,15 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
+from asya_local.endpoint import ADMIN, READY
 from asya_local.faults import FaultSpec
-from asya_local.lambda_shapes import ACCOUNT, REGION
+from asya_local.lambda_shapes import REGION
 from asya_local.results import KeptResults
-from asya_local.roles import LAMBDA, iam_enforced, role_environment
-from asya_local.spark_runner import local_spark_runner
+from asya_local.roles import LAMBDA, LOCAL_CREDENTIALS, role_environment
 from asya_local.watchdog import Watchdog, Watched
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 # The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
     QueueTrigger: "asya_local.esm",
@@ -81,6 +79,7 @@ WORKERS = {
 # Which workers a fault spec's `restart_every` names.
 RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
 GATEWAY_START_SECONDS = 60.0
+ENDPOINT_START_SECONDS = 60.0
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
 
 
@@ -125,16 +124,15 @@ def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
 
 @dataclass
 class LocalEndpoint:
-    """A moto server on loopback with the fixes the local stack relies on, started from a clean state,
-    enforcing IAM (unless `ASYA_LOCAL_IAM=off`): only the administrator (`LOCAL_CREDENTIALS`) and
-    sessions of deployed roles are let in, each as far as its policies allow.
-
-    moto keeps its state per process, not per server: two endpoints in one process see the same
-    resources, and starting one resets what another holds. Stacks that must coexist in one process
-    (a test session's) share one endpoint, each deploying under its own names."""
+    """The local AWS endpoint (`asya_local.endpoint`) on loopback, as a process of its own, from a clean
+    state: moto with the fixes the local stack relies on, enforcing IAM (unless `ASYA_LOCAL_IAM=off`):
+    only the administrator (`LOCAL_CREDENTIALS`) and sessions of deployed roles are let in, each as
+    far as its policies allow. Stacks that must coexist (a test session's) share one endpoint, each
+    deploying under its own names. `on_line` gets the lines of the Spark jobs it runs."""
 
     port: int
-    _server: Any = field(default=None, repr=False)
+    on_line: Callable[[str, str], None] = lambda _source, _line: None
+    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -148,37 +146,53 @@ class LocalEndpoint:
         self.stop()
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "asya_local.endpoint", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        ready = threading.Event()
+        threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()
+        if not ready.wait(ENDPOINT_START_SECONDS) or self._process.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"the local AWS endpoint on port {self.port} did not start")
 
-        from asya_local.moto_dispatch import apply_dispatch_cache
-        from asya_local.moto_dynamodb import apply_dynamodb_lock
-        from asya_local.moto_iam import apply_iam_fix, enforce
-        from asya_local.moto_sqs import apply_depth_fix
-        from asya_local.moto_sqs_bodies import apply_body_fix
-        from asya_local.moto_streams import apply_stream_fix
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-        logging.getLogger("moto").setLevel(logging.ERROR)
-        apply_dispatch_cache()
-        apply_depth_fix()
-        apply_body_fix()
-        apply_stream_fix()
-        apply_dynamodb_lock()
-        apply_iam_fix()
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
-        # moto's state is per process: a stack started earlier in this process must not show through
-        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
-        if iam_enforced():
-            enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
+    def _relay(self, process: subprocess.Popen[str], ready: threading.Event) -> None:
+        """The endpoint's lines: `ready` once it serves (moto's imports and patches take seconds), then
+        what its Spark runner says, as `<source>\\t<line>`."""
+        assert process.stdout is not None
+        for line in process.stdout:
+            source, _, text = line.rstrip().partition("\t")
+            if source == READY and not text:
+                ready.set()
+            else:
+                self.on_line(source if text else "endpoint", text or source)
 
     def stop(self) -> None:
-        from asya_local.moto_iam import relax
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+            self._process = None
 
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-            relax()
+    def cpu_seconds(self) -> float:
+        """CPU time the endpoint's process has used (Linux), for benches."""
+        assert self._process is not None
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def endpoint_admin(endpoint: str, action: str, body: Any = None) -> Any:
+    """One of the local endpoint's own calls (`asya_local.endpoint`): Spark code, Spark stop, requests."""
+    data = None if body is None else json.dumps(body).encode()
+    method = "GET" if body is None and action == "requests" else "POST"
+    request = urllib.request.Request(f"{endpoint}{ADMIN}{action}", data=data, method=method)
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read() or b"null")
 
 
 @dataclass
@@ -267,7 +281,7 @@ class LocalStack:
 
     def start_endpoint(self, progress: Callable[[str], None] = lambda _step: None) -> None:
         progress(f"starting the local AWS endpoint on {self.endpoint}")
-        self._endpoint = LocalEndpoint(self.port)
+        self._endpoint = LocalEndpoint(self.port, on_line=self.on_line)
         self._endpoint.start()
 
     def deploy(self, synthesized: Synthesized, progress: Callable[[str], None] = lambda _step: None) -> None:
@@ -280,7 +294,7 @@ class LocalStack:
             r["Type"] == EMR_APPLICATION for template in synthesized.templates for r in template["Resources"].values()
         )
         if self._runs_spark:
-            local_spark_runner(self.endpoint, self.on_line).add_code(synthesized.code_dirs)
+            endpoint_admin(self.endpoint, "spark-code", {key: str(path) for key, path in synthesized.code_dirs.items()})
         self.stack_name = synthesized.stack_name
         self.outputs = create_stack(
             self.client("cloudformation"), synthesized, self.client("emr-serverless"), s3=self.client("s3")
@@ -420,6 +434,11 @@ class LocalStack:
     def queue_depths(self) -> dict[str, tuple[int, int, int]]:
         return queue_depths(self.client("sqs"), self.namespace)
 
+    def endpoint_cpu_seconds(self) -> float:
+        """CPU time of the endpoint this stack started (benches)."""
+        assert self._endpoint is not None, "the stack did not start its endpoint"
+        return self._endpoint.cpu_seconds()
+
     def open_spark_batches(self) -> int:
         """Spark batches staged or running, or ended but not routed yet: their envelopes are in no queue."""
         table = self.outputs.get("SparkBatchesTable")
@@ -465,7 +484,7 @@ class LocalStack:
             self._watchdog.stop()
             self._watchdog = None
         if self._runs_spark:
-            local_spark_runner(self.endpoint).stop()
+            endpoint_admin(self.endpoint, "spark-stop", {})
         self._state.cleanup()
         if self._endpoint is not None:
             self._endpoint.stop()

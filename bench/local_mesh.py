@@ -10,8 +10,9 @@ In one run, against one local endpoint:
   3. end-to-end latency at low load: one envelope at a time, send → result kept, p50 / p95.
 
 For the mesh with the defaults it also prints what the endpoint was asked per hop (requests by
-service and operation, counted in its process) and how busy that process was: the endpoint is moto
-in one Python process, so at about one core it is the bottleneck, whatever the workers do.
+service and operation, counted by the endpoint) and how busy the endpoint's process was: the
+endpoint is moto in one Python process, so at about one core it is the bottleneck, whatever the
+workers do.
 
     python -m bench.local_mesh [--envelopes 1000] [--workers 1] [--latency-samples 30]
 """
@@ -20,47 +21,20 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import statistics
-import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from asya_cdk.config import LoadedMesh, load_mesh
-from asya_local.stack import LocalStack, free_port
+from asya_local.stack import LocalStack, endpoint_admin, free_port
 
 MESH = Path(__file__).resolve().parents[1] / "tests" / "integration" / "mesh" / "mesh.yaml"
 ROUTE = {"prev": [], "curr": "prep", "next": ["infer", "post"]}
 SETTLE_SECONDS = 1.0
 HOPS = 4  # prep, infer, post, x-sink: each a receive, a handler call and a send
-
-
-@contextlib.contextmanager
-def counted_requests() -> Iterator[collections.Counter[tuple[str, str]]]:
-    """Count the requests the endpoint in this process answers, by service and operation (the JSON
-    protocols' `X-Amz-Target`; the query protocols' `Action` is in the body and is not read here)."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-
-    counts: collections.Counter[tuple[str, str]] = collections.Counter()
-    lock = threading.Lock()
-    original = DomainDispatcherApplication.__call__
-
-    def counting(self: DomainDispatcherApplication, environ: dict[str, Any], start_response: Any) -> Any:
-        scope = environ.get("HTTP_AUTHORIZATION", "").split("/")  # Credential=key/date/region/service/...
-        service = scope[3] if len(scope) > 3 else "other"
-        with lock:
-            counts[(service, str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or "-")] += 1
-        return original(self, environ, start_response)
-
-    DomainDispatcherApplication.__call__ = counting  # type: ignore[method-assign]
-    try:
-        yield counts
-    finally:
-        DomainDispatcherApplication.__call__ = original  # type: ignore[method-assign]
 
 
 def transport_limit(stack: LocalStack, messages: int) -> float:
@@ -128,10 +102,11 @@ def main() -> None:
     with LocalStack(mesh, port=free_port(), workers_per_function=args.workers) as stack:
         limit = transport_limit(stack, args.envelopes)
         latency = latencies(stack, args.latency_samples)
-        with counted_requests() as requests:
-            cpu, wall = time.process_time(), time.perf_counter()
-            rate = mesh_throughput(stack, args.envelopes)
-            busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
+        endpoint_admin(stack.endpoint, "requests-reset", {})
+        cpu, wall = stack.endpoint_cpu_seconds(), time.perf_counter()
+        rate = mesh_throughput(stack, args.envelopes)
+        busy = (stack.endpoint_cpu_seconds() - cpu) / (time.perf_counter() - wall)
+        requests = collections.Counter(endpoint_admin(stack.endpoint, "requests"))
     with LocalStack(without_idempotency(mesh), port=free_port(), workers_per_function=args.workers) as stack:
         rate_plain = mesh_throughput(stack, args.envelopes)
     quantiles = statistics.quantiles(latency, n=20)
@@ -148,8 +123,8 @@ def main() -> None:
     per_hop = sum(requests.values()) / hops
     print(f"  endpoint (with defaults): {per_hop:.2f} requests per hop; its process busy {busy:.0%} of a core")
     print("    (GetQueueAttributes is this bench waiting for idle; the bare loop makes 0.3 requests per message)")
-    for (service, operation), count in requests.most_common(8):
-        print(f"    {count / hops:6.3f} per hop  {service} {operation}")
+    for operation, count in requests.most_common(8):
+        print(f"    {count / hops:6.3f} per hop  {operation}")
     p50, p95 = statistics.median(latency) * 1000, quantiles[18] * 1000
     print(f"end-to-end latency at low load ({args.latency_samples} samples)  p50 {p50:6.0f} ms   p95 {p95:6.0f} ms")
 

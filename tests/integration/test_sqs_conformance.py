@@ -19,7 +19,8 @@ from moto.server import ThreadedMotoServer
 
 from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.moto_sqs import apply_depth_fix
-from asya_local.stack import LOCAL_CREDENTIALS, free_port
+from asya_local.roles import LOCAL_CREDENTIALS
+from asya_local.stack import free_port
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient

@@ -17,16 +17,6 @@ from tests.support.mesh import NS, QUEUES, Mesh
 
 
 @pytest.fixture(autouse=True)
-def moto_without_authentication(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Unit tests use moto in this process without IAM. moto's settings are the process's: a local
-    endpoint started earlier in the same run (the integration tests') authenticates every request
-    until it stops, which is at the end of the session."""
-    from moto import settings
-
-    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf"))
-
-
-@pytest.fixture(autouse=True)
 def aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)

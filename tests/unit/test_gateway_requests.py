@@ -55,10 +55,7 @@ class Gateway:
 def gateway() -> Iterator[Gateway]:
     """One gateway for the module (a fresh moto per case would take most of the time): the cases
     create tasks, but none reads a listing it did not make."""
-    from moto import settings as moto_settings
-
     with pytest.MonkeyPatch.context() as patch, mock_aws():
-        patch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf"))
         for name, value in UNIT_ENVIRONMENT.items():
             patch.setenv(name, value)
         patch.delenv("AWS_ENDPOINT_URL", raising=False)

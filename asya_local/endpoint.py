@@ -1,0 +1,124 @@
+"""The local AWS endpoint, as a process of its own: moto's server with the fixes the local stack relies
+on, enforcing IAM (unless `ASYA_LOCAL_IAM=off`), and the local stand-in for EMR Serverless's compute.
+
+moto keeps its state, and the patches below, per process. Run here, no test, CLI or bench process
+imports patched moto, and the endpoint's threads have a core's worth of interpreter to themselves
+instead of sharing it with the stack's relay and watchdog threads.
+
+Besides AWS's APIs it answers a few of its own, under `/asya-local/`, for the process that started it:
+`POST spark-code` (where the deployed assets came from, for the Spark runner), `POST spark-stop` (a
+stack stops: its job is killed), `GET requests` and `POST requests-reset` (what was asked of it, by
+service and operation, for `bench/local_mesh`). The Spark runner's lines go to stdout as
+`<source>\\t<line>`; the endpoint prints `ready` once it serves.
+
+    python -m asya_local.endpoint <port>
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ADMIN = "/asya-local/"
+READY = "ready"
+
+StartResponse = Callable[..., Any]
+
+
+class _Admin:
+    """The endpoint's own API in front of moto's application; counts every AWS request it passes on."""
+
+    def __init__(self, moto_app: Any, spark: Any) -> None:
+        self.moto_app = moto_app
+        self.spark = spark
+        self.requests: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if path.startswith(ADMIN):
+            return self._admin(path.removeprefix(ADMIN), environ, start_response)
+        scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("/")  # Credential=key/date/region/service/...
+        service = scope[3] if len(scope) > 3 else "other"
+        operation = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or "-"
+        with self._lock:
+            self.requests[f"{service} {operation}"] += 1
+        result: Iterable[bytes] = self.moto_app(environ, start_response)
+        return result
+
+    def _admin(self, action: str, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        body: Any = None
+        if action == "spark-code":
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            code_dirs = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            self.spark.add_code({key: Path(folder) for key, folder in code_dirs.items()})
+        elif action == "spark-stop":
+            self.spark.stop()
+        elif action == "requests":
+            with self._lock:
+                body = dict(self.requests)
+        elif action == "requests-reset":
+            with self._lock:
+                self.requests.clear()
+        else:
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"unknown"]
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps(body).encode()]
+
+
+def _say(source: str, line: str) -> None:
+    print(f"{source}\t{line}", flush=True)
+
+
+def main() -> None:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    from asya_local.lambda_shapes import ACCOUNT
+    from asya_local.moto_dispatch import apply_dispatch_cache
+    from asya_local.moto_dynamodb import apply_dynamodb_lock
+    from asya_local.moto_iam import apply_iam_fix, enforce
+    from asya_local.moto_sqs import apply_depth_fix
+    from asya_local.moto_sqs_bodies import apply_body_fix
+    from asya_local.moto_streams import apply_stream_fix
+    from asya_local.roles import LOCAL_CREDENTIALS, iam_enforced
+    from asya_local.spark_runner import local_spark_runner
+
+    port = int(sys.argv[1])
+    url = f"http://127.0.0.1:{port}"
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    apply_dispatch_cache()
+    apply_depth_fix()
+    apply_body_fix()
+    apply_stream_fix()
+    apply_dynamodb_lock()
+    apply_iam_fix()
+    if iam_enforced():
+        enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
+    spark = local_spark_runner(url, _say)
+    application = _Admin(DomainDispatcherApplication(create_backend_app), spark)
+    server = make_server("127.0.0.1", port, application, threaded=True, request_handler=MotoRequestHandler)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(READY, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        spark.close()
+
+
+if __name__ == "__main__":
+    main()
