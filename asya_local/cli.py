@@ -39,9 +39,9 @@ from asya.results import result_prefix
 from asya_cdk.config import MeshConfigError, load_mesh
 from asya_local import smoke
 from asya_local.check import check as check_mesh
-from asya_local.faults import FaultSpec, FaultSpecError, load_faults
+from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
+from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
-from asya_local.lambda_shapes import REGION
 from asya_local.results import KeptResults
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths

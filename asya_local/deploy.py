@@ -25,7 +25,7 @@ from typing import Any
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
-from asya_local.lambda_shapes import ACCOUNT, REGION
+from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 _INTEGRATION_TARGET = re.compile(r"/functions/(arn:[^/]+)/invocations")  # in a Lambda integration's URI
@@ -243,7 +243,7 @@ def create_emr_applications(emr_serverless: Any, template: dict[str, Any]) -> di
 
 @dataclass(frozen=True)
 class QueueTrigger:
-    """An SQS event source mapping: `asya_local.esm` polls the queue."""
+    """An SQS event source mapping: `asya_local.functions.esm` polls the queue."""
 
     queue_url: str
     batch_size: int
@@ -253,7 +253,7 @@ class QueueTrigger:
 
 @dataclass(frozen=True)
 class StreamTrigger:
-    """A DynamoDB stream event source mapping: `asya_local.stream_poller` reads the stream."""
+    """A DynamoDB stream event source mapping: `asya_local.functions.stream_poller` reads the stream."""
 
     stream_arn: str
     batch_size: int
@@ -265,14 +265,14 @@ class StreamTrigger:
 
 @dataclass(frozen=True)
 class HttpTrigger:
-    """A REST API proxy integration: `asya_local.gateway_server` is the API."""
+    """A REST API proxy integration: `asya_local.functions.gateway_server` is the API."""
 
     rest_api_id: str
 
 
 @dataclass(frozen=True)
 class ScheduleTrigger:
-    """An EventBridge schedule rule targeting the function: `asya_local.scheduler` is the clock."""
+    """An EventBridge schedule rule targeting the function: `asya_local.functions.scheduler` is the clock."""
 
     rule_arn: str
     expression: str
@@ -411,6 +411,6 @@ def take_over_event_sources(lambda_client: Any) -> None:
     """Disable the endpoint's own event source mappings once their settings are read: moto would
     otherwise receive each new message itself and try to run the function in Docker, bumping the
     message's receive count each time (and, for a table's stream, empty the stream: see
-    `asya_local.moto_streams`). The local workers are the pollers instead."""
+    `asya_local.endpoint.moto_streams`). The local workers are the pollers instead."""
     for mapping in _event_source_mappings(lambda_client):
         lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)

@@ -21,7 +21,7 @@ from asya.config import SidecarConfig
 from asya.names import SINK, SUMP, resource_name
 from asya.sidecar import Sidecar
 from asya.variables import ACTOR, HANDLER, NAMESPACE
-from asya_local.lambda_shapes import REGION, LambdaContext, invoke_with_batch
+from asya_local.functions.lambda_shapes import REGION, LambdaContext, invoke_with_batch
 
 Function = Callable[[dict[str, Any], Any], dict[str, Any]]
 

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from asya import variables
-from asya_local.moto_iam import trusted_services
+from asya_local.endpoint.moto_iam import trusted_services
 
 LAMBDA = "lambda.amazonaws.com"
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"

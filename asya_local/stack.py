@@ -1,22 +1,24 @@
 """The local stack: the whole mesh on this machine, against a local AWS endpoint.
 
-1. A moto server on loopback is the AWS endpoint (with the SQS depth fix, the SQS body checks and
-   the stream fix applied first).
+1. A moto server on loopback, in a process of its own, is the AWS endpoint (`asya_local.endpoint`:
+   the server and the fixes it needs to behave as AWS does).
 2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
-3. Every deployed function gets a worker process per thing that invokes it on AWS, which invokes
-   the real handler with the function's deployed environment and temporary credentials of its own
-   execution role (`asya_local.roles`; the endpoint enforces IAM, `asya_local.moto_iam`): an SQS event source mapping
-   (`asya_local.esm`), a DynamoDB stream mapping (`asya_local.stream_poller`), a schedule rule
-   (`asya_local.scheduler`), a REST API integration (`asya_local.gateway_server`, on
+3. Every deployed function gets a worker process per thing that invokes it on AWS
+   (`asya_local.functions`), which invokes the real handler with the function's deployed
+   environment and temporary credentials of its own execution role (`asya_local.roles`; the
+   endpoint enforces IAM): an SQS event source mapping (`esm`), a DynamoDB stream mapping
+   (`stream_poller`), a schedule rule (`scheduler`), a REST API integration (`gateway_server`, on
    `gateway_url`, behind `api_key`).
 4. Spark actors' job runs, started by their dispatchers through moto's EMR Serverless API, run in
-   Spark local mode with the same entry script (`asya_local.spark_runner`).
+   Spark local mode with the same entry script, in the endpoint's process
+   (`asya_local.endpoint.spark_runner`).
 
 Workers are separate processes, like Lambda execution environments: handlers run in their main
 thread (so time limits stop them), user modules cannot collide, and two cores are used. Lambda's own
 limits (the function timeout, its memory size) are enforced from outside them by one watchdog
-(`asya_local.watchdog`), and a worker that dies is replaced. With a fault spec (`asya_local.faults`)
-workers fail on purpose, and the gateway's, stream poller's and schedule's are restarted at intervals.
+(`asya_local.functions.watchdog`), and a worker that dies is replaced. With a fault spec
+(`asya_local.functions.faults`) workers fail on purpose, and the gateway's, stream poller's and
+schedule's are restarted at intervals.
 """
 
 from __future__ import annotations
@@ -60,21 +62,21 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
-from asya_local.endpoint import ADMIN, READY
-from asya_local.faults import FaultSpec
-from asya_local.lambda_shapes import REGION
+from asya_local.endpoint.server import ADMIN, READY
+from asya_local.functions.faults import FaultSpec
+from asya_local.functions.lambda_shapes import REGION
+from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, LOCAL_CREDENTIALS, role_environment
-from asya_local.watchdog import Watchdog, Watched
 
 LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 # The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
-    QueueTrigger: "asya_local.esm",
-    StreamTrigger: "asya_local.stream_poller",
-    ScheduleTrigger: "asya_local.scheduler",
-    HttpTrigger: "asya_local.gateway_server",
+    QueueTrigger: "asya_local.functions.esm",
+    StreamTrigger: "asya_local.functions.stream_poller",
+    ScheduleTrigger: "asya_local.functions.scheduler",
+    HttpTrigger: "asya_local.functions.gateway_server",
 }
 # Which workers a fault spec's `restart_every` names.
 RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
@@ -124,7 +126,7 @@ def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
 
 @dataclass
 class LocalEndpoint:
-    """The local AWS endpoint (`asya_local.endpoint`) on loopback, as a process of its own, from a clean
+    """The local AWS endpoint (`asya_local.endpoint.server`) on loopback, as a process of its own, from a clean
     state: moto with the fixes the local stack relies on, enforcing IAM (unless `ASYA_LOCAL_IAM=off`):
     only the administrator (`LOCAL_CREDENTIALS`) and sessions of deployed roles are let in, each as
     far as its policies allow. Stacks that must coexist (a test session's) share one endpoint, each
@@ -147,7 +149,7 @@ class LocalEndpoint:
 
     def start(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "asya_local.endpoint", str(self.port)],
+            [sys.executable, "-m", "asya_local.endpoint.server", str(self.port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -187,7 +189,7 @@ class LocalEndpoint:
 
 
 def endpoint_admin(endpoint: str, action: str, body: Any = None) -> Any:
-    """One of the local endpoint's own calls (`asya_local.endpoint`): Spark code, Spark stop, requests."""
+    """One of the local endpoint's own calls (`asya_local.endpoint.server`): Spark code, Spark stop, requests."""
     data = None if body is None else json.dumps(body).encode()
     method = "GET" if body is None and action == "requests" else "POST"
     request = urllib.request.Request(f"{endpoint}{ADMIN}{action}", data=data, method=method)

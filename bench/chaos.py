@@ -39,7 +39,7 @@ from typing import Any
 
 from asya_cdk.config import load_mesh
 from asya_local.deploy import synthesize
-from asya_local.faults import AwsFaults, FaultSpec, Restarts
+from asya_local.functions.faults import AwsFaults, FaultSpec, Restarts
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.stack import LocalEndpoint, LocalStack, free_port
 

@@ -251,7 +251,7 @@ def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
     from asya.live import EventLog
     from asya.telemetry import Telemetry
     from asya_gateway.stream import follow
-    from asya_local.lambda_shapes import dynamodb_stream_event
+    from asya_local.functions.lambda_shapes import dynamodb_stream_event
     from asya_local.tables import EVENTS, TASKS
 
     with meter.paused():

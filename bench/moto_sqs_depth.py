@@ -99,7 +99,7 @@ def main() -> None:
     output = subprocess.run(child, check=True, capture_output=True, text=True).stdout
     plain_send, plain_receive = map(float, output.split())
 
-    from asya_local.moto_sqs import apply_depth_fix  # only here: the unpatched child must not load it
+    from asya_local.endpoint.moto_sqs import apply_depth_fix  # only here: the unpatched child must not load it
 
     apply_depth_fix()
     fixed_send, fixed_receive = measure(args.depth, args.seconds)

@@ -43,7 +43,7 @@ def _sidecar_rate(envelopes: int, batch: int) -> float:
     from asya.config import SidecarConfig
     from asya.sidecar import configure
     from asya.transport import MemoryTransport
-    from asya_local.lambda_shapes import LambdaContext, sqs_record
+    from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 
     variables = {"ASYA_NAMESPACE": "bench", "ASYA_ACTOR_NAME": "hop", "ASYA_HANDLER": "bench.sidecar_hop.noop"}
     transport = MemoryTransport()
@@ -69,7 +69,7 @@ def _powertools_rate(envelopes: int, batch: int) -> float:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from asya.transport import MemoryTransport, OutgoingMessage
-    from asya_local.lambda_shapes import LambdaContext, sqs_record
+    from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 
     transport = MemoryTransport()
     processor = BatchProcessor(event_type=EventType.SQS)

@@ -7,7 +7,7 @@ comes down to the figures the issue asks for, all measured in one run with the t
 
   1. the Spark actor's rate: N small envelopes (`prev: [], curr: hop, next: [post]`) staged as JSON
      lines, run by the real entry script (`spark_emr/entry.py` → `asya_spark_job.job.main`) in a
-     subprocess with `--master local[2]`, exactly as `asya_local.spark_runner` runs a job; timed from
+     subprocess with `--master local[2]`, exactly as `asya_local.endpoint.spark_runner` runs a job; timed from
      process start to the output's `_SUCCESS` marker (process exit is shown too). The output must hold
      exactly N routed envelopes, all to `asya-bench-post`, or the benchmark fails.
      "whole run" includes the session start; "steady state" is the whole run minus the fixed cost (3);

@@ -282,13 +282,7 @@ class TaskStore:
         if deadline is not None:
             values[":left"] = max(0, int((deadline - now).total_seconds() * 1000))
             sets.append("paused_remaining_ms = :left")
-        return self._update_returning(
-            task_id,
-            "SET " + ", ".join(sets) + " REMOVE open_shard, deadline_at",
-            "#r < :rank",
-            values,
-            {"#s": "status", "#r": "rank"},
-        )
+        return self._move(task_id, sets, "open_shard, deadline_at", "#r < :rank", values)
 
     def resume(self, item: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
         """`paused` → `running` (the one backward move SPEC §8 allows); the deadline restarts with the
@@ -311,13 +305,14 @@ class TaskStore:
             values[":deadline"] = rfc3339(deadline)
             values[":open"] = OPEN
             sets += ["deadline_at = :deadline", "open_shard = :open"]
-        return self._update_returning(
-            task_id,
-            "SET " + ", ".join(sets) + " REMOVE pause, paused_remaining_ms",
-            "#s = :paused",
-            values,
-            {"#s": "status", "#r": "rank"},
-        )
+        return self._move(task_id, sets, "pause, paused_remaining_ms", "#s = :paused", values)
+
+    def _move(
+        self, task_id: str, sets: list[str], removed: str, condition: str, values: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A pause or a resume: SET `sets` and REMOVE `removed` if `condition` holds; the task after."""
+        names = {"#s": "status", "#r": "rank"}
+        return self._update_returning(task_id, f"SET {', '.join(sets)} REMOVE {removed}", condition, values, names)
 
     def watch(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
         """Mark the task watched for `WATCH_SECONDS` from `now`; returns the record as it is after the

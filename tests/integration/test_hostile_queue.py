@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
-from asya_local.esm import REDELIVERED
+from asya_local.functions.esm import REDELIVERED
 from asya_local.stack import LocalEndpoint
 from tests.support import hostile
 from tests.support.stack import RunningMesh, running
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 MESH = Path(__file__).resolve().parent / "hostile" / "mesh.yaml"
 # A worker's lines that say it crashed, was replaced, raised or left a message for redelivery.
 TROUBLE = ("execution environment", "function error", "Traceback (most recent call last)", REDELIVERED)
-# The corpus's bodies SQS refuses at send, and why (`asya_local.moto_sqs_bodies` makes moto refuse them too).
+# The corpus's bodies SQS refuses at send, and why (`asya_local.endpoint.moto_sqs_bodies` makes moto refuse them too).
 REFUSED = {
     "payload over the SQS limit": "over 1 MiB",
     "invalid envelope over the SQS limit": "over 1 MiB",

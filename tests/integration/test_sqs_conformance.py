@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 
 from asya.transport import OutgoingMessage, SqsTransport
-from asya_local.moto_sqs import apply_depth_fix
+from asya_local.endpoint.moto_sqs import apply_depth_fix
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.stack import free_port
 

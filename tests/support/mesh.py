@@ -9,7 +9,7 @@ from typing import Any
 import asya
 from asya.config import SidecarConfig
 from asya.sidecar import Sidecar, configure
-from asya_local.lambda_shapes import LambdaContext, sqs_record
+from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 
 NS = "unit"
 QUEUES = ("a", "b", "c", "fallback", "x-sink", "x-sump")

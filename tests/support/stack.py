@@ -15,7 +15,7 @@ from typing import Any
 from asya_cdk.config import load_mesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
-from asya_local.faults import FaultSpec
+from asya_local.functions.faults import FaultSpec
 from asya_local.stack import LocalEndpoint, LocalStack
 
 ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")

@@ -11,7 +11,7 @@ from moto import mock_aws
 from asya.status import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local.lambda_shapes import REGION
+from asya_local.functions.lambda_shapes import REGION
 from asya_local.tables import EVENTS, TASKS, create_tables
 from tests.support.mesh import NS, QUEUES, Mesh
 

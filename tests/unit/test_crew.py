@@ -17,7 +17,7 @@ from asya.status import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.views import task_view
-from asya_local.lambda_shapes import REGION, LambdaContext, sqs_record
+from asya_local.functions.lambda_shapes import REGION, LambdaContext, sqs_record
 from asya_local.tables import TASKS, create_idempotency_table, create_tables
 
 NS = "crew"

@@ -20,8 +20,8 @@ from asya.status import TaskStore
 from asya_gateway import api
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
-from asya_local.lambda_shapes import REGION, LambdaContext
-from asya_local.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
+from asya_local.functions.lambda_shapes import REGION, LambdaContext
+from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.tables import EVENTS, TASKS, create_tables
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 

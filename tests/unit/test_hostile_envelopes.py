@@ -18,7 +18,7 @@ from asya.results import result_key
 from asya.sidecar import configure
 from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
-from asya_local.lambda_shapes import REGION
+from asya_local.functions.lambda_shapes import REGION
 from tests.support import hostile
 from tests.support.mesh import NS, QUEUES, Mesh
 from tests.unit.test_crew import BUCKET, Crew, _sump

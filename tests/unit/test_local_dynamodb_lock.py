@@ -1,4 +1,4 @@
-"""The local endpoint applies a conditional write atomically, as DynamoDB does (`asya_local.moto_dynamodb`):
+"""The local endpoint applies a conditional write atomically, as DynamoDB does (`asya_local.endpoint.moto_dynamodb`):
 of two claims racing for one hop, one wins. Reading the item is slowed here to hold open the window
 between moto's check and its write that a busy server opens by chance."""
 
@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
-from asya_local.moto_dynamodb import apply_dynamodb_lock
+from asya_local.endpoint.moto_dynamodb import apply_dynamodb_lock
 
 
 @pytest.fixture

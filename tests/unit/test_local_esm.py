@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from asya_local import esm
+from asya_local.functions import esm
 
 
 class ScriptedQueue:

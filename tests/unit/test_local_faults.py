@@ -10,7 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from asya_local.faults import AwsFaults, FaultSpec, FaultSpecError, WorkerFaults, load_faults
+from asya_local.functions.faults import AwsFaults, FaultSpec, FaultSpecError, WorkerFaults, load_faults
 
 NOWHERE = "http://127.0.0.1:9"  # nothing listens: every answer below comes from the fault hooks
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya_local.gateway_server import Gateway, GatewayServer
+from asya_local.functions.gateway_server import Gateway, GatewayServer
 from asya_local.stack import free_port
 
 KEY = "test-key"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from asya_local.moto_iam import Request, decide, request_context, trusted_services, trusts
+from asya_local.endpoint.moto_iam import Request, decide, request_context, trusted_services, trusts
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/ledger"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:asya-ns-infer"

@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
-from asya_local.lambda_shapes import LambdaContext
-from asya_local.rest_proxy import HttpRequest, MalformedResponseError, gateway_answer, http_response, proxy_event
+from asya_local.functions.lambda_shapes import LambdaContext
+from asya_local.functions.rest_proxy import (
+    HttpRequest,
+    MalformedResponseError,
+    gateway_answer,
+    http_response,
+    proxy_event,
+)
 
 HEADERS = [("Host", "127.0.0.1:8123"), ("x-api-key", "k"), ("User-Agent", "t/1"), ("Accept", "a"), ("Accept", "b")]
 

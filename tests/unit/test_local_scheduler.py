@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from asya_local.scheduler import Scheduler
+from asya_local.functions.scheduler import Scheduler
 
 RULE = "arn:aws:events:us-east-1:123456789012:rule/asya-t-gateway-backstop"
 

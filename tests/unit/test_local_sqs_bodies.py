@@ -1,4 +1,4 @@
-"""The local endpoint refuses at send the bodies SQS refuses (`asya_local.moto_sqs_bodies`), whole, so a
+"""The local endpoint refuses at send the bodies SQS refuses (`asya_local.endpoint.moto_sqs_bodies`), whole, so a
 producer sees AWS's error and the queue never holds a message moto could not hand out again."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from asya_local.moto_sqs_bodies import apply_body_fix
+from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
 
 LIMIT = 1_048_576
 

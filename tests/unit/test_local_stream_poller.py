@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from asya_local import stream_poller
-from asya_local.lambda_shapes import REGION, dynamodb_stream_event
+from asya_local.functions import stream_poller
+from asya_local.functions.lambda_shapes import REGION, dynamodb_stream_event
+from asya_local.functions.stream_poller import StreamPoller, checkpoint
 from asya_local.stack import free_port, local_client
-from asya_local.stream_poller import StreamPoller, checkpoint
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/label"
 
@@ -263,7 +263,7 @@ def test_moto_keeps_stream_records_with_a_disabled_mapping_attached() -> None:
     runs: moto's in-process mode does not route DynamoDB Streams calls.)"""
     from moto.server import ThreadedMotoServer
 
-    from asya_local.moto_streams import apply_stream_fix
+    from asya_local.endpoint.moto_streams import apply_stream_fix
 
     apply_stream_fix()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)

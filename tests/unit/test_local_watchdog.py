@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from asya_local.watchdog import InvocationClock, Watchdog, Watched
+from asya_local.functions.watchdog import InvocationClock, Watchdog, Watched
 
 # A tiny worker: marks an invocation on its clock file, then does what the test asks inside it.
 WORKER = """
 import signal, sys, time
-from asya_local.watchdog import InvocationClock
+from asya_local.functions.watchdog import InvocationClock
 clock = InvocationClock(sys.argv[1])
 clock.started("req-1")
 if sys.argv[2] == "stuck":

@@ -14,7 +14,7 @@ from asya.resiliency import GiveUp, Policy, Resiliency, Retry, decide
 from asya.sidecar import configure
 from asya.transport import MemoryTransport
 from asya.variables import ConfigError
-from asya_local.lambda_shapes import LambdaContext, sqs_record
+from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 from tests.support import handlers
 from tests.support.mesh import Mesh, envelope
 

@@ -12,7 +12,7 @@ import asya
 from asya.config import SidecarConfig
 from asya.sidecar import configure
 from asya.transport import MemoryTransport, OutgoingMessage, SqsTransport
-from asya_local.lambda_shapes import LambdaContext, sqs_record
+from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 from tests.support.mesh import NS, Mesh, envelope
 
 

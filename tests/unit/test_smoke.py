@@ -17,8 +17,8 @@ from moto import mock_aws
 from rich.console import Console
 
 from asya_local import smoke
+from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, IamAuth
-from asya_local.lambda_shapes import REGION
 
 BUCKET = "results-bucket"
 NS = "t"

@@ -22,8 +22,8 @@ from asya.batch import BatchHops
 from asya.config import SidecarConfig
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
-from asya_local.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
-from asya_local.moto_emr import apply_emr_fix
+from asya_local.endpoint.moto_emr import apply_emr_fix
+from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
 from asya_spark.dispatch import Dispatcher

@@ -14,7 +14,7 @@ from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.status import WATCH_SECONDS, Report, TaskStore, watched
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
-from asya_local.gateway_server import INTEGRATION_TIMEOUT_SECONDS
+from asya_local.functions.gateway_server import INTEGRATION_TIMEOUT_SECONDS
 from asya_local.tables import EVENTS
 
 

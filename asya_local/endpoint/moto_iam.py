@@ -37,7 +37,7 @@ import moto
 
 if moto.__version__ != "5.2.5":
     raise RuntimeError(
-        f"asya_local.moto_iam patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        f"asya_local.endpoint.moto_iam patches moto 5.2.5 internals, found moto {moto.__version__}: "
         "re-check moto/iam/access_control.py and moto/core/authorization.py (moto is pinned in pyproject.toml)"
     )
 

@@ -23,7 +23,7 @@ import moto
 
 if moto.__version__ != "5.2.5":
     raise RuntimeError(
-        f"asya_local.moto_streams patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        f"asya_local.endpoint.moto_streams patches moto 5.2.5 internals, found moto {moto.__version__}: "
         "re-check StreamShard.add in moto/dynamodb/models/table.py and moto/dynamodbstreams/models.py"
     )
 

@@ -1,7 +1,7 @@
 """The local stand-in for API Gateway in front of the gateway function, run as its own process.
 
 moto models the REST API but does not serve it, so this process does: every HTTP request on
-loopback becomes the proxy event API Gateway would build (`asya_local.rest_proxy`), the function's
+loopback becomes the proxy event API Gateway would build (`asya_local.functions.rest_proxy`), the function's
 real handler is invoked with it, and its result is written back as the response. One route is
 served differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events through the gateway
 module's `open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers
@@ -16,7 +16,7 @@ event on the resolver, so two concurrent invocations in one process would mix th
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
 
-    python -m asya_local.gateway_server '<json spec>'
+    python -m asya_local.functions.gateway_server '<json spec>'
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from asya_local import worker
-from asya_local.rest_proxy import (
+from asya_local.functions import worker
+from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
     HttpResponse,

@@ -4,11 +4,11 @@ A worker is one process started by `LocalStack` with a JSON spec: the function's
 (plus the local endpoint and credentials), its code path, its handler and the trigger's settings. It
 sets the environment before the handler is imported, as Lambda does, and stops when it gets SIGTERM.
 Every invocation is marked on the worker's clock file (`invocation`), so the stack's watchdog can end
-the environment when it runs past the function's timeout (`asya_local.watchdog`). A spec with
+the environment when it runs past the function's timeout (`asya_local.functions.watchdog`). A spec with
 `faults` makes the function's AWS clients (not the event source's) fail on purpose
-(`asya_local.faults`).
+(`asya_local.functions.faults`).
 
-    python -m asya_local.<worker> '<json spec>'
+    python -m asya_local.functions.<worker> '<json spec>'
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
-from asya_local.faults import FaultSpec, WorkerFaults
-from asya_local.lambda_shapes import LambdaContext
-from asya_local.watchdog import InvocationClock
+from asya_local.functions.faults import FaultSpec, WorkerFaults
+from asya_local.functions.lambda_shapes import LambdaContext
+from asya_local.functions.watchdog import InvocationClock
 
 Handler = Callable[[Any, Any], Any]
 

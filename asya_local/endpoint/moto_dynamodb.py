@@ -22,7 +22,7 @@ import moto
 
 if moto.__version__ != "5.2.5":
     raise RuntimeError(
-        f"asya_local.moto_dynamodb patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        f"asya_local.endpoint.moto_dynamodb patches moto 5.2.5 internals, found moto {moto.__version__}: "
         "re-check DynamoHandler.call_action and DynamoDBStreamsHandler in moto/dynamodb*/responses.py"
     )
 

@@ -6,7 +6,7 @@ scheduled event (or the target's constant input) every `interval` seconds: `ASYA
 minute (the gateway's deadline backstop) happens within seconds in a demo or a test. Runs that would
 overlap are skipped, as a rate schedule does not queue up missed runs.
 
-    python -m asya_local.scheduler '<json spec>'
+    python -m asya_local.functions.scheduler '<json spec>'
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 import traceback
 from typing import Any
 
-from asya_local import worker
-from asya_local.lambda_shapes import scheduled_event
+from asya_local.functions import worker
+from asya_local.functions.lambda_shapes import scheduled_event
 
 
 class Scheduler:

@@ -25,7 +25,7 @@ from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from asya_local.lambda_shapes import ACCOUNT
+from asya_local.functions.lambda_shapes import ACCOUNT
 
 STAGE = "local"
 API_KEY_HEADER = "x-api-key"

@@ -16,9 +16,9 @@ skipped) is kept in the spec's `checkpoint_file` after every batch, so a new exe
 mapping does, instead of delivering the whole stream again.
 
 moto keeps a table's stream records in memory, in one shard, for the life of the server (see
-`asya_local.moto_streams` for what it needs to keep them).
+`asya_local.endpoint.moto_streams` for what it needs to keep them).
 
-    python -m asya_local.stream_poller '<json spec>'
+    python -m asya_local.functions.stream_poller '<json spec>'
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from asya_local import worker
-from asya_local.lambda_shapes import dynamodb_stream_event, stream_failure_record
+from asya_local.functions import worker
+from asya_local.functions.lambda_shapes import dynamodb_stream_event, stream_failure_record
 
 POLL_SECONDS = 0.25  # Lambda polls each shard of a DynamoDB stream four times a second
 SHARD_REFRESH_SECONDS = 5.0

@@ -26,7 +26,7 @@ import moto
 
 if moto.__version__ != "5.2.5":
     raise RuntimeError(
-        f"asya_local.moto_sqs patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        f"asya_local.endpoint.moto_sqs patches moto 5.2.5 internals, found moto {moto.__version__}: "
         "re-check moto/sqs/models.py and update the patch (moto is pinned in pyproject.toml)"
     )
 

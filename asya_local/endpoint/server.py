@@ -11,7 +11,7 @@ stack stops: its job is killed), `GET requests` and `POST requests-reset` (what 
 service and operation, for `bench/local_mesh`). The Spark runner's lines go to stdout as
 `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
-    python -m asya_local.endpoint <port>
+    python -m asya_local.endpoint.server <port>
 """
 
 from __future__ import annotations
@@ -82,15 +82,15 @@ def main() -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from asya_local.lambda_shapes import ACCOUNT
-    from asya_local.moto_dispatch import apply_dispatch_cache
-    from asya_local.moto_dynamodb import apply_dynamodb_lock
-    from asya_local.moto_iam import apply_iam_fix, enforce
-    from asya_local.moto_sqs import apply_depth_fix
-    from asya_local.moto_sqs_bodies import apply_body_fix
-    from asya_local.moto_streams import apply_stream_fix
+    from asya_local.endpoint.moto_dispatch import apply_dispatch_cache
+    from asya_local.endpoint.moto_dynamodb import apply_dynamodb_lock
+    from asya_local.endpoint.moto_iam import apply_iam_fix, enforce
+    from asya_local.endpoint.moto_sqs import apply_depth_fix
+    from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
+    from asya_local.endpoint.moto_streams import apply_stream_fix
+    from asya_local.endpoint.spark_runner import local_spark_runner
+    from asya_local.functions.lambda_shapes import ACCOUNT
     from asya_local.roles import LOCAL_CREDENTIALS, iam_enforced
-    from asya_local.spark_runner import local_spark_runner
 
     port = int(sys.argv[1])
     url = f"http://127.0.0.1:{port}"

@@ -18,7 +18,7 @@ import moto
 
 if moto.__version__ != "5.2.5":
     raise RuntimeError(
-        f"asya_local.moto_sqs_bodies patches moto 5.2.5 internals, found moto {moto.__version__}: "
+        f"asya_local.endpoint.moto_sqs_bodies patches moto 5.2.5 internals, found moto {moto.__version__}: "
         "re-check SQSBackend._validate_message (moto is pinned in pyproject.toml)"
     )
 

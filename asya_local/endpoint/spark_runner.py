@@ -1,6 +1,6 @@
 """The local stand-in for EMR Serverless's compute: job runs of Spark actors, in Spark local mode.
 
-A dispatcher's `StartJobRun` reaches moto (patched by `asya_local.moto_emr`), which hands the new run
+A dispatcher's `StartJobRun` reaches moto (patched by `asya_local.endpoint.moto_emr`), which hands the new run
 here. The run executes the same entry script EMR Serverless would (`spark_emr/entry.py`) with the
 same arguments, except that its S3 input is copied to a local file and its output folder is local,
 then copied back to S3 when the job succeeds: PyPI's PySpark has no S3 connector. The actor's code
@@ -29,10 +29,10 @@ from typing import Any
 from moto.core.utils import utcnow
 from moto.emrserverless.models import JobRun
 
-from asya_local.moto_emr import apply_emr_fix
+from asya_local.endpoint.moto_emr import apply_emr_fix
 from asya_local.roles import EMR_SERVERLESS, role_environment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "spark_emr" / "entry.py"
 CORE_PATH = [ROOT / "sidecar_layer", ROOT / "spark_emr"]
 MASTER = "local[2]"

@@ -7,7 +7,7 @@ partial batch response does not list. A crash or a malformed response deletes no
 messages come back after the visibility timeout and SQS redrives them once `maxReceiveCount` is
 passed, just as on AWS.
 
-    python -m asya_local.esm '<json spec>'
+    python -m asya_local.functions.esm '<json spec>'
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 import traceback
 from typing import Any
 
-from asya_local import worker
-from asya_local.lambda_shapes import invoke_with_batch
+from asya_local.functions import worker
+from asya_local.functions.lambda_shapes import invoke_with_batch
 
 RECEIVE_WAIT_SECONDS = 20  # Lambda's pollers long-poll for 20 s
 REDELIVERED = "redelivered message"  # starts the line naming a message received more than once
