@@ -69,6 +69,7 @@ class StatusGateway(Construct):
         self.settings = mesh.config.gateway
         self.prefix = f"asya-{self.namespace}"
         self.layer = layer
+        self.code = gateway_code(layer.architecture.name)  # one asset (and one build) for the three functions
         self.gateway = self._serve(tables, bucket)
         self.stream, self.stream_dead_letters = self._follow_stream(tables)
         self.backstop, self.schedule = self._enforce_deadlines(tables)
@@ -88,7 +89,7 @@ class StatusGateway(Construct):
             self,
             construct_id,
             name=resource_name(self.namespace, name),
-            code=gateway_code(self.layer.architecture_name),
+            code=self.code,
             handler=handler,
             environment=gateway_environment(self.mesh, self.names, name),
             layer=self.layer,

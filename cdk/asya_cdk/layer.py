@@ -119,36 +119,29 @@ class SidecarLayer(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, architecture: str) -> None:
         super().__init__(scope, construct_id)
         arch = lambda_.Architecture.ARM_64 if architecture == "arm64" else lambda_.Architecture.X86_64
-        code = lambda_.Code.from_asset(
-            str(LAYER_SOURCE),
-            exclude=["**/__pycache__", "*.md"],
-            asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
-            # jsii hands the options over positionally, unlike the generated stub's keyword signature
-            bundling=cdk.BundlingOptions(
-                image=RUNTIME.bundling_image,
-                local=layer_bundling(architecture),  # type: ignore[arg-type]
-            ),
-        )
         self.layer = lambda_.LayerVersion(
             self,
             "Layer",
-            code=code,
+            code=built_code(LAYER_SOURCE, layer_bundling(architecture)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[arch],
             description="asya sidecar: envelope routing, resiliency and telemetry around actor handlers",
         )
         self.architecture = arch
-        self.architecture_name = architecture
 
 
 def gateway_code(architecture: str) -> lambda_.Code:
-    """The gateway functions' code: `asya_gateway` and its `gateway` extra (one asset for all three)."""
+    """The gateway functions' code: `asya_gateway` and its `gateway` extra."""
+    return built_code(GATEWAY_SOURCE, gateway_bundling(architecture))
+
+
+def built_code(source: Path, bundling: PipBundling) -> lambda_.Code:
+    """Code that pip builds on this machine, identified by what the build puts in it: what pip installs
+    is not in the source folder, so a changed pin must still make a new asset."""
     return lambda_.Code.from_asset(
-        str(GATEWAY_SOURCE),
+        str(source),
         exclude=["**/__pycache__", "*.md"],
-        asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
-        bundling=cdk.BundlingOptions(
-            image=RUNTIME.bundling_image,
-            local=gateway_bundling(architecture),  # type: ignore[arg-type]
-        ),
+        asset_hash_type=cdk.AssetHashType.OUTPUT,
+        # jsii hands the options over positionally, unlike the generated stub's keyword signature
+        bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=bundling),  # type: ignore[arg-type]
     )
