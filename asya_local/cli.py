@@ -36,6 +36,7 @@ from rich.text import Text
 
 from asya.live import FLY
 from asya.results import result_prefix
+from asya.status import TaskStatus
 from asya_cdk.config import MeshConfigError, load_mesh
 from asya_local import smoke
 from asya_local.check import check as check_mesh
@@ -49,6 +50,7 @@ from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
 INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
 STATE_FILE = Path(".asya/local.json")
+STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
 console = Console() if sys.stdout.isatty() else Console(width=160)  # logs and CI: no 80-column squeeze
 
 
@@ -76,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument("--route", help="comma-separated actors")
     send.add_argument("--count", type=int, default=1, help="create this many tasks")
     send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
+    send.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the task to end and show it with its result; "
+        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
+    )
     status = commands.add_parser("status", help="a task as the gateway reports it")
     status.add_argument("id")
     watch = commands.add_parser("watch", help="follow a task live until it ends; exit 0 if it succeeded")
@@ -270,6 +279,15 @@ def _send(args: argparse.Namespace) -> int:
     if args.timeout:
         body["timeout"] = args.timeout
     gateway = _gateway(state)
+    if args.wait is not None:
+        if args.count != 1 or args.wait <= 0:
+            raise LocalStateError("--wait takes a number of seconds above 0, for one task (no --count)")
+        ended = gateway.run_task(body, args.wait)
+        console.print(_task_table(ended))
+        if not ended["terminal"]:
+            console.print(f"still {ended['status']} after {args.wait:g} s: `asya watch {ended['id']}` follows it")
+            return STILL_RUNNING
+        return 0 if ended["status"] == TaskStatus.SUCCEEDED else 1
     if args.count == 1:
         print(gateway.create_task(body)["id"])
         return 0
@@ -347,6 +365,7 @@ def _task_table(task: dict[str, Any]) -> Table:
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
         ("branches", _branches(task.get("branches"))),
+        ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
         ("result", str(task.get("result") or "")),
         ("reason", str(task.get("reason") or "")),
         ("error", json.dumps(task["error"], ensure_ascii=False) if task.get("error") else ""),

@@ -23,6 +23,7 @@ from botocore.credentials import Credentials
 
 from asya.live import FLY, STATUS
 from asya.status import TERMINAL
+from asya.variables import WAIT_MAX_SECONDS
 
 API = "/api/v1"
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
@@ -102,6 +103,19 @@ class GatewayClient:
         """`POST /mesh`: the 201 answer (`id`, `status_url`, `events_url`, the task)."""
         return self._json("POST", f"{API}/mesh", 201, json=body)
 
+    def run_task(
+        self, body: dict[str, Any], seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> dict[str, Any]:
+        """`POST /mesh?wait=`, then `GET /mesh/{id}?wait=` while the task runs and `seconds` allow (the
+        gateway waits at most `WAIT_MAX_SECONDS` per request): the task as it ended, with its `output`,
+        or as it was when the wait ran out (`terminal` false)."""
+        deadline = clock() + seconds
+        created = self._json("POST", f"{API}/mesh", (200, 202), json=body, params={"wait": _bounded(seconds)})
+        task = dict(created["task"])
+        while not task["terminal"] and (left := deadline - clock()) > 0:
+            task = self._json("GET", f"{API}/mesh/{created['id']}", 200, params={"wait": _bounded(left)})
+        return task
+
     def task(self, task_id: str) -> dict[str, Any] | None:
         """`GET /mesh/{id}`: the task, or None if the gateway does not know it."""
         response = self._call("GET", f"{API}/mesh/{task_id}")
@@ -141,9 +155,9 @@ class GatewayClient:
                 pass  # the stream broke off: continue from the last event, as an EventSource would
             self.sleep(delay)
 
-    def _json(self, method: str, path: str, expected: int, **kwargs: Any) -> dict[str, Any]:
+    def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:
         response = self._call(method, path, **kwargs)
-        if response.status_code != expected:
+        if response.status_code not in (expected if isinstance(expected, tuple) else (expected,)):
             raise GatewayError(_message(response))
         return dict(response.json())
 
@@ -152,6 +166,11 @@ class GatewayClient:
             return self.http.request(method, path, **kwargs)
         except httpx2.TransportError as exc:
             raise GatewayUnreachableError(f"nothing answers at {self.url}: {exc}") from None
+
+
+def _bounded(seconds: float) -> float:
+    """A wait the gateway accepts: more than 0, at most `WAIT_MAX_SECONDS`."""
+    return round(min(max(seconds, 0.1), WAIT_MAX_SECONDS), 3)
 
 
 def _message(response: httpx2.Response) -> str:

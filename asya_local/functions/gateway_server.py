@@ -9,9 +9,11 @@ with a bounded batch and a `retry:` field instead, and clients reconnect; both a
 
 The standard library's `ThreadingHTTPServer` is enough: the server routes nothing and serves no
 framework, it only adapts HTTP to the function's event shape (routing is the function's own, as on
-AWS). Each request gets a thread, so event streams do not hold up other requests; invocations of
-the handler run one at a time, as in one Lambda execution environment (Powertools keeps the current
-event on the resolver, so two concurrent invocations in one process would mix them up).
+AWS). Each request gets a thread, so event streams do not hold up other requests. Concurrent
+invocations run in separate execution environments as on Lambda, up to `ENVIRONMENTS` of them: each
+is a copy of the handler's module (`worker.handler_copy`), made when every existing one is busy,
+since Powertools keeps the current event on the resolver and two invocations in one would mix them
+up. A request that waits for a task's end (`?wait=`) thus holds one environment, not the API.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
@@ -43,11 +45,13 @@ from asya_local.functions.rest_proxy import (
     http_response,
     proxy_event,
 )
+from asya_local.functions.worker import Handler
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
 MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
 IDLE_CONNECTION_SECONDS = 120.0
+ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
 
@@ -59,10 +63,9 @@ class Gateway:
         self, spec: dict[str, Any], handler: worker.Handler, open_event_stream: OpenEventStream | None = None
     ) -> None:
         self.spec = spec
-        self.handler = handler
         self.open_event_stream = open_event_stream
         self._api_key = spec["api_key"].encode()
-        self._one_at_a_time = threading.Lock()
+        self._environments = Environments(spec, handler, ENVIRONMENTS)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
@@ -105,19 +108,20 @@ class Gateway:
         event = proxy_event(request, self.spec["rest_api_id"])
         if len(json.dumps(event).encode()) > MAX_INVOKE_PAYLOAD_BYTES:  # Lambda refuses the invocation
             return gateway_answer(413, "Request Too Long", request.request_id)
-        if not self._one_at_a_time.acquire(timeout=timeout):
+        handler = self._environments.take(timeout)
+        if handler is None:
             return gateway_answer(504, "Endpoint request timed out", request.request_id)
         outcome: list[Any] = []
 
         def call() -> None:
             try:
                 with worker.invocation(self.spec) as context:
-                    outcome.append(self.handler(event, context))
+                    outcome.append(handler(event, context))
             except Exception as exc:  # noqa: BLE001 - a function error: API Gateway answers 502
                 traceback.print_exc(file=sys.stdout)
                 outcome.append(exc)
             finally:
-                self._one_at_a_time.release()
+                self._environments.give_back(handler)
 
         runner = threading.Thread(target=call, daemon=True)
         runner.start()
@@ -138,6 +142,38 @@ class Gateway:
         return HttpResponse(
             response.status, [*response.headers, ("x-amzn-RequestId", request.request_id)], response.body
         )
+
+
+class Environments:
+    """The function's execution environments: the first is the loaded handler, more are made while
+    every one is busy, up to `limit`; past that a request waits for one to be free."""
+
+    def __init__(self, spec: dict[str, Any], first: Handler, limit: int) -> None:
+        self._spec = spec
+        self._free = [first]
+        self._made = 1
+        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+
+    def take(self, timeout: float) -> Handler | None:
+        """A free environment's handler, or None if none came free within `timeout` seconds."""
+        if not self._slots.acquire(timeout=timeout):
+            return None
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            self._made += 1
+            number = self._made
+        try:
+            return worker.handler_copy(self._spec, number)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def give_back(self, handler: Handler) -> None:
+        with self._lock:
+            self._free.append(handler)
+        self._slots.release()
 
 
 class GatewayServer:

@@ -14,6 +14,7 @@ the environment when it runs past the function's timeout (`asya_local.functions.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import signal
@@ -43,6 +44,26 @@ def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
     module = importlib.import_module(module_name)
     handler: Handler = getattr(module, function_name)
     return module, handler
+
+
+def handler_copy(spec: dict[str, Any], number: int) -> Handler:
+    """The handler of one more execution environment: its module loaded again under a name of its own,
+    so what the module keeps between invocations (a resolver's current event, the function it built at
+    its first event) is this environment's alone. The modules it imports are shared, as they keep no
+    invocation's state."""
+    module_name, _, function_name = spec["handler"].rpartition(".")
+    found = importlib.util.find_spec(module_name)
+    if found is None or found.origin is None:
+        raise ImportError(f"no module {module_name!r} for {spec['function']}")
+    copy_name = f"{module_name}_environment_{number}"
+    copy_spec = importlib.util.spec_from_file_location(copy_name, found.origin)
+    if copy_spec is None or copy_spec.loader is None:
+        raise ImportError(f"{module_name!r} cannot be loaded again from {found.origin}")
+    module = importlib.util.module_from_spec(copy_spec)
+    sys.modules[copy_name] = module  # pydantic resolves a model's annotations through its module
+    copy_spec.loader.exec_module(module)
+    handler: Handler = getattr(module, function_name)
+    return handler
 
 
 _clock = InvocationClock(None)

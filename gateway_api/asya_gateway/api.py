@@ -1,9 +1,10 @@
 """The gateway's HTTP API (SPEC §8): Powertools' REST resolver, with request validation and the
 OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 
-    POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout)
+    POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout);
+                                            ?wait=<seconds>: answer with its result if it ends in time
     GET    /api/v1/mesh                     list tasks (?status=, ?limit=, ?cursor=)
-    GET    /api/v1/mesh/{id}                one task
+    GET    /api/v1/mesh/{id}                one task; ?wait=<seconds>: once it ends, or when the wait runs out
     DELETE /api/v1/mesh/{id}                cancel (idempotent, cascades to fan-out branches)
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
@@ -30,7 +31,9 @@ from asya import variables
 from asya.entry import LambdaEntry
 from asya.live import CURSOR_PATTERN
 from asya.names import GATEWAY
+from asya.status import stealthy
 from asya.telemetry import Telemetry
+from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskError, TaskService
 from asya_gateway.settings import GatewaySettings
@@ -42,6 +45,9 @@ MAX_TASK_ID = 256
 TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
 EVENT_CURSOR = re.compile(CURSOR_PATTERN)  # an event's id as the event log hands it out
 EventCursor = Annotated[str | None, Query(pattern=CURSOR_PATTERN, max_length=64)]
+WaitSeconds = Annotated[
+    float | None, Query(gt=0, le=WAIT_MAX_SECONDS, description="Seconds to wait for the task to end")
+]
 
 # orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
 # surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
@@ -188,10 +194,23 @@ def openapi() -> Response[str]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document)
 
 
-@app.post(f"{API}/mesh", summary="Create a task", responses={201: {"description": "The task was created"}})
-def create_task(request: Annotated[CreateTask, Body()]) -> tuple[dict[str, Any], int]:
+@app.post(
+    f"{API}/mesh",
+    summary="Create a task; with ?wait=, wait for its result",
+    responses={
+        200: {"description": "Created, and ended within the wait: `task` has its status and `output`"},
+        201: {"description": "The task was created"},
+        202: {"description": "Created, and still running when the wait ended: follow `events_url`"},
+    },
+)
+def create_task(
+    request: Annotated[CreateTask, Body()],
+    wait: WaitSeconds = None,
+) -> tuple[dict[str, Any], int]:
     if (request.flow is None) == (request.route is None):
         raise TaskError(400, "give exactly one of 'flow' or 'route'")
+    if wait is not None and stealthy(request.headers):
+        raise TaskError(400, "wait: a task with x-asya-mesh-status: off has no status to wait for")
     created = service().create(
         payload=request.payload,
         flow=request.flow,
@@ -204,7 +223,10 @@ def create_task(request: Annotated[CreateTask, Body()]) -> tuple[dict[str, Any],
     body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
     if created.task is not None:
         body["task"] = created.task
-    return body, 201
+    if wait is None:
+        return body, 201
+    ended, body["task"] = service().wait(created.task_id, wait)
+    return body, 200 if ended else 202
 
 
 @app.get(f"{API}/mesh", summary="List tasks, newest first when filtered by status")
@@ -216,9 +238,11 @@ def list_tasks(
     return service().list(status, limit, cursor)
 
 
-@app.get(f"{API}/mesh/<task_id>", summary="Get a task")
-def get_task(task_id: TaskId) -> dict[str, Any]:
-    return service().view(task_id)
+@app.get(f"{API}/mesh/<task_id>", summary="Get a task; with ?wait=, once it has ended or the wait ran out")
+def get_task(task_id: TaskId, wait: WaitSeconds = None) -> dict[str, Any]:
+    if wait is None:
+        return service().view(task_id)
+    return service().wait(task_id, wait)[1]
 
 
 @app.delete(f"{API}/mesh/<task_id>", summary="Cancel a task and its fan-out branches")

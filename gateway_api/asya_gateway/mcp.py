@@ -1,9 +1,11 @@
 """Flows as MCP tools over streamable HTTP (`POST /mcp`), stateless, answered as plain JSON.
 
 `initialize`, `ping`, `tools/list` (one tool per flow, its input schema as the tool's) and
-`tools/call` (validate the arguments against the schema, create a task, answer with its id and status
-URL as text). Tool errors (unknown tool, invalid arguments) are results with `isError: true`, as the
-protocol asks, so a model can read and correct them; malformed JSON-RPC gets a JSON-RPC error.
+`tools/call` (validate the arguments against the schema, create a task and wait for it up to
+`ASYA_MCP_WAIT_SECONDS`: a task that ended answers with its result, or its error as a tool error; one
+still running answers with its id and status URL as text). Tool errors (unknown tool, invalid
+arguments) are results with `isError: true`, as the protocol asks, so a model can read and correct
+them; malformed JSON-RPC gets a JSON-RPC error.
 
 Messages are parsed and built with the official `mcp-types` models (pydantic only). The SDK's server
 is not used: it is an ASGI application that keeps sessions in memory, which a Lambda function behind
@@ -15,8 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
+import orjson
 from pydantic import ValidationError
 
+from asya.status import TaskStatus
 from asya_gateway.service import TaskError, TaskService
 
 SERVER = types.Implementation(name="asya-gateway", version="0.1.0")
@@ -68,7 +72,10 @@ class McpEndpoint:
                 protocol_version=version,
                 capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
                 server_info=SERVER,
-                instructions="Each tool starts one flow of this mesh as a task and returns its id and status URL.",
+                instructions=(
+                    "Each tool runs one flow of this mesh as a task and returns its result; a task that takes "
+                    "longer returns its id and status URL instead."
+                ),
             )
         elif method == "ping":
             return {}
@@ -101,12 +108,31 @@ class McpEndpoint:
         except TaskError as exc:
             return _tool_error(str(exc))
         url = self.status_url(created.task_id)
-        text = f"Started task {created.task_id} (flow {name}). Status: {url}"
+        started = {"id": created.task_id, "status_url": url}
+        wait = self.service.settings.mcp_wait_seconds
+        ended, task = self.service.wait(created.task_id, wait) if wait and created.tracked else (False, {})
+        if not ended:
+            text = f"Started task {created.task_id} (flow {name}); it is still running. Status: {url}"
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], structured_content=started, is_error=False
+            )
+        ended_with = {key: task[key] for key in _ENDED_WITH if key in task}
+        failed = task["status"] != TaskStatus.SUCCEEDED
+        if failed:
+            error = task.get("error") or {}
+            why = error.get("message") if isinstance(error, dict) else None
+            text = f"Task {created.task_id} {task['status']}: {task.get('reason') or 'no reason given'}"
+            text += f": {why}" if why else ""
+        else:
+            text = orjson.dumps(task.get("output", task.get("result"))).decode()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
-            structured_content={"id": created.task_id, "status_url": url},
-            is_error=False,
+            structured_content={**started, **ended_with},
+            is_error=failed,
         )
+
+
+_ENDED_WITH = ("status", "output", "result", "reason", "error")
 
 
 class _RpcError(Exception):

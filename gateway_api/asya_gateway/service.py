@@ -12,7 +12,9 @@ import base64
 import binascii
 import datetime as dt
 import re
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +27,9 @@ from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
 from asya.envelope import Phase, rfc3339, utc_now
 from asya.live import FLY, EventLog, EventsNotAppendedError
-from asya.results import result_key
+from asya.results import result_key, result_prefix
 from asya.status import RANKS, TERMINAL, Report, TaskStatus, TaskStore, from_item, progress_of, stealthy
+from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.views import task_view
 
@@ -42,6 +45,11 @@ MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not the
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
 RESUME_STATUS_BYTES = 256
+WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
+WAIT_POLL_SECONDS = 1.0
+# A result kept in S3 is read into the answer of a wait up to this size; a larger one is answered with
+# its link (`result`): a Lambda function's answer is at most 6 MB.
+WAIT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024
 
 
 class TaskError(Exception):
@@ -70,8 +78,13 @@ class TaskService:
         events: EventLog | None = None,
         sqs: SQSClient | None = None,
         s3: Any = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
+        self.sleep = sleep  # how a wait for a task's end passes the time between reads (`wait`)
+        self.clock = clock
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
         self._sqs = sqs
@@ -214,6 +227,50 @@ class TaskService:
         tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
         return {"tasks": tasks, "next_cursor": _encode_cursor(last, status) if last else None}
+
+    def wait(self, task_id: str, seconds: float) -> tuple[bool, dict[str, Any]]:
+        """(ended, the task) once the task is terminal or after `seconds`, whichever is first. An ended
+        task's result is in the view as `output`, read from S3 when x-sink kept it there.
+
+        It reads the task record (strongly consistent), first after 50 ms and then twice as late each
+        time up to once a second: about 30 reads for a wait of 25 s, at 1 RRU each. Following the event
+        log instead would cost a write for the watch mark and one per status change on top."""
+        deadline = self.clock() + min(seconds, WAIT_MAX_SECONDS)
+        pause = WAIT_FIRST_POLL_SECONDS
+        while True:
+            item = self.tasks.get(task_id)
+            if item is None:
+                raise TaskError(404, f"no task {task_id!r}")
+            view = task_view(item)
+            left = deadline - self.clock()
+            if view["terminal"]:
+                return True, self._with_output(view)
+            if left <= 0:
+                return False, view
+            self.sleep(min(pause, left))
+            pause = min(pause * 2, WAIT_POLL_SECONDS)
+
+    def _with_output(self, view: dict[str, Any]) -> dict[str, Any]:
+        """The view with the result's payload as `output` when x-sink kept the result in S3 under this
+        task's own key (a `result` reported from outside the mesh is any text, and is not followed)."""
+        bucket = self.settings.results_bucket
+        link = view.get("result")
+        own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
+        if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
+            return view
+        key = link.removeprefix(f"s3://{bucket}/")
+        try:
+            kept = self.s3.get_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
+                raise
+            return view
+        if kept["ContentLength"] > WAIT_OUTPUT_MAX_BYTES:
+            return view
+        document = orjson.loads(kept["Body"].read())
+        if isinstance(document, dict) and "payload" in document:
+            return {**view, "output": document["payload"]}
+        return view
 
     # -- changing -------------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class GatewaySettings:
     results_bucket: str | None = None
     flows: dict[str, Flow] = field(default_factory=dict)
     task_ttl: int = variables.TASK_TTL.default
+    mcp_wait_seconds: float = variables.MCP_WAIT.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -46,6 +47,7 @@ class GatewaySettings:
             results_bucket=variables.RESULTS_BUCKET.read(env),
             flows=_flows(variables.FLOWS.read(env)),
             task_ttl=variables.TASK_TTL.read(env),
+            mcp_wait_seconds=variables.MCP_WAIT.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

@@ -88,7 +88,7 @@ def _mesh_name(name: str, raw: str) -> str:
     return raw
 
 
-def number(minimum: float) -> Callable[[str, str], float]:
+def number(minimum: float, maximum: float | None = None) -> Callable[[str, str], float]:
     def parse(name: str, raw: str) -> float:
         try:
             value = float(raw)
@@ -96,6 +96,8 @@ def number(minimum: float) -> Callable[[str, str], float]:
             raise ConfigError(f"{name}={raw!r} is not a number") from None
         if value < minimum:
             raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"{name}={raw!r} must be at most {maximum}")
         return value
 
     return parse
@@ -284,6 +286,16 @@ FLOWS = Variable(
     _text,
     "`{}`",
 )
+# The longest a gateway request waits for a task's end (`POST /mesh?wait=`, MCP tool calls): API Gateway
+# REST ends an integration at 29 s, and the answer still has to be written after the wait.
+WAIT_MAX_SECONDS = 25.0
+MCP_WAIT = Variable(
+    "ASYA_MCP_WAIT_SECONDS",
+    _GATEWAY,
+    "how long an MCP tool call waits for its task's result before it answers with the task's id (0: not at all)",
+    20.0,
+    number(0, WAIT_MAX_SECONDS),
+)
 PUBLIC_URL = Variable(
     "ASYA_PUBLIC_URL",
     _GATEWAY,
@@ -375,6 +387,7 @@ ALL: tuple[Variable[Any], ...] = (
     RESULTS_INLINE_MAX_BYTES,
     RESULTS_TTL,
     FLOWS,
+    MCP_WAIT,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,
     SPARK_BATCHES_TABLE,

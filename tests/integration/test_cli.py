@@ -92,6 +92,15 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     routed = _asya(cwd, "send", '{"n": 4}', "--route", "prep,infer,post")
     assert routed.returncode == 0, routed.stdout + routed.stderr
 
+    waited = _asya(cwd, "send", '{"n": 6}', "--flow", "pipeline", "--wait", "30")  # past one request's 25 s
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert "succeeded" in waited.stdout
+    assert '"label": "even"' in waited.stdout, "the result is shown"
+    still = _asya(cwd, "send", '{"sleep": 5}', "--flow", "sleepy", "--wait", "0.5")
+    assert still.returncode == 3, still.stdout + still.stderr
+    assert "still " in still.stdout
+    assert "asya watch" in still.stdout
+
     failing = _asya(cwd, "send", '{"n": 1}', "--flow", "failing")
     failed = _asya(cwd, "watch", failing.stdout.strip())
     assert failed.returncode == 1, failed.stdout

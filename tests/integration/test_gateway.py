@@ -4,6 +4,7 @@ over SSE to the end, cancelled mid-fan-out, paused and resumed, expired, in stea
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -103,6 +104,37 @@ def test_a_result_over_the_inline_threshold_is_kept_in_s3(gateway: Gateway, runn
     kept = running_mesh.result(created["id"])
     assert kept["envelope"]["payload"]["text"] == "x" * 5000
     assert kept["envelope"]["status"]["deadline_at"] == created["task"]["deadline_at"]
+
+
+def test_a_wait_answers_with_the_result_small_or_kept_in_s3(gateway: Gateway) -> None:
+    small = gateway.http.post("/api/v1/mesh", params={"wait": 20}, json={"flow": "pipeline", "payload": {"n": 6}})
+    assert small.status_code == 200, small.text
+    task = small.json()["task"]
+    assert (task["status"], task["terminal"]) == ("succeeded", True)
+    assert task["output"] == {"n": 6, "prepped": True, "label": "even", "done": True}
+    large = {"flow": "pipeline", "payload": {"n": 3, "text": "y" * 6000}}
+    kept = gateway.http.post("/api/v1/mesh", params={"wait": 20}, json=large)
+    assert kept.status_code == 200, kept.text
+    task = kept.json()["task"]
+    assert task["result"].endswith(f"results/itest/{task['id']}/succeeded.json")  # over the inline threshold
+    assert task["output"]["text"] == "y" * 6000  # read back from S3 into the answer
+    assert task["output"]["label"] == "odd"
+
+
+def test_a_wait_that_runs_out_is_a_202_and_the_task_can_be_waited_for_again(gateway: Gateway) -> None:
+    started = time.monotonic()
+    response = gateway.http.post("/api/v1/mesh", params={"wait": 1}, json={"flow": "sleepy", "payload": {"sleep": 4}})
+    assert response.status_code == 202, response.text
+    assert time.monotonic() - started < 10
+    created = response.json()
+    assert created["task"]["terminal"] is False
+    assert created["events_url"].endswith(f"/api/v1/mesh/{created['id']}/events")
+    for _ in range(3):  # each GET answers once the task ended, or after 20 s
+        task = gateway.http.get(f"/api/v1/mesh/{created['id']}", params={"wait": 20}).json()
+        if task["terminal"]:
+            break
+    assert task["status"] == "succeeded"
+    assert task["output"] == {"sleep": 4, "done": True}
 
 
 def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
@@ -237,7 +269,7 @@ def test_a_late_stale_event_does_not_change_a_terminal_status(gateway: Gateway) 
     assert [kind for kind, _ in already] == ["status"]
 
 
-def test_mcp_sdk_client_lists_flows_and_starts_a_task(gateway: Gateway) -> None:
+def test_mcp_sdk_client_lists_flows_and_runs_a_task_to_its_result(gateway: Gateway) -> None:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -258,9 +290,11 @@ def test_mcp_sdk_client_lists_flows_and_starts_a_task(gateway: Gateway) -> None:
     by_name = {tool.name: tool for tool in tools.tools}
     assert by_name["pipeline"].input_schema["required"] == ["n"]
     assert started.is_error is False
-    task_id = started.structured_content["id"]
-    assert task_id in started.content[0].text
-    assert gateway.wait_for(task_id, lambda task: task["terminal"])["status"] == "succeeded"
+    assert started.structured_content["status"] == "succeeded"  # the call waited for the task's end
+    result = {"n": 8, "prepped": True, "label": "even", "done": True}
+    assert started.structured_content["output"] == result
+    assert json.loads(started.content[0].text) == result
+    assert gateway.task(started.structured_content["id"])["output"] == result
     assert invalid.is_error is True
     assert "input schema" in invalid.content[0].text
 

@@ -81,6 +81,11 @@ def _creates() -> Iterator[Request]:
     yield _create("no actor of that name", 400, "ghost", route=["ghost"])
     yield Request("create: no payload", "POST", API, 422, _json({"route": ["a"]}), names="payload")
     yield Request("create: neither flow nor route", "POST", API, 400, _json({"payload": {}}), names="flow")
+    good = _json({"route": ["a"], "payload": {}})
+    for name, wait in {"of 0": "0", "negative": "-1", "past API Gateway's bound": "26", "not a number": "soon"}.items():
+        yield Request(f"create: a wait {name}", "POST", f"{API}?wait={wait}", 422, good, names="wait")
+    stealthy = _json({"route": ["a"], "payload": {}, "headers": {"x-asya-mesh-status": "off"}})
+    yield Request("create: a wait for a task without status", "POST", f"{API}?wait=1", 400, stealthy, names="wait")
     for kind, value in hostile.WRONG_TYPES.items():
         if kind != "object":
             yield Request(f"create: body is a {kind}", "POST", API, 422, _json(value), names="body")
@@ -158,6 +163,8 @@ def _by_id() -> Iterator[Request]:
         running = _json({"type": "status", "status": "running"})
         yield Request(f"report: id {name}", "POST", f"{API}/{task_id}/events", status, running)
     yield Request("get: a task", "GET", f"{API}/{TASK}", 200)
+    yield Request("get: a task that ended, with a wait", "GET", f"{API}/{TASK}?wait=25", 200, names="canceled")
+    yield Request("get: a wait past API Gateway's bound", "GET", f"{API}/{TASK}?wait=25.5", 422, names="wait")
     yield Request("cancel: a cancelled task again", "DELETE", f"{API}/{TASK}", 200)
     yield Request("follow: a cancelled task", "GET", f"{API}/{TASK}/events", 200)
     yield Request(

@@ -64,7 +64,7 @@ def gateway() -> Iterator[Gateway]:
         sqs = boto3.client("sqs")
         sqs.create_queue(QueueName="asya-n-a")
         flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
-        config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows)
+        config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, mcp_wait_seconds=0)
         service = TaskService(config, tasks=TaskStore(TASKS, client=client), sqs=sqs)
         patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
         yield Gateway()

@@ -13,7 +13,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya_local.functions.gateway_server import Gateway, GatewayServer
+from asya_local.functions import worker
+from asya_local.functions.gateway_server import Environments, Gateway, GatewayServer
 from asya_local.stack import free_port
 
 KEY = "test-key"
@@ -151,14 +152,52 @@ def test_api_gateway_answers_504_at_its_integration_timeout_before_the_function_
     assert time.monotonic() - started < 0.2
 
 
-def test_invocations_run_one_at_a_time(served: tuple[StandIn, httpx2.Client, Any]) -> None:
-    stand_in, client, _ = served
-    threads = [threading.Thread(target=client.get, args=("/slow",)) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(5)
-    assert stand_in.most_running == 1
+def test_concurrent_invocations_run_in_their_own_environments() -> None:
+    """Each of three requests at once gets its own copy of the function's module (a wait for a task's
+    end holds one environment, not the API); a later request reuses a free one."""
+    spec = {
+        "function": "asya-t-gateway",
+        "handler": "tests.support.gateway_environment.handler",
+        "timeout": 5.0,
+        "memory": 128,
+        "api_key": KEY,
+        "rest_api_id": "api-1",
+    }
+    server = GatewayServer(Gateway(spec, worker.handler_module(spec)[1]), free_port())
+    serving = threading.Thread(target=server.run, daemon=True)
+    serving.start()
+    answers: dict[str, dict[str, Any]] = {}
+    try:
+        with httpx2.Client(base_url=server.url, headers={"x-api-key": KEY}, trust_env=False, timeout=5) as client:
+
+            def call(path: str) -> None:
+                answers[path] = client.get(path).json()
+
+            threads = [threading.Thread(target=call, args=(f"/slow/{n}",)) for n in range(3)]
+            started = time.monotonic()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(5)
+            overlapped = time.monotonic() - started < 0.8  # three 0.3 s invocations, not one after another
+            call("/later")
+    finally:
+        server.stop()
+        serving.join(5)
+    assert overlapped
+    assert all(answers[f"/slow/{n}"]["path"] == f"/slow/{n}" for n in range(3)), answers  # none mixed up
+    environments = {answers[f"/slow/{n}"]["environment"] for n in range(3)}
+    assert len(environments) == 3
+    assert answers["/later"]["environment"] in environments
+
+
+def test_past_its_environments_a_request_waits_for_a_free_one() -> None:
+    environments = Environments({}, lambda _event, _context: None, limit=1)
+    first = environments.take(1.0)
+    assert first is not None
+    assert environments.take(0.05) is None  # API Gateway would answer 504 at its timeout
+    environments.give_back(first)
+    assert environments.take(0.05) is first
 
 
 def test_an_unknown_task_has_no_stream(served: tuple[StandIn, httpx2.Client, Any]) -> None:
