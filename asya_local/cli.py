@@ -38,7 +38,7 @@ from asya.live import FLY
 from asya.results import result_prefix
 from asya.status import TaskStatus
 from asya_cdk.config import MeshConfigError, load_mesh
-from asya_local import smoke
+from asya_local import smoke, sump_cli
 from asya_local.check import check as check_mesh
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
@@ -46,6 +46,7 @@ from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreac
 from asya_local.results import KeptResults
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
+from asya_local.sump_cli import SumpCommandError
 
 DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
 INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each flow may take before it fails",
     )
     smoke_test.add_argument("--allow-skip", action="store_true", help="a flow without an example input is no failure")
+    sump_cli.add_parser(commands)
     args = parser.parse_args(argv)
     commands_run = {
         "up": _up,
@@ -118,10 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         "queues": _queues,
         "check": _check,
         "smoke": _smoke,
+        "sump": _sump,
     }
     try:
         return commands_run[args.command](args)
-    except (MeshConfigError, LocalStateError, GatewayUnreachableError, SmokeError) as exc:
+    except (MeshConfigError, LocalStateError, GatewayUnreachableError, SmokeError, SumpCommandError) as exc:
         console.print(f"[red]asya: {exc}[/red]")
         return 2
     except GatewayError as exc:
@@ -329,6 +332,10 @@ def _watch(args: argparse.Namespace) -> int:
             progress.update(bar, completed=float(task.get("progress") or 0), at=at)
     console.print(_task_table(task))
     return 0 if task.get("status") == "succeeded" else 1
+
+
+def _sump(args: argparse.Namespace) -> int:
+    return sump_cli.run(args, _gateway(_state()), console)
 
 
 def _smoke(args: argparse.Namespace) -> int:

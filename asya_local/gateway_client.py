@@ -1,5 +1,5 @@
 """The status gateway's API as `asya` calls it: create a task, read, cancel or follow one, list the
-flows (MCP `tools/list`).
+flows (MCP `tools/list`), list, show and redrive what x-sump kept.
 
 Every request carries the gateway's credential: an API key (`x-api-key`, the local stack's and
 `gateway.auth: api_key`'s), or a SigV4 signature from the caller's AWS credentials (`IamAuth`, for
@@ -115,6 +115,27 @@ class GatewayClient:
         while not task["terminal"] and (left := deadline - clock()) > 0:
             task = self._json("GET", f"{API}/mesh/{created['id']}", 200, params={"wait": _bounded(left)})
         return task
+
+    def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
+        """`GET /sump`, every page: what x-sump kept that passes `filters` (reason, actor, since)."""
+        params = {name: value for name, value in filters.items() if value}
+        while True:
+            page = self._json("GET", f"{API}/sump", 200, params=params)
+            yield from page["entries"]
+            if not page.get("next_cursor"):
+                return
+            params["cursor"] = page["next_cursor"]
+
+    def sump_entry(self, envelope_id: str) -> dict[str, Any]:
+        """`GET /sump/{id}`: the last arrival of the envelope in x-sump and the copy kept."""
+        return self._json("GET", f"{API}/sump/{envelope_id}", 200)
+
+    def redrive(self, envelope_id: str, body: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """`POST /sump/{id}:redrive`: (whether this call redrove it, what was done)."""
+        response = self._call("POST", f"{API}/sump/{envelope_id}:redrive", json=body)
+        if response.status_code not in (200, 202):
+            raise GatewayError(_message(response))
+        return response.status_code == 202, dict(response.json())
 
     def task(self, task_id: str) -> dict[str, Any] | None:
         """`GET /mesh/{id}`: the task, or None if the gateway does not know it."""

@@ -1,4 +1,4 @@
-"""The tasks and events tables as the CDK app defines them (`asya_cdk.gateway`), the hop ledger's
+"""The tasks, events and sump tables as the CDK app defines them (`asya_cdk.tasks`), the hop ledger's
 idempotency table (`asya_cdk.mesh`) and the Spark batches table (`asya_cdk.spark`), made directly in
 moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
 integration tests and the CDK template tests keep the definitions in step."""
@@ -11,6 +11,7 @@ from asya.names import BY_DEADLINE, BY_STATUS
 
 TASKS = "asya-tasks"
 EVENTS = "asya-task-events"
+SUMP = "asya-sump"
 
 
 def create_idempotency_table(dynamodb: Any, name: str) -> None:
@@ -52,13 +53,16 @@ def create_tables(dynamodb: Any) -> None:
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )
+    _keyed_table(dynamodb, EVENTS, ("task_id", "S"), ("seq", "S"))
+    _keyed_table(dynamodb, SUMP, ("id", "S"), ("redrives", "N"))  # what x-sump kept (`asya.sump`)
+
+
+def _keyed_table(dynamodb: Any, name: str, partition: tuple[str, str], sort: tuple[str, str]) -> None:
+    """A table with a partition and a sort key, each `(name, DynamoDB type)`, and nothing more."""
     dynamodb.create_table(
-        TableName=EVENTS,
-        KeySchema=[{"AttributeName": "task_id", "KeyType": "HASH"}, {"AttributeName": "seq", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "task_id", "AttributeType": "S"},
-            {"AttributeName": "seq", "AttributeType": "S"},
-        ],
+        TableName=name,
+        KeySchema=[{"AttributeName": partition[0], "KeyType": "HASH"}, {"AttributeName": sort[0], "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": kind} for key, kind in (partition, sort)],
         BillingMode="PAY_PER_REQUEST",
     )
 

@@ -169,6 +169,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya_crew.sink import Sink
     from asya_local.inprocess import InProcessMesh
     from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
+    from asya_local.tables import SUMP as SUMP_TABLE
 
     config = case.mesh.config
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY}
@@ -185,7 +186,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
             mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
-        names = MeshNames(BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="")
+        names = MeshNames(BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="", sump_table=SUMP_TABLE)
         for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
             mesh.functions[name] = calls.timed(name, 512, crew.handle)

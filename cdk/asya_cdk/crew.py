@@ -41,6 +41,7 @@ class Crew:
         bucket: s3.IBucket,
         idempotency: dynamodb.ITable,
         sump_dead_letters: sqs.IQueue,
+        sump_table: dynamodb.ITable,
     ) -> None:
         namespace = mesh.config.namespace
 
@@ -71,6 +72,9 @@ class Crew:
         for keeper in (SUMP, SINK, PAUSE):
             self.functions[keeper].role.add_to_policy(keep_results)
         self.functions[SINK].role.add_to_policy(idempotency_items(idempotency, namespace))
+        # x-sump lists what it keeps; it only adds items (a conditional put), never reads or changes them
+        listing = iam.PolicyStatement(actions=["dynamodb:PutItem"], resources=[sump_table.table_arn])
+        self.sump.role.add_to_policy(listing)
 
 
 def idempotency_items(table: dynamodb.ITable, namespace: str) -> iam.PolicyStatement:

@@ -19,6 +19,7 @@ from asya.names import (
     GATEWAY_BACKSTOP,
     GATEWAY_FUNCTIONS,
     SINK,
+    SUMP,
     collector_name,
     resource_name,
 )
@@ -39,6 +40,7 @@ from asya.variables import (
     SPARK_STAGING_BUCKET,
     SPARK_STYLE,
     SPARK_SUBMIT_PARAMETERS,
+    SUMP_TABLE,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class MeshNames:
     events_table: str
     idempotency_table: str
     batches_table: str
+    sump_table: str
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -95,6 +98,9 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
         variables[SINK_HOOKS.name] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
         variables[RESULTS_INLINE_MAX_BYTES.name] = str(mesh.config.results.inline_max_bytes)
         variables[RESULTS_TTL.name] = str(mesh.config.results.retention_seconds)
+    if crew == SUMP:  # x-sump lists what it keeps in the sump table, for as long as it keeps it
+        variables[SUMP_TABLE.name] = names.sump_table
+        variables[RESULTS_TTL.name] = str(mesh.config.results.retention_seconds)
     return variables
 
 
@@ -102,7 +108,11 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
     """The API function gets the flows (what it starts and lists as MCP tools) and the results bucket;
     the backstop the bucket; the stream consumer only the tables."""
     own = {
-        GATEWAY: {RESULTS_BUCKET.name: names.bucket, FLOWS.name: mesh.config.flows_json()},
+        GATEWAY: {
+            RESULTS_BUCKET.name: names.bucket,
+            FLOWS.name: mesh.config.flows_json(),
+            SUMP_TABLE.name: names.sump_table,
+        },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})
     return {

@@ -109,8 +109,10 @@ class StatusGateway(Construct):
         gateway.allow(["dynamodb:Query"], tables.index_arn(BY_STATUS), tables.index_arn(BY_DEADLINE))
         # Query: following a task; PutItem/BatchWriteItem: FLY events posted by actors outside the mesh
         gateway.allow(["dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
-        # a task's result, and the envelope x-pause kept for a resume
+        # a task's result, the envelope x-pause kept for a resume, and x-sump's copy for a redrive
         gateway.allow(["s3:GetObject"], bucket.arn_for_objects(f"{RESULTS_PREFIX}/{self.namespace}/*"))
+        # x-sump's arrivals: listed (Scan), shown (Query), marked redriven (UpdateItem)
+        gateway.allow(["dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem"], tables.sump.table_arn)
         gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
         return gateway
 

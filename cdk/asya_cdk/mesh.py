@@ -83,6 +83,7 @@ class Mesh(Construct):
             events_table=self.task_tables.events.table_name,
             idempotency_table=self.table.table_name,
             batches_table=self.spark_batches.table_name if self.spark_batches is not None else "",
+            sump_table=self.task_tables.sump.table_name,
         )
         crew = Crew(
             self,
@@ -92,6 +93,7 @@ class Mesh(Construct):
             bucket=self.bucket,
             idempotency=self.table,
             sump_dead_letters=self.sump_dlq,
+            sump_table=self.task_tables.sump,
         )
         self.actors: dict[str, ActorFunction] = dict(crew.functions)
         self.spark: dict[str, SparkActor] = {}

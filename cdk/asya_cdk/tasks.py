@@ -14,7 +14,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, TASKS_TABLE, resource_name
+from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
 
 TTL_ATTRIBUTE = "expires_at"
 
@@ -54,7 +54,7 @@ def mesh_table(
 
 
 class TaskTables(Construct):
-    """Exposes `tasks` and `events`."""
+    """Exposes `tasks`, `events` and `sump` (what x-sump kept, by envelope id and redrive count)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, namespace: str) -> None:
         super().__init__(scope, construct_id)
@@ -85,6 +85,13 @@ class TaskTables(Construct):
             partition_key=string_key("task_id"),
             table_name=resource_name(namespace, EVENTS_TABLE),
             sort_key=string_key("seq"),
+        )
+        self.sump = mesh_table(
+            self,
+            "Sump",
+            partition_key=string_key("id"),
+            table_name=resource_name(namespace, SUMP_TABLE),
+            sort_key=dynamodb.Attribute(name="redrives", type=dynamodb.AttributeType.NUMBER),
         )
 
     def index_arn(self, index: str) -> str:

@@ -10,6 +10,9 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
     POST   /a2a/tasks/{id}:cancel           cancel, A2A style
+    GET    /api/v1/sump                     what x-sump kept (?reason=, ?actor=, ?since=, ?limit=, ?cursor=)
+    GET    /api/v1/sump/{id}                one message x-sump kept, as it was kept
+    POST   /api/v1/sump/{id}:redrive        put it back in the mesh (`asya_gateway.sump`)
     POST   /mcp                             flows as MCP tools (`asya_gateway.mcp`)
     GET    /health
 """
@@ -32,12 +35,14 @@ from asya.entry import LambdaEntry
 from asya.live import CURSOR_PATTERN
 from asya.names import GATEWAY
 from asya.status import stealthy
+from asya.sump import SumpIndex
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskError, TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
+from asya_gateway.sump import UNSET, Sump
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
@@ -101,11 +106,23 @@ class ResumeTask(_Model):
     input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
 
 
+class RedriveRequest(_Model):
+    """All optional: by default the envelope goes back where it failed, with the payload it had there."""
+
+    to: str | None = Field(default=None, max_length=80, description="The actor to send it to instead")
+    payload: Any = Field(default=None, description="A new payload (JSON null is no payload: give `{}` or a value)")
+    envelope: dict[str, Any] | None = Field(
+        default=None, description="The fixed envelope, for a message that never parsed"
+    )
+
+
 class GatewayFunction:
-    """What the API function runs: the task service its routes use, and its telemetry."""
+    """What the API function runs: the task service its routes use, x-sump's listing, and telemetry."""
 
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
+        table = tasks.settings.sump_table
+        self.sump = Sump(tasks, SumpIndex(table, client=tasks.tasks.client)) if table else None
         self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -127,6 +144,13 @@ def service() -> TaskService:
 
 def telemetry() -> Telemetry:
     return lambda_handler.built.telemetry
+
+
+def sump() -> Sump:
+    found = lambda_handler.built.sump
+    if found is None:
+        raise TaskError(404, "this gateway has no sump table (ASYA_SUMP_TABLE)")
+    return found
 
 
 def base_url() -> str:
@@ -285,9 +309,32 @@ def task_events(
     )
 
 
+@app.get(f"{API}/sump", summary="What x-sump kept, newest first within a page")
+def list_sump(
+    reason: Annotated[str | None, Query(max_length=80)] = None,
+    actor: Annotated[str | None, Query(max_length=80)] = None,
+    since: Annotated[str | None, Query(max_length=40, description="RFC 3339 time: arrivals at or after it")] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> dict[str, Any]:
+    return sump().list(reason=reason, actor=actor, since=since, limit=limit, cursor=cursor)
+
+
+@app.get(f"{API}/sump/<envelope_id>", summary="One message x-sump kept: its last arrival and the copy kept")
+def show_sump(envelope_id: TaskId) -> dict[str, Any]:
+    return sump().show(envelope_id)
+
+
+@app.post(f"{API}/sump/<envelope_id>:redrive", summary="Put a message x-sump kept back in the mesh")
+def redrive_sump(envelope_id: TaskId, request: Annotated[RedriveRequest, Body()]) -> tuple[dict[str, Any], int]:
+    payload = request.payload if "payload" in request.model_fields_set else UNSET
+    redriven, answer = sump().redrive(envelope_id, to=request.to, payload=payload, envelope=request.envelope)
+    return answer, 202 if redriven else 200
+
+
 @app.post("/mcp", summary="MCP (streamable HTTP, stateless JSON responses)")
 def mcp() -> Response[Any]:
-    endpoint = McpEndpoint(service(), lambda task_id: task_urls(task_id)["status_url"])
+    endpoint = McpEndpoint(service(), lambda task_id: task_urls(task_id)["status_url"], lambda_handler.built.sump)
     answer: dict[str, Any] | None
     try:
         body = app.current_event.json_body

@@ -1,6 +1,7 @@
 """Flows as MCP tools over streamable HTTP (`POST /mcp`), stateless, answered as plain JSON.
 
-`initialize`, `ping`, `tools/list` (one tool per flow, its input schema as the tool's) and
+`initialize`, `ping`, `tools/list` (one tool per flow, its input schema as the tool's, and x-sump's
+`sump_list`, `sump_show` and `sump_redrive` when the gateway has the sump table) and
 `tools/call` (validate the arguments against the schema, create a task and wait for it up to
 `ASYA_MCP_WAIT_SECONDS`: a task that ended answers with its result, or its error as a tool error; one
 still running answers with its id and status URL as text). Tool errors (unknown tool, invalid
@@ -14,6 +15,8 @@ API Gateway can neither host nor keep; this endpoint needs no session, so every 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import mcp_types as types
@@ -22,15 +25,50 @@ from pydantic import ValidationError
 
 from asya.status import TaskStatus
 from asya_gateway.service import TaskError, TaskService
+from asya_gateway.sump import UNSET, Sump
 
 SERVER = types.Implementation(name="asya-gateway", version="0.1.0")
 SUPPORTED = types.version.HANDSHAKE_PROTOCOL_VERSIONS
 
 
+_ID = {"type": "string", "minLength": 1, "maxLength": 256, "description": "the envelope's (task's) id"}
+# x-sump's tools, beside the flows' (a flow is named like an actor, never with `_`)
+SUMP_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sump_list": (
+        "List the messages x-sump kept (failures), newest first: id, reason, actor, error, arrival, redrive.",
+        {
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "maxLength": 80},
+                "actor": {"type": "string", "maxLength": 80},
+                "since": {"type": "string", "maxLength": 40, "description": "RFC 3339 time"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            },
+            "additionalProperties": False,
+        },
+    ),
+    "sump_show": (
+        "Show one message x-sump kept, as it was kept (the failure envelope with its error).",
+        {"type": "object", "properties": {"id": _ID}, "required": ["id"], "additionalProperties": False},
+    ),
+    "sump_redrive": (
+        "Put a message x-sump kept back in the mesh where it failed (or at actor 'to'), with a fresh attempt "
+        "count, optionally with a new payload; its task runs again. Done once per failure.",
+        {
+            "type": "object",
+            "properties": {"id": _ID, "to": {"type": "string", "maxLength": 80}, "payload": {}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    ),
+}
+
+
 class McpEndpoint:
-    def __init__(self, service: TaskService, status_url: Any) -> None:
+    def __init__(self, service: TaskService, status_url: Any, sump: Sump | None = None) -> None:
         self.service = service
         self.status_url = status_url  # task id → the task's status URL
+        self.sump = sump
 
     def handle(self, body: Any) -> tuple[int, dict[str, Any] | None]:
         """One POSTed JSON-RPC message → (HTTP status, JSON body or None for 202 Accepted)."""
@@ -80,7 +118,13 @@ class McpEndpoint:
         elif method == "ping":
             return {}
         elif method == "tools/list":
-            result = types.ListToolsResult(tools=[self._tool(name) for name in sorted(self.service.settings.flows)])
+            tools = [self._tool(name) for name in sorted(self.service.settings.flows)]
+            if self.sump is not None:
+                tools += [
+                    types.Tool(name=name, description=description, input_schema=schema)
+                    for name, (description, schema) in SUMP_TOOLS.items()
+                ]
+            result = types.ListToolsResult(tools=tools)
         elif method == "tools/call":
             result = self._call(params)
         else:
@@ -99,6 +143,8 @@ class McpEndpoint:
         arguments = params.get("arguments")
         if not isinstance(name, str):
             raise _RpcError(types.INVALID_PARAMS, "tools/call needs a tool 'name'")
+        if name in SUMP_TOOLS and self.sump is not None:
+            return self._sump_call(self.sump, name, arguments if arguments is not None else {})
         if name not in self.service.settings.flows:
             return _tool_error(f"unknown tool {name!r}; tools/list names the flows of this mesh")
         if arguments is None:
@@ -131,8 +177,45 @@ class McpEndpoint:
             is_error=failed,
         )
 
+    @staticmethod
+    def _sump_call(sump: Sump, name: str, arguments: Any) -> types.CallToolResult:
+        """x-sump's tools: the answer is the REST API's, as JSON text and structured content."""
+        try:
+            _sump_validator(name)(arguments)
+        except ValueError as exc:  # fastjsonschema's JsonSchemaValueException
+            return _tool_error(f"invalid arguments for {name}: {exc}")
+        try:
+            if name == "sump_list":
+                answer = sump.list(
+                    reason=arguments.get("reason"),
+                    actor=arguments.get("actor"),
+                    since=arguments.get("since"),
+                    limit=arguments.get("limit", 20),
+                    cursor=None,
+                )
+            elif name == "sump_show":
+                answer = sump.show(arguments["id"])
+            else:
+                payload = arguments.get("payload", UNSET)
+                redriven, answer = sump.redrive(arguments["id"], to=arguments.get("to"), payload=payload)
+                answer = {**answer, "redriven": redriven}
+        except TaskError as exc:
+            return _tool_error(str(exc))
+        text = orjson.dumps(answer).decode()
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=answer, is_error=False
+        )
+
 
 _ENDED_WITH = ("status", "output", "result", "reason", "error")
+
+
+@cache
+def _sump_validator(name: str) -> Callable[[Any], Any]:
+    """The tool's input schema, compiled at its first call (as the flows' are)."""
+    import fastjsonschema
+
+    return fastjsonschema.compile(SUMP_TOOLS[name][1])
 
 
 class _RpcError(Exception):

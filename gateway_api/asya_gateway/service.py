@@ -106,7 +106,7 @@ class TaskService:
         actors = chosen.route if chosen is not None else self._route(route)
         if chosen is not None:
             self.validate(chosen, payload)
-        headers = self._headers(headers or {})
+        headers = self.client_headers(headers or {})
         queue = self._queue_url(actors[0])
         now = utc_now()
         seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
@@ -153,16 +153,18 @@ class TaskService:
         return flow
 
     @staticmethod
-    def _route(route: list[str] | None) -> list[str]:
+    def _route(route: list[str] | None, field: str = "route") -> list[str]:
         if not route:
             raise TaskError(400, "give either 'flow' or a non-empty 'route'")
         for index, actor in enumerate(route):
             if not ACTOR_NAME.match(actor) or (actor.startswith("x-") and actor != names.PAUSE):
-                raise TaskError(400, f"route[{index}]: {actor!r} is not an actor a route may name")
+                where = f"{field}[{index}]" if field == "route" else field
+                raise TaskError(400, f"{where}: {actor!r} is not an actor a route may name")
         return route
 
     @staticmethod
-    def _headers(headers: dict[str, Any]) -> dict[str, Any]:
+    def client_headers(headers: dict[str, Any]) -> dict[str, Any]:
+        """Headers a client may set: none of the mesh's own `x-asya-*` but those it allows."""
         reserved = sorted(key for key in headers if key.startswith("x-asya-") and key not in ALLOWED_HEADERS)
         if reserved:
             raise TaskError(400, f"headers: {', '.join(reserved)} are set by the mesh, not by clients")
@@ -170,6 +172,23 @@ class TaskService:
         if not _reporting_url(kept.get(GATEWAY_URL_HEADER)):
             kept.pop(GATEWAY_URL_HEADER, None)  # SPEC §9: only http(s) URLs with a host; the rest is ignored
         return kept
+
+    def actor(self, name: str, field: str) -> str:
+        """An actor a client names (`field` says where) that a task may be sent to: a deployed one, not
+        the crew's (x-pause aside)."""
+        self._route([name], field)
+        self._queue_url(name)
+        return name
+
+    def writable(self, envelope: dict[str, Any], what: str) -> str:
+        """The envelope as the body SQS will carry; a 4xx if it never could be."""
+        return _writable(envelope, SQS_MAX_MESSAGE_BYTES, what)
+
+    def send(self, actor: str, body: str) -> None:
+        try:
+            self.sqs.send_message(QueueUrl=self._queue_url(actor), MessageBody=body)
+        except ClientError as exc:
+            raise TaskError(503, f"the envelope could not be sent to {actor!r}: {exc}") from exc
 
     def _queue_url(self, actor: str) -> str:
         if actor not in self._queue_urls:
@@ -194,7 +213,7 @@ class TaskService:
             raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
         arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": max(1, min(limit, MAX_PAGE))}
         if cursor:
-            arguments["ExclusiveStartKey"] = _decode_cursor(cursor, status)
+            arguments["ExclusiveStartKey"] = decode_cursor(cursor, status)
         client = self.tasks.client
         try:
             if status is None:
@@ -226,7 +245,7 @@ class TaskService:
             items = [records[task_id] for task_id in ids if task_id in records]
         tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
-        return {"tasks": tasks, "next_cursor": _encode_cursor(last, status) if last else None}
+        return {"tasks": tasks, "next_cursor": encode_cursor(last, status) if last else None}
 
     def wait(self, task_id: str, seconds: float) -> tuple[bool, dict[str, Any]]:
         """(ended, the task) once the task is terminal or after `seconds`, whichever is first. An ended
@@ -379,27 +398,35 @@ def _reporting_url(value: Any) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
-def _encode_cursor(key: dict[str, Any], status: str | None) -> str:
-    """Where the next page starts, and which listing it belongs to (a cursor is only good for it)."""
-    return base64.urlsafe_b64encode(orjson.dumps({"status": status, "key": key})).decode()
+def encode_cursor(key: dict[str, Any], listing: str | None) -> str:
+    """Where the next page starts, and which listing it belongs to (a cursor is only good for it): a
+    status of the tasks' listing (None: all tasks), or `sump`."""
+    return base64.urlsafe_b64encode(orjson.dumps({"status": listing, "key": key})).decode()
 
 
-def _decode_cursor(cursor: str, status: str | None) -> dict[str, Any]:
-    """The key a cursor carries. Every key attribute of the tasks table and its indexes is a string, so
-    anything else (another type, a set, a number DynamoDB cannot read) was not handed out here."""
+def decode_cursor(cursor: str, listing: str | None, numbers: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The key a cursor carries. Every key attribute of the listed table and its indexes is a string,
+    but those named in `numbers` (whole numbers), so anything else (another type, a set, a number
+    DynamoDB cannot read) was not handed out here."""
     try:
         document = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
     except (binascii.Error, ValueError):
         document = None
     key = document.get("key") if isinstance(document, dict) else None
-    if not isinstance(key, dict) or not key or not all(_string_attribute(value) for value in key.values()):
+    if not isinstance(key, dict) or not key or not all(_key_attribute(v, k in numbers) for k, v in key.items()):
         raise TaskError(400, "cursor is not one this API returned")
-    if document.get("status") != status:
-        raise TaskError(400, f"cursor belongs to the listing of status {document.get('status')!r}, not {status!r}")
+    if document.get("status") != listing:
+        raise TaskError(400, f"cursor belongs to the listing of {document.get('status')!r}, not {listing!r}")
     return key
 
 
-def _string_attribute(value: Any) -> bool:
-    """`{"S": text}` as DynamoDB types a key string (non-empty, at most 2,048 bytes of UTF-8 in a key)."""
-    text = value.get("S") if isinstance(value, dict) and len(value) == 1 else None
+def _key_attribute(value: Any, number: bool) -> bool:
+    """`{"S": text}` as DynamoDB types a key string (non-empty, at most 2,048 bytes of UTF-8 in a key),
+    or `{"N": digits}` for a whole number."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    if number:
+        digits = value.get("N")
+        return isinstance(digits, str) and digits.isascii() and digits.isdigit() and len(digits) <= 12
+    text = value.get("S")
     return isinstance(text, str) and 0 < len(text.encode("utf-8", "surrogatepass")) <= 2048

@@ -35,6 +35,7 @@ class GatewaySettings:
     flows: dict[str, Flow] = field(default_factory=dict)
     task_ttl: int = variables.TASK_TTL.default
     mcp_wait_seconds: float = variables.MCP_WAIT.default
+    sump_table: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -48,6 +49,7 @@ class GatewaySettings:
             flows=_flows(variables.FLOWS.read(env)),
             task_ttl=variables.TASK_TTL.read(env),
             mcp_wait_seconds=variables.MCP_WAIT.read(env),
+            sump_table=variables.SUMP_TABLE.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

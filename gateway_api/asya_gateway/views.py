@@ -26,6 +26,7 @@ _SHOWN = (
     "reason",
     "error",
     "pause",
+    "redrives",
 )
 MAX_LISTED_BRANCHES = 100
 

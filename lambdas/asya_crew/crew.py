@@ -44,7 +44,8 @@ from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import ROOT_HEADER, Ending, TaskStore, root_of, stealthy
+from asya.status import ROOT_HEADER, Ending, TaskStore, redrives, root_of, stealthy
+from asya.sump import SumpIndex, sump_entry
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 
@@ -64,6 +65,7 @@ class CrewSettings:
     idempotency_ttl: int = variables.IDEMPOTENCY_TTL.default
     inline_max_bytes: int = variables.RESULTS_INLINE_MAX_BYTES.default
     results_ttl: int = variables.RESULTS_TTL.default
+    sump_table: str | None = None
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -79,6 +81,7 @@ class CrewSettings:
             variables.IDEMPOTENCY_TTL.read(env),
             variables.RESULTS_INLINE_MAX_BYTES.read(env),
             variables.RESULTS_TTL.read(env),
+            variables.SUMP_TABLE.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -97,6 +100,21 @@ class Keep:
     final: str | None = None
 
 
+def _redrives(keep: Keep) -> int:
+    headers = keep.document.get("headers")  # x-sump keeps what it is sent, however malformed
+    return redrives(headers) if isinstance(headers, dict) else 0
+
+
+def kept_outcome(keep: Keep) -> str:
+    """The name a record is kept under: its outcome, and for the ending of an envelope redriven from
+    x-sump which run it ended (`failed.redrive-1`), so that the failure that was redriven stays kept
+    beside the next ending (final results are written once). A paused envelope is kept under its
+    outcome alone, where x-resume looks for it."""
+    assert keep.outcome is not None
+    redriven = _redrives(keep) if keep.final is not None else 0
+    return f"{keep.outcome}.redrive-{redriven}" if redriven else keep.outcome
+
+
 def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
     """The claim's key: like an actor's hop, position and attempt included, so that a task paused,
     resumed and paused again further on is kept again, while a redelivery of either is not."""
@@ -107,7 +125,7 @@ def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
     position = len(prev) if isinstance(prev, list) else 0
     attempt = status.get("attempt") if isinstance(status, dict) else None
     attempt = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1
-    return {**hop_key(actor, keep.envelope_id, position, attempt), "outcome": keep.outcome or "passed"}
+    return {**hop_key(actor, keep.envelope_id, position, attempt, _redrives(keep)), "outcome": keep.outcome or "passed"}
 
 
 class DeliveryInProgressError(RuntimeError):
@@ -154,6 +172,7 @@ class CrewActor:
             if settings.tasks_table
             else None
         )
+        self.sump = SumpIndex(settings.sump_table) if settings.sump_table else None  # x-sump's listing
         self.transport = transport or SqsTransport()
         self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
@@ -215,9 +234,11 @@ class CrewActor:
             if ending is not Ending.LATE:
                 return  # kept now, or by the delivery that recorded this ending before
         assert keep.outcome is not None
-        key = result_key(self.settings.namespace, keep.envelope_id, keep.outcome)
+        key = result_key(self.settings.namespace, keep.envelope_id, kept_outcome(keep))
         if self._write(key, stored_body(keep.document, record), once=keep.final is not None):
             self.telemetry.count("ResultsStored", "outcome", keep.outcome)
+        if self.sump is not None:
+            self.sump.add(sump_entry(keep.document, key, utc_now(), self.settings.results_ttl))
         if output is None:
             self._finish(keep, {"result": f"s3://{self.settings.bucket}/{key}"})
 

@@ -1,12 +1,13 @@
 """Dropping duplicate deliveries of the same envelope at the same hop (SPEC §7).
 
-A hop is identified by actor, envelope id, route position and attempt: a retry is a new attempt, not
-a duplicate. Within one batch a set suffices. Across invocations, a tracked envelope's hop is claimed
-in its task record, by the status write the hop makes anyway (`TaskStore.claim_hop`). An untracked
-one (stealth mode, or no task table) is claimed, when `ASYA_IDEMPOTENCY_TABLE` is set, in Powertools'
-DynamoDB persistence layer, which records each hop: *in progress* before the handler runs
-(expiring with the invocation, so a crash frees it), *completed* only after every output was sent,
-and deleted when sending failed so that the redelivery runs the hop again.
+A hop is identified by actor, envelope id, route position and attempt (and how many times the
+envelope was redriven from x-sump): a retry is a new attempt, not a duplicate. Within one batch a
+set suffices. Across invocations, a tracked envelope's hop is claimed in its task record, by the
+status write the hop makes anyway (`TaskStore.claim_hop`). An untracked one (stealth mode, or no
+task table) is claimed, when `ASYA_IDEMPOTENCY_TABLE` is set, in Powertools' DynamoDB persistence
+layer, which records each hop: *in progress* before the handler runs (expiring with the invocation,
+so a crash frees it), *completed* only after every output was sent, and deleted when sending failed
+so that the redelivery runs the hop again.
 
 The Powertools `@idempotent` decorators are not used because they mark completion when the decorated
 function returns, while a hop completes only after the batch's grouped sends succeed.
@@ -39,8 +40,12 @@ class HopClaim:
     halted: str | None = None  # HALTED: the task's status ("paused", "canceled", or how it ended)
 
 
-def hop_key(actor: str, envelope_id: str, position: int, attempt: int) -> dict[str, Any]:
-    return {"actor": actor, "id": envelope_id, "position": position, "attempt": attempt}
+def hop_key(actor: str, envelope_id: str, position: int, attempt: int, redrives: int = 0) -> dict[str, Any]:
+    """A hop's identity; an envelope redriven from x-sump runs its hops again (`redrives` > 0)."""
+    key: dict[str, Any] = {"actor": actor, "id": envelope_id, "position": position, "attempt": attempt}
+    if redrives:
+        key["redrives"] = redrives
+    return key
 
 
 class HopLedger:

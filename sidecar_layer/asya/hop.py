@@ -27,7 +27,7 @@ from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
-from asya.status import TaskStatus, root_of, stealthy
+from asya.status import TaskStatus, redrives, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 
@@ -137,7 +137,7 @@ class HopRunner:
             plan.redeliver = True  # not started: too little invocation time left to run it safely
             return "redelivered"
         attempt = envelope.status.attempt if envelope.status else 1
-        key = hop_key(actor, envelope.id, envelope.route.position, attempt)
+        key = hop_key(actor, envelope.id, envelope.route.position, attempt, redrives(envelope.headers))
         if self.reporter is not None:
             self.reporter.point(envelope, actor, "received")
         found = self.ledger.claim(key, plan.message_id, remaining_ms, self._on_record(envelope, remaining_ms))

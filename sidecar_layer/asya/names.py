@@ -29,6 +29,7 @@ TASKS_TABLE = "tasks"
 EVENTS_TABLE = "task-events"
 IDEMPOTENCY_TABLE = "idempotency"
 BATCHES_TABLE = "spark-batches"
+SUMP_TABLE = "sump"  # what x-sump kept, by envelope id (`asya.sump`)
 # The tasks table's indexes: tasks by status (listings), open tasks by deadline (the backstop).
 BY_STATUS = "by-status"
 BY_DEADLINE = "by-deadline"

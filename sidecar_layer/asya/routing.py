@@ -33,7 +33,7 @@ from asya.abi import Frame
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
-from asya.status import ROOT_HEADER, root_of, stealthy
+from asya.status import ROOT_HEADER, redrives, root_of, stealthy
 from asya.tracecontext import continue_trace
 from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 
@@ -150,8 +150,11 @@ def child_id(parent: Envelope, index: int) -> str:
     random, so that re-running the same hop after a redelivery yields the same ids and the next actor
     can drop the duplicates."""
     attempt = parent.status.attempt if parent.status else 1
-    seed = f"{parent.id}\x1f{parent.route.position}\x1f{attempt}\x1f{index}".encode()
-    return str(uuid.UUID(bytes=hashlib.sha256(seed).digest()[:16], version=4))
+    seed = f"{parent.id}\x1f{parent.route.position}\x1f{attempt}\x1f{index}"
+    redriven = redrives(parent.headers)
+    if redriven:  # a redriven hop's children are new tasks, not the failed run's (which have ended)
+        seed += f"\x1f{redriven}"
+    return str(uuid.UUID(bytes=hashlib.sha256(seed.encode()).digest()[:16], version=4))
 
 
 def _status(envelope: Envelope, now: dt.datetime, **changes: Any) -> dict[str, Any]:

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 ROOT_HEADER = "x-asya-root-id"
 STEALTH_HEADER = "x-asya-mesh-status"
+# How many times the envelope was redriven from x-sump: its hops, fan-out children and kept results
+# are new ones, not duplicates of those of the run that failed (docs/status.md, "x-sump").
+REDRIVE_HEADER = "x-asya-redrive"
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
 # How long one watch mark keeps a task's status changes flowing into its event log; a watcher renews
 # it once less than half is left, so a long follow costs one write per half of this.
@@ -92,6 +95,12 @@ def stealthy(headers: Mapping[str, Any]) -> bool:
 def root_of(envelope_id: str, headers: Mapping[str, Any]) -> str:
     root = headers.get(ROOT_HEADER)
     return root if isinstance(root, str) and root else envelope_id
+
+
+def redrives(headers: Mapping[str, Any]) -> int:
+    """The envelope's redrive count (`REDRIVE_HEADER`), 0 if it was never redriven."""
+    count = headers.get(REDRIVE_HEADER)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def progress_of(route: Mapping[str, Any]) -> float:
@@ -445,6 +454,35 @@ class TaskStore:
             )
             self._terminal(root_id, final, {name: root.get(f"own_{name}") for name in ("result", "output", "route")})
         return counted
+
+    def reopen(self, task_id: str, root_id: str, actor: str, count: int) -> dict[str, Any] | None:
+        """A failed envelope redriven from x-sump: its task goes back from `failed` to `running` at
+        `actor` (the one move back besides a resume), and its ending is taken off its root's count, so
+        the root ends again only when the redriven envelope does. The redriven envelope runs without a
+        deadline (it had passed, or would soon: the operator decides when to redrive). Safe to repeat:
+        the root's count is taken off once (`done_ids` no longer holds the envelope), and the record
+        moves once per redrive `count`. Returns the task's record as it then is, None if there is no record."""
+        now = rfc3339(_now())
+        values: dict[str, Any] = {":m": {task_id}, ":m_id": task_id, ":less": -1, ":now": now}
+        values |= {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING)}
+        self._update(  # the root first: a branch reopened but still counted could never count again
+            root_id,
+            "DELETE done_ids :m ADD n_failed :less SET #s = :running, #r = :rank, updated_at = :now REMOVE expires_at",
+            "contains(done_ids, :m_id)",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+        values = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now, ":failed": TaskStatus.FAILED}
+        values |= {":actor": actor, ":phase": "redriven", ":count": count}
+        return self._update_returning(  # a task without branches is its own root: running already
+            task_id,
+            "SET #s = :running, #r = :rank, updated_at = :now, actor = :actor, phase = :phase, redrives = :count"
+            " REMOVE expires_at, #reason, #error, #result, #output, hop_position, hop_attempt, hop_held_until,"
+            " deadline_at",
+            "(#s = :failed OR #s = :running) AND (attribute_not_exists(redrives) OR redrives < :count)",
+            values,
+            {"#s": "status", "#r": "rank"},
+        ) or self.get(task_id)
 
     def cancel(self, task_id: str) -> dict[str, Any] | None:
         """Cancel a task and, through the root's branch list, its fan-out children. Idempotent: an

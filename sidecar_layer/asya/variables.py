@@ -224,6 +224,13 @@ EVENTS_TABLE = Variable(
     None,
     _text_or_none,
 )
+SUMP_TABLE = Variable(
+    "ASYA_SUMP_TABLE",
+    (Component.CREW, Component.GATEWAY),
+    "the sump table: one item per message x-sump kept, for listing and redriving (x-sump and the gateway)",
+    None,
+    _text_or_none,
+)
 TASK_TTL = Variable(
     "ASYA_TASK_TTL_SECONDS",
     (Component.ACTOR, Component.CREW, Component.GATEWAY),
@@ -272,7 +279,8 @@ RESULTS_INLINE_MAX_BYTES = Variable(
 RESULTS_TTL = Variable(
     "ASYA_RESULTS_TTL_SECONDS",
     _CREW,
-    "how long a task record that holds its result stays, if longer than its own TTL (`results.retention_days`)",
+    "how long results are kept (`results.retention_days`): a task record that holds its result, if longer "
+    "than its own TTL, and x-sump's items in the sump table",
     0,
     integer(0),
 )
@@ -379,6 +387,7 @@ ALL: tuple[Variable[Any], ...] = (
     STATUS_WRITES,
     TASKS_TABLE,
     EVENTS_TABLE,
+    SUMP_TABLE,
     TASK_TTL,
     IDEMPOTENCY_TABLE,
     IDEMPOTENCY_TTL,

@@ -308,17 +308,24 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
 ) -> None:
     _, document, _ = synthesized
     tables = _resources(document, "AWS::DynamoDB::Table")
-    assert len(tables) == 3, "idempotency, tasks, task events"
+    assert len(tables) == 4, "idempotency, tasks, task events, sump"
     tasks_key, events_key = _table(document, "StatusTasks"), _table(document, "StatusTaskEvents")
-    tasks, events = tables[tasks_key], tables[events_key]
-    for table in (tasks, events):
+    sump_key = _table(document, "StatusSump")
+    tasks, events, sump = tables[tasks_key], tables[events_key], tables[sump_key]
+    for table in (tasks, events, sump):
         assert table["BillingMode"] == "PAY_PER_REQUEST"
         assert table["SSESpecification"] == {"SSEEnabled": True}
         assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    for table in (tasks, events):
         assert {a["AttributeType"] for a in table["AttributeDefinitions"]} == {"S"}
-    for key in (tasks_key, events_key):
+    for key in (tasks_key, events_key, sump_key):
         assert document["Resources"][key]["DeletionPolicy"] == "Delete"
+    assert sump["TableName"] == "asya-reviews-sump"
+    assert sump["KeySchema"] == [
+        {"AttributeName": "id", "KeyType": "HASH"},
+        {"AttributeName": "redrives", "KeyType": "RANGE"},
+    ]
     assert tasks["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
     assert tasks["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     indexes = {index["IndexName"]: index for index in tasks["GlobalSecondaryIndexes"]}
@@ -362,6 +369,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_TASK_TTL_SECONDS": str(7 * 86_400),
         "ASYA_RESULTS_BUCKET": {"Ref": bucket},
         "ASYA_FLOWS": variables["ASYA_FLOWS"],
+        "ASYA_SUMP_TABLE": {"Ref": _table(document, "StatusSump")},
         "POWERTOOLS_SERVICE_NAME": "gateway",
     }
     declared = yaml.safe_load(EXAMPLE.read_text())["flows"]["triage-reviews"]
@@ -410,6 +418,13 @@ def test_actors_and_crew_report_status_with_the_tables_and_the_shared_settings(
         assert variables["ASYA_TASK_TTL_SECONDS"] == str(7 * 86_400)
     for actor in ACTORS:
         assert functions[f"asya-reviews-{actor}"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "coalesced"
+    sump = {"Ref": _table(document, "StatusSump")}
+    assert [
+        name
+        for name in (*ACTORS, *CREW)
+        if "ASYA_SUMP_TABLE" in functions[f"asya-reviews-{name}"]["Environment"]["Variables"]
+    ] == ["x-sump"]
+    assert functions["asya-reviews-x-sump"]["Environment"]["Variables"]["ASYA_SUMP_TABLE"] == sump
     for role in [f"MeshActor{a}Role" for a in ACTORS] + [f"MeshCrew{c.replace('-', '')}Role" for c in CREW]:
         statements = _statements(document, role)
         assert _actions(_on(statements, {"Fn::GetAtt": [tasks, "Arn"]})) == {

@@ -102,9 +102,21 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     assert "asya watch" in still.stdout
 
     failing = _asya(cwd, "send", '{"n": 1}', "--flow", "failing")
-    failed = _asya(cwd, "watch", failing.stdout.strip())
+    failed_id = failing.stdout.strip()
+    failed = _asya(cwd, "watch", failed_id)
     assert failed.returncode == 1, failed.stdout
     assert "failed" in failed.stdout
+
+    deadline = time.monotonic() + 30  # x-sump keeps the failure after x-sink has recorded it
+    while failed_id not in (listed := _asya(cwd, "sump", "list", "--reason", "RuntimeError", "--since", "1h")).stdout:
+        assert time.monotonic() < deadline, listed.stdout + listed.stderr
+        time.sleep(0.5)
+    assert "ValueError boom" in listed.stdout
+    redriven = _asya(cwd, "sump", "redrive", "--reason", "RuntimeError", "--to", "post")
+    assert redriven.returncode == 0, redriven.stdout + redriven.stderr
+    assert f"{failed_id}: redriven to post (redrive 1)" in redriven.stdout
+    rewatched = _asya(cwd, "watch", failed_id)
+    assert rewatched.returncode == 0, rewatched.stdout
 
     missing = _asya(cwd, "status", "no-such-task")
     assert missing.returncode == 1

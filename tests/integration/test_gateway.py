@@ -159,6 +159,64 @@ def test_a_failure_shows_its_error(gateway: Gateway, running_mesh: RunningMesh) 
     assert original == {"n": 1, "prepped": True}  # as the failing actor got it
 
 
+def sump_entry(gateway: Gateway, envelope_id: str, timeout: float = 60) -> dict[str, Any]:
+    """x-sump's entry for the envelope, once x-sink has forwarded the failure and x-sump kept it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = gateway.http.get("/api/v1/sump", params={"reason": "RuntimeError", "actor": "boom"}).json()
+        found: list[dict[str, Any]] = [entry for entry in listed["entries"] if entry["id"] == envelope_id]
+        if found:
+            return found[0]
+        time.sleep(0.3)
+    raise AssertionError(f"x-sump never listed {envelope_id}")
+
+
+def test_a_failure_is_redriven_from_x_sump_after_its_handler_is_fixed(gateway: Gateway, tmp_path: Any) -> None:
+    fix = tmp_path / "fixed"
+    created = gateway.create(flow="failing", payload={"n": 2, "fixed_when": str(fix)})
+    failed = gateway.wait_for(created["id"], lambda task: task["terminal"])
+    assert failed["status"] == "failed"
+    entry = sump_entry(gateway, created["id"])
+    assert (entry["at"], entry["error_type"], entry["redrives"]) == ("boom", "ValueError", 0)
+    shown = gateway.http.get(f"/api/v1/sump/{created['id']}").json()
+    assert shown["kept"]["payload"]["original_payload"] == {"n": 2, "fixed_when": str(fix), "prepped": True}
+
+    fix.touch()  # the handler is fixed
+    redrive = gateway.http.post(f"/api/v1/sump/{created['id']}:redrive", json={})
+    assert redrive.status_code == 202, redrive.text
+    assert (redrive.json()["to"], redrive.json()["task"]["status"]) == ("boom", "running")
+    task = gateway.http.get(f"/api/v1/mesh/{created['id']}", params={"wait": 20}).json()
+    assert (task["status"], task["redrives"]) == ("succeeded", 1)
+    assert task["output"] == {"n": 2, "fixed_when": str(fix), "prepped": True, "fixed": True}
+    again = gateway.http.post(f"/api/v1/sump/{created['id']}:redrive", json={})
+    assert again.status_code == 200  # done once: the answer says what was done
+    assert again.json()["entry"]["redriven_to"] == "boom"
+
+
+def test_mcp_tools_list_and_redrive_what_x_sump_kept(gateway: Gateway) -> None:
+    created = gateway.create(flow="failing", payload={"n": 5})
+    sump_entry(gateway, created["id"])
+
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        answer = gateway.http.post("/mcp", json=message)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()["result"]
+        return result
+
+    tools = gateway.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+    assert {"sump_list", "sump_show", "sump_redrive"} <= {tool["name"] for tool in tools["result"]["tools"]}
+    listed = call("sump_list", {"reason": "RuntimeError", "actor": "boom"})
+    assert created["id"] in [entry["id"] for entry in listed["structuredContent"]["entries"]]
+    invalid = call("sump_redrive", {"id": created["id"], "to": 5})
+    assert invalid["isError"] is True
+    redriven = call("sump_redrive", {"id": created["id"], "to": "post"})
+    assert redriven["isError"] is False, redriven
+    assert (redriven["structuredContent"]["redriven"], redriven["structuredContent"]["to"]) == (True, "post")
+    task = gateway.http.get(f"/api/v1/mesh/{created['id']}", params={"wait": 20}).json()
+    assert (task["status"], task["output"]) == ("succeeded", {"n": 5, "prepped": True, "done": True})
+
+
 def test_bad_requests_say_what_is_wrong(gateway: Gateway) -> None:
     assert gateway.http.get("/api/v1/mesh/no-such-task").status_code == 404
     assert gateway.http.get("/api/v1/mesh/no-such-task/events").status_code == 404

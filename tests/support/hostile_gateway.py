@@ -263,5 +263,43 @@ def _others() -> Iterator[Request]:
     yield Request("a method no route has, on a task", "PATCH", f"{API}/{TASK}", 404, _json({}))
 
 
-CORPUS: tuple[Request, ...] = (*_creates(), *_lists(), *_by_id(), *_follows(), *_reports(), *_mcps(), *_others())
+SUMP = "/api/v1/sump"
+
+
+def _sumps() -> Iterator[Request]:
+    yield Request("sump: list", "GET", SUMP, 200)
+    yield Request(
+        "sump: list by reason, actor and time", "GET", f"{SUMP}?reason=Timeout&actor=a&since=2026-01-01T00:00:00Z", 200
+    )
+    for since in ("yesterday", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00"):
+        yield Request(f"sump: since {since!r}", "GET", f"{SUMP}?since={since}", 400, names="since")
+    for limit in ("0", "101", "x"):
+        yield Request(f"sump: limit {limit!r}", "GET", f"{SUMP}?limit={limit}", 422, names="limit")
+    tasks_cursor = base64.urlsafe_b64encode(_json({"status": None, "key": {"id": {"S": "t"}}})).decode()
+    text_count = base64.urlsafe_b64encode(
+        _json({"status": "sump", "key": {"id": {"S": "t"}, "redrives": {"S": "1"}}})
+    ).decode()
+    for name, cursor in {"of the tasks' listing": tasks_cursor, "with a text count": text_count}.items():
+        yield Request(f"sump: a cursor {name}", "GET", f"{SUMP}?cursor={cursor}", 400, names="cursor")
+    yield Request("sump: show one never kept", "GET", f"{SUMP}/no-such-id", 404, names="no-such-id")
+    redrive = f"{SUMP}/no-such-id:redrive"
+    yield Request("sump: redrive one never kept", "POST", redrive, 404, _json({}), names="no-such-id")
+    yield Request("sump: redrive with an unknown field", "POST", redrive, 422, _json({"force": True}), names="force")
+    yield Request("sump: redrive to a number", "POST", redrive, 422, _json({"to": 5}), names="to")
+    yield Request(
+        "sump: redrive an envelope that is a list", "POST", redrive, 422, _json({"envelope": []}), names="envelope"
+    )
+    yield Request("sump: redrive with no body", "POST", redrive, 422, names="body")
+
+
+CORPUS: tuple[Request, ...] = (
+    *_creates(),
+    *_lists(),
+    *_by_id(),
+    *_follows(),
+    *_reports(),
+    *_sumps(),
+    *_mcps(),
+    *_others(),
+)
 assert len({case.name for case in CORPUS}) == len(CORPUS), "case names are test ids"

@@ -22,7 +22,7 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import REGION, LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.tables import EVENTS, SUMP, TASKS, create_tables
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
 UNIT_ENVIRONMENT = {
@@ -64,7 +64,9 @@ def gateway() -> Iterator[Gateway]:
         sqs = boto3.client("sqs")
         sqs.create_queue(QueueName="asya-n-a")
         flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
-        config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, mcp_wait_seconds=0)
+        config = GatewaySettings(
+            namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, mcp_wait_seconds=0, sump_table=SUMP
+        )
         service = TaskService(config, tasks=TaskStore(TASKS, client=client), sqs=sqs)
         patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
         yield Gateway()
@@ -150,7 +152,9 @@ def _written(value: object) -> bytes:
 
 
 BODIES = st.binary(max_size=64) | FIELDS.map(_written) | JSON.map(_written)
-POSTS = st.sampled_from([API, f"{API}/{{task}}/events", f"{API}/{{task}}/resume", "/mcp", "/a2a/tasks/x:cancel"])
+POSTS = st.sampled_from(
+    [API, f"{API}/{{task}}/events", f"{API}/{{task}}/resume", "/mcp", "/a2a/tasks/x:cancel", "/api/v1/sump/x:redrive"]
+)
 
 
 @PROPERTY

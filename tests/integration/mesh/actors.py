@@ -34,6 +34,10 @@ def slow(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def boom(payload: Any) -> Any:
+    """Fails, unless the file `fixed_when` names exists: the fix a test makes before a redrive."""
+    fixed_when = payload.get("fixed_when") if isinstance(payload, dict) else None
+    if isinstance(fixed_when, str) and os.path.exists(fixed_when):
+        return {**payload, "fixed": True}
     raise ValueError("boom: this input cannot be handled")
 
 

@@ -1,0 +1,124 @@
+"""`asya sump`: what x-sump kept, through the gateway (`GET /api/v1/sump`, `POST .../{id}:redrive`).
+
+asya sump list [--reason R] [--actor A] [--since 2h|2026-11-25T10:00:00Z]
+asya sump show <id>
+asya sump redrive <id> [--to ACTOR] [--payload JSON|@file] [--envelope @file]
+asya sump redrive --reason R [--actor A] [--since T] [--to ACTOR]   every match not redriven yet
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from asya_local.gateway_client import GatewayClient, GatewayError
+
+RELATIVE = re.compile(r"^(\d+)([smhd])$")
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+class SumpCommandError(ValueError):
+    """The command line asks for something that cannot be done; the message says what."""
+
+
+def add_parser(commands: Any) -> None:
+    sump = commands.add_parser("sump", help="what x-sump kept: list, show, redrive")
+    actions = sump.add_subparsers(dest="sump_command", required=True)
+    listing = actions.add_parser("list", help="the messages x-sump kept, newest first")
+    show = actions.add_parser("show", help="one message as x-sump kept it")
+    show.add_argument("id")
+    redrive = actions.add_parser("redrive", help="put messages back in the mesh where they failed")
+    redrive.add_argument("id", nargs="?", help="the envelope's id (or choose them with --reason)")
+    redrive.add_argument("--to", help="the actor to send it to instead of where it failed")
+    redrive.add_argument("--payload", help="a new payload: JSON, or @file.json")
+    redrive.add_argument("--envelope", help="the fixed envelope (@file.json), for a message that never parsed")
+    for command in (listing, redrive):
+        command.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
+        command.add_argument("--actor", help="only failures at this actor")
+        command.add_argument("--since", help="only arrivals since: 30m, 2h, 1d or an RFC 3339 time")
+
+
+def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
+    if args.sump_command == "list":
+        console.print(_table(list(gateway.sump(**_filters(args)))))
+        return 0
+    if args.sump_command == "show":
+        console.print_json(orjson.dumps(gateway.sump_entry(args.id)).decode())
+        return 0
+    return _redrive(args, gateway, console)
+
+
+def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
+    if (args.id is None) == (args.reason is None):
+        raise SumpCommandError("give an envelope id, or --reason to redrive every match")
+    if args.id is None and (args.payload or args.envelope):
+        raise SumpCommandError("--payload and --envelope redrive one message: give its id")
+    body: dict[str, Any] = {}
+    if args.to:
+        body["to"] = args.to
+    if args.payload:
+        body["payload"] = _json_argument(args.payload, "--payload")
+    if args.envelope:
+        body["envelope"] = _json_argument(args.envelope, "--envelope")
+    chosen = [args.id] if args.id else [e["id"] for e in gateway.sump(**_filters(args)) if not e.get("redriven_at")]
+    failures = 0
+    for envelope_id in chosen:
+        try:
+            redriven, answer = gateway.redrive(envelope_id, body)
+        except GatewayError as exc:
+            failures += 1
+            console.print(f"[red]{envelope_id}: {exc}[/red]", highlight=False)
+            continue
+        done = "redriven to" if redriven else "was already redriven to"
+        console.print(f"{envelope_id}: {done} {answer['to']} (redrive {answer['redrives']})", highlight=False)
+    if not chosen:
+        console.print("nothing to redrive")
+    return 1 if failures else 0
+
+
+def _filters(args: argparse.Namespace) -> dict[str, str]:
+    return {"reason": args.reason or "", "actor": args.actor or "", "since": _since(args.since) if args.since else ""}
+
+
+def _since(text: str) -> str:
+    """An RFC 3339 time for `--since`: relative (`30m`, `2h`, `1d`) or as given."""
+    relative = RELATIVE.match(text)
+    if relative is None:
+        return text
+    amount, unit = relative.groups()
+    moment = dt.datetime.now(dt.UTC) - dt.timedelta(**{UNITS[unit]: int(amount)})
+    return moment.isoformat(timespec="seconds")
+
+
+def _json_argument(value: str, option: str) -> Any:
+    raw = Path(value[1:]).read_text() if value.startswith("@") else value
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise SumpCommandError(f"{option} is not JSON: {exc}") from None
+
+
+def _table(entries: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"x-sump: {len(entries)} kept", title_justify="left")
+    for column in ("id", "reason", "actor", "arrived", "error", "redriven"):
+        table.add_column(column, overflow="fold")
+    for entry in sorted(entries, key=lambda found: str(found.get("arrived_at")), reverse=True):
+        error = " ".join(part for part in (entry.get("error_type"), entry.get("message")) if part)
+        redriven = f"to {entry['redriven_to']} at {entry['redriven_at']}" if entry.get("redriven_at") else ""
+        table.add_row(
+            str(entry["id"]),
+            str(entry.get("reason", "")),
+            str(entry.get("actor", "")),
+            str(entry.get("arrived_at", "")),
+            error[:120],
+            redriven,
+        )
+    return table
