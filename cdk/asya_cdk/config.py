@@ -22,6 +22,8 @@ from asya.transport import SQS_QUEUE_NAME_MAX
 from asya.variables import (
     ACTOR,
     ACTOR_TIMEOUT,
+    CLAIM_BUCKET,
+    CLAIM_CHECK_BYTES,
     EVENTS_TABLE,
     HANDLER,
     HANDLER_MODE,
@@ -228,6 +230,16 @@ class ResultsConfig(_Strict):
         return self.retention_days * 86_400
 
 
+class PayloadsConfig(_Strict):
+    """Large payloads: an envelope over `claim_check_bytes` travels with its payload in the mesh's bucket
+    and a reference in the message (`asya.claims`, docs/routing.md). SQS bills each 64 KiB of a message
+    as a request when it is sent and when it is received; at 448 KiB (the default) those seven chunks
+    cost what an S3 PUT and GET do, so above it the claim check is the cheaper way. The slim envelope
+    left must still fit SQS's 1 MiB."""
+
+    claim_check_bytes: int = Field(default=458_752, ge=1024, le=786_432)
+
+
 class GatewayConfig(_Strict):
     """The status gateway: who may call its API, how long task records outlive their task, and how
     often the deadline backstop looks for overdue tasks."""
@@ -256,6 +268,7 @@ class MeshConfig(_Strict):
     flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)
     sink_hooks: list[SinkHook] = Field(default_factory=list)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
+    payloads: PayloadsConfig = Field(default_factory=PayloadsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     status: StatusConfig = Field(default_factory=StatusConfig)
     alarm_topic_arn: str | None = None
@@ -381,7 +394,13 @@ class LoadedMesh(BaseModel):
             variables[TRACING.name] = "true"
         variables.update(self.status_environment(resources))
         variables[STATUS_WRITES.name] = self.config.status.writes
+        if "bucket" in resources:
+            variables.update(self.claim_environment(resources["bucket"]))
         return variables
+
+    def claim_environment(self, bucket: str) -> dict[str, str]:
+        """Where payloads over the mesh's threshold travel, for everyone who sends or keeps envelopes."""
+        return {CLAIM_BUCKET.name: bucket, CLAIM_CHECK_BYTES.name: str(self.config.payloads.claim_check_bytes)}
 
     @property
     def spark_actors(self) -> list[str]:

@@ -62,7 +62,7 @@ class MeshNames:
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
-        tables = {"tasks_table": self.tasks_table, "events_table": self.events_table}
+        tables = {"tasks_table": self.tasks_table, "events_table": self.events_table, "bucket": self.bucket}
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
 
 
@@ -92,6 +92,7 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
         NAMESPACE.name: mesh.config.namespace,
         RESULTS_BUCKET.name: names.bucket,
         **mesh.status_environment(names.resources(idempotency=False)),
+        **mesh.claim_environment(names.bucket),
     }
     if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
         variables[IDEMPOTENCY_TABLE.name] = names.idempotency_table
@@ -112,6 +113,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             RESULTS_BUCKET.name: names.bucket,
             FLOWS.name: mesh.config.flows_json(),
             SUMP_TABLE.name: names.sump_table,
+            **mesh.claim_environment(names.bucket),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})

@@ -27,9 +27,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.names import BATCHES_TABLE, IDEMPOTENCY_TABLE, PAUSE, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
+from asya.names import BATCHES_TABLE, CREW, IDEMPOTENCY_TABLE, PAUSE, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction, dead_letter_queue, nag_arn
+from asya_cdk.claims import grant_claims
 from asya_cdk.config import CREW_SETTINGS, ActorConfig, LoadedMesh
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
@@ -103,9 +104,15 @@ class Mesh(Construct):
         )
         for name, settings in mesh.config.actors.items():
             self.actors[name] = self._actor(name, settings, crew.sump.queue)
-        for actor in self.actors.values():
+        for name, actor in self.actors.items():
             for statement in self.task_tables.reporting():
                 actor.role.add_to_policy(statement)
+            # large payloads (`asya.claims`): Lambda actors send and read them, the keepers read them to
+            # keep them; a Spark actor's job does both, its dispatcher never reads a payload
+            if name in (SINK, SUMP, PAUSE) or (name not in CREW and name not in self.spark):
+                grant_claims(actor.role, self.bucket, namespace, write=name not in CREW)
+        for spark in self.spark.values():
+            grant_claims(spark.job_role, self.bucket, namespace, write=True)
         self.gateway = StatusGateway(
             self,
             "Gateway",
@@ -115,6 +122,7 @@ class Mesh(Construct):
             layer=self._layer(CREW_SETTINGS.architecture),
             names=self.names,
         )
+        grant_claims(self.gateway.gateway.role, self.bucket, namespace, write=True)  # large payloads it starts
         self.dashboard = MeshDashboard(
             self,
             "Dashboard",

@@ -22,6 +22,7 @@ import orjson
 from botocore.exceptions import ClientError, ParamValidationError
 
 from asya import names
+from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
@@ -45,6 +46,9 @@ MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not the
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
 RESUME_STATUS_BYTES = 256
+# The largest envelope the gateway takes with its payload going to S3 (`asya.claims`): API Gateway
+# takes at most 10 MB a request, and Lambda 6 MB an invocation.
+MAX_CLAIMED_BYTES = 6 * 1024 * 1024
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
 # A result kept in S3 is read into the answer of a wait up to this size; a larger one is answered with
@@ -90,6 +94,8 @@ class TaskService:
         self._sqs = sqs
         self._s3 = s3
         self._queue_urls: dict[str, str] = {}
+        bucket = settings.claim_bucket
+        self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
 
     # -- creating -------------------------------------------------------------------------------------
 
@@ -118,7 +124,7 @@ class TaskService:
             status["deadline_at"] = deadline
         route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
         envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
-        body = _writable(envelope, SQS_MAX_MESSAGE_BYTES, "the task's envelope")
+        body = self.writable(envelope, "the task's envelope")
         tracked = not stealthy(headers)
         written: dict[str, Any] | None = None
         if tracked:
@@ -180,9 +186,15 @@ class TaskService:
         self._queue_url(name)
         return name
 
-    def writable(self, envelope: dict[str, Any], what: str) -> str:
-        """The envelope as the body SQS will carry; a 4xx if it never could be."""
-        return _writable(envelope, SQS_MAX_MESSAGE_BYTES, what)
+    def writable(self, envelope: dict[str, Any], what: str, room: int = 0) -> str:
+        """The envelope as the body SQS will carry, its payload in S3 when it is over the mesh's
+        claim-check threshold (`asya.claims`); a 4xx if it never could be sent. `room`: bytes to leave
+        for what is added before it is sent."""
+        limit = SQS_MAX_MESSAGE_BYTES - room
+        if self.claims is None:
+            return _writable(envelope, limit, what)
+        body = self.claims.check_in(envelope, _writable(envelope, MAX_CLAIMED_BYTES, what))
+        return _within(body, limit, what)
 
     def send(self, actor: str, body: str) -> None:
         try:
@@ -312,7 +324,7 @@ class TaskService:
             {**payload, **human_input} if isinstance(payload, dict) else {"value": payload, **human_input}
         )
         # Refused while the task is still paused; the room left is for the status fields set below.
-        _writable(envelope, SQS_MAX_MESSAGE_BYTES - RESUME_STATUS_BYTES, "the resumed envelope")
+        self.writable(envelope, "the resumed envelope", room=RESUME_STATUS_BYTES)
         resumed = self.tasks.resume(item, utc_now())
         if resumed is None:
             raise TaskError(409, f"task {task_id!r} is no longer paused")
@@ -320,7 +332,7 @@ class TaskService:
         status.update(phase=Phase.PROCESSING.value, updated_at=rfc3339(utc_now()))
         if resumed.get("deadline_at"):
             status["deadline_at"] = resumed["deadline_at"]
-        self.sqs.send_message(QueueUrl=self._queue_url(names.RESUME), MessageBody=orjson.dumps(envelope).decode())
+        self.send(names.RESUME, self.writable(envelope, "the resumed envelope"))
         return task_view(resumed)
 
     def _paused_envelope(self, task_id: str) -> dict[str, Any]:
@@ -382,6 +394,10 @@ def _writable(document: Any, limit: int, what: str) -> str:
         body = orjson.dumps(document).decode()
     except TypeError as exc:  # nested too deep, or a lone surrogate from a `\\ud800` escape
         raise TaskError(422, f"{what} cannot be written as JSON ({exc}; at most 250 levels)") from None
+    return _within(body, limit, what)
+
+
+def _within(body: str, limit: int, what: str) -> str:
     size = len(body.encode())
     if size > limit:
         raise TaskError(413, f"{what} is {size} bytes, over the {limit}-byte limit")

@@ -36,6 +36,8 @@ class GatewaySettings:
     task_ttl: int = variables.TASK_TTL.default
     mcp_wait_seconds: float = variables.MCP_WAIT.default
     sump_table: str | None = None
+    claim_bucket: str | None = None
+    claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -50,6 +52,8 @@ class GatewaySettings:
             task_ttl=variables.TASK_TTL.read(env),
             mcp_wait_seconds=variables.MCP_WAIT.read(env),
             sump_table=variables.SUMP_TABLE.read(env),
+            claim_bucket=variables.CLAIM_BUCKET.read(env),
+            claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

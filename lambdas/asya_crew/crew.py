@@ -36,6 +36,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from asya import variables
+from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya.clients import LazyClient
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.entry import LambdaEntry
@@ -66,6 +67,8 @@ class CrewSettings:
     inline_max_bytes: int = variables.RESULTS_INLINE_MAX_BYTES.default
     results_ttl: int = variables.RESULTS_TTL.default
     sump_table: str | None = None
+    claim_bucket: str | None = None
+    claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -82,6 +85,8 @@ class CrewSettings:
             variables.RESULTS_INLINE_MAX_BYTES.read(env),
             variables.RESULTS_TTL.read(env),
             variables.SUMP_TABLE.read(env),
+            variables.CLAIM_BUCKET.read(env),
+            variables.CLAIM_CHECK_BYTES.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -173,6 +178,8 @@ class CrewActor:
             else None
         )
         self.sump = SumpIndex(settings.sump_table) if settings.sump_table else None  # x-sump's listing
+        bucket = settings.claim_bucket
+        self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes) if bucket else None
         self.transport = transport or SqsTransport()
         self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
@@ -225,7 +232,9 @@ class CrewActor:
 
     def _keep(self, keep: Keep, record: SQSRecord) -> None:
         """Keep the record's document: in the task record with its final status when it is small
-        enough, else as an S3 object whose location the final status names."""
+        enough, else as an S3 object whose location the final status names. A payload that travelled
+        in S3 (`asya.claims`) is kept itself, so results and a paused envelope hold the real payload."""
+        keep.document = self._restored(keep.document)
         output = self._inline_output(keep)
         if output is not None:
             ending = self._finish(keep, {"output": output})
@@ -241,6 +250,15 @@ class CrewActor:
             self.sump.add(sump_entry(keep.document, key, utc_now(), self.settings.results_ttl))
         if output is None:
             self._finish(keep, {"result": f"s3://{self.settings.bucket}/{key}"})
+
+    def _restored(self, document: dict[str, Any]) -> dict[str, Any]:
+        if self.claims is None or REF_FIELD not in document:
+            return document
+        try:
+            return self.claims.restore(document)
+        except PayloadUnreadableError as exc:  # kept with its reference, which says where it was
+            self.telemetry.logger.warning("payload not restored", extra={"error": str(exc)})
+            return document
 
     def _inline_output(self, keep: Keep) -> str | None:
         """The payload as JSON when the final status write can carry it (`ASYA_RESULTS_INLINE_MAX_BYTES`)."""

@@ -32,6 +32,8 @@ JOB_SIDECAR_VARIABLES = tuple(
         variables.ACTOR_TIMEOUT,
         variables.RESILIENCY,
         variables.TRACING,
+        variables.CLAIM_BUCKET,
+        variables.CLAIM_CHECK_BYTES,
         variables.SPARK_STYLE,
     )
 )

@@ -16,6 +16,7 @@ import orjson
 from pydantic import ValidationError
 
 from asya import variables
+from asya.claims import Claims
 from asya.envelope import describe_validation_error
 from asya.handler import HandlerMode
 from asya.names import resource_name
@@ -47,6 +48,12 @@ class SidecarConfig:
     task_ttl: int = variables.TASK_TTL.default
     status_writes: StatusWrites = "coalesced"
     tracing: bool = variables.TRACING.default
+    claim_bucket: str | None = None
+    claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
+
+    def claims(self) -> Claims | None:
+        """Where payloads over the threshold travel (`asya.claims`), if the mesh says."""
+        return Claims(self.claim_bucket, self.namespace, self.claim_check_bytes) if self.claim_bucket else None
 
     def queue_name(self, actor: str) -> str:
         """Every actor's queue is `asya-<namespace>-<actor>`, crew included (SPEC §4)."""
@@ -77,6 +84,8 @@ class SidecarConfig:
             task_ttl=variables.TASK_TTL.read(env),
             status_writes=cast(StatusWrites, variables.STATUS_WRITES.read(env)),
             tracing=variables.TRACING.read(env),
+            claim_bucket=variables.CLAIM_BUCKET.read(env),
+            claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
         )
 
 

@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import routing
 from asya.abi import EnvelopeState
+from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
 from asya.dedup import Claim, HopClaim, HopLedger, hop_key
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
@@ -69,6 +70,7 @@ class HopRunner:
         self.ledger = ledger
         self.telemetry = telemetry
         self.reporter = reporter
+        self.claims = config.claims()
 
     def run(
         self,
@@ -103,9 +105,26 @@ class HopRunner:
             return self._finish(plan, None, "sumped", started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
+        if referenced(envelope):
+            unreadable = self._restore(envelope)
+            if unreadable is not None:
+                plan.outbound.append(
+                    routing.to_sump(envelope, self.config.actor, Reason.PAYLOAD_UNREADABLE, unreadable, now)
+                )
+                return self._finish(plan, envelope, "sumped", started, body)
         outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler or self.handler)
         outcome = self._check_destinations(plan, envelope, outcome)
         return self._finish(plan, envelope, outcome, started, body)
+
+    def _restore(self, envelope: Envelope) -> dict[str, Any] | None:
+        """The payload back from S3 (`asya.claims`); why not, if it never can be."""
+        if self.claims is None:
+            return error_details(None, f"{REF_FIELD}: this actor has no claim-check bucket (ASYA_CLAIM_BUCKET)")
+        try:
+            self.claims.restore_envelope(envelope)
+        except PayloadUnreadableError as exc:
+            return error_details(exc)
+        return None
 
     def _route(
         self,
@@ -259,6 +278,11 @@ class HopRunner:
                 self._replace_with_sump(plan, envelope, Reason.UNSERIALIZABLE_OUTPUT, error_details(exc), original)
                 return
             bodies = [routing.sump_body(outbound.wire, original) for outbound in plan.outbound]
+        if self.claims is not None:
+            claims = self.claims
+            bodies = [
+                claims.check_in(outbound.wire, body) for outbound, body in zip(plan.outbound, bodies, strict=True)
+            ]
         for index, body in enumerate(bodies):
             size = len(body.encode())
             if size <= limit:

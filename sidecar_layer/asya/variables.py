@@ -191,6 +191,20 @@ MAX_MESSAGE_BYTES = Variable(
     1_048_576,
     integer(1024),
 )
+CLAIM_BUCKET = Variable(
+    "ASYA_CLAIM_BUCKET",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "the bucket where payloads over the claim-check threshold travel (`claims/<ns>/`); unset: none do",
+    None,
+    _text_or_none,
+)
+CLAIM_CHECK_BYTES = Variable(
+    "ASYA_CLAIM_CHECK_BYTES",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "an envelope over this many bytes travels with its payload in S3 (`payloads.claim_check_bytes`)",
+    458_752,
+    integer(1024),
+)
 SEND_ATTEMPTS = Variable(
     "ASYA_SEND_ATTEMPTS",
     _ACTOR,
@@ -382,6 +396,8 @@ ALL: tuple[Variable[Any], ...] = (
     ACTOR_TIMEOUT,
     LAMBDA_MARGIN,
     MAX_MESSAGE_BYTES,
+    CLAIM_BUCKET,
+    CLAIM_CHECK_BYTES,
     SEND_ATTEMPTS,
     TRACING,
     STATUS_WRITES,

@@ -262,6 +262,9 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
     variables = _variables(document, f"asya-catalogue-{actor}")
     assert asset_keys == _asset_keys(variables), "the job may read exactly the code its dispatcher submits"
     assert len(asset_keys) == 3
+    [claims] = [s for s in statements if s["Action"] == ["s3:GetObject", "s3:PutObject"]]
+    assert claims["Resource"] == _under(bucket, "/claims/catalogue/*"), "large payloads, to and from the job"
+    statements.remove(claims)
     [writes] = [s for s in statements if "s3:PutObject" in s["Action"]]
     assert (sorted(writes["Action"]), writes["Resource"]) == (
         ["s3:DeleteObject", "s3:PutObject"],
@@ -360,8 +363,10 @@ def test_the_dispatcher_and_collector_are_told_where_the_application_table_and_j
         "ASYA_HANDLER_MODE": "payload",
         "ASYA_ACTOR_TIMEOUT_SECONDS": "60",
         "ASYA_SPARK_STYLE": style,
+        "ASYA_CLAIM_CHECK_BYTES": "458752",  # and ASYA_CLAIM_BUCKET, a reference to the bucket (below)
     }
     assert {key: value for key, value in job_env.items() if key != "ASYA_RESILIENCY"} == expected
+    assert variables["ASYA_CLAIM_BUCKET"] == {"Ref": _bucket(document)}
     assert "ASYA_IDEMPOTENCY_TABLE" not in variables, "hop claims replace the idempotency table"
     assert variables["ASYA_TASKS_TABLE"] == {"Ref": _key(document, "AWS::DynamoDB::Table", "MeshStatusTasks")}
     assert _variables(document, f"asya-catalogue-x-collect-{actor}") == variables

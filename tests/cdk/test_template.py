@@ -189,7 +189,10 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
         statements = _statements(document, f"MeshActor{actor}Role")
         actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
         assert not any(a.endswith(":*") or a == "*" for a in actions)
-        assert not any("s3:" in a for a in actions), "actors do not touch the results bucket"
+        claims = [s for s in statements if any("s3:" in a for a in _listed(s["Action"]))]
+        assert [(s["Action"], s["Resource"]["Fn::Join"][1][-1]) for s in claims] == [
+            (["s3:GetObject", "s3:PutObject"], "/claims/reviews/*")
+        ], "actors touch the bucket only for large payloads, their namespace's, and never results"
         send = next(s for s in statements if "sqs:SendMessage" in s["Action"])
         assert send["Resource"] == {
             "Fn::Join": [
@@ -215,6 +218,14 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
         puts = [s for s in _statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:PutObject"]
         assert len(puts) == 1
         assert puts[0]["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
+        reads = [s for s in _statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:GetObject"]
+        assert [s["Resource"]["Fn::Join"][1][-1] for s in reads] == ["/claims/reviews/*"], "keepers read payloads"
+    resume = _statements(document, "MeshCrewxresumeRole")
+    assert not any("s3:" in a for s in resume for a in _listed(s["Action"])), "x-resume only forwards"
+
+
+def _listed(action: str | list[str]) -> list[str]:
+    return [action] if isinstance(action, str) else action
 
 
 def test_event_sources_report_partial_batch_failures_with_configured_settings(
@@ -370,6 +381,8 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_RESULTS_BUCKET": {"Ref": bucket},
         "ASYA_FLOWS": variables["ASYA_FLOWS"],
         "ASYA_SUMP_TABLE": {"Ref": _table(document, "StatusSump")},
+        "ASYA_CLAIM_BUCKET": {"Ref": bucket},
+        "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
     }
     declared = yaml.safe_load(EXAMPLE.read_text())["flows"]["triage-reviews"]

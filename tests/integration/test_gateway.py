@@ -137,6 +137,28 @@ def test_a_wait_that_runs_out_is_a_202_and_the_task_can_be_waited_for_again(gate
     assert task["output"] == {"sleep": 4, "done": True}
 
 
+def test_a_5_mb_payload_travels_a_3_actor_route_and_a_fan_out_of_large_outputs(
+    gateway: Gateway, running_mesh: RunningMesh
+) -> None:
+    blob = "p" * 5_000_000  # five times SQS's limit: it travels in S3 between the actors
+    created = gateway.http.post(
+        "/api/v1/mesh", params={"wait": 25}, json={"flow": "pipeline", "payload": {"n": 4, "blob": blob}}
+    )
+    assert created.status_code == 200, created.text[:500]
+    task = created.json()["task"]
+    assert task["status"] == "succeeded", task
+    kept = running_mesh.result(task["id"])["envelope"]
+    assert kept["payload"] == {"n": 4, "blob": blob, "prepped": True, "label": "even", "done": True}
+    assert "payload_ref" not in kept
+
+    fanned = gateway.create(flow="fanout", payload={"parts": 3, "blob": "q" * 400_000})
+    root = gateway.wait_for(fanned["id"], lambda found: found["terminal"])
+    assert (root["status"], root["branches"]["succeeded"]) == ("succeeded", 3)
+    parts = [running_mesh.result(branch)["envelope"]["payload"] for branch in [fanned["id"], *root["branch_ids"]]]
+    assert sorted(part["part"] for part in parts) == [0, 1, 2]
+    assert all(part["blob"] == "q" * 400_000 for part in parts)
+
+
 def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
     created = gateway.create(flow="chat", payload={})
     events = gateway.watch(created["id"], cursor="0")  # the actor may run before the watcher connects

@@ -25,7 +25,11 @@ def post(payload: dict[str, Any]) -> dict[str, Any]:
 
 def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for part in range(payload["parts"]):
-        yield {"part": part, "sleep": payload.get("sleep", 0)}
+        yield {
+            "part": part,
+            "sleep": payload.get("sleep", 0),
+            **({"blob": payload["blob"]} if "blob" in payload else {}),
+        }
 
 
 def slow(payload: dict[str, Any]) -> dict[str, Any]:
