@@ -5,32 +5,26 @@ their own, x-sink keeps the real payload, and a reference that cannot be read go
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.functions.lambda_shapes import REGION, LambdaContext, sqs_record
-from tests.support.mesh import NS, QUEUES, Mesh, envelope
+from tests.support.mesh import NS, Mesh, envelope
 
 BUCKET = "mesh-bucket"
 THRESHOLD = 64 * 1024
 CLAIMS = {"ASYA_CLAIM_BUCKET": BUCKET, "ASYA_CLAIM_CHECK_BYTES": str(THRESHOLD)}
 
 
-@pytest.fixture
-def mesh() -> Iterator[Mesh]:
-    with mock_aws():
-        sqs = boto3.client("sqs", region_name=REGION)
-        for name in QUEUES:
-            sqs.create_queue(QueueName=f"asya-{NS}-{name}")
-        boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
-        yield Mesh(sqs)
+@pytest.fixture(autouse=True)
+def bucket(mesh: Mesh) -> None:
+    """The mesh's bucket, beside the unit mesh's queues."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
 
 
 def objects() -> list[str]:
