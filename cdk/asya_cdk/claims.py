@@ -12,8 +12,8 @@ from asya.claims import claim_prefix
 from asya_cdk.actor import nag_arn
 
 
-def grant_claims(role: iam.IRole, bucket: s3.IBucket, namespace: str, *, write: bool) -> None:
-    actions = ["s3:GetObject", "s3:PutObject"] if write else ["s3:GetObject"]
+def grant_claims(role: iam.IRole, bucket: s3.IBucket, namespace: str, *, read: bool = True, write: bool) -> None:
+    actions = (["s3:GetObject"] if read else []) + (["s3:PutObject"] if write else [])
     prefix = f"{claim_prefix(namespace)}*"
     role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[bucket.arn_for_objects(prefix)]))
     cdk.Validations.of(role).acknowledge(

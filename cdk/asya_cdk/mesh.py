@@ -107,12 +107,13 @@ class Mesh(Construct):
         for name, actor in self.actors.items():
             for statement in self.task_tables.reporting():
                 actor.role.add_to_policy(statement)
-            # large payloads (`asya.claims`): Lambda actors send and read them, the keepers read them to
-            # keep them; a Spark actor's job does both, its dispatcher never reads a payload
-            if name in (SINK, SUMP, PAUSE) or (name not in CREW and name not in self.spark):
-                grant_claims(actor.role, self.bucket, namespace, write=name not in CREW)
+            # large payloads (`asya.claims`): actors send and read them (a Spark actor's dispatcher reads
+            # them to stage them whole, its collector writes the job's large outputs; the job never calls
+            # AWS), the keepers read them to keep them
+            if name in (SINK, SUMP, PAUSE) or name not in CREW:
+                grant_claims(actor.role, self.bucket, namespace, write=name not in CREW and name not in self.spark)
         for spark in self.spark.values():
-            grant_claims(spark.job_role, self.bucket, namespace, write=True)
+            grant_claims(spark.collector.role, self.bucket, namespace, read=False, write=True)
         self.gateway = StatusGateway(
             self,
             "Gateway",

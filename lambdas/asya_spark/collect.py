@@ -142,10 +142,19 @@ class Collector:
             unregistered = parts.reporter.before_send(_hops(routed))
             if unregistered:
                 raise RuntimeError(f"fan-out branches of {len(unregistered)} record(s) could not be registered")
-        deliveries = [Delivery(r.message_id, r.queue, r.body, r.delay, r.kind) for r in routed]
+        claims = parts.claims
+        check_in = (
+            (lambda body: claims.check_in(orjson.loads(body), body)) if claims is not None else (lambda body: body)
+        )
+        deliveries = [Delivery(r.message_id, r.queue, check_in(r.body), r.delay, r.kind) for r in routed]
         unsent = send_all(parts.transport, deliveries, parts.settings.sidecar.send_attempts, self._count_sent)
         if unsent:
             raise RuntimeError(f"envelopes of {len(unsent)} record(s) could not be sent; the batch is routed again")
+
+    def _sendable(self, body: str) -> str:
+        """The job's output as SQS carries it: a large one with its payload in S3 (`asya.claims`)."""
+        claims = self.parts.claims
+        return claims.check_in_body(body) if claims is not None else body
 
     def _count_sent(self, delivery: Delivery) -> None:
         self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)

@@ -25,8 +25,10 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
+from asya.claims import REF_FIELD, PayloadUnreadableError
 from asya.envelope import Envelope, EnvelopeError, parse_envelope
 from asya.status import TaskStatus
 from asya_spark.ledger import Batch, State
@@ -89,7 +91,7 @@ class Dispatcher:
                 return None
             statuses = self._statuses([body for _, body in members])
             known = {task: status for task, status in statuses.items() if status in _HALTING_STATUSES}
-            parts.staging.put_input(batch_id, members)
+            parts.staging.put_input(batch_id, [(message_id, self._whole(body)) for message_id, body in members])
             batch = parts.ledger.stage(batch_id, len(members), known)
             parts.ledger.claim((claims[message_id][0] for message_id, _ in members), batch_id)
             envelopes = [claims[message_id][1] for message_id, _ in members]
@@ -100,6 +102,18 @@ class Dispatcher:
                 for envelope in waiting:
                     parts.reporter.processing(envelope, parts.settings.actor)
         return batch
+
+    def _whole(self, body: str) -> str:
+        """The body as the job should get it: with its claim-checked payload back (`asya.claims`), as
+        the job never calls AWS. One it cannot read is staged as it came, and the job sends it to
+        x-sump as `PayloadUnreadable`."""
+        claims = self.parts.claims
+        if claims is None or f'"{REF_FIELD}"' not in body:
+            return body
+        try:
+            return orjson.dumps(claims.restore(orjson.loads(body))).decode()
+        except (PayloadUnreadableError, orjson.JSONDecodeError, TypeError):
+            return body
 
     def _statuses(self, bodies: list[str]) -> dict[str, str]:
         """The pre-flight read: every task of the batch (and its root), one `BatchGetItem` per 100."""

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from asya.claims import Claims
 from asya.entry import Handles, LambdaEntry
 from asya.live import EventLog
 from asya.reporting import StatusReporter
@@ -27,6 +28,7 @@ class SparkParts:
     telemetry: Telemetry
     transport: Transport
     reporter: StatusReporter | None
+    claims: Claims | None  # large payloads: restored before staging, checked in before sending
 
     @classmethod
     def build(cls, settings: SparkSettings, transport: Transport | None = None) -> SparkParts:
@@ -50,6 +52,7 @@ class SparkParts:
             telemetry=telemetry,
             transport=transport or SqsTransport(max_batch_bytes=config.max_message_bytes),
             reporter=reporter,
+            claims=config.claims(),
         )
 
 

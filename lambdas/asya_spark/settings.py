@@ -22,6 +22,7 @@ from asya.variables import ConfigError
 # A job that has not ended this long after its own execution timeout is canceled by the reconciler.
 JOB_TIMEOUT_GRACE_SECONDS = 300
 # What the job's handler needs of the sidecar's settings; never the tables (the job reaches none).
+JOB_UNBOUNDED_BYTES = 5 * 1024**3  # an S3 object's most, what a claim-checked payload may be
 JOB_SIDECAR_VARIABLES = tuple(
     variable.name
     for variable in (
@@ -32,8 +33,6 @@ JOB_SIDECAR_VARIABLES = tuple(
         variables.ACTOR_TIMEOUT,
         variables.RESILIENCY,
         variables.TRACING,
-        variables.CLAIM_BUCKET,
-        variables.CLAIM_CHECK_BYTES,
         variables.SPARK_STYLE,
     )
 )
@@ -105,4 +104,9 @@ def job_environment(env: Mapping[str, str]) -> dict[str, str]:
     if missing:
         names = ", ".join(missing)
         raise ConfigError(f"{variables.SPARK_JOB_VARIABLES.name} names {names}, which the function's environment lacks")
-    return {name: env[name] for name in (*JOB_SIDECAR_VARIABLES, *own) if name in env}
+    job = {name: env[name] for name in (*JOB_SIDECAR_VARIABLES, *own) if name in env}
+    if env.get(variables.CLAIM_BUCKET.name):
+        # the job never calls AWS: the dispatcher stages payloads whole, and the collector claim-checks
+        # the job's large outputs before it sends them (`asya.claims`), so the job holds none back
+        job[variables.MAX_MESSAGE_BYTES.name] = str(JOB_UNBOUNDED_BYTES)
+    return job

@@ -119,7 +119,11 @@ class HopRunner:
     def _restore(self, envelope: Envelope) -> dict[str, Any] | None:
         """The payload back from S3 (`asya.claims`); why not, if it never can be."""
         if self.claims is None:
-            return error_details(None, f"{REF_FIELD}: this actor has no claim-check bucket (ASYA_CLAIM_BUCKET)")
+            return error_details(
+                None,
+                f"{REF_FIELD}: the payload cannot be read here (no ASYA_CLAIM_BUCKET, or a "
+                "Spark actor's dispatcher could not read it)",
+            )
         try:
             self.claims.restore_envelope(envelope)
         except PayloadUnreadableError as exc:

@@ -165,8 +165,9 @@ def test_the_job_environment_has_the_handler_settings_style_and_variables_but_no
         "ASYA_HANDLER_MODE": "envelope",
         "ASYA_ACTOR_TIMEOUT_SECONDS": "45",
         "ASYA_SPARK_STYLE": "dataframe",
-        "ASYA_CLAIM_BUCKET": "b" * 63,  # large payloads travel in the mesh's bucket, to and from the job too
-        "ASYA_CLAIM_CHECK_BYTES": "458752",
+        # large payloads travel in S3, but the job never calls AWS: the dispatcher stages them whole and
+        # the collector checks the job's large outputs in, so the job holds none back
+        "ASYA_MAX_MESSAGE_BYTES": str(5 * 1024**3),
     }
     assert json.loads(resiliency)["policies"]["default"]["max_attempts"] == 2
     assert {"ASYA_TASKS_TABLE", "ASYA_EVENTS_TABLE"} <= set(functions)

@@ -262,9 +262,6 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
     variables = _variables(document, f"asya-catalogue-{actor}")
     assert asset_keys == _asset_keys(variables), "the job may read exactly the code its dispatcher submits"
     assert len(asset_keys) == 3
-    [claims] = [s for s in statements if s["Action"] == ["s3:GetObject", "s3:PutObject"]]
-    assert claims["Resource"] == _under(bucket, "/claims/catalogue/*"), "large payloads, to and from the job"
-    statements.remove(claims)
     [writes] = [s for s in statements if "s3:PutObject" in s["Action"]]
     assert (sorted(writes["Action"]), writes["Resource"]) == (
         ["s3:DeleteObject", "s3:PutObject"],
@@ -363,9 +360,9 @@ def test_the_dispatcher_and_collector_are_told_where_the_application_table_and_j
         "ASYA_HANDLER_MODE": "payload",
         "ASYA_ACTOR_TIMEOUT_SECONDS": "60",
         "ASYA_SPARK_STYLE": style,
-        "ASYA_CLAIM_CHECK_BYTES": "458752",  # and ASYA_CLAIM_BUCKET, a reference to the bucket (below)
     }
     assert {key: value for key, value in job_env.items() if key != "ASYA_RESILIENCY"} == expected
+    # the dispatcher restores large payloads before staging and the collector checks outputs in
     assert variables["ASYA_CLAIM_BUCKET"] == {"Ref": _bucket(document)}
     assert "ASYA_IDEMPOTENCY_TABLE" not in variables, "hop claims replace the idempotency table"
     assert variables["ASYA_TASKS_TABLE"] == {"Ref": _key(document, "AWS::DynamoDB::Table", "MeshStatusTasks")}
@@ -408,9 +405,13 @@ def test_the_dispatcher_role_stages_records_and_starts_jobs_of_its_own_actor_onl
         "dynamodb:BatchWriteItem",
     }
     assert ledger["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"catalogue#{actor}#*"]}}
-    [staging] = _with(statements, "s3:")
+    staging, claims = _with(statements, "s3:")
     assert staging["Action"] == "s3:PutObject"
     assert staging["Resource"] == _under(_arn(_bucket(document)), f"/spark/catalogue/{actor}/*")
+    assert (claims["Action"], claims["Resource"]) == (
+        "s3:GetObject",
+        _under(_arn(_bucket(document)), "/claims/catalogue/*"),
+    ), "large payloads are read to be staged whole"
     idempotency = _key(document, "AWS::DynamoDB::Table", "MeshIdempotency")
     text = json.dumps(statements)
     for foreign in (idempotency, _application(document, other), _job_role(document, other), f"#{other}#"):
@@ -445,7 +446,8 @@ def test_the_collector_settles_its_own_actors_batches(catalogue: Synthesized, ac
     assert s3 == {
         ("s3:GetObject", json.dumps(_under(bucket, f"/spark/catalogue/{actor}/*"))),
         ("s3:ListBucket", json.dumps(bucket)),
-    }, "the collector reads the staged input and the job's output, and writes nothing"
+        ("s3:PutObject", json.dumps(_under(bucket, "/claims/catalogue/*"))),
+    }, "the collector reads the staged input and the job's output, and writes only the job's large outputs"
     [listing] = [s for s in statements if s["Action"] == "s3:ListBucket"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"spark/catalogue/{actor}/*"]}}
     batches = _arn(_batches(document))

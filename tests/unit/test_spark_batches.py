@@ -19,6 +19,7 @@ from moto import mock_aws
 from moto.emrserverless.models import JobRun
 
 from asya.batch import BatchHops
+from asya.claims import REF_FIELD, Claims
 from asya.config import SidecarConfig
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
@@ -77,6 +78,7 @@ class SparkActorHarness:
             "ASYA_SPARK_JOB_VARIABLES": "MODEL",
             **env,
         }
+        self.variables = variables
         self.settings = SparkSettings.from_env(variables)
         self.parts = SparkParts.build(self.settings, SqsTransport(self.sqs))
         self.dispatcher = Dispatcher(self.parts)
@@ -89,13 +91,22 @@ class SparkActorHarness:
         ]
         return self.dispatcher.handle({"Records": records}, LambdaContext(queue))
 
-    def job_ends(self, run: JobRun, state: str = "SUCCESS", details: str | None = None, output: bool = True) -> None:
+    def job_ends(
+        self,
+        run: JobRun,
+        state: str = "SUCCESS",
+        details: str | None = None,
+        output: bool = True,
+        config: SidecarConfig | None = None,
+    ) -> None:
         """What the job would leave behind: its output (from the same hop pipeline) and its state."""
         if state == "SUCCESS" and output:
             batch_id = run.name
             assert batch_id is not None
             records = self.parts.staging.read_input(batch_id)
-            config = SidecarConfig.from_env({"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": ACTOR, "ASYA_HANDLER": "x.y"})
+            config = config or SidecarConfig.from_env(
+                {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": ACTOR, "ASYA_HANDLER": "x.y"}
+            )
             hops = BatchHops(config, handler=lambda payload: {**payload, "seen": True})
             lines = "".join(routed.to_json() + "\n" for routed in hops.run(records))
             prefix = self.parts.staging.output_prefix(batch_id)
@@ -327,6 +338,30 @@ def test_an_output_for_an_actor_with_no_queue_sends_its_envelope_to_x_sump(harne
     assert (sumped["id"], sumped["status"]["reason"], sumped["status"]["actor"]) == ("astray", "UnknownActor", ACTOR)
     assert f"asya-{NS}-ghost" in sumped["status"]["error"]["message"]
     assert harness.reconcile() == {}
+
+
+def test_a_large_payload_reaches_the_job_whole_and_its_large_output_travels_in_s3(harness: SparkActorHarness) -> None:
+    """The job never calls AWS: the dispatcher stages the payload itself, and the collector claim-checks
+    the job's large outputs before it sends them (`asya.claims`)."""
+    claims = Claims(BUCKET, NS, 65_536)
+    large = envelope({"blob": "s" * 200_000}, id="env-1")
+    checked_in = claims.check_in(large, json.dumps(large))
+    settings = SparkSettings.from_env(
+        {**harness.variables, "ASYA_CLAIM_BUCKET": BUCKET, "ASYA_CLAIM_CHECK_BYTES": "65536"}
+    )
+    harness.parts = SparkParts.build(settings, SqsTransport(harness.sqs))
+    harness.dispatcher, harness.collector = Dispatcher(harness.parts), Collector(harness.parts)
+    harness.dispatch(("m1", checked_in))
+    [run] = harness.runner.runs
+    [(_, staged)] = harness.parts.staging.read_input(str(run.name))
+    assert json.loads(staged)["payload"] == {"blob": "s" * 200_000}  # whole, for the job
+    job = job_environment({**harness.variables, "ASYA_CLAIM_BUCKET": BUCKET})
+    assert int(job["ASYA_MAX_MESSAGE_BYTES"]) >= 5 * 1024**3  # the job holds no large output back
+    harness.job_ends(run, config=SidecarConfig.from_env(job))
+    assert harness.reconcile() == {"succeeded": 1}
+    [sent] = harness.messages("b")
+    assert REF_FIELD in sent
+    assert claims.restore(sent)["payload"] == {"blob": "s" * 200_000, "seen": True}
 
 
 def test_the_task_shows_the_spark_actor_from_dispatch_until_the_next_hop_claims_it(
