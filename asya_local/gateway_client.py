@@ -12,6 +12,7 @@ ends; on AWS each response is a bounded batch, so the same loop turns into long 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -22,10 +23,12 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from asya.live import FLY, STATUS
+from asya.names import ACTOR_NAME
 from asya.status import TERMINAL
 from asya.variables import WAIT_MAX_SECONDS
 
 API = "/api/v1"
+FLOW_NAME = re.compile(ACTOR_NAME)
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
 READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
 
@@ -88,12 +91,13 @@ class GatewayClient:
         """`GET /health`: `{"status": "ok", "namespace": ...}`; a first call that proves URL and credential."""
         return self._json("GET", "/health", 200)
 
-    def tools(self) -> list[dict[str, Any]]:
-        """MCP `tools/list`: one tool per flow, `name` and `inputSchema` (with its `examples`)."""
+    def flows(self) -> list[dict[str, Any]]:
+        """MCP `tools/list`, the flows' tools only: `name` and `inputSchema` (with its `examples`). A flow
+        is named like an actor; the gateway's own tools (`sump_list`, ...) never are."""
         answer = self._json("POST", "/mcp", 200, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         if "error" in answer:
             raise GatewayError(f"tools/list: {answer['error'].get('message')}")
-        return list(answer["result"]["tools"])
+        return [tool for tool in answer["result"]["tools"] if FLOW_NAME.match(str(tool.get("name", "")))]
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         """`DELETE /mesh/{id}`: cancel the task and its fan-out branches (idempotent)."""

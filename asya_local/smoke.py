@@ -149,7 +149,7 @@ def _outputs(cloudformation: Any, stack: str, where: str) -> dict[str, str]:
 
 def plan(mesh: DeployedMesh, only: Iterable[str] = ()) -> list[FlowRun]:
     """One run per flow the gateway lists (or per flow in `only`), with its schema's first example."""
-    tools = {str(tool["name"]): tool.get("inputSchema", {}) for tool in mesh.gateway.tools()}
+    tools = {str(tool["name"]): tool.get("inputSchema", {}) for tool in mesh.gateway.flows()}
     wanted = list(only) or sorted(tools)
     unknown = [name for name in wanted if name not in tools]
     if unknown:

@@ -143,7 +143,8 @@ class Gateway:
         path = request.url.path
         if path == "/mcp":
             tools = [self.tool("ok", [{"n": 1}]), self.tool("broken", [{"n": 2}]), self.tool("stuck", [{}])]
-            return httpx2.Response(200, json={"result": {"tools": [*tools, self.tool("bare", [])]}})
+            gateways_own = self.tool("sump_list", [{}])  # not a flow: smoke never runs it
+            return httpx2.Response(200, json={"result": {"tools": [*tools, self.tool("bare", []), gateways_own]}})
         if path == "/api/v1/mesh":
             return httpx2.Response(201, json={"id": self._start(json.loads(request.content)["flow"])})
         task_id = path.split("/")[4]
