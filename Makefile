@@ -55,6 +55,7 @@ bench: install
 	$(BIN)/python -m bench.status_writes
 	$(BIN)/python -m bench.spark_actor
 	$(BIN)/python -m bench.cost_per_hop
+	$(BIN)/python -m bench.claim_check
 
 # 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault; prints counts,
 # fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)
