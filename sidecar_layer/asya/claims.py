@@ -59,7 +59,8 @@ class Claims:
     def check_in(self, wire: Mapping[str, Any], body: str) -> str:
         """The body to send for `wire` (already written as `body`): itself when it is within the
         threshold, else the envelope with its payload in S3 and a reference in its place."""
-        if len(body) <= self.threshold and len(body.encode()) <= self.threshold:
+        # a character is at most 4 bytes of UTF-8: most bodies are told small without encoding them
+        if len(body) * 4 <= self.threshold or len(body.encode()) <= self.threshold:
             return body
         payload = orjson.dumps(wire.get("payload"))
         digest = hashlib.sha256(payload).hexdigest()
@@ -71,7 +72,7 @@ class Claims:
 
     def check_in_body(self, body: str) -> str:
         """`check_in` for an envelope already written, read only when it is over the threshold."""
-        return body if len(body.encode()) <= self.threshold else self.check_in(orjson.loads(body), body)
+        return self.check_in(orjson.loads(body), body) if len(body) * 4 > self.threshold else body
 
     def check_out(self, reference: Any) -> Any:
         """The payload a reference names. `PayloadUnreadableError` if it can never be read; S3's other

@@ -150,3 +150,30 @@ def test_the_gateway_sends_a_large_task_with_its_payload_in_s3(mesh: Mesh) -> No
     with pytest.raises(TaskError) as refused:
         service.create(payload="x" * 7_000_000, route=["a"])
     assert refused.value.status == 413  # past what API Gateway and Lambda take in one request
+
+
+def test_a_large_paused_envelope_is_resumed_with_its_payload_in_s3(mesh: Mesh) -> None:
+    import datetime as dt
+
+    from asya.status import TaskStore
+    from asya_gateway.service import TaskService
+    from asya_gateway.settings import GatewaySettings
+    from asya_local.tables import EVENTS, TASKS, create_tables
+
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    create_tables(dynamodb)
+    mesh.sqs.create_queue(QueueName=f"asya-{NS}-x-resume")
+    tasks = TaskStore(TASKS, client=dynamodb)
+    tasks.create({"id": "t1"})
+    tasks.pause("t1", {"prompt": "approve?"}, dt.datetime.now(dt.UTC))
+    paused = envelope({"image": "i" * 2_000_000}, id="t1", curr="x-resume")  # as x-pause kept it: whole
+    boto3.client("s3", region_name=REGION).put_object(
+        Bucket=BUCKET, Key=f"results/{NS}/t1/pause.json", Body=json.dumps(paused).encode()
+    )
+    settings = GatewaySettings(
+        namespace=NS, tasks_table=TASKS, events_table=EVENTS, results_bucket=BUCKET, claim_bucket=BUCKET
+    )
+    TaskService(settings, tasks=tasks, sqs=mesh.sqs).resume("t1", {"approved": True})
+    [sent] = mesh.messages("x-resume")
+    restored = Claims(BUCKET, NS, THRESHOLD).restore(sent)["payload"]
+    assert restored == {"image": "i" * 2_000_000, "approved": True}
