@@ -75,7 +75,8 @@ class SumpIndex:
             self.client.put_item(
                 TableName=self.table,
                 Item=to_item(entry),
-                ConditionExpression="attribute_not_exists(id)",
+                ConditionExpression="attribute_not_exists(#id)",
+                ExpressionAttributeNames={"#id": "id"},
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             return False
@@ -85,7 +86,8 @@ class SumpIndex:
         """The envelope's last arrival (the one a redrive starts from), None if x-sump has none."""
         found = self.client.query(
             TableName=self.table,
-            KeyConditionExpression="id = :id",
+            KeyConditionExpression="#id = :id",
+            ExpressionAttributeNames={"#id": "id"},
             ExpressionAttributeValues={":id": {"S": envelope_id}},
             ScanIndexForward=False,
             Limit=1,
@@ -99,22 +101,15 @@ class SumpIndex:
     ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """Up to `limit` arrivals that pass the filter, newest first within the page, and where the next
         page starts (None at the end). A scan reads `SCAN_PAGE` items per call until `limit` passed."""
-        conditions, values, names = [], {}, {}
-        if where.reason is not None:
-            conditions.append("reason = :reason")
-            values[":reason"] = {"S": where.reason}
-        if where.actor is not None:
-            conditions.append("#actor = :actor")
-            values[":actor"] = {"S": where.actor}
-            names["#actor"] = "actor"
-        if where.since is not None:
-            conditions.append("arrived_at >= :since")
-            values[":since"] = {"S": rfc3339(where.since)}
+        # every attribute aliased: DynamoDB reserves hundreds of words, and an alias never clashes
+        since = rfc3339(where.since) if where.since is not None else None
+        filters = (("reason", "=", where.reason), ("actor", "=", where.actor), ("arrived_at", ">=", since))
+        chosen = [(name, operator, value) for name, operator, value in filters if value is not None]
         arguments: dict[str, Any] = {"TableName": self.table, "Limit": SCAN_PAGE}
-        if conditions:
-            arguments |= {"FilterExpression": " AND ".join(conditions), "ExpressionAttributeValues": values}
-        if names:
-            arguments["ExpressionAttributeNames"] = names
+        if chosen:
+            arguments["FilterExpression"] = " AND ".join(f"#{name} {operator} :{name}" for name, operator, _ in chosen)
+            arguments["ExpressionAttributeNames"] = {f"#{name}": name for name, _, _ in chosen}
+            arguments["ExpressionAttributeValues"] = {f":{name}": {"S": value} for name, _, value in chosen}
         found: list[dict[str, Any]] = []
         while True:
             if start is not None:
@@ -136,8 +131,9 @@ class SumpIndex:
             self.client.update_item(
                 TableName=self.table,
                 Key={"id": {"S": entry["id"]}, "redrives": {"N": str(entry["redrives"])}},
-                UpdateExpression="SET redriven_at = :at, redriven_to = :to",
-                ConditionExpression="attribute_exists(id) AND attribute_not_exists(redriven_at)",
+                UpdateExpression="SET #at = :at, #to = :to",
+                ConditionExpression="attribute_exists(#id) AND attribute_not_exists(#at)",
+                ExpressionAttributeNames={"#id": "id", "#at": "redriven_at", "#to": "redriven_to"},
                 ExpressionAttributeValues={":at": {"S": rfc3339(at)}, ":to": {"S": to}},
             )
         except self.client.exceptions.ConditionalCheckFailedException:

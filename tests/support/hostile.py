@@ -192,6 +192,19 @@ def _duplicates_and_legacy() -> Iterator[Case]:
     yield Case("route for another actor", text(envelope(route={**GOOD_ROUTE, "curr": "b"})), "RouteMismatch")
 
 
+def _references() -> Iterator[Case]:
+    """A claim-checked payload's reference (`asya.claims`) that can never be read: the envelope goes to
+    x-sump at once, never reading anything outside the mesh's own claims."""
+    gone = {"uri": "s3://asya-claims-elsewhere/claims/h/env-h/x.json", "bytes": 2, "sha256": "0" * 64}
+    for label, reference in {
+        "a string": "s3://bucket/key",
+        "an object without a uri": {"bytes": 2},
+        "another bucket's object": gone,
+        "a path upwards": {**gone, "uri": "s3://b/claims/h/../../results/h/x/succeeded.json"},
+    }.items():
+        yield Case(f"payload_ref {label}", text(envelope(payload=None, payload_ref=reference)), "PayloadUnreadable")
+
+
 def _shapes() -> Iterator[Case]:
     for label, body in {"empty": "", "whitespace": "  \n", "garbage": "not json", "half a literal": "tru"}.items():
         yield Case(f"{label} body", body, "ParseError")
@@ -212,7 +225,15 @@ def _shapes() -> Iterator[Case]:
         yield Case(f"route.next names {label}", text(envelope(route={**GOOD_ROUTE, "next": [name]})), "UnknownActor")
 
 
-CASES: list[Case] = [*_depths(), *_sizes(), *_wrong_types(), *_characters(), *_duplicates_and_legacy(), *_shapes()]
+CASES: list[Case] = [
+    *_depths(),
+    *_sizes(),
+    *_wrong_types(),
+    *_characters(),
+    *_duplicates_and_legacy(),
+    *_shapes(),
+    *_references(),
+]
 # In a mesh that claim-checks large payloads (every deployed one, the local stack's included), an output
 # over SQS's limit travels in S3 (`asya.claims`): an input that fits SQS but grows past it goes on.
 CLAIM_CHECKED: list[Case] = [_forwarded(case.name, case.body) if case.name == JUST_UNDER else case for case in CASES]
