@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_local.stack import free_port
+from asya_local.stack import free_port, local_client
 from tests.support.stack import MESH
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]  # a whole `asya up` per test: slow on a busy machine
@@ -47,6 +47,7 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
         assert written["api_key"]
 
         envelope_id = _tasks_through_the_gateway(tmp_path)
+        _a_body_that_never_parsed_is_fixed_and_redriven(tmp_path, written)
 
         deadline = time.monotonic() + 30
         while (shown := _asya(tmp_path, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
@@ -122,6 +123,29 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     assert missing.returncode == 1
     assert "no task no-such-task" in missing.stdout
     return envelope_id
+
+
+def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, str]) -> None:
+    """A body sent straight to a queue that is not an envelope: x-sump keeps it under its SQS message
+    id; the user writes the fixed envelope and redrives it with the CLI; it travels to its result."""
+    sqs = local_client("sqs", state["endpoint"])
+    url = sqs.get_queue_url(QueueName="asya-itest-prep")["QueueUrl"]
+    message_id = sqs.send_message(QueueUrl=url, MessageBody='{"payload": {"n": 2}')["MessageId"]
+    kept_id = f"sqs-{message_id}"
+    deadline = time.monotonic() + 30
+    while kept_id not in (listed := _asya(cwd, "sump", "list", "--reason", "ParseError")).stdout:
+        assert time.monotonic() < deadline, listed.stdout + listed.stderr
+        time.sleep(0.5)
+    fixed = cwd / "fixed.json"
+    fixed.write_text(json.dumps({"route": {"prev": [], "curr": "prep", "next": ["post"]}, "payload": {"n": 2}}))
+    redriven = _asya(cwd, "sump", "redrive", kept_id, "--envelope", f"@{fixed}")
+    assert redriven.returncode == 0, redriven.stdout + redriven.stderr
+    assert f"{kept_id}: redriven to prep (redrive 1)" in redriven.stdout
+    deadline = time.monotonic() + 30
+    while '"done": true' not in (shown := _asya(cwd, "results", kept_id)).stdout:
+        assert time.monotonic() < deadline, shown.stdout + shown.stderr
+        time.sleep(0.5)
+    assert '"prepped": true' in shown.stdout
 
 
 def test_up_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
