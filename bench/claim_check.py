@@ -1,11 +1,11 @@
 """Large payloads through the sidecar (`asya.claims`): the time a hop takes and the memory it needs.
 
-For each size, in a process of its own (so its peak memory is its own), in process against moto's S3
-and SQS: one hop whose handler makes a payload of that size (the sidecar writes it to S3 and sends a
-slim envelope), then the next hop (it reads the payload back, checks its digest, runs a handler that
-adds a field, and writes the new payload to S3). Prints the slim message's size, each hop's seconds
-and the process's peak resident memory, which includes moto's in-memory copies of the objects (on
-AWS they are in S3, so a function needs less).
+For each size, in a process of its own (so its peak memory is its own), an in-process mesh against
+moto's S3 and SQS (`asya_local.inprocess`): `grow` makes a payload of that size (its sidecar writes
+it to S3 and sends a slim envelope), `mark` reads it back, checks its digest, adds a field and writes
+the new payload to S3 on its way to x-sink. Prints the size of the slim message x-sink gets, each
+hop's seconds and the process's peak resident memory, which includes moto's in-memory copies of
+both objects and of the messages (on AWS they are in S3 and SQS, so a function needs less).
 
     python -m bench.claim_check [--sizes 1000000,10000000,100000000]
 """
@@ -27,31 +27,36 @@ BUCKET = "bench-claims"
 def one(size: int) -> dict[str, Any]:
     """One size, in this process: the two hops' seconds, the slim message and the peak memory."""
     os.environ.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
+    os.environ.update(POWERTOOLS_METRICS_DISABLED="true", POWERTOOLS_LOG_LEVEL="ERROR")
     os.environ.pop("AWS_ENDPOINT_URL", None)
     import boto3
-    from moto import mock_aws
 
-    from tests.support.mesh import NS, QUEUES, Mesh, envelope
+    from asya_local.inprocess import InProcessMesh
 
-    with mock_aws():
-        sqs = boto3.client("sqs")
-        for name in QUEUES:
-            sqs.create_queue(QueueName=f"asya-{NS}-{name}")
+    seconds: dict[str, float] = {}
+    env = {"ASYA_CLAIM_BUCKET": BUCKET}
+    with InProcessMesh("bench", {"grow": "bench.actors.grow", "mark": "bench.actors.mark"}, env) as mesh:
         boto3.client("s3").create_bucket(Bucket=BUCKET)
-        mesh = Mesh(sqs)
-        mesh.actor("huge", ASYA_CLAIM_BUCKET=BUCKET, POWERTOOLS_METRICS_DISABLED="true")
-        started = time.perf_counter()
-        mesh.deliver(envelope({"size": size}))
-        first = time.perf_counter() - started
-        [slim] = mesh.messages("b")
-        mesh.actor("enrich", actor="b", ASYA_CLAIM_BUCKET=BUCKET, POWERTOOLS_METRICS_DISABLED="true")
-        started = time.perf_counter()
-        mesh.deliver(slim, actor="b")
-        second = time.perf_counter() - started
-        [onward] = mesh.messages("x-sink")
+        for actor in ("grow", "mark"):
+            mesh.functions[actor] = _timed(mesh.functions[actor], actor, seconds)
+        mesh.send(["grow", "mark"], {"size": size})
+        mesh.run_until_idle()
+        [onward] = mesh.drain("x-sink")
     assert onward["payload_ref"]["bytes"] > size
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"size": size, "slim": len(json.dumps(slim)), "first": first, "second": second, "peak_mb": peak_mb}
+    slim = len(json.dumps(onward))
+    return {"size": size, "slim": slim, "first": seconds["grow"], "second": seconds["mark"], "peak_mb": peak_mb}
+
+
+def _timed(function: Any, actor: str, seconds: dict[str, float]) -> Any:
+    def timed(event: dict[str, Any], context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(event, context)
+        finally:
+            seconds[actor] = seconds.get(actor, 0.0) + time.perf_counter() - started
+
+    return timed
 
 
 def main() -> None:
