@@ -107,6 +107,7 @@ class ChaosReport:
     executions: int
     stuck: list[str]
     disagreeing: list[str]
+    explained: dict[str, str]  # each lost or stuck envelope: its record, and the handler runs it had
     faults: Counter[str]
     seconds: float
     create_retries: int
@@ -131,6 +132,8 @@ class ChaosReport:
         yield "faults fired:"
         for kind in FAULT_KINDS.values():
             yield f"  {kind:<42} {self.faults.get(kind, 0)}"
+        for envelope_id, why in sorted(self.explained.items())[:10]:
+            yield f"lost or stuck: {envelope_id}: {why}"
 
     def problems(self) -> str:
         """The first few ids of each kind of failure, for an assertion message."""
@@ -167,10 +170,15 @@ def task_records(stack: LocalStack) -> dict[str, dict[str, Any]]:
             "branch_ids": item.get("branch_ids", {}).get("SS", []),
             "holds_result": "output" in item,
             "own_outcome": item.get("own_outcome", {}).get("S"),  # a fan-out root's own envelope
+            # where it stood, to tell what became of an envelope that is lost or stuck
+            "seen": {name: item[name].get("S", item[name].get("N")) for name in SEEN if name in item},
         }
         for page in pages
         for item in page["Items"]
     }
+
+
+SEEN = ("actor", "phase", "attempt", "hop_position", "hop_held_until", "created_at", "updated_at", "reason")
 
 
 def result_writes(stack: LocalStack, records: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, int]]]:
@@ -234,6 +242,11 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
         if len(results.get(e, [])) > 1 or any(n > 1 for _, n in results.get(e, []))
     ]
     stuck = [e for e in envelopes if records.get(e, {}).get("status") not in FINAL_OUTCOMES]
+    runs = ledger.read_text().splitlines() if ledger.exists() else []
+    explained = {
+        e: f"record {records.get(e, {}).get('seen', 'none')}; handler runs {[r for r in runs if r.startswith(e)]}"
+        for e in {*lost, *stuck}
+    }
     disagreeing = []
     for envelope_id in envelopes:
         status = records.get(envelope_id, {}).get("status")
@@ -248,6 +261,7 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
     counts = {
         "envelopes": len(envelopes),
         "lost": lost,
+        "explained": explained,
         "duplicated": duplicated,
         "stuck": stuck,
         "disagreeing": disagreeing,
