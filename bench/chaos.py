@@ -171,14 +171,28 @@ def task_records(stack: LocalStack) -> dict[str, dict[str, Any]]:
             "holds_result": "output" in item,
             "own_outcome": item.get("own_outcome", {}).get("S"),  # a fan-out root's own envelope
             # where it stood, to tell what became of an envelope that is lost or stuck
-            "seen": {name: item[name].get("S", item[name].get("N")) for name in SEEN if name in item},
+            "seen": {name: item[name].get("S", item[name].get("N")) for name in SEEN if name in item}
+            | {
+                "done_ids": item.get("done_ids", {}).get("SS", []),
+                "branches": len(item.get("branch_ids", {}).get("SS", [])),
+            },
         }
         for page in pages
         for item in page["Items"]
     }
 
 
-SEEN = ("actor", "phase", "attempt", "hop_position", "hop_held_until", "created_at", "updated_at", "reason")
+SEEN = (
+    "actor",
+    "phase",
+    "attempt",
+    "hop_position",
+    "hop_held_until",
+    "created_at",
+    "updated_at",
+    "reason",
+    "own_outcome",
+)
 
 
 def result_writes(stack: LocalStack, records: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, int]]]:
