@@ -289,16 +289,8 @@ class TaskService:
         own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
         if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
             return view
-        key = link.removeprefix(f"s3://{bucket}/")
-        try:
-            kept = self.s3.get_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
-                raise
-            return view
-        if kept["ContentLength"] > WAIT_OUTPUT_MAX_BYTES:
-            return view
-        document = orjson.loads(kept["Body"].read())
+        body = self.kept_object(link.removeprefix(f"s3://{bucket}/"), WAIT_OUTPUT_MAX_BYTES)
+        document = orjson.loads(body) if body is not None else None
         if isinstance(document, dict) and "payload" in document:
             return {**view, "output": document["payload"]}
         return view
@@ -338,17 +330,26 @@ class TaskService:
     def _paused_envelope(self, task_id: str) -> dict[str, Any]:
         if self.settings.results_bucket is None:
             raise TaskError(409, "this gateway has no results bucket to resume from")
-        key = result_key(self.settings.namespace, task_id, "pause")
-        try:
-            body = self.s3.get_object(Bucket=self.settings.results_bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            # Without s3:ListBucket (deliberately not granted: it would list every task's results), S3
-            # answers a missing key with 403 AccessDenied, not 404 NoSuchKey.
-            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
-                raise
-            raise TaskError(409, f"task {task_id!r} is paused but its envelope is not kept yet; retry") from None
+        body = self.kept_object(result_key(self.settings.namespace, task_id, "pause"))
+        if body is None:
+            raise TaskError(409, f"task {task_id!r} is paused but its envelope is not kept yet; retry")
         document: dict[str, Any] = orjson.loads(body)
         return document
+
+    def kept_object(self, key: str, max_bytes: int | None = None) -> bytes | None:
+        """An object the crew kept in the results bucket; None if it is not there (not yet, or not any
+        more) or is over `max_bytes`. Without s3:ListBucket (deliberately not granted: it would list
+        every task's results), S3 answers a missing key with 403 AccessDenied, not 404 NoSuchKey."""
+        try:
+            kept = self.s3.get_object(Bucket=str(self.settings.results_bucket), Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
+                raise
+            return None
+        if max_bytes is not None and kept["ContentLength"] > max_bytes:
+            return None
+        body: bytes = kept["Body"].read()
+        return body
 
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh. Returns whether it changed anything:

@@ -16,7 +16,6 @@ import datetime as dt
 from typing import Any
 
 import orjson
-from botocore.exceptions import ClientError
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
 from asya.reasons import Reason
@@ -24,7 +23,7 @@ from asya.results import result_prefix
 from asya.routing import FIRST_ATTEMPT_HEADER
 from asya.status import REDRIVE_HEADER, TERMINAL, TaskStatus, root_of, stealthy
 from asya.sump import SumpFilter, SumpIndex
-from asya_gateway.service import MISSING_OBJECT, TaskError, TaskService, decode_cursor, encode_cursor
+from asya_gateway.service import TaskError, TaskService, decode_cursor, encode_cursor
 from asya_gateway.views import task_view
 
 UNSET: Any = object()  # no new payload given: the one the failing actor was given
@@ -97,12 +96,9 @@ class Sump:
         key = str(entry.get("key", ""))
         if bucket is None or not key.startswith(result_prefix(self.service.settings.namespace, entry["id"])):
             raise TaskError(409, f"x-sump's copy of {entry['id']!r} is not where this gateway reads")
-        try:
-            body = self.service.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
-                raise
-            raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)") from None
+        body = self.service.kept_object(key)
+        if body is None:
+            raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)")
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
