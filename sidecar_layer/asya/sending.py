@@ -27,12 +27,29 @@ class Delivery:
     body: str
     delay: int = 0
     kind: str = "actor"
+    # Sent only once every other delivery of its owner went. The record's own envelope moving on is
+    # what marks its hop done (the next hop's claim on the task record), so a fan-out's branches must
+    # all be out first: were the own envelope sent and a branch not, the record's redelivery would find
+    # its hop passed and be dropped, and the branch would never be sent (docs/status.md).
+    last: bool = False
 
 
 def send_all(
     transport: Transport, deliveries: Iterable[Delivery], attempts: int, on_sent: Callable[[Delivery], None]
 ) -> set[str]:
-    """Send all deliveries; return the owners of those that still failed after `attempts` tries."""
+    """Send all deliveries; return the owners of those that still failed after `attempts` tries. An
+    owner's `last` deliveries wait for its others (`Delivery.last`), and stay unsent if one failed."""
+    deliveries = list(deliveries)
+    with_others = {delivery.owner for delivery in deliveries if not delivery.last}
+    first = [d for d in deliveries if not d.last or d.owner not in with_others]
+    then = [d for d in deliveries if d.last and d.owner in with_others]
+    unsent = _send_round(transport, first, attempts, on_sent)
+    return unsent | _send_round(transport, [d for d in then if d.owner not in unsent], attempts, on_sent)
+
+
+def _send_round(
+    transport: Transport, deliveries: Iterable[Delivery], attempts: int, on_sent: Callable[[Delivery], None]
+) -> set[str]:
     by_entry: dict[str, Delivery] = {}
     pending: defaultdict[str, list[OutgoingMessage]] = defaultdict(list)
     for index, delivery in enumerate(deliveries):

@@ -113,7 +113,14 @@ class Sidecar:
     def _send(self, plans: list[HopPlan]) -> set[str]:
         """Send every plan's envelopes; return the records whose envelopes did not all go."""
         deliveries = [
-            Delivery(plan.message_id, self.config.queue_name(out.destination), body, round(out.delay), out.kind.value)
+            Delivery(
+                plan.message_id,
+                self.config.queue_name(out.destination),
+                body,
+                round(out.delay),
+                out.kind.value,
+                last=not out.decision.branch,
+            )
             for plan in plans
             for out, body in zip(plan.outbound, plan.bodies, strict=True)
         ]

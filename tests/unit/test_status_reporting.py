@@ -4,8 +4,10 @@ are registered on the root before they are sent; FLY events reach the live log, 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import boto3
@@ -13,7 +15,9 @@ import pytest
 from botocore.client import BaseClient
 
 from asya.live import EventLog
+from asya.sidecar import configure
 from asya.status import TaskStore
+from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import Mesh, envelope
 
@@ -193,3 +197,40 @@ def test_fly_events_reach_the_live_log_not_the_status(mesh: Mesh, tasks: TaskSto
     task = tasks.get("env-1")
     assert task is not None
     assert "token" not in str(task)
+
+
+class BranchesRefused(SqsTransport):
+    """SQS that refuses every envelope but the root's own (`env-1`): a fan-out whose branches did not go."""
+
+    def send(self, queue: str, messages: Sequence[OutgoingMessage]) -> set[str]:
+        refused = {m.entry_id for m in messages if json.loads(m.body)["id"] != "env-1"}
+        return refused | super().send(queue, [m for m in messages if m.entry_id not in refused])
+
+
+def test_a_fan_out_whose_branches_were_not_sent_runs_again_and_loses_none(mesh: Mesh, tasks: TaskStore) -> None:
+    """The root's own output is what marks the hop done (the next hop's claim), so it goes only once
+    every branch went. Sent first, it would move the task on, the record's redelivery would be
+    dropped as a hop already passed, and the branches (registered on the root) would never be sent:
+    the root would wait for them forever."""
+    tasks.create({"id": "env-1"})
+    sidecar = mesh.actor("fan_out", **STATUS_ENV)
+    configure(sidecar.config, BranchesRefused())
+    fan_out = envelope({"items": [1, 2, 3]})
+    assert mesh.deliver(fan_out, message_ids=["m1"])["batchItemFailures"] == [{"itemIdentifier": "m1"}]
+    arrived = mesh.messages("b")
+    mesh.actor("enrich", actor="b", **STATUS_ENV)
+    for body in arrived:  # whatever did go runs on, as it would on AWS
+        mesh.deliver(body, actor="b")
+    tasks.client.update_item(  # the first delivery's invocation ended: its hold lapses
+        TableName=TASKS,
+        Key={"id": {"S": "env-1"}},
+        UpdateExpression="SET hop_held_until = :zero",
+        ExpressionAttributeValues={":zero": {"N": "0"}},
+    )
+    mesh.actor("fan_out", **STATUS_ENV)
+    assert mesh.deliver(fan_out, message_ids=["m1"])["batchItemFailures"] == []
+    arrived += mesh.messages("b")
+    root = tasks.get("env-1")
+    assert root is not None
+    assert root["branch_ids"] <= {body["id"] for body in arrived}, "every registered branch was sent"
+    assert len(root["branch_ids"]) == 2
