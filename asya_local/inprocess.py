@@ -27,8 +27,9 @@ Function = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 class InProcessMesh:
-    """`handlers`: actor → handler string, each run by its own sidecar; `functions`: other queues'
-    Lambda handlers to run too (e.g. the crew's), actor → `lambda_handler`-like callable."""
+    """`handlers`: actor → handler string, each run by its own sidecar with the variables `env` and its
+    own in `actor_env`; `functions`: other queues' Lambda handlers to run too (e.g. the crew's), actor →
+    `lambda_handler`-like callable."""
 
     def __init__(
         self,
@@ -36,10 +37,12 @@ class InProcessMesh:
         handlers: Mapping[str, str],
         env: Mapping[str, str] | None = None,
         functions: Mapping[str, Function] | None = None,
+        actor_env: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.namespace = namespace
         self.handlers = dict(handlers)
         self.env = dict(env or {})
+        self.actor_env = {actor: dict(variables) for actor, variables in (actor_env or {}).items()}
         self.functions: dict[str, Function] = dict(functions or {})
         self.hops = 0  # envelopes delivered to any function
         self.sidecars: dict[str, Sidecar] = {}
@@ -54,7 +57,8 @@ class InProcessMesh:
             self._urls[actor] = self._sqs.create_queue(QueueName=resource_name(self.namespace, actor))["QueueUrl"]
         for actor, handler in self.handlers.items():
             names = {NAMESPACE.name: self.namespace, ACTOR.name: actor, HANDLER.name: handler}
-            self.sidecars[actor] = Sidecar(SidecarConfig.from_env({**self.env, **names}))
+            variables = {**self.env, **self.actor_env.get(actor, {}), **names}
+            self.sidecars[actor] = Sidecar(SidecarConfig.from_env(variables))
             self.functions.setdefault(actor, self.sidecars[actor].handle)
         return self
 

@@ -1,4 +1,4 @@
-"""The tasks, events and sump tables as the CDK app defines them (`asya_cdk.tasks`), the hop ledger's
+"""The tasks, events, sump and joins tables as the CDK app defines them (`asya_cdk.tasks`), the hop ledger's
 idempotency table (`asya_cdk.mesh`) and the Spark batches table (`asya_cdk.spark`), made directly in
 moto's in-process AWS for unit tests and benchmarks. The local stack deploys the real ones; the
 integration tests and the CDK template tests keep the definitions in step."""
@@ -12,6 +12,7 @@ from asya.names import BY_DEADLINE, BY_STATUS
 TASKS = "asya-tasks"
 EVENTS = "asya-task-events"
 SUMP = "asya-sump"
+JOINS = "asya-joins"
 
 
 def create_idempotency_table(dynamodb: Any, name: str) -> None:
@@ -55,6 +56,7 @@ def create_tables(dynamodb: Any) -> None:
     )
     _keyed_table(dynamodb, EVENTS, ("task_id", "S"), ("seq", "S"))
     _keyed_table(dynamodb, SUMP, ("id", "S"), ("redrives", "N"))  # what x-sump kept (`asya.sump`)
+    _keyed_table(dynamodb, JOINS, ("fan", "S"), ("slot", "N"))  # what joins gather (`asya.join_table`)
 
 
 def _keyed_table(dynamodb: Any, name: str, partition: tuple[str, str], sort: tuple[str, str]) -> None:

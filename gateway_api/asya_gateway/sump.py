@@ -8,6 +8,10 @@ count raised (`asya.status.REDRIVE_HEADER`) so that its hops, children and kept 
 rather than duplicates of the run that failed. Its task goes back from `failed` to `running`
 (`TaskStore.reopen`). A message that never parsed is redriven from the fixed envelope the caller
 sends. A redrive is done once per arrival in x-sump: asking again answers what was done.
+
+A branch that a join gathers (`asya.joins`) is not redriven on its own: its failure was counted by its
+join, which has gone on without it or failed. The join's own failure (`JoinFailed`) is redriven like
+any other: the join actor runs again on the branches as they were gathered when it failed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import orjson
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.joins import bound_for
 from asya.reasons import Reason
 from asya.results import result_prefix
 from asya.routing import FIRST_ATTEMPT_HEADER
@@ -57,6 +62,13 @@ class Sump:
         if entry.get("redriven_at"):
             return False, self._answer(entry, entry.get("redriven_to", ""), None)
         wire = self._fixed(entry, envelope) if envelope is not None else self._restarted(entry)
+        join = bound_for(wire["headers"])
+        if join is not None:
+            raise TaskError(
+                409,
+                f"{entry['id']!r} is a branch the join {join.join!r} gathers: its failure was counted there, "
+                f"and the join goes on (or failed) as {join.into!r}; redrive that one's failure, if it failed",
+            )
         if to is not None:
             wire["route"]["curr"] = self.service.actor(to, "to")
         if payload is not UNSET:

@@ -27,6 +27,7 @@ _SHOWN = (
     "error",
     "pause",
     "redrives",
+    "joined_into",  # a branch a join gathered: the envelope its result went on in
 )
 MAX_LISTED_BRANCHES = 100
 

@@ -5,6 +5,10 @@ the task's final status (with that result's location, or the error), sends a
 copy to each configured hook actor whose phases match, and forwards failures to x-sump. A copy sent to
 a hook carries `x-asya-hook`; when the hook actor finishes, its envelope is kept under
 `hooks/<actor>` beside the task's result and dispatches nothing, so hooks never loop.
+
+A branch bound for a join (`asya.joins`) that ends before reaching it is kept in S3 too, but its
+ending goes to the join actor instead, which records it and counts it for its join: its failure is
+the join's to judge (`on_failure`), and x-sump sees it only if the join fails.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import variables
 from asya.envelope import EnvelopeError, Phase, parse_envelope
+from asya.joins import bound_for
 from asya.names import SINK, SUMP
 from asya.routing import sump_body
 from asya.telemetry import Telemetry
@@ -48,6 +53,9 @@ class Sink:
         hook = envelope.headers.get(HOOK_HEADER)
         if isinstance(hook, str):
             return Keep(envelope.id, f"hooks/{hook}.{outcome}", document)
+        join = bound_for(envelope.headers)
+        if join is not None and outcome != Phase.PAUSED.value:  # a branch its join gathers: the join ends it
+            return Keep(envelope.id, outcome, document, [(join.join, record.body)])
         follow_ups = [(actor, self._hook_copy(document, actor)) for actor, phases in self.hooks if outcome in phases]
         if outcome == Phase.FAILED.value:
             follow_ups.append((SUMP, record.body))

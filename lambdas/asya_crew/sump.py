@@ -5,7 +5,9 @@ ran out of memory) all end here.
 Every message is kept at `results/<ns>/<id>/sump.json` with a clear reason, logged as a structured
 error and counted (`SumpArrivals` by reason). A redriven message is recorded as failed with reason
 `Redriven` and the queue it came from; a body that is not even JSON is kept as it came. The task is
-recorded as failed unless it already ended (x-sink records failures before forwarding them here).
+recorded as failed unless it already ended (x-sink records failures before forwarding them here),
+except for a branch bound for a join (`asya.joins`): its failure is sent to the join actor, which
+records it and counts it for its join.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
+from asya.joins import bound_for
 from asya.names import SUMP
 from asya.reasons import Reason
-from asya.routing import error_details
+from asya.routing import error_details, sump_body
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
 
@@ -56,6 +59,9 @@ def _annotate(record: SQSRecord) -> Keep:
             error=error_details(None, message),
             updated_at=rfc3339(now),
         )
+    join = bound_for(envelope.headers)
+    if join is not None:  # a branch its join gathers: kept and listed here, its failure counted there
+        return Keep(envelope.id, "sump", document, [(join.join, sump_body(document, record.body))])
     return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 
 

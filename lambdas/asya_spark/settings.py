@@ -34,6 +34,7 @@ JOB_SIDECAR_VARIABLES = tuple(
         variables.RESILIENCY,
         variables.TRACING,
         variables.SPARK_STYLE,
+        variables.JOINED_BY,  # a Spark actor's branches may be joined: the job stamps their frames
     )
 )
 

@@ -8,9 +8,9 @@ resource is named. The variables, their types and defaults are declared in `asya
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import orjson
 from pydantic import ValidationError
@@ -19,6 +19,7 @@ from asya import variables
 from asya.claims import Claims
 from asya.envelope import describe_validation_error
 from asya.handler import HandlerMode
+from asya.joins import JoinPolicy
 from asya.names import resource_name
 from asya.resiliency import Resiliency
 from asya.variables import ConfigError
@@ -27,6 +28,7 @@ SQS_MAX_MESSAGE_BYTES = variables.MAX_MESSAGE_BYTES.default
 _QUEUE_NAME_MAX = 80
 
 
+T = TypeVar("T")
 StatusWrites = Literal["coalesced", "every-point"]
 
 
@@ -50,6 +52,9 @@ class SidecarConfig:
     tracing: bool = variables.TRACING.default
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
+    joined_by: frozenset[str] = frozenset()  # the joins that gather this actor's branches (`asya.joins`)
+    join: JoinPolicy | None = None  # this actor is a join: what it does with failed branches
+    joins_table: str | None = None
 
     def claims(self) -> Claims | None:
         """Where payloads over the threshold travel (`asya.claims`), if the mesh says."""
@@ -67,6 +72,9 @@ class SidecarConfig:
         queue = resource_name(namespace, actor)
         if len(queue) > _QUEUE_NAME_MAX:
             raise ConfigError(f"queue name {queue} is longer than SQS's {_QUEUE_NAME_MAX} characters")
+        join = _join(variables.JOIN.read(env))
+        if join is not None:  # a join gathers its branches in the joins table
+            variables.require_all(env, f"{variables.JOIN.name} (a join actor)", variables.JOINS_TABLE)
         return cls(
             namespace=namespace,
             actor=actor,
@@ -86,15 +94,27 @@ class SidecarConfig:
             tracing=variables.TRACING.read(env),
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
+            joined_by=frozenset(name.strip() for name in variables.JOINED_BY.read(env).split(",") if name.strip()),
+            join=join,
+            joins_table=variables.JOINS_TABLE.read(env),
         )
 
 
+def _join(raw: str) -> JoinPolicy | None:
+    return _json_setting(variables.JOIN.name, raw, JoinPolicy.of) if raw.strip() else None
+
+
 def _resiliency(raw: str) -> Resiliency:
-    if not raw.strip():
-        return Resiliency()
+    return _json_setting(variables.RESILIENCY.name, raw, Resiliency.model_validate) if raw.strip() else Resiliency()
+
+
+def _json_setting(name: str, raw: str, build: Callable[[Any], T]) -> T:
+    """A setting written as JSON, built by `build`; a `ConfigError` naming the variable if it is not."""
     try:
-        return Resiliency.model_validate(orjson.loads(raw))
+        return build(orjson.loads(raw))
     except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{variables.RESILIENCY.name} is not valid JSON: {exc}") from None
-    except ValidationError as exc:
-        raise ConfigError(f"{variables.RESILIENCY.name}: {describe_validation_error(exc)}") from None
+        raise ConfigError(f"{name} is not valid JSON: {exc}") from None
+    except ValidationError as exc:  # a ValueError too: said field by field
+        raise ConfigError(f"{name}: {describe_validation_error(exc)}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None

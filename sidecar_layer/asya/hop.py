@@ -23,7 +23,10 @@ from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
 from asya.dedup import Claim, HopClaim, HopLedger, hop_key
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
+from asya.join_table import JoinMismatchError, JoinTable
+from asya.joins import JOIN_HEADER, JOINED_HEADER, JoinHeaderError, alone, first_join, innermost, stamp
 from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
@@ -71,6 +74,16 @@ class HopRunner:
         self.telemetry = telemetry
         self.reporter = reporter
         self.claims = config.claims()
+        self.gathering = (
+            Gathering(
+                config,
+                config.join,
+                JoinTable(config.joins_table, config.task_ttl),
+                reporter.store if reporter is not None else None,
+            )
+            if config.join is not None and config.joins_table
+            else None
+        )
 
     def run(
         self,
@@ -105,6 +118,16 @@ class HopRunner:
             return self._finish(plan, None, "sumped", started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
+        if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
+            try:  # checked whole: a source stacks its frames on it, a join gathers by it
+                frame = innermost(envelope.headers, self.config.actor)
+                if frame is not None and self.gathering is not None:  # a branch arriving: not a hop
+                    outcome, outbound = self.gathering.arrive(envelope, frame, now)
+                    plan.outbound.extend(outbound)
+                    return self._finish(plan, envelope, outcome, started, body)
+            except (JoinHeaderError, JoinMismatchError) as exc:
+                plan.outbound.append(self._unjoinable(envelope, exc, now))
+                return self._finish(plan, envelope, "sumped", started, body)
         if referenced(envelope):
             unreadable = self._restore(envelope)
             if unreadable is not None:
@@ -112,9 +135,17 @@ class HopRunner:
                     routing.to_sump(envelope, self.config.actor, Reason.PAYLOAD_UNREADABLE, unreadable, now)
                 )
                 return self._finish(plan, envelope, "sumped", started, body)
+        if self.gathering is not None and JOINED_HEADER not in envelope.headers:
+            alone(envelope)  # a join of one: its handler gets a list all the same
         outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler or self.handler)
         outcome = self._check_destinations(plan, envelope, outcome)
         return self._finish(plan, envelope, outcome, started, body)
+
+    def _unjoinable(self, envelope: Envelope, error: Exception, now: dt.datetime) -> Outbound:
+        """x-sump for an envelope whose join header cannot be followed, without the header: sent on
+        with it, x-sump would hand it back to this join as an ending, and round it would go."""
+        envelope.headers = {name: value for name, value in envelope.headers.items() if name != JOIN_HEADER}
+        return routing.to_sump(envelope, self.config.actor, Reason.INVALID_ENVELOPE, error_details(error), now)
 
     def _restore(self, envelope: Envelope) -> dict[str, Any] | None:
         """The payload back from S3 (`asya.claims`); why not, if it never can be."""
@@ -221,14 +252,22 @@ class HopRunner:
             self.telemetry.observe(
                 "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
             )
+        join = first_join(envelope.route.next, self.config.joined_by) if self.config.joined_by else None
+        if not output.frames and join is not None:  # nothing to fan out: the join gets an empty list
+            marker = {"width": 0, "failed": []}
+            plan.outbound.append(routing.rejoin(envelope, join, [], {**envelope.headers, JOINED_HEADER: marker}, now))
+            return "forwarded"
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
             return "completed"
         fanned_out = len(output.frames) > 1
-        plan.outbound.extend(
+        outputs = [
             routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out)
             for index, frame in enumerate(output.frames)
-        )
+        ]
+        if self.config.joined_by:
+            stamp(envelope, outputs, self.config.joined_by)
+        plan.outbound.extend(outputs)
         return "forwarded"
 
     def _on_record(self, envelope: Envelope, remaining_ms: int | None) -> Callable[[], HopClaim] | None:

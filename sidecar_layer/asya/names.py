@@ -30,6 +30,7 @@ EVENTS_TABLE = "task-events"
 IDEMPOTENCY_TABLE = "idempotency"
 BATCHES_TABLE = "spark-batches"
 SUMP_TABLE = "sump"  # what x-sump kept, by envelope id (`asya.sump`)
+JOINS_TABLE = "joins"  # the branches a join actor is gathering (`asya.join_table`)
 # The tasks table's indexes: tasks by status (listings), open tasks by deadline (the backstop).
 BY_STATUS = "by-status"
 BY_DEADLINE = "by-deadline"

@@ -24,6 +24,8 @@ class Reason(StrEnum):
     CANCELED = "Canceled"
     PAUSED = "Paused"
     REDRIVEN = "Redriven"  # SQS gave up on a delivery (crash, timeout, out of memory) and redrove it to x-sump
+    JOINED = "Joined"  # a branch gathered by its join: its result went on in the joined envelope (`asya.joins`)
+    JOIN_FAILED = "JoinFailed"  # more branches of a join failed than its `on_failure` tolerates
 
     @property
     def code(self) -> str:

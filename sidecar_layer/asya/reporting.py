@@ -128,7 +128,8 @@ class StatusReporter:
             if not tracked:
                 continue
             try:
-                self.store.register_branches(tracked[0].root_id, (d.task_id for d in tracked if d.branch))
+                branches = (d.task_id for d in tracked if d.branch and not d.joined)  # a join accounts for its own
+                self.store.register_branches(tracked[0].root_id, branches)
             except Exception as exc:  # noqa: BLE001 - registration failed: send nothing, retry the hop
                 self._failed("branch registration", exc)
                 unregistered.add(message_id)

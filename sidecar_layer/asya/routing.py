@@ -10,6 +10,7 @@
 | `status.deadline_at` already passed       | `fail` (Timeout)   | x-sink               | unchanged |
 | task canceled or paused (pre-flight)      | `halt`             | x-sink               | unchanged |
 | infrastructure error                      | `to_sump`          | x-sump               | unchanged |
+| a join's branches gathered (`asya.joins`) | `rejoin`           | the join actor       | moved on  |
 
 Every function returns an `Outbound`: the wire form of the envelope, only ever serialized, and the
 `Decision` it carries, typed, which is what every later step reads (metrics, the status reporter, the
@@ -31,6 +32,7 @@ import orjson
 
 from asya.abi import Frame
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
+from asya.joins import JOIN_HEADER, JOINED_HEADER
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
 from asya.status import ROOT_HEADER, redrives, root_of, stealthy
@@ -41,7 +43,8 @@ FIRST_ATTEMPT_HEADER = "x-asya-first-attempt"
 NOT_BEFORE_HEADER = "x-asya-not-before"
 TRACEBACK_LIMIT_CHARS = 8_192
 MESSAGE_LIMIT_CHARS = 2_048
-_HOP_HEADERS = frozenset({FIRST_ATTEMPT_HEADER, NOT_BEFORE_HEADER})  # belong to one actor's attempts
+# belong to one actor's attempts (a joined envelope's marker, to the join's), not to its outputs
+_HOP_HEADERS = frozenset({FIRST_ATTEMPT_HEADER, NOT_BEFORE_HEADER, JOINED_HEADER})
 
 
 class Kind(StrEnum):
@@ -72,6 +75,7 @@ class Decision:
     attempt: int = 1
     branch: bool = False
     tracked: bool = True  # its status is reported (the input did not turn status off)
+    joined: bool = False  # a branch its join gathers, which accounts for it (`asya.joins`), not the root
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Decision:
@@ -184,6 +188,11 @@ def forward(
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
     headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
+    joins = envelope.headers.get(JOIN_HEADER)  # the sidecar's, whatever the handler did to it
+    if joins is None:
+        headers.pop(JOIN_HEADER, None)
+    else:
+        headers[JOIN_HEADER] = joins
     root = root_of(envelope.id, envelope.headers)
     if index or fanned_out:
         headers[ROOT_HEADER] = root
@@ -219,6 +228,26 @@ def forward(
         tracked=not stealthy(envelope.headers),
     )
     return Outbound(curr or SINK, wire, decision)
+
+
+def rejoin(envelope: Envelope, join: str, payload: Any, headers: dict[str, Any], now: dt.datetime) -> Outbound:
+    """A joined envelope (`asya.joins`): `envelope` (the branch it goes on as, or a source's input
+    that had nothing to fan out) at the join actor `join`, carrying `payload`, the gathered list. Its
+    route moves on to the join, leaving out actors it did not visit, and it starts there at attempt 1."""
+    route = envelope.route
+    if route.curr == join:
+        prev, rest = route.prev, route.next
+    else:
+        prev = [*route.prev, route.curr]
+        rest = route.next[route.next.index(join) + 1 :] if join in route.next else []
+    status = _status(
+        envelope, now, phase=Phase.PROCESSING.value, actor=join, attempt=1, max_attempts=None, reason=None, error=None
+    )
+    kept = {name: value for name, value in headers.items() if name not in (FIRST_ATTEMPT_HEADER, NOT_BEFORE_HEADER)}
+    wire = _wire(
+        envelope, route={"prev": prev, "curr": join, "next": rest}, headers=kept, status=status, payload=payload
+    )
+    return Outbound(join, wire, _decided(envelope, Kind.ACTOR, Phase.PROCESSING, attempt=1, route=(prev, join, rest)))
 
 
 def finish_unshifted(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound:

@@ -358,8 +358,8 @@ class TaskStore:
             root = self._close_branch(root_id, task_id, outcome, {**details, "outcome": outcome})
             if root is None:
                 return Ending.ALREADY
-            waits = bool(root.get("branch_ids")) and root.get("rank", 0) < Rank.TERMINAL
-            return Ending.RECORDED if waits else Ending.LATE
+            # kept as the root's own ending, which its final write copies (now, if nothing else is open)
+            return Ending.RECORDED if root.get("rank", 0) < Rank.TERMINAL else Ending.LATE
         written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
         counted = self._close_branch(root_id, task_id, outcome, {}) is not None
         if written:
@@ -367,6 +367,11 @@ class TaskStore:
         if counted and not self._ended_by(task_id, outcome):
             return Ending.LATE
         return Ending.ALREADY
+
+    def finish_gathered(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        """A branch gathered by a join ends (`asya.joins`): its record alone, since the join, not the
+        root, accounts for it. Safe to repeat: a terminal record is never written again."""
+        return self._terminal(task_id, outcome, details)
 
     def _ended_by(self, task_id: str, outcome: str) -> bool:
         """Whether the branch's record already holds this ending with its result: an earlier delivery
@@ -452,7 +457,10 @@ class TaskStore:
                 if root.get("n_canceled")
                 else TaskStatus.SUCCEEDED
             )
-            self._terminal(root_id, final, {name: root.get(f"own_{name}") for name in ("result", "output", "route")})
+            kept = ("result", "output", "route") + (("reason", "error") if root.get("own_outcome") == final else ())
+            self._terminal(
+                root_id, final, {name: root.get(f"own_{name}") for name in kept}
+            )  # why: its own, if that is how it ended
         return counted
 
     def reopen(self, task_id: str, root_id: str, actor: str, count: int) -> dict[str, Any] | None:

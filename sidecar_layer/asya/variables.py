@@ -221,6 +221,24 @@ STATUS_WRITES = Variable(
     "coalesced",
     choice("coalesced", "every-point"),
 )
+JOINED_BY = Variable(
+    "ASYA_JOINED_BY",
+    _ACTOR,
+    "the join actors that gather this actor's fan-out branches (those whose `join.branches_of` names it), "
+    "comma-separated; its outputs bound for one carry a join frame",
+    "",
+    _text,
+    "none",
+)
+JOIN = Variable(
+    "ASYA_JOIN",
+    _ACTOR,
+    'this actor is a join: JSON of its `join.on_failure`, `"fail_fast"`, `"collect"` or `{"tolerate": 2}` / '
+    '`{"tolerate": "10%"}`; it receives its branches\' results as one list',
+    "",
+    _text,
+    "none",
+)
 
 # Tables and buckets, named by the mesh: a feature backed by one is on when it is named.
 TASKS_TABLE = Variable(
@@ -242,6 +260,14 @@ SUMP_TABLE = Variable(
     "ASYA_SUMP_TABLE",
     (Component.CREW, Component.GATEWAY),
     "the sump table: one item per message x-sump kept, for listing and redriving (x-sump and the gateway)",
+    None,
+    _text_or_none,
+)
+JOINS_TABLE = Variable(
+    "ASYA_JOINS_TABLE",
+    _ACTOR,
+    "the joins table (partition key `fan`, sort key `slot`): the branches a join actor is gathering (set on "
+    "join actors)",
     None,
     _text_or_none,
 )
@@ -401,9 +427,12 @@ ALL: tuple[Variable[Any], ...] = (
     SEND_ATTEMPTS,
     TRACING,
     STATUS_WRITES,
+    JOINED_BY,
+    JOIN,
     TASKS_TABLE,
     EVENTS_TABLE,
     SUMP_TABLE,
+    JOINS_TABLE,
     TASK_TTL,
     IDEMPOTENCY_TABLE,
     IDEMPOTENCY_TTL,

@@ -181,3 +181,25 @@ def records_envelope_size(payload: Any) -> Any:
 def echo(payload: Any) -> Any:
     """Returns its input: whatever arrives is what the sidecar must serialize and send on."""
     return payload
+
+
+def picky(payload: dict[str, Any]) -> dict[str, Any]:
+    """Refuses an item called "bad" (a handler error) and answers an item called "set" with a value
+    JSON cannot carry (an infrastructure error, straight to x-sump): branches that fail, for the joins."""
+    if payload.get("item") == "bad":
+        raise ValueError("bad item")
+    if payload.get("item") == "set":
+        return {"items": {1, 2}}
+    return {**payload, "seen": True}
+
+
+def groups(payload: dict[str, Any]) -> Iterator[Any]:
+    """A fan-out of fan-outs: one branch per group of items."""
+    for group in payload["groups"]:
+        yield {"items": group}
+
+
+def gather(payloads: list[Any]) -> dict[str, Any]:
+    """A join: gets its branches' results as one list."""
+    CALLS.append(payloads)
+    return {"joined": payloads}

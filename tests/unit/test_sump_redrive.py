@@ -280,3 +280,25 @@ def _ended(envelope_id: str, phase: str) -> dict[str, Any]:
         "status": {"phase": phase, "actor": "a", "reason": "Completed"},
         "payload": {"own": True},
     }
+
+
+def test_a_branch_a_join_gathers_is_kept_and_listed_but_not_redriven_on_its_own(world: World) -> None:
+    """Its failure went to its join, which counted it and went on without it (or failed)."""
+    frame = {"fan": "f1", "join": "fixer", "slot": 1, "width": 2, "into": "root"}
+    failed = {
+        "id": "b1",
+        "parent_id": "root",
+        "route": {"prev": ["a"], "curr": "b", "next": ["fixer"]},
+        "headers": {"x-asya-join": [frame], "x-asya-root-id": "root"},
+        "status": {"phase": "failed", "actor": "b", "reason": "HandlerTimeout", "error": {"message": "too slow"}},
+        "payload": {"error": "handler_timeout", "details": {}, "original_payload": {"n": 1}},
+    }
+    world.run(world.x_sump, failed)
+    assert [envelope["id"] for envelope in world.queue("fixer")] == ["b1"], "its ending went to its join"
+    assert world.tasks.get("b1") is None, "the join records how it ended"
+    assert world.sump.show("b1")["entry"]["reason"] == "HandlerTimeout"
+    with pytest.raises(TaskError) as joined:
+        world.sump.redrive("b1")
+    assert joined.value.status == 409
+    assert "the join 'fixer' gathers" in str(joined.value)
+    assert world.queue("b") == []

@@ -1,0 +1,166 @@
+"""A join actor's arrivals (`asya.joins`): each branch is kept and counted, and the arrival that
+completes its fan sends the joined envelope to the join's own queue, or, once more branches have
+failed than `on_failure` tolerates, the joined envelope's failure (`JoinFailed`) to x-sink.
+
+An arrival is a branch that reached the join, or one that ended before it (x-sink and x-sump send
+its ending here). It is not a hop: no claim, no handler. Its cost is two writes to the joins table
+(`asya.join_table`) and, for a branch that is not `into`, the write that ends its task record; the
+arrival that completes the fan reads the fan back in one query. Everything is safe to repeat: a
+redelivered arrival keeps and counts nothing twice, and an arrival that completed (or gave up on) its
+fan sends the same envelope again, which the join's hop claim (or x-sink's first final status) drops.
+
+A branch's envelope is kept as it arrived: a payload that travels in S3 stays there, and one that
+would make the kept item dear (over `SLOT_INLINE_BYTES`) is moved there (`asya.claims`). Payloads are
+read back only when the fan completes; one that cannot be read any more counts as a failed branch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import orjson
+
+from asya import routing
+from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
+from asya.config import SidecarConfig
+from asya.envelope import Envelope, Phase
+from asya.join_table import JoinTable, Kept
+from asya.joins import JOINED_HEADER, Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
+from asya.reasons import Reason
+from asya.routing import Outbound, error_details, error_payload
+from asya.status import TaskStore, root_of, stealthy
+
+# A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
+# an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).
+SLOT_INLINE_BYTES = 8_192
+
+
+class Gathering:
+    def __init__(self, config: SidecarConfig, policy: JoinPolicy, table: JoinTable, store: TaskStore | None) -> None:
+        self.actor = config.actor
+        self.policy = policy
+        self.table = table
+        self.store = store
+        self.claims = config.claims()
+        self.slot_claims = (
+            Claims(config.claim_bucket, config.namespace, SLOT_INLINE_BYTES) if config.claim_bucket else None
+        )
+
+    def arrive(self, envelope: Envelope, frame: JoinFrame, now: dt.datetime) -> tuple[str, list[Outbound]]:
+        """Keep and count one arrival; what it sends (nothing until its fan completes or gives up) and
+        the outcome it is counted under."""
+        outcome = arrival_outcome(envelope)
+        wire = envelope.to_dict()
+        body = orjson.dumps(wire).decode()
+        if self.slot_claims is not None:
+            body = self.slot_claims.check_in(wire, body)
+        self.table.keep(frame, outcome, body)
+        if envelope.id != frame.into:
+            self._end_branch(envelope, frame, outcome)
+        head = self.table.arrive(frame, failed=outcome is not Phase.SUCCEEDED)
+        if head.given_up_by is not None:
+            return (
+                ("join failed", [self._failure(frame, envelope, now)])
+                if head.given_up_by == frame.slot
+                else ("absorbed", [])
+            )
+        if self.policy.gives_up(len(head.failed), frame.width):
+            return self._give_up(frame, envelope, now)
+        if not head.complete:
+            return "gathered", []
+        gathered = self._gathered(frame)
+        failed = sum(branch.outcome is not Phase.SUCCEEDED for branch in gathered)
+        if self.policy.gives_up(failed, frame.width):  # a payload that could not be read back
+            return self._give_up(frame, envelope, now)
+        payload, failed_slots = joined_payload(gathered, self.policy)
+        return "joined", [self._joined(frame, gathered, payload, failed_slots, now)]
+
+    def _give_up(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime) -> tuple[str, list[Outbound]]:
+        if self.table.give_up(frame):
+            return "join failed", [self._failure(frame, envelope, now)]
+        return "absorbed", []  # another arrival gave up first and sent the failure
+
+    def _end_branch(self, envelope: Envelope, frame: JoinFrame, outcome: Phase) -> None:
+        """A branch that does not go on as the joined envelope ends here: its record says how (the join,
+        not its root, accounts for it)."""
+        if self.store is None or stealthy(envelope.headers):
+            return
+        ended = envelope.status if outcome is not Phase.SUCCEEDED else None  # how it failed, if it did
+        details = {
+            "reason": ended.reason if ended is not None else Reason.JOINED.value,
+            "error": ended.error if ended is not None else None,
+            "actor": ended.actor if ended is not None else self.actor,
+            "route": {"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next},
+            "joined_into": frame.into,
+            "parent_id": envelope.parent_id,
+            "root_id": root_of(envelope.id, envelope.headers),
+        }
+        self.store.finish_gathered(envelope.id, outcome.value, details)
+
+    def _gathered(self, frame: JoinFrame) -> list[Gathered]:
+        return [self._read(kept) for kept in self.table.gathered(frame.fan)]
+
+    def _read(self, kept: Kept) -> Gathered:
+        """A kept branch with its payload back; one whose payload cannot be read counts as failed."""
+        document: dict[str, Any] = orjson.loads(kept.body)
+        if REF_FIELD not in document:
+            return Gathered(kept.slot, kept.outcome, document)
+        try:
+            if self.claims is None:
+                raise PayloadUnreadableError(f"{REF_FIELD}: no ASYA_CLAIM_BUCKET to read it from")
+            return Gathered(kept.slot, kept.outcome, self.claims.restore(document))
+        except PayloadUnreadableError as exc:
+            details = error_details(exc)
+            failure = error_payload(Reason.PAYLOAD_UNREADABLE, details, None)
+            status = {**document.get("status", {}), "reason": Reason.PAYLOAD_UNREADABLE.value, "error": details}
+            unread = {**document, "payload": failure, "status": status}
+            unread.pop(REF_FIELD, None)
+            return Gathered(kept.slot, Phase.FAILED, unread)
+
+    def _joined(
+        self, frame: JoinFrame, gathered: list[Gathered], payload: list[Any], failed: list[int], now: dt.datetime
+    ) -> Outbound:
+        """The joined envelope: `into`'s, at this join, carrying the gathered payload."""
+        into = next(branch.document for branch in gathered if branch.document["id"] == frame.into)
+        return self._rejoin(Envelope.model_validate(into), frame, payload, failed, now)
+
+    def _failure(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime) -> Outbound:
+        """The joined envelope's failure: `into`'s (or, before it arrived, the arriving branch's under
+        `into`'s id), with what was gathered so far as its original payload (a branch not arrived:
+        `null`; a failed one: its error payload) and why in its error."""
+        gathered = self._gathered(frame)
+        into = next((branch.document for branch in gathered if branch.document["id"] == frame.into), None)
+        base = Envelope.model_validate(into) if into is not None else envelope.model_copy(update={"id": frame.into})
+        if into is None:
+            base.parent_id = None  # not known here; the record keeps the one its first hop wrote
+        so_far: list[Any] = [None] * frame.width
+        for branch in gathered:
+            so_far[branch.slot] = branch.document.get("payload")
+        failed = [branch for branch in gathered if branch.outcome is not Phase.SUCCEEDED]
+        joined = self._rejoin(base, frame, so_far, [branch.slot for branch in failed], now)
+        reasons = "; ".join(_why(branch) for branch in failed)
+        message = f"{len(failed)} of {frame.width} branches failed (on_failure: {self.policy.describe()}): {reasons}"
+        return routing.fail(
+            Envelope.model_validate(joined.wire),
+            self.actor,
+            reason=Reason.JOIN_FAILED,
+            details=error_details(None, message),
+            now=now,
+        )
+
+    def _rejoin(
+        self, base: Envelope, frame: JoinFrame, payload: list[Any], failed: list[int], now: dt.datetime
+    ) -> Outbound:
+        marker = {"fan": frame.fan, "width": frame.width, "failed": failed}
+        headers = {**without(base.headers, frame), JOINED_HEADER: marker}
+        return routing.rejoin(base, self.actor, payload, headers, now)
+
+
+def _why(branch: Gathered) -> str:
+    status = branch.document.get("status") or {}
+    error = status.get("error") or {}
+    detail = error.get("message") or status.get("reason") or branch.outcome.value
+    return (
+        f"branch {branch.slot} ({branch.document.get('id')}) {status.get('reason') or branch.outcome.value}: {detail}"
+    )

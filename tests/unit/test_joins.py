@@ -1,0 +1,311 @@
+"""Fan-in (`asya.joins`): a join actor receives its branches' results as one list, in branch order,
+once every branch has ended, under each `on_failure` policy; redelivered arrivals and joined envelopes
+change nothing; fans of 0 and 1, nested fans, and branches that end before the join."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from asya.names import SINK, SUMP
+from asya.status import TaskStore
+from asya_crew import sink, sump
+from asya_crew.crew import CrewActor, CrewSettings
+from asya_local.inprocess import Function, InProcessMesh
+from asya_local.tables import JOINS, TASKS, create_tables
+from asya_local.tables import SUMP as SUMP_TABLE
+from tests.support import handlers
+
+NS = "joins"
+BUCKET = "joins-bucket"
+STATUS = {"ASYA_TASKS_TABLE": TASKS, "ASYA_CLAIM_BUCKET": BUCKET}
+CREW = {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET, "ASYA_TASKS_TABLE": TASKS, "ASYA_CLAIM_BUCKET": BUCKET}
+SINK_ENV = {**CREW, "ASYA_RESULTS_INLINE_MAX_BYTES": "4096"}  # as `asya_cdk.environment.crew_environment` sets
+SUMP_ENV = {**CREW, "ASYA_SUMP_TABLE": SUMP_TABLE}
+
+
+def join_env(on_failure: Any = "fail_fast") -> dict[str, str]:
+    return {"ASYA_JOIN": json.dumps(on_failure), "ASYA_JOINS_TABLE": JOINS}
+
+
+def twice(function: Function) -> Function:
+    """Every batch delivered twice: the second delivery finds everything the first one did."""
+
+    def deliver(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        first = function(event, context)
+        function(event, context)
+        return first
+
+    return deliver
+
+
+class JoinMesh:
+    """An in-process mesh with the crew, the task and joins tables and a bucket."""
+
+    def __init__(
+        self, handlers_by_actor: dict[str, str], actor_env: dict[str, dict[str, str]], *, redelivered: bool = False
+    ) -> None:
+        crew: dict[str, Function] = {
+            SINK: CrewActor(CrewSettings.from_env(SINK, SINK_ENV), sink.Sink([]).decide).handle,
+            SUMP: CrewActor(CrewSettings.from_env(SUMP, SUMP_ENV), sump.decide).handle,
+        }
+        self.inner = InProcessMesh(NS, handlers_by_actor, env=STATUS, functions=crew, actor_env=actor_env)
+        self.redelivered = redelivered
+
+    def __enter__(self) -> JoinMesh:
+        self.inner.__enter__()
+        create_tables(boto3.client("dynamodb"))
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        if self.redelivered:
+            self.inner.functions = {actor: twice(function) for actor, function in self.inner.functions.items()}
+        self.tasks = TaskStore(TASKS)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.inner.__exit__(*exc)
+
+    def run(self, route: list[str], payload: Any) -> str:
+        task_id = self.inner.send(route, payload)
+        self.inner.run_until_idle()
+        return task_id
+
+    def result(self, task_id: str) -> dict[str, Any]:
+        task = self.tasks.get(task_id)
+        assert task is not None
+        return task
+
+
+def fan_join(on_failure: Any = "fail_fast", *, redelivered: bool = False) -> JoinMesh:
+    """split (a source) → score (fails on "bad") → summary (the join of split's branches)."""
+    return JoinMesh(
+        {
+            "split": "tests.support.handlers.fan_out",
+            "score": "tests.support.handlers.picky",
+            "summary": "tests.support.handlers.gather",
+        },
+        {"split": {"ASYA_JOINED_BY": "summary"}, "summary": join_env(on_failure)},
+        redelivered=redelivered,
+    )
+
+
+ROUTE = ["split", "score", "summary"]
+
+
+@pytest.fixture(autouse=True)
+def calls() -> list[Any]:
+    """What the join handlers were called with (`handlers.gather`)."""
+    handlers.CALLS.clear()
+    return handlers.CALLS
+
+
+@pytest.mark.parametrize("redelivered", [False, True], ids=["once", "every-batch-twice"])
+def test_the_join_gets_every_branch_in_order_once_all_have_ended(calls: list[Any], redelivered: bool) -> None:
+    with fan_join(redelivered=redelivered) as mesh:
+        task_id = mesh.run(ROUTE, {"items": [1, 2, 3, 4, 5]})
+        assert calls == [[{"item": n, "seen": True} for n in (1, 2, 3, 4, 5)]], "one call, branch order"
+        task = mesh.result(task_id)
+        assert task["status"] == "succeeded"
+        assert json.loads(task["output"]) == {"joined": calls[0]}
+        assert "branch_ids" not in task, "the join accounts for the branches it gathers, not the root"
+        branches = [record for record in _records(mesh) if record["id"] != task_id]
+        assert len(branches) == 4
+        assert {(b["status"], b["reason"], b["joined_into"], b["root_id"]) for b in branches} == {
+            ("succeeded", "Joined", task_id, task_id)
+        }
+
+
+POLICIES = [
+    ("fail_fast", None),
+    ({"tolerate": 1}, [{"item": n, "seen": True} for n in (1, 3, 4)]),
+    ({"tolerate": "50%"}, [{"item": n, "seen": True} for n in (1, 3, 4)]),
+    ("collect", "collected"),
+]
+
+
+@pytest.mark.parametrize("redelivered", [False, True], ids=["once", "every-batch-twice"])
+@pytest.mark.parametrize(
+    ("on_failure", "expected"), POLICIES, ids=["fail_fast", "tolerate-1", "tolerate-50%", "collect"]
+)
+def test_one_failing_branch_under_each_policy(
+    calls: list[Any], on_failure: Any, expected: Any, redelivered: bool
+) -> None:
+    with fan_join(on_failure, redelivered=redelivered) as mesh:
+        task_id = mesh.run(ROUTE, {"items": [1, "bad", 3, 4]})
+        task = mesh.result(task_id)
+        [failed] = [record for record in _records(mesh) if record["status"] == "failed" and record["id"] != task_id]
+        assert (failed["reason"], failed["actor"], failed["joined_into"]) == ("RuntimeError", "score", task_id)
+        assert failed["error"]["message"] == "bad item"
+        sumped = _sumped()
+        if expected is None:
+            assert calls == [], "the join failed: its handler never ran"
+            assert (task["status"], task["reason"]) == ("failed", "JoinFailed")
+            assert "1 of 4 branches failed (on_failure: fail_fast)" in task["error"]["message"]
+            assert "bad item" in task["error"]["message"]
+            assert [(entry["id"], entry["reason"]) for entry in sumped] == [(task_id, "JoinFailed")], (
+                "x-sump keeps the join's failure, not the branch's"
+            )
+            return
+        assert task["status"] == "succeeded", "a failure the join tolerates does not fail the task"
+        assert sumped == [], "a failure the join tolerates is not an x-sump arrival"
+        [joined] = calls
+        if expected == "collected":
+            assert [b.get("item") for b in joined if "item" in b] == [1, 3, 4]
+            assert joined[1]["error"] == "runtime_error"
+            assert joined[1]["original_payload"] == {"item": "bad"}
+        else:
+            assert joined == expected
+
+
+def _records(mesh: JoinMesh) -> list[dict[str, Any]]:
+    from asya.status import from_item
+
+    items = boto3.client("dynamodb").scan(TableName=TASKS)["Items"]
+    return [from_item(item) for item in items]
+
+
+def _sumped() -> list[dict[str, Any]]:
+    from asya.status import from_item
+
+    return [from_item(item) for item in boto3.client("dynamodb").scan(TableName=SUMP_TABLE)["Items"]]
+
+
+def test_a_branch_that_fails_on_the_way_to_x_sump_is_gathered_as_failed(calls: list[Any]) -> None:
+    """An infrastructure error goes straight to x-sump, which keeps and lists it as always, and hands
+    the ending to the join."""
+    with fan_join("collect") as mesh:
+        task_id = mesh.run(ROUTE, {"items": [1, "set"]})
+        [joined] = calls
+        assert joined[0] == {"item": 1, "seen": True}
+        assert joined[1]["error"] == "unserializable_output"
+        assert mesh.result(task_id)["status"] == "succeeded"
+        assert [entry["reason"] for entry in _sumped()] == ["UnserializableOutput"]
+        [branch] = [record for record in _records(mesh) if record["id"] != task_id]
+        assert (branch["status"], branch["reason"]) == ("failed", "UnserializableOutput")
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"), [([], []), ([7], [{"item": 7, "seen": True}])], ids=["width-0", "width-1"]
+)
+def test_a_fan_of_none_or_one_is_joined_too(calls: list[Any], items: list[Any], expected: list[Any]) -> None:
+    with fan_join() as mesh:
+        task_id = mesh.run(ROUTE, {"items": items})
+        assert calls == [expected]
+        task = mesh.result(task_id)
+        assert (task["status"], json.loads(task["output"])) == ("succeeded", {"joined": expected})
+
+
+def test_an_envelope_that_passed_no_source_is_a_join_of_one(calls: list[Any]) -> None:
+    with fan_join() as mesh:
+        task_id = mesh.run(["summary"], {"alone": True})
+        assert calls == [[{"alone": True}]]
+        assert mesh.result(task_id)["status"] == "succeeded"
+
+
+def test_a_join_header_that_cannot_be_followed_goes_to_x_sump_without_it(calls: list[Any]) -> None:
+    with fan_join() as mesh:
+        task_id = mesh.inner.send(["summary"], {"x": 1}, headers={"x-asya-join": [{"fan": "f", "slot": "one"}]})
+        mesh.inner.run_until_idle()
+        assert calls == []
+        [entry] = _sumped()
+        assert (entry["id"], entry["reason"]) == (task_id, "InvalidEnvelope")
+        assert "x-asya-join" in entry["message"]
+        kept = json.loads(boto3.client("s3").get_object(Bucket=BUCKET, Key=entry["key"])["Body"].read())
+        assert "x-asya-join" not in kept["headers"], "kept without it, so x-sump does not hand it back"
+
+
+def nested(inner: Any = "fail_fast", outer: Any = "fail_fast") -> JoinMesh:
+    """split (groups, a source of outer) → explode (items, a source of inner) → score → inner → outer."""
+    return JoinMesh(
+        {
+            "split": "tests.support.handlers.groups",
+            "explode": "tests.support.handlers.fan_out",
+            "score": "tests.support.handlers.picky",
+            "inner": "tests.support.handlers.gather",
+            "outer": "tests.support.handlers.gather",
+        },
+        {
+            "split": {"ASYA_JOINED_BY": "outer"},
+            "explode": {"ASYA_JOINED_BY": "inner"},
+            "inner": join_env(inner),
+            "outer": join_env(outer),
+        },
+    )
+
+
+NESTED = ["split", "explode", "score", "inner", "outer"]
+
+
+def test_nested_fans_join_inside_out(calls: list[Any]) -> None:
+    """A fan-out inside each branch is joined first; the outer join gets the inner joins' results."""
+    with nested() as mesh:
+        task_id = mesh.run(NESTED, {"groups": [[1, 2], [3], [4, 5, 6]]})
+        *inner, outer = calls
+        groups = [[{"item": n, "seen": True} for n in group] for group in ([1, 2], [3], [4, 5, 6])]
+        assert sorted(inner, key=len) == sorted(groups, key=len)
+        assert outer == [{"joined": group} for group in groups], "the outer join keeps its branches' order"
+        task = mesh.result(task_id)
+        assert (task["status"], json.loads(task["output"])) == ("succeeded", {"joined": outer})
+        assert {record["status"] for record in _records(mesh)} == {"succeeded"}
+
+
+def test_a_failed_inner_join_is_a_failed_branch_of_the_outer_one(calls: list[Any]) -> None:
+    with nested(inner="fail_fast", outer="collect") as mesh:
+        task_id = mesh.run(NESTED, {"groups": [[1], [2, "bad"]]})
+        *_, outer = calls
+        assert outer[0] == {"joined": [{"item": 1, "seen": True}]}
+        assert outer[1]["error"] == "join_failed"
+        assert mesh.result(task_id)["status"] == "succeeded", "the outer join collects its failed branch"
+
+
+def test_branches_of_a_canceled_task_stop_and_the_join_never_runs(calls: list[Any]) -> None:
+    with fan_join("collect") as mesh:
+        task_id = mesh.inner.send(ROUTE, {"items": [1, 2, 3]})
+        mesh.tasks.create({"id": task_id})
+        mesh.inner._deliver_one_batch("split")
+        mesh.tasks.cancel(task_id)
+        mesh.inner.run_until_idle()
+        assert calls == [], "the joined envelope stops at the join's pre-flight check"
+        assert {record["status"] for record in _records(mesh)} == {"canceled"}
+
+
+def test_large_branches_are_kept_with_their_payloads_in_s3(calls: list[Any]) -> None:
+    """A kept branch over `SLOT_INLINE_BYTES` costs a few write units, not one per kilobyte."""
+    from asya.gathering import SLOT_INLINE_BYTES
+
+    big = "x" * SLOT_INLINE_BYTES
+    with fan_join() as mesh:
+        mesh.run(ROUTE, {"items": [big + "1", big + "2"]})
+        assert calls == [[{"item": big + "1", "seen": True}, {"item": big + "2", "seen": True}]]
+        slots = boto3.client("dynamodb").scan(TableName=JOINS)["Items"]
+        bodies = [item["body"]["S"] for item in slots if "body" in item]
+        assert len(bodies) == 2
+        assert all(len(body) < 2_048 and "payload_ref" in body for body in bodies)
+
+
+def test_a_branch_whose_payload_cannot_be_read_back_counts_as_failed(calls: list[Any]) -> None:
+    """The big branch is kept with its payload in S3; the object is gone by the time the last branch
+    arrives, so the join gets that branch as failed (`PayloadUnreadable`) instead of never completing."""
+    from asya.gathering import SLOT_INLINE_BYTES
+    from asya_local.functions.lambda_shapes import LambdaContext, invoke_with_batch
+
+    with fan_join("collect") as mesh:
+        inner = mesh.inner
+        task_id = inner.send(ROUTE, {"items": ["x" * SLOT_INLINE_BYTES, 2]})
+        for actor in ("split", "score"):
+            while inner._deliver_one_batch(actor):
+                pass
+        url = inner._urls["summary"]
+        s3 = boto3.client("s3")
+        arrivals = inner._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        for message in sorted(arrivals, key=lambda message: -len(message["Body"])):  # the big one first
+            invoke_with_batch(inner.functions["summary"], inner._sqs, url, [message], LambdaContext("summary"))
+            for kept in s3.list_objects_v2(Bucket=BUCKET, Prefix="claims/").get("Contents", []):
+                s3.delete_object(Bucket=BUCKET, Key=kept["Key"])  # expired, say
+        inner.run_until_idle()
+        [joined] = calls
+        assert [branch.get("error") for branch in joined] == ["payload_unreadable", None]
+        assert joined[1] == {"item": 2, "seen": True}
+        assert mesh.result(task_id)["status"] == "succeeded"
