@@ -168,11 +168,11 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya_crew.crew import CrewActor, CrewSettings
     from asya_crew.sink import Sink
     from asya_local.inprocess import InProcessMesh
-    from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
+    from asya_local.tables import EVENTS, JOINS, TASKS, create_idempotency_table, create_tables
     from asya_local.tables import SUMP as SUMP_TABLE
 
     config = case.mesh.config
-    resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY}
+    resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
     handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
     lookups = ItemLookup()
@@ -186,7 +186,9 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
             mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
-        names = MeshNames(BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="", sump_table=SUMP_TABLE)
+        names = MeshNames(
+            BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="", sump_table=SUMP_TABLE, joins_table=JOINS
+        )
         for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
             mesh.functions[name] = calls.timed(name, 512, crew.handle)
@@ -295,7 +297,8 @@ def synthetic(title: str, route: list[str], payload: dict[str, Any]) -> FlowCase
     return FlowCase(title, LoadedMesh(config=config, base=ROOT), "bench", [payload])
 
 
-def example(name: str) -> FlowCase:
+def example(name: str, flow: str | None = None) -> FlowCase:
+    """An example's flow (its first, unless named) with its inputs."""
     import json
 
     from asya_cdk.config import load_mesh
@@ -303,7 +306,7 @@ def example(name: str) -> FlowCase:
     folder = ROOT / "examples" / name
     mesh = load_mesh(folder / "mesh.yaml")
     sys.path.insert(0, str(folder))  # the example's `code: .`, as its function's code root
-    flow = next(iter(mesh.config.flows))
+    flow = flow or next(iter(mesh.config.flows))
     return FlowCase(f"examples/{name} ({flow})", mesh, flow, json.loads((folder / "inputs.json").read_text()))
 
 
@@ -312,6 +315,7 @@ def cases() -> list[FlowCase]:
         synthetic("plain 3-actor pipeline (prep → infer → post)", ["prep", "infer", "post"], {"n": 1}),
         synthetic("fan-out (fan yields 3 → post)", ["fan", "post"], {"parts": 3}),
         example("reviews"),
+        example("reviews", "summarise-reviews"),
     ]
 
 

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from asya.envelope import describe_validation_error
+from asya.joins import JoinPolicy
 from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
 from asya.resiliency import Resiliency, Seconds
 from asya.transport import SQS_QUEUE_NAME_MAX
@@ -28,6 +29,9 @@ from asya.variables import (
     HANDLER,
     HANDLER_MODE,
     IDEMPOTENCY_TABLE,
+    JOIN,
+    JOINED_BY,
+    JOINS_TABLE,
     NAMESPACE,
     PREFIX,
     RESILIENCY,
@@ -72,6 +76,28 @@ class SparkConfig(_Strict):
     @property
     def job_timeout_minutes(self) -> int:
         return math.ceil(self.job_timeout / 60)
+
+
+class JoinConfig(_Strict):
+    """A join actor (`asya.joins`, docs/routing.md "Joining branches"): instead of each branch of a
+    fan-out by one of `branches_of`, it receives one envelope whose payload is the list of the branches'
+    results, in branch order, once every branch has ended. `on_failure` says what failed branches do:
+    `fail_fast` (the first fails the join), `{tolerate: n}` or `{tolerate: "p%"}` (that many are left
+    out of the list), or `collect` (each stays in the list as its error payload)."""
+
+    branches_of: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
+    on_failure: str | dict[str, Any] = "fail_fast"
+
+    @field_validator("branches_of", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("on_failure")
+    @classmethod
+    def _a_policy(cls, value: Any) -> Any:
+        JoinPolicy.of(value)  # the sidecar reads it with the same rules (`ASYA_JOIN`)
+        return value
 
 
 # The dispatcher stages a batch and starts its job; it does not run the handler, so its function
@@ -138,6 +164,7 @@ class ActorConfig(QueueFunctionConfig):
     resiliency: Resiliency = Field(default_factory=Resiliency)
     environment: dict[str, str] = Field(default_factory=dict)
     idempotency: bool = True
+    join: JoinConfig | None = None
 
     @field_validator("handler")
     @classmethod
@@ -161,6 +188,11 @@ class ActorConfig(QueueFunctionConfig):
             raise ValueError("spark: settings for a Spark actor; set runtime: spark, or remove them")
         if self.runtime == "spark" and self.spark is None:
             object.__setattr__(self, "spark", SparkConfig())
+        if self.runtime == "spark" and self.join is not None:
+            raise ValueError(
+                "join: a Spark actor cannot be a join (its dispatcher does not gather branches); "
+                "join in a Lambda actor, which may then send the list on to this one"
+            )
         return self
 
     @property
@@ -311,6 +343,36 @@ class MeshConfig(_Strict):
                     raise ValueError(f"{where}: unknown actor {actor!r}")
         return self
 
+    @model_validator(mode="after")
+    def _joins_resolve(self) -> MeshConfig:
+        """A join gathers the branches of actors of this mesh, and in every flow that visits it one of
+        them comes first: otherwise nothing is ever gathered there."""
+        for name, settings in self.actors.items():
+            if settings.join is None:
+                continue
+            for index, source in enumerate(settings.join.branches_of):
+                where = f"actors.{name}.join.branches_of[{index}]"
+                if source not in self.actors:
+                    raise ValueError(f"{where}: unknown actor {source!r}")
+                if source == name:
+                    raise ValueError(f"{where}: a join cannot gather its own branches")
+            for flow_name, flow in self.flows.items():
+                if name in flow.route and not set(flow.route[: flow.route.index(name)]) & set(
+                    settings.join.branches_of
+                ):
+                    raise ValueError(
+                        f"flows.{flow_name}.route[{flow.route.index(name)}]: {name} joins the branches of "
+                        f"{', '.join(settings.join.branches_of)} (actors.{name}.join.branches_of), but none "
+                        "comes before it in this route"
+                    )
+        return self
+
+    def joins_of(self, actor: str) -> list[str]:
+        """The join actors that gather `actor`'s branches (`ASYA_JOINED_BY`)."""
+        return [
+            name for name, other in self.actors.items() if other.join is not None and actor in other.join.branches_of
+        ]
+
     def built_job_images(self) -> set[tuple[str, str]]:
         """The Spark job images the stack builds, as (release, architecture): one for each pair that a
         Spark actor without an image of its own (`spark.image_uri`) runs on."""
@@ -394,13 +456,32 @@ class LoadedMesh(BaseModel):
             variables[TRACING.name] = "true"
         variables.update(self.status_environment(resources))
         variables[STATUS_WRITES.name] = self.config.status.writes
+        variables.update(self.join_environment(actor, resources))
         if "bucket" in resources:
             variables.update(self.claim_environment(resources["bucket"]))
+        return variables
+
+    def join_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:
+        """A source learns the joins that gather its branches; a join, its `on_failure` and its table."""
+        variables = {}
+        joins = self.config.joins_of(actor)
+        if joins:
+            variables[JOINED_BY.name] = ",".join(joins)
+        join = self.config.actors[actor].join
+        if join is not None:
+            variables[JOIN.name] = json.dumps(join.on_failure, separators=(",", ":"))
+            if "joins_table" in resources:  # without it, the sidecar refuses to start, naming the variable
+                variables[JOINS_TABLE.name] = resources["joins_table"]
         return variables
 
     def claim_environment(self, bucket: str) -> dict[str, str]:
         """Where payloads over the mesh's threshold travel, for everyone who sends or keeps envelopes."""
         return {CLAIM_BUCKET.name: bucket, CLAIM_CHECK_BYTES.name: str(self.config.payloads.claim_check_bytes)}
+
+    @property
+    def joins(self) -> list[str]:
+        """The join actors (`join:`), which gather their branches in the mesh's joins table."""
+        return [name for name, actor in self.config.actors.items() if actor.join is not None]
 
     @property
     def spark_actors(self) -> list[str]:

@@ -59,10 +59,13 @@ class MeshNames:
     idempotency_table: str
     batches_table: str
     sump_table: str
+    joins_table: str = ""  # made when the mesh has a join actor
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
         tables = {"tasks_table": self.tasks_table, "events_table": self.events_table, "bucket": self.bucket}
+        if self.joins_table:
+            tables["joins_table"] = self.joins_table
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
 
 

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from asya.names import BATCHES_TABLE, EVENTS_TABLE, IDEMPOTENCY_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
+from asya.names import (
+    BATCHES_TABLE,
+    EVENTS_TABLE,
+    IDEMPOTENCY_TABLE,
+    JOINS_TABLE,
+    SUMP_TABLE,
+    TASKS_TABLE,
+    resource_name,
+)
 from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
 
 if TYPE_CHECKING:
@@ -54,6 +62,7 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         idempotency_table=resource_name(namespace, IDEMPOTENCY_TABLE),
         batches_table=resource_name(namespace, BATCHES_TABLE),
         sump_table=resource_name(namespace, SUMP_TABLE),
+        joins_table=resource_name(namespace, JOINS_TABLE),
     )
 
 

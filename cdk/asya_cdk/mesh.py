@@ -41,14 +41,15 @@ from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
-from asya_cdk.tasks import TaskTables, mesh_table, string_key
+from asya_cdk.tasks import TaskTables, gathering, joins_table, mesh_table, string_key
 from asya_spark.ledger import CLAIM_TTL_SECONDS
 from asya_spark.staging import PREFIX as SPARK_PREFIX
 
 
 class Mesh(Construct):
     """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
-    `spark_batches` (None without Spark actors), `job_images` (None unless the mesh builds the Spark
+    `spark_batches` (None without Spark actors), `joins` (the joins table, None without join actors),
+    `job_images` (None unless the mesh builds the Spark
     job's image), `bucket`, `table` (idempotency), `task_tables` (`TaskTables`), `gateway`
     (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and `nested` (the nested stacks of actors,
     empty for a mesh that fits one stack)."""
@@ -77,6 +78,7 @@ class Mesh(Construct):
         self.task_tables = TaskTables(self, "Status", namespace=namespace)
         self.spark_batches = batches_table(self, resource_name(namespace, BATCHES_TABLE)) if mesh.spark_actors else None
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
+        self.joins = joins_table(self, namespace) if mesh.joins else None
         self._layers: dict[str, SidecarLayer] = {}
         self.names = MeshNames(
             bucket=self.bucket.bucket_name,
@@ -85,6 +87,7 @@ class Mesh(Construct):
             idempotency_table=self.table.table_name,
             batches_table=self.spark_batches.table_name if self.spark_batches is not None else "",
             sump_table=self.task_tables.sump.table_name,
+            joins_table=self.joins.table_name if self.joins is not None else "",
         )
         crew = Crew(
             self,
@@ -190,6 +193,8 @@ class Mesh(Construct):
             self.spark[name] = self._spark_actor(name, settings, actor)
         elif settings.idempotency:
             actor.role.add_to_policy(idempotency_items(self.table, self.namespace))
+        if settings.join is not None and self.joins is not None:
+            actor.role.add_to_policy(gathering(self.joins))
         return actor
 
     def _spark_actor(self, name: str, settings: ActorConfig, dispatcher: ActorFunction) -> SparkActor:

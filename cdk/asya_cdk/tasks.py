@@ -14,7 +14,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
+from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, JOINS_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
 
 TTL_ATTRIBUTE = "expires_at"
 
@@ -110,3 +110,22 @@ class TaskTables(Construct):
                 actions=["dynamodb:PutItem", "dynamodb:BatchWriteItem"], resources=[self.events.table_arn]
             ),
         ]
+
+
+def joins_table(scope: Construct, namespace: str) -> dynamodb.Table:
+    """What join actors gather (`asya.join_table`): a fan's branches under its id, by slot."""
+    return mesh_table(
+        scope,
+        "Joins",
+        string_key("fan"),
+        table_name=resource_name(namespace, JOINS_TABLE),
+        sort_key=dynamodb.Attribute(name="slot", type=dynamodb.AttributeType.NUMBER),
+    )
+
+
+def gathering(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """What a join actor needs of the joins table: keep a branch and count it (conditional writes that
+    return the item, so no read), and read a whole fan back once. No scan, no delete."""
+    return iam.PolicyStatement(
+        actions=["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], resources=[table.table_arn]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,3 +46,18 @@ def triage(payload: dict[str, Any]) -> Iterator[Any]:
 
 def escalate(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "ticket": f"SUP-{payload['product']}-{payload['review']}"}
+
+
+def summarise(reviews: list[dict[str, Any]]) -> dict[str, Any]:
+    """A join: every scored review of one product, in the order `split` yielded them, as one list (a
+    review whose scoring failed is left out, up to the mesh's `tolerate`). No reviews: an empty list."""
+    if not reviews:
+        return {"reviews": 0}
+    worst = min(reviews, key=lambda review: review["score"])
+    return {
+        "product": reviews[0]["product"],
+        "reviews": len(reviews),
+        "average": round(sum(review["score"] for review in reviews) / len(reviews), 2),
+        "sentiment": dict(Counter(review["sentiment"] for review in reviews)),
+        "worst": {"review": worst["review"], "text": worst["text"]},
+    }

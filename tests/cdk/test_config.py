@@ -94,3 +94,40 @@ def test_flows_too_large_for_the_gateway_environment_are_refused(tmp_path: Path)
     assert message.startswith(f"{path}: flows: the gateway's environment (asya-shop-gateway) would be up to ")
     assert "over Lambda's 4,096-byte limit" in message
     assert "largest: ASYA_FLOWS 4," in message
+
+
+@pytest.mark.parametrize(
+    ("actor", "fragment"),
+    [
+        ("  j: {handler: m.f, join: {branches_of: nobody}}\n", "actors.j.join.branches_of[0]: unknown actor 'nobody'"),
+        ("  j: {handler: m.f, join: {branches_of: [a, j]}}\n", "actors.j.join.branches_of[1]: a join cannot gather"),
+        ("  j: {handler: m.f, join: {branches_of: []}}\n", "actors.j.join.branches_of: List should have at least 1"),
+        (
+            "  j: {handler: m.f, join: {branches_of: a, on_failure: never}}\n",
+            "actors.j.join.on_failure: Value error, on_failure must be fail_fast, collect",
+        ),
+        ("  j: {handler: m.f, join: {branches_of: a, on_failure: {tolerate: 120%}}}\n", "actors.j.join.on_failure"),
+        ("  j: {handler: m.f, join: {branches_of: a, on_failure: {tolerate: -1}}}\n", "actors.j.join.on_failure"),
+        ("  j: {handler: m.f, runtime: spark, join: {branches_of: a}}\n", "actors.j: Value error, join: a Spark actor"),
+        (
+            "  j: {handler: m.f, join: {branches_of: a}}\nflows:\n  f: {route: [b, j]}\n",
+            "flows.f.route[1]: j joins the branches of a (actors.j.join.branches_of), but none comes before it",
+        ),
+    ],
+)
+def test_a_bad_join_names_the_field(tmp_path: Path, actor: str, fragment: str) -> None:
+    path = _write(tmp_path, ACTORS + actor)
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    assert fragment in str(caught.value)
+
+
+def test_a_join_and_its_sources_are_told_of_each_other(tmp_path: Path) -> None:
+    text = ACTORS + "  j: {handler: m.f, join: {branches_of: [a, b], on_failure: {tolerate: 10%}}}\n"
+    mesh = load_mesh(_write(tmp_path, text + "flows:\n  f: {route: [a, b, j]}\n"))
+    resources = {"joins_table": "asya-shop-joins"}
+    assert mesh.actor_environment("a", resources)["ASYA_JOINED_BY"] == "j"
+    join = mesh.actor_environment("j", resources)
+    assert (join["ASYA_JOIN"], join["ASYA_JOINS_TABLE"]) == ('{"tolerate":"10%"}', "asya-shop-joins")
+    assert "ASYA_JOIN" not in mesh.actor_environment("a", resources)
+    assert mesh.joins == ["j"]

@@ -21,7 +21,7 @@ from asya_cdk.stack import MeshStack
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
-ACTORS = ("split", "score", "triage", "escalate")
+ACTORS = ("split", "score", "triage", "escalate", "summarise")
 CREW = ("x-sink", "x-sump", "x-pause", "x-resume")
 GATEWAY = ("gateway", "gateway-stream", "gateway-backstop")
 
@@ -135,7 +135,7 @@ def test_queues_are_encrypted_and_tls_only(synthesized: tuple[Template, dict[str
     _, document, _ = synthesized
     assert all(q["SqsManagedSseEnabled"] for q in _resources(document, "AWS::SQS::Queue").values())
     policies = _resources(document, "AWS::SQS::QueuePolicy")
-    assert len(policies) == 10
+    assert len(policies) == 11
     for policy in policies.values():
         statement = policy["PolicyDocument"]["Statement"][0]
         assert statement["Effect"] == "Deny"
@@ -228,12 +228,41 @@ def _listed(action: str | list[str]) -> list[str]:
     return [action] if isinstance(action, str) else action
 
 
+def test_a_join_gathers_in_its_own_table_and_its_sources_know_it(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    """The joins table is the join actor's alone (keep, count, read a fan back; no scan, no delete);
+    its source is told which joins gather its branches, the join its policy and table."""
+    _, document, _ = synthesized
+    joins_key = _table(document, "Joins")
+    joins = _resources(document, "AWS::DynamoDB::Table")[joins_key]
+    assert joins["TableName"] == "asya-reviews-joins"
+    assert joins["KeySchema"] == [
+        {"AttributeName": "fan", "KeyType": "HASH"},
+        {"AttributeName": "slot", "KeyType": "RANGE"},
+    ]
+    assert joins["SSESpecification"] == {"SSEEnabled": True}
+    assert joins["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    table = {"Fn::GetAtt": [joins_key, "Arn"]}
+    for actor in ACTORS:
+        granted = _on(_statements(document, f"MeshActor{actor}Role"), table)
+        if actor == "summarise":
+            assert _actions(granted) == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+        else:
+            assert granted == [], f"{actor} is no join: it never touches the joins table"
+    functions = _functions(document)
+    summarise = functions["asya-reviews-summarise"]["Environment"]["Variables"]
+    assert (summarise["ASYA_JOIN"], summarise["ASYA_JOINS_TABLE"]) == ('{"tolerate":"25%"}', {"Ref": joins_key})
+    assert functions["asya-reviews-split"]["Environment"]["Variables"]["ASYA_JOINED_BY"] == "summarise"
+    assert "ASYA_JOINED_BY" not in functions["asya-reviews-score"]["Environment"]["Variables"]
+
+
 def test_event_sources_report_partial_batch_failures_with_configured_settings(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     template, document, _ = synthesized
     mappings = _resources(document, "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 9, "8 queues (actors and crew) and the tasks table's stream"
+    assert len(mappings) == 10, "9 queues (actors and crew) and the tasks table's stream"
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
@@ -319,7 +348,7 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
 ) -> None:
     _, document, _ = synthesized
     tables = _resources(document, "AWS::DynamoDB::Table")
-    assert len(tables) == 4, "idempotency, tasks, task events, sump"
+    assert len(tables) == 5, "idempotency, tasks, task events, sump, joins"
     tasks_key, events_key = _table(document, "StatusTasks"), _table(document, "StatusTaskEvents")
     sump_key = _table(document, "StatusSump")
     tasks, events, sump = tables[tasks_key], tables[events_key], tables[sump_key]
@@ -385,14 +414,18 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
     }
-    declared = yaml.safe_load(EXAMPLE.read_text())["flows"]["triage-reviews"]
+    declared = yaml.safe_load(EXAMPLE.read_text())["flows"]
     assert json.loads(variables["ASYA_FLOWS"]) == {
-        "triage-reviews": {
-            "route": ["split", "score", "triage"],
-            "description": declared["description"],
+        name: {
+            "route": route,
+            "description": declared[name]["description"],
             "timeout": 300.0,
-            "input_schema": declared["input_schema"],
+            "input_schema": declared[name]["input_schema"],
         }
+        for name, route in (
+            ("triage-reviews", ["split", "score", "triage"]),
+            ("summarise-reviews", ["split", "score", "summarise"]),
+        )
     }
     stream = functions["asya-reviews-gateway-stream"]
     assert stream["Handler"] == "asya_gateway.stream.lambda_handler"

@@ -265,6 +265,30 @@ def test_fan_out_root_counts_branches_and_ends_with_the_last(gateway: Gateway) -
         assert (child["status"], child["parent_id"], child["root_id"]) == ("succeeded", created["id"], created["id"])
 
 
+def test_a_join_gets_its_branches_in_order_once_and_tolerates_a_failed_one(gateway: Gateway) -> None:
+    """fan (4 branches) → flaky (each retried twice) → pick (fails part 2) → gather (tolerates 1)."""
+    response = gateway.http.post(
+        "/api/v1/mesh", params={"wait": 25}, json={"flow": "joined", "payload": {"parts": 4, "fail": [2]}}
+    )
+    if response.status_code == 202:  # three attempts a branch on a busy machine: wait once more
+        response = gateway.http.get(f"/api/v1/mesh/{response.json()['id']}", params={"wait": 25})
+        task = response.json()
+    else:
+        task = response.json()["task"]
+    assert (task["status"], task["output"]) == ("succeeded", {"parts": [0, 1, 3], "attempts": [3, 3, 3]})
+    assert "branches" not in task, "the join accounts for the branches it gathered, not the task"
+    failed = gateway.http.post(
+        "/api/v1/mesh", params={"wait": 25}, json={"flow": "joined", "payload": {"parts": 3, "fail": [0, 2]}}
+    )
+    task = (
+        failed.json()["task"]
+        if failed.status_code == 200
+        else gateway.wait_for(failed.json()["id"], lambda t: t["terminal"])
+    )
+    assert (task["status"], task["reason"]) == ("failed", "JoinFailed"), "2 failed: one more than it tolerates"
+    assert task["error"]["message"].startswith("2 of 3 branches failed (on_failure: tolerate 1): branch 0")
+
+
 def test_cancel_mid_fan_out_stops_every_branch(gateway: Gateway, running_mesh: RunningMesh) -> None:
     created = gateway.create(flow="fanout", payload={"parts": 3, "sleep": 1.5})
     gateway.wait_for(created["id"], lambda task: "branches" in task)  # the fan-out happened

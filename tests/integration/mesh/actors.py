@@ -29,6 +29,7 @@ def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "part": part,
             "sleep": payload.get("sleep", 0),
             **({"blob": payload["blob"]} if "blob" in payload else {}),
+            **({"fail": payload["fail"]} if "fail" in payload else {}),
         }
 
 
@@ -71,3 +72,15 @@ def stuck(payload: Any) -> Any:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     time.sleep(60)
     return payload
+
+
+def pick(payload: dict[str, Any]) -> dict[str, Any]:
+    """Fails the branches whose parts the task lists in `fail`."""
+    if payload["part"] in payload.get("fail", []):
+        raise ValueError(f"part {payload['part']} was picked to fail")
+    return {**payload, "picked": True}
+
+
+def gather(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A join of `fan`'s branches."""
+    return {"parts": [part["part"] for part in parts], "attempts": [part["attempts"] for part in parts]}
