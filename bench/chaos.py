@@ -11,13 +11,14 @@ through the gateway, so the task table tracks them. Once every queue is idle it 
 - duplicated: envelopes with more than one final outcome, or whose result object was written twice;
 - re-executed: handler executions beyond one per (envelope id, actor, attempt);
 - stuck: task records (roots and branches) whose status is not terminal;
-- disagreeing: task records whose final status is not the outcome of their results;
+- disagreeing: task records whose final status is not the outcome of their results, and (flow
+  `joined`) joined results that miss or repeat a branch;
 
 and exits non-zero unless lost, duplicated, stuck and disagreeing are all 0. Re-executions are
 reported, not failed: a worker killed after its handler ran and before its outputs were sent runs
 that handler again on redelivery, which at-least-once delivery allows (docs/faults.md).
 
-    python -m bench.chaos [--tasks 334] [--seed 11] [--flow mixed|lambda-only]
+    python -m bench.chaos [--tasks 334] [--seed 11] [--flow mixed|lambda-only|joined]
 
 `tests/integration/test_local_faults.py` runs the same code with a few dozen tasks.
 """
@@ -25,6 +26,7 @@ that handler again on redelivery, which at-least-once delivery allows (docs/faul
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -48,7 +50,8 @@ LEDGER = "CHAOS_LEDGER"  # read by the chaos mesh's actors (bench/chaos_mesh/act
 FINAL_OUTCOMES = ("succeeded", "failed", "canceled")  # x-sink's objects; x-sump's `sump.json` is a copy
 CREW = ["x-sink", "x-sump"]
 ACCESS_LOG = re.compile(r"[A-Z]+ /")  # the gateway's one line per request
-ACTORS = ["split", "flaky", "judge", "crunch", "post"]
+ACTORS = ["split", "flaky", "judge", "crunch", "post", "tally"]
+JOINED_PARTS = [0, 1, 2]  # what `tally` gathers of each task in flow `joined`, in branch order
 # What each `fault:` line a worker prints counts as.
 FAULT_KINDS = {
     "throttled": "throttle",
@@ -169,6 +172,8 @@ def task_records(stack: LocalStack) -> dict[str, dict[str, Any]]:
             "root": item.get("root_id", {}).get("S"),
             "branch_ids": item.get("branch_ids", {}).get("SS", []),
             "holds_result": "output" in item,
+            "joined": "joined_into" in item,
+            "output": item.get("output", {}).get("S"),  # a joined task's: the parts it gathered (flow joined)
             "own_outcome": item.get("own_outcome", {}).get("S"),  # a fan-out root's own envelope
             # where it stood, to tell what became of an envelope that is lost or stuck
             "seen": {name: item[name].get("S", item[name].get("N")) for name in SEEN if name in item}
@@ -261,14 +266,22 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
         e: f"record {records.get(e, {}).get('seen', 'none')}; handler runs {[r for r in runs if r.startswith(e)]}"
         for e in {*lost, *stuck}
     }
-    disagreeing = []
+    disagreeing = [  # a join that left a branch out, or gathered one twice
+        f"{root} joined {parts}"
+        for root in roots
+        if (parts := json.loads(records.get(root, {}).get("output") or "{}").get("parts")) not in (None, JOINED_PARTS)
+    ]
     for envelope_id in envelopes:
         status = records.get(envelope_id, {}).get("status")
         if status not in FINAL_OUTCOMES or envelope_id not in outcome:
             continue  # counted as stuck or lost
         own = [outcome[envelope_id]]
         if envelope_id in branches:
-            own += [outcome[child] for child in branches[envelope_id] if child in outcome]
+            own += [  # a branch its join gathered is the join's to judge, not its root's
+                outcome[child]
+                for child in branches[envelope_id]
+                if child in outcome and not records.get(child, {}).get("joined")
+            ]
         if status != expected_root_status(own):
             disagreeing.append(envelope_id)
     total, again = executions(ledger)
@@ -335,7 +348,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=334, help="tasks to create (3 branch envelopes each)")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--flow", choices=["mixed", "lambda-only"], default="mixed")
+    parser.add_argument("--flow", choices=["mixed", "lambda-only", "joined"], default="mixed")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the mesh to go idle")
     args = parser.parse_args()
     lines = WorkerLines()

@@ -69,3 +69,11 @@ def crunch(payload: dict[str, Any]) -> Handler:
 def post(payload: dict[str, Any]) -> Handler:
     yield from record("post")
     yield {**payload, "done": True}
+
+
+def tally(branches: list[Any]) -> Handler:
+    """A join collecting failed branches: each branch's part, in order (a failed one's from its error
+    payload), so a run can check that every task was joined whole."""
+    yield from record("tally")
+    parts = [branch.get("part", (branch.get("original_payload") or {}).get("part")) for branch in branches]
+    yield {"parts": parts, "failed": sum("error" in branch for branch in branches)}

@@ -35,6 +35,7 @@ TEMPLATE_BUDGET_BYTES = 800_000
 # Measured on synthesized templates (tests/cdk/test_stacks.py keeps these honest).
 MESH_RESOURCES = 71  # bucket and policy, tables, crew, gateway, dashboard, the three mesh alarms
 SPARK_MESH_RESOURCES = 1  # the Spark batches table, once any actor runs on Spark
+JOINS_MESH_RESOURCES = 1  # the joins table, once any actor is a join
 JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
 JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
 JOB_IMAGE_BYTES = 6_000
@@ -154,6 +155,7 @@ def _mesh_resources(config: MeshConfig) -> int:
         STACK_OVERHEAD_RESOURCES
         + MESH_RESOURCES
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
+        + (JOINS_MESH_RESOURCES if any(a.join is not None for a in actors) else 0)
         + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)
         + math.ceil(functions / FUNCTIONS_PER_ERROR_ALARM)

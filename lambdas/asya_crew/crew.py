@@ -103,6 +103,7 @@ class Keep:
     document: dict[str, Any]
     follow_ups: list[tuple[str, str]] = field(default_factory=list)  # (actor, body)
     final: str | None = None
+    recorded: bool = True  # False: its task record is another's to end (a join's branch, `asya.joins`)
 
 
 def _redrives(keep: Keep) -> int:
@@ -264,7 +265,7 @@ class CrewActor:
         """The payload as JSON when the final status write can carry it (`ASYA_RESULTS_INLINE_MAX_BYTES`)."""
         limit = self.settings.inline_max_bytes
         tracked = self.tasks is not None and not stealthy(keep.document.get("headers", {}))
-        if not limit or not tracked or keep.final is None or keep.outcome not in _INLINE_OUTCOMES:
+        if not limit or not tracked or keep.final is None or not keep.recorded or keep.outcome not in _INLINE_OUTCOMES:
             return None
         try:
             output = orjson.dumps(keep.document.get("payload"))
@@ -303,7 +304,7 @@ class CrewActor:
         """The task branch ends here: its record shows its result (`kept`: where, or the output itself),
         or why it failed. None when there is no record to write (untracked, or not a final status)."""
         headers = keep.document.get("headers", {})
-        if self.tasks is None or keep.final is None or stealthy(headers):
+        if self.tasks is None or keep.final is None or not keep.recorded or stealthy(headers):
             return None
         status = keep.document.get("status", {})
         details = {

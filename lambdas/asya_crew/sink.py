@@ -55,7 +55,7 @@ class Sink:
             return Keep(envelope.id, f"hooks/{hook}.{outcome}", document)
         join = bound_for(envelope.headers)
         if join is not None and outcome != Phase.PAUSED.value:  # a branch its join gathers: the join ends it
-            return Keep(envelope.id, outcome, document, [(join.join, record.body)])
+            return Keep(envelope.id, outcome, document, [(join.join, record.body)], final=outcome, recorded=False)
         follow_ups = [(actor, self._hook_copy(document, actor)) for actor, phases in self.hooks if outcome in phases]
         if outcome == Phase.FAILED.value:
             follow_ups.append((SUMP, record.body))

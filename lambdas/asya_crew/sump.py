@@ -61,7 +61,8 @@ def _annotate(record: SQSRecord) -> Keep:
         )
     join = bound_for(envelope.headers)
     if join is not None:  # a branch its join gathers: kept and listed here, its failure counted there
-        return Keep(envelope.id, "sump", document, [(join.join, sump_body(document, record.body))])
+        follow_up = (join.join, sump_body(document, record.body))
+        return Keep(envelope.id, "sump", document, [follow_up], final=Phase.FAILED.value, recorded=False)
     return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 
 

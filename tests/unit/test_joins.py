@@ -58,7 +58,9 @@ class JoinMesh:
     def __enter__(self) -> JoinMesh:
         self.inner.__enter__()
         create_tables(boto3.client("dynamodb"))
-        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})  # to count writes
         if self.redelivered:
             self.inner.functions = {actor: twice(function) for actor, function in self.inner.functions.items()}
         self.tasks = TaskStore(TASKS)
@@ -138,6 +140,10 @@ def test_one_failing_branch_under_each_policy(
         [failed] = [record for record in _records(mesh) if record["status"] == "failed" and record["id"] != task_id]
         assert (failed["reason"], failed["actor"], failed["joined_into"]) == ("RuntimeError", "score", task_id)
         assert failed["error"]["message"] == "bad item"
+        kept = boto3.client("s3").list_object_versions(Bucket=BUCKET, Prefix=f"results/{NS}/{failed['id']}/")
+        assert [version["Key"].rsplit("/", 1)[-1] for version in kept["Versions"]] == ["failed.json"], (
+            "x-sink keeps the branch's failure once, however often it is delivered"
+        )
         sumped = _sumped()
         if expected is None:
             assert calls == [], "the join failed: its handler never ran"
@@ -309,3 +315,21 @@ def test_a_branch_whose_payload_cannot_be_read_back_counts_as_failed(calls: list
         assert [branch.get("error") for branch in joined] == ["payload_unreadable", None]
         assert joined[1] == {"item": 2, "seen": True}
         assert mesh.result(task_id)["status"] == "succeeded"
+
+
+def test_a_spark_source_frames_its_outputs_and_the_collector_learns_whom_the_join_accounts_for() -> None:
+    """A Spark job routes through the same hop pipeline, and its decisions travel to the collector."""
+    from asya.batch import BatchHops, Routed, replay
+    from asya.config import SidecarConfig
+
+    names = {"ASYA_NAMESPACE": NS, "ASYA_ACTOR_NAME": "split", "ASYA_HANDLER": "x.y", "ASYA_JOINED_BY": "summary"}
+    hops = BatchHops(SidecarConfig.from_env(names), handler=replay([{"i": 0}, {"i": 1}, {"i": 2}]))
+    body = json.dumps({"id": "t1", "route": {"prev": [], "curr": "split", "next": ["score", "summary"]}, "payload": {}})
+    routed = [Routed.from_json(row.to_json()) for row in hops.run([("m0", body)])]
+    frames = [json.loads(row.body)["headers"]["x-asya-join"] for row in routed]
+    assert [(frame[-1]["slot"], frame[-1]["width"], frame[-1]["into"]) for frame in frames] == [
+        (0, 3, "t1"),
+        (1, 3, "t1"),
+        (2, 3, "t1"),
+    ]
+    assert [row.decision.joined for row in routed] == [False, True, True], "the root's own goes on as `into`"
