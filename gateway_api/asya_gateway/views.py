@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from asya.status import TERMINAL, TaskStatus
+from asya.status import TERMINAL, TaskStatus, hop_times
 
 _SHOWN = (
     "id",
@@ -39,6 +39,8 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view.setdefault("status", TaskStatus.PENDING.value)
     view.setdefault("progress", 0)
     view["terminal"] = view["status"] in TERMINAL
+    if item.get("hops"):
+        view["hops"] = hop_times(item)
     branches = item.get("branch_ids")
     if branches:
         done = item.get("done_ids", set())

@@ -110,6 +110,30 @@ def progress_of(route: Mapping[str, Any]) -> float:
     return round(100.0 * done / total, 2) if total else 100.0
 
 
+def hop_times(item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A record's hops (`TaskStore.claim_hop`'s history) as people read them: the actor (from the
+    route's position), the attempt, when it was claimed, and how long until the next hop was claimed
+    (for the last, until the task ended; None while it runs). A hop claimed again after its holder
+    died appears twice."""
+    route = item.get("route") or {}
+    visited = [*route.get("prev", []), route.get("curr") or ""]
+    history = [entry for entry in item.get("hops") or [] if isinstance(entry, list) and len(entry) == 3]
+    ended = _parse(item.get("updated_at")) if item.get("rank", 0) >= Rank.TERMINAL else None
+    times = []
+    for index, (position, attempt, claimed) in enumerate(history):
+        after = history[index + 1][2] if index + 1 < len(history) else None
+        until = after / 1000 if after is not None else ended.timestamp() if ended is not None else None
+        times.append(
+            {
+                "actor": visited[position] if 0 <= position < len(visited) else "",
+                "attempt": attempt,
+                "started_at": rfc3339(dt.datetime.fromtimestamp(claimed / 1000, dt.UTC)),
+                "seconds": None if until is None else round(max(0.0, until - claimed / 1000), 3),
+            }
+        )
+    return times
+
+
 def watched(item: Mapping[str, Any]) -> bool:
     """Whether a record's change (stamped `updated_at` by every visible write) was made while a
     watcher's mark held. The change's own time, not the reader's, so a stream consumer running late
@@ -211,10 +235,16 @@ class TaskStore:
         end of that delivery's invocation). A delivery may claim a hop further on, or the same hop
         once its holder's invocation has ended without the task moving on (it died: run it again).
         A hop already passed is a duplicate; a hop held is in progress; a paused or ended task is
-        halted. The next hop's claim is what marks this one done, so a hop costs one write."""
+        halted. The next hop's claim is what marks this one done, so a hop costs one write.
+
+        The same write appends the hop to the record's history (`hops`: [position, attempt, epoch ms
+        claimed], about 17 bytes each), which is what shows each hop's time (`hop_times`)."""
         sets, values = self._running_sets(report, None)
+        now_ms = int(_now().timestamp() * 1000)
         sets += ["hop_position = :position", "hop_attempt = :attempt", "hop_held_until = :held"]
-        values |= {":position": position, ":held": held_until_ms, ":now_ms": int(_now().timestamp() * 1000)}
+        sets.append("hops = list_append(if_not_exists(hops, :no_hops), :hop)")
+        values |= {":position": position, ":held": held_until_ms, ":now_ms": now_ms}
+        values |= {":hop": [[position, report.attempt, now_ms]], ":no_hops": []}
         condition = (
             "(attribute_not_exists(#r) OR #r <= :rank) AND (attribute_not_exists(hop_position)"
             " OR hop_position < :position OR (hop_position = :position AND (hop_attempt < :attempt"

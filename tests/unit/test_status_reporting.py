@@ -234,3 +234,27 @@ def test_a_fan_out_whose_branches_were_not_sent_runs_again_and_loses_none(mesh: 
     assert root is not None
     assert root["branch_ids"] <= {body["id"] for body in arrived}, "every registered branch was sent"
     assert len(root["branch_ids"]) == 2
+
+
+def test_each_hop_is_kept_with_its_time_in_the_same_write(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console shows a task's hops with their times: each claim appends its hop, in its one write."""
+    from asya.status import hop_times
+
+    tasks.create({"id": "env-1"})
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope(next=("b",)))
+    time.sleep(0.05)
+    mesh.actor("enrich", actor="b", **STATUS_ENV)
+    mesh.deliver(mesh.only("b"), actor="b")
+    assert counter.writes == 2, "still one write per hop"
+    running = hop_times(tasks.get("env-1") or {})
+    assert [(hop["actor"], hop["attempt"]) for hop in running] == [("a", 1), ("b", 1)]
+    assert running[0]["seconds"] >= 0.05
+    assert running[1]["seconds"] is None, "b's hop is the last: it runs until the task ends"
+    tasks.finish("env-1", "env-1", "succeeded", {"route": mesh.only("x-sink")["route"]})
+    ended = hop_times(tasks.get("env-1") or {})
+    assert ended[1]["seconds"] is not None
+    assert ended[0]["started_at"].endswith("Z")
