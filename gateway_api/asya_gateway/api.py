@@ -32,14 +32,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from asya import variables
 from asya.entry import LambdaEntry
+from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
-from asya.names import GATEWAY
+from asya.names import ACTOR_NAME, GATEWAY
 from asya.status import stealthy
 from asya.sump import SumpIndex
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.mcp import McpEndpoint
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskError, TaskFilter, TaskService, since_moment
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.sump import UNSET, Sump
@@ -255,11 +256,21 @@ def create_task(
 
 @app.get(f"{API}/mesh", summary="List tasks, newest first when filtered by status")
 def list_tasks(
+    *,
     status: Annotated[str | None, Query(max_length=20)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    flow: Annotated[str | None, Query(max_length=80, pattern=ACTOR_NAME, description="Only this flow's")] = None,
+    since: Annotated[str | None, Query(max_length=40, description="Only tasks started at or after (RFC 3339)")] = None,
+    roots: Annotated[bool, Query(description="Only roots: fan-out branches left out")] = False,
 ) -> dict[str, Any]:
-    return service().list(status, limit, cursor)
+    started = rfc3339(since_moment(since)) if since is not None else None  # as task records write it
+    return service().list(status, limit, cursor, TaskFilter(started, flow, roots))
+
+
+@app.get(f"{API}/flows", summary="The mesh's flows: route, description, timeout, input schema")
+def list_flows() -> dict[str, Any]:
+    return service().flows()
 
 
 @app.get(f"{API}/mesh/<task_id>", summary="Get a task; with ?wait=, once it has ended or the wait ran out")

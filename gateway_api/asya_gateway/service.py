@@ -26,7 +26,7 @@ from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError
-from asya.envelope import Phase, rfc3339, utc_now
+from asya.envelope import Phase, parse_rfc3339, rfc3339, utc_now
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
 from asya.status import RANKS, TERMINAL, Report, TaskStatus, TaskStore, from_item, progress_of, stealthy
@@ -69,6 +69,49 @@ class Created:
     task_id: str
     tracked: bool
     task: dict[str, Any] | None
+
+
+def since_moment(text: str) -> dt.datetime:
+    """A listing's `since`: an RFC 3339 time with its zone, or a 400 that says so."""
+    moment = parse_rfc3339(text.replace("Z", "+00:00"))
+    if moment is None:
+        raise TaskError(400, f"since: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
+    return moment
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFilter:
+    """What a listing keeps besides the status: tasks started `since` (RFC 3339), of `flow`, `roots` only."""
+
+    since: str | None = None
+    flow: str | None = None
+    roots: bool = False
+
+    def admits(self, item: dict[str, Any]) -> bool:
+        if self.flow is not None and item.get("flow") != self.flow:
+            return False
+        return not (self.roots and item.get("root_id"))
+
+    def scan_filter(self) -> dict[str, Any]:
+        """The same, as a scan's filter expression (DynamoDB applies it to what the scan reads)."""
+        conditions, values, names = [], {}, {}
+        if self.since:
+            conditions.append("created_at >= :since")
+            values[":since"] = {"S": self.since}
+        if self.flow is not None:
+            conditions.append("#flow = :flow")
+            values[":flow"] = {"S": self.flow}
+            names["#flow"] = "flow"
+        if self.roots:
+            conditions.append("attribute_not_exists(root_id)")
+        if not conditions:
+            return {}
+        found: dict[str, Any] = {"FilterExpression": " AND ".join(conditions)}
+        if values:
+            found["ExpressionAttributeValues"] = values
+        if names:
+            found["ExpressionAttributeNames"] = names
+        return found
 
 
 class TaskService:
@@ -219,8 +262,15 @@ class TaskService:
             raise TaskError(404, f"no task {task_id!r}")
         return task_view(item)
 
-    def list(self, status: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
-        """Newest first for one status (an index by status and creation time); all tasks otherwise."""
+    def list(
+        self, status: str | None, limit: int, cursor: str | None, where: TaskFilter | None = None
+    ) -> dict[str, Any]:
+        """Newest first for one status (an index by status and creation time); all tasks otherwise.
+        `where` narrows it: started since a moment (on the index's sort key, or filtered by the scan),
+        of a flow, roots only (fan-out branches and gathered branches left out). The index keeps keys
+        only, so the flow and roots filters apply to the records read for a page: a page may then
+        hold fewer than `limit` tasks, and `next_cursor` goes on."""
+        where = where or TaskFilter()
         if status is not None and status not in RANKS:
             raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
         arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": max(1, min(limit, MAX_PAGE))}
@@ -229,13 +279,15 @@ class TaskService:
         client = self.tasks.client
         try:
             if status is None:
-                page = client.scan(**arguments)
+                page = client.scan(**arguments, **where.scan_filter())
             else:
+                key = "#s = :status" + (" AND created_at >= :since" if where.since else "")
+                values = {":status": {"S": status}} | ({":since": {"S": where.since}} if where.since else {})
                 page = client.query(
                     IndexName=names.BY_STATUS,
-                    KeyConditionExpression="#s = :status",
+                    KeyConditionExpression=key,
                     ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues={":status": {"S": status}},
+                    ExpressionAttributeValues=values,
                     ScanIndexForward=False,
                     **arguments,
                 )
@@ -254,10 +306,14 @@ class TaskService:
                 records = self.tasks.get_many(ids)
             except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
                 raise TaskError(503, f"{exc}; ask for this page again") from exc
-            items = [records[task_id] for task_id in ids if task_id in records]
+            items = [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
         tasks = [task_view(item) for item in items]
         last = page.get("LastEvaluatedKey")
         return {"tasks": tasks, "next_cursor": encode_cursor(last, status) if last else None}
+
+    def flows(self) -> dict[str, Any]:
+        """The mesh's flows: route, description, timeout and input schema of each."""
+        return {"flows": {name: flow.public() for name, flow in self.settings.flows.items()}}
 
     def wait(self, task_id: str, seconds: float) -> tuple[bool, dict[str, Any]]:
         """(ended, the task) once the task is terminal or after `seconds`, whichever is first. An ended

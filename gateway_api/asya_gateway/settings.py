@@ -25,6 +25,15 @@ class Flow:
     timeout: float | None = None
     input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
 
+    def public(self) -> dict[str, Any]:
+        """What `GET /flows` says of it: everything but its name (the key)."""
+        return {
+            "route": self.route,
+            "description": self.description,
+            "timeout": self.timeout,
+            "input_schema": self.input_schema,
+        }
+
 
 @dataclass(frozen=True)
 class GatewaySettings:

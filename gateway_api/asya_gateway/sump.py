@@ -16,19 +16,18 @@ any other: the join actor runs again on the branches as they were gathered when 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import orjson
 
-from asya.envelope import EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.joins import bound_for
 from asya.reasons import Reason
 from asya.results import result_prefix
 from asya.routing import FIRST_ATTEMPT_HEADER
 from asya.status import REDRIVE_HEADER, TERMINAL, TaskStatus, root_of, stealthy
 from asya.sump import SumpFilter, SumpIndex
-from asya_gateway.service import TaskError, TaskService, decode_cursor, encode_cursor
+from asya_gateway.service import TaskError, TaskService, decode_cursor, encode_cursor, since_moment
 from asya_gateway.views import task_view
 
 UNSET: Any = object()  # no new payload given: the one the failing actor was given
@@ -44,7 +43,7 @@ class Sump:
         self, *, reason: str | None, actor: str | None, since: str | None, limit: int, cursor: str | None
     ) -> dict[str, Any]:
         """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor."""
-        where = SumpFilter(reason, actor, _moment(since) if since is not None else None)
+        where = SumpFilter(reason, actor, since_moment(since) if since is not None else None)
         start = decode_cursor(cursor, "sump", numbers=("redrives",)) if cursor else None
         entries, last = self.index.page(where, limit, start)
         return {"entries": entries, "next_cursor": encode_cursor(last, "sump") if last else None}
@@ -171,10 +170,3 @@ class Sump:
 
 # reasons for a message that was not an envelope: x-sump kept what could be kept, not a sendable envelope
 _NEVER_PARSED = (Reason.PARSE_ERROR.value, Reason.INVALID_ENVELOPE.value)
-
-
-def _moment(text: str) -> dt.datetime:
-    moment = parse_rfc3339(text.replace("Z", "+00:00"))
-    if moment is None:
-        raise TaskError(400, f"since: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
-    return moment

@@ -120,6 +120,21 @@ def test_a_number_is_still_a_number(gateway: Gateway) -> None:
     assert orjson.loads(gateway.send(HttpRequest("GET", f"{API}/{task_id}", [])).body)["progress"] == 50
 
 
+def test_the_listing_takes_flow_since_and_roots_and_the_flows_are_listed(gateway: Gateway) -> None:
+    body = orjson.dumps({"flow": FLOW, "payload": {"n": 1}})
+    created = orjson.loads(gateway.send(HttpRequest("POST", API, list(JSON_HEADERS), body)).body)
+    query = f"status=pending&flow={FLOW}&roots=true&since=2000-01-01T00:00:00Z"
+    listed = gateway.send(HttpRequest("GET", f"{API}?{query}", []))
+    assert listed.status == 200, listed.body
+    assert created["id"] in [task["id"] for task in orjson.loads(listed.body)["tasks"]]
+    later = gateway.send(HttpRequest("GET", f"{API}?status=pending&since=2999-01-01T00:00:00%2B02:00", []))
+    assert orjson.loads(later.body)["tasks"] == [], "an offset is read as the moment it names"
+    bad = gateway.send(HttpRequest("GET", f"{API}?status=pending&since=yesterday", []))
+    assert (bad.status, "since" in orjson.loads(bad.body)["message"]) == (400, True)
+    flows = orjson.loads(gateway.send(HttpRequest("GET", API.replace("/mesh", "/flows"), [])).body)["flows"]
+    assert flows[FLOW]["route"] == ["a"]
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),

@@ -33,3 +33,48 @@ def test_a_listing_by_status_pages_through_every_task_once(service: TaskService)
     assert first["next_cursor"] is not None
     second = service.list("pending", limit=2, cursor=first["next_cursor"])
     assert [task["id"] for task in first["tasks"] + second["tasks"]] == ["t4", "t2", "t0"]
+
+
+def test_a_listing_keeps_a_flow_roots_only_and_what_started_since(task_store: TaskStore) -> None:
+    """What the console asks for: a status's newest tasks of one flow, started lately, no branches."""
+    from asya_gateway.service import TaskFilter
+
+    records = [
+        ("a", "review", None, "2026-11-26T10:00:00.000Z"),
+        ("b", "triage", None, "2026-11-26T10:05:00.000Z"),
+        ("c", None, "b", "2026-11-26T10:05:01.000Z"),  # b's branch
+        ("d", "triage", None, "2026-11-26T09:00:00.000Z"),
+    ]
+    for task_id, flow, root, created in records:
+        task_store.create(
+            {"id": task_id, "status": "running", "created_at": created}
+            | ({"flow": flow} if flow else {})
+            | ({"root_id": root} if root else {})
+        )
+    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
+
+    def listed(status: str | None, where: TaskFilter) -> list[str]:
+        return sorted(task["id"] for task in service.list(status, limit=50, cursor=None, where=where)["tasks"])
+
+    for status in ("running", None):  # the index's query, and the scan of every status
+        assert listed(status, TaskFilter(roots=True)) == ["a", "b", "d"]
+        assert listed(status, TaskFilter(flow="triage")) == ["b", "d"]
+        assert listed(status, TaskFilter(since="2026-11-26T10:00:00.000Z", roots=True)) == ["a", "b"]
+        assert listed(status, TaskFilter(since="2026-11-26T10:00:00.000Z")) == ["a", "b", "c"]
+
+
+def test_the_flows_are_listed_with_their_routes(task_store: TaskStore) -> None:
+    from asya_gateway.settings import Flow
+
+    flows = {"triage": Flow("triage", ["split", "score"], "Score reviews", 300.0, {"type": "object"})}
+    settings = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows)
+    assert TaskService(settings, tasks=task_store).flows() == {
+        "flows": {
+            "triage": {
+                "route": ["split", "score"],
+                "description": "Score reviews",
+                "timeout": 300.0,
+                "input_schema": {"type": "object"},
+            }
+        }
+    }
