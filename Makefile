@@ -1,15 +1,19 @@
 # The two commands that matter: `make demo` runs the demo mesh on the local stack, `make test` runs
-# every check. Both install what they need on first use (.venv from PyPI, the CDK CLI from npm).
+# every check. Both install what they need on first use (.venv from PyPI, the CDK CLI from npm; for
+# the tests, Debian's Chromium, which the console's browser tests drive).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
+# The console's browser tests run Debian's Chromium, never a browser a test tool downloads.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 MESH ?= examples/catalogue/mesh.yaml
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo up test lint typecheck unit integration synth bench chaos clean
+.PHONY: install demo up test lint typecheck unit integration synth bench chaos screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +24,9 @@ $(STAMP): pyproject.toml
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
+
+$(CHROMIUM):
+	$(SUDO) apt-get install -y -q chromium || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
 
 install: $(STAMP) $(NPM_STAMP)
 
@@ -39,10 +46,10 @@ typecheck: install
 unit: install
 	$(BIN)/python -m pytest tests/unit tests/cdk
 
-integration: install
+integration: install $(CHROMIUM)
 	$(BIN)/python -m pytest tests/integration
 
-test: lint typecheck
+test: lint typecheck $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 synth: install
@@ -61,6 +68,10 @@ bench: install
 # fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)
 chaos: install
 	$(BIN)/python -m bench.chaos --tasks 334
+
+# docs/console/*.png: the console's pages, from the reviews example on the local stack (headless Chromium)
+screenshots: install $(CHROMIUM)
+	$(BIN)/python -m asya_local.console.screenshots docs/console
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache cdk.out .asya

@@ -9,9 +9,13 @@
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya check   [--config FILE]                 AWS's limits checked, and what `cdk deploy` would create
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
+    asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
 
-`asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key) so the
-other commands find it. Tasks are created and followed through the status gateway's API, as any
+`asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
+URL, worker log) so the other commands find it. While the mesh runs, `asya up` and `asya demo` show
+it as a live view (`asya_local.live_view`); what the workers print goes to the worker log
+(`.asya/<namespace>.log`, `asya_local.worklog`), and only errors to the screen. `asya up` also serves
+the console (`asya_local.console`). Tasks are created and followed through the status gateway's API, as any
 client would on AWS. Argument parsing is the standard library's argparse; HTTP is `httpx2`; tables,
 live views and progress bars are `rich`.
 """
@@ -24,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +43,22 @@ from asya.live import FLY
 from asya.results import result_prefix
 from asya.status import TaskStatus
 from asya_cdk.config import MeshConfigError, load_mesh
-from asya_local import smoke, sump_cli
+from asya_local import smoke, sump_cli, worklog
 from asya_local.check import check as check_mesh
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.app import Console as MeshConsole
+from asya_local.console.deployed import deployed_console
+from asya_local.console.local import LocalMesh, follow_log, local_console
+from asya_local.console.server import serve
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.live_view import LiveView
 from asya_local.results import KeptResults
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 from asya_local.sump_cli import SumpCommandError
+from asya_local.worklog import WorkerLog
 
 DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
 INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
@@ -70,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument(
             "--faults", type=_fault_spec, help="fault spec (YAML/JSON file or inline) applied to the workers"
         )
+    up.add_argument("--console-port", type=int, default=0, help="the console's port; 0: any free")
     demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
     send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
@@ -108,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each flow may take before it fails",
     )
     smoke_test.add_argument("--allow-skip", action="store_true", help="a flow without an example input is no failure")
+    console_command = commands.add_parser("console", help="the mesh, its queues and tasks, live, in a browser")
+    console_command.add_argument(
+        "--stack", help="a deployed mesh's stack (asya-<namespace>), with your AWS credentials; default: asya up's"
+    )
+    console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
     sump_cli.add_parser(commands)
     args = parser.parse_args(argv)
     commands_run = {
@@ -121,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         "check": _check,
         "smoke": _smoke,
         "sump": _sump,
+        "console": _console,
     }
     try:
         return commands_run[args.command](args)
@@ -147,27 +166,55 @@ class LocalStateError(RuntimeError):
     """No local stack is running (or its state file is unreadable)."""
 
 
-def _print_line(source: str, line: str) -> None:
-    console.print(Text.assemble((f"{source:>10}", "cyan"), " │ ", line), highlight=False)
+def _print_error(source: str, line: str) -> None:
+    """A worker's error line, on screen (above the live view while one is shown)."""
+    console.print(Text.assemble((f"{source:>10}", "red"), " │ ", worklog.shown(line)), highlight=False)
 
 
-def _start(args: argparse.Namespace, on_line: Any = _print_line) -> LocalStack:
+@dataclass
+class Started:
+    """A local stack as `asya up` and `asya demo` run it: its worker log and what the log's metric
+    lines count."""
+
+    stack: LocalStack
+    log: WorkerLog
+    activity: ActivityCounter
+
+    def console(self) -> MeshConsole:
+        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity)
+
+    def live_view(self, header: list[str]) -> LiveView:
+        dynamodb = self.stack.client("dynamodb")
+        return LiveView(self.console(), dynamodb, self.stack.outputs.get("TasksTable"), header)
+
+    def stop(self) -> None:
+        self.stack.stop()
+        self.log.close()
+
+
+def _start(args: argparse.Namespace) -> Started:
     mesh = load_mesh(args.config)
+    activity = ActivityCounter(mesh.config.namespace)
+    log = WorkerLog(STATE_FILE.parent / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
     stack = LocalStack(
         mesh,
         port=args.port or free_port(),
         workers_per_function=args.workers,
-        on_line=on_line,
+        on_line=log,
         gateway_port=args.gateway_port or free_port(),
         faults=args.faults,
     )
+    console.print(f"worker log: {log.path}", highlight=False)
     with console.status("starting") as status:
-        stack.start(progress=status.update)
-    write_state(stack, args.config)
-    return stack
+        try:
+            stack.start(progress=status.update)
+        except BaseException:
+            log.close()
+            raise
+    return Started(stack, log, activity)
 
 
-def write_state(stack: LocalStack, config: Path) -> None:
+def write_state(stack: LocalStack, config: Path, **more: str) -> None:
     """`.asya/local.json`: where the running local stack is, for the other commands."""
     STATE_FILE.parent.mkdir(exist_ok=True)
     state = {
@@ -176,7 +223,9 @@ def write_state(stack: LocalStack, config: Path) -> None:
         "namespace": stack.namespace,
         "bucket": stack.results_bucket,
         "tasks_table": stack.outputs.get("TasksTable", ""),
+        "spark_batches_table": stack.outputs.get("SparkBatchesTable", ""),
         "config": str(config.resolve()),
+        **more,
     }
     if stack.gateway_url is not None:
         state |= {"gateway_url": stack.gateway_url, "api_key": stack.api_key}
@@ -185,35 +234,71 @@ def write_state(stack: LocalStack, config: Path) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    stack = _start(args)
-    console.print(f"[green]mesh '{stack.namespace}' is up[/green] at {stack.endpoint} (region {REGION})")
-    console.print(_queue_table(stack.queue_depths()))
-    if stack.gateway_url is not None:
-        console.print(f"gateway: {stack.gateway_url}/api/v1   API key: {stack.api_key}", highlight=False)
-        console.print(
-            f"send work: asya send '{{...}}' --flow <flow>    then: asya watch <id>\n"
-            f"       or: curl -H 'x-api-key: {stack.api_key}' -H 'content-type: application/json' "
-            f'-d \'{{"flow": "<flow>", "payload": {{...}}}}\' {stack.gateway_url}/api/v1/mesh',
-            highlight=False,
-        )
-    console.print("Ctrl-C stops the mesh")
+    started = _start(args)
+    stack = started.stack
+    served = serve(started.console(), args.console_port) if stack.gateway_url is not None else None
+    write_state(stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {}))
+    header = [f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it"]
+    if stack.gateway_url is not None and served is not None:
+        header += [
+            f"console: {served.url}",
+            f"gateway: {stack.gateway_url}/api/v1   API key: {stack.api_key}",
+            "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
+        ]
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        stopped.wait()
+        if console.is_terminal:
+            view = started.live_view([*header, f"worker log: {started.log.path} (errors are shown here too)"])
+            with Live(view, console=console, refresh_per_second=1):
+                stopped.wait()
+        else:  # a log, not a screen: the header once, errors as they come
+            for line in header:
+                console.print(line, highlight=False)
+            stopped.wait()
     except KeyboardInterrupt:
         pass
     finally:
         console.print("stopping…")
-        stack.stop()
+        if served is not None:
+            served.stop()
+        started.stop()
         STATE_FILE.unlink(missing_ok=True)
+    return 0
+
+
+def _console(args: argparse.Namespace) -> int:
+    """Serve the console of the local stack, or of a deployed one, until Ctrl-C."""
+    state = _local_state()
+    stop = threading.Event()
+    if args.stack is None or (state is not None and state.get("stack") == args.stack):
+        if state is None:
+            raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`")
+        where = LocalMesh.of_state(state)
+        activity = ActivityCounter(where.mesh.config.namespace)
+        if where.log is not None:
+            follow_log(where.log, activity.take, stop)
+        mesh_console = local_console(where, activity)
+    else:
+        import boto3
+
+        mesh_console = deployed_console(smoke.discover(args.stack, state), boto3.Session())
+    served = serve(mesh_console, args.port)
+    console.print(f"console of {mesh_console.where}: {served.url}   (Ctrl-C stops it)", highlight=False)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        served.stop()
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
     payloads = json.loads((args.inputs or args.config.parent / INPUTS_FILE).read_text())
-    lines: list[str] = []
-    stack = _start(args, on_line=lambda source, line: lines.append(f"{source}: {line}"))
+    started = _start(args)
+    stack = started.stack
     try:
         flow_name, flow = next(iter(stack.mesh.config.flows.items()))
         if stack.gateway_url is None:
@@ -221,12 +306,10 @@ def _demo(args: argparse.Namespace) -> int:
         gateway = GatewayClient(stack.gateway_url, stack.api_key)
         ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
         console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {' → '.join(flow.route)}")
-        with Live(_queue_table(stack.queue_depths()), console=console, refresh_per_second=4) as live:
-            drained = stack.wait_until_idle(
-                args.timeout, on_tick=lambda: live.update(_queue_table(stack.queue_depths()))
-            )
-        for line in lines:
-            console.print(f"  {line}", highlight=False, markup=False)
+        view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
+        with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
+            drained = stack.wait_until_idle(args.timeout)
+        console.print()
         kept = stack.kept_results().all()
         console.print(_results_table(kept))
         failed = [doc for doc in kept if doc["outcome"] != "succeeded"]
@@ -236,8 +319,7 @@ def _demo(args: argparse.Namespace) -> int:
         console.print(f"[green]{len(kept)} results from {len(ids)} inputs, all succeeded[/green]")
         return 0
     finally:
-        stack.stop()
-        STATE_FILE.unlink(missing_ok=True)
+        started.stop()
 
 
 def _state() -> dict[str, str]:

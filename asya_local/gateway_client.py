@@ -99,6 +99,24 @@ class GatewayClient:
             raise GatewayError(f"tools/list: {answer['error'].get('message')}")
         return [tool for tool in answer["result"]["tools"] if FLOW_NAME.match(str(tool.get("name", "")))]
 
+    def flow_routes(self) -> dict[str, list[str]]:
+        """`GET /flows`: each flow's route."""
+        flows = self._json("GET", f"{API}/flows", 200)["flows"]
+        return {name: list(flow["route"]) for name, flow in flows.items()}
+
+    def tasks(
+        self, *, status: str, flow: str | None = None, since: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """`GET /mesh?roots=true`: the newest tasks of a status (of a flow, started since a moment),
+        fan-out branches left out, first page only."""
+        params: dict[str, Any] = {"status": status, "limit": limit, "roots": "true"}
+        params |= {name: value for name, value in (("flow", flow), ("since", since)) if value}
+        return list(self._json("GET", f"{API}/mesh", 200, params=params)["tasks"])
+
+    def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
+        """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""
+        return self._json("POST", f"{API}/mesh/{task_id}/resume", 200, json={"input": given})
+
     def cancel(self, task_id: str) -> dict[str, Any]:
         """`DELETE /mesh/{id}`: cancel the task and its fan-out branches (idempotent)."""
         return self._json("DELETE", f"{API}/mesh/{task_id}", 200)

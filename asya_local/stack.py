@@ -189,9 +189,10 @@ class LocalEndpoint:
 
 
 def endpoint_admin(endpoint: str, action: str, body: Any = None) -> Any:
-    """One of the local endpoint's own calls (`asya_local.endpoint.server`): Spark code, Spark stop, requests."""
+    """One of the local endpoint's own calls (`asya_local.endpoint.server`): Spark code, Spark stop,
+    requests, queue ages. Without a body it is a read (GET)."""
     data = None if body is None else json.dumps(body).encode()
-    method = "GET" if body is None and action == "requests" else "POST"
+    method = "GET" if body is None else "POST"
     request = urllib.request.Request(f"{endpoint}{ADMIN}{action}", data=data, method=method)
     with urllib.request.urlopen(request, timeout=10) as answer:
         return json.loads(answer.read() or b"null")
@@ -360,7 +361,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_DEFAULT_REGION": REGION,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
-            "POWERTOOLS_METRICS_DISABLED": "true",
+            # metrics on, as on AWS: their lines go to the worker log, where the console counts the work
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
         extra: dict[str, Any] = {}

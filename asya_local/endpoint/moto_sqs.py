@@ -421,3 +421,23 @@ def apply_depth_fix() -> None:
     convert = functools.lru_cache(maxsize=1024)(sqs_models.camelcase_to_underscores)  # type: ignore[attr-defined]
     setattr(sqs_models, "camelcase_to_underscores", convert)  # noqa: B010
     setattr(Queue, "_asya_depth_fix", True)  # noqa: B010
+
+
+def oldest_message_ages(prefix: str) -> dict[str, float]:
+    """Seconds since the oldest message still in each queue whose name starts with `prefix` was sent
+    (in flight and delayed ones included), as CloudWatch's `ApproximateAgeOfOldestMessage` tells it
+    on AWS; 0 for an empty queue. The book keeps messages in queue order: the first is the oldest."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    now = _now_ms()
+    ages: dict[str, float] = {}
+    for backend in sqs_backends[DEFAULT_ACCOUNT_ID].values():
+        for name, queue in list(backend.queues.items()):
+            if not name.startswith(prefix):
+                continue
+            with queue._messages_lock:
+                oldest = next(iter(_book(queue).entries), None)
+            sent = oldest.sent_timestamp if oldest is not None else None
+            ages[name] = max(0.0, (now - sent) / 1000) if sent is not None else 0.0
+    return ages

@@ -8,7 +8,9 @@ instead of sharing it with the stack's relay and watchdog threads.
 Besides AWS's APIs it answers a few of its own, under `/asya-local/`, for the process that started it:
 `POST spark-code` (where the deployed assets came from, for the Spark runner), `POST spark-stop` (a
 stack stops: its job is killed), `GET requests` and `POST requests-reset` (what was asked of it, by
-service and operation, for `bench/local_mesh`). The Spark runner's lines go to stdout as
+service and operation, for `bench/local_mesh`), `GET queue-ages/<prefix>` (how long the oldest
+message of each queue has waited: CloudWatch's `ApproximateAgeOfOldestMessage`, which moto does not
+publish, for the console). The Spark runner's lines go to stdout as
 `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
     python -m asya_local.endpoint.server <port>
@@ -67,6 +69,10 @@ class _Admin:
         elif action == "requests-reset":
             with self._lock:
                 self.requests.clear()
+        elif action.startswith("queue-ages/"):
+            from asya_local.endpoint.moto_sqs import oldest_message_ages
+
+            body = oldest_message_ages(action.removeprefix("queue-ages/"))
         else:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"unknown"]

@@ -29,6 +29,8 @@ class SentimentModel:
         self.weights = dict.fromkeys(self.POSITIVE, 1) | dict.fromkeys(self.NEGATIVE, -1)
 
     def score(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if not payload["text"].strip():
+            raise ValueError(f"review {payload['review']} of {payload['product']} has no text to score")
         words = _WORD.findall(payload["text"].lower())
         total = sum(self.weights.get(word, 0) for word in words)
         sentiment = "positive" if total > 0 else "negative" if total < 0 else "neutral"

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from asya_local.stack import free_port, local_client
@@ -45,6 +46,9 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
         assert written["endpoint"] == f"http://127.0.0.1:{port}"
         assert written["gateway_url"].startswith("http://127.0.0.1:")
         assert written["api_key"]
+        console = httpx2.get(written["console_url"], timeout=10)
+        assert console.status_code == 200
+        assert "Mesh itest" in console.text, "asya up serves the console"
 
         envelope_id = _tasks_through_the_gateway(tmp_path)
         _a_body_that_never_parsed_is_fixed_and_redriven(tmp_path, written)
@@ -69,8 +73,12 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     assert up.returncode == 0, output
     assert f"is up at http://127.0.0.1:{port}" in output
     assert f"gateway: {written['gateway_url']}/api/v1   API key: {written['api_key']}" in output
-    assert "asya-itest-x-sink" in output, "the queue names are printed"
-    assert "prep │ 1 in, 1 done" in output, "each actor's activity is logged"
+    assert f"console: {written['console_url']}" in output
+    assert "worker log: .asya/itest.log" in output
+    log = (tmp_path / ".asya" / "itest.log").read_text()
+    assert " prep | 1 in, 1 done" in log, "each actor's activity is logged, in the worker log"
+    assert "1 in, 1 done" not in output, "not on screen"
+    assert "envelope reached x-sump" in output, "errors are shown on screen too"
     assert not state.exists(), "the state file goes with the stack"
 
 

@@ -19,6 +19,7 @@ from asya_local.functions.faults import FaultSpec
 from asya_local.stack import LocalEndpoint, LocalStack
 
 ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")
+METRICS = '{"_aws":'  # an embedded-metric-format line
 MESH = Path(__file__).resolve().parents[1] / "integration" / "mesh" / "mesh.yaml"
 
 
@@ -29,17 +30,21 @@ class RunningMesh:
         self.s3 = stack.client("s3")
         self.batches: Counter[str] = Counter()  # envelopes each actor's workers took in
         self.lines: list[str] = []  # everything the workers printed, for failure messages
+        self.taps: list[Callable[[str], object]] = []  # more readers of the lines (a console's activity)
 
     def on_line(self, source: str, line: str) -> None:
         self.lines.append(f"{source}: {line}")
         head = line.split(" in, ", 1)[0]
         if head.isdigit():
             self.batches[source] += int(head)
+        for tap in self.taps:
+            tap(line)
 
     def errors(self) -> str:
-        """What workers printed apart from their batch lines and the gateway's access log: tracebacks and
-        error logs."""
-        return "\n".join(line for line in self.lines if " in, " not in line and not ACCESS_LOG.match(line))[-4000:]
+        """What workers printed apart from their batch lines, metric lines and the gateway's access log:
+        tracebacks and error logs."""
+        shown = [line for line in self.lines if " in, " not in line and not ACCESS_LOG.match(line)]
+        return "\n".join(line for line in shown if METRICS not in line)[-4000:]
 
     def queue_url(self, actor: str) -> str:
         return str(self.sqs.get_queue_url(QueueName=f"asya-{self.stack.namespace}-{actor}")["QueueUrl"])

@@ -1,0 +1,392 @@
+"""The console's web application: server-rendered pages, forms that post back, and Server-Sent Events
+that keep them live (a little JavaScript, `static/console.js`, applies them; no build step, nothing
+fetched from outside the page's own server).
+
+Everything the browser does goes through this server, which calls the mesh's status gateway with the
+credential it holds (the local API key, or the caller's AWS credentials signing each request with
+SigV4): the browser never sees a key. Pages:
+
+- `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
+  queue and work live, and a form to start a task of a flow;
+- `/tasks`: tasks by status, flow and age, live; `/tasks/<id>`: one task, its route on the graph with
+  each hop's time, its branches, its FLY events as they come, its result or error; cancel, resume;
+- `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive.
+
+Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
+seconds, as JSON and as HTML fragments rendered here) and `/events/tasks/<id>` (the gateway's events
+for the task, relayed as rendered fragments until it ends).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
+)
+from markupsafe import Markup
+
+from asya.live import FLY, STATUS
+from asya.status import TERMINAL
+from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
+from asya_local.console.stats import StatsSource
+from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+
+HERE = Path(__file__).resolve().parent
+STATUSES = ("running", "pending", "paused", "succeeded", "failed", "canceled")
+SINCE = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86_400, "7d": 7 * 86_400}
+KEEP_ALIVE_SECONDS = 15.0
+KEEP_ALIVE = "keep-alive"
+
+
+@dataclass
+class Console:
+    """What the pages show and act on: the mesh, its stats and its gateway."""
+
+    topology: Topology
+    stats: StatsSource
+    gateway: GatewayClient
+    where: str  # "the local stack at ...", "account ... in ..."
+    refresh: float = 2.0  # seconds between the live stats and task list pushed to each page
+    log: str | None = None  # the local stack's worker log
+    examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
+    _examples_read: bool = False
+
+    def flow_examples(self) -> dict[str, Any]:
+        """Each flow's first example input, from the gateway's flow tools (read once)."""
+        if not self._examples_read:
+            try:
+                for tool in self.gateway.flows():
+                    examples = (tool.get("inputSchema") or {}).get("examples") or [{}]
+                    self.examples[str(tool["name"])] = examples[0]
+            except (GatewayError, GatewayUnreachableError):
+                return self.examples
+            self._examples_read = True
+        return self.examples
+
+
+pages = Blueprint("console", __name__)
+
+
+def create_app(console: Console) -> Flask:
+    app = Flask(__name__, template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
+    app.config["CONSOLE"] = console
+    app.config["GRAPH"] = layout(console.topology)
+    app.jinja_env.globals.update(console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty)
+    app.jinja_env.filters["ago"] = ago
+    app.register_blueprint(pages)
+    app.register_error_handler(GatewayError, lambda error: (render_template("error.html", message=str(error)), 502))
+    app.register_error_handler(
+        GatewayUnreachableError, lambda error: (render_template("error.html", message=str(error)), 503)
+    )
+    return app
+
+
+def _console() -> Console:
+    console: Console = current_app.config["CONSOLE"]
+    return console
+
+
+@pages.get("/")
+def mesh() -> str:
+    console = _console()
+    return render_template(
+        "mesh.html",
+        graph=current_app.config["GRAPH"],
+        stats=console.stats.actor_stats(),
+        examples=console.flow_examples(),
+        chosen=request.args.get("flow", ""),
+    )
+
+
+@pages.post("/tasks")
+def create_task() -> Any:
+    try:
+        payload = json.loads(request.form.get("payload") or "null")
+    except ValueError as exc:
+        return render_template("error.html", message=f"the payload is not JSON: {exc}"), 400
+    created = _console().gateway.create_task({"flow": request.form.get("flow", ""), "payload": payload})
+    return redirect(url_for(".task", task_id=created["id"]), 303)
+
+
+@pages.get("/tasks")
+def tasks() -> str:
+    where = _task_filters(request.args)
+    return render_template("tasks.html", tasks=_tasks(_console(), where), where=where, statuses=STATUSES)
+
+
+@pages.get("/tasks/<task_id>")
+def task(task_id: str) -> str:
+    console = _console()
+    found = console.gateway.task(task_id)
+    if found is None:
+        abort(404)
+    return render_template(
+        "task.html",
+        task=found,
+        graph=current_app.config["GRAPH"],
+        branches=_branches(console, found),
+        task_route=_route_classes(found),
+    )
+
+
+@pages.post("/tasks/<task_id>/cancel")
+def cancel(task_id: str) -> Any:
+    _console().gateway.cancel(task_id)
+    return redirect(url_for(".task", task_id=task_id), 303)
+
+
+@pages.post("/tasks/<task_id>/resume")
+def resume(task_id: str) -> Any:
+    gateway = _console().gateway
+    found = gateway.task(task_id) or abort(404)
+    gateway.resume(task_id, _resume_input((found.get("pause") or {}).get("fields") or {}, request.form))
+    return redirect(url_for(".task", task_id=task_id), 303)
+
+
+@pages.get("/sump")
+def sump() -> str:
+    filters = {name: request.args.get(name, "") for name in ("reason", "actor", "since")}
+    entries = list(_console().gateway.sump(**filters))
+    return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters)
+
+
+@pages.get("/sump/<envelope_id>")
+def sump_entry(envelope_id: str) -> str:
+    return _sump_page(envelope_id, None)
+
+
+@pages.post("/sump/<envelope_id>/redrive")
+def redrive(envelope_id: str) -> Any:
+    body: dict[str, Any] = {}
+    if request.form.get("to"):
+        body["to"] = request.form["to"]
+    if request.form.get("payload", "").strip():
+        try:
+            body["payload"] = json.loads(request.form["payload"])
+        except ValueError as exc:
+            return render_template("error.html", message=f"the payload is not JSON: {exc}"), 400
+    _, done = _console().gateway.redrive(envelope_id, body)
+    return _sump_page(envelope_id, done)
+
+
+def _sump_page(envelope_id: str, done: dict[str, Any] | None) -> str:
+    console = _console()
+    shown = console.gateway.sump_entry(envelope_id)
+    return render_template(
+        "sump_entry.html", entry=shown["entry"], kept=shown["kept"], actors=console.topology.actors, done=done
+    )
+
+
+@pages.get("/events/mesh")
+def mesh_events() -> Response:
+    """Actor stats (JSON) and, with `tasks=1`, the task list's rows (HTML), every `refresh` seconds."""
+    console = _console()
+    where = _task_filters(request.args)
+    with_tasks = bool(request.args.get("tasks"))
+
+    def frames() -> Iterator[str]:
+        while True:
+            stats = {actor: s.to_json() for actor, s in console.stats.actor_stats().items()}
+            yield _event("stats", json.dumps(stats))
+            if with_tasks:
+                yield _event("tasks", render_template("_task_rows.html", tasks=_tasks(console, where)))
+            time.sleep(console.refresh)
+
+    return _stream(frames)
+
+
+@pages.get("/events/tasks/<task_id>")
+def task_events(task_id: str) -> Response:
+    """The gateway's events for the task, as the fragments that show them, until it ends."""
+    console = _console()
+
+    def frames() -> Iterator[str]:
+        for kind, data in _followed(console.gateway, task_id):
+            if kind == KEEP_ALIVE:
+                yield ": keep-alive\n\n"
+                continue
+            if kind == FLY:
+                yield _event("fly", render_template("_fly.html", event=data))
+                continue
+            found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
+            branches = _branches(console, found)
+            yield _event("task", render_template("_task_state.html", task=found, branches=branches))
+            yield _event("route", json.dumps(_route_classes(found)))
+            if found.get("status") in TERMINAL:
+                yield _event("end", "")
+                return
+
+    return _stream(frames)
+
+
+def _stream(frames: Callable[[], Iterator[str]]) -> Response:
+    """An event stream with keep-alive comments, so that proxies and the browser keep it open."""
+
+    def with_keep_alive() -> Iterator[str]:
+        yield "retry: 2000\n\n"
+        yield from frames()
+
+    response = Response(stream_with_context(with_keep_alive()), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _event(name: str, data: str) -> str:
+    lines = "".join(f"data: {line}\n" for line in (data.splitlines() or [""]))
+    return f"event: {name}\n{lines}\n"
+
+
+def _followed(gateway: GatewayClient, task_id: str) -> Iterator[tuple[str, Any]]:
+    """The task's events from the gateway, a `status` event with the task as it is first (the gateway
+    sends its current status first too), keep-alives in between while nothing happens."""
+    events: list[tuple[str, Any]] = []
+    done = threading.Event()
+    ready = threading.Condition()
+
+    def follow() -> None:
+        try:
+            for event in gateway.follow(task_id):
+                with ready:
+                    events.append(event)
+                    ready.notify()
+        except (GatewayError, GatewayUnreachableError):
+            pass
+        finally:
+            done.set()
+            with ready:
+                ready.notify()
+
+    threading.Thread(target=follow, daemon=True).start()
+    while True:
+        with ready:
+            if not events and not done.is_set():
+                ready.wait(KEEP_ALIVE_SECONDS)
+            taken, events[:] = list(events), []
+        if not taken and not done.is_set():
+            yield (KEEP_ALIVE, None)
+        for event in taken:
+            yield event
+            if event[0] == STATUS and event[1].get("status") in TERMINAL:
+                return
+        if done.is_set() and not taken:
+            return
+
+
+def _task_filters(args: Any) -> dict[str, str]:
+    status = args.get("status", "running")
+    return {
+        "status": status if status in STATUSES else "running",
+        "flow": args.get("flow", ""),
+        "since": args.get("since", "") if args.get("since", "") in SINCE else "",
+    }
+
+
+def _tasks(console: Console, where: dict[str, str]) -> list[dict[str, Any]]:
+    since = SINCE.get(where["since"])
+    moment = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=since) if since else None
+    return console.gateway.tasks(
+        status=where["status"],
+        flow=where["flow"] or None,
+        since=moment.isoformat(timespec="seconds").replace("+00:00", "Z") if moment else None,
+        limit=50,
+    )
+
+
+def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first branches of a fan-out root, each as the gateway reports it (a read each, so a few)."""
+    found = []
+    for branch_id in (task.get("branch_ids") or [])[:12]:
+        branch = console.gateway.task(branch_id)
+        found.append(branch or {"id": branch_id, "status": "pending"})
+    return found
+
+
+def _route_classes(task: dict[str, Any]) -> dict[str, str]:
+    """For the graph: which actors the task has visited, where it is, and where it goes."""
+    route = task.get("route") or {}
+    classes = dict.fromkeys(route.get("prev", []), "visited")
+    classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
+    if route.get("curr"):
+        classes[route["curr"]] = "failed" if task.get("status") == "failed" else "current"
+    return classes
+
+
+def _resume_input(fields: dict[str, Any], form: Any) -> dict[str, Any]:
+    """The human's input from the pause's fields (a checkbox for a boolean, a number, text) and the
+    free JSON box, which wins where both give a value."""
+    given: dict[str, Any] = {}
+    for name, spec in fields.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        raw = form.get(f"field-{name}")
+        if kind == "boolean":
+            given[name] = raw == "on"
+        elif raw not in (None, ""):
+            given[name] = _number(raw) if kind in ("number", "integer") else raw
+    extra = form.get("input", "").strip()
+    if extra:
+        try:
+            more = json.loads(extra)
+        except ValueError:
+            more = {"value": extra}
+        given.update(more if isinstance(more, dict) else {"value": more})
+    return given
+
+
+def _number(raw: str) -> float | int | str:
+    try:
+        number = float(raw)
+    except ValueError:
+        return raw
+    return int(number) if number.is_integer() else number
+
+
+def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """x-sump's entries counted by (reason, actor), most first."""
+    counts: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
+        counts[key] = counts.get(key, 0) + 1
+    return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+
+
+def pretty(value: Any) -> Markup:
+    """JSON as the pages show it: indented, escaped."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    return Markup.escape(text)
+
+
+def ago(moment: Any) -> str:
+    """`2026-11-26T10:00:00.000Z` as "3 s ago", "5 min ago"."""
+    if not isinstance(moment, str):
+        return ""
+    try:
+        then = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except ValueError:
+        return moment
+    seconds = (dt.datetime.now(dt.UTC) - then).total_seconds()
+    if seconds < 90:
+        return f"{max(0, round(seconds))} s ago"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min ago"
+    if seconds < 172_800:
+        return f"{round(seconds / 3600)} h ago"
+    return f"{round(seconds / 86_400)} days ago"

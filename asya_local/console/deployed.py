@@ -1,0 +1,100 @@
+"""The console of a mesh deployed on AWS, reached with the caller's AWS credentials (boto3's chain: a
+profile, SSO, a role): the gateway's calls are signed with SigV4 by the console's server, so the
+browser holds no AWS key and the gateway's IAM auth stays on.
+
+The mesh is read from what was deployed, not from a mesh file: the stack's resources (its nested
+stacks' too) name the actors' queues and a Spark actor's collector; a join is told by its function's
+`ASYA_JOIN`; the gateway lists the flows with their routes (`GET /api/v1/flows`). Stats come from
+SQS, CloudWatch and the Spark batches table (`asya_local.console.stats.AwsStats`).
+
+What the caller needs besides invoking the gateway: `cloudformation:ListStackResources` and
+`DescribeStacks`, `lambda:GetFunctionConfiguration` on the mesh's functions (once, at start),
+`sqs:ListQueues` and `GetQueueAttributes`, `cloudwatch:GetMetricData` (once a minute while a page is
+open), `dynamodb:Query` on the Spark batches table if there is one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from asya.joins import JoinPolicy
+from asya.names import CREW, GATEWAY_STREAM_DEAD_LETTERS, SUMP_DEAD_LETTERS, collector_name, resource_name
+from asya.variables import JOIN
+from asya_local.console.app import Console
+from asya_local.console.stats import AwsStats
+from asya_local.console.topology import Node, Topology
+from asya_local.smoke import DeployedMesh
+
+AWS_REFRESH_SECONDS = 5.0
+NESTED_STACK = "AWS::CloudFormation::Stack"
+NOT_ACTORS = (*CREW, SUMP_DEAD_LETTERS, GATEWAY_STREAM_DEAD_LETTERS)
+
+
+def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
+    """The console of `mesh` (found by `asya_local.smoke.discover`), reading AWS through `session`."""
+    resources = list(stack_resources(session.client("cloudformation"), mesh.stack))
+    topology = stack_topology(mesh.namespace, resources, session.client("lambda"), mesh.gateway.flow_routes())
+    spark = [node.name for node in topology.nodes if node.kind == "spark"]
+    outputs = stack_outputs(session.client("cloudformation"), mesh.stack)
+    stats = AwsStats(
+        session,
+        mesh.namespace,
+        actors=topology.actors,
+        spark_actors=spark,
+        batches_table=outputs.get("SparkBatchesTable"),
+    )
+    return Console(topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS)
+
+
+def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]:
+    """Every resource of the stack and of its nested stacks (`ListStackResources`, paginated)."""
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
+        for resource in page.get("StackResourceSummaries", []):
+            if resource.get("ResourceType") == NESTED_STACK and resource.get("PhysicalResourceId"):
+                yield from stack_resources(cloudformation, resource["PhysicalResourceId"])
+            else:
+                yield resource
+
+
+def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
+    described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
+    return {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
+
+
+def stack_topology(
+    namespace: str, resources: list[dict[str, Any]], functions: Any, flows: dict[str, list[str]]
+) -> Topology:
+    """The actors are the namespace's queues but the crew's and the dead-letter queues; one whose
+    collector function exists is a Spark actor; one whose function says `ASYA_JOIN` is a join."""
+    prefix = resource_name(namespace, "")
+    queues = [
+        str(resource["PhysicalResourceId"]).rsplit("/", 1)[-1]
+        for resource in resources
+        if resource.get("ResourceType") == "AWS::SQS::Queue"
+    ]
+    names = [queue.removeprefix(prefix) for queue in queues if queue.startswith(prefix)]
+    actors = [name for name in names if name not in NOT_ACTORS]
+    deployed = {
+        str(resource["PhysicalResourceId"])
+        for resource in resources
+        if resource.get("ResourceType") == "AWS::Lambda::Function"
+    }
+    nodes = []
+    for actor in sorted(actors, key=lambda name: _first_seen(name, flows)):
+        if collector_name(namespace, actor) in deployed:
+            nodes.append(Node(actor, "spark"))
+            continue
+        variables = functions.get_function_configuration(FunctionName=resource_name(namespace, actor))
+        join = variables.get("Environment", {}).get("Variables", {}).get(JOIN.name)
+        nodes.append(Node(actor, "lambda", JoinPolicy.of(json.loads(join)).describe() if join else None))
+    return Topology.of(namespace, nodes, flows)
+
+
+def _first_seen(actor: str, flows: dict[str, list[str]]) -> tuple[int, int, str]:
+    """Actors in the order the flows name them (as a mesh file lists them, usually), the rest by name."""
+    for index, route in enumerate(flows.values()):
+        if actor in route:
+            return (index, route.index(actor), actor)
+    return (len(flows), 0, actor)

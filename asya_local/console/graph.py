@@ -1,0 +1,122 @@
+"""Where the console places the mesh's nodes and edges, for the page to draw as SVG.
+
+Columns follow the routes: an actor's column is the furthest position it holds in any flow, so every
+flow reads left to right; x-sink (and under it x-sump) come after the last column. Within a column,
+actors are stacked in the order the flows first name them. Actors no flow names (reached only through
+a handler's rewritten route, a policy's `on_exhausted`, a sink hook) go in a row of their own below.
+An edge joins two actors that follow each other in some flow (and each flow's last actor to x-sink);
+an edge that goes back (an actor earlier in one flow than in another) is drawn below the nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asya.names import SINK, SUMP
+from asya_local.console.topology import Node, Topology
+
+NODE_WIDTH = 176
+NODE_HEIGHT = 84
+GAP_X = 64
+GAP_Y = 28
+MARGIN = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    node: Node
+    x: int
+    y: int
+
+    @property
+    def middle_y(self) -> int:
+        return self.y + NODE_HEIGHT // 2
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    source: str
+    target: str
+    flows: tuple[str, ...]  # the flows that take it (none: x-sink's failures to x-sump)
+    path: str  # SVG path data
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    boxes: tuple[Box, ...]
+    edges: tuple[Edge, ...]
+    width: int
+    height: int
+
+
+def layout(topology: Topology) -> Layout:
+    columns, order = _columns(topology)
+    last = max(columns.values(), default=-1)
+    columns[SINK] = columns[SUMP] = last + 1
+    rows: dict[int, list[str]] = {}
+    for name in [*order, SINK, SUMP]:
+        rows.setdefault(columns[name], []).append(name)
+    boxes: dict[str, Box] = {}
+    for column, names in rows.items():
+        for row, name in enumerate(names):
+            node = topology.node(name)
+            if node is not None:
+                boxes[name] = Box(node, _x(column), _y(row))
+    deepest = max((len(names) for names in rows.values()), default=0)
+    loose = [node for node in topology.nodes if node.name not in boxes]  # in no flow
+    for index, node in enumerate(loose):
+        boxes[node.name] = Box(node, _x(index), _y(deepest) + GAP_Y)
+    edges = [
+        Edge(source, target, flows, _path(boxes[source], boxes[target]))
+        for (source, target), flows in _pairs(topology).items()
+        if source in boxes and target in boxes
+    ]
+    edges.append(Edge(SINK, SUMP, (), _path(boxes[SINK], boxes[SUMP])))
+    width = max(box.x for box in boxes.values()) + NODE_WIDTH + MARGIN
+    height = max(box.y for box in boxes.values()) + NODE_HEIGHT + MARGIN + GAP_Y
+    return Layout(tuple(boxes.values()), tuple(edges), width, height)
+
+
+def _columns(topology: Topology) -> tuple[dict[str, int], list[str]]:
+    """Each routed actor's column (its furthest position in any flow) and the order flows name them."""
+    columns: dict[str, int] = {}
+    order: list[str] = []
+    for route in topology.flows.values():
+        for position, name in enumerate(route):
+            columns[name] = max(columns.get(name, 0), position)
+            if name not in order:
+                order.append(name)
+    return columns, order
+
+
+def _pairs(topology: Topology) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Consecutive actors of each flow (its last to x-sink), with the flows that take each step."""
+    pairs: dict[tuple[str, str], tuple[str, ...]] = {}
+    for flow, route in topology.flows.items():
+        for step in zip(route, (*route[1:], SINK), strict=True):
+            pairs[step] = (*pairs.get(step, ()), flow)
+    return pairs
+
+
+def _x(column: int) -> int:
+    return MARGIN + column * (NODE_WIDTH + GAP_X)
+
+
+def _y(row: int) -> int:
+    return MARGIN + row * (NODE_HEIGHT + GAP_Y)
+
+
+def _path(source: Box, target: Box) -> str:
+    """A curve from the source's right side to the target's left; a step back (or down the same
+    column) is drawn from the source's bottom to the target's bottom instead."""
+    if target.x > source.x:
+        x1, y1, x2, y2 = source.x + NODE_WIDTH, source.middle_y, target.x, target.middle_y
+        bend = (x2 - x1) / 2
+        return f"M{x1},{y1} C{x1 + bend:g},{y1} {x2 - bend:g},{y2} {x2},{y2}"
+    x1, y1 = source.x + NODE_WIDTH // 2, source.y + NODE_HEIGHT
+    x2, y2 = target.x + NODE_WIDTH // 2, target.y + NODE_HEIGHT
+    if target.x == source.x:  # the same column: the target is below
+        x2, y2 = target.x + NODE_WIDTH // 2, target.y
+        return f"M{x1},{y1} L{x2},{y2}"
+    low = max(y1, y2) + GAP_Y
+    return f"M{x1},{y1} C{x1},{low} {x2},{low} {x2},{y2}"

@@ -1,0 +1,89 @@
+"""The console of a local stack: the mesh file's topology, stats read from the local endpoint and the
+worker log, the gateway `asya up` serves on loopback with its API key."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asya_cdk.config import LoadedMesh, load_mesh
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.app import Console
+from asya_local.console.stats import LocalStats
+from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayClient
+from asya_local.stack import LocalStack, local_client
+from asya_local.worklog import follow
+
+LOCAL_REFRESH_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class LocalMesh:
+    """Where a running local stack is, as `asya up` runs it or records it in `.asya/local.json`."""
+
+    mesh: LoadedMesh
+    endpoint: str
+    gateway_url: str
+    api_key: str
+    batches_table: str | None = None
+    log: Path | None = None
+
+    @classmethod
+    def of_stack(cls, stack: LocalStack, log: Path | None = None) -> LocalMesh:
+        if stack.gateway_url is None:
+            raise ValueError("the console needs the status gateway, which this mesh does not deploy")
+        return cls(
+            stack.mesh, stack.endpoint, stack.gateway_url, stack.api_key, stack.outputs.get("SparkBatchesTable"), log
+        )
+
+    @classmethod
+    def of_state(cls, state: dict[str, str]) -> LocalMesh:
+        log = state.get("log")
+        return cls(
+            load_mesh(state["config"]),
+            state["endpoint"],
+            state["gateway_url"],
+            state["api_key"],
+            state.get("spark_batches_table") or None,
+            Path(log) if log else None,
+        )
+
+
+def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
+    """The console; `activity` is fed the worker log's lines by whoever reads them (`follow_log`)."""
+    topology = Topology.of_mesh(where.mesh)
+    clients: dict[str, Any] = {}
+
+    def client(service: str) -> Any:
+        if service not in clients:
+            clients[service] = local_client(service, where.endpoint)
+        return clients[service]
+
+    stats = LocalStats(
+        where.endpoint,
+        topology.namespace,
+        actors=topology.actors,
+        activity=activity,
+        client=client,
+        batches_table=where.batches_table,
+    )
+    return Console(
+        topology,
+        stats,
+        GatewayClient(where.gateway_url, where.api_key),
+        f"the local stack at {where.endpoint}",
+        refresh=LOCAL_REFRESH_SECONDS,
+        log=str(where.log) if where.log else None,
+    )
+
+
+def follow_log(path: Path, take: Callable[[str], object], stop: threading.Event) -> threading.Thread:
+    """Feed the lines written to a worker log from now on to `take`, in a thread, until `stop`: how a
+    console started beside `asya up` counts the work the stack's own process sees as it happens."""
+    thread = threading.Thread(target=lambda: [take(line) for line in follow(path, stop)], daemon=True)
+    thread.start()
+    return thread

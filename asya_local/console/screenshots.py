@@ -1,0 +1,75 @@
+"""`make screenshots`: the console's main pages as PNG files, for the docs.
+
+Runs the reviews example on the local stack, serves its console, starts a few tasks (a summary whose
+reviews all score, a triage whose empty review cannot be scored, so that x-sump has something to
+show), and photographs the mesh, the task list, one task and x-sump in headless Chromium (Debian's,
+at `ASYA_CHROMIUM` or /usr/bin/chromium) driven by Playwright.
+
+    python -m asya_local.console.screenshots docs/console
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from asya_cdk.config import load_mesh
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.local import LocalMesh, local_console
+from asya_local.console.server import serve
+from asya_local.gateway_client import GatewayClient
+from asya_local.stack import LocalStack, free_port
+
+MESH = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
+CHROMIUM = os.environ.get("ASYA_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
+WIDTH = 1280
+
+
+def main(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    mesh = load_mesh(MESH)
+    activity = ActivityCounter(mesh.config.namespace)
+
+    def on_line(_source: str, line: str) -> None:
+        activity.take(line)
+
+    with LocalStack(mesh, port=free_port(), on_line=on_line) as stack:
+        assert stack.gateway_url is not None
+        gateway = GatewayClient(stack.gateway_url, stack.api_key)
+        served = serve(local_console(LocalMesh.of_stack(stack), activity))
+        summary = gateway.run_task(
+            {
+                "flow": "summarise-reviews",
+                "payload": {"product": "kettle-9", "reviews": ["Great, love it", "ok", "Broken"]},
+            },
+            30,
+        )
+        gateway.run_task({"flow": "triage-reviews", "payload": {"product": "lamp-2", "reviews": ["Bad light", ""]}}, 30)
+        for number in range(6):  # some work for the figures, some still running for the list
+            gateway.create_task({"flow": "triage-reviews", "payload": {"product": f"mug-{number}", "reviews": ["ok"]}})
+        time.sleep(2)
+        pages = {
+            "mesh": "/",
+            "tasks": "/tasks?status=succeeded",
+            "task": f"/tasks/{summary['id']}",
+            "sump": "/sump",
+        }
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+            for name, path in pages.items():
+                page.goto(served.url + path)
+                page.wait_for_timeout(1500)  # the first live update
+                page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+                print(folder / f"{name}.png")
+            browser.close()
+        served.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/console"))

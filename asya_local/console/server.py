@@ -1,0 +1,39 @@
+"""The console served on loopback: Werkzeug's threaded server (Flask's), a thread per connection, so
+that each page's event streams hold up nothing else. Loopback only: the console acts with the gateway
+credential it holds, for whoever reaches it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from asya_local.console.app import Console, create_app
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class ConsoleServer:
+    server: BaseWSGIServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.server.server_port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.thread.join(timeout=5)
+
+
+def serve(console: Console, port: int = 0) -> ConsoleServer:
+    """Start serving `console` on `port` (0: any free one) in a thread; `stop()` ends it."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = make_server(HOST, port, create_app(console), threaded=True)
+    server.daemon_threads = True  # type: ignore[attr-defined]  # a ThreadingMixIn's: streams keep no process alive
+    thread = threading.Thread(target=server.serve_forever, name="asya-console", daemon=True)
+    thread.start()
+    return ConsoleServer(server, thread)

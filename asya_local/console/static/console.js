@@ -1,0 +1,83 @@
+// The console's live parts: Server-Sent Events from the console's own server (rendered fragments and
+// stats as JSON), the flow buttons, and the start form's example payloads. Everything else is HTML.
+"use strict";
+
+function setStats(stats) {
+  for (const [actor, values] of Object.entries(stats)) {
+    for (const holder of document.querySelectorAll(`[data-actor="${CSS.escape(actor)}"]`)) {
+      for (const [name, value] of Object.entries(values)) {
+        const cell = holder.querySelector(`[data-stat="${name}"]`);
+        if (cell) cell.textContent = name === "per_minute" ? Number(value).toFixed(1) : String(value);
+      }
+      holder.classList.toggle("busy", values.visible + values.in_flight > 0);
+      holder.classList.toggle("failing", values.failed > 0);
+    }
+  }
+}
+
+function setRoute(classes) {
+  for (const node of document.querySelectorAll("#graph .node")) {
+    node.classList.remove("route-visited", "route-current", "route-next", "route-failed");
+    const where = classes[node.dataset.actor];
+    if (where) node.classList.add(`route-${where}`);
+  }
+  for (const edge of document.querySelectorAll("#graph .edge")) {
+    const source = classes[edge.dataset.source];
+    edge.classList.toggle("route-taken", source === "visited" && Boolean(classes[edge.dataset.target]));
+  }
+}
+
+function follow(url) {
+  const source = new EventSource(url);
+  source.addEventListener("stats", (event) => setStats(JSON.parse(event.data)));
+  source.addEventListener("tasks", (event) => {
+    const rows = document.getElementById("task-rows");
+    if (rows) rows.innerHTML = event.data;
+  });
+  source.addEventListener("task", (event) => {
+    const state = document.getElementById("task-state");
+    if (state) state.innerHTML = event.data;
+  });
+  source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
+  source.addEventListener("fly", (event) => {
+    const list = document.getElementById("fly");
+    if (list) list.insertAdjacentHTML("beforeend", event.data);
+  });
+  source.addEventListener("end", () => source.close());
+  return source;
+}
+
+function showFlow(button) {
+  const pressed = button.getAttribute("aria-pressed") !== "true";
+  for (const other of document.querySelectorAll("button.flow")) other.setAttribute("aria-pressed", "false");
+  button.setAttribute("aria-pressed", String(pressed));
+  const flow = pressed ? button.dataset.flow : null;
+  const graph = document.getElementById("graph");
+  graph.classList.toggle("one-flow", Boolean(flow));
+  for (const edge of graph.querySelectorAll(".edge")) {
+    edge.classList.toggle("on", Boolean(flow) && edge.dataset.flows.split(" ").includes(flow));
+  }
+  const onPath = new Set();
+  for (const edge of graph.querySelectorAll(".edge.on")) {
+    onPath.add(edge.dataset.source);
+    onPath.add(edge.dataset.target);
+  }
+  for (const node of graph.querySelectorAll(".node")) node.classList.toggle("on", onPath.has(node.dataset.actor));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const live of document.querySelectorAll("[data-live]")) follow(live.dataset.live);
+  const route = document.querySelector("[data-route]");
+  if (route) setRoute(JSON.parse(route.dataset.route));
+  for (const button of document.querySelectorAll("button.flow")) {
+    button.addEventListener("click", () => showFlow(button));
+  }
+  const flow = document.getElementById("flow");
+  const payload = document.getElementById("payload");
+  if (flow && payload && flow.closest("form.start")) {
+    flow.addEventListener("change", () => {
+      const example = flow.selectedOptions[0].dataset.example;
+      payload.value = JSON.stringify(JSON.parse(example || "{}"), null, 2);
+    });
+  }
+});

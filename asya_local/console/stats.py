@@ -1,0 +1,212 @@
+"""Each actor's queue and work, as the console shows them: messages waiting, in flight and delayed,
+how long the oldest has waited, envelopes processed per minute and failed over the last minutes, and
+a Spark actor's open batches.
+
+`LocalStats` reads the local stack: the queues' attributes and, from the endpoint, the oldest message's
+age (moto publishes no CloudWatch metrics for SQS), the metric lines of the worker log for the work
+(`asya_local.console.activity`), and the Spark batches table. `AwsStats` reads a deployed mesh: the
+queues' attributes, and from CloudWatch the age of the oldest message (`AWS/SQS`) and the sidecar's
+own metrics (`Asya`, by mesh and actor), which are those the local ones are counted from; CloudWatch
+keeps them by the minute, so they are asked for at most once a minute.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from asya.names import resource_name
+from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
+from asya_local.console.activity import WINDOW_SECONDS, Activity, ActivityCounter
+from asya_local.stack import endpoint_admin, queue_depths
+from asya_spark.ledger import OPEN_INDEX, key_prefix
+
+
+@dataclass(frozen=True, slots=True)
+class ActorStats:
+    visible: int = 0
+    in_flight: int = 0
+    delayed: int = 0
+    age_seconds: float = 0.0  # of the oldest message in the queue
+    per_minute: float = 0.0  # envelopes processed, over the window
+    failed: int = 0  # envelopes failed (x-sump: kept) over the window
+    open_batches: int = 0  # a Spark actor's batches staged or running
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "visible": self.visible,
+            "in_flight": self.in_flight,
+            "delayed": self.delayed,
+            "age": round(self.age_seconds),
+            "per_minute": round(self.per_minute, 1),
+            "failed": self.failed,
+            "open_batches": self.open_batches,
+        }
+
+
+class StatsSource(Protocol):
+    def actor_stats(self) -> dict[str, ActorStats]:
+        """Every queue of the mesh's actors and crew, by actor name."""
+        ...
+
+
+def combine(
+    actors: Iterable[str],
+    depths: dict[str, tuple[int, int, int]],
+    ages: dict[str, float],
+    work: dict[str, Activity],
+    batches: dict[str, int],
+) -> dict[str, ActorStats]:
+    """One `ActorStats` per actor from what each source gave, by actor name."""
+    stats = {}
+    for actor in actors:
+        visible, in_flight, delayed = depths.get(actor, (0, 0, 0))
+        done = work.get(actor, Activity())
+        stats[actor] = ActorStats(
+            visible,
+            in_flight,
+            delayed,
+            ages.get(actor, 0.0),
+            done.per_minute(),
+            done.failed,
+            batches.get(actor, 0),
+        )
+    return stats
+
+
+class LocalStats:
+    def __init__(
+        self,
+        endpoint: str,
+        namespace: str,
+        *,
+        actors: list[str],
+        activity: ActivityCounter,
+        client: Callable[[str], Any],
+        batches_table: str | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.namespace = namespace
+        self.actors = actors
+        self.activity = activity
+        self.client = client
+        self.batches_table = batches_table
+
+    def actor_stats(self) -> dict[str, ActorStats]:
+        prefix = resource_name(self.namespace, "")
+        depths = {
+            name.removeprefix(prefix): depth for name, depth in queue_depths(self.client("sqs"), self.namespace).items()
+        }
+        ages = {
+            name.removeprefix(prefix): age
+            for name, age in endpoint_admin(self.endpoint, f"queue-ages/{prefix}").items()
+        }
+        batches = open_batches(self.client("dynamodb"), self.batches_table, self.namespace, self.actors)
+        return combine(self.actors, depths, ages, self.activity.activity(), batches)
+
+
+def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, int]:
+    """Each Spark actor's open batches, from the batches table's sparse `open` index (what its
+    reconciler reads): one query per actor, none without the table."""
+    if not table:
+        return {}
+    counts = {}
+    for actor in actors:
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName=table,
+            IndexName=OPEN_INDEX,
+            KeyConditionExpression="open_actor = :actor",
+            ExpressionAttributeValues={":actor": {"S": key_prefix(namespace, actor)}},
+            Select="COUNT",
+        )
+        count = sum(int(page["Count"]) for page in pages)
+        if count:
+            counts[actor] = count
+    return counts
+
+
+class AwsStats:
+    """A deployed mesh's stats through the caller's AWS credentials (`session`): SQS and DynamoDB at
+    each call, CloudWatch at most every `metrics_seconds`."""
+
+    def __init__(
+        self,
+        session: Any,
+        namespace: str,
+        *,
+        actors: list[str],
+        spark_actors: list[str],
+        batches_table: str | None,
+        metrics_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.namespace = namespace
+        self.actors = actors
+        self.spark_actors = spark_actors
+        self.batches_table = batches_table
+        self.sqs = session.client("sqs")
+        self.cloudwatch = session.client("cloudwatch")
+        self.dynamodb = session.client("dynamodb")
+        self.metrics_seconds = metrics_seconds
+        self.clock = clock
+        self._metrics: tuple[dict[str, float], dict[str, Activity]] = ({}, {})
+        self._metrics_at: float | None = None
+
+    def actor_stats(self) -> dict[str, ActorStats]:
+        prefix = resource_name(self.namespace, "")
+        depths = {name.removeprefix(prefix): depth for name, depth in queue_depths(self.sqs, self.namespace).items()}
+        now = self.clock()
+        if self._metrics_at is None or now - self._metrics_at >= self.metrics_seconds:
+            self._metrics, self._metrics_at = self._read_metrics(), now
+        ages, work = self._metrics
+        batches = open_batches(self.dynamodb, self.batches_table, self.namespace, self.spark_actors)
+        return combine(self.actors, depths, ages, work, batches)
+
+    def _read_metrics(self) -> tuple[dict[str, float], dict[str, Activity]]:
+        """One `GetMetricData`: per actor the oldest message's age, and its envelopes processed and
+        failed summed over every outcome and reason (SEARCH expressions), over the window."""
+        queries: list[dict[str, Any]] = []
+        for index, actor in enumerate(self.actors):
+            queries.append(
+                {
+                    "Id": f"age{index}",
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": "AWS/SQS",
+                            "MetricName": "ApproximateAgeOfOldestMessage",
+                            "Dimensions": [{"Name": "QueueName", "Value": resource_name(self.namespace, actor)}],
+                        },
+                        "Period": 60,
+                        "Stat": "Maximum",
+                    },
+                }
+            )
+            for key, metric, split in (
+                ("processed", "MessagesProcessed", "outcome"),
+                ("failed", "MessagesFailed", "reason"),
+            ):
+                schema = f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{split}}}"  # as the sidecar publishes it
+                search = (
+                    f'SEARCH(\'{schema} MetricName="{metric}" {MESH_DIMENSION}="{self.namespace}" '
+                    f"actor=\"{actor}\"', 'Sum', 60)"
+                )
+                queries.append({"Id": f"{key}{index}", "Expression": f"SUM({search})", "ReturnData": True})
+        end = dt.datetime.now(dt.UTC)
+        start = end - dt.timedelta(seconds=WINDOW_SECONDS)
+        found: dict[str, list[float]] = {}
+        for begin in range(0, len(queries), 500):  # GetMetricData's most per call
+            pages = self.cloudwatch.get_paginator("get_metric_data").paginate(
+                MetricDataQueries=queries[begin : begin + 500], StartTime=start, EndTime=end
+            )
+            for page in pages:
+                for result in page.get("MetricDataResults", []):
+                    found.setdefault(result["Id"], []).extend(result.get("Values", []))
+        ages = {actor: max(found.get(f"age{i}", [0.0]), default=0.0) for i, actor in enumerate(self.actors)}
+        work = {
+            actor: Activity(int(sum(found.get(f"processed{i}", []))), int(sum(found.get(f"failed{i}", []))))
+            for i, actor in enumerate(self.actors)
+        }
+        return ages, work

@@ -1,0 +1,118 @@
+"""What the local stack's workers print, kept where CloudWatch Logs would keep it: a file.
+
+`asya up` and `asya demo` show the mesh as a live view (`asya_local.live_view`), not as a stream of
+per-batch lines; every line goes to the log file instead (`.asya/<namespace>.log`, its path printed),
+stamped with the time and the function it came from. On screen appear only the lines a person must
+see: errors (a log record at `ERROR` or above, an execution environment that died or was stopped, a
+function error with its traceback).
+
+Readers of the lines (`taps`) get each as it comes: the console's activity counter reads the metric
+lines among them (`asya_local.console.activity`). A console started on its own, beside a running
+`asya up`, reads the same lines by following the file (`follow`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+import orjson
+
+ERROR_LEVELS = ("ERROR", "CRITICAL")
+# Lines of the local Lambda stand-ins that say an invocation or an execution environment failed.
+FAILURE_MARKERS = ("function error", "execution environment exited", "execution environment was stopped")
+SEPARATOR = " | "
+
+Tap = Callable[[str], object]
+
+
+class WorkerLog:
+    """`log(source, line)`: the stack's `on_line`. Writes the line to `path` and hands it to each tap;
+    calls `on_error(source, line)` for the lines to show (`is_error`), a traceback's lines included."""
+
+    def __init__(self, path: Path, on_error: Callable[[str, str], None], taps: list[Tap] | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.on_error = on_error
+        self.taps = list(taps or [])
+        self._file: TextIO = path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._tracebacks: set[str] = set()  # sources in the middle of printing a traceback
+
+    def __call__(self, source: str, line: str) -> None:
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        with self._lock:
+            self._file.write(f"{stamp} {source}{SEPARATOR}{line}\n")
+            self._file.flush()
+            shown = self._shown(source, line)
+        for tap in self.taps:
+            tap(line)
+        if shown:
+            self.on_error(source, line)
+
+    def _shown(self, source: str, line: str) -> bool:
+        """Errors, and every line of a traceback once it starts (until its last, unindented line)."""
+        if source in self._tracebacks:
+            if not line.startswith(" "):
+                self._tracebacks.discard(source)
+            return True
+        if line.startswith("Traceback (most recent call last)"):
+            self._tracebacks.add(source)
+            return True
+        return is_error(line)
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def is_error(line: str) -> bool:
+    """A structured log record at `ERROR` or above, or a failed invocation or execution environment."""
+    if line.startswith("{"):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+        return isinstance(record, dict) and str(record.get("level", "")).upper() in ERROR_LEVELS
+    return any(marker in line for marker in FAILURE_MARKERS)
+
+
+def shown(line: str) -> str:
+    """An error line as a person reads it: a log record's message, envelope and error, not its JSON."""
+    if not line.startswith("{"):
+        return line
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line
+    parts = [str(record.get("message", ""))]
+    for name in ("correlation_id", "envelope_id", "reason", "error_type", "error"):
+        value = record.get(name)
+        if value:
+            parts.append(f"{name}={value if isinstance(value, str) else orjson.dumps(value).decode()}")
+    return " ".join(parts)[:500]
+
+
+def follow(path: Path, stop: threading.Event, poll_seconds: float = 0.5) -> Iterator[str]:
+    """The lines written to a worker log from now on (as `tail -f`), until `stop` is set; a log
+    started anew (a new `asya up`) is followed from its beginning."""
+    position = path.stat().st_size if path.exists() else 0
+    while not stop.is_set():
+        size = path.stat().st_size if path.exists() else 0
+        if size < position:
+            position = 0
+        if size > position:
+            with path.open("rb") as log:
+                log.seek(position)
+                chunk = log.read(size - position)
+            complete = chunk.rfind(b"\n") + 1  # a line being written is read once it ends
+            position += complete
+            for entry in chunk[:complete].decode("utf-8", "replace").splitlines():
+                yield entry.partition(SEPARATOR)[2]
+            if complete:
+                continue
+        time.sleep(poll_seconds)

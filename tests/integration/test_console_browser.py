@@ -1,0 +1,130 @@
+"""The console in a real browser (headless Chromium, Debian's, driven by Playwright) against the local
+stack: the graph renders, a task started from the page travels and shows its result live, cancel
+works, x-sump's entries are shown, the page works by keyboard and in a narrow window, and nothing is
+fetched from anywhere but the console itself."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.local import LocalMesh, local_console
+from asya_local.console.server import ConsoleServer, serve
+from asya_local.gateway_client import GatewayClient
+from tests.support.stack import RunningMesh
+
+pytestmark = pytest.mark.integration
+CHROMIUM = Path(os.environ.get("ASYA_CHROMIUM", "/usr/bin/chromium"))
+# as the machine's notes ask: no sandbox as root, and none of Chromium's own calls out (refused here)
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TERMINAL = re.compile(r"succeeded|failed|canceled")
+
+
+@pytest.fixture(scope="module")
+def console_url(running_mesh: RunningMesh) -> Iterator[str]:
+    activity = ActivityCounter(running_mesh.stack.namespace)
+    running_mesh.taps.append(activity.take)
+    served: ConsoleServer = serve(local_console(LocalMesh.of_stack(running_mesh.stack), activity))
+    yield served.url
+    served.stop()
+    running_mesh.taps.remove(activity.take)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), f"no Chromium at {CHROMIUM}: `make install` installs Debian's chromium package"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, console_url: str) -> Iterator[Page]:
+    opened = browser.new_page(viewport={"width": 1280, "height": 900})
+    requested: list[str] = []
+    opened.on("request", lambda request: requested.append(request.url))
+    yield opened
+    opened.close()
+    elsewhere = [url for url in requested if not url.startswith(console_url)]
+    assert elsewhere == [], "the console fetches nothing from outside its own server"
+
+
+def test_the_graph_draws_every_actor_and_a_flow_can_be_picked(
+    page: Page, console_url: str, running_mesh: RunningMesh
+) -> None:
+    page.goto(console_url)
+    for actor in running_mesh.stack.mesh.config.actors:
+        expect(page.locator(f'#graph .node[data-actor="{actor}"]')).to_have_count(1)
+    expect(page.locator('#graph .node[data-actor="x-sump"]')).to_have_count(1)
+    page.get_by_role("button", name=re.compile(r"^pipeline:")).click()
+    expect(page.locator("#graph .edge.on")).to_have_count(3)  # prep → infer → post → x-sink
+    expect(page.locator('#graph .node.on[data-actor="infer"]')).to_have_count(1)
+
+
+def test_a_task_started_from_the_page_travels_and_shows_its_result(page: Page, console_url: str) -> None:
+    page.goto(console_url)
+    page.get_by_label("Flow", exact=True).select_option("pipeline")
+    page.get_by_label("Payload (JSON)").fill('{"n": 4}')
+    page.get_by_role("button", name="Start").click()
+    expect(page).to_have_url(re.compile(r"/tasks/[0-9a-f-]{36}$"))
+    status = page.locator("#task-state .status").first
+    expect(status).to_have_text("succeeded", timeout=60_000)  # the page follows the task live (SSE)
+    expect(page.locator("#task-state pre.json")).to_contain_text('"label": "even"')
+    hops = page.locator("table.hops tbody th")
+    expect(hops).to_have_text(["prep", "infer", "post"])
+    expect(page.locator('#graph .node.route-visited[data-actor="post"]')).to_have_count(1)
+
+
+def test_a_running_task_is_canceled_from_its_page(page: Page, console_url: str, running_mesh: RunningMesh) -> None:
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    created = gateway.create_task({"flow": "sleepy", "payload": {"sleep": 8}})
+    page.goto(f"{console_url}/tasks/{created['id']}")
+    page.get_by_role("button", name="Cancel task").click()
+    expect(page.locator("#task-state .status").first).to_have_text("canceled", timeout=30_000)
+    assert (gateway.task(created["id"]) or {})["status"] == "canceled"
+
+
+def test_an_x_sump_entry_is_shown_and_inspected(page: Page, console_url: str, running_mesh: RunningMesh) -> None:
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    task_id = gateway.run_task({"flow": "failing", "payload": {"n": 1}}, 30)["id"]
+    deadline = time.monotonic() + 30
+    while not any(entry["id"] == task_id for entry in gateway.sump(actor="boom")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    page.goto(f"{console_url}/sump?actor=boom")
+    expect(page.locator("table.groups tbody")).to_contain_text("boom")
+    page.get_by_role("link", name=task_id[:12]).click()
+    expect(page.locator("h1")).to_contain_text(task_id)
+    expect(page.locator("dd.error-message")).to_contain_text("boom: this input cannot be handled")
+    expect(page.get_by_role("button", name="Redrive")).to_be_visible()
+
+
+def test_the_console_works_by_keyboard_and_in_a_narrow_window(page: Page, console_url: str) -> None:
+    page.set_viewport_size({"width": 360, "height": 800})
+    page.goto(console_url)
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_be_focused()
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the page fits; only the graph scrolls, inside its frame"
+    page.get_by_role("link", name="Tasks").focus()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/tasks$"))

@@ -1,0 +1,398 @@
+"""The console's parts without a browser: the work counted from metric lines, the worker log, the
+graph's layout, and every page and form against a stand-in gateway (the browser tests are in
+tests/integration/test_console_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.metrics import MetricUnit
+from flask.testing import FlaskClient
+
+from asya.names import SINK, SUMP
+from asya.telemetry import Telemetry
+from asya_cdk.config import load_mesh
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.app import Console, create_app
+from asya_local.console.graph import NODE_WIDTH, layout
+from asya_local.console.stats import ActorStats
+from asya_local.console.topology import Topology
+from asya_local.worklog import WorkerLog, follow, is_error, shown
+
+REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
+
+
+def metric_lines(capsys: pytest.CaptureFixture[str], actor: str, namespace: str = "reviews") -> list[str]:
+    """What an actor's sidecar prints for a batch: 3 forwarded, 1 failed (RuntimeError), 1 sumped."""
+    telemetry = Telemetry(namespace, actor)
+    telemetry.count("MessagesReceived", amount=5)
+    telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, 3.0)
+    telemetry.count("MessagesProcessed", "outcome", "forwarded", amount=3)
+    telemetry.count("MessagesProcessed", "outcome", "failed")
+    telemetry.count("MessagesProcessed", "outcome", "sumped")
+    telemetry.count("MessagesFailed", "reason", "RuntimeError")
+    telemetry.count("MessagesFailed", "reason", "HandlerTimeout")
+    telemetry.flush()
+    return capsys.readouterr().out.splitlines()
+
+
+def test_the_work_is_counted_from_the_metric_lines_the_sidecar_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    counter = ActivityCounter("reviews")
+    lines = metric_lines(capsys, "score") + metric_lines(capsys, "score") + metric_lines(capsys, "split", "other")
+    assert all(counter.take(line) for line in lines), "every one is a metric line"
+    assert not counter.take("10 in, 10 done (12 ms)")
+    work = counter.activity()
+    assert set(work) == {"score"}, "another mesh's lines are not this one's"
+    assert (work["score"].processed, work["score"].failed) == (10, 4)
+    assert work["score"].per_minute() == pytest.approx(2.0)
+
+
+def test_old_minutes_fall_out_of_the_window(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    now = [time.time()]
+    counter = ActivityCounter("reviews", window=120, clock=lambda: now[0])
+    for line in metric_lines(capsys, "score"):
+        counter.take(line)
+    assert counter.activity()["score"].processed == 5
+    now[0] += 400
+    assert counter.activity() == {}
+
+
+def test_the_worker_log_keeps_every_line_and_shows_only_errors(tmp_path: Path) -> None:
+    shown_lines: list[tuple[str, str]] = []
+    tapped: list[str] = []
+    log = WorkerLog(tmp_path / "mesh.log", lambda source, line: shown_lines.append((source, line)), [tapped.append])
+    error = json.dumps({"level": "ERROR", "message": "envelope reached x-sump", "reason": "HandlerTimeout"})
+    lines = [
+        ("score", "10 in, 10 done (12 ms)"),
+        ("score", json.dumps({"level": "WARNING", "message": "handler failed"})),
+        ("x-sump", error),
+        ("split", "function error, 3 message(s) return after the visibility timeout"),
+        ("split", "Traceback (most recent call last):"),
+        ("split", '  File "actors.py", line 3, in split'),
+        ("split", "ValueError: boom"),
+        ("split", "3 in, 3 done (5 ms)"),
+    ]
+    for source, line in lines:
+        log(source, line)
+    log.close()
+    assert [line for _, line in shown_lines] == [error, *(line for _, line in lines[3:7])]
+    assert tapped == [line for _, line in lines]
+    written = (tmp_path / "mesh.log").read_text().splitlines()
+    assert len(written) == len(lines)
+    assert written[0].endswith(" score | 10 in, 10 done (12 ms)")
+    assert shown(error) == "envelope reached x-sump reason=HandlerTimeout"
+    assert is_error("execution environment was stopped; starting a new one")
+
+
+def test_a_log_is_followed_from_where_it_was_then_and_from_its_start_once_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "mesh.log"
+    path.write_text("t a | before\n")
+    stop = threading.Event()
+    seen: list[str] = []
+    thread = threading.Thread(target=lambda: seen.extend(follow(path, stop, poll_seconds=0.01)))
+    thread.start()
+    time.sleep(0.1)
+    with path.open("a") as log:
+        log.write("t a | one\nt b | two\nt b | thr")
+    time.sleep(0.1)
+    with path.open("a") as log:
+        log.write("ee\n")
+    time.sleep(0.1)
+    path.write_text("t c | anew\n")
+    time.sleep(0.1)
+    stop.set()
+    thread.join(timeout=2)
+    assert seen == ["one", "two", "three", "anew"]
+
+
+def test_the_graph_reads_every_flow_left_to_right_and_puts_the_crew_last() -> None:
+    topology = Topology.of_mesh(load_mesh(REVIEWS))
+    drawn = layout(topology)
+    place = {box.node.name: (box.x, box.y) for box in drawn.boxes}
+    assert set(place) == {"split", "score", "triage", "escalate", "summarise", SINK, SUMP}
+    assert place["split"][0] < place["score"][0] < place["triage"][0] < place[SINK][0]
+    assert place["triage"][0] == place["summarise"][0], "both third in their flows"
+    assert place[SINK][0] == place[SUMP][0]
+    assert place[SUMP][1] > place[SINK][1]
+    assert place["escalate"][1] > max(y for name, (_, y) in place.items() if name != "escalate"), "in no flow"
+    edges = {(edge.source, edge.target): edge.flows for edge in drawn.edges}
+    assert edges[("split", "score")] == ("triage-reviews", "summarise-reviews")
+    assert edges[("summarise", SINK)] == ("summarise-reviews",)
+    assert edges[(SINK, SUMP)] == ()
+    assert drawn.width >= place[SINK][0] + NODE_WIDTH
+    kinds = {node.name: (node.kind, node.join) for node in topology.nodes}
+    assert kinds["summarise"] == ("lambda", "tolerate 25%")
+    assert kinds[SINK] == ("crew", None)
+
+
+class FakeGateway:
+    """What the console asks of the gateway, answered from memory, with what was asked kept."""
+
+    url = "http://gateway.test"
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.canceled: list[str] = []
+        self.resumed: list[tuple[str, dict[str, Any]]] = []
+        self.redriven: list[tuple[str, dict[str, Any]]] = []
+        self.listed: list[dict[str, Any]] = []
+        self.known = {
+            "t1": {
+                "id": "t1",
+                "flow": "triage-reviews",
+                "status": "running",
+                "terminal": False,
+                "progress": 33.3,
+                "actor": "score",
+                "route": {"prev": ["split"], "curr": "score", "next": ["triage"]},
+                "created_at": "2026-11-26T10:00:00.000Z",
+                "updated_at": "2026-11-26T10:00:01.000Z",
+                "hops": [
+                    {"actor": "split", "attempt": 1, "started_at": "2026-11-26T10:00:00.100Z", "seconds": 0.25},
+                    {"actor": "score", "attempt": 1, "started_at": "2026-11-26T10:00:00.350Z", "seconds": None},
+                ],
+            },
+            "t2": {
+                "id": "t2",
+                "status": "paused",
+                "terminal": False,
+                "pause": {
+                    "prompt": "Approve the refund?",
+                    "fields": {"approved": {"type": "boolean"}, "amount": {"type": "number"}},
+                },
+                "route": {"prev": ["split"], "curr": "x-pause", "next": []},
+            },
+            "t3": {
+                "id": "t3",
+                "status": "failed",
+                "terminal": True,
+                "reason": "RuntimeError",
+                "error": {
+                    "message": "<bad> input",
+                    "type": "ValueError",
+                    "traceback": "Traceback ...\nValueError: <bad>",
+                },
+                "route": {"prev": ["split"], "curr": "score", "next": ["triage"]},
+            },
+        }
+
+    def flows(self) -> list[dict[str, Any]]:
+        return [{"name": "triage-reviews", "inputSchema": {"examples": [{"product": "p", "reviews": ["ok"]}]}}]
+
+    def create_task(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.created.append(body)
+        return {"id": "t9"}
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        return self.known.get(task_id)
+
+    def tasks(self, **where: Any) -> list[dict[str, Any]]:
+        self.listed.append(where)
+        return [task for task in self.known.values() if task["status"] == where["status"]]
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        self.canceled.append(task_id)
+        return {}
+
+    def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
+        self.resumed.append((task_id, given))
+        return {}
+
+    def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
+        entries = [
+            {
+                "id": "e1",
+                "reason": "HandlerTimeout",
+                "actor": "score",
+                "arrived_at": "2026-11-26T10:00:00Z",
+                "message": "slow",
+            },
+            {
+                "id": "e2",
+                "reason": "HandlerTimeout",
+                "actor": "score",
+                "arrived_at": "2026-11-26T10:01:00Z",
+                "message": "slow",
+            },
+            {
+                "id": "e3",
+                "reason": "ParseError",
+                "actor": "split",
+                "arrived_at": "2026-11-26T10:02:00Z",
+                "message": "x",
+            },
+        ]
+        return iter([entry for entry in entries if not filters.get("reason") or entry["reason"] == filters["reason"]])
+
+    def sump_entry(self, envelope_id: str) -> dict[str, Any]:
+        return {
+            "entry": {
+                "id": envelope_id,
+                "reason": "HandlerTimeout",
+                "actor": "score",
+                "at": "score",
+                "arrived_at": "2026-11-26T10:00:00Z",
+                "message": "slow",
+                "task_id": "t1",
+            },
+            "kept": {"id": envelope_id, "payload": {"x": "<y>"}},
+        }
+
+    def redrive(self, envelope_id: str, body: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        self.redriven.append((envelope_id, body))
+        return True, {"id": envelope_id, "to": body.get("to", "score"), "redrives": 1}
+
+
+class FixedStats:
+    def actor_stats(self) -> dict[str, ActorStats]:
+        return {"score": ActorStats(visible=7, in_flight=2, age_seconds=12.4, per_minute=30.0, failed=1)}
+
+
+@pytest.fixture
+def gateway() -> FakeGateway:
+    return FakeGateway()
+
+
+@pytest.fixture
+def client(gateway: FakeGateway) -> FlaskClient:
+    topology = Topology.of_mesh(load_mesh(REVIEWS))
+    console = Console(topology, FixedStats(), gateway, "the local stack at http://127.0.0.1:4566", refresh=0.01)  # type: ignore[arg-type]
+    return create_app(console).test_client()
+
+
+def test_the_mesh_page_draws_every_actor_with_its_stats_and_offers_each_flow(client: FlaskClient) -> None:
+    page = client.get("/").get_data(as_text=True)
+    for actor in ("split", "score", "triage", "escalate", "summarise", SINK, SUMP):
+        assert f'data-actor="{actor}"' in page
+    assert '<tspan data-stat="visible">7</tspan>' in page
+    assert '<td data-stat="per_minute">30.0</td>' in page
+    assert 'data-flow="summarise-reviews"' in page
+    assert '<option value="triage-reviews" data-example=\'{"product": "p", "reviews": ["ok"]}\'' in page
+    assert "http" not in page.replace("http://127.0.0.1:4566", "").replace("http://gateway.test", ""), (
+        "no request leaves the console's own server"
+    )
+
+
+def test_a_task_started_from_the_page_is_created_and_shown(client: FlaskClient, gateway: FakeGateway) -> None:
+    answer = client.post("/tasks", data={"flow": "triage-reviews", "payload": '{"product": "p", "reviews": []}'})
+    assert (answer.status_code, answer.headers["Location"]) == (303, "/tasks/t9")
+    assert gateway.created == [{"flow": "triage-reviews", "payload": {"product": "p", "reviews": []}}]
+    refused = client.post("/tasks", data={"flow": "triage-reviews", "payload": "{nope"})
+    assert refused.status_code == 400
+    assert "the payload is not JSON" in refused.get_data(as_text=True)
+
+
+def test_a_task_shows_its_route_hops_and_error_escaped(client: FlaskClient) -> None:
+    page = client.get("/tasks/t1").get_data(as_text=True)
+    assert '"split": "visited"' in page
+    assert '"score": "current"' in page
+    assert '"triage": "next"' in page
+    assert "<td>0.25 s</td>" in page
+    assert "running</td>" in page
+    assert 'action="/tasks/t1/cancel"' in page
+    failed = client.get("/tasks/t3").get_data(as_text=True)
+    assert "&lt;bad&gt; input" in failed
+    assert "<bad>" not in failed
+    assert 'action="/tasks/t3/cancel"' not in failed, "an ended task is not canceled"
+    assert client.get("/tasks/nope").status_code == 404
+
+
+def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGateway) -> None:
+    assert client.post("/tasks/t1/cancel").status_code == 303
+    assert gateway.canceled == ["t1"]
+    form = client.get("/tasks/t2").get_data(as_text=True)
+    assert "Approve the refund?" in form
+    assert 'name="field-approved"' in form
+    assert 'type="number"' in form
+    answer = client.post(
+        "/tasks/t2/resume", data={"field-approved": "on", "field-amount": "12.5", "input": '{"note": "ok"}'}
+    )
+    assert answer.status_code == 303
+    assert gateway.resumed == [("t2", {"approved": True, "amount": 12.5, "note": "ok"})]
+
+
+def test_x_sump_is_grouped_by_reason_and_actor_and_redriven_from_the_page(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    page = client.get("/sump").get_data(as_text=True)
+    assert page.index("HandlerTimeout</a></th><td>score</td><td>2</td>") < page.index(
+        "ParseError</a></th><td>split</td><td>1"
+    )
+    entry = client.get("/sump/e1").get_data(as_text=True)
+    assert "&lt;y&gt;" in entry
+    assert 'action="/sump/e1/redrive"' in entry
+    done = client.post("/sump/e1/redrive", data={"to": "triage", "payload": '{"fixed": true}'})
+    assert "Redriven to <strong>triage</strong>" in done.get_data(as_text=True)
+    assert gateway.redriven == [("e1", {"to": "triage", "payload": {"fixed": True}})]
+
+
+def test_the_task_list_filters_and_streams_live_rows_and_stats(client: FlaskClient, gateway: FakeGateway) -> None:
+    page = client.get("/tasks?status=paused&flow=triage-reviews&since=1h").get_data(as_text=True)
+    assert '<a href="/tasks/t2">' in page
+    assert gateway.listed[-1]["status"] == "paused"
+    assert gateway.listed[-1]["flow"] == "triage-reviews"
+    assert gateway.listed[-1]["since"].endswith("Z")
+    stream = client.get("/events/mesh?tasks=1&status=running")
+    assert stream.headers["Content-Type"].startswith("text/event-stream")
+    chunks: Iterator[bytes] = iter(stream.response)  # type: ignore[arg-type]  # a streamed body: bytes
+    first = b"".join(next(chunks) for _ in range(3)).decode()
+    assert "event: stats" in first
+    assert '"visible": 7' in first
+    assert "event: tasks" in first
+    assert '<a href="/tasks/t1">' in first
+    stream.close()
+
+
+def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGateway) -> None:
+    from rich.console import Console as Terminal
+
+    from asya_local.live_view import LiveView
+
+    class Counts:
+        def query(self, **request: Any) -> dict[str, int]:
+            return {
+                "Count": {"running": 3, "succeeded": 12}.get(request["ExpressionAttributeValues"][":status"]["S"], 0)
+            }
+
+    gateway.known["t4"] = {
+        "id": "t4",
+        "flow": "triage-reviews",
+        "status": "succeeded",
+        "output": {"score": 2},
+        "updated_at": "2026-11-26T10:00:09.000Z",
+    }
+    topology = Topology.of_mesh(load_mesh(REVIEWS))
+    mesh = Console(topology, FixedStats(), gateway, "here")  # type: ignore[arg-type]
+    terminal = Terminal(record=True, width=140)
+    terminal.print(LiveView(mesh, Counts(), "asya-tasks", ["mesh 'reviews' is up"]))
+    shown = terminal.export_text()
+    assert "mesh 'reviews' is up" in shown
+    assert re.search(r"score\s+│\s+λ\s+│\s+7\s+│\s+2\s+│\s+0\s+│\s+12 s\s+│\s+30\.0\s+│\s+1", shown), shown
+    assert "running 3" in shown
+    assert "succeeded 12" in shown
+    assert re.search(r"t1\s+│ triage-reviews\s+│ score\s+│ ━+ 33 %", shown), shown
+    assert '{"score": 2}' in shown, "a result as it lands"
+
+
+def test_spark_actors_are_marked_on_the_graph_with_their_jobs(gateway: FakeGateway) -> None:
+    catalogue = Topology.of_mesh(load_mesh(REVIEWS.parents[1] / "catalogue" / "mesh.yaml"))
+    console = Console(catalogue, FixedStats(), gateway, "here")  # type: ignore[arg-type]
+    page = create_app(console).test_client().get("/").get_data(as_text=True)
+    for actor in ("clean", "score"):
+        assert f'<g class="node kind-spark" data-actor="{actor}"' in page
+        own = page.split(f'data-actor="{actor}"', 1)[1].split("</g>", 1)[0]  # the actor's node
+        assert '<tspan data-stat="open_batches">0</tspan> jobs' in own
+    assert '<g class="node kind-lambda" data-actor="ingest"' in page
