@@ -14,7 +14,7 @@ import datetime as dt
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ ACTOR_NAME = re.compile(names.ACTOR_NAME)
 GATEWAY_URL_HEADER = "x-asya-gateway-url"
 ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
+LISTING_READS = 1_000  # index entries (or scanned items) one filtered listing reads at most
 MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not there (yet)
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
@@ -86,6 +87,11 @@ class TaskFilter:
     since: str | None = None
     flow: str | None = None
     roots: bool = False
+
+    @property
+    def filters(self) -> bool:
+        """Whether it leaves out some of what a read finds (`since` on the index is a key condition)."""
+        return self.flow is not None or self.roots or self.since is not None
 
     def admits(self, item: dict[str, Any]) -> bool:
         if self.flow is not None and item.get("flow") != self.flow:
@@ -268,29 +274,48 @@ class TaskService:
         """Newest first for one status (an index by status and creation time); all tasks otherwise.
         `where` narrows it: started since a moment (on the index's sort key, or filtered by the scan),
         of a flow, roots only (fan-out branches and gathered branches left out). The index keeps keys
-        only, so the flow and roots filters apply to the records read for a page: a page may then
-        hold fewer than `limit` tasks, and `next_cursor` goes on."""
+        only, so the flow and roots filters apply to the records read: a page is filled from as many
+        reads as it takes, each asking for no more than the page still lacks, up to `LISTING_READS`
+        index entries (a wide fan-out's branches come before their root, newest first); a page may
+        then be short, and `next_cursor` goes on from where the reads stopped."""
         where = where or TaskFilter()
         if status is not None and status not in RANKS:
             raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
-        arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": max(1, min(limit, MAX_PAGE))}
-        if cursor:
-            arguments["ExclusiveStartKey"] = decode_cursor(cursor, status)
+        wanted = max(1, min(limit, MAX_PAGE))
+        start = decode_cursor(cursor, status) if cursor else None
+        items: list[dict[str, Any]] = []
+        read = 0
+        while True:
+            page = self._page(status, where, wanted - len(items), start)
+            read += int(page.get("ScannedCount", len(page.get("Items", []))))
+            items += self._records(status, where, page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if start is None or len(items) >= wanted or not where.filters or read >= LISTING_READS:
+                break
+        return {
+            "tasks": [task_view(item) for item in items],
+            "next_cursor": encode_cursor(start, status) if start else None,
+        }
+
+    def _page(self, status: str | None, where: TaskFilter, limit: int, start: dict[str, Any] | None) -> Any:
+        """One read of the listing: a scan (filtered by DynamoDB) or a query of the status index."""
+        arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": limit}
+        if start:
+            arguments["ExclusiveStartKey"] = start
         client = self.tasks.client
         try:
             if status is None:
-                page = client.scan(**arguments, **where.scan_filter())
-            else:
-                key = "#s = :status" + (" AND created_at >= :since" if where.since else "")
-                values = {":status": {"S": status}} | ({":since": {"S": where.since}} if where.since else {})
-                page = client.query(
-                    IndexName=names.BY_STATUS,
-                    KeyConditionExpression=key,
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=values,
-                    ScanIndexForward=False,
-                    **arguments,
-                )
+                return client.scan(**arguments, **where.scan_filter())
+            key = "#s = :status" + (" AND created_at >= :since" if where.since else "")
+            values = {":status": {"S": status}} | ({":since": {"S": where.since}} if where.since else {})
+            return client.query(
+                IndexName=names.BY_STATUS,
+                KeyConditionExpression=key,
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values,
+                ScanIndexForward=False,
+                **arguments,
+            )
         except client.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ValidationException":
                 raise TaskError(400, "cursor is not one this API returned") from None
@@ -298,18 +323,19 @@ class TaskService:
         except ParamValidationError:
             raise TaskError(400, "cursor is not one this API returned") from None
 
+    def _records(
+        self, status: str | None, where: TaskFilter, found: Sequence[dict[str, Any]]
+    ) -> Sequence[dict[str, Any]]:  # not `list`: this class's `list` is the listing
+        """The tasks a read found, whole: a scan reads them whole; the index keeps keys only (a hop's
+        update then writes no index entry), so their records are read, and filtered."""
         if status is None:
-            items = [from_item(item) for item in page.get("Items", [])]
-        else:  # the index keeps keys only (a hop's update then writes no index entry): read the records
-            ids = [item["id"]["S"] for item in page.get("Items", [])]
-            try:
-                records = self.tasks.get_many(ids)
-            except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
-                raise TaskError(503, f"{exc}; ask for this page again") from exc
-            items = [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
-        tasks = [task_view(item) for item in items]
-        last = page.get("LastEvaluatedKey")
-        return {"tasks": tasks, "next_cursor": encode_cursor(last, status) if last else None}
+            return [from_item(item) for item in found]
+        ids = [item["id"]["S"] for item in found]
+        try:
+            records = self.tasks.get_many(ids)
+        except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
+            raise TaskError(503, f"{exc}; ask for this page again") from exc
+        return [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
 
     def flows(self) -> dict[str, Any]:
         """The mesh's flows: route, description, timeout and input schema of each."""

@@ -78,3 +78,19 @@ def test_the_flows_are_listed_with_their_routes(task_store: TaskStore) -> None:
             }
         }
     }
+
+
+def test_a_filtered_page_is_filled_past_a_fan_out_newer_than_its_root(task_store: TaskStore) -> None:
+    """Newest first, a root's branches come before it: the listing reads on until the page is full."""
+    from asya_gateway.service import TaskFilter
+
+    task_store.create({"id": "root", "status": "running", "created_at": "2026-11-26T10:00:00.000Z", "flow": "f"})
+    for number in range(30):
+        created = f"2026-11-26T10:00:{number + 1:02d}.000Z"
+        task_store.create({"id": f"b{number:02d}", "status": "running", "created_at": created, "root_id": "root"})
+    service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
+    page = service.list("running", limit=5, cursor=None, where=TaskFilter(roots=True))
+    assert [task["id"] for task in page["tasks"]] == ["root"]
+    everything = service.list("running", limit=5, cursor=None)
+    assert len(everything["tasks"]) == 5, "unfiltered, a page is one read"
+    assert everything["next_cursor"] is not None
