@@ -88,11 +88,12 @@ class StatusReporter:
         self.telemetry.count("StatusWrites")
         return found
 
-    def processing(self, envelope: Envelope, actor: str, phase: str = "processing") -> None:
+    def processing(self, envelope: Envelope, actor: str, phase: str = "processing", *, started: bool = False) -> None:
         """A point written whatever the setting: for work that waits outside any queue for long (a
-        Spark batch while its job runs), so that its task says where it is."""
+        Spark batch while its job runs), so that its task says where it is. `started`: the hop starts
+        with it (no claim of its own), so the task's hop history gets it, in the same write."""
         if not stealthy(envelope.headers):
-            self._report(self._report_at(envelope, actor, phase))
+            self._report(self._report_at(envelope, actor, phase), hop=envelope.route.position if started else None)
 
     def _report_at(self, envelope: Envelope, actor: str, phase: str) -> Report:
         return self._report_for(
@@ -179,9 +180,9 @@ class StatusReporter:
             root_id=root_id if root_id != task_id else None,
         )
 
-    def _report(self, report: Report) -> None:
+    def _report(self, report: Report, hop: int | None = None) -> None:
         try:
-            self.store.report(report)
+            self.store.report(report, hop=hop)
             self.telemetry.count("StatusWrites")
         except Exception as exc:  # noqa: BLE001 - status is reported best effort; envelopes still move
             self._failed("status write", exc)

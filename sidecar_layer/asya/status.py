@@ -216,10 +216,14 @@ class TaskStore:
 
     # -- moving forward -------------------------------------------------------------------------------
 
-    def report(self, report: Report, deadline_at: str | None = None) -> bool:
+    def report(self, report: Report, deadline_at: str | None = None, *, hop: int | None = None) -> bool:
         """`running` at an actor, with progress that never decreases. Creates the record if the envelope
-        was not started through the gateway, so every task is visible."""
+        was not started through the gateway, so every task is visible. `hop`: the route position of a
+        hop that starts here without a claim (a Spark batch's job), kept in the history as a claim is."""
         sets, values = self._running_sets(report, deadline_at)
+        if hop is not None:
+            sets.append(HOP_HISTORY)
+            values |= {":hop": [[hop, report.attempt, int(_now().timestamp() * 1000)]], ":no_hops": []}
         return self._update(
             report.task_id,
             "SET " + ", ".join(sets),
@@ -242,7 +246,7 @@ class TaskStore:
         sets, values = self._running_sets(report, None)
         now_ms = int(_now().timestamp() * 1000)
         sets += ["hop_position = :position", "hop_attempt = :attempt", "hop_held_until = :held"]
-        sets.append("hops = list_append(if_not_exists(hops, :no_hops), :hop)")
+        sets.append(HOP_HISTORY)
         values |= {":position": position, ":held": held_until_ms, ":now_ms": now_ms}
         values |= {":hop": [[position, report.attempt, now_ms]], ":no_hops": []}
         condition = (
@@ -658,6 +662,7 @@ class TaskStore:
 
 
 _RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
+HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
 # a fan-out root's own ending, kept until its branches end (`own_outcome`: how its own envelope ended)
 _OWN = ("outcome", "result", "output", "route", "error", "reason")
 

@@ -21,6 +21,7 @@ from moto.emrserverless.models import JobRun
 from asya.batch import BatchHops
 from asya.claims import REF_FIELD, Claims
 from asya.config import SidecarConfig
+from asya.status import from_item, hop_times
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
 from asya_local.endpoint.moto_emr import apply_emr_fix
@@ -372,6 +373,8 @@ def test_the_task_shows_the_spark_actor_from_dispatch_until_the_next_hop_claims_
     [run] = harness.runner.runs[-1:]
     task = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
     assert (task["status"]["S"], task["actor"]["S"], task["phase"]["S"]) == ("running", ACTOR, "processing")
+    [hop] = hop_times(from_item(task))
+    assert (hop["actor"], hop["attempt"], hop["seconds"]) == (ACTOR, 1, None), "the Spark hop's start, kept"
     harness.job_ends(run)
     harness.event(run)
     routed = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
