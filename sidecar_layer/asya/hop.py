@@ -121,7 +121,9 @@ class HopRunner:
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
             try:  # checked whole: a source stacks its frames on it, a join gathers by it
                 frame = innermost(envelope.headers, self.config.actor)
-                if frame is not None and self.gathering is not None:  # a branch arriving: not a hop
+                # a branch arriving (not a hop); a joined envelope runs its handler first, even when
+                # it is itself a branch of an outer fan that this same actor joins further on
+                if frame is not None and self.gathering is not None and JOINED_HEADER not in envelope.headers:
                     outcome, outbound = self.gathering.arrive(envelope, frame, now)
                     plan.outbound.extend(outbound)
                     return self._finish(plan, envelope, outcome, started, body)

@@ -266,6 +266,27 @@ def test_a_failed_inner_join_is_a_failed_branch_of_the_outer_one(calls: list[Any
         assert mesh.result(task_id)["status"] == "succeeded", "the outer join collects its failed branch"
 
 
+def test_one_actor_may_join_both_fans_of_a_nested_route(calls: list[Any]) -> None:
+    """[split, explode, score, gather, gather]: the first visit joins explode's fans and runs the
+    handler on each, the second joins split's."""
+    mesh = JoinMesh(
+        {
+            "split": "tests.support.handlers.groups",
+            "explode": "tests.support.handlers.fan_out",
+            "score": "tests.support.handlers.picky",
+            "gather": "tests.support.handlers.gather",
+        },
+        {"split": {"ASYA_JOINED_BY": "gather"}, "explode": {"ASYA_JOINED_BY": "gather"}, "gather": join_env()},
+    )
+    with mesh:
+        task_id = mesh.run(["split", "explode", "score", "gather", "gather"], {"groups": [[1, 2], [3]]})
+        *inner, outer = calls
+        groups = [[{"item": n, "seen": True} for n in group] for group in ([1, 2], [3])]
+        assert sorted(inner, key=len) == sorted(groups, key=len)
+        assert outer == [{"joined": group} for group in groups]
+        assert mesh.result(task_id)["status"] == "succeeded"
+
+
 def test_branches_of_a_canceled_task_stop_and_the_join_never_runs(calls: list[Any]) -> None:
     with fan_join("collect") as mesh:
         task_id = mesh.inner.send(ROUTE, {"items": [1, 2, 3]})
