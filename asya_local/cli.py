@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -180,12 +181,14 @@ class Started:
     log: WorkerLog
     activity: ActivityCounter
 
+    @cached_property
     def console(self) -> MeshConsole:
+        """One for the web console and the live view, which then share each read of the figures."""
         return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity)
 
     def live_view(self, header: list[str]) -> LiveView:
         dynamodb = self.stack.client("dynamodb")
-        return LiveView(self.console(), dynamodb, self.stack.outputs.get("TasksTable"), header)
+        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header)
 
     def stop(self) -> None:
         self.stack.stop()
@@ -236,7 +239,7 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> None:
 def _up(args: argparse.Namespace) -> int:
     started = _start(args)
     stack = started.stack
-    served = serve(started.console(), args.console_port) if stack.gateway_url is not None else None
+    served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     write_state(stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {}))
     header = [f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it"]
     if stack.gateway_url is not None and served is not None:

@@ -50,7 +50,7 @@ class LiveView:
         table = Table(title="actors", title_justify="left", expand=False)
         for column in ("actor", "kind", "waiting", "in flight", "delayed", "oldest", "per min", "failed", "jobs"):
             table.add_column(column, justify="left" if column in ("actor", "kind") else "right")
-        stats = self.mesh.stats.actor_stats()
+        stats = self.mesh.actor_stats()
         for node in self.mesh.topology.nodes:
             s = stats.get(node.name)
             if s is None:

@@ -45,7 +45,7 @@ from markupsafe import Markup
 from asya.live import FLY, STATUS
 from asya.status import TERMINAL
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
-from asya_local.console.stats import StatsSource
+from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 
@@ -68,6 +68,17 @@ class Console:
     log: str | None = None  # the local stack's worker log
     examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
     _examples_read: bool = False
+    _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
+    _stats_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def actor_stats(self) -> dict[str, ActorStats]:
+        """The actors' figures, read at most once per half `refresh` whoever asks: every open page's
+        stream and the terminal's live view share one read."""
+        with self._stats_lock:
+            now = time.monotonic()
+            if self._stats is None or now - self._stats[0] >= self.refresh / 2:
+                self._stats = (now, self.stats.actor_stats())
+            return self._stats[1]
 
     def flow_examples(self) -> dict[str, Any]:
         """Each flow's first example input, from the gateway's flow tools (read once)."""
@@ -110,7 +121,7 @@ def mesh() -> str:
     return render_template(
         "mesh.html",
         graph=current_app.config["GRAPH"],
-        stats=console.stats.actor_stats(),
+        stats=console.actor_stats(),
         examples=console.flow_examples(),
         chosen=request.args.get("flow", ""),
     )
@@ -204,7 +215,7 @@ def mesh_events() -> Response:
 
     def frames() -> Iterator[str]:
         while True:
-            stats = {actor: s.to_json() for actor, s in console.stats.actor_stats().items()}
+            stats = {actor: s.to_json() for actor, s in console.actor_stats().items()}
             yield _event("stats", json.dumps(stats))
             if with_tasks:
                 yield _event("tasks", render_template("_task_rows.html", tasks=_tasks(console, where)))

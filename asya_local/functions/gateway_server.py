@@ -11,9 +11,11 @@ The standard library's `ThreadingHTTPServer` is enough: the server routes nothin
 framework, it only adapts HTTP to the function's event shape (routing is the function's own, as on
 AWS). Each request gets a thread, so event streams do not hold up other requests. Concurrent
 invocations run in separate execution environments as on Lambda, up to `ENVIRONMENTS` of them: each
-is a copy of the handler's module (`worker.handler_copy`), made when every existing one is busy,
-since Powertools keeps the current event on the resolver and two invocations in one would mix them
-up. A request that waits for a task's end (`?wait=`) thus holds one environment, not the API.
+is a copy of the handler's module (`worker.handler_copy`), made when every existing one is busy, so
+that what the module keeps (its resolver, what it built at its first event) is its own. Powertools
+keeps the event being resolved on a class, shared by the copies: it is made per thread
+(`asya_local.functions.powertools_threads`). A request that waits for a task's end (`?wait=`) thus
+holds one environment, not the API.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
@@ -36,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from asya_local.functions import worker
+from asya_local.functions.powertools_threads import apply_thread_local_events
 from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
@@ -316,6 +319,7 @@ def _length(text: str | bytes, base: int) -> int:
 
 
 def build(spec: dict[str, Any]) -> GatewayServer:
+    apply_thread_local_events()  # before any copy of the handler is made: see the module
     module, handler = worker.handler_module(spec)
     return GatewayServer(Gateway(spec, handler, getattr(module, "open_event_stream", None)), spec["port"])
 

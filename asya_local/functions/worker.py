@@ -49,8 +49,9 @@ def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
 def handler_copy(spec: dict[str, Any], number: int) -> Handler:
     """The handler of one more execution environment: its module loaded again under a name of its own,
     so what the module keeps between invocations (a resolver's current event, the function it built at
-    its first event) is this environment's alone. The modules it imports are shared, as they keep no
-    invocation's state."""
+    its first event) is this environment's alone. The modules it imports are shared: they keep no
+    invocation's state, but for Powertools' current event, which the API server keeps per thread
+    (`asya_local.functions.powertools_threads`)."""
     module_name, _, function_name = spec["handler"].rpartition(".")
     found = importlib.util.find_spec(module_name)
     if found is None or found.origin is None:

@@ -113,7 +113,25 @@ def test_an_x_sump_entry_is_shown_and_inspected(page: Page, console_url: str, ru
     page.get_by_role("link", name=task_id[:12]).click()
     expect(page.locator("h1")).to_contain_text(task_id)
     expect(page.locator("dd.error-message")).to_contain_text("boom: this input cannot be handled")
-    expect(page.get_by_role("button", name="Redrive")).to_be_visible()
+    page.get_by_role("button", name="Redrive").click()  # where it failed, with the payload it had
+    expect(page.get_by_role("status")).to_contain_text("Redriven to boom")
+    redriven = [entry.get("redriven_to") for entry in gateway.sump(actor="boom") if entry["id"] == task_id]
+    assert "boom" in redriven, "the gateway has it redriven (it fails again there: boom is not fixed)"
+
+
+def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, running_mesh: RunningMesh) -> None:
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    task_id = gateway.create_task({"flow": "review", "payload": {"n": 2}})["id"]
+    deadline = time.monotonic() + 30
+    while (gateway.task(task_id) or {}).get("status") != "paused" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    page.goto(f"{console_url}/tasks/{task_id}")
+    expect(page.get_by_role("heading", name="Waiting for you")).to_be_visible()
+    page.get_by_label("More input (JSON, merged into the payload)").fill('{"approved": true}')
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=30_000)
+    expect(page.locator("#task-state pre.json")).to_contain_text('"approved": true')
 
 
 def test_the_console_works_by_keyboard_and_in_a_narrow_window(page: Page, console_url: str) -> None:

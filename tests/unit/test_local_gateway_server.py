@@ -296,3 +296,29 @@ def test_a_body_over_lambda_s_invocation_limit_is_a_413(served: tuple[StandIn, h
     response = client.post("/echo", content=b"x" * 7_000_000)
     assert response.status_code == 413
     assert stand_in.most_running == 0
+
+
+def test_concurrent_invocations_in_module_copies_each_read_their_own_event() -> None:
+    """Powertools keeps the event being resolved on a class the copies share: unpatched, the first
+    invocation read the second's body after its pause (`asya_local.functions.powertools_threads`)."""
+    from asya_local.functions import worker
+    from asya_local.functions.lambda_shapes import LambdaContext
+    from asya_local.functions.powertools_threads import apply_thread_local_events
+    from asya_local.functions.rest_proxy import HttpRequest, proxy_event
+
+    apply_thread_local_events()
+    spec = {"handler": "tests.support.echo_api.handler", "function": "asya-n-gateway"}
+    copies = [worker.handler_copy(spec, number) for number in (1, 2)]
+    answers: dict[int, Any] = {}
+
+    def call(number: int) -> None:
+        body = json.dumps({"n": number}).encode()
+        event = proxy_event(HttpRequest("POST", "/echo", [("content-type", "application/json")], body), "api")
+        answers[number] = json.loads(copies[number - 1](event, LambdaContext("asya-n-gateway"))["body"])
+
+    threads = [threading.Thread(target=call, args=(number,)) for number in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == {1: {"first": {"n": 1}, "then": {"n": 1}}, 2: {"first": {"n": 2}, "then": {"n": 2}}}
