@@ -26,7 +26,16 @@ from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.join_table import JoinMismatchError, JoinTable
-from asya.joins import JOIN_HEADER, JOINED_HEADER, JoinHeaderError, alone, first_join, innermost, stamp
+from asya.joins import (
+    JOIN_HEADER,
+    JOINED_HEADER,
+    JoinHeaderError,
+    alone,
+    first_join,
+    gathered_here,
+    innermost,
+    stamp,
+)
 from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
@@ -121,9 +130,7 @@ class HopRunner:
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
             try:  # checked whole: a source stacks its frames on it, a join gathers by it
                 frame = innermost(envelope.headers, self.config.actor)
-                # a branch arriving (not a hop); a joined envelope runs its handler first, even when
-                # it is itself a branch of an outer fan that this same actor joins further on
-                if frame is not None and self.gathering is not None and JOINED_HEADER not in envelope.headers:
+                if frame is not None and self.gathering is not None and gathered_here(envelope):
                     outcome, outbound = self.gathering.arrive(envelope, frame, now)
                     plan.outbound.extend(outbound)
                     return self._finish(plan, envelope, outcome, started, body)

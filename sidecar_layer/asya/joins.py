@@ -120,6 +120,17 @@ def alone(envelope: Envelope) -> None:
     envelope.headers = {**envelope.headers, JOINED_HEADER: {"width": 1, "failed": []}}
 
 
+def gathered_here(envelope: Envelope) -> bool:
+    """Whether an envelope with a frame of this join is one of its branches arriving (gathered, not
+    run): anything but a joined envelope on its way into the join's handler, which runs first even
+    when it is itself a branch of an outer fan the same actor joins further on. A joined envelope
+    that ended (its handler failed, its join gave up) and was handed on by x-sink or x-sump is an
+    ending again: gathered."""
+    if JOINED_HEADER not in envelope.headers:
+        return True
+    return envelope.status is not None and envelope.status.phase in (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED)
+
+
 def first_join(route: Iterable[str], joins: frozenset[str]) -> str | None:
     """The first actor of `route` that is one of `joins`."""
     return next((actor for actor in route if actor in joins), None)
