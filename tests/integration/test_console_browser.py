@@ -128,7 +128,14 @@ def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, ru
         time.sleep(0.3)
     page.goto(f"{console_url}/tasks/{task_id}")
     expect(page.get_by_role("heading", name="Waiting for you")).to_be_visible()
-    page.get_by_label("More input (JSON, merged into the payload)").fill('{"approved": true}')
+    more_input = page.get_by_label("More input (JSON, merged into the payload)")
+    more_input.fill('{"approved": true}')
+    # a status event re-renders the state while the user types (the first comes as the page connects)
+    page.evaluate(
+        "() => { const state = document.getElementById('task-state'); replaceKeepingInput(state, state.innerHTML); }"
+    )
+    expect(more_input).to_have_value('{"approved": true}')
+    expect(more_input).to_be_focused()
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=30_000)
     expect(page.locator("#task-state pre.json")).to_contain_text('"approved": true')

@@ -27,6 +27,37 @@ function setRoute(classes) {
   }
 }
 
+// A field's identity across re-renders: its form's action and its name.
+function fieldKey(field) {
+  return `${field.form ? field.form.getAttribute("action") : ""} ${field.name}`;
+}
+
+function edited(field) {
+  if (field.type === "checkbox") return field.checked !== field.defaultChecked;
+  if (field.tagName === "SELECT") return [...field.options].some((option) => option.selected !== option.defaultSelected);
+  return field.value !== field.defaultValue;
+}
+
+// Every status event re-renders the task's state (the first comes as the page connects), and with it
+// the resume form: what the user typed there, and where they were typing, must survive it.
+function replaceKeepingInput(holder, html) {
+  const typed = new Map();
+  for (const field of holder.querySelectorAll("input[name], textarea[name], select[name]")) {
+    if (edited(field)) typed.set(fieldKey(field), field.type === "checkbox" ? field.checked : field.value);
+  }
+  const focused = holder.contains(document.activeElement) ? document.activeElement : null;
+  const focusKey = focused && focused.name ? fieldKey(focused) : null;
+  holder.innerHTML = html;
+  for (const field of holder.querySelectorAll("input[name], textarea[name], select[name]")) {
+    const key = fieldKey(field);
+    if (typed.has(key)) {
+      if (field.type === "checkbox") field.checked = typed.get(key);
+      else field.value = typed.get(key);
+    }
+    if (key === focusKey) field.focus();
+  }
+}
+
 function follow(url) {
   const source = new EventSource(url);
   source.addEventListener("stats", (event) => setStats(JSON.parse(event.data)));
@@ -36,7 +67,7 @@ function follow(url) {
   });
   source.addEventListener("task", (event) => {
     const state = document.getElementById("task-state");
-    if (state) state.innerHTML = event.data;
+    if (state) replaceKeepingInput(state, event.data);
   });
   source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
   source.addEventListener("fly", (event) => {
