@@ -21,6 +21,12 @@ send them again on a second delivery; with `ASYA_IDEMPOTENCY_TABLE` set (x-sink'
 claimed in the hop ledger (`asya.dedup`) under (crew actor, envelope id, route position, attempt,
 outcome) before anything is written: a completed claim drops the delivery, a claim in progress returns
 it to the queue for later, and a claim whose follow-ups could not be sent is freed for the redelivery.
+
+Fan-out branches that end in one batch without follow-ups are counted on their root together, after
+the batch (`asya.status.Tally`): one write per root instead of one per branch, and none for the
+root's final status when the count can tell it is the last (the root's own ending, counted earlier
+in the batch, shows what the root still waits for). A count that fails sends its records back to the
+queue; their redelivery finds their records ended and counts them one by one.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import ROOT_HEADER, Ending, TaskStore, redrives, root_of, stealthy
+from asya.status import ROOT_HEADER, Ending, Tally, TaskStore, redrives, root_of, stealthy
 from asya.sump import SumpIndex, sump_entry
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
@@ -194,6 +200,8 @@ class CrewActor:
         deliveries: list[Delivery] = []
         claimed: dict[str, dict[str, Any]] = {}  # message id -> its claim's key, settled after the sends
         held: dict[str, int] = {}  # message id -> when another delivery's claim on it lapses
+        tally = Tally()  # branch endings of this batch, counted on their roots after it
+        counted_by: dict[str, str] = {}  # branch id -> the message whose count `tally` holds
         self.ledger.start_batch()
         remaining = context.get_remaining_time_in_millis() if context is not None else None
 
@@ -201,7 +209,8 @@ class CrewActor:
             keep = self.decide(record, self.telemetry)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
             if keep.final is not None and not keep.follow_ups:
-                self._keep(keep, record)  # kept once without a claim (module docstring)
+                counted_by[keep.envelope_id] = record.message_id
+                self._keep(keep, record, tally)  # kept once without a claim (module docstring)
                 return
             hop = crew_hop(self.settings.actor, keep)
             found = self.ledger.claim(hop, record.message_id, remaining)
@@ -223,6 +232,7 @@ class CrewActor:
             with self._processor(records=event.get("Records", []), handler=on_record, lambda_context=context):
                 self._processor.process()
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
+            failed |= self._count(tally, counted_by)
             failed |= send_all(self.transport, deliveries, 3, lambda _: self.telemetry.count("MessagesSent"))
             for message_id, key in claimed.items():
                 self.ledger.settle(key, sent=message_id not in failed)
@@ -231,14 +241,26 @@ class CrewActor:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 
-    def _keep(self, keep: Keep, record: SQSRecord) -> None:
+    def _count(self, tally: Tally, counted_by: Mapping[str, str]) -> set[str]:
+        """Count the batch's branch endings on their roots; the messages whose count failed."""
+        failed: set[str] = set()
+        for root_id, members in tally.pending.items():
+            assert self.tasks is not None  # a tally fills only where there are task records
+            try:
+                self.tasks.count(root_id, members, tally.seen.get(root_id))
+            except Exception:  # as the batch processor does for a record: its messages fail, not the batch
+                self.telemetry.logger.exception("branches not counted", extra={"root_id": root_id})
+                failed |= {counted_by[member] for member in members}
+        return failed
+
+    def _keep(self, keep: Keep, record: SQSRecord, tally: Tally | None = None) -> None:
         """Keep the record's document: in the task record with its final status when it is small
         enough, else as an S3 object whose location the final status names. A payload that travelled
         in S3 (`asya.claims`) is kept itself, so results and a paused envelope hold the real payload."""
         keep.document = self._restored(keep.document)
         output = self._inline_output(keep)
         if output is not None:
-            ending = self._finish(keep, {"output": output})
+            ending = self._finish(keep, {"output": output}, tally)
             if ending is Ending.RECORDED:
                 self.telemetry.count("ResultsStored", "outcome", str(keep.outcome))
             if ending is not Ending.LATE:
@@ -250,7 +272,7 @@ class CrewActor:
         if self.sump is not None:
             self.sump.add(sump_entry(keep.document, key, utc_now(), self.settings.results_ttl))
         if output is None:
-            self._finish(keep, {"result": f"s3://{self.settings.bucket}/{key}"})
+            self._finish(keep, {"result": f"s3://{self.settings.bucket}/{key}"}, tally)
 
     def _restored(self, document: dict[str, Any]) -> dict[str, Any]:
         if self.claims is None or REF_FIELD not in document:
@@ -300,7 +322,7 @@ class CrewActor:
             raise
         return True
 
-    def _finish(self, keep: Keep, kept: dict[str, Any]) -> Ending | None:
+    def _finish(self, keep: Keep, kept: dict[str, Any], tally: Tally | None) -> Ending | None:
         """The task branch ends here: its record shows its result (`kept`: where, or the output itself),
         or why it failed. None when there is no record to write (untracked, or not a final status)."""
         headers = keep.document.get("headers", {})
@@ -321,6 +343,7 @@ class CrewActor:
             details,
             parent_id=keep.document.get("parent_id"),
             fanned_out=ROOT_HEADER in headers,
+            tally=tally,
         )
 
 

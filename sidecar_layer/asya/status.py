@@ -15,14 +15,16 @@ follows costs no event-log writes (docs/status.md, "Following a task live").
 Fan-out: every branch (child envelope) is registered on the **root** task before it is sent
 (`branch_ids`), and every branch that ends is added to the root's `done_ids` once (a string set, so a
 redelivered x-sink cannot count twice). The root becomes terminal when its own envelope and every
-branch are done. A task without branches becomes terminal with a single write.
+branch are done. A task without branches becomes terminal with a single write. The crew counts the
+branches that end in one of its batches together (`Tally`): one write per root, which also ends the
+root when they are the last.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -161,6 +163,20 @@ class Report:
     attempt: int = 1
     parent_id: str | None = None
     root_id: str | None = None
+
+
+@dataclass(slots=True)
+class Tally:
+    """The branch endings of one crew batch, counted on their roots after the batch: one write per
+    root rather than one per branch. `seen` holds each root as a write of this batch returned it (the
+    count of its own ending, usually in the same batch), from which the count can tell that it ends
+    the root and end it in the same write."""
+
+    pending: dict[str, dict[str, str]] = field(default_factory=dict)  # root -> {member: outcome}
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # root -> record, as last written
+
+    def add(self, root_id: str, member: str, outcome: str) -> None:
+        self.pending.setdefault(root_id, {})[member] = outcome
 
 
 def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:
@@ -381,21 +397,31 @@ class TaskStore:
         parent_id: str | None = None,
         *,
         fanned_out: bool = False,
+        tally: Tally | None = None,
     ) -> Ending:
         """One envelope ended (x-sink, x-sump). `details` holds what the record shows: the result's
         location or the result itself (`output`), error, reason, actor, route. Safe to repeat: each
         branch counts once, and a repeat answers `ALREADY`. `fanned_out`: the envelope says its task
-        has branches (it carries the root header), so the write that ends a task alone is not tried."""
+        has branches (it carries the root header), so the write that ends a task alone is not tried.
+        `tally`: a branch whose record this call ends is counted on its root later, by `count`."""
         if task_id == root_id:
             if not fanned_out and self._finish_alone(task_id, outcome, details):
                 return Ending.RECORDED
-            root = self._close_branch(root_id, task_id, outcome, {**details, "outcome": outcome})
+            own = {**details, "outcome": outcome}
+            if self._ends_root(root_id, {task_id: outcome}, own):
+                return Ending.RECORDED
+            root = self._close_branch(root_id, {task_id: outcome}, own)
             if root is None:
                 return Ending.ALREADY
+            if tally is not None:
+                tally.seen[root_id] = root
             # kept as the root's own ending, which its final write copies (now, if nothing else is open)
             return Ending.RECORDED if root.get("rank", 0) < Rank.TERMINAL else Ending.LATE
         written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
-        counted = self._close_branch(root_id, task_id, outcome, {}) is not None
+        if written and tally is not None:
+            tally.add(root_id, task_id, outcome)
+            return Ending.RECORDED
+        counted = self._close_branch(root_id, {task_id: outcome}, {}) is not None
         if written:
             return Ending.RECORDED
         if counted and not self._ended_by(task_id, outcome):
@@ -464,37 +490,97 @@ class TaskStore:
                 sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
         return sets, values
 
-    def _close_branch(self, root_id: str, member: str, outcome: str, own: dict[str, Any]) -> dict[str, Any] | None:
-        """Count `member` on the root once, and end the root when it was the last; returns the root as
-        the count left it, or None if `member` had been counted before."""
-        values: dict[str, Any] = {":m": {member}, ":m_id": member, ":one": 1, ":now": rfc3339(_now())}
+    def count(self, root_id: str, members: Mapping[str, str], seen: Mapping[str, Any] | None = None) -> None:
+        """Count branches that ended (`{member: outcome}`, from a `Tally`) on their root, ending the root
+        when they were the last. `seen`: the root as a write of this batch left it; when it shows that
+        these members are all the root waits for, one write counts them and ends the root. Safe to
+        repeat: a member counted before is not counted again."""
+        if seen is not None and self._count_and_end(root_id, members, seen):
+            return
+        for chunk in _chunks(sorted(members.items()), _MEMBERS_PER_WRITE):
+            self._close_branch(root_id, dict(chunk), {})
+
+    def _ends_root(self, root_id: str, members: Mapping[str, str], own: Mapping[str, Any]) -> bool:
+        """The root's own ending, when its branches have all ended (as they usually have: a fan-out
+        sends its own envelope after its branches), counted and ending the root in one write. A
+        strongly consistent read tells: it costs a fifth of the write it saves."""
+        root = self.get(root_id)
+        if root is None:
+            return False
+        kept = {f"own_{name}": value for name, value in own.items() if name in _OWN and value is not None}
+        return self._count_and_end(root_id, members, {**root, **kept})
+
+    def _count_and_end(self, root_id: str, members: Mapping[str, str], seen: Mapping[str, Any]) -> bool:
+        """One write that counts `members` and ends the root, if `seen` says they are the last. The
+        condition holds it to that: the root is not ended, none of the members is counted, and it has
+        as many counted and registered as `seen` shows (a count or a registration since would change a
+        size; a redrive takes a failed member off, and nothing adds one back within a batch)."""
+        done, branches = set(seen.get("done_ids", ())), set(seen.get("branch_ids", ()))
+        if (
+            seen.get("rank", 0) >= Rank.TERMINAL
+            or len(members) > _MEMBERS_PER_WRITE
+            or done & members.keys()
+            or len(done | members.keys()) < len(branches) + 1
+        ):
+            return False
+        counts = dict(seen)
+        for outcome in members.values():
+            counts[f"n_{outcome}"] = counts.get(f"n_{outcome}", 0) + 1
+        final = _root_outcome(counts)
+        sets, values = self._terminal_sets(final, _root_ending(seen, final))
+        if seen.get("own_outcome") is not None:  # how the root's own envelope ended, which results show
+            values[":own_outcome"] = seen["own_outcome"]
+            sets.append("own_outcome = :own_outcome")
+        adds, condition = self._member_terms(members, values)
+        as_seen = []
+        for name, seen_set in (("done_ids", done), ("branch_ids", branches)):
+            if seen_set:
+                values[f":seen_{name}"] = len(seen_set)
+                as_seen.append(f"size({name}) = :seen_{name}")
+            else:
+                as_seen.append(f"attribute_not_exists({name})")
+        return self._update(
+            root_id,
+            f"SET {', '.join(sets)} ADD {adds} REMOVE open_shard",
+            f"(attribute_not_exists(#r) OR #r < :terminal) AND {' AND '.join(as_seen)} AND {condition}",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+
+    @staticmethod
+    def _member_terms(members: Mapping[str, str], values: dict[str, Any]) -> tuple[str, str]:
+        """The ADD clause that counts `members` by outcome, and the condition that none is counted yet."""
+        values[":ms"] = set(members)
+        by_outcome: dict[str, int] = {}
+        for outcome in members.values():
+            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+        values |= {f":n_{outcome}": n for outcome, n in by_outcome.items()}
+        values |= {f":m{i}": member for i, member in enumerate(sorted(members))}
+        adds = ", ".join(["done_ids :ms", *(f"n_{outcome} :n_{outcome}" for outcome in sorted(by_outcome))])
+        return adds, " AND ".join(f"NOT contains(done_ids, :m{i})" for i in range(len(members)))
+
+    def _close_branch(self, root_id: str, members: Mapping[str, str], own: dict[str, Any]) -> dict[str, Any] | None:
+        """Count `members` (`{member: outcome}`) on the root once, and end the root when they were the
+        last; returns the root as the count left it, or None if a member had been counted before (then
+        each of several is counted on its own)."""
+        values: dict[str, Any] = {":now": rfc3339(_now())}
         sets = ["updated_at = :now"]
         for name, value in own.items():  # the root's own envelope: keep its result until the root ends
             if value is not None and name in _OWN:
                 values[f":{name}"] = value
                 sets.append(f"own_{name} = :{name}")
-        counted = self._update_returning(
-            root_id,
-            f"ADD done_ids :m, n_{outcome} :one SET {', '.join(sets)}",
-            "NOT contains(done_ids, :m_id)",
-            values,
-            {},
-        )
+        adds, condition = self._member_terms(members, values)
+        counted = self._update_returning(root_id, f"ADD {adds} SET {', '.join(sets)}", condition, values, {})
+        if counted is None and len(members) > 1:  # a redelivery among them: count the others
+            for member, outcome in members.items():
+                self._close_branch(root_id, {member: outcome}, {})
+            return None
         root = counted or self.get(root_id)  # already counted (a redelivery): finish the root if left undone
         if root is None or root.get("rank", 0) >= Rank.TERMINAL:
             return counted
         if len(root.get("done_ids", ())) >= len(root.get("branch_ids", ())) + 1:
-            final = (
-                TaskStatus.FAILED
-                if root.get("n_failed")
-                else TaskStatus.CANCELED
-                if root.get("n_canceled")
-                else TaskStatus.SUCCEEDED
-            )
-            kept = ("result", "output", "route") + (("reason", "error") if root.get("own_outcome") == final else ())
-            self._terminal(
-                root_id, final, {name: root.get(f"own_{name}") for name in kept}
-            )  # why: its own, if that is how it ended
+            final = _root_outcome(root)
+            self._terminal(root_id, final, _root_ending(root, final))
         return counted
 
     def reopen(self, task_id: str, root_id: str, actor: str, count: int) -> dict[str, Any] | None:
@@ -665,6 +751,27 @@ _RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
 HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
 # a fan-out root's own ending, kept until its branches end (`own_outcome`: how its own envelope ended)
 _OWN = ("outcome", "result", "output", "route", "error", "reason")
+
+
+_MEMBERS_PER_WRITE = 25  # keeps a count's condition well inside DynamoDB's 4 KB expression limit
+
+
+def _root_outcome(root: Mapping[str, Any]) -> TaskStatus:
+    """How a root whose envelopes all ended ends: failed if any failed, else canceled if any was."""
+    if root.get("n_failed"):
+        return TaskStatus.FAILED
+    return TaskStatus.CANCELED if root.get("n_canceled") else TaskStatus.SUCCEEDED
+
+
+def _root_ending(root: Mapping[str, Any], final: str) -> dict[str, Any]:
+    """What the root's final write copies from its own ending: its result, and its reason and error
+    if that is how the root ended."""
+    kept = ("result", "output", "route") + (("reason", "error") if root.get("own_outcome") == final else ())
+    return {name: root.get(f"own_{name}") for name in kept}
+
+
+def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
+    return (items[start : start + size] for start in range(0, len(items), size))
 
 
 def _now() -> dt.datetime:

@@ -334,13 +334,14 @@ def test_a_branch_result_redelivered_after_its_record_was_written_is_not_kept_ag
     assert crew.kept() == {}
 
 
-@pytest.mark.parametrize(("root_header", "writes"), [(True, 4), (False, 5)])
+@pytest.mark.parametrize(("root_header", "writes"), [(True, 3), (False, 4)])
 def test_a_fan_out_root_that_says_so_is_ended_without_trying_the_single_write(
     crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch, root_header: bool, writes: int
 ) -> None:
     """The root's own output of a fan-out carries the root header: x-sink counts it on the root at
-    once (one write, not a refused single-write ending first). Without the header, as envelopes sent
-    before it was added, it still ends right, with the refused write."""
+    once (one write, not a refused single-write ending first), then the branch's record, then one
+    write that counts the branch and ends the root. Without the header, as envelopes sent before it
+    was added, it still ends right, with the refused write."""
     tasks.create({"id": "t1"})
     tasks.register_branches("t1", ["t1-1"])
     made = []
@@ -358,6 +359,119 @@ def test_a_fan_out_root_that_says_so_is_ended_without_trying_the_single_write(
     assert root is not None
     assert (root["status"], root["output"]) == ("succeeded", '{"x":1}')
     assert len(made) == writes
+
+
+def _writes_to(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The task ids of every `UpdateItem` the task store makes from now on."""
+    made: list[str] = []
+    update = TaskStore._update_returning
+
+    def counted(store: TaskStore, task_id: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(task_id)
+        return update(store, task_id, *args, **kwargs)
+
+    monkeypatch.setattr(TaskStore, "_update_returning", counted)
+    return made
+
+
+def _branch(n: int, phase: str = "succeeded") -> dict[str, Any]:
+    headers = {"x-asya-root-id": "t1"}
+    return terminal(phase, id=f"t1-{n}", parent_id="t1", headers=headers, payload={"b": n})
+
+
+def test_branches_ending_in_one_batch_are_counted_on_their_root_in_one_write_that_ends_it(
+    crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root's own ending and its three branches in one x-sink batch: the own ending is counted, each
+    branch's record ends, and one write counts the three branches and ends the root (5 writes, where
+    counting each branch on its own and then ending the root took 8)."""
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1", "t1-2", "t1-3"])
+    made = _writes_to(monkeypatch)
+    own = terminal("succeeded", headers={"x-asya-root-id": "t1"})
+    crew.run(inline_sink(), _branch(1), own, _branch(2), _branch(3))
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"], root["output"]) == ("succeeded", 4, '{"x":1}')
+    assert sorted(root["done_ids"]) == ["t1", "t1-1", "t1-2", "t1-3"]
+    assert made.count("t1") == 2
+    assert len(made) == 5
+    crew.run(inline_sink(), _branch(2), own)  # redelivered: nothing counts twice
+    assert tasks.get("t1") == root
+
+
+def test_a_root_waiting_for_a_branch_outside_the_batch_is_counted_not_ended(crew: Crew, tasks: TaskStore) -> None:
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1", "t1-2", "t1-3"])
+    own = terminal("succeeded", headers={"x-asya-root-id": "t1"})
+    crew.run(inline_sink(), own, _branch(1), _branch(2))
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"]) == ("pending", 3)
+    crew.run(inline_sink(), _branch(3))
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"]) == ("succeeded", 4)
+
+
+@pytest.mark.parametrize("branch_phase", ["succeeded", "canceled"])
+def test_a_root_s_own_ending_after_all_its_branches_ends_it_in_the_write_that_counts_it(
+    crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch, branch_phase: str
+) -> None:
+    """A fan-out sends its own envelope after its branches, so it usually ends last: one read of the
+    root shows nothing else is open, and one write counts it and ends the root as its branches say."""
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1", "t1-2"])
+    crew.run(inline_sink(), _branch(1), _branch(2, branch_phase))
+    made = _writes_to(monkeypatch)
+    crew.run(inline_sink(), terminal("succeeded", headers={"x-asya-root-id": "t1"}))
+    assert made == ["t1"]
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["output"], root["progress"]) == (branch_phase, '{"x":1}', 100)
+    assert root.get("reason") == ("Completed" if branch_phase == "succeeded" else None)  # its own, if how it ended
+    assert root["own_outcome"] == "succeeded"  # how its own envelope ended, as `asya results` shows it
+    assert len(root["done_ids"]) == 3
+
+
+def test_a_branch_failing_in_the_same_batch_fails_the_root_it_ends(crew: Crew, tasks: TaskStore) -> None:
+    """A failure at x-sink has a follow-up (its copy for x-sump), so it is counted at once, not with
+    the batch: the batch's count of the others then sees that it ends the root, which ends failed."""
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1", "t1-2"])
+    own = terminal("succeeded", headers={"x-asya-root-id": "t1"})
+    crew.run(inline_sink(), own, _branch(1, "failed"), _branch(2))
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"], root["n_failed"]) == ("failed", 2, 1)
+    assert root["output"] == '{"x":1}'  # the root's own result stays, though it ended failed
+
+
+def test_a_count_that_failed_sends_its_branches_back_and_their_redelivery_ends_the_root(
+    crew: Crew, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks.create({"id": "t1"})
+    tasks.register_branches("t1", ["t1-1", "t1-2"])
+    count = TaskStore.count
+    stops = iter([ConnectionError("DynamoDB went away")])
+
+    def stop_once(store: TaskStore, *args: Any) -> None:
+        for error in stops:
+            raise error
+        count(store, *args)
+
+    monkeypatch.setattr(TaskStore, "count", stop_once)
+    own = terminal("succeeded", headers={"x-asya-root-id": "t1"})
+    first = crew.run(inline_sink(), own, _branch(1), _branch(2))
+    assert len(first["batchItemFailures"]) == 2  # the branches' messages, not the root's own
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], sorted(root["done_ids"])) == ("pending", ["t1"])
+    crew.run(inline_sink(), _branch(1), _branch(2))
+    root = tasks.get("t1")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"]) == ("succeeded", 3)
+    assert crew.kept() == {}
 
 
 def test_x_sink_keeps_every_result_in_s3_for_an_untracked_task(crew: Crew, tasks: TaskStore) -> None:

@@ -73,6 +73,36 @@ def test_root_ends_only_when_every_branch_ended(store: TaskStore) -> None:
     assert (child["status"], child["parent_id"], child["root_id"]) == ("failed", "root", "root")
 
 
+def test_a_count_that_would_end_the_root_counts_only_if_the_root_is_as_it_was_seen(store: TaskStore) -> None:
+    """The batch saw the root wait for c2 alone, but a nested fan-out has since registered c3: the
+    write that would count c2 and end the root is refused, and c2 is counted without ending it."""
+    store.create({"id": "root"})
+    store.register_branches("root", ["c1", "c2"])
+    store.finish("c1", "root", "succeeded", {}, parent_id="root")
+    seen = store._close_branch("root", {"root": "succeeded"}, {"outcome": "succeeded", "result": "s3://b/root"})
+    assert seen is not None
+    store.register_branches("root", ["c3"])
+    store.count("root", {"c2": "succeeded"}, seen)
+    root = store.get("root")
+    assert root is not None
+    assert (root["status"], sorted(root["done_ids"])) == ("pending", ["c1", "c2", "root"])
+    store.count("root", {"c3": "failed"}, root)
+    root = store.get("root")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"], root["n_failed"], root["result"]) == ("failed", 3, 1, "s3://b/root")
+
+
+def test_a_count_of_several_counts_those_not_counted_before(store: TaskStore) -> None:
+    store.create({"id": "root"})
+    store.register_branches("root", ["c1", "c2", "c3"])
+    store.count("root", {"c1": "succeeded"})
+    store.count("root", {"c1": "succeeded", "c2": "canceled", "c3": "succeeded"})  # c1 redelivered
+    store.count("root", {"root": "succeeded"})
+    root = store.get("root")
+    assert root is not None
+    assert (root["status"], root["n_succeeded"], root["n_canceled"]) == ("canceled", 3, 1)
+
+
 def test_cancel_cascades_to_registered_branches(store: TaskStore) -> None:
     store.create({"id": "root"})
     store.register_branches("root", ["c1"])
