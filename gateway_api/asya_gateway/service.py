@@ -25,7 +25,7 @@ from asya import names
 from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
-from asya.dynamo import BatchIncompleteError
+from asya.dynamo import BatchIncompleteError, scan_filter
 from asya.envelope import Phase, parse_rfc3339, rfc3339, utc_now
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
@@ -100,24 +100,9 @@ class TaskFilter:
 
     def scan_filter(self) -> dict[str, Any]:
         """The same, as a scan's filter expression (DynamoDB applies it to what the scan reads)."""
-        conditions, values, names = [], {}, {}
-        if self.since:
-            conditions.append("created_at >= :since")
-            values[":since"] = {"S": self.since}
-        if self.flow is not None:
-            conditions.append("#flow = :flow")
-            values[":flow"] = {"S": self.flow}
-            names["#flow"] = "flow"
-        if self.roots:
-            conditions.append("attribute_not_exists(root_id)")
-        if not conditions:
-            return {}
-        found: dict[str, Any] = {"FilterExpression": " AND ".join(conditions)}
-        if values:
-            found["ExpressionAttributeValues"] = values
-        if names:
-            found["ExpressionAttributeNames"] = names
-        return found
+        return scan_filter(
+            (("created_at", ">=", self.since), ("flow", "=", self.flow)), ["root_id"] if self.roots else []
+        )
 
 
 class TaskService:

@@ -142,3 +142,22 @@ def _run(
             read.extend(got)
             attempt += 1
     return read
+
+
+def scan_filter(compared: Iterable[tuple[str, str, str | None]], absent: Iterable[str] = ()) -> dict[str, Any]:
+    """A scan's `FilterExpression` and its names and values: each `(attribute, operator, value)` whose
+    value is not None compares a string attribute, and each of `absent` must be missing. Every
+    attribute is aliased: DynamoDB reserves hundreds of words, and an alias never clashes."""
+    chosen = [(name, operator, value) for name, operator, value in compared if value is not None]
+    missing = list(absent)
+    terms = [f"#{name} {operator} :{name}" for name, operator, _ in chosen]
+    terms += [f"attribute_not_exists(#{name})" for name in missing]
+    if not terms:
+        return {}
+    found: dict[str, Any] = {
+        "FilterExpression": " AND ".join(terms),
+        "ExpressionAttributeNames": {f"#{name}": name for name in [*(name for name, _, _ in chosen), *missing]},
+    }
+    if chosen:
+        found["ExpressionAttributeValues"] = {f":{name}": {"S": value} for name, _, value in chosen}
+    return found

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
+from asya.dynamo import scan_filter
 from asya.envelope import rfc3339
 from asya.status import from_item, redrives, root_of, to_item
 
@@ -101,15 +102,9 @@ class SumpIndex:
     ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """Up to `limit` arrivals that pass the filter, newest first within the page, and where the next
         page starts (None at the end). A scan reads `SCAN_PAGE` items per call until `limit` passed."""
-        # every attribute aliased: DynamoDB reserves hundreds of words, and an alias never clashes
         since = rfc3339(where.since) if where.since is not None else None
         filters = (("reason", "=", where.reason), ("actor", "=", where.actor), ("arrived_at", ">=", since))
-        chosen = [(name, operator, value) for name, operator, value in filters if value is not None]
-        arguments: dict[str, Any] = {"TableName": self.table, "Limit": SCAN_PAGE}
-        if chosen:
-            arguments["FilterExpression"] = " AND ".join(f"#{name} {operator} :{name}" for name, operator, _ in chosen)
-            arguments["ExpressionAttributeNames"] = {f"#{name}": name for name, _, _ in chosen}
-            arguments["ExpressionAttributeValues"] = {f":{name}": {"S": value} for name, _, value in chosen}
+        arguments: dict[str, Any] = {"TableName": self.table, "Limit": SCAN_PAGE, **scan_filter(filters)}
         found: list[dict[str, Any]] = []
         while True:
             if start is not None:
