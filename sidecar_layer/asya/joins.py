@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from asya.envelope import Phase
-from asya.status import redrives
+from asya.status import TERMINAL, redrives
 
 if TYPE_CHECKING:
     from asya.envelope import Envelope
@@ -128,7 +128,7 @@ def gathered_here(envelope: Envelope) -> bool:
     ending again: gathered."""
     if JOINED_HEADER not in envelope.headers:
         return True
-    return envelope.status is not None and envelope.status.phase in (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED)
+    return envelope.status is not None and envelope.status.phase in TERMINAL
 
 
 def first_join(route: Iterable[str], joins: frozenset[str]) -> str | None:

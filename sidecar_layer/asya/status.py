@@ -23,6 +23,7 @@ root when they are the last.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -523,10 +524,8 @@ class TaskStore:
             or len(done | members.keys()) < len(branches) + 1
         ):
             return False
-        counts = dict(seen)
-        for outcome in members.values():
-            counts[f"n_{outcome}"] = counts.get(f"n_{outcome}", 0) + 1
-        final = _root_outcome(counts)
+        counted = Counter(members.values())
+        final = _root_outcome({f"n_{outcome}": seen.get(f"n_{outcome}", 0) + counted[outcome] for outcome in TERMINAL})
         sets, values = self._terminal_sets(final, _root_ending(seen, final))
         if seen.get("own_outcome") is not None:  # how the root's own envelope ended, which results show
             values[":own_outcome"] = seen["own_outcome"]
@@ -551,9 +550,7 @@ class TaskStore:
     def _member_terms(members: Mapping[str, str], values: dict[str, Any]) -> tuple[str, str]:
         """The ADD clause that counts `members` by outcome, and the condition that none is counted yet."""
         values[":ms"] = set(members)
-        by_outcome: dict[str, int] = {}
-        for outcome in members.values():
-            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+        by_outcome = Counter(members.values())
         values |= {f":n_{outcome}": n for outcome, n in by_outcome.items()}
         values |= {f":m{i}": member for i, member in enumerate(sorted(members))}
         adds = ", ".join(["done_ids :ms", *(f"n_{outcome} :n_{outcome}" for outcome in sorted(by_outcome))])
