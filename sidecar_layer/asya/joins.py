@@ -128,7 +128,7 @@ def gathered_here(envelope: Envelope) -> bool:
     ending again: gathered."""
     if JOINED_HEADER not in envelope.headers:
         return True
-    return envelope.status is not None and envelope.status.phase in TERMINAL
+    return envelope.status is not None and envelope.status.phase.value in TERMINAL
 
 
 def first_join(route: Iterable[str], joins: frozenset[str]) -> str | None:
