@@ -10,9 +10,9 @@ In one run, against one local endpoint:
   3. end-to-end latency at low load: one envelope at a time, send → result kept, p50 / p95.
 
 For the mesh with the defaults it also prints what the endpoint was asked per hop (requests by
-service and operation, counted by the endpoint) and how busy the endpoint's process was: the
-endpoint is moto in one Python process, so at about one core it is the bottleneck, whatever the
-workers do.
+service and operation, counted by the endpoint), the CPU each operation took it, and how busy the
+endpoint's process was: the endpoint is moto in one Python process, so at about one core it is the
+bottleneck, whatever the workers do, and its dearest operations are what bound the mesh.
 
     python -m bench.local_mesh [--envelopes 1000] [--workers 1] [--latency-samples 30]
 """
@@ -20,7 +20,6 @@ workers do.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import statistics
 import time
@@ -92,6 +91,21 @@ def without_idempotency(mesh: LoadedMesh) -> LoadedMesh:
     return mesh.model_copy(update={"config": mesh.config.model_copy(update={"actors": actors})})
 
 
+def print_requests(asked: dict[str, list[float]], hops: int, busy: float) -> None:
+    """What the mesh asked of the endpoint per hop, and what each operation cost the endpoint in CPU:
+    the endpoint is the bottleneck, so its dear operations are what bound the mesh."""
+    per_hop = sum(count for count, _ in asked.values()) / hops
+    cpu = sum(seconds for _, seconds in asked.values())
+    print(f"  endpoint (with defaults): {per_hop:.2f} requests per hop; its process busy {busy:.0%} of a core,")
+    print(f"    {cpu / hops * 1000:.2f} ms of CPU per hop answering requests")
+    print("    (GetQueueAttributes is this bench waiting for idle; the bare loop makes 0.3 requests per message)")
+    for operation, (count, seconds) in sorted(asked.items(), key=lambda item: -item[1][1])[:8]:
+        print(
+            f"    {count / hops:6.3f} per hop  {seconds / count * 1000:5.2f} ms each  {seconds / cpu:4.0%} of the CPU"
+            f"  {operation}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envelopes", type=int, default=1000)
@@ -106,7 +120,7 @@ def main() -> None:
         cpu, wall = stack.endpoint_cpu_seconds(), time.perf_counter()
         rate = mesh_throughput(stack, args.envelopes)
         busy = (stack.endpoint_cpu_seconds() - cpu) / (time.perf_counter() - wall)
-        requests = collections.Counter(endpoint_admin(stack.endpoint, "requests"))
+        asked = endpoint_admin(stack.endpoint, "requests")
     with LocalStack(without_idempotency(mesh), port=free_port(), workers_per_function=args.workers) as stack:
         rate_plain = mesh_throughput(stack, args.envelopes)
     quantiles = statistics.quantiles(latency, n=20)
@@ -119,12 +133,7 @@ def main() -> None:
     ):
         hops = value * HOPS
         print(f"  {label:<42} {value:6.1f} envelopes/s {hops:7.1f} hops/s   hops/s vs messages/s {hops / limit:.3f}")
-    hops = args.envelopes * HOPS
-    per_hop = sum(requests.values()) / hops
-    print(f"  endpoint (with defaults): {per_hop:.2f} requests per hop; its process busy {busy:.0%} of a core")
-    print("    (GetQueueAttributes is this bench waiting for idle; the bare loop makes 0.3 requests per message)")
-    for operation, count in requests.most_common(8):
-        print(f"    {count / hops:6.3f} per hop  {operation}")
+    print_requests(asked, args.envelopes * HOPS, busy)
     p50, p95 = statistics.median(latency) * 1000, quantiles[18] * 1000
     print(f"end-to-end latency at low load ({args.latency_samples} samples)  p50 {p50:6.0f} ms   p95 {p95:6.0f} ms")
 

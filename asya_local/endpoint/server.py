@@ -8,10 +8,10 @@ instead of sharing it with the stack's relay and watchdog threads.
 Besides AWS's APIs it answers a few of its own, under `/asya-local/`, for the process that started it:
 `POST spark-code` (where the deployed assets came from, for the Spark runner), `POST spark-stop` (a
 stack stops: its job is killed), `GET requests` and `POST requests-reset` (what was asked of it, by
-service and operation, for `bench/local_mesh`), `GET queue-ages/<prefix>` (how long the oldest
-message of each queue has waited: CloudWatch's `ApproximateAgeOfOldestMessage`, which moto does not
-publish, for the console). The Spark runner's lines go to stdout as
-`<source>\\t<line>`; the endpoint prints `ready` once it serves.
+service and operation, each with the CPU seconds its answers took, for `bench/local_mesh`),
+`GET queue-ages/<prefix>` (how long the oldest message of each queue has waited: CloudWatch's
+`ApproximateAgeOfOldestMessage`, which moto does not publish, for the console). The Spark runner's
+lines go to stdout as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
     python -m asya_local.endpoint.server <port>
 """
@@ -24,6 +24,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,15 @@ StartResponse = Callable[..., Any]
 
 
 class _Admin:
-    """The endpoint's own API in front of moto's application; counts every AWS request it passes on."""
+    """The endpoint's own API in front of moto's application; counts every AWS request it passes on and
+    the CPU time of its thread spent answering it (a thread waiting for the interpreter's lock, or in a
+    long poll, uses none), which is what tells the endpoint's dear operations from its cheap ones."""
 
     def __init__(self, moto_app: Any, spark: Any) -> None:
         self.moto_app = moto_app
         self.spark = spark
         self.requests: collections.Counter[str] = collections.Counter()
+        self.cpu_seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -50,9 +54,11 @@ class _Admin:
         scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("/")  # Credential=key/date/region/service/...
         service = scope[3] if len(scope) > 3 else "other"
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or "-"
+        started = time.thread_time()
+        result: Iterable[bytes] = self.moto_app(environ, start_response)
         with self._lock:
             self.requests[f"{service} {operation}"] += 1
-        result: Iterable[bytes] = self.moto_app(environ, start_response)
+            self.cpu_seconds[f"{service} {operation}"] += time.thread_time() - started
         return result
 
     def _admin(self, action: str, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -65,10 +71,11 @@ class _Admin:
             self.spark.stop()
         elif action == "requests":
             with self._lock:
-                body = dict(self.requests)
+                body = {key: [count, self.cpu_seconds[key]] for key, count in self.requests.items()}
         elif action == "requests-reset":
             with self._lock:
                 self.requests.clear()
+                self.cpu_seconds.clear()
         elif action.startswith("queue-ages/"):
             from asya_local.endpoint.moto_sqs import oldest_message_ages
 
@@ -90,6 +97,7 @@ def main() -> None:
 
     from asya_local.endpoint.moto_dispatch import apply_dispatch_cache
     from asya_local.endpoint.moto_dynamodb import apply_dynamodb_lock
+    from asya_local.endpoint.moto_expressions import apply_expression_speedups
     from asya_local.endpoint.moto_iam import apply_iam_fix, enforce
     from asya_local.endpoint.moto_sqs import apply_depth_fix
     from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
@@ -107,6 +115,7 @@ def main() -> None:
     apply_body_fix()
     apply_stream_fix()
     apply_dynamodb_lock()
+    apply_expression_speedups()
     apply_iam_fix()
     if iam_enforced():
         enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
