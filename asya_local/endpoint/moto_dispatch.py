@@ -11,14 +11,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_dispatch patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check DomainDispatcherApplication.get_backend_for_host in moto/moto_server/werkzeug_app.py"
-    )
-
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
 _ORIGINAL = DomainDispatcherApplication.get_backend_for_host

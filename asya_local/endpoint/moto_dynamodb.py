@@ -18,14 +18,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_dynamodb patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check DynamoHandler.call_action and DynamoDBStreamsHandler in moto/dynamodb*/responses.py"
-    )
-
 from moto.dynamodb.responses import DynamoHandler
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 

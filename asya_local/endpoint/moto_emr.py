@@ -12,14 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_emr patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check EMRServerlessBackend.start_job_run and cancel_job_run in moto/emrserverless/models.py"
-    )
-
 from moto.emrserverless.models import EMRServerlessBackend, JobRun
 
 SUBMITTED = "SUBMITTED"

@@ -33,14 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_iam patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check moto/iam/access_control.py and moto/core/authorization.py (moto is pinned in pyproject.toml)"
-    )
-
 from moto import settings
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.iam.access_control import IAMRequestBase, IAMUserAccessKey

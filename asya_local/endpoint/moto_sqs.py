@@ -22,14 +22,6 @@ import heapq
 import itertools
 from copy import deepcopy
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_sqs patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check moto/sqs/models.py and update the patch (moto is pinned in pyproject.toml)"
-    )
-
 from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid

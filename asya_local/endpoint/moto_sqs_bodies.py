@@ -14,14 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import moto
-
-if moto.__version__ != "5.2.5":
-    raise RuntimeError(
-        f"asya_local.endpoint.moto_sqs_bodies patches moto 5.2.5 internals, found moto {moto.__version__}: "
-        "re-check SQSBackend._validate_message (moto is pinned in pyproject.toml)"
-    )
-
 from moto.sqs.exceptions import InvalidParameterValue, MissingParameter, SQSException
 from moto.sqs.models import Queue, SQSBackend
 
