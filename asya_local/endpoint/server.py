@@ -43,8 +43,8 @@ class _Admin:
     def __init__(self, moto_app: Any, spark: Any) -> None:
         self.moto_app = moto_app
         self.spark = spark
-        self.requests: collections.Counter[str] = collections.Counter()
-        self.cpu_seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
+        # "service operation" -> [requests, CPU seconds answering them]
+        self.asked: collections.defaultdict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -57,8 +57,9 @@ class _Admin:
         started = time.thread_time()
         result: Iterable[bytes] = self.moto_app(environ, start_response)
         with self._lock:
-            self.requests[f"{service} {operation}"] += 1
-            self.cpu_seconds[f"{service} {operation}"] += time.thread_time() - started
+            asked = self.asked[f"{service} {operation}"]
+            asked[0] += 1
+            asked[1] += time.thread_time() - started
         return result
 
     def _admin(self, action: str, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -71,11 +72,10 @@ class _Admin:
             self.spark.stop()
         elif action == "requests":
             with self._lock:
-                body = {key: [count, self.cpu_seconds[key]] for key, count in self.requests.items()}
+                body = dict(self.asked)
         elif action == "requests-reset":
             with self._lock:
-                self.requests.clear()
-                self.cpu_seconds.clear()
+                self.asked.clear()
         elif action.startswith("queue-ages/"):
             from asya_local.endpoint.moto_sqs import oldest_message_ages
 
