@@ -110,6 +110,7 @@ def main() -> None:
     from asya_local.endpoint.moto_dynamodb import apply_dynamodb_lock
     from asya_local.endpoint.moto_expressions import apply_expression_speedups
     from asya_local.endpoint.moto_iam import apply_iam_fix, enforce
+    from asya_local.endpoint.moto_items import apply_item_answers
     from asya_local.endpoint.moto_sqs import apply_depth_fix
     from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
     from asya_local.endpoint.moto_streams import apply_stream_fix
@@ -127,6 +128,7 @@ def main() -> None:
     apply_stream_fix()
     apply_dynamodb_lock()
     apply_expression_speedups()
+    apply_item_answers()
     apply_iam_fix()
     if iam_enforced():
         enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
