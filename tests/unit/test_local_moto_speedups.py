@@ -127,7 +127,7 @@ CONDITIONS = [
     "#r BETWEEN :low AND :high OR hop_position IN (:p, :a)",
     "begins_with(actor, :prefix) AND route.curr = :actor AND hops[0] = :p",
 ]
-ITEMS = [
+ITEMS: list[dict[str, Any]] = [
     {"id": {"S": "a"}},
     {"id": {"S": "a"}, "rank": {"N": "2"}, "hop_position": {"N": "1"}, "hop_attempt": {"N": "1"}, "held": {"N": "5"}},
     {"id": {"S": "a"}, "rank": {"N": "7"}, "tags": {"SS": ["x", "y"]}, "actor": {"S": "prep"}},
