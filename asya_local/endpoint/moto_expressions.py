@@ -27,10 +27,12 @@ bounds how fast the whole local mesh moves. Most of that was moto doing the same
   tree is pickled once, when it is parsed. Anything that cannot be pickled is still copied with
   `deepcopy`.
 
-The first profile's changes took a claim from about 9.5 to 4.3 ms in one process, client included, and
-from 10.1 to 5.3 ms of the endpoint's CPU in `bench/local_mesh`, which prints the CPU of each
-operation; the second's (the kept condition, the walk by class) took it from 7.4-10.2 to 4.6-5.3 ms in
-one process, alternating runs on a busier machine (docs/cost.md, "The local mesh").
+The second profile's changes (the kept update expressions and condition tokens, the checks at the
+root, the maps built once, the pickled copy) took a claim from about 9.5 to 4.3 ms in one process,
+client included, and from 10.1 to 5.3 ms of the endpoint's CPU in `bench/local_mesh`, which prints the
+CPU of each operation; the third's (the kept condition trees, the walks by class) took it from
+7.4-10.2 to 4.6-5.3 ms in one process, in alternating runs on a busier machine (docs/cost.md, "The
+local mesh", numbers its profiles).
 """
 
 from __future__ import annotations
