@@ -5,16 +5,15 @@ pages included."""
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from moto.dynamodb.responses import DynamoHandler
-from moto.server import ThreadedMotoServer
 
 from asya_local.endpoint import moto_items
-from asya_local.stack import free_port, local_client
+from asya_local.stack import local_client
+from tests.support.moto_server import create_id_table, moto_server
 
 ITEM = {
     "id": {"S": "a"},
@@ -43,21 +42,10 @@ def answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[tuple[s
         return direct
 
     monkeypatch.setattr(DynamoHandler, "serialized", both)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{server._port}"
-    client = local_client("dynamodb", url)
-    client.create_table(
-        TableName="t",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    try:
+    with moto_server() as url:
+        client = local_client("dynamodb", url)
+        create_id_table(client, "t")
         yield client, written
-    finally:
-        urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
-        server.stop()
 
 
 def test_item_answers_are_the_serializers(answers: tuple[Any, list[tuple[str, Any, Any]]]) -> None:

@@ -7,7 +7,6 @@ in-process mode does not route DynamoDB Streams calls.)"""
 from __future__ import annotations
 
 import datetime
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,12 +14,12 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
-from moto.server import ThreadedMotoServer
 
 from asya_local.endpoint import moto_expressions
 from asya_local.endpoint.moto_expressions import apply_expression_speedups
 from asya_local.endpoint.moto_streams import apply_stream_fix
-from asya_local.stack import free_port, local_client
+from asya_local.stack import local_client
+from tests.support.moto_server import create_id_table, moto_server, reset
 
 CLAIM = "SET hop_position = :position, actor = :actor, hops = list_append(if_not_exists(hops, :none), :hop)"
 
@@ -29,31 +28,15 @@ CLAIM = "SET hop_position = :position, actor = :actor, hops = list_append(if_not
 def endpoint() -> Iterator[str]:
     apply_expression_speedups()
     apply_stream_fix()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{server._port}"
-    try:
+    with moto_server() as url:
         yield url
-    finally:
-        reset(url)  # moto's state is the process's: leave none to the next test's server
-        server.stop()
-
-
-def reset(endpoint: str) -> None:
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10).close()
 
 
 @pytest.fixture
 def table(endpoint: str) -> Any:
     reset(endpoint)
     client = local_client("dynamodb", endpoint)
-    client.create_table(
-        TableName="tasks",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    create_id_table(client, "tasks", stream=True)
     return client
 
 

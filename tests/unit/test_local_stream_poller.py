@@ -18,7 +18,8 @@ import pytest
 from asya_local.functions import stream_poller
 from asya_local.functions.lambda_shapes import REGION, dynamodb_stream_event
 from asya_local.functions.stream_poller import StreamPoller, checkpoint
-from asya_local.stack import free_port, local_client
+from asya_local.stack import local_client
+from tests.support.moto_server import create_id_table, moto_server
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/label"
 
@@ -261,23 +262,12 @@ def test_moto_keeps_stream_records_with_a_disabled_mapping_attached() -> None:
     """Without `apply_stream_fix`, moto would run the mapped function on each write and then drop the
     records it holds; a binary attribute would fail the write. (A moto server, as the local stack
     runs: moto's in-process mode does not route DynamoDB Streams calls.)"""
-    from moto.server import ThreadedMotoServer
-
     from asya_local.endpoint.moto_streams import apply_stream_fix
 
     apply_stream_fix()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{server._port}"
-    try:
+    with moto_server() as endpoint:
         dynamodb = local_client("dynamodb", endpoint)
-        table = dynamodb.create_table(
-            TableName="tasks",
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        )["TableDescription"]
+        table = create_id_table(dynamodb, "tasks", stream=True)
         role = local_client("iam", endpoint).create_role(RoleName="r", AssumeRolePolicyDocument="{}")
         code = io.BytesIO()
         with zipfile.ZipFile(code, "w") as archive:
@@ -302,7 +292,5 @@ def test_moto_keeps_stream_records_with_a_disabled_mapping_attached() -> None:
         made = poller(function, FakeStreams(), stream_arn=stream_arn)
         made.streams = local_client("dynamodbstreams", endpoint)
         drain(made, passes=3)
-    finally:
-        server.stop()
     (batch,) = function.batches
     assert len(set(batch)) == 3, "three records, sequence numbers not reused"

@@ -1,0 +1,46 @@
+"""A moto server on loopback in the test's own process, for tests of the local endpoint's patches to
+moto (which hold in the process that applies them): moto's in-process mode does not route some calls
+(DynamoDB Streams) the way the local stack's server does."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from moto.server import ThreadedMotoServer
+
+from asya_local.stack import free_port
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """The server's URL while it runs. Its state is emptied when it stops: moto keeps state per
+    process, and the next test's server would find it."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{server._port}"
+    try:
+        yield url
+    finally:
+        reset(url)
+        server.stop()
+
+
+def reset(url: str) -> None:
+    """Empty the server's state (every service's)."""
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
+
+
+def create_id_table(dynamodb: Any, name: str, *, stream: bool = False) -> dict[str, Any]:
+    """A table keyed by a string `id`, with a stream of both images if asked; its description."""
+    extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}} if stream else {}
+    described: dict[str, Any] = dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )["TableDescription"]
+    return described
