@@ -1,9 +1,11 @@
 """`asya check`: what `cdk deploy` would meet, found before it meets it.
 
-The mesh file is loaded with every AWS quota and naming rule (`asya_cdk.rules`); then the stack is
-synthesized in this process with bundling skipped (no AWS credentials, no local stack, nothing
-built) and summarised: how many resources of each type it creates, each function's environment at
-its longest (`asya_cdk.limits`) beside Lambda's limit, and the IAM actions each function's role gets.
+The mesh file is loaded with every AWS quota and naming rule (`asya_cdk.rules`); each Lambda actor's
+libraries are installed for its platform (cached, as `cdk synth` installs them; no Docker) and its
+function measured against Lambda's size limit (`asya_cdk.packaging`); then the stack is synthesized
+in this process with bundling skipped (no AWS credentials, no local stack) and summarised: how many
+resources of each type it creates, each function's environment at its longest (`asya_cdk.limits`)
+and each actor's unzipped size beside Lambda's limits, and the IAM actions each function's role gets.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from jsii.errors import JSIIError
 from rich.console import Console
 from rich.table import Table
 
+from asya.names import resource_name
 from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
+from asya_cdk.libraries import LibrariesError
 from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES, longest_environments
+from asya_cdk.packaging import FunctionSize, function_sizes
 from asya_cdk.plan import STACK_BUDGET, plan_stacks
 from asya_local.deploy import synthesize
 
@@ -36,6 +41,7 @@ class Plan:
     resources: dict[str, int]  # CloudFormation type → how many, in every stack
     environments: dict[str, int]  # function name → its environment's bytes at their longest
     actions: dict[str, list[str]]  # function name → the IAM actions its role allows
+    sizes: dict[str, FunctionSize]  # an actor's function name → what it unzips to
 
 
 def plan(mesh: LoadedMesh, stack_budget: int = STACK_BUDGET) -> Plan:
@@ -46,7 +52,8 @@ def plan(mesh: LoadedMesh, stack_budget: int = STACK_BUDGET) -> Plan:
     environments = {function.function: size for function, size in longest_environments(mesh)}
     actions = {name: found for template in templates for name, found in role_actions(template["Resources"]).items()}
     stacks = plan_stacks(mesh.config, budget=stack_budget).describe()
-    return Plan(stacks, dict(sorted(counts.items())), environments, dict(sorted(actions.items())))
+    sizes = {resource_name(mesh.config.namespace, size.actor): size for size in function_sizes(mesh)}
+    return Plan(stacks, dict(sorted(counts.items())), environments, dict(sorted(actions.items())), sizes)
 
 
 def role_actions(resources: dict[str, Any]) -> dict[str, list[str]]:
@@ -90,9 +97,19 @@ def check(path: Path, console: Console) -> int:
         return 1
     try:
         planned = plan(mesh)
+    except LibrariesError as exc:
+        for line in str(exc).splitlines():
+            console.print(f"[red]asya: {path}: {line}[/red]", highlight=False)
+        return 1
     except (RuntimeError, JSIIError) as exc:  # what the CDK raised, with its JavaScript stack appended
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         console.print(f"[red]asya: {path}: cdk synth failed: {first}[/red]", highlight=False)
+        return 1
+    too_large = [problem for size in planned.sizes.values() if (problem := size.problem())]
+    if too_large:
+        for problem in too_large:
+            console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
+        console.print(_function_table(planned))
         return 1
     console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
     for line in planned.stacks:
@@ -112,12 +129,14 @@ def _resource_table(resources: dict[str, int]) -> Table:
 
 
 def _function_table(planned: Plan) -> Table:
-    table = Table(title="functions: environment at its longest, and what the role may do")
+    table = Table(title="functions: environment at its longest, unzipped size, and what the role may do")
     table.add_column("function")
     table.add_column("environment (bytes)", justify="right")
+    table.add_column("unzipped")
     table.add_column("IAM actions")
     for function, actions in planned.actions.items():
         size = planned.environments.get(function)
         shown = f"{size:,} / {LAMBDA_ENVIRONMENT_MAX_BYTES:,}" if size is not None else "?"
-        table.add_row(function, shown, ", ".join(actions))
+        unzipped = planned.sizes.get(function)
+        table.add_row(function, shown, unzipped.describe() if unzipped else "", ", ".join(actions))
     return table

@@ -8,8 +8,10 @@
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya check   [--config FILE]                 AWS's limits checked, and what `cdk deploy` would create
+    asya deploy  [--config FILE] [-- CDK ARGS]   asya check, Docker for image actors, then cdk deploy
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
+    asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
 URL, worker log) so the other commands find it. While the mesh runs, `asya up` and `asya demo` show
@@ -44,13 +46,15 @@ from asya.live import FLY
 from asya.results import result_prefix
 from asya.status import TaskStatus
 from asya_cdk.config import MeshConfigError, load_mesh
-from asya_local import smoke, sump_cli, worklog
+from asya_cdk.libraries import LibrariesError
+from asya_local import deploy_cli, secrets_cli, smoke, sump_cli, worklog
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.fixtures import LocalSecretError
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
@@ -110,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     queues.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     check = commands.add_parser("check", help="check the mesh file against AWS's limits; show what deploy creates")
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
+    deploy_cli.add_parser(commands, DEFAULT_CONFIG)
     smoke_test = commands.add_parser(
         "smoke", help="one task per flow through a deployed mesh: pass/fail per flow; cleans up its results"
     )
@@ -128,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
     sump_cli.add_parser(commands)
+    secrets_cli.add_parser(commands, DEFAULT_CONFIG)
     args = parser.parse_args(argv)
     commands_run = {
         "up": _up,
@@ -138,18 +144,36 @@ def main(argv: list[str] | None = None) -> int:
         "results": _results,
         "queues": _queues,
         "check": _check,
+        "deploy": _deploy,
         "smoke": _smoke,
         "sump": _sump,
         "console": _console,
+        "secrets": _secrets,
     }
     try:
         return commands_run[args.command](args)
-    except (MeshConfigError, LocalStateError, GatewayUnreachableError, SmokeError, SumpCommandError) as exc:
+    except (
+        MeshConfigError,
+        LocalStateError,
+        GatewayUnreachableError,
+        SmokeError,
+        SumpCommandError,
+        LocalSecretError,
+        LibrariesError,
+    ) as exc:
         console.print(f"[red]asya: {exc}[/red]")
         return 2
     except GatewayError as exc:
         console.print(f"[red]asya: the gateway refused: {exc}[/red]")
         return 1
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    return deploy_cli.run(args, console)
+
+
+def _secrets(args: argparse.Namespace) -> int:
+    return secrets_cli.run(args, _local_state(), console)
 
 
 def _fault_spec(source: str) -> FaultSpec:

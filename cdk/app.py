@@ -1,6 +1,9 @@
 """The CDK app: `cdk synth -c mesh=path/to/mesh.yaml` (default: the example mesh).
 
-A bad mesh file stops synthesis with a message naming the file and the field.
+A bad mesh file stops synthesis with a message naming the file and the field. When the stack is
+synthesized for AWS (bundling on: `cdk synth`, `cdk deploy`), each actor's libraries are installed for
+its platform and every Lambda actor's size is printed against Lambda's limit; one over it stops
+synthesis, naming its largest packages.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from cdk_nag import AwsSolutionsChecks
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from asya_cdk.config import MeshConfigError, load_mesh
+from asya_cdk.libraries import LibrariesError
+from asya_cdk.packaging import docker_problem, function_sizes
 from asya_cdk.stack import MeshStack, stack_name
 
 DEFAULT_MESH = Path(__file__).resolve().parents[1] / "examples" / "catalogue" / "mesh.yaml"
@@ -23,7 +28,17 @@ def main() -> None:
     app = cdk.App()
     try:
         mesh = load_mesh(app.node.try_get_context("mesh") or DEFAULT_MESH)
-    except MeshConfigError as exc:
+        if app.node.try_get_context("aws:cdk:bundling-stacks") != []:
+            sizes = function_sizes(mesh)
+            for size in sizes:
+                print(f"asya: actors.{size.actor}: {size.describe()}", file=sys.stderr)
+            problems = [problem for size in sizes if (problem := size.problem())]
+            if problems:
+                raise MeshConfigError("\n".join(problems))
+            docker = docker_problem(mesh)
+            if docker:
+                print(f"asya: warning: {docker}", file=sys.stderr)
+    except (MeshConfigError, LibrariesError) as exc:
         sys.exit(f"asya: {exc}")
     MeshStack(app, stack_name(mesh), mesh=mesh)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))

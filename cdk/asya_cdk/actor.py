@@ -8,7 +8,7 @@ to its namespace's queues and write its own log group.
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
@@ -24,19 +24,20 @@ from asya_cdk.layer import RUNTIME, SidecarLayer
 
 if TYPE_CHECKING:
     from asya_cdk.config import QueueFunctionConfig
+    from asya_cdk.needs import VpcSettings
 
-# What a function's code folder does not ship: one list for actors' folders and the mesh's own (`lambdas/`),
-# so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling.
-ACTOR_CODE_EXCLUDE = (
-    "**/__pycache__",
-    "**/*.pyc",
-    "*.md",
-    "tests",
-    ".venv",
-    ".git",
-    "node_modules",
-    "cdk.out",
-)
+LIVE_ALIAS = "live"  # the alias an actor with provisioned concurrency is invoked through
+
+
+@dataclass(frozen=True)
+class FunctionOptions:
+    """What only some functions set: /tmp's size (MB), a VPC, layers beside the sidecar's, and warm
+    environments kept ready (served through the `live` alias, which the event source then invokes)."""
+
+    ephemeral_storage: int | None = None
+    vpc: VpcSettings | None = None
+    layers: list[str] = field(default_factory=list)
+    provisioned_concurrency: int | None = None
 
 
 def dead_letter_queue(scope: Construct, construct_id: str, queue_name: str) -> sqs.Queue:
@@ -68,12 +69,13 @@ class ActorFunction(Construct):
         namespace: str,
         name: str,
         settings: QueueFunctionConfig,
-        code_dir: Path,
+        code: lambda_.Code,
         layer: SidecarLayer,
         environment: dict[str, str],
         dead_letter_queue: sqs.IQueue | None,
-        handler: str = "asya.lambda_handler",
+        handler: str,
         retention: cdk.Duration | None = None,
+        options: FunctionOptions | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         function_name = resource_name(namespace, name)
@@ -107,15 +109,26 @@ class ActorFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             handler=handler,
-            code=code_folder(code_dir),
+            code=code,
             environment=environment,
             layer=layer,
             memory=settings.memory,
             timeout=cdk.Duration.seconds(settings.lambda_timeout),
             tracing=settings.tracing,
             reserved_concurrency=settings.reserved_concurrency,
+            options=options,
         )
-        self.function.add_event_source(
+        # with warm environments, the event source invokes them: the alias they are kept for
+        self.invoked: lambda_.IFunction = self.function
+        if options is not None and options.provisioned_concurrency:
+            self.invoked = lambda_.Alias(
+                self,
+                "Live",
+                alias_name=LIVE_ALIAS,
+                version=self.function.current_version,
+                provisioned_concurrent_executions=options.provisioned_concurrency,
+            )
+        self.invoked.add_event_source(
             sources.SqsEventSource(
                 self.queue,
                 batch_size=settings.batch_size,
@@ -142,18 +155,22 @@ def mesh_lambda(
     timeout: cdk.Duration,
     tracing: bool,
     reserved_concurrency: int | None = None,
+    options: FunctionOptions | None = None,
 ) -> lambda_.Function:
-    """Every Lambda function of the mesh, an actor's or the mesh's own: on the sidecar layer, with
-    JSON logs into its own log group, its own role, and X-Ray only when asked for."""
+    """Every Lambda function of the mesh, an actor's or the mesh's own: on the sidecar layer (or, for a
+    container image, with the sidecar inside), with JSON logs into its own log group, its own role,
+    and X-Ray only when asked for."""
+    options = options or FunctionOptions()
+    image = isinstance(code, lambda_.AssetImageCode)
     function = lambda_.Function(
         scope,
         "Function",
         function_name=name,
-        runtime=RUNTIME,
+        runtime=lambda_.Runtime.FROM_IMAGE if image else RUNTIME,
         architecture=layer.architecture,
-        handler=handler,
+        handler=lambda_.Handler.FROM_IMAGE if image else handler,
         code=code,
-        layers=[layer.layer],
+        layers=None if image else [layer.layer, *_layers(scope, options.layers)],
         environment=environment,
         memory_size=memory,
         timeout=timeout,
@@ -162,15 +179,40 @@ def mesh_lambda(
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
         tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+        ephemeral_storage_size=cdk.Size.mebibytes(options.ephemeral_storage) if options.ephemeral_storage else None,
     )
+    if options.vpc is not None:
+        in_vpc(function, role, options.vpc)
     if tracing:
         explain_tracing(role)
     return function
 
 
-def code_folder(folder: Path) -> lambda_.Code:
-    """A function's code as it is in a folder: an actor's, or the crew's and the Spark functions'."""
-    return lambda_.Code.from_asset(str(folder), exclude=list(ACTOR_CODE_EXCLUDE))
+def _layers(scope: Construct, arns: list[str]) -> list[lambda_.ILayerVersion]:
+    return [lambda_.LayerVersion.from_layer_version_arn(scope, f"Layer{i}", arn) for i, arn in enumerate(arns)]
+
+
+# What Lambda needs of a function's role to make, describe and remove its network interfaces in a VPC:
+# AWS's managed policy for it, whose actions take no narrower resource.
+VPC_ACCESS_POLICY = "service-role/AWSLambdaVPCAccessExecutionRole"
+
+
+def in_vpc(function: lambda_.Function, role: iam.IRole, vpc: VpcSettings) -> None:
+    """The function in the given subnets and security groups (no VPC lookup at synth: the ids are the
+    mesh file's), with the managed policy Lambda's network interfaces need."""
+    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(VPC_ACCESS_POLICY))
+    resource = function.node.default_child
+    assert isinstance(resource, lambda_.CfnFunction)
+    resource.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+        subnet_ids=vpc.subnets, security_group_ids=vpc.security_groups
+    )
+    cdk.Validations.of(role).acknowledge(
+        cdk.Acknowledgment(
+            id=f"AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{VPC_ACCESS_POLICY}]",
+            reason="A function in a VPC needs Lambda's network interface actions (create, describe, delete, "
+            "assign addresses), which take no narrower resource; AWS's managed policy grants exactly those.",
+        )
+    )
 
 
 def log_group(scope: Construct, construct_id: str, name: str, retention_days: int) -> logs.LogGroup:

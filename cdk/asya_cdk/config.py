@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -19,6 +20,7 @@ from asya.envelope import describe_validation_error
 from asya.joins import JoinPolicy
 from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
 from asya.resiliency import Resiliency, Seconds
+from asya.startup import FileKind, FileSource, encode_files, encode_secrets
 from asya.transport import SQS_QUEUE_NAME_MAX
 from asya.variables import (
     ACTOR,
@@ -26,6 +28,7 @@ from asya.variables import (
     CLAIM_BUCKET,
     CLAIM_CHECK_BYTES,
     EVENTS_TABLE,
+    FILES,
     HANDLER,
     HANDLER_MODE,
     IDEMPOTENCY_TABLE,
@@ -35,16 +38,31 @@ from asya.variables import (
     NAMESPACE,
     PREFIX,
     RESILIENCY,
+    SECRETS,
     STATUS_WRITES,
     TASK_TTL,
     TASKS_TABLE,
     TRACING,
 )
+from asya_cdk.libraries import Requirements
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
+from asya_cdk.needs import (
+    LAMBDA_EPHEMERAL_STORAGE_MB,
+    LAMBDA_MAX_LAYERS,
+    LAMBDA_RESERVED,
+    TMP_SPARE_MB,
+    Grant,
+    SecretReference,
+    VariableName,
+    VpcSettings,
+    layer_arn_problem,
+    s3_location,
+)
 from asya_cdk.plan import check_stacks
 from asya_cdk.rules import mesh_problems
 
 NAME = ACTOR_NAME
+REQUIREMENTS_FILE = "requirements.txt"  # in an actor's code folder: its libraries, unless the mesh file lists them
 
 
 class MeshConfigError(ValueError):
@@ -165,6 +183,52 @@ class ActorConfig(QueueFunctionConfig):
     environment: dict[str, str] = Field(default_factory=dict)
     idempotency: bool = True
     join: JoinConfig | None = None
+    # What a real actor needs beyond its code (docs/actors.md, "Shipping a real actor"; `asya_cdk.needs`).
+    package: Literal["zip", "image"] = "zip"
+    requirements: list[str] | None = None
+    files: dict[VariableName, str] = Field(default_factory=dict)
+    permissions: list[Grant] = Field(default_factory=list)
+    secrets: dict[VariableName, SecretReference] = Field(default_factory=dict)
+    vpc: VpcSettings | None = None
+    provisioned_concurrency: int | None = Field(default=None, ge=1)
+    ephemeral_storage: int | None = Field(
+        default=None, ge=LAMBDA_EPHEMERAL_STORAGE_MB[0], le=LAMBDA_EPHEMERAL_STORAGE_MB[1]
+    )
+    layers: list[str] = Field(default_factory=list, max_length=LAMBDA_MAX_LAYERS - 1)
+
+    @field_validator("requirements")
+    @classmethod
+    def _requirement_lines(cls, lines: list[str] | None) -> list[str] | None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        for index, line in enumerate(lines or []):
+            try:
+                Requirement(line)
+            except InvalidRequirement as exc:
+                why = str(exc).splitlines()[0]
+                raise ValueError(
+                    f"[{index}]: {line!r} is not a requirement (PEP 508, e.g. numpy==2.3.1): {why}"
+                ) from None
+        return lines
+
+    @field_validator("files")
+    @classmethod
+    def _file_sources(cls, files: dict[str, str]) -> dict[str, str]:
+        for variable, source in files.items():
+            if source.startswith("s3://") and s3_location(source) is None:
+                raise ValueError(f"{variable}: {source!r} is not an s3://<bucket>/<key> URL")
+            if not source.strip():
+                raise ValueError(f"{variable}: a path or an s3:// URL")
+        return files
+
+    @field_validator("layers")
+    @classmethod
+    def _layer_arns(cls, layers: list[str]) -> list[str]:
+        for index, arn in enumerate(layers):
+            problem = layer_arn_problem(arn)
+            if problem:
+                raise ValueError(f"[{index}]: {problem}")
+        return layers
 
     @field_validator("handler")
     @classmethod
@@ -174,13 +238,68 @@ class ActorConfig(QueueFunctionConfig):
             raise ValueError(f"must be 'module.function' or 'module.Class.method', got {value!r}")
         return value
 
-    @field_validator("environment")
+    @field_validator("environment", "files", "secrets")
     @classmethod
-    def _no_reserved_variables(cls, value: dict[str, str]) -> dict[str, str]:
-        reserved = sorted(key for key in value if key.startswith(PREFIX) or key.startswith("AWS_"))
+    def _no_reserved_variables(cls, value: dict[str, Any]) -> dict[str, Any]:
+        reserved = sorted(
+            key for key in value if key.startswith(PREFIX) or key.startswith("AWS_") or key in LAMBDA_RESERVED
+        )
         if reserved:
-            raise ValueError(f"{', '.join(reserved)} are set by the mesh; use the actor's own fields instead")
+            raise ValueError(
+                f"{', '.join(reserved)} are set by the mesh or by Lambda; use the actor's own fields or other names"
+            )
         return value
+
+    @model_validator(mode="after")
+    def _one_variable_one_meaning(self) -> Self:
+        """`environment`, `files` and `secrets` each set the handler's variables: a name set twice would
+        leave one of them unseen."""
+        fields: dict[str, set[str]] = {
+            "environment": set(self.environment),
+            "files": set(self.files),
+            "secrets": set(self.secrets),
+        }
+        for field, variables in fields.items():
+            for other, other_variables in fields.items():
+                if field < other and variables & other_variables:
+                    shared = ", ".join(sorted(variables & other_variables))
+                    raise ValueError(f"{other}: {shared} also in {field}; a variable has one source")
+        return self
+
+    @model_validator(mode="after")
+    def _lambda_settings_need_lambda(self) -> Self:
+        """A Spark actor's handler runs in its EMR Serverless job: what only a Lambda function has is an
+        error there. An image function has no layers: what a layer would bring goes into the image."""
+        if self.runtime == "spark":
+            lambda_only = {
+                "package": self.package != "zip",
+                "files": bool(self.files),
+                "secrets": bool(self.secrets),
+                "vpc": self.vpc is not None,
+                "provisioned_concurrency": self.provisioned_concurrency is not None,
+                "ephemeral_storage": self.ephemeral_storage is not None,
+                "layers": bool(self.layers),
+            }
+            for field, set_here in lambda_only.items():
+                if set_here:
+                    raise ValueError(
+                        f"{field}: for Lambda actors; a Spark actor's handler runs in its EMR Serverless job "
+                        "(its libraries: requirements; its grants: permissions, given to the job's role)"
+                    )
+        if self.package == "image" and self.layers:
+            raise ValueError(
+                "layers: a container image function has no layers; declare what they bring as requirements"
+            )
+        if (
+            self.provisioned_concurrency is not None
+            and self.reserved_concurrency is not None
+            and self.provisioned_concurrency > self.reserved_concurrency
+        ):
+            raise ValueError(
+                f"provisioned_concurrency: {self.provisioned_concurrency} is above reserved_concurrency "
+                f"{self.reserved_concurrency}; Lambda refuses more warm environments than the function may run"
+            )
+        return self
 
     @model_validator(mode="after")
     def _spark_settings_need_spark(self) -> ActorConfig:
@@ -294,6 +413,18 @@ class StatusConfig(_Strict):
     writes: Literal["coalesced", "every-point"] = "coalesced"
 
 
+class LocalConfig(_Strict):
+    """What only the local stack reads (`cdk deploy` ignores it): stand-ins for what a real account
+    already has. `secrets_file`: a YAML file of secret values by name (default `.asya/secrets.yaml`
+    beside the mesh file; keep real values out of git); `buckets`: buckets of the user's that actors
+    read, each created on the local endpoint and filled with a folder's files (bucket → folder)."""
+
+    secrets_file: str | None = None
+    buckets: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")], str] = Field(
+        default_factory=dict
+    )
+
+
 class MeshConfig(_Strict):
     namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
     actors: dict[str, ActorConfig] = Field(min_length=1)
@@ -304,6 +435,7 @@ class MeshConfig(_Strict):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     status: StatusConfig = Field(default_factory=StatusConfig)
     alarm_topic_arn: str | None = None
+    local: LocalConfig = Field(default_factory=LocalConfig)
 
     @model_validator(mode="after")
     def _names_resolve(self) -> MeshConfig:
@@ -410,6 +542,20 @@ def load_mesh(path: str | Path) -> LoadedMesh:
         code = mesh.code_dir(name)
         if not code.is_dir():
             raise MeshConfigError(f"{file}: actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
+        if actor.requirements is not None and (code / REQUIREMENTS_FILE).is_file():
+            raise MeshConfigError(
+                f"{file}: actors.{name}.requirements: {code / REQUIREMENTS_FILE} declares this actor's libraries "
+                "too; keep one of the two"
+            )
+        for variable, source in actor.files.items():
+            if s3_location(source) is None and not mesh.local_file(source).exists():
+                raise MeshConfigError(
+                    f"{file}: actors.{name}.files.{variable}: {source!r} is neither an s3:// URL nor a file or "
+                    f"folder (looked in {mesh.local_file(source)})"
+                )
+    for bucket, folder in config.local.buckets.items():
+        if not mesh.local_file(folder).is_dir():
+            raise MeshConfigError(f"{file}: local.buckets.{bucket}: {folder!r} is not a folder")
     problems = mesh_problems(mesh)
     if problems:
         raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
@@ -428,6 +574,42 @@ class LoadedMesh(BaseModel):
     def code_dir(self, actor: str) -> Path:
         return (self.base / self.config.actors[actor].code).resolve()
 
+    def local_file(self, path: str) -> Path:
+        """A path the mesh file names (a file to ship, a folder to put in a bucket), from its folder."""
+        return (self.base / path).resolve()
+
+    def files_bytes(self, actor: str) -> int:
+        """What the actor's local files take in /tmp at their peak: a file its size, a folder twice its
+        size (its zip, then the folder unpacked beside it). `s3://` objects are not counted: their size
+        is not known before they are read."""
+        total = 0
+        for given in self.config.actors[actor].files.values():
+            path = self.local_file(given)
+            if s3_location(given) is None and path.is_file():
+                total += path.stat().st_size
+            elif s3_location(given) is None:
+                total += 2 * sum(file.stat().st_size for file in path.rglob("*") if file.is_file())
+        return total
+
+    def ephemeral_storage(self, actor: str) -> int | None:
+        """/tmp's size in MB: as the actor sets it, or, when its files need more than Lambda's default
+        leaves (with `TMP_SPARE_MB` to spare), enough for them; None keeps Lambda's default."""
+        settings = self.config.actors[actor]
+        if settings.ephemeral_storage is not None:
+            return settings.ephemeral_storage
+        needed = math.ceil(self.files_bytes(actor) / 2**20) + TMP_SPARE_MB
+        return needed if needed > LAMBDA_EPHEMERAL_STORAGE_MB[0] else None
+
+    def requirements(self, actor: str) -> Requirements:
+        """The actor's libraries: its `requirements` list, or its code folder's requirements.txt."""
+        settings = self.config.actors[actor]
+        if settings.requirements is not None:
+            return Requirements(tuple(settings.requirements), source=f"actors.{actor}.requirements")
+        file = self.code_dir(actor) / REQUIREMENTS_FILE
+        if file.is_file():
+            return Requirements(files=(file,), source=f"actors.{actor} ({file})")
+        return Requirements()
+
     def queue_name(self, actor: str) -> str:
         return resource_name(self.config.namespace, actor)
 
@@ -436,8 +618,28 @@ class LoadedMesh(BaseModel):
         crew = {f"{name} (crew)": CREW_SETTINGS.retention for name in CREW if name != SUMP}
         return {**{f"actors.{name}.retention": actor.retention for name, actor in self.config.actors.items()}, **crew}
 
-    def actor_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:
-        """The sidecar's variables for an actor's function; `resources` names the tables it may use."""
+    def file_sources(self, actor: str, asset_url: Callable[[str, Path], str]) -> dict[str, FileSource]:
+        """Where each of the actor's files comes from at its start (`ASYA_FILES`): an `s3://` URL as the
+        mesh file gives it, or a local file or folder shipped as an asset, whose URL `asset_url(variable,
+        path)` gives (a folder's asset is a zip)."""
+        sources = {}
+        for variable, given in self.config.actors[actor].files.items():
+            location = s3_location(given)
+            if location is not None:
+                bucket, key = location
+                kind: FileKind = "prefix" if key.endswith("/") or not key else "file"
+                name = key.rstrip("/").rsplit("/", 1)[-1] or bucket
+                sources[variable] = FileSource(given, name, kind)
+            else:
+                path = self.local_file(given)
+                sources[variable] = FileSource(asset_url(variable, path), path.name, "zip" if path.is_dir() else "file")
+        return sources
+
+    def actor_environment(
+        self, actor: str, resources: dict[str, str], files: dict[str, FileSource] | None = None
+    ) -> dict[str, str]:
+        """The sidecar's variables for an actor's function; `resources` names the tables it may use,
+        `files` where its files come from (`file_sources`)."""
         settings = self.config.actors[actor]
         variables = {
             **settings.environment,
@@ -450,6 +652,10 @@ class LoadedMesh(BaseModel):
         }
         if settings.resiliency.policies or settings.resiliency.rules:
             variables[RESILIENCY.name] = settings.resiliency.model_dump_json(exclude_defaults=True)
+        if settings.secrets:
+            variables[SECRETS.name] = encode_secrets({v: ref.location() for v, ref in settings.secrets.items()})
+        if files:
+            variables[FILES.name] = encode_files(files)
         if settings.idempotency and "idempotency_table" in resources:
             variables[IDEMPOTENCY_TABLE.name] = resources["idempotency_table"]
         if settings.tracing:

@@ -24,6 +24,7 @@ from asya_cdk.environment import MeshNames, crew_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
+from asya_cdk.packaging import code_folder
 
 
 class Crew:
@@ -52,7 +53,7 @@ class Crew:
                 namespace=namespace,
                 name=name,
                 settings=CREW_SETTINGS,
-                code_dir=MESH_CODE,
+                code=code_folder(MESH_CODE),
                 layer=layer,
                 environment=crew_environment(mesh, names, name),
                 dead_letter_queue=dead_letters,

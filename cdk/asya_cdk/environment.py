@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya.names import (
@@ -44,6 +45,7 @@ from asya.variables import (
 )
 
 if TYPE_CHECKING:
+    from asya.startup import FileSource
     from asya_cdk.config import LoadedMesh, SparkConfig
 
 ENVIRONMENT_ARCHIVE = "asya_env"  # where a Spark job's dependency archive is unpacked on every node
@@ -128,8 +130,10 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
     }
 
 
-def lambda_actor_environment(mesh: LoadedMesh, actor: str, names: MeshNames) -> dict[str, str]:
-    return mesh.actor_environment(actor, names.resources())
+def lambda_actor_environment(
+    mesh: LoadedMesh, actor: str, names: MeshNames, files: dict[str, FileSource] | None = None
+) -> dict[str, str]:
+    return mesh.actor_environment(actor, names.resources(), files)
 
 
 def spark_environment(mesh: LoadedMesh, actor: str, names: MeshNames, spark_names: SparkNames) -> dict[str, str]:
@@ -173,9 +177,13 @@ def submit_parameters(spark: SparkConfig, code_url: str, environment_url: str) -
 
 
 def every_function(
-    mesh: LoadedMesh, names: MeshNames, spark_names: Callable[[str], SparkNames]
+    mesh: LoadedMesh,
+    names: MeshNames,
+    spark_names: Callable[[str], SparkNames],
+    asset_url: Callable[[str, Path], str],
 ) -> list[FunctionEnvironment]:
-    """Every function the mesh makes, with the variables it gets and the field a user would change."""
+    """Every function the mesh makes, with the variables it gets and the field a user would change
+    (`asset_url(variable, path)`: a shipped file's asset URL)."""
     namespace = mesh.config.namespace
     functions = []
     for actor, settings in mesh.config.actors.items():
@@ -186,7 +194,7 @@ def every_function(
             collector = collector_name(namespace, actor)
             functions.append(FunctionEnvironment(collector, field, "the collector", variables))
         else:
-            variables = lambda_actor_environment(mesh, actor, names)
+            variables = lambda_actor_environment(mesh, actor, names, mesh.file_sources(actor, asset_url))
             functions.append(FunctionEnvironment(resource_name(namespace, actor), field, "the function", variables))
     for crew in CREW:
         field = "sink_hooks" if crew == SINK else "namespace"

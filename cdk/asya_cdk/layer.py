@@ -1,22 +1,18 @@
 """The sidecar Lambda layer: the `asya` package and its dependencies, built for the function's platform;
 and the gateway functions' code, with the few packages only they need.
 
-Bundling runs pip on this machine for the target platform (`--platform manylinux2014_<arch>`,
-binary wheels only), so no Docker is needed. The layer's dependencies are the project's own in
+Bundling installs on this machine for the target platform (`asya_cdk.libraries`: binary wheels only,
+cached by content), so no Docker is needed. The layer's dependencies are the project's own in
 `pyproject.toml` (tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages it
 brings, which the Lambda runtime provides: a second, different botocore in the layer would shadow the
 runtime's and no longer match its boto3. The gateway's (its `gateway` extra: JSON Schema validation,
 the MCP types) ship in its functions' code, without their dependencies, which the layer has. Nothing
-is byte-compiled on this machine (`--no-compile`).
+is byte-compiled on this machine.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import tomllib
-from importlib import metadata
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -24,13 +20,16 @@ import jsii
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from asya_cdk.libraries import Build, Requirements, Target, copy_into, install
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_SOURCE = ROOT / "sidecar_layer"
 GATEWAY_SOURCE = ROOT / "gateway_api"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-_PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+LAMBDA_PYTHON = RUNTIME.name.removeprefix("python")
 # The AWS SDK for Python and what it depends on: Lambda's Python runtimes include them.
 PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six"})
+SOURCE_IGNORED = ("__pycache__", "*.pyc")
 
 
 def requirements(extra: str | None = None) -> list[str]:
@@ -41,76 +40,56 @@ def requirements(extra: str | None = None) -> list[str]:
     return [req for req in project["dependencies"] if not req.startswith("boto3")]
 
 
-def remove_provided(target: Path, provided: frozenset[str]) -> None:
-    """Delete what pip installed of the `provided` distributions (each one's own file list, inside
-    `target` only: a script's entry may point outside it)."""
-    target = target.resolve()
-    found = [
-        d
-        for d in metadata.distributions(path=[str(target)])
-        if d.metadata["Name"].lower().replace("_", "-") in provided
-    ]
-    files = [(target / str(file)).resolve() for distribution in found for file in distribution.files or []]
-    files = [file for file in files if target in file.parents]
-    for file in files:
-        file.unlink(missing_ok=True)
-    folders = {parent for file in files for parent in file.parents if target in parent.parents}
-    for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+def layer_build(target: Target) -> Build:
+    """The layer's dependencies: the project's, without what the Lambda runtime provides."""
+    declared = Requirements(tuple(requirements()), source="the sidecar layer (pyproject.toml)")
+    return Build(declared, target, without=PROVIDED_BY_RUNTIME)
+
+
+def gateway_build(target: Target) -> Build:
+    """The gateway's own dependencies alone: the layer has what they depend on."""
+    declared = Requirements(tuple(requirements("gateway")), source="the gateway (pyproject.toml, extra gateway)")
+    return Build(declared, target, no_deps=True)
 
 
 @jsii.implements(cdk.ILocalBundling)
-class PipBundling:
-    """Dependencies (the layer's, unless `needs` says which) for a Linux platform and Python version,
-    plus some of the project's packages (`packages`: folder name in the bundle → source folder), in
-    `subdir` of the bundle, without the distributions the target platform already `provided`.
-    `alone`: the dependencies' own dependencies are left out (the layer has them)."""
+class LibraryBundling:
+    """A bundle made of installed builds and source folders, under `subdir`: each of `builds` installed
+    (or taken from the cache), then each folder of `folders` (destination in the bundle → source; ""
+    puts the source's content at the bundle's root), leaving out what `ignore` matches."""
 
     def __init__(
         self,
-        architecture: str,
-        python_version: str,
-        packages: dict[str, Path],
+        builds: list[Build],
+        folders: dict[str, Path],
         subdir: str = "",
-        provided: frozenset[str] = PROVIDED_BY_RUNTIME,
-        *,
-        needs: list[str] | None = None,
-        alone: bool = False,
+        ignore: tuple[str, ...] = SOURCE_IGNORED,
     ) -> None:
-        self.architecture = architecture
-        self.python_version = python_version
-        self.packages = packages
+        self.builds = builds
+        self.folders = folders
         self.subdir = subdir
-        self.provided = provided
-        self.needs = requirements() if needs is None else needs
-        self.alone = alone
+        self.ignore = ignore
 
     def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
         target = Path(output_dir) / self.subdir
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target),
-             "--platform", _PLATFORMS[self.architecture], "--implementation", "cp",
-             "--python-version", self.python_version, "--only-binary=:all:", *(["--no-deps"] if self.alone else []),
-             *self.needs],
-            check=True,
-        )  # fmt: skip
-        remove_provided(target, self.provided)
-        for name, source in self.packages.items():
-            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for build in self.builds:
+            copy_into(install(build).path, target)
+        for name, source in self.folders.items():
+            copy_into(source, target / name, self.ignore)
         return True
 
 
-def layer_bundling(architecture: str, python_version: str = RUNTIME.name.removeprefix("python")) -> PipBundling:
+def layer_bundling(architecture: str, python: str = LAMBDA_PYTHON) -> LibraryBundling:
     """The layer's content: `asya` and the project's dependencies, under `python/`."""
-    return PipBundling(architecture, python_version, {"asya": LAYER_SOURCE / "asya"}, subdir="python")
+    target = Target.linux(architecture, python)
+    return LibraryBundling([layer_build(target)], {"asya": LAYER_SOURCE / "asya"}, subdir="python")
 
 
-def gateway_bundling(architecture: str, python_version: str = RUNTIME.name.removeprefix("python")) -> PipBundling:
+def gateway_bundling(architecture: str, python: str = LAMBDA_PYTHON) -> LibraryBundling:
     """The gateway functions' code: `asya_gateway` and the `gateway` extra, whose own dependencies the
     layer has."""
-    packages = {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"}
-    return PipBundling(architecture, python_version, packages, needs=requirements("gateway"), alone=True)
+    target = Target.linux(architecture, python)
+    return LibraryBundling([gateway_build(target)], {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"})
 
 
 class SidecarLayer(Construct):
@@ -135,9 +114,9 @@ def gateway_code(architecture: str) -> lambda_.Code:
     return built_code(GATEWAY_SOURCE, gateway_bundling(architecture))
 
 
-def built_code(source: Path, bundling: PipBundling) -> lambda_.Code:
-    """Code that pip builds on this machine, identified by what the build puts in it: what pip installs
-    is not in the source folder, so a changed pin must still make a new asset."""
+def built_code(source: Path, bundling: LibraryBundling) -> lambda_.Code:
+    """Code built on this machine, identified by what the build puts in it: what is installed is not
+    in the source folder, so a changed pin must still make a new asset."""
     return lambda_.Code.from_asset(
         str(source),
         exclude=["**/__pycache__", "*.md"],

@@ -14,6 +14,7 @@ passes here cannot fail `CreateFunction` on Lambda's 4 KB environment limit. The
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya.names import (
@@ -76,6 +77,11 @@ def longest_spark_names(_actor: str) -> SparkNames:
     )
 
 
+def longest_file_url(_variable: str, path: Path) -> str:
+    """A shipped file's asset URL at its longest: a folder's asset is a zip, a file's keeps its extension."""
+    return longest_asset_url("zip" if path.is_dir() else path.suffix.removeprefix(".") or "bin")
+
+
 def environment_size(variables: dict[str, str]) -> int:
     """What Lambda counts against its limit: every key and value, in UTF-8 bytes."""
     return sum(len(key.encode()) + len(value.encode()) for key, value in variables.items())
@@ -83,7 +89,7 @@ def environment_size(variables: dict[str, str]) -> int:
 
 def longest_environments(mesh: LoadedMesh) -> list[tuple[FunctionEnvironment, int]]:
     """Every function of the mesh and the largest its environment can be once deployed."""
-    functions = every_function(mesh, longest_mesh_names(mesh.config.namespace), longest_spark_names)
+    functions = every_function(mesh, longest_mesh_names(mesh.config.namespace), longest_spark_names, longest_file_url)
     return [(function, environment_size(function.variables)) for function in functions]
 
 

@@ -29,7 +29,9 @@ from constructs import Construct
 
 from asya.names import BATCHES_TABLE, CREW, IDEMPOTENCY_TABLE, PAUSE, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import ActorFunction, dead_letter_queue, nag_arn
+from asya.startup import encode_files
+from asya.variables import FILES
+from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, nag_arn
 from asya_cdk.claims import grant_claims
 from asya_cdk.config import CREW_SETTINGS, ActorConfig, LoadedMesh
 from asya_cdk.crew import Crew, idempotency_items
@@ -37,8 +39,10 @@ from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.gateway import StatusGateway
+from asya_cdk.grants import grant_permissions, grant_secrets, shipped_files
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.packaging import ACTOR_ENTRY, code_folder, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.tasks import TaskTables, gathering, joins_table, mesh_table, string_key
@@ -175,23 +179,46 @@ class Mesh(Construct):
 
     def _actor(self, name: str, settings: ActorConfig, dead_letters: sqs.IQueue) -> ActorFunction:
         """An actor's queue and function; a Spark actor's function is its dispatcher, and its
-        `SparkActor` (application, job role, code, collector) sets the dispatcher's environment."""
+        `SparkActor` (application, job role, code, collector) sets the dispatcher's environment. A
+        Lambda actor's function also gets what the mesh file says it needs (`asya_cdk.needs`): its
+        libraries in its code or image, its files, secrets and grants, and its function options."""
+        home = self._home(name)
         spark = settings.runtime == "spark"
+        if spark:
+            code, handler, environment = code_folder(MESH_CODE), "asya_spark.dispatch.lambda_handler", {}
+            options = None
+        else:
+            package = image_code if settings.package == "image" else zip_code
+            code = package(self.mesh, name, bundle=cdk.Stack.of(home).bundling_required)
+            handler, environment = ACTOR_ENTRY, lambda_actor_environment(self.mesh, name, self.names)
+            options = FunctionOptions(
+                ephemeral_storage=self.mesh.ephemeral_storage(name),
+                vpc=settings.vpc,
+                layers=settings.layers,
+                provisioned_concurrency=settings.provisioned_concurrency,
+            )
         actor = ActorFunction(
-            self._home(name),
+            home,
             f"Actor-{name}",
             namespace=self.namespace,
             name=name,
             settings=settings,
-            code_dir=MESH_CODE if spark else self.mesh.code_dir(name),
+            code=code,
             layer=self._layer(settings.architecture),
-            environment={} if spark else lambda_actor_environment(self.mesh, name, self.names),
+            environment=environment,
             dead_letter_queue=dead_letters,
-            handler="asya_spark.dispatch.lambda_handler" if spark else "asya.lambda_handler",
+            handler=handler,
+            options=options,
         )
         if spark:
             self.spark[name] = self._spark_actor(name, settings, actor)
-        elif settings.idempotency:
+            return actor
+        files = shipped_files(actor, self.mesh, name, actor.role)
+        if files:
+            actor.function.add_environment(FILES.name, encode_files(files))
+        grant_secrets(actor.role, settings.secrets)
+        grant_permissions(actor.role, name, settings.permissions)
+        if settings.idempotency:
             actor.role.add_to_policy(idempotency_items(self.table, self.namespace))
         if settings.join is not None and self.joins is not None:
             actor.role.add_to_policy(gathering(self.joins))

@@ -8,6 +8,7 @@ retention and each function's environment size (`asya_cdk.limits`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from asya.names import CREW, GATEWAY_FUNCTIONS, collector_name, resource_name
@@ -18,6 +19,7 @@ from asya_cdk.limits import (
     SUMP_RETENTION,
     environment_problems,
 )
+from asya_cdk.needs import LAMBDA_EPHEMERAL_STORAGE_MB, TMP_SPARE_MB
 
 if TYPE_CHECKING:
     from asya_cdk.config import ActorConfig, LoadedMesh
@@ -36,6 +38,7 @@ def mesh_problems(mesh: LoadedMesh) -> list[str]:
     for name, actor in mesh.config.actors.items():
         problems += whole_second_problems(name, actor)
         problems += concurrency_problems(name, actor)
+        problems += storage_problems(mesh, name)
     problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
     return problems + environment_problems(mesh)
 
@@ -97,6 +100,28 @@ def concurrency_problems(name: str, actor: ActorConfig) -> list[str]:
             f"actors.{name}.max_concurrency: {maximum} is above reserved_concurrency {reserved}; the event "
             f"source would start batches the function may not run, and throttled batches are redriven to "
             f"x-sump (leave max_concurrency out and it follows reserved_concurrency)"
+        ]
+    return []
+
+
+def storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
+    """An actor's files are fetched into /tmp at its start: they must fit the space it has there."""
+    files = mesh.files_bytes(name)
+    if not files:
+        return []
+    needed = math.ceil(files / 2**20) + TMP_SPARE_MB
+    storage = mesh.ephemeral_storage(name) or LAMBDA_EPHEMERAL_STORAGE_MB[0]
+    if needed > LAMBDA_EPHEMERAL_STORAGE_MB[1]:
+        return [
+            f"actors.{name}.files: {needed:,} MB in /tmp at the start (a folder counts twice: its zip, then "
+            f"its files), more than Lambda's largest ephemeral storage ({LAMBDA_EPHEMERAL_STORAGE_MB[1]:,} MB); "
+            "put the largest in the code folder of a container image actor (package: image) instead"
+        ]
+    if needed > storage:
+        return [
+            f"actors.{name}.ephemeral_storage: {storage:,} MB cannot hold its files at the start ({needed:,} MB "
+            f"with {TMP_SPARE_MB} MB to spare; a folder counts twice); leave it out to size it for them, or "
+            "raise it"
         ]
     return []
 

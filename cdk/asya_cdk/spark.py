@@ -28,12 +28,15 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from asya.names import collector_name, resource_name
-from asya_cdk.actor import ACTOR_CODE_EXCLUDE, ActorFunction, code_folder, log_group, nag_arn, send_to_namespace
+from asya_cdk.actor import ActorFunction, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MESH_CODE, MeshFunction
+from asya_cdk.grants import grant_permissions
 from asya_cdk.job_image import JobImages
-from asya_cdk.layer import LAYER_SOURCE, PipBundling, SidecarLayer
+from asya_cdk.layer import LAYER_SOURCE, LibraryBundling, SidecarLayer, requirements
+from asya_cdk.libraries import Build, Requirements, Target
+from asya_cdk.packaging import ACTOR_CODE_EXCLUDE, code_folder
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
 from asya_spark.jobs import TERMINAL
@@ -48,11 +51,19 @@ COLLECTOR_TIMEOUT = cdk.Duration.minutes(10)
 _EMR_ARCHITECTURES = {"arm64": "ARM64", "x86_64": "X86_64"}
 
 
-def spark_archive_bundling(architecture: str) -> PipBundling:
-    """The job's dependency archive: the core and `asya_spark_job` with their dependencies. The job
-    never calls AWS, so the SDK itself stays out; what Powertools imports (jmespath) stays in."""
+def spark_archive_bundling(
+    architecture: str, own: Requirements | None = None, python: str = JOB_PYTHON_VERSION
+) -> LibraryBundling:
+    """The job's dependency archive: the core and `asya_spark_job` with their dependencies, and the
+    actor's own libraries (`own`), resolved together for the application's platform. The job never
+    calls AWS, so the SDK itself stays out (unless the actor names it); what Powertools imports
+    (jmespath) stays in."""
+    own = own or Requirements()
+    core = Requirements(tuple(requirements()), source="the Spark job's archive")
+    without = frozenset() if own.named() & JOB_LEAVES_OUT else JOB_LEAVES_OUT  # the SDK: all of it, or none
+    build = Build(own + core, Target.linux(architecture, python), without=without)
     packages = {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"}
-    return PipBundling(architecture, JOB_PYTHON_VERSION, packages, provided=JOB_LEAVES_OUT)
+    return LibraryBundling([build], packages)
 
 
 def batches_table(scope: Construct, name: str) -> dynamodb.Table:
@@ -143,11 +154,12 @@ class SparkActor(Construct):
             asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
             bundling=cdk.BundlingOptions(
                 image=cdk.DockerImage.from_registry("public.ecr.aws/amazonlinux/amazonlinux:2023"),
-                local=spark_archive_bundling(settings.architecture),  # type: ignore[arg-type]
+                local=spark_archive_bundling(settings.architecture, mesh.requirements(name)),  # type: ignore[arg-type]
             ),
         )
         prefix = staging_prefix(namespace, name)
         self._job_permissions(bucket, prefix, [entry, code, environment])
+        grant_permissions(self.job_role, name, settings.permissions)  # the handler runs in the job
         own = SparkNames(
             application_id=self.application.attr_application_id,
             job_role_arn=self.job_role.role_arn,

@@ -23,7 +23,14 @@ Handler = Callable[[Any], Any]
 
 
 class HandlerConfigError(Exception):
-    """`ASYA_HANDLER` does not name a usable callable. Raised at the first invocation, loudly."""
+    """`ASYA_HANDLER` does not name a usable callable. Raised when the sidecar is built (an actor's
+    function: at its execution environment's start), loudly."""
+
+
+class HandlerImportError(HandlerConfigError, ImportError):
+    """The handler's module, or something it imports, cannot be imported: an ImportError, so that
+    Lambda's runtime reports an actor's init as it reports any module that fails to import
+    (`Runtime.ImportModuleError`)."""
 
 
 def load_handler(spec: str) -> Handler:
@@ -56,12 +63,14 @@ def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]
         except ModuleNotFoundError as exc:
             missing = exc.name or ""
             if module_name != missing and not module_name.startswith(missing + "."):
-                raise HandlerConfigError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+                raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+        except ImportError as exc:
+            raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
         except Exception as exc:
             raise HandlerConfigError(
                 f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
-    raise HandlerConfigError(f"module {parts[0]!r} of ASYA_HANDLER={spec!r} not found")
+    raise HandlerImportError(f"module {parts[0]!r} of ASYA_HANDLER={spec!r} not found")
 
 
 def _instantiate(cls: type, path: str, spec: str) -> Any:

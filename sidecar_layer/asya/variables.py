@@ -230,6 +230,24 @@ JOINED_BY = Variable(
     _text,
     "none",
 )
+SECRETS = Variable(
+    "ASYA_SECRETS",
+    _ACTOR,
+    'JSON `{variable: "secretsmanager:<name>" or "ssm:<name>", "#<key>" for one field}`: the mesh file\'s '
+    "`secrets`, read at the execution environment's start into those variables (`asya.startup`)",
+    "",
+    _text,
+    "none",
+)
+FILES = Variable(
+    "ASYA_FILES",
+    _ACTOR,
+    'JSON `{variable: [s3 URL, name, "file" | "zip" | "prefix"]}`: the mesh file\'s `files`, downloaded at '
+    "the execution environment's start into its temporary folder, each path in its variable (`asya.startup`)",
+    "",
+    _text,
+    "none",
+)
 JOIN = Variable(
     "ASYA_JOIN",
     _ACTOR,
@@ -428,6 +446,8 @@ ALL: tuple[Variable[Any], ...] = (
     TRACING,
     STATUS_WRITES,
     JOINED_BY,
+    SECRETS,
+    FILES,
     JOIN,
     TASKS_TABLE,
     EVENTS_TABLE,

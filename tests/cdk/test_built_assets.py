@@ -1,6 +1,6 @@
 """What ships to AWS imports and runs there with only what Lambda or EMR Serverless put beside it.
 
-The layer and the Spark job's dependency archive are really built (`PipBundling`, the path `cdk synth`
+The layer and the Spark job's dependency archive are really built (`LibraryBundling`, the path `cdk synth`
 takes), for x86_64 and this machine's Python so that this machine can import them: on AWS the same
 requirements are resolved for the function's Python and architecture. Each check runs in a fresh
 interpreter without site-packages whose path holds only:
@@ -110,19 +110,18 @@ def _only(distributions: set[str] | frozenset[str], folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The layer and the Spark archive, built by pip as `cdk synth` builds them, and the runtimes' SDK."""
+    """The layer and the Spark archive, built as `cdk synth` builds them, and the runtimes' SDK."""
     root = tmp_path_factory.mktemp("built")
     layer = root / "layer"
     gateway = root / "gateway"
     archive = root / "archive"
-    archive_bundling = spark_archive_bundling("x86_64")
-    archive_bundling.python_version = PYTHON_VERSION  # the job's own Python is 3.11 too
+    archive_bundling = spark_archive_bundling("x86_64", python=PYTHON_VERSION)  # the job's own Python is 3.11 too
     bundlings = {
         layer: layer_bundling("x86_64", PYTHON_VERSION),
         gateway: gateway_bundling("x86_64", PYTHON_VERSION),
         archive: archive_bundling,
     }
-    with ThreadPoolExecutor(3) as pool:  # three pip runs, mostly waiting on the network
+    with ThreadPoolExecutor(3) as pool:  # three installs, mostly waiting on the network
         assert all(pool.map(lambda item: item[1].try_bundle(str(item[0]), None), bundlings.items()))
     entry = root / "entry"
     entry.mkdir()
@@ -215,3 +214,13 @@ def test_the_layer_is_a_new_asset_when_a_dependency_changes(tmp_path: Path, monk
     assert _layer_asset_hash(tmp_path / "again") == first, "the same dependencies make the same asset"
     monkeypatch.setattr(layer, "requirements", one_fewer)
     assert _layer_asset_hash(tmp_path / "changed") != first
+
+
+def test_a_spark_actors_libraries_ship_in_its_jobs_archive(tmp_path: Path) -> None:
+    from asya_cdk.libraries import Requirements
+
+    own = Requirements(("inflection==0.5.1",), source="actors.crunch.requirements")
+    assert spark_archive_bundling("arm64", own).try_bundle(str(tmp_path), None)  # type: ignore[arg-type]
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"inflection", "asya", "asya_spark_job", "pydantic"} <= names
+    assert not names & {"boto3", "botocore"}, "the job never calls AWS: the SDK stays out unless named"

@@ -201,7 +201,7 @@ def test_only_spark_actors_have_applications(catalogue: Synthesized) -> None:
     assert set(_functions(document)) == expected
     for name in LAMBDA:
         variables = _variables(document, f"asya-catalogue-{name}")
-        assert _functions(document)[f"asya-catalogue-{name}"]["Handler"] == "asya.lambda_handler"
+        assert _functions(document)[f"asya-catalogue-{name}"]["Handler"] == "asya.actor.lambda_handler"
         assert not [key for key in variables if key.startswith("ASYA_SPARK_")]
         assert variables["ASYA_IDEMPOTENCY_TABLE"] == {"Ref": _key(document, "AWS::DynamoDB::Table", "MeshIdempotency")}
 

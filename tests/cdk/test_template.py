@@ -88,7 +88,7 @@ def test_every_actor_and_the_crew_have_named_queues_and_functions(
     assert queues == expected
     functions = {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
     assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, *GATEWAY)}
-    assert functions["asya-reviews-score"]["Handler"] == "asya.lambda_handler"
+    assert functions["asya-reviews-score"]["Handler"] == "asya.actor.lambda_handler"
     assert functions["asya-reviews-x-sink"]["Handler"] == "asya_crew.sink.lambda_handler"
     assert functions["asya-reviews-x-pause"]["Handler"] == "asya_crew.pause.lambda_handler"
     assert functions["asya-reviews-x-resume"]["Handler"] == "asya_crew.resume.lambda_handler"
