@@ -41,6 +41,7 @@ class Synthesized:
     code_dirs: dict[str, Path]  # asset object key → the folder (or, for a file asset, the file) it was made from
     outdir: Path
     nested: dict[str, dict[str, Any]] = field(default_factory=dict)  # object key → a nested stack's template
+    image_dirs: dict[str, Path] = field(default_factory=dict)  # image tag → the folder it is built from
 
     @property
     def templates(self) -> list[dict[str, Any]]:
@@ -77,7 +78,12 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
                 nested[destination["objectKey"]] = json.loads(source.read_text())
             elif source.name != f"{name}.template.json" and destination["objectKey"] not in unused_code:
                 code_dirs[destination["objectKey"]] = source  # the main template goes to CloudFormation directly
-    return Synthesized(name, template, code_dirs, out, nested)
+    image_dirs = {
+        destination["imageTag"]: out / image["source"]["directory"]
+        for image in assets.get("dockerImages", {}).values()
+        for destination in image["destinations"].values()
+    }
+    return Synthesized(name, template, code_dirs, out, nested, image_dirs)
 
 
 IMAGE_COPY = "Custom::CDKECRDeployment"
@@ -301,7 +307,7 @@ def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -
     integrations, schedule rules); code comes from the assets. A function nothing invokes is left
     out, as nothing would run it on AWS either."""
     code_by_function = {
-        resource["Properties"]["FunctionName"]: synthesized.code_dirs[resource["Properties"]["Code"]["S3Key"]]
+        resource["Properties"]["FunctionName"]: _code_of(synthesized, resource["Properties"])
         for template in synthesized.templates
         for resource in template["Resources"].values()
         if resource["Type"] == "AWS::Lambda::Function"
@@ -317,19 +323,33 @@ def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -
         if name not in code_by_function:
             continue
         configuration = lambda_client.get_function_configuration(FunctionName=name)
+        code_dir, image_command = code_by_function[name]
         functions.append(
             LocalFunction(
                 name=name,
-                handler=configuration["Handler"],
+                handler=image_command or configuration["Handler"],
                 role=configuration["Role"],
                 environment=configuration.get("Environment", {}).get("Variables", {}),
                 timeout=float(configuration["Timeout"]),
                 memory=int(configuration["MemorySize"]),
-                code_dir=code_by_function[name],
+                code_dir=code_dir,
                 trigger=trigger,
             )
         )
     return sorted(functions, key=lambda function: function.name)
+
+
+def _code_of(synthesized: Synthesized, properties: dict[str, Any]) -> tuple[Path, str | None]:
+    """A function's code folder, and for a container image the handler its command names. An image is
+    never built locally: its function runs from the folder it would be built from (`task/`, what the
+    image puts in /var/task), with the libraries the local stack installs (`asya_local.runtime`)."""
+    code = properties["Code"]
+    if "ImageUri" not in code:
+        return synthesized.code_dirs[code["S3Key"]], None
+    uri = code["ImageUri"]
+    text = uri["Fn::Sub"] if isinstance(uri, dict) else uri
+    command = properties.get("ImageConfig", {}).get("Command", [None])[0]
+    return synthesized.image_dirs[text.rsplit(":", 1)[1]] / "task", command
 
 
 def function_name(arn: str) -> str:

@@ -46,7 +46,8 @@ from botocore.config import Config
 
 from asya import variables
 from asya.names import resource_name
-from asya_cdk.config import LoadedMesh
+from asya_cdk.config import LoadedMesh, MeshConfigError
+from asya_cdk.packaging import function_sizes
 from asya_local.deploy import (
     EMR_APPLICATION,
     HttpTrigger,
@@ -63,13 +64,14 @@ from asya_local.deploy import (
 )
 from asya_local.deploy import deploy as create_stack
 from asya_local.endpoint.server import ADMIN, READY
+from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, LOCAL_CREDENTIALS, role_environment
+from asya_local.runtime import LocalPythons
 
-LAYER_DIR = Path(__file__).resolve().parents[1] / "sidecar_layer"
 # The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
@@ -83,6 +85,14 @@ RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": Schedu
 GATEWAY_START_SECONDS = 60.0
 ENDPOINT_START_SECONDS = 60.0
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
+
+
+def refuse_oversized_functions(mesh: LoadedMesh) -> None:
+    """Fail as `cdk synth` fails for an actor that Lambda would refuse for its size (its libraries
+    installed for its Lambda platform, as for a deploy)."""
+    problems = [problem for size in function_sizes(mesh) if (problem := size.problem())]
+    if problems:
+        raise MeshConfigError("\n".join(problems))
 
 
 def backstop_seconds() -> float:
@@ -236,6 +246,7 @@ class LocalStack:
     _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
     _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
     _watchdog: Watchdog | None = None  # made with the first worker
+    _local_pythons: LocalPythons | None = None  # made before the first worker
     _clients: dict[str, Any] = field(default_factory=dict)
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
@@ -291,6 +302,9 @@ class LocalStack:
         """All three steps for the mesh's own stack; `stop` undoes whatever had started if one fails.
         Into an endpoint started elsewhere, call `deploy` and `start_workers` instead."""
         try:
+            progress("measuring each function against Lambda's size limit")
+            refuse_oversized_functions(self.mesh)
+            local_secret_values(self.mesh)
             self.start_endpoint(progress)
             progress("synthesizing the CDK app")
             self.deploy(synthesize(self.mesh), progress)
@@ -314,19 +328,31 @@ class LocalStack:
             r["Type"] == EMR_APPLICATION for template in synthesized.templates for r in template["Resources"].values()
         )
         if self._runs_spark:
-            endpoint_admin(self.endpoint, "spark-code", {key: str(path) for key, path in synthesized.code_dirs.items()})
+            code = {key: str(path) for key, path in synthesized.code_dirs.items()}
+            libraries = {name: [str(p) for p in paths] for name, paths in self._pythons().spark_jobs().items()}
+            endpoint_admin(self.endpoint, "spark-code", {"code": code, "libraries": libraries})
         self.stack_name = synthesized.stack_name
         self.outputs = create_stack(
             self.client("cloudformation"), synthesized, self.client("emr-serverless"), s3=self.client("s3")
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)
+        fill_buckets(self.mesh, self.client("s3"))
+        store_secrets(self.mesh, self.client("secretsmanager"), self.client("ssm"))
         self.functions = deployed_functions(self.client, synthesized)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
             raise RuntimeError("the local stack serves one REST API function; this stack integrates several")
 
+    def _pythons(self) -> LocalPythons:
+        """Every function's import path, made (libraries installed, or found in the cache) once."""
+        if self._local_pythons is None:
+            self._local_pythons = LocalPythons(self.mesh)
+        return self._local_pythons
+
     def start_workers(self, progress: Callable[[str], None] = lambda _step: None) -> None:
         """Event consumers first, then the API, which is waited for: the stack is up once it answers."""
+        progress("preparing each function's libraries")
+        self._pythons()
         progress(f"starting workers for {len(self.functions)} function triggers")
         for kind in WORKERS:
             for function in self.functions:
@@ -394,7 +420,6 @@ class LocalStack:
             "environment": environment,
             "timeout": function.timeout,
             "memory": function.memory,
-            "python_path": [str(function.code_dir), str(LAYER_DIR)],
             **dataclasses.asdict(function.trigger),
             **extra,
         }
@@ -415,13 +440,17 @@ class LocalStack:
                 "faults": faults.model_dump(mode="json"),
                 "fault_stream": f"{faults.seed}:{function.name}:{spawned}",
             }
+        python = self._pythons().of(function.name, function.code_dir)
+        # like Lambda's /tmp, each execution environment has a temporary folder of its own
+        temporary = Path(tempfile.mkdtemp(prefix=f"{self._source(function)}-", dir=self._state.name))
         process = subprocess.Popen(
-            [sys.executable, "-m", WORKERS[type(function.trigger)], json.dumps(spec)],
+            # -S: no site-packages, so the function imports what it ships (`asya_local.runtime`)
+            [sys.executable, "-S", "-m", WORKERS[type(function.trigger)], json.dumps(spec)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             cwd=str(function.code_dir),
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**python.environment(dict(os.environ)), "PYTHONUNBUFFERED": "1", "TMPDIR": str(temporary)},
         )
         source = self._source(function)
         with self._lock:

@@ -77,7 +77,9 @@ def is_error(line: str) -> bool:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
             return False
-        return isinstance(record, dict) and str(record.get("level", "")).upper() in ERROR_LEVELS
+        # Powertools' records say `level`; the Lambda runtime's own (a failed init) say `log_level`
+        level = record.get("level", record.get("log_level", "")) if isinstance(record, dict) else ""
+        return str(level).upper() in ERROR_LEVELS
     return any(marker in line for marker in FAILURE_MARKERS)
 
 
@@ -89,6 +91,8 @@ def shown(line: str) -> str:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
         return line
+    if "errorType" in record:  # the Lambda runtime's error record
+        return f"{record['errorType']}: {record.get('errorMessage', '')}"[:500]
     parts = [str(record.get("message", ""))]
     for name in ("correlation_id", "envelope_id", "reason", "error_type", "error"):
         value = record.get(name)

@@ -220,7 +220,31 @@ def request_context(
     if service == "s3":
         prefix = parse_qs(urlparse(path).query).get("prefix")
         return Request(qualified, (resource,), {"s3:prefix": tuple(prefix)} if prefix else {})
+    if service == "secretsmanager" and "SecretId" in (payload := json.loads(body or b"{}")):
+        return Request(qualified, (_secret_arn(str(payload["SecretId"]), region, account),), {})
+    if service == "ssm" and (names := _parameter_names(json.loads(body or b"{}"))):
+        arns = tuple(f"arn:aws:ssm:{region}:{account}:parameter/{name.removeprefix('/')}" for name in names)
+        return Request(qualified, arns, {})
     return Request(qualified, (resource,), {})
+
+
+def _secret_arn(secret_id: str, region: str, account: str) -> str:
+    """The ARN of the secret a request names (by name or ARN), as IAM sees it: with the six characters
+    Secrets Manager appends, when the secret exists."""
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    found = secretsmanager_backends[account][region].secrets.get(secret_id)
+    if found is not None:
+        return str(found.arn)
+    if secret_id.startswith("arn:"):
+        return secret_id
+    return f"arn:aws:secretsmanager:{region}:{account}:secret:{secret_id}"
+
+
+def _parameter_names(payload: Mapping[str, Any]) -> list[str]:
+    """The parameters a GetParameter(s) request reads."""
+    names = payload.get("Names") or ([payload["Name"]] if "Name" in payload else [])
+    return [str(name) for name in names]
 
 
 def _table_arn(region: str, account: str, table: str) -> str:

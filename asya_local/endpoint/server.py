@@ -6,7 +6,8 @@ imports patched moto, and the endpoint's threads have a core's worth of interpre
 instead of sharing it with the stack's relay and watchdog threads.
 
 Besides AWS's APIs it answers a few of its own, under `/asya-local/`, for the process that started it:
-`POST spark-code` (where the deployed assets came from, for the Spark runner), `POST spark-stop` (a
+`POST spark-code` (where the deployed assets came from, and each Spark actor's own libraries, for the
+Spark runner), `POST spark-stop` (a
 stack stops: its job is killed), `GET requests` and `POST requests-reset` (what was asked of it, by
 service and operation, each with the CPU seconds its answers took, for `bench/local_mesh`),
 `GET queue-ages/<prefix>` (how long the oldest message of each queue has waited: CloudWatch's
@@ -66,8 +67,9 @@ class _Admin:
         body: Any = None
         if action == "spark-code":
             length = int(environ.get("CONTENT_LENGTH") or 0)
-            code_dirs = json.loads(environ["wsgi.input"].read(length) or b"{}")
-            self.spark.add_code({key: Path(folder) for key, folder in code_dirs.items()})
+            given = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            self.spark.add_code({key: Path(folder) for key, folder in given["code"].items()})
+            self.spark.add_libraries({name: [Path(p) for p in paths] for name, paths in given["libraries"].items()})
         elif action == "spark-stop":
             self.spark.stop()
         elif action == "requests":

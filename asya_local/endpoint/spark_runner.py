@@ -5,9 +5,10 @@ here. The run executes the same entry script EMR Serverless would (`spark_emr/en
 same arguments, except that its S3 input is copied to a local file and its output folder is local,
 then copied back to S3 when the job succeeds: PyPI's PySpark has no S3 connector. The actor's code
 comes from the asset the run names in `--py-files` (mapped back to its folder), the core from this
-checkout. Runs go one at a time (a laptop's two cores are the application's whole capacity); their
-state moves `SUBMITTED` → `RUNNING` → `SUCCESS` / `FAILED` / `CANCELLED` as on AWS, and the
-collectors' reconciliation schedule picks the ended ones up. A run works with a session of its job
+checkout, and its declared libraries (built for this machine) from the stack. Runs go one at a time
+(a laptop's two cores are the application's whole capacity); their state moves `SUBMITTED` →
+`RUNNING` → `SUCCESS` / `FAILED` / `CANCELLED` as on AWS, and the collectors' reconciliation schedule
+picks the ended ones up. A run works with a session of its job
 run's execution role, as on EMR Serverless: the S3 copies are made with it, and the job's process gets
 it, so a job role without its grants fails here too.
 """
@@ -51,6 +52,7 @@ class LocalSparkRunner:
         self.endpoint = endpoint
         self.on_line = on_line
         self.code_dirs: dict[str, Path] = {}
+        self.libraries: dict[str, list[Path]] = {}
         self._runs: queue.Queue[JobRun | None] = queue.Queue()
         self._process: subprocess.Popen[str] | None = None
         self._running: JobRun | None = None
@@ -60,6 +62,10 @@ class LocalSparkRunner:
 
     def add_code(self, code_dirs: dict[str, Path]) -> None:
         self.code_dirs.update(code_dirs)
+
+    def add_libraries(self, libraries: dict[str, list[Path]]) -> None:
+        """Each Spark actor's declared libraries, built for this machine, by its application's name."""
+        self.libraries.update(libraries)
 
     def submit(self, job_run: JobRun) -> None:
         self._runs.put(job_run)
@@ -109,7 +115,8 @@ class LocalSparkRunner:
             arguments[input_at] = str(work / "input.jsonl")
             output_at = arguments.index("--output") + 1
             output_uri, arguments[output_at] = arguments[output_at], str(work / "output")
-            python_path = [*self._code_for(str(driver.get("sparkSubmitParameters", ""))), *CORE_PATH]
+            own = self.libraries.get(_application_name(job_run), [])
+            python_path = [*self._code_for(str(driver.get("sparkSubmitParameters", ""))), *own, *CORE_PATH]
             command = [sys.executable, str(ENTRY), *arguments, "--master", MASTER]
             environment = {
                 **os.environ,
@@ -162,6 +169,13 @@ class LocalSparkRunner:
         job_run.total_execution_duration_seconds = max(1, round(time.monotonic() - started))
         job_run.updated_at = utcnow()
         self.on_line("spark", f"job run {job_run.id} ({job_run.name}) {state} in {time.monotonic() - started:.1f} s")
+
+
+def _application_name(job_run: JobRun) -> str:
+    from moto.emrserverless.models import emrserverless_backends
+
+    region, account = job_run.arn.split(":")[3:5]
+    return str(emrserverless_backends[account][region].applications[job_run.application_id].name)
 
 
 def _failure(tail: deque[str], code: int) -> str:

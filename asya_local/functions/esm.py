@@ -40,7 +40,13 @@ class Poller:
         self.sqs = boto3.client("sqs")
         self.queue_url: str = spec["queue_url"]
         self.stopping = False
-        _, self.handler = worker.handler_module(spec)
+        self.init_failure: worker.InitError | None = None
+        started = time.monotonic()
+        try:
+            _, self.handler = worker.handler_module(spec)
+        except worker.InitError as failed:
+            worker.report_init_error(failed.record, started)
+            self.init_failure = failed
 
     def stop(self) -> None:
         self.stopping = True
@@ -54,10 +60,26 @@ class Poller:
         try:
             while not self.stopping:
                 messages = self._gather()
+                for message in messages:
+                    receives = message.get("Attributes", {}).get("ApproximateReceiveCount", "1")
+                    if receives != "1":
+                        worker.say(f"{REDELIVERED} {message['MessageId']} (receive {receives})")
+                if messages and self.init_failure is not None:
+                    self._fail_uninitialized(messages, self.init_failure)
                 if messages:
                     self._invoke(messages)
         except _Stopped:
             return
+
+    def _fail_uninitialized(self, messages: list[dict[str, Any]], failed: worker.InitError) -> None:
+        """An environment whose init failed fails the invocation it was started for, deleting nothing,
+        and ends: the batch returns after the visibility timeout, counts as a receive, and is redriven
+        after `maxReceiveCount`, as on Lambda; the next batch gets a new environment."""
+        worker.say(
+            f"function error, {len(messages)} message(s) return after the visibility timeout "
+            f"(init failed: {failed.record['errorType']})"
+        )
+        raise SystemExit(1)
 
     def _gather(self) -> list[dict[str, Any]]:
         """A batch as Lambda's poller makes one: wait for a first message, then keep receiving until
@@ -91,10 +113,6 @@ class Poller:
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
         started = time.perf_counter()
         self._release_one(messages)
-        for message in messages:
-            receives = message.get("Attributes", {}).get("ApproximateReceiveCount", "1")
-            if receives != "1":
-                worker.say(f"{REDELIVERED} {message['MessageId']} (receive {receives})")
         try:
             with worker.invocation(self.spec) as context:
                 done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)

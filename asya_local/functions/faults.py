@@ -36,7 +36,6 @@ import urllib.request
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from asya.envelope import describe_validation_error
@@ -112,6 +111,8 @@ class FaultSpecError(ValueError):
 
 def load_faults(source: str) -> FaultSpec:
     """A fault spec from a YAML or JSON file, or given inline as YAML or JSON text."""
+    import yaml  # here, not at the top: workers import this module, and the Lambda runtime has no PyYAML
+
     path = Path(source)
     where = str(path) if path.is_file() else "inline fault spec"
     text = path.read_text() if path.is_file() else source

@@ -1,8 +1,11 @@
 """What every local execution environment does around its own job, whatever invokes the function.
 
 A worker is one process started by `LocalStack` with a JSON spec: the function's deployed environment
-(plus the local endpoint and credentials), its code path, its handler and the trigger's settings. It
-sets the environment before the handler is imported, as Lambda does, and stops when it gets SIGTERM.
+(plus the local endpoint and credentials), its handler and the trigger's settings; its import path is
+the function's alone (`asya_local.runtime`). It sets the environment before the handler is imported, as
+Lambda does, imports the handler's module as Lambda's runtime does at init (an import that fails is
+reported with the runtime's own error, `Runtime.ImportModuleError` for a module that is not shipped,
+and ends the environment), and stops when it gets SIGTERM.
 Every invocation is marked on the worker's clock file (`invocation`), so the stack's watchdog can end
 the environment when it runs past the function's timeout (`asya_local.functions.watchdog`). A spec with
 `faults` makes the function's AWS clients (not the event source's) fail on purpose
@@ -19,8 +22,11 @@ import json
 import os
 import signal
 import sys
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -38,12 +44,53 @@ class Worker(Protocol):
         """Called from the SIGTERM handler: end `run` soon, without blocking."""
 
 
+class InitError(Exception):
+    """The function's init failed; `record` is what Lambda's Python runtime reports for it."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(f"{record['errorType']}: {record['errorMessage']}")
+        self.record = record
+
+
 def handler_module(spec: dict[str, Any]) -> tuple[ModuleType, Handler]:
-    """The module named by the function's handler setting, and the handler in it."""
+    """The module named by the function's handler setting, and the handler in it: the init, as Lambda's
+    Python runtime does it, failing with the runtime's own error types and messages (`InitError`)."""
     module_name, _, function_name = spec["handler"].rpartition(".")
-    module = importlib.import_module(module_name)
-    handler: Handler = getattr(module, function_name)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise InitError(init_error(module_name, exc)) from exc
+    try:
+        handler: Handler = getattr(module, function_name)
+    except AttributeError:
+        message = f"Handler '{function_name}' missing on module '{module_name}'"
+        raise InitError(_record("Runtime.HandlerNotFound", message, [])) from None
     return module, handler
+
+
+def init_error(module: str, exc: BaseException) -> dict[str, Any]:
+    """The error record Lambda's Python runtime logs when importing the handler's module raises `exc`:
+    an ImportError is `Runtime.ImportModuleError` (no stack trace), a SyntaxError
+    `Runtime.UserCodeSyntaxError`, anything else its own type with its stack trace."""
+    if isinstance(exc, ImportError):
+        return _record("Runtime.ImportModuleError", f"Unable to import module '{module}': {exc}", [])
+    if isinstance(exc, SyntaxError):
+        trace = [f'  File "{exc.filename}" Line {exc.lineno}\n    {exc.text}']
+        return _record("Runtime.UserCodeSyntaxError", f"Syntax error in module '{module}': {exc}", trace)
+    return _record(type(exc).__name__, str(exc), traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+
+
+def _record(error_type: str, message: str, trace: list[str]) -> dict[str, Any]:
+    return {"errorMessage": message, "errorType": error_type, "requestId": "", "stackTrace": trace}
+
+
+def report_init_error(record: dict[str, Any], started: float) -> None:
+    """Log a failed init as Lambda does for a function with JSON logs: the runtime's error record, then
+    the platform's `INIT_REPORT` line."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    say(json.dumps({"timestamp": stamp, "log_level": "ERROR", **record}))
+    duration = (time.monotonic() - started) * 1000
+    say(f"INIT_REPORT Init Duration: {duration:.2f} ms\tPhase: init\tStatus: error\tError Type: {record['errorType']}")
 
 
 def handler_copy(spec: dict[str, Any], number: int) -> Handler:
@@ -94,9 +141,12 @@ def main(build: Callable[[dict[str, Any]], Worker]) -> None:
     spec = json.loads(sys.argv[1])
     _clock = InvocationClock(spec.get("clock_file"))
     os.environ.update(spec["environment"])
-    for path in reversed(spec["python_path"]):
-        sys.path.insert(0, path)
-    worker = build(spec)  # the event source's clients are made here, before faults are installed
+    started = time.monotonic()
+    try:
+        worker = build(spec)  # the event source's clients are made here, before faults are installed
+    except InitError as failed:
+        report_init_error(failed.record, started)
+        sys.exit(1)  # as Lambda's runtime ends after a failed init; the stack starts a new environment
     if spec.get("faults"):
         faults = WorkerFaults(FaultSpec.model_validate(spec["faults"]), spec["fault_stream"], say)
         faults.install()

@@ -4,13 +4,12 @@ schedule rule, and a function nothing invokes) is deployed into the session's en
 is read back for each function, HTTP → proxy event → response, the API key, events streamed chunk by
 chunk, stream records delivered and re-delivered from a partial failure, and the schedule ticking.
 
-The stand-ins at the top are also the functions' code: the workers import this module from its asset.
+The stand-ins are the functions' code, in `standin/` (their asset).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,67 +27,6 @@ pytestmark = pytest.mark.integration
 HERE = Path(__file__).resolve().parent
 STACK = "asya-standin"
 SCHEDULE_SECONDS = 0.3
-
-
-# The stand-in functions. They report to files in STANDIN_DIR, which the tests read.
-
-
-def _reports() -> Path:
-    return Path(os.environ["STANDIN_DIR"])
-
-
-def api_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    """Echoes the proxy event it was given, with single- and multi-value headers."""
-    return {
-        "statusCode": 200,
-        "headers": {"X-Echo": "1"},
-        "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]},
-        "body": json.dumps(event),
-    }
-
-
-def open_event_stream(task_id: str, last_event_id: str | None, keepalive_seconds: float = 15.0) -> Iterator[str] | None:
-    """Two status events; the second only once the client acknowledged the first (or 10 s passed)."""
-    if task_id == "missing":
-        return None
-    return _events(task_id, last_event_id)
-
-
-def _events(task_id: str, last_event_id: str | None) -> Iterator[str]:
-    acknowledged = _reports() / f"{task_id}.ack"
-    try:
-        yield f"id: 1\nevent: status\ndata: {json.dumps({'status': 'running', 'after': last_event_id})}\n\n"
-        deadline = time.monotonic() + 10
-        while not acknowledged.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        yield ": keep-alive\n\n"
-        (_reports() / f"{task_id}.last").write_text(repr(time.time()))
-        data = json.dumps({"status": "succeeded", "acknowledged": acknowledged.exists()})
-        yield f"id: 2\nevent: status\ndata: {data}\n\n"
-    finally:
-        (_reports() / f"{task_id}.closed").touch()
-
-
-def stream_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    """Logs each record; fails a record marked `fail_once` the first time it sees it."""
-    failures = []
-    with (_reports() / "stream.jsonl").open("a") as log:
-        for record in event["Records"]:
-            change = record["dynamodb"]
-            task_id = change["NewImage"]["id"]["S"]
-            seen = {"id": task_id, "source": record["eventSourceARN"], "created": change["ApproximateCreationDateTime"]}
-            log.write(json.dumps(seen) + "\n")
-            marker = _reports() / f"{task_id}.failed"
-            if "fail_once" in change["NewImage"] and not marker.exists():
-                marker.touch()
-                failures.append({"itemIdentifier": change["SequenceNumber"]})
-    return {"batchItemFailures": failures}
-
-
-def backstop_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    with (_reports() / "backstop.log").open("a") as log:
-        log.write(event["detail-type"] + "\n")
-    return {"ok": True}
 
 
 # The stack and the tests.
@@ -118,8 +56,8 @@ def _standin_stack(app: Any, reports: Path) -> None:
             name,
             function_name=f"{STACK}-{name}",
             runtime=lambda_.Runtime.PYTHON_3_12,
-            handler=f"test_local_gateway.{handler}",
-            code=lambda_.Code.from_asset(str(HERE), exclude=["**/__pycache__", "mesh", "conftest.py"]),
+            handler=f"standin.{handler}",
+            code=lambda_.Code.from_asset(str(HERE / "standin"), exclude=["**/__pycache__"]),
             environment={"STANDIN_DIR": str(reports)},
             timeout=cdk.Duration.seconds(5),
         )

@@ -75,6 +75,9 @@ def spark_mesh(endpoint: LocalEndpoint) -> Iterator[SparkMesh]:
         yield mesh
 
 
+_SUFFIXES = {1: "st", 2: "nd", 3: "rd"}  # English ordinals, as the job's declared library writes them
+
+
 def test_a_mixed_pipeline_accounts_for_every_envelope(spark_mesh: SparkMesh) -> None:
     roots = [
         spark_mesh.send(["split", "crunch", "post"], {"numbers": list(range(start, start + 10))})
@@ -93,7 +96,13 @@ def test_a_mixed_pipeline_accounts_for_every_envelope(spark_mesh: SparkMesh) -> 
     for n, result in by_n.items():
         envelope = result["envelope"]
         assert result["outcome"] == "succeeded", result
-        assert envelope["payload"] == {"n": n, "square": n * n, "label": "even" if n % 2 == 0 else "odd"}
+        ordinal = f"{n}{_SUFFIXES.get(n % 10, 'th') if n % 100 not in (11, 12, 13) else 'th'}"
+        assert envelope["payload"] == {
+            "n": n,
+            "square": n * n,
+            "ordinal": ordinal,
+            "label": "even" if n % 2 == 0 else "odd",
+        }
         assert envelope["route"]["prev"] == ["split", "crunch", "post"]
     assert {r["envelope"]["id"] for r in results} >= set(roots)  # the first of each fan-out keeps its id
     assert spark_mesh.stack.wait_until_idle(timeout=30)

@@ -13,10 +13,12 @@ def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def crunch(payload: dict[str, Any]) -> dict[str, Any]:
-    """Runs in the Spark job; 13 is refused, as a handler error."""
+    """Runs in the Spark job, with a library its actor declares; 13 is refused, as a handler error."""
+    from inflection import ordinalize  # here: split and post share this module and do not declare it
+
     if payload["n"] == 13:
         raise ValueError("13 is unlucky")
-    return {**payload, "square": payload["n"] ** 2}
+    return {**payload, "square": payload["n"] ** 2, "ordinal": ordinalize(payload["n"])}
 
 
 def post(payload: dict[str, Any]) -> dict[str, Any]:
