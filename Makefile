@@ -63,6 +63,7 @@ bench: install
 	$(BIN)/python -m bench.spark_actor
 	$(BIN)/python -m bench.cost_per_hop
 	$(BIN)/python -m bench.claim_check
+	$(BIN)/python -m bench.local_start
 
 # 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault; prints counts,
 # fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)
