@@ -67,6 +67,7 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
     build(app)
     app.synth()
     template, unused_code = without_image_copies(json.loads((out / f"{name}.template.json").read_text()))
+    template = without_aliases(template)
     assets = json.loads((out / f"{name}.assets.json").read_text())
     code_dirs: dict[str, Path] = {}
     nested: dict[str, dict[str, Any]] = {}
@@ -75,7 +76,7 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
         source = source if source.is_absolute() else out / source
         for destination in asset["destinations"].values():
             if source.name.endswith(NESTED_TEMPLATE_SUFFIX):
-                nested[destination["objectKey"]] = json.loads(source.read_text())
+                nested[destination["objectKey"]] = without_aliases(json.loads(source.read_text()))
             elif source.name != f"{name}.template.json" and destination["objectKey"] not in unused_code:
                 code_dirs[destination["objectKey"]] = source  # the main template goes to CloudFormation directly
     image_dirs = {
@@ -109,6 +110,42 @@ def without_image_copies(template: dict[str, Any]) -> tuple[dict[str, Any], set[
             {"DependsOn": depends} if depends else {}
         )
     return {**template, "Resources": kept}, unused_code
+
+
+ALIAS = "AWS::Lambda::Alias"
+
+
+def without_aliases(template: dict[str, Any]) -> dict[str, Any]:
+    """The template without function aliases, each event source on an alias pointed at its function.
+    moto's CloudFormation does not know `AWS::Lambda::Alias` (an actor with `provisioned_concurrency`
+    is invoked through its `live` alias), so a reference to one would fail the stack; locally the
+    function itself runs, as the alias would run the same code, and warm environments are not kept."""
+    resources = template["Resources"]
+    aliases = {
+        logical_id: resource["Properties"]["FunctionName"]
+        for logical_id, resource in resources.items()
+        if resource["Type"] == ALIAS
+    }
+    if not aliases:
+        return template
+    kept = {logical_id: resource for logical_id, resource in resources.items() if logical_id not in aliases}
+    for logical_id, resource in kept.items():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            target = _alias_named(resource["Properties"]["FunctionName"], aliases)
+            if target is not None:
+                kept[logical_id] = {**resource, "Properties": {**resource["Properties"], "FunctionName": target}}
+    return {**template, "Resources": kept}
+
+
+def _alias_named(value: Any, aliases: dict[str, Any]) -> Any:
+    """The function behind the alias `value` refers to (an alias's ARN or name, in any expression), or None."""
+    if isinstance(value, dict):
+        if value.get("Ref") in aliases:
+            return aliases[value["Ref"]]
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((found for item in value if (found := _alias_named(item, aliases)) is not None), None)
+    return None
 
 
 def publish_assets(s3: Any, synthesized: Synthesized) -> None:

@@ -67,10 +67,14 @@ def _as_text(value: Any) -> str:
 
 
 def write_value(file: Path, name: str, value: str) -> None:
-    """Set one secret in the secrets file, created readable by its owner only."""
+    """Set one secret in the secrets file, created readable by its owner only; in the default `.asya/`
+    folder, git is told to ignore the folder's content."""
     values: dict[str, Any] = (yaml.safe_load(file.read_text()) or {}) if file.exists() else {}
     values[name] = value
     file.parent.mkdir(parents=True, exist_ok=True)
+    ignore = file.parent / ".gitignore"
+    if file.parent.name == SECRETS_FILE.parent.name and not ignore.exists():
+        ignore.write_text("# asya's local state and secret values: never committed\n*\n")
     file.touch(mode=0o600)
     os.chmod(file, 0o600)
     file.write_text(yaml.safe_dump(values, default_flow_style=False, sort_keys=True))

@@ -114,3 +114,11 @@ def test_secrets_reach_the_handler_and_nothing_else(real: RunningMesh) -> None:
         for where, text in places.items():
             assert value not in text, f"a secret's value is in the {where}"
     assert "secretsmanager:real-tests/signing-key" in places["function configuration"]
+
+
+def test_an_actor_with_warm_capacity_a_vpc_and_layers_deploys_and_runs(real: RunningMesh) -> None:
+    """Its event source targets a `live` alias on AWS, which moto's CloudFormation does not know: the
+    local deploy points it at the function (`asya_local.deploy.without_aliases`)."""
+    kept = _sent(real, "warm", {"n": 7})
+    assert kept["outcome"] == "succeeded", real.errors()
+    assert kept["envelope"]["payload"] == {"n": 7}

@@ -38,6 +38,7 @@ def test_a_value_is_kept_for_its_owner_only(mesh: Path, monkeypatch: pytest.Monk
     file = mesh.parent / ".asya" / "secrets.yaml"
     assert yaml.safe_load(file.read_text()) == {"shop/api-key": "k-1", "/shop/db": "p-1"}
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert (file.parent / ".gitignore").read_text().splitlines()[-1] == "*", "git never sees the values"
     assert local_secret_values(load_mesh(mesh)) == {"shop/api-key": "k-1", "/shop/db": "p-1"}
 
 
