@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from asya.variables import CACHE
+
 # What changes the layout of a build; bumping it leaves every older build unused.
 BUILD_FORMAT = 1
 # uv names platforms by glibc: Lambda's Python 3.12+ runtimes and EMR Serverless 7 run on Amazon Linux
@@ -49,7 +51,7 @@ def normalized(name: str) -> str:
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get("ASYA_CACHE")
+    explicit = CACHE.read(os.environ)
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -225,7 +227,10 @@ def _locked(lock: Path) -> Iterator[None]:
 
 
 def _install_into(build: Build, staging: Path) -> None:
-    command = [installer(), "pip", "install", "--quiet", "--target", str(staging), "--only-binary", ":all:"]
+    # no uv configuration file changes a build (its key would not show it); UV_* variables (a private
+    # index, say) still apply
+    command = [installer(), "pip", "install", "--quiet", "--no-config", "--target", str(staging)]
+    command += ["--only-binary", ":all:"]
     command += ["--python", sys.executable, "--python-version", build.target.python]
     if build.target.platform is not None:
         command += ["--python-platform", build.target.platform]

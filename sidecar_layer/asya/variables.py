@@ -430,6 +430,15 @@ LOCAL_BACKSTOP_SECONDS = Variable(
     number(0.1),
     "`2`",
 )
+CACHE = Variable(
+    "ASYA_CACHE",
+    _LOCAL,
+    "where installed libraries are kept, one folder per distinct set (the layer's, each actor's, for each "
+    "platform), by `cdk synth`, `asya check` and `asya up`",
+    None,
+    _text_or_none,
+    "`$XDG_CACHE_HOME/asya-aws` or `~/.cache/asya-aws`",
+)
 
 ALL: tuple[Variable[Any], ...] = (
     NAMESPACE,
@@ -474,4 +483,5 @@ ALL: tuple[Variable[Any], ...] = (
     SPARK_JOB_TIMEOUT_MINUTES,
     LOCAL_IAM,
     LOCAL_BACKSTOP_SECONDS,
+    CACHE,
 )
