@@ -538,29 +538,46 @@ def load_mesh(path: str | Path) -> LoadedMesh:
     except ValidationError as exc:
         raise MeshConfigError(f"{file}: {describe_validation_error(exc)}") from None
     mesh = LoadedMesh(config=config, base=file.resolve().parent)
-    for name, actor in config.actors.items():
-        code = mesh.code_dir(name)
-        if not code.is_dir():
-            raise MeshConfigError(f"{file}: actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
-        if actor.requirements is not None and (code / REQUIREMENTS_FILE).is_file():
-            raise MeshConfigError(
-                f"{file}: actors.{name}.requirements: {code / REQUIREMENTS_FILE} declares this actor's libraries "
-                "too; keep one of the two"
-            )
-        for variable, source in actor.files.items():
-            if s3_location(source) is None and not mesh.local_file(source).exists():
-                raise MeshConfigError(
-                    f"{file}: actors.{name}.files.{variable}: {source!r} is neither an s3:// URL nor a file or "
-                    f"folder (looked in {mesh.local_file(source)})"
-                )
-    for bucket, folder in config.local.buckets.items():
-        if not mesh.local_file(folder).is_dir():
-            raise MeshConfigError(f"{file}: local.buckets.{bucket}: {folder!r} is not a folder")
+    missing = path_problems(mesh)
+    if missing:
+        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in missing))
     problems = mesh_problems(mesh)
     if problems:
         raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
     check_stacks(config, file)  # a mesh too large even for nested stacks is refused here, not at deploy
     return mesh
+
+
+def path_problems(mesh: LoadedMesh) -> list[str]:
+    """What the mesh file names on disk and is not there, or is where it must not be: code folders, a
+    second list of libraries, files to ship, secret values inside a folder that ships, bucket folders."""
+    config = mesh.config
+    problems = []
+    for name, actor in config.actors.items():
+        code = mesh.code_dir(name)
+        if not code.is_dir():
+            problems.append(f"actors.{name}.code: {actor.code!r} is not a directory (looked in {code})")
+        elif actor.requirements is not None and (code / REQUIREMENTS_FILE).is_file():
+            problems.append(
+                f"actors.{name}.requirements: {code / REQUIREMENTS_FILE} declares this actor's libraries too; "
+                "keep one of the two"
+            )
+        for variable, source in actor.files.items():
+            if s3_location(source) is None and not mesh.local_file(source).exists():
+                problems.append(
+                    f"actors.{name}.files.{variable}: {source!r} is neither an s3:// URL nor a file or folder "
+                    f"(looked in {mesh.local_file(source)})"
+                )
+        values = mesh.local_file(config.local.secrets_file) if config.local.secrets_file else None
+        if values is not None and code in values.parents:
+            problems.append(
+                f"local.secrets_file: {values} is inside actors.{name}.code ({code}), which ships with the "
+                "function; keep secret values outside every code folder"
+            )
+    for bucket, folder in config.local.buckets.items():
+        if not mesh.local_file(folder).is_dir():
+            problems.append(f"local.buckets.{bucket}: {folder!r} is not a folder")
+    return problems
 
 
 class LoadedMesh(BaseModel):

@@ -58,7 +58,8 @@ LAMBDA_ZIP_MAX_BYTES = 262_144_000  # "250 MB": a function's code and all its la
 LAMBDA_IMAGE_MAX_BYTES = 10 * 1024**3  # "10 GB": a container image, uncompressed
 ACTOR_ENTRY = "asya.actor.lambda_handler"  # an actor function's handler: importing it is the init
 # What a function's code folder does not ship: one list for actors' folders and the mesh's own (`lambdas/`),
-# so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling.
+# so a folder shared by both is one asset. A folder beside a mesh file may hold a checkout's tooling, and
+# the local stack's state: `.asya/` holds the local secret values, which must never ship.
 ACTOR_CODE_EXCLUDE = (
     "**/__pycache__",
     "**/*.pyc",
@@ -66,6 +67,7 @@ ACTOR_CODE_EXCLUDE = (
     "tests",
     ".venv",
     ".git",
+    ".asya",
     "node_modules",
     "cdk.out",
 )

@@ -272,3 +272,20 @@ def test_an_image_actor_is_a_container_image_function_on_the_same_entry_point(ne
     assert "Layers" not in function
     assert "Handler" not in function
     assert function["Architectures"] == ["arm64"]
+
+
+def test_local_secret_values_never_ship_with_the_code(tmp_path: Path) -> None:
+    """An actor whose code is the mesh file's own folder would otherwise ship `.asya/secrets.yaml`."""
+    (tmp_path / ".asya").mkdir()
+    (tmp_path / ".asya" / "secrets.yaml").write_text("shop/api-key: v4lue\n")
+    (tmp_path / "mod.py").write_text("def fn(payload):\n    return payload\n")
+    (tmp_path / "mesh.yaml").write_text(HEAD + "  a: {handler: mod.fn, code: .}\n")
+    outdir = tmp_path / "cdk.out"
+    template = _synthesize(load_mesh(tmp_path / "mesh.yaml"), outdir)
+    _, function = _function(template, "asya-real-a")
+    staged = outdir / f"asset.{function['Code']['S3Key'].removesuffix('.zip')}"
+    assert (staged / "mod.py").exists()
+    assert not (staged / ".asya").exists()
+    (tmp_path / "mesh.yaml").write_text(HEAD + "  a: {handler: mod.fn, code: .}\nlocal: {secrets_file: dev.yaml}\n")
+    with pytest.raises(MeshConfigError, match=r"local.secrets_file: .*dev.yaml is inside actors.a.code"):
+        load_mesh(tmp_path / "mesh.yaml")
