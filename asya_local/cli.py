@@ -60,6 +60,7 @@ from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.live_view import LiveView
 from asya_local.results import KeptResults
+from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack, free_port, local_client, queue_depths
 from asya_local.sump_cli import SumpCommandError
@@ -252,6 +253,10 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> None:
         "tasks_table": stack.outputs.get("TasksTable", ""),
         "spark_batches_table": stack.outputs.get("SparkBatchesTable", ""),
         "config": str(config.resolve()),
+        # the local administrator's key: what a client of this endpoint signs with (real AWS
+        # credentials in the environment are refused here, with InvalidClientTokenId)
+        "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         **more,
     }
     if stack.gateway_url is not None:
@@ -265,7 +270,11 @@ def _up(args: argparse.Namespace) -> int:
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     write_state(stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {}))
-    header = [f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it"]
+    key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
+    header = [
+        f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it",
+        f"its clients sign with: {key}",
+    ]
     if stack.gateway_url is not None and served is not None:
         header += [
             f"console: {served.url}",

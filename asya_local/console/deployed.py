@@ -10,7 +10,8 @@ SQS, CloudWatch and the Spark batches table (`asya_local.console.stats.AwsStats`
 What the caller needs besides invoking the gateway: `cloudformation:ListStackResources` and
 `DescribeStacks`, `lambda:GetFunctionConfiguration` on the mesh's functions (once, at start),
 `sqs:ListQueues` and `GetQueueAttributes`, `cloudwatch:GetMetricData` (once a minute while a page is
-open), `dynamodb:Query` on the Spark batches table if there is one.
+open), `dynamodb:Query` on the Spark batches table's `open` index (its ARN ends `/index/open`) if there
+is one.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from constructs import Construct
 
 IMAGE_SOURCE = Path(__file__).resolve().parents[2] / "spark_emr" / "image"
 _PLATFORMS = {"arm64": ecr_assets.Platform.LINUX_ARM64, "x86_64": ecr_assets.Platform.LINUX_AMD64}
+_IMAGE_ARCHITECTURES = {"arm64": "arm64", "x86_64": "amd64"}  # as an image index names them
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
 # the copy function is the CDK's singleton for `Custom::CDKECRDeployment`: CloudFormation names it
 # `<stack>-CustomCDKECRDeployment<id>-<suffix>`, so its log group is known only up to that suffix
@@ -115,6 +116,9 @@ class JobImages(Construct):
                 src=DockerImageName(asset.image_uri),
                 dest=DockerImageName(uri),
                 role=self.copy_role.without_policy_updates(),
+                # the copy picks this architecture from an image index (a Docker with the containerd image
+                # store pushes one, with an attestation beside the image); its default is amd64 alone
+                image_arch=[_IMAGE_ARCHITECTURES[architecture]],
             )
             copy.node.add_dependency(self.copy_role)  # the role's policy exists before the copy runs
             self._images[key] = (uri, copy)

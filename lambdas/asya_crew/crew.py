@@ -32,6 +32,7 @@ queue; their redelivery finds their records ended and counts them one by one.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -314,13 +315,27 @@ class CrewActor:
         if once:
             request["IfNoneMatch"] = "*"
         try:
-            self.s3.put_object(**request)
+            self._put(request, once=once)
         except ClientError as exc:
             if once and exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
                 self.telemetry.logger.info("result already kept", extra={"key": key})
                 return False
             raise
         return True
+
+    def _put(self, request: PutObjectRequestTypeDef, *, once: bool) -> None:
+        """`PutObject`; a conditional one again after S3's 409 `ConditionalRequestConflict` (another
+        write of the key was under way), which botocore does not retry: once the other has landed, this
+        one is refused as already kept, or wins if the other failed."""
+        for delay in CONFLICT_RETRY_SECONDS if once else ():
+            try:
+                self.s3.put_object(**request)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalRequestConflict":
+                    raise
+            time.sleep(delay)
+        self.s3.put_object(**request)
 
     def _finish(self, keep: Keep, kept: dict[str, Any], tally: Tally | None) -> Ending | None:
         """The task branch ends here: its record shows its result (`kept`: where, or the output itself),
@@ -348,6 +363,7 @@ class CrewActor:
 
 
 _INLINE_OUTCOMES = (Phase.SUCCEEDED.value, Phase.FAILED.value, Phase.CANCELED.value)
+CONFLICT_RETRY_SECONDS = (0.1, 0.5)  # pauses before the 2nd and 3rd try of a conditional write S3 found racing
 Decide = Callable[[SQSRecord, Telemetry], Keep]
 
 

@@ -546,6 +546,8 @@ def test_a_mesh_without_spark_actors_has_no_spark_resources(reviews: Synthesized
 
 def test_every_spark_setting_reaches_the_template(tuned: Synthesized) -> None:
     _, document, _ = tuned
+    [copy] = _image_copies(document).values()  # score's own, on x86_64 (clean names an image of its own)
+    assert copy["Properties"]["ImageArch"] == "amd64"
     application = _resources(document, "AWS::EMRServerless::Application")[_application(document, "score")]
     assert (application["ReleaseLabel"], application["Architecture"]) == ("emr-7.9.0", "X86_64")
     assert application["AutoStopConfiguration"] == {"Enabled": True, "IdleTimeoutMinutes": 3}
@@ -597,6 +599,8 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
     ).read_text()
     [(copy_id, copy)] = _image_copies(document).items()
     assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == ":emr-7.12.0-arm64"
+    # from an image index (Docker's containerd store pushes one) the copy takes this architecture, not amd64
+    assert copy["Properties"]["ImageArch"] == "arm64"
     assert _resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryName"] == (
         "asya-catalogue-spark-job"
     )

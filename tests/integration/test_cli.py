@@ -74,6 +74,7 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     assert f"is up at http://127.0.0.1:{port}" in output
     assert f"gateway: {written['gateway_url']}/api/v1   API key: {written['api_key']}" in output
     assert f"console: {written['console_url']}" in output
+    assert "its clients sign with: AWS_ACCESS_KEY_ID=asya-local AWS_SECRET_ACCESS_KEY=asya-local" in output
     assert "worker log: .asya/itest.log" in output
     log = (tmp_path / ".asya" / "itest.log").read_text()
     assert " prep | 1 in, 1 done" in log, "each actor's activity is logged, in the worker log"
@@ -136,7 +137,11 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
 def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, str]) -> None:
     """A body sent straight to a queue that is not an envelope: x-sump keeps it under its SQS message
     id; the user writes the fixed envelope and redrives it with the CLI; it travels to its result."""
-    sqs = local_client("sqs", state["endpoint"])
+    credentials = {
+        "AWS_ACCESS_KEY_ID": state["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": state["aws_secret_access_key"],
+    }
+    sqs = local_client("sqs", state["endpoint"], credentials)  # as a producer signs, with the key asya up wrote
     url = sqs.get_queue_url(QueueName="asya-itest-prep")["QueueUrl"]
     message_id = sqs.send_message(QueueUrl=url, MessageBody='{"payload": {"n": 2}')["MessageId"]
     kept_id = f"sqs-{message_id}"

@@ -606,3 +606,36 @@ def test_a_paused_envelope_is_kept_again_when_its_task_pauses_further_on(crew: C
     crew.run(actor(sink, "x-sink", sink.Sink([]).decide), paused)
     crew.run(actor(sink, "x-sink", sink.Sink([]).decide), {**paused, "payload": {"step": 2}})
     assert crew.kept()[f"results/{NS}/t1/paused.json"]["payload"] == {"step": 2}
+
+
+class RacingS3:
+    """S3 as it answers a conditional write racing another write of the same key: 409
+    `ConditionalRequestConflict` `conflicts` times, which botocore does not retry, then as it is."""
+
+    def __init__(self, s3: Any, conflicts: int) -> None:
+        self.s3 = s3
+        self.conflicts = conflicts
+
+    def put_object(self, **request: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        if "IfNoneMatch" in request and self.conflicts:
+            self.conflicts -= 1
+            error = {"Error": {"Code": "ConditionalRequestConflict", "Message": "A conflicting operation"}}
+            raise ClientError(error, "PutObject")  # type: ignore[arg-type]
+        return self.s3.put_object(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.s3, name)
+
+
+def test_a_conditional_write_that_raced_another_is_tried_again(crew: Crew) -> None:
+    settings = CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET})
+    racing = RacingS3(crew.s3, conflicts=2)
+    actor = CrewActor(settings, sink.Sink([]).decide, s3=racing)  # type: ignore[arg-type]
+    assert crew.run(actor, _terminal("task-13", "failed")) == {"batchItemFailures": []}
+    assert racing.conflicts == 0
+    assert "results/crew/task-13/failed.json" in crew.kept()
+    still_racing = CrewActor(settings, sink.Sink([]).decide, s3=RacingS3(crew.s3, conflicts=3))  # type: ignore[arg-type]
+    failed = crew.run(still_racing, _terminal("task-14", "failed"))
+    assert len(failed["batchItemFailures"]) == 1, "three conflicts: the record returns to the queue"
