@@ -26,6 +26,7 @@ from asya_cdk.libraries import LibrariesError
 from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES, longest_environments
 from asya_cdk.packaging import FunctionSize, function_sizes
 from asya_cdk.plan import STACK_BUDGET, plan_stacks
+from asya_local.account import account_findings
 from asya_local.deploy import synthesize
 
 FUNCTION = "AWS::Lambda::Function"
@@ -87,8 +88,10 @@ def _actions(document: dict[str, Any]) -> set[str]:
     return found
 
 
-def check(path: Path, console: Console) -> int:
-    """Print the plan for the mesh file at `path`; 0 when it is clean, 1 (with the problems) when not."""
+def check(path: Path, console: Console, account: Any = None) -> int:
+    """Print the plan for the mesh file at `path`; 0 when it is clean, 1 (with the problems) when not.
+    With `account` (a Lambda client with the caller's credentials), the account's concurrency is
+    checked against the mesh too (`asya_local.account`)."""
     try:
         mesh = load_mesh(path)
     except MeshConfigError as exc:
@@ -111,6 +114,14 @@ def check(path: Path, console: Console) -> int:
             console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
         console.print(_function_table(planned))
         return 1
+    if account is not None:
+        findings = account_findings(mesh, account)
+        for warning in [*findings.warnings, *([findings.skipped] if findings.skipped else [])]:
+            console.print(f"[yellow]asya: {path}: {warning}[/yellow]", highlight=False)
+        if findings.problems:
+            for problem in findings.problems:
+                console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
+            return 1
     console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
     for line in planned.stacks:
         console.print(line, highlight=False)

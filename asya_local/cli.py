@@ -7,7 +7,7 @@
     asya results ID                              what x-sink / x-sump kept for an envelope
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
-    asya check   [--config FILE]                 AWS's limits checked, and what `cdk deploy` would create
+    asya check   [--config FILE] [--account]     AWS's limits checked, and what `cdk deploy` would create
     asya deploy  [--config FILE] [-- CDK ARGS]   asya check, Docker for image actors, then cdk deploy
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     queues.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     check = commands.add_parser("check", help="check the mesh file against AWS's limits; show what deploy creates")
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
+    check.add_argument(
+        "--account", action="store_true", help="also the account's Lambda concurrency (your AWS credentials)"
+    )
     deploy_cli.add_parser(commands, DEFAULT_CONFIG)
     smoke_test = commands.add_parser(
         "smoke", help="one task per flow through a deployed mesh: pass/fail per flow; cleans up its results"
@@ -185,7 +188,11 @@ def _fault_spec(source: str) -> FaultSpec:
 
 
 def _check(args: argparse.Namespace) -> int:
-    return check_mesh(args.config, console)
+    if not args.account:
+        return check_mesh(args.config, console)
+    import boto3
+
+    return check_mesh(args.config, console, account=boto3.client("lambda"))
 
 
 class LocalStateError(RuntimeError):

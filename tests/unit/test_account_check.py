@@ -1,0 +1,93 @@
+"""`asya check --account`: a mesh whose reservations an account cannot grant is refused before the
+deploy rolls back; an account limit below what the event sources start with is a warning with the
+quota request; without credentials it says what it skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import NoCredentialsError
+from rich.console import Console
+
+from asya_cdk.config import load_mesh
+from asya_local.account import account_findings
+from asya_local.check import check
+
+
+class Account:
+    """Lambda's answers for an account: its limit and unreserved concurrency, and what the mesh's
+    functions reserve today (a stack deployed before)."""
+
+    class exceptions:  # noqa: N801 - the shape of a boto3 client's `exceptions`
+        class ResourceNotFoundException(Exception):  # noqa: N818 - boto3's name
+            pass
+
+    def __init__(self, limit: int, unreserved: int, reserved: dict[str, int] | None = None) -> None:
+        self.limit, self.unreserved, self.reserved = limit, unreserved, reserved or {}
+
+    def get_account_settings(self) -> dict[str, Any]:
+        return {"AccountLimit": {"ConcurrentExecutions": self.limit, "UnreservedConcurrentExecutions": self.unreserved}}
+
+    def get_function_concurrency(self, FunctionName: str) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        if FunctionName not in self.reserved:
+            raise self.exceptions.ResourceNotFoundException(FunctionName)
+        return {"ReservedConcurrentExecutions": self.reserved[FunctionName]}
+
+
+class NoCredentials(Account):
+    def get_account_settings(self) -> dict[str, Any]:
+        raise NoCredentialsError
+
+
+@pytest.fixture
+def mesh(tmp_path: Path) -> Path:
+    (tmp_path / "mod.py").write_text("def fn(p):\n    return p\n")
+    path = tmp_path / "mesh.yaml"
+    path.write_text(
+        "namespace: acct\nactors:\n"
+        "  a: {handler: mod.fn, reserved_concurrency: 20}\n"
+        "  b: {handler: mod.fn, reserved_concurrency: 10}\n"
+        "  c: {handler: mod.fn}\n"
+    )
+    return path
+
+
+def test_a_roomy_account_passes(mesh: Path) -> None:
+    findings = account_findings(load_mesh(mesh), Account(limit=1000, unreserved=1000))
+    assert (findings.problems, findings.warnings, findings.skipped) == ([], [], None)
+
+
+def test_reservations_past_the_unreserved_minimum_are_refused(mesh: Path) -> None:
+    findings = account_findings(load_mesh(mesh), Account(limit=120, unreserved=120))
+    (problem,) = findings.problems
+    assert problem.startswith(
+        "the mesh reserves 30 concurrent executions (actors.a.reserved_concurrency 20, "
+        "actors.b.reserved_concurrency 10), but the account's limit of 120 leaves 20 to reserve"
+    )
+    assert "--quota-code L-B99A9384" in problem
+
+
+def test_what_the_mesh_reserves_today_counts_as_available_again(mesh: Path) -> None:
+    """A stack deployed before holds 30 already: the deploy replaces it, so 130 of 160 is enough."""
+    held = Account(limit=160, unreserved=130, reserved={"asya-acct-a": 20, "asya-acct-b": 10})
+    assert account_findings(load_mesh(mesh), held).problems == []
+
+
+def test_a_new_accounts_low_limit_is_a_warning_naming_the_quota(mesh: Path) -> None:
+    findings = account_findings(load_mesh(mesh), Account(limit=10, unreserved=10))
+    assert findings.problems, "a limit of 10 leaves nothing to reserve"
+    (warning,) = findings.warnings
+    assert warning.startswith(
+        "the account's Lambda concurrency is 10; the mesh's 7 queue event sources start 5 batches"
+    )
+    assert "set max_concurrency on the actors" in warning
+
+
+def test_without_credentials_it_says_what_it_skipped(mesh: Path) -> None:
+    console = Console(record=True, width=300)
+    assert check(mesh, console, account=NoCredentials(0, 0)) == 0
+    said = console.export_text()
+    assert "the account's Lambda concurrency was not checked (NoCredentialsError" in said
+    assert "passes every check" in said
