@@ -28,8 +28,10 @@ import fnmatch
 import functools
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -37,6 +39,8 @@ from moto import settings
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.iam.access_control import IAMRequestBase, IAMUserAccessKey
 from moto.iam.models import iam_backends
+
+from asya_local.functions.lambda_shapes import REGION
 
 ADMIN_USER = "asya-local-admin"
 ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
@@ -348,9 +352,52 @@ def _skip_signature(self: IAMRequestBase) -> None:
     """Replaces `IAMRequestBase.check_signature`, which refuses some correctly signed requests."""
 
 
+_moto_request_init = IAMRequestBase.__init__
+_PRESIGNED_KEYS = ("X-Amz-Credential", "AWSAccessKeyId")  # SigV4's and SigV2's query parameter for the key
+
+
+def _request_init(self: IAMRequestBase, *args: Any, **kwargs: Any) -> None:
+    """Wraps `IAMRequestBase.__init__`, which reads the caller's key from the `Authorization` header
+    only (and fails with a KeyError, a 500, without it): a presigned URL carries its signature in the
+    query string (SigV4's `X-Amz-*` parameters, or SigV2's). Its key and session token are handed on as
+    headers, and a link used after it expired is refused, as S3 refuses it."""
+    names = ("account_id", "method", "path", "data", "body", "headers", "action")
+    given = dict(zip(names, args, strict=False)) | kwargs
+    query = parse_qs(urlparse(str(given["path"])).query)
+    presigned = "Authorization" not in given["headers"] and any(key in query for key in _PRESIGNED_KEYS)
+    if presigned:
+        given["headers"] = presigned_headers(given["headers"], query)
+    _moto_request_init(self, **given)
+    if presigned and presigned_link_expired(query, time.time()):
+        self._raise_access_denied()
+
+
+def presigned_headers(headers: Mapping[str, str], query: Mapping[str, list[str]]) -> dict[str, str]:
+    """The headers a presigned request's query string stands for: its credential (SigV2 names no scope:
+    S3 in the local region), and its session token."""
+    if "X-Amz-Credential" in query:
+        credential, token = query["X-Amz-Credential"][0], query.get("X-Amz-Security-Token")
+    else:
+        credential = f"{query['AWSAccessKeyId'][0]}/00000000/{REGION}/s3/aws4_request"
+        token = query.get("x-amz-security-token")
+    given = {**headers, "Authorization": f"AWS4-HMAC-SHA256 Credential={credential}, "}
+    if token:
+        given["X-Amz-Security-Token"] = token[0]
+    return given
+
+
+def presigned_link_expired(query: Mapping[str, list[str]], now: float) -> bool:
+    """Past SigV4's `X-Amz-Date` + `X-Amz-Expires`, or SigV2's `Expires` (seconds since the epoch)."""
+    if "Expires" in query:
+        return now > int(query["Expires"][0])
+    signed = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+    return now > signed + int(query.get("X-Amz-Expires", ["604800"])[0])
+
+
 def apply_iam_fix() -> None:
     IAMRequestBase.check_action_permitted = _check_action_permitted  # type: ignore[method-assign]
     IAMRequestBase.check_signature = _skip_signature  # type: ignore[method-assign]
+    IAMRequestBase.__init__ = _request_init  # type: ignore[method-assign]
 
 
 def enforce(access_key_id: str, secret_access_key: str, account: str) -> None:

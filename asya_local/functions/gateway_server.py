@@ -53,6 +53,7 @@ from asya_local.functions.worker import Handler
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
 MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
+MAX_RESPONSE_PAYLOAD_BYTES = 6_291_456  # ... and its response (the proxy response, as JSON)
 IDLE_CONNECTION_SECONDS = 120.0
 ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
@@ -136,6 +137,13 @@ class Gateway:
             worker.say(f"{request.method} {request.path}: no answer within the function timeout ({timeout:g} s)")
             return gateway_answer(502, "Internal server error", request.request_id)
         if isinstance(outcome[0], Exception):
+            return gateway_answer(502, "Internal server error", request.request_id)
+        answered = len(json.dumps(outcome[0], default=str).encode())
+        if answered > MAX_RESPONSE_PAYLOAD_BYTES:  # Lambda fails the invocation; API Gateway answers 502
+            worker.say(
+                f"{request.method} {request.path}: Response payload size ({answered} bytes) exceeded maximum "
+                f"allowed payload size ({MAX_RESPONSE_PAYLOAD_BYTES} bytes)."
+            )
             return gateway_answer(502, "Internal server error", request.request_id)
         try:
             response = http_response(outcome[0])

@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from asya.status import TaskStatus
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import IN_MCP, LINK_SECONDS, TaskError, TaskService
 from asya_gateway.sump import UNSET, Sump
 
 SERVER = types.Implementation(name="asya-gateway", version="0.1.0")
@@ -156,7 +156,7 @@ class McpEndpoint:
         url = self.status_url(created.task_id)
         started = {"id": created.task_id, "status_url": url}
         wait = self.service.settings.mcp_wait_seconds
-        ended, task = self.service.wait(created.task_id, wait) if wait and created.tracked else (False, {})
+        ended, task = self.service.wait(created.task_id, wait, IN_MCP) if wait and created.tracked else (False, {})
         if not ended:
             text = f"Started task {created.task_id} (flow {name}); it is still running. Status: {url}"
             return types.CallToolResult(
@@ -169,6 +169,11 @@ class McpEndpoint:
             why = error.get("message") if isinstance(error, dict) else None
             text = f"Task {created.task_id} {task['status']}: {task.get('reason') or 'no reason given'}"
             text += f": {why}" if why else ""
+        elif "output_url" in task:
+            text = (
+                f"Task {created.task_id} succeeded; its result is larger than an answer may carry. It is at "
+                f"{task['output_url']} for {LINK_SECONDS // 60} minutes, and its task at {url}"
+            )
         else:
             text = orjson.dumps(task.get("output", task.get("result"))).decode()
         return types.CallToolResult(
@@ -194,7 +199,7 @@ class McpEndpoint:
                     cursor=None,
                 )
             elif name == "sump_show":
-                answer = sump.show(arguments["id"])
+                answer = sump.show(arguments["id"], IN_MCP)
             else:
                 payload = arguments.get("payload", UNSET)
                 redriven, answer = sump.redrive(arguments["id"], to=arguments.get("to"), payload=payload)
@@ -207,7 +212,7 @@ class McpEndpoint:
         )
 
 
-_ENDED_WITH = ("status", "output", "result", "reason", "error")
+_ENDED_WITH = ("status", "output", "output_url", "result", "reason", "error")
 
 
 @cache

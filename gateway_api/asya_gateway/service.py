@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import json
 import re
 import time
 import uuid
@@ -52,9 +53,41 @@ RESUME_STATUS_BYTES = 256
 MAX_CLAIMED_BYTES = 6 * 1024 * 1024
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
-# A result kept in S3 is read into the answer of a wait up to this size; a larger one is answered with
-# its link (`result`): a Lambda function's answer is at most 6 MB.
-WAIT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024
+# A Lambda function's answer is at most 6 MB (6,291,456 bytes of its JSON); an object the crew kept goes
+# into an answer only while the whole answer stays under this, the rest of it (ids, links, headers) in
+# the margin. A larger one is answered with a short-lived presigned link instead.
+ANSWER_MAX_BYTES = 5 * 1024 * 1024
+LINK_SECONDS = 900  # how long such a link works
+
+
+@dataclass(frozen=True)
+class Carried:
+    """How an answer carries a kept object: JSON-encoded `encodings` more times after its own encoding
+    (the REST answer's body is a JSON string; an MCP result's text is one more), in `copies` places (an
+    MCP result has it as text and as structured content)."""
+
+    encodings: int
+    copies: int
+
+    def size(self, value: Any) -> int:
+        """Bytes of `value` as the answer will hold it: JSON escapes every non-ASCII character as
+        `\\uXXXX`, and every `"` and `\\` again at each encoding."""
+        encoded = json.dumps(value, separators=(",", ":"))
+        for _ in range(self.encodings):
+            encoded = json.dumps(encoded)
+        return self.copies * len(encoded)
+
+
+IN_REST = Carried(encodings=1, copies=1)
+IN_MCP = Carried(encodings=2, copies=2)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An object the crew kept, as an answer may carry it: its document, or a link when it is too large."""
+
+    document: Any = None
+    link: str | None = None
 
 
 class TaskError(Exception):
@@ -326,9 +359,10 @@ class TaskService:
         """The mesh's flows: route, description, timeout and input schema of each."""
         return {"flows": {name: flow.public() for name, flow in self.settings.flows.items()}}
 
-    def wait(self, task_id: str, seconds: float) -> tuple[bool, dict[str, Any]]:
+    def wait(self, task_id: str, seconds: float, carried: Carried = IN_REST) -> tuple[bool, dict[str, Any]]:
         """(ended, the task) once the task is terminal or after `seconds`, whichever is first. An ended
-        task's result is in the view as `output`, read from S3 when x-sink kept it there.
+        task's result is in the view as `output`, read from S3 when x-sink kept it there, or, when the
+        answer (`carried` says how) could not hold it, as `output_url`, a link to it.
 
         It reads the task record (strongly consistent), first after 50 ms and then twice as late each
         time up to once a second: about 30 reads for a wait of 25 s, at 1 RRU each. Following the event
@@ -342,25 +376,55 @@ class TaskService:
             view = task_view(item)
             left = deadline - self.clock()
             if view["terminal"]:
-                return True, self._with_output(view)
+                return True, self._with_output(view, carried)
             if left <= 0:
                 return False, view
             self.sleep(min(pause, left))
             pause = min(pause * 2, WAIT_POLL_SECONDS)
 
-    def _with_output(self, view: dict[str, Any]) -> dict[str, Any]:
+    def _with_output(self, view: dict[str, Any], carried: Carried) -> dict[str, Any]:
         """The view with the result's payload as `output` when x-sink kept the result in S3 under this
-        task's own key (a `result` reported from outside the mesh is any text, and is not followed)."""
+        task's own key (a `result` reported from outside the mesh is any text, and is not followed), or
+        `output_url` when the answer could not carry it."""
         bucket = self.settings.results_bucket
         link = view.get("result")
         own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
         if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
             return view
-        body = self.kept_object(link.removeprefix(f"s3://{bucket}/"), WAIT_OUTPUT_MAX_BYTES)
-        document = orjson.loads(body) if body is not None else None
+        kept = self.kept_answer(link.removeprefix(f"s3://{bucket}/"), carried, part="payload")
+        if kept is None:
+            return view
+        if kept.link is not None:
+            return {**view, "output_url": kept.link}
+        document = kept.document
         if isinstance(document, dict) and "payload" in document:
             return {**view, "output": document["payload"]}
         return view
+
+    def kept_answer(self, key: str, carried: Carried, part: str | None = None) -> Kept | None:
+        """An object the crew kept, as an answer carried as `carried` may hold it (its `part`, or all of
+        it): the parsed document, or, when it would pass `ANSWER_MAX_BYTES`, a presigned link that works
+        for `LINK_SECONDS`; None if it is not there. An object too large is not even read."""
+        try:
+            kept = self.s3.get_object(Bucket=str(self.settings.results_bucket), Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
+                raise
+            return None
+        if kept["ContentLength"] <= ANSWER_MAX_BYTES:
+            body: bytes = kept["Body"].read()
+            try:
+                document: Any = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                document = body.decode("utf-8", "replace")
+            carried_part = document.get(part) if isinstance(document, dict) and part else document
+            if carried.size(carried_part) <= ANSWER_MAX_BYTES:
+                return Kept(document=document)
+        kept["Body"].close()
+        link = self.s3.generate_presigned_url(
+            "get_object", Params={"Bucket": str(self.settings.results_bucket), "Key": key}, ExpiresIn=LINK_SECONDS
+        )
+        return Kept(link=str(link))
 
     # -- changing -------------------------------------------------------------------------------------
 

@@ -27,7 +27,15 @@ from asya.results import result_prefix
 from asya.routing import FIRST_ATTEMPT_HEADER
 from asya.status import REDRIVE_HEADER, TERMINAL, TaskStatus, root_of, stealthy
 from asya.sump import SumpFilter, SumpIndex
-from asya_gateway.service import TaskError, TaskService, decode_cursor, encode_cursor, since_moment
+from asya_gateway.service import (
+    IN_REST,
+    Carried,
+    TaskError,
+    TaskService,
+    decode_cursor,
+    encode_cursor,
+    since_moment,
+)
 from asya_gateway.views import task_view
 
 UNSET: Any = object()  # no new payload given: the one the failing actor was given
@@ -48,10 +56,16 @@ class Sump:
         entries, last = self.index.page(where, limit, start)
         return {"entries": entries, "next_cursor": encode_cursor(last, "sump") if last else None}
 
-    def show(self, envelope_id: str) -> dict[str, Any]:
-        """The last arrival of an envelope and the message as x-sump kept it."""
+    def show(self, envelope_id: str, carried: Carried = IN_REST) -> dict[str, Any]:
+        """The last arrival of an envelope and the message as x-sump kept it (`kept`), or, when the
+        answer (`carried` says how) could not hold it, `kept_url`: a link to it."""
         entry = self._entry(envelope_id)
-        return {"entry": entry, "kept": self._kept(entry)}
+        kept = self.service.kept_answer(self._kept_key(entry), carried)
+        if kept is None:
+            raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)")
+        if kept.link is not None:
+            return {"entry": entry, "kept": None, "kept_url": kept.link}
+        return {"entry": entry, "kept": kept.document}
 
     def redrive(
         self, envelope_id: str, *, to: str | None = None, payload: Any = UNSET, envelope: dict[str, Any] | None = None
@@ -100,14 +114,18 @@ class Sump:
             raise TaskError(404, f"x-sump kept nothing for {envelope_id!r}")
         return entry
 
+    def _kept_key(self, entry: dict[str, Any]) -> str:
+        """Where x-sump kept the message: under the results prefix of its envelope, or it is refused."""
+        key = str(entry.get("key", ""))
+        own = result_prefix(self.service.settings.namespace, entry["id"])
+        if self.service.settings.results_bucket is None or not key.startswith(own):
+            raise TaskError(409, f"x-sump's copy of {entry['id']!r} is not where this gateway reads")
+        return key
+
     def _kept(self, entry: dict[str, Any]) -> Any:
         """The message as x-sump kept it: the failure envelope, or the body as it came if it was not
         JSON (then a string)."""
-        bucket = self.service.settings.results_bucket
-        key = str(entry.get("key", ""))
-        if bucket is None or not key.startswith(result_prefix(self.service.settings.namespace, entry["id"])):
-            raise TaskError(409, f"x-sump's copy of {entry['id']!r} is not where this gateway reads")
-        body = self.service.kept_object(key)
+        body = self.service.kept_object(self._kept_key(entry))
         if body is None:
             raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)")
         try:

@@ -86,3 +86,33 @@ def _wait_for(found: Any, timeout: float = 30.0) -> list[str]:
             return list(result)
         time.sleep(0.2)
     raise AssertionError(f"nothing found within {timeout:.0f} s")
+
+
+def test_a_presigned_link_works_until_it_expires(endpoint: LocalEndpoint) -> None:
+    """A presigned URL carries its signature in the query (SigV2 or SigV4, as botocore chooses): its key
+    is the signer's, and S3 refuses it once expired."""
+    import boto3
+    import httpx2
+    from botocore.config import Config
+
+    from asya_local.stack import local_client
+
+    s3 = local_client("s3", endpoint.url)
+    s3.create_bucket(Bucket="iiam-presigned")
+    s3.put_object(Bucket="iiam-presigned", Key="k.json", Body=b'{"ok": true}')
+    v4 = boto3.client(
+        "s3",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id="asya-local",
+        aws_secret_access_key="asya-local",
+        config=Config(signature_version="s3v4"),
+    )
+    for signer in (s3, v4):
+        link = signer.generate_presigned_url("get_object", Params={"Bucket": "iiam-presigned", "Key": "k.json"})
+        assert httpx2.get(link).json() == {"ok": True}
+        short = signer.generate_presigned_url(
+            "get_object", Params={"Bucket": "iiam-presigned", "Key": "k.json"}, ExpiresIn=1
+        )
+        time.sleep(2.1)
+        assert httpx2.get(short).status_code == 403

@@ -122,3 +122,18 @@ def test_an_actor_with_warm_capacity_a_vpc_and_layers_deploys_and_runs(real: Run
     kept = _sent(real, "warm", {"n": 7})
     assert kept["outcome"] == "succeeded", real.errors()
     assert kept["envelope"]["payload"] == {"n": 7}
+
+
+def test_a_result_larger_than_a_lambda_answer_comes_back_as_a_link(real: RunningMesh) -> None:
+    """8 MB: over what the gateway's function may answer with (6 MB), so the wait answers with a
+    presigned link to the kept result, not a 502."""
+    import httpx2
+
+    task = GatewayClient(real.stack.gateway_url or "", real.stack.api_key).run_task(
+        {"flow": "grow", "payload": {"bytes": 8_000_000}}, 60
+    )
+    assert task["status"] == "succeeded", real.errors()
+    assert "output" not in task
+    kept = httpx2.get(task["output_url"], timeout=30)
+    assert kept.status_code == 200, (task["output_url"], kept.text[:2000])
+    assert json.loads(kept.content)["payload"] == {"blob": "g" * 8_000_000}

@@ -12,9 +12,8 @@ import pytest
 
 from asya.status import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
-from asya_gateway import service as service_module
 from asya_gateway.mcp import McpEndpoint
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import ANSWER_MAX_BYTES, IN_MCP, IN_REST, TaskError, TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.tables import EVENTS, TASKS
 
@@ -102,19 +101,32 @@ def test_a_result_kept_in_s3_is_read_into_the_answer(task_store: TaskStore) -> N
     assert task["result"] == f"s3://{BUCKET}/{key}"
 
 
-def test_a_result_too_large_for_the_answer_is_left_as_its_link(
-    task_store: TaskStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(service_module, "WAIT_OUTPUT_MAX_BYTES", 100)
+def test_a_result_too_large_for_the_answer_is_a_short_lived_link(task_store: TaskStore) -> None:
+    """2 MB kept (UTF-8), but over 6 MB in Lambda's answer, where JSON writes each `é` as `\\u00e9`:
+    the answer carries a presigned link instead, and is not even read."""
     key = "results/n/t1/succeeded.json"
     tasks = service(task_store)
-    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "x" * 200}))
+    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "é" * 1_000_000}))
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": f"s3://{BUCKET}/{key}"})
     ended, task = tasks.wait("t1", 1)
     assert ended
     assert "output" not in task
+    assert task["output_url"].startswith(f"https://{BUCKET}.s3.amazonaws.com/{key}?")
+    assert "Expires=" in task["output_url"]
     assert task["result"] == f"s3://{BUCKET}/{key}"
+    assert IN_REST.size(task) < ANSWER_MAX_BYTES
+
+
+def test_an_mcp_answer_carries_less_than_a_rest_one(task_store: TaskStore) -> None:
+    """An MCP tool result holds the output twice (text and structured), the text once more encoded."""
+    key = "results/n/t1/succeeded.json"
+    tasks = service(task_store)
+    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "x" * 3_000_000}))
+    task_store.create({"id": "t1"})
+    task_store.finish("t1", "t1", "succeeded", {"result": f"s3://{BUCKET}/{key}"})
+    assert tasks.wait("t1", 1)[1]["output"] == "x" * 3_000_000
+    assert "output_url" in tasks.wait("t1", 1, IN_MCP)[1]
 
 
 @pytest.mark.parametrize(

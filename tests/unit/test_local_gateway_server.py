@@ -49,6 +49,8 @@ class StandIn:
                 raise RuntimeError("boom")
             if event["path"] == "/malformed":
                 return {"body": "no status"}
+            if event["path"] == "/large":  # an answer over Lambda's 6 MB response payload, once encoded
+                return {"statusCode": 200, "body": json.dumps({"text": "é" * 1_100_000})}
             return {"statusCode": 200, "body": json.dumps(event)}
         finally:
             with self.lock:
@@ -322,3 +324,12 @@ def test_concurrent_invocations_in_module_copies_each_read_their_own_event() -> 
     for thread in threads:
         thread.join()
     assert answers == {1: {"first": {"n": 1}, "then": {"n": 1}}, 2: {"first": {"n": 2}, "then": {"n": 2}}}
+
+
+def test_an_answer_over_lambda_s_response_limit_is_a_502(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    """1.1 million non-ASCII characters: 2.2 MB as UTF-8, but 6.6 MB as the function's JSON answer (each one
+    `\\u00e9`, and the body's own escaping again), which Lambda refuses to return."""
+    _, client, _ = served
+    response = client.get("/large")
+    assert response.status_code == 502
+    assert response.json() == {"message": "Internal server error"}

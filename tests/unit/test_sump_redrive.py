@@ -302,3 +302,19 @@ def test_a_branch_a_join_gathers_is_kept_and_listed_but_not_redriven_on_its_own(
     assert joined.value.status == 409
     assert "the join 'fixer' gathers" in str(joined.value)
     assert world.queue("b") == []
+
+
+def test_a_kept_copy_too_large_for_an_answer_is_shown_as_a_link(world: World) -> None:
+    """Lambda answers at most 6 MB: a kept message larger than an answer may carry (one whose payload
+    travelled claim-checked, restored when x-sump kept it) is a presigned link."""
+    world.fail("big-1")
+    entry = world.sump.show("big-1")["entry"]
+    kept = json.loads(world.s3.get_object(Bucket=BUCKET, Key=entry["key"])["Body"].read())
+    kept["payload"] = {"text": "é" * 1_000_000}  # 2 MB kept, over 6 MB as JSON in an answer
+    world.s3.put_object(Bucket=BUCKET, Key=entry["key"], Body=json.dumps(kept, ensure_ascii=False).encode())
+    shown = world.sump.show("big-1")
+    assert shown["kept"] is None
+    assert shown["kept_url"].startswith(f"https://{BUCKET}.s3.amazonaws.com/{entry['key']}?")
+    assert shown["entry"]["id"] == "big-1"
+    world.fail("small-1")
+    assert world.sump.show("small-1")["kept"]["id"] == "small-1"
