@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -73,6 +74,26 @@ STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not en
 console = Console() if sys.stdout.isatty() else Console(width=160)  # logs and CI: no 80-column squeeze
 
 
+def _add_send_parser(commands: Any) -> None:
+    send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
+    send.add_argument("payload", help="JSON payload, or @file.json")
+    target = send.add_mutually_exclusive_group(required=True)
+    target.add_argument("--flow", help="a flow of the mesh file")
+    target.add_argument("--route", help="comma-separated actors")
+    send.add_argument("--count", type=int, default=1, help="create this many tasks")
+    send.add_argument(
+        "--idempotency-key", help="the task's key: sent again with it, the create makes no second task (default: new)"
+    )
+    send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
+    send.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the task to end and show it with its result; "
+        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="asya", description="Run an asya mesh on this machine.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -91,20 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--console-port", type=int, default=0, help="the console's port; 0: any free")
     demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
-    send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
-    send.add_argument("payload", help="JSON payload, or @file.json")
-    target = send.add_mutually_exclusive_group(required=True)
-    target.add_argument("--flow", help="a flow of the mesh file")
-    target.add_argument("--route", help="comma-separated actors")
-    send.add_argument("--count", type=int, default=1, help="create this many tasks")
-    send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
-    send.add_argument(
-        "--wait",
-        type=float,
-        metavar="SECONDS",
-        help="wait up to SECONDS for the task to end and show it with its result; "
-        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
-    )
+    _add_send_parser(commands)
     status = commands.add_parser("status", help="a task as the gateway reports it")
     status.add_argument("id")
     watch = commands.add_parser("watch", help="follow a task live until it ends; exit 0 if it succeeded")
@@ -410,21 +418,28 @@ def _send(args: argparse.Namespace) -> int:
     if args.wait is not None:
         if args.count != 1 or args.wait <= 0:
             raise LocalStateError("--wait takes a number of seconds above 0, for one task (no --count)")
-        ended = gateway.run_task(body, args.wait)
+        ended = gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key())
         console.print(_task_table(ended))
         if not ended["terminal"]:
             console.print(f"still {ended['status']} after {args.wait:g} s: `asya watch {ended['id']}` follows it")
             return STILL_RUNNING
         return 0 if ended["status"] == TaskStatus.SUCCEEDED else 1
     if args.count == 1:
-        print(gateway.create_task(body)["id"])
+        print(gateway.create_task(body, args.idempotency_key or new_key())["id"])
         return 0
+    if args.idempotency_key:
+        raise LocalStateError("--idempotency-key names one task: leave out --count")
     with Progress(console=console) as progress:
         task = progress.add_task(f"creating {args.count} tasks", total=args.count)
         for _ in range(args.count):
-            print(gateway.create_task(body)["id"], file=sys.stdout)
+            print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
             progress.advance(task)
     return 0
+
+
+def new_key() -> str:
+    """A fresh idempotency key: each task `asya send` creates is created once, whatever it retries."""
+    return str(uuid.uuid4())
 
 
 def _status(args: argparse.Namespace) -> int:

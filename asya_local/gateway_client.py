@@ -30,6 +30,9 @@ from asya.variables import WAIT_MAX_SECONDS
 API = "/api/v1"
 FLOW_NAME = re.compile(ACTOR_NAME)
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+CREATE_RETRY_SECONDS = (0.5, 2.0)  # pauses after a create whose answer was lost, before it is sent again
+RETRIED_STATUSES = (502, 503, 504)  # answers that do not say whether the task was made
 READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
 
 
@@ -121,18 +124,24 @@ class GatewayClient:
         """`DELETE /mesh/{id}`: cancel the task and its fan-out branches (idempotent)."""
         return self._json("DELETE", f"{API}/mesh/{task_id}", 200)
 
-    def create_task(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`POST /mesh`: the 201 answer (`id`, `status_url`, `events_url`, the task)."""
-        return self._json("POST", f"{API}/mesh", 201, json=body)
+    def create_task(self, body: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """`POST /mesh`: the answer (`id`, `status_url`, `events_url`, the task). With `idempotency_key`,
+        a create whose answer did not come (the gateway unreachable, a 5xx) is sent again with the key,
+        and answers with the task the first one made (`replayed`), never a second task."""
+        return self._create(body, idempotency_key, (200, 201))
 
     def run_task(
-        self, body: dict[str, Any], seconds: float, clock: Callable[[], float] = time.monotonic
+        self,
+        body: dict[str, Any],
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """`POST /mesh?wait=`, then `GET /mesh/{id}?wait=` while the task runs and `seconds` allow (the
         gateway waits at most `WAIT_MAX_SECONDS` per request): the task as it ended, with its `output`,
-        or as it was when the wait ran out (`terminal` false)."""
+        or as it was when the wait ran out (`terminal` false). `idempotency_key` as for `create_task`."""
         deadline = clock() + seconds
-        created = self._json("POST", f"{API}/mesh", (200, 202), json=body, params={"wait": _bounded(seconds)})
+        created = self._create(body, idempotency_key, (200, 202), params={"wait": _bounded(seconds)})
         task = dict(created["task"])
         while not task["terminal"] and (left := deadline - clock()) > 0:
             task = self._json("GET", f"{API}/mesh/{created['id']}", 200, params={"wait": _bounded(left)})
@@ -197,6 +206,26 @@ class GatewayClient:
             except (httpx2.ReadTimeout, httpx2.ReadError, httpx2.RemoteProtocolError):
                 pass  # the stream broke off: continue from the last event, as an EventSource would
             self.sleep(delay)
+
+    def _create(
+        self, body: dict[str, Any], key: str | None, expected: tuple[int, ...], **kwargs: Any
+    ) -> dict[str, Any]:
+        """`POST /mesh`, tried again after a lost answer when a key makes that safe."""
+        headers = {IDEMPOTENCY_HEADER: key} if key is not None else {}
+        for pause in CREATE_RETRY_SECONDS if key is not None else ():
+            try:
+                response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+            except GatewayUnreachableError:
+                self.sleep(pause)
+                continue
+            if response.status_code not in RETRIED_STATUSES:
+                break
+            self.sleep(pause)
+        else:
+            response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+        if response.status_code not in expected:
+            raise GatewayError(_message(response))
+        return dict(response.json())
 
     def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:
         response = self._call(method, path, **kwargs)

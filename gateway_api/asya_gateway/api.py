@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -47,6 +48,8 @@ from asya_gateway.sump import UNSET, Sump
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
+INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway (REST) ends every request this long after it arrived
+ANSWER_SECONDS = 3.0  # kept back from a wait for the answer: a GetItem, an S3 read, the JSON
 MAX_TASK_ID = 256
 TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
 EVENT_CURSOR = re.compile(CURSOR_PATTERN)  # an event's id as the event log hands it out
@@ -231,6 +234,15 @@ def openapi() -> Response[str]:
 def create_task(
     request: Annotated[CreateTask, Body()],
     wait: WaitSeconds = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            max_length=255,
+            description="a key of the client's for this create: retried with it, the create answers with "
+            "the task it made the first time (`replayed`), never a second one",
+        ),
+    ] = None,
 ) -> tuple[dict[str, Any], int]:
     if (request.flow is None) == (request.route is None):
         raise TaskError(400, "give exactly one of 'flow' or 'route'")
@@ -242,16 +254,28 @@ def create_task(
         route=request.route,
         headers=request.headers,
         timeout=request.timeout,
+        idempotency_key=idempotency_key,
     )
-    telemetry().count("TasksCreated")
-    telemetry().flush()
+    if not created.replayed:
+        telemetry().count("TasksCreated")
+        telemetry().flush()
     body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
+    if idempotency_key is not None:
+        body["replayed"] = created.replayed
     if created.task is not None:
         body["task"] = created.task
     if wait is None:
-        return body, 201
-    ended, body["task"] = service().wait(created.task_id, wait)
+        return body, 200 if created.replayed else 201
+    ended, body["task"] = service().wait(created.task_id, wait_left(wait))
     return body, 200 if ended else 202
+
+
+def wait_left(asked: float) -> float:
+    """How long a request may still wait: what it asked, within what API Gateway leaves of its 29 s
+    counted from the request's arrival (`requestTimeEpoch`: a cold start, the create and the answer's
+    own reading and writing included), less `ANSWER_SECONDS` for the answer."""
+    arrived = app.current_event.request_context.request_time_epoch / 1000
+    return max(0.0, min(asked, arrived + INTEGRATION_TIMEOUT_SECONDS - ANSWER_SECONDS - time.time()))
 
 
 @app.get(f"{API}/mesh", summary="List tasks, newest first when filtered by status")
@@ -277,7 +301,7 @@ def list_flows() -> dict[str, Any]:
 def get_task(task_id: TaskId, wait: WaitSeconds = None) -> dict[str, Any]:
     if wait is None:
         return service().view(task_id)
-    return service().wait(task_id, wait)[1]
+    return service().wait(task_id, wait_left(wait))[1]
 
 
 @app.delete(f"{API}/mesh/<task_id>", summary="Cancel a task and its fan-out branches")
@@ -345,7 +369,13 @@ def redrive_sump(envelope_id: TaskId, request: Annotated[RedriveRequest, Body()]
 
 @app.post("/mcp", summary="MCP (streamable HTTP, stateless JSON responses)")
 def mcp() -> Response[Any]:
-    endpoint = McpEndpoint(service(), lambda task_id: task_urls(task_id)["status_url"], lambda_handler.built.sump)
+    endpoint = McpEndpoint(
+        service(),
+        lambda task_id: task_urls(task_id)["status_url"],
+        lambda_handler.built.sump,
+        wait_left=wait_left,
+        idempotency_key=app.current_event.headers.get("idempotency-key"),
+    )
     answer: dict[str, Any] | None
     try:
         body = app.current_event.json_body

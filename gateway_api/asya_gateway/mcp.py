@@ -65,10 +65,23 @@ SUMP_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 class McpEndpoint:
-    def __init__(self, service: TaskService, status_url: Any, sump: Sump | None = None) -> None:
+    """`wait_left(seconds)`: how long a tool call may still wait for its task (the request's own time
+    left); `idempotency_key`: the HTTP request's `Idempotency-Key`, for the task a tool call creates."""
+
+    def __init__(
+        self,
+        service: TaskService,
+        status_url: Any,
+        sump: Sump | None = None,
+        *,
+        wait_left: Callable[[float], float] = lambda seconds: seconds,
+        idempotency_key: str | None = None,
+    ) -> None:
         self.service = service
         self.status_url = status_url  # task id → the task's status URL
         self.sump = sump
+        self.wait_left = wait_left
+        self.idempotency_key = idempotency_key
 
     def handle(self, body: Any) -> tuple[int, dict[str, Any] | None]:
         """One POSTed JSON-RPC message → (HTTP status, JSON body or None for 202 Accepted)."""
@@ -150,12 +163,12 @@ class McpEndpoint:
         if arguments is None:
             arguments = {}
         try:
-            created = self.service.create(payload=arguments, flow=name)
+            created = self.service.create(payload=arguments, flow=name, idempotency_key=self.idempotency_key)
         except TaskError as exc:
             return _tool_error(str(exc))
         url = self.status_url(created.task_id)
         started = {"id": created.task_id, "status_url": url}
-        wait = self.service.settings.mcp_wait_seconds
+        wait = self.wait_left(self.service.settings.mcp_wait_seconds)
         ended, task = self.service.wait(created.task_id, wait, IN_MCP) if wait and created.tracked else (False, {})
         if not ended:
             text = f"Started task {created.task_id} (flow {name}); it is still running. Status: {url}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import hashlib
 import json
 import re
 import time
@@ -98,11 +99,22 @@ class TaskError(Exception):
         self.status = status
 
 
+# A client's key for one create (`Idempotency-Key`): printable ASCII, as HTTP carries it in a header.
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+_IDEMPOTENT_TASKS = uuid.UUID("5d1f3c52-0b6e-4c1e-9f1a-6f1c0a6b2e44")  # the namespace of ids made from keys
+
+
+def idempotent_task_id(namespace: str, key: str) -> str:
+    """The task id a create with this key makes, in this mesh: the same for every retry of it."""
+    return str(uuid.uuid5(_IDEMPOTENT_TASKS, f"{namespace}\n{key}"))
+
+
 @dataclass(frozen=True, slots=True)
 class Created:
     task_id: str
     tracked: bool
     task: dict[str, Any] | None
+    replayed: bool = False  # made by an earlier create with the same idempotency key
 
 
 def since_moment(text: str) -> dt.datetime:
@@ -174,7 +186,13 @@ class TaskService:
         route: list[str] | None = None,
         headers: dict[str, Any] | None = None,
         timeout: float | None = None,
+        idempotency_key: str | None = None,
     ) -> Created:
+        """A new task, sent to its first actor. With `idempotency_key` the task's id is made from the
+        key, so a retried create (its answer lost, say) finds the task the first one made and answers
+        with it instead of starting a second; one that asks for something else is a 422. A task never
+        picked up yet is sent again (its first actor's claim keeps a copy from running twice), in case
+        the first create ended before sending it. The key is free again once the task's record expires."""
         chosen = self._flow(flow) if flow is not None else None
         actors = chosen.route if chosen is not None else self._route(route)
         if chosen is not None:
@@ -184,7 +202,16 @@ class TaskService:
         now = utc_now()
         seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
         deadline = rfc3339(now + dt.timedelta(seconds=seconds)) if seconds else None
-        task_id = str(uuid.uuid4())
+        tracked = not stealthy(headers)
+        digest = None
+        if idempotency_key is not None:
+            if not IDEMPOTENCY_KEY.match(idempotency_key):
+                raise TaskError(400, "Idempotency-Key: 1 to 255 printable ASCII characters, no spaces")
+            if not tracked:
+                raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
+            asked = {"route": actors, "flow": flow, "payload": payload, "headers": headers, "timeout": timeout}
+            digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        task_id = idempotent_task_id(self.settings.namespace, idempotency_key) if idempotency_key else str(uuid.uuid4())
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
         status["updated_at"] = rfc3339(now)
         if deadline:
@@ -192,12 +219,13 @@ class TaskService:
         route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
         envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
         body = self.writable(envelope, "the task's envelope")
-        tracked = not stealthy(headers)
         written: dict[str, Any] | None = None
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
-            record.update({"flow": flow, "deadline_at": deadline, "attempt": 1})
+            record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
             written = self.tasks.create({key: value for key, value in record.items() if value is not None})
+            if written is None and digest is not None:
+                return self._created_before(task_id, digest, envelope, queue, idempotency_key or "")
             if written is None:  # a fresh uuid4 taken: never seen, but never a second task under one id
                 raise TaskError(409, f"task id {task_id} is taken; create the task again")
         try:
@@ -208,6 +236,24 @@ class TaskService:
                 self.tasks.finish(task_id, task_id, TaskStatus.FAILED, failure)
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
         return Created(task_id, tracked, task_view(written) if written is not None else None)
+
+    def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], queue: str, key: str) -> Created:
+        """A create whose key made this task before: the same request answers with the task; if its
+        first actor has not picked it up yet, it is sent again, as it was first (its deadline kept)."""
+        existing = self.tasks.get(task_id)
+        if existing is None:  # created and expired between the two reads: the key is free again
+            raise TaskError(409, f"Idempotency-Key {key!r}: its task just expired; create the task again")
+        if existing.get("request_digest") != digest:
+            raise TaskError(422, f"Idempotency-Key {key!r} was used for another request (task {task_id})")
+        if existing.get("status") == TaskStatus.PENDING:
+            status = {**envelope["status"], "created_at": existing.get("created_at", envelope["status"]["created_at"])}
+            status.pop("deadline_at", None)
+            if existing.get("deadline_at"):
+                status["deadline_at"] = existing["deadline_at"]
+            self.sqs.send_message(
+                QueueUrl=queue, MessageBody=self.writable({**envelope, "status": status}, "the task's envelope")
+            )
+        return Created(task_id, True, task_view(existing), replayed=True)
 
     def validate(self, flow: Flow, payload: Any) -> None:
         """The flow's input schema decides what a payload may be (REST and MCP alike)."""

@@ -517,3 +517,21 @@ def test_hostile_requests_over_http_get_a_4xx_never_a_5xx(gateway: Gateway) -> N
         assert response.status_code < 500, f"{case.name}: {response.status_code} {response.text[:300]}"
         assert "Traceback (most recent call last)" not in response.text, case.name
     assert gateway.http.get(f"/api/v1/mesh/{task}").status_code == 200, "the gateway goes on serving"
+
+
+def test_a_create_retried_with_its_idempotency_key_makes_one_task(gateway: Gateway, running_mesh: RunningMesh) -> None:
+    """Three sends of one create with one key (a client whose answers were lost), through REST and MCP:
+    one task each, which runs once."""
+    body = {"flow": "pipeline", "payload": {"n": 10}}
+    key = {"Idempotency-Key": f"retry-{time.time_ns()}"}
+    answers = [gateway.http.post("/api/v1/mesh", json=body, headers=key) for _ in range(3)]
+    assert [a.status_code for a in answers] == [201, 200, 200]
+    ids = {a.json()["id"] for a in answers}
+    assert len(ids) == 1
+    (task_id,) = ids
+    assert gateway.wait_for(task_id, lambda task: task["terminal"])["status"] == "succeeded"
+    assert [r["outcome"] for r in running_mesh.stack.kept_results().of(task_id)] == ["succeeded"]
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pipeline", "arguments": {"n": 12}}}
+    mcp_key = {"Idempotency-Key": f"mcp-{time.time_ns()}"}
+    started = [gateway.http.post("/mcp", json=call, headers=mcp_key).json() for _ in range(2)]
+    assert len({answer["result"]["structuredContent"]["id"] for answer in started}) == 1
