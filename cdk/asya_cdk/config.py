@@ -33,6 +33,7 @@ from asya.variables import (
     HANDLER_MODE,
     IDEMPOTENCY_TABLE,
     JOIN,
+    JOIN_MAX_WIDTH,
     JOINED_BY,
     JOINS_TABLE,
     NAMESPACE,
@@ -105,6 +106,7 @@ class JoinConfig(_Strict):
 
     branches_of: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
     on_failure: str | dict[str, Any] = "fail_fast"
+    max_width: int = Field(default=JOIN_MAX_WIDTH.default, ge=1, le=100_000)
 
     @field_validator("branches_of", mode="before")
     @classmethod
@@ -693,6 +695,8 @@ class LoadedMesh(BaseModel):
         join = self.config.actors[actor].join
         if join is not None:
             variables[JOIN.name] = json.dumps(join.on_failure, separators=(",", ":"))
+            if join.max_width != JOIN_MAX_WIDTH.default:
+                variables[JOIN_MAX_WIDTH.name] = str(join.max_width)
             if "joins_table" in resources:  # without it, the sidecar refuses to start, naming the variable
                 variables[JOINS_TABLE.name] = resources["joins_table"]
         return variables

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from asya.gathering import completing_seconds
 from asya.names import CREW, GATEWAY_FUNCTIONS, collector_name, resource_name
 from asya_cdk.limits import (
     EMR_APPLICATION_NAME_MAX,
@@ -39,6 +40,7 @@ def mesh_problems(mesh: LoadedMesh) -> list[str]:
         problems += whole_second_problems(name, actor)
         problems += concurrency_problems(name, actor)
         problems += storage_problems(mesh, name)
+        problems += join_width_problems(name, actor)
     problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
     return problems + environment_problems(mesh)
 
@@ -124,6 +126,21 @@ def storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
             "raise it"
         ]
     return []
+
+
+def join_width_problems(name: str, actor: ActorConfig) -> list[str]:
+    """The arrival that completes a join's widest fan reads every branch back in one invocation: it
+    must fit the join's function timeout, with half of it left for the handler."""
+    if actor.join is None:
+        return []
+    reading = completing_seconds(actor.join.max_width)
+    if reading <= actor.lambda_timeout / 2:
+        return []
+    return [
+        f"actors.{name}.join.max_width: the completing arrival of a fan of {actor.join.max_width:,} branches may "
+        f"take {reading:,.0f} s to read them back, more than half the join's function timeout "
+        f"({actor.lambda_timeout:g} s); lower max_width (join in stages) or raise function_timeout"
+    ]
 
 
 def redrive_retention_problems(retention: dict[str, float], sump_retention: float) -> list[str]:

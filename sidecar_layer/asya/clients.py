@@ -8,13 +8,18 @@ from typing import Any, Generic, TypeVar, overload
 ClientT = TypeVar("ClientT")
 
 
+STANDARD_RETRIES = {"mode": "standard", "max_attempts": 5}
+
+
 class LazyClient(Generic[ClientT]):
     """A class attribute `client = LazyClient("sqs")` reads the instance's `_client`, which its
-    `__init__` sets (None: make one on first use, with boto3's standard retry mode)."""
+    `__init__` sets (None: make one on first use, with boto3's standard retry mode, or with `config`:
+    botocore `Config` settings of its own)."""
 
-    def __init__(self, service: str) -> None:
+    def __init__(self, service: str, **config: Any) -> None:
         self.service = service
         self.slot = "_client"
+        self.config = {"retries": STANDARD_RETRIES, **config}
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = f"_{name}"
@@ -33,6 +38,6 @@ class LazyClient(Generic[ClientT]):
             import boto3
             from botocore.config import Config
 
-            client = boto3.client(self.service, config=Config(retries={"mode": "standard", "max_attempts": 5}))  # type: ignore[call-overload]
+            client = boto3.client(self.service, config=Config(**self.config))  # type: ignore[call-overload]
             setattr(instance, self.slot, client)
         return client  # type: ignore[no-any-return]

@@ -54,6 +54,7 @@ class SidecarConfig:
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     joined_by: frozenset[str] = frozenset()  # the joins that gather this actor's branches (`asya.joins`)
     join: JoinPolicy | None = None  # this actor is a join: what it does with failed branches
+    join_max_width: int = variables.JOIN_MAX_WIDTH.default  # and the widest fan it gathers
     joins_table: str | None = None
 
     def claims(self) -> Claims | None:
@@ -96,6 +97,7 @@ class SidecarConfig:
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
             joined_by=frozenset(name.strip() for name in variables.JOINED_BY.read(env).split(",") if name.strip()),
             join=join,
+            join_max_width=variables.JOIN_MAX_WIDTH.read(env),
             joins_table=variables.JOINS_TABLE.read(env),
         )
 

@@ -17,6 +17,7 @@ read back only when the fan completes; one that cannot be read any more counts a
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -34,6 +35,21 @@ from asya.status import TaskStore, root_of, stealthy
 # A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
 # an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).
 SLOT_INLINE_BYTES = 8_192
+RESTORE_THREADS = 16  # S3 reads of kept payloads at once, when a fan completes
+# What a completing arrival's reading takes, for the bound `join.max_width` is checked against: an S3
+# read of a kept payload (tens of milliseconds at the median; its tail), and a page of the fan's query
+# (DynamoDB answers 1 MB a page, at most `SLOT_INLINE_BYTES` a branch).
+RESTORE_SECONDS = 0.1
+QUERY_PAGE_SECONDS = 0.05
+QUERY_PAGE_BYTES = 1_048_576
+
+
+def completing_seconds(width: int) -> float:
+    """The longest a fan of `width` branches takes its completing arrival to read back: every branch's
+    payload kept in S3, `RESTORE_THREADS` at a time, and every page of the fan's query."""
+    restores = -(-width // RESTORE_THREADS) * RESTORE_SECONDS
+    pages = -(-width * SLOT_INLINE_BYTES // QUERY_PAGE_BYTES) * QUERY_PAGE_SECONDS
+    return restores + pages
 
 
 class Gathering:
@@ -42,6 +58,7 @@ class Gathering:
         self.policy = policy
         self.table = table
         self.store = store
+        self.max_width = config.join_max_width
         self.claims = config.claims()
         self.slot_claims = (
             Claims(config.claim_bucket, config.namespace, SLOT_INLINE_BYTES) if config.claim_bucket else None
@@ -49,8 +66,17 @@ class Gathering:
 
     def arrive(self, envelope: Envelope, frame: JoinFrame, now: dt.datetime) -> tuple[str, list[Outbound]]:
         """Keep and count one arrival; what it sends (nothing until its fan completes or gives up) and
-        the outcome it is counted under."""
+        the outcome it is counted under. A fan wider than the join takes (`join.max_width`) gives up at
+        its first arrival, saying why: its completing arrival could not restore and join it in time."""
         outcome = arrival_outcome(envelope)
+        if frame.width > self.max_width:
+            if envelope.id != frame.into:
+                self._end_branch(envelope, frame, outcome)
+            why = (
+                f"a fan of {frame.width} branches is wider than this join takes (join.max_width {self.max_width}); "
+                "join it in stages (a join of joins), or raise max_width with the join's function_timeout"
+            )
+            return self._give_up(frame, envelope, now, why)
         wire = envelope.to_dict()
         body = orjson.dumps(wire).decode()
         if self.slot_claims is not None:
@@ -76,9 +102,11 @@ class Gathering:
         payload, failed_slots = joined_payload(gathered, self.policy)
         return "joined", [self._joined(frame, gathered, payload, failed_slots, now)]
 
-    def _give_up(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime) -> tuple[str, list[Outbound]]:
+    def _give_up(
+        self, frame: JoinFrame, envelope: Envelope, now: dt.datetime, why: str | None = None
+    ) -> tuple[str, list[Outbound]]:
         if self.table.give_up(frame):
-            return "join failed", [self._failure(frame, envelope, now)]
+            return "join failed", [self._failure(frame, envelope, now, why)]
         return "absorbed", []  # another arrival gave up first and sent the failure
 
     def _end_branch(self, envelope: Envelope, frame: JoinFrame, outcome: Phase) -> None:
@@ -99,7 +127,13 @@ class Gathering:
         self.store.finish_gathered(envelope.id, outcome.value, details)
 
     def _gathered(self, frame: JoinFrame) -> list[Gathered]:
-        return [self._read(kept) for kept in self.table.gathered(frame.fan)]
+        """Every kept branch with its payload back: those kept in S3 are read `RESTORE_THREADS` at a
+        time, so a wide fan's completing arrival spends its width over that many in S3 requests."""
+        kept = self.table.gathered(frame.fan)
+        if sum(REF_FIELD in branch.body for branch in kept) < 2:
+            return [self._read(branch) for branch in kept]
+        with ThreadPoolExecutor(RESTORE_THREADS) as pool:
+            return list(pool.map(self._read, kept))
 
     def _read(self, kept: Kept) -> Gathered:
         """A kept branch with its payload back; one whose payload cannot be read counts as failed."""
@@ -125,7 +159,7 @@ class Gathering:
         into = next(branch.document for branch in gathered if branch.document["id"] == frame.into)
         return self._rejoin(Envelope.model_validate(into), frame, payload, failed, now)
 
-    def _failure(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime) -> Outbound:
+    def _failure(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime, why: str | None = None) -> Outbound:
         """The joined envelope's failure: `into`'s (or, before it arrived, the arriving branch's under
         `into`'s id), with what was gathered so far as its original payload (a branch not arrived:
         `null`; a failed one: its error payload) and why in its error."""
@@ -139,13 +173,14 @@ class Gathering:
             so_far[branch.slot] = branch.document.get("payload")
         failed = [branch for branch in gathered if branch.outcome is not Phase.SUCCEEDED]
         joined = self._rejoin(base, frame, so_far, [branch.slot for branch in failed], now)
-        reasons = "; ".join(_why(branch) for branch in failed)
-        message = f"{len(failed)} of {frame.width} branches failed (on_failure: {self.policy.describe()}): {reasons}"
+        if why is None:
+            reasons = "; ".join(_why(branch) for branch in failed)
+            why = f"{len(failed)} of {frame.width} branches failed (on_failure: {self.policy.describe()}): {reasons}"
         return routing.fail(
             Envelope.model_validate(joined.wire),
             self.actor,
             reason=Reason.JOIN_FAILED,
-            details=error_details(None, message),
+            details=error_details(None, why),
             now=now,
         )
 

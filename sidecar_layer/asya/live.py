@@ -12,8 +12,14 @@ Several writers append to one task's log (the stream consumer, each actor's side
 `seq` from its own clock just before its write lands. A reader that handed out an event with a later
 `seq` before an earlier-stamped write had landed would move its cursor past that event for good. So
 readers only take events that have *settled*: stamped at least `SETTLE_SECONDS` ago, longer than a
-write with its retries takes (plus the clocks' skew). A watcher sees each event that much later, and
-never misses one.
+write can take to land, retries included (plus the clocks' skew). A watcher sees each event that much
+later, and never misses one.
+
+That bound holds because the log's writes have one of their own: its client makes no retries of its
+own (botocore's standard retries back off up to 20 s between attempts) and gives up on a call after
+`CONNECT_SECONDS` + `READ_SECONDS`, and what DynamoDB leaves unprocessed is sent again at most
+`WRITE_BACKOFF.attempts` times in all. An append that does not land within that is an error its
+caller sees (the stream consumer's batch fails and comes again, re-stamped); a FLY event is let go.
 """
 
 from __future__ import annotations
@@ -28,15 +34,20 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asya.clients import LazyClient
-from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_write
+from asya.dynamo import Backoff, BatchIncompleteError, batch_write
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
 STATUS = "status"
 FLY = "fly"
-# a write and its unprocessed-item retries (`asya.dynamo.Backoff.budget`, 0.5 s) land well within this
-SETTLE_SECONDS = 1.5
+CONNECT_SECONDS = 0.5  # a call to DynamoDB connects within this, or fails
+READ_SECONDS = 1.0  # and is answered within this, or fails: no botocore retry after either
+WRITE_BACKOFF = Backoff(attempts=2, base=0.05, cap=0.1, budget=0.1)  # what DynamoDB leaves unprocessed
+CLOCK_SKEW_SECONDS = 0.5  # between two writers' clocks (NTP keeps Lambda's within milliseconds)
+# the latest an append can land after its events were stamped: every call of it at its longest, and the
+# waits between them, and the writers' clocks apart
+SETTLE_SECONDS = WRITE_BACKOFF.attempts * (CONNECT_SECONDS + READ_SECONDS) + WRITE_BACKOFF.budget + CLOCK_SKEW_SECONDS
 # A cursor as `EventLog.next_seq` writes it (20 digits of nanoseconds, a writer's suffix), or "0" for a
 # task's whole log: what a reader may hand back, anchored for OpenAPI's `pattern`.
 CURSOR_PATTERN = r"^(0|[0-9]{20}(-[0-9a-f]{1,32})?)$"
@@ -59,14 +70,19 @@ class Event:
 
 
 class EventLog:
-    client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
+    client: LazyClient[DynamoDBClient] = LazyClient(
+        "dynamodb",
+        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=CONNECT_SECONDS,
+        read_timeout=READ_SECONDS,
+    )
 
     def __init__(
         self,
         table: str,
         ttl_seconds: int = 86_400,
         client: DynamoDBClient | None = None,
-        backoff: Backoff = DEFAULT_BACKOFF,
+        backoff: Backoff = WRITE_BACKOFF,
     ) -> None:
         self.table = table
         self.ttl_seconds = ttl_seconds

@@ -258,6 +258,15 @@ JOIN = Variable(
     "none",
 )
 
+JOIN_MAX_WIDTH = Variable(
+    "ASYA_JOIN_MAX_WIDTH",
+    _ACTOR,
+    "the most branches one fan may have for this join (`join.max_width`): a wider fan fails its join at once, "
+    "saying so, rather than a completing arrival past its function's timeout",
+    10_000,
+    integer(1),
+)
+
 # Tables and buckets, named by the mesh: a feature backed by one is on when it is named.
 TASKS_TABLE = Variable(
     "ASYA_TASKS_TABLE",
@@ -455,6 +464,7 @@ ALL: tuple[Variable[Any], ...] = (
     TRACING,
     STATUS_WRITES,
     JOINED_BY,
+    JOIN_MAX_WIDTH,
     SECRETS,
     FILES,
     JOIN,

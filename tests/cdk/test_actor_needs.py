@@ -289,3 +289,14 @@ def test_local_secret_values_never_ship_with_the_code(tmp_path: Path) -> None:
     (tmp_path / "mesh.yaml").write_text(HEAD + "  a: {handler: mod.fn, code: .}\nlocal: {secrets_file: dev.yaml}\n")
     with pytest.raises(MeshConfigError, match=r"local.secrets_file: .*dev.yaml is inside actors.a.code"):
         load_mesh(tmp_path / "mesh.yaml")
+
+
+def test_a_join_too_wide_for_its_function_timeout_is_refused(tmp_path: Path) -> None:
+    actors = (
+        "  s: {handler: mod.fn, code: code}\n"
+        "  j: {handler: mod.fn, code: code, function_timeout: 60, join: {branches_of: s, max_width: 10000}}\n"
+    )
+    with pytest.raises(MeshConfigError, match=r"actors.j.join.max_width: the completing arrival of a fan of 10,000"):
+        load_mesh(_mesh(tmp_path, actors))
+    narrower = actors.replace("max_width: 10000", "max_width: 2000")
+    assert load_mesh(_mesh(tmp_path, narrower)).config.actors["j"].join is not None

@@ -354,3 +354,27 @@ def test_a_spark_source_frames_its_outputs_and_the_collector_learns_whom_the_joi
         (2, 3, "t1"),
     ]
     assert [row.decision.joined for row in routed] == [False, True, True], "the root's own goes on as `into`"
+
+
+def test_a_fan_wider_than_the_join_takes_fails_it_at_once_saying_so(calls: list[Any]) -> None:
+    """`join.max_width` 3: a fan of 5 fails the join at its first arrival, its task with the reason."""
+    mesh = JoinMesh(
+        {
+            "split": "tests.support.handlers.fan_out",
+            "score": "tests.support.handlers.picky",
+            "summary": "tests.support.handlers.gather",
+        },
+        {"split": {"ASYA_JOINED_BY": "summary"}, "summary": {**join_env(), "ASYA_JOIN_MAX_WIDTH": "3"}},
+    )
+    with mesh:
+        task_id = mesh.run(ROUTE, {"items": [1, 2, 3, 4, 5]})
+        task = mesh.result(task_id)
+        assert calls == [], "the join's handler never runs"
+        assert (task["status"], task["reason"]) == ("failed", "JoinFailed")
+        assert task["error"]["message"].startswith(
+            "a fan of 5 branches is wider than this join takes (join.max_width 3)"
+        )
+        branches = [record for record in _records(mesh) if record["id"] != task_id]
+        assert {b["status"] for b in branches} == {"succeeded"}, "each branch's record ends"
+        kept = boto3.client("dynamodb").scan(TableName=JOINS)["Items"]
+        assert [int(item["slot"]["N"]) for item in kept] == [-1], "no branch is kept: only the fan's given-up mark"

@@ -154,3 +154,17 @@ def test_a_cursor_ahead_of_what_has_settled_reads_nothing_without_asking_dynamod
 
     log = EventLog(EVENTS, client=RefusingDynamoDB())  # type: ignore[arg-type]
     assert log.after("t-1", f"{2 * 10**18:020d}-abcdef", now_ns=10**18) == []
+
+
+def test_the_settle_window_covers_the_longest_a_write_can_take() -> None:
+    """A watcher waits `SETTLE_SECONDS` for an event to land: the event log's client must not retry on
+    its own (botocore would wait up to 20 s between attempts) and must give up on a call in time."""
+    from asya.live import CONNECT_SECONDS, READ_SECONDS, WRITE_BACKOFF
+
+    log = EventLog("events")
+    config: Any = log.client.meta.config
+    assert config.retries["total_max_attempts"] == 1
+    assert (config.connect_timeout, config.read_timeout) == (CONNECT_SECONDS, READ_SECONDS)
+    longest = WRITE_BACKOFF.attempts * (CONNECT_SECONDS + READ_SECONDS) + WRITE_BACKOFF.budget
+    assert longest < SETTLE_SECONDS
+    assert log.backoff is WRITE_BACKOFF
