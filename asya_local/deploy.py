@@ -66,8 +66,7 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
     app = cdk.App(outdir=str(out), context={"aws:cdk:bundling-stacks": []})
     build(app)
     app.synth()
-    template, unused_code = without_image_copies(json.loads((out / f"{name}.template.json").read_text()))
-    template = without_aliases(template)
+    template, unused_code = local_template(json.loads((out / f"{name}.template.json").read_text()))
     assets = json.loads((out / f"{name}.assets.json").read_text())
     code_dirs: dict[str, Path] = {}
     nested: dict[str, dict[str, Any]] = {}
@@ -76,7 +75,7 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
         source = source if source.is_absolute() else out / source
         for destination in asset["destinations"].values():
             if source.name.endswith(NESTED_TEMPLATE_SUFFIX):
-                nested[destination["objectKey"]] = without_aliases(json.loads(source.read_text()))
+                nested[destination["objectKey"]] = local_template(json.loads(source.read_text()))[0]
             elif source.name != f"{name}.template.json" and destination["objectKey"] not in unused_code:
                 code_dirs[destination["objectKey"]] = source  # the main template goes to CloudFormation directly
     image_dirs = {
@@ -87,19 +86,37 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
     return Synthesized(name, template, code_dirs, out, nested, image_dirs)
 
 
+def local_template(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A synthesized template as moto's CloudFormation can create it (`without_image_copies`,
+    `without_aliases`), and the object keys of code nothing local runs."""
+    kept, unused_code = without_image_copies(template)
+    return without_aliases(kept), unused_code
+
+
 IMAGE_COPY = "Custom::CDKECRDeployment"
+APPLICATION_GUARD = "Custom::AsyaApplicationGuard"  # asya_cdk.spark_updates
 
 
 def without_image_copies(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """The template without the Spark job image's copies and the function that makes them, and the
-    object keys of that function's code. Locally a Spark job runs in Spark local mode on this machine,
-    not in the image: the image asset is never built (only file assets are published here), and the
-    copy function (a Linux binary calling ECR's registry API) could not run under moto anyway."""
+    """The template without the Spark job image's copies and the function that makes them, and without
+    the guards that stop a Spark application before it is updated; and the object keys of the copy
+    function's code. Locally a Spark job runs in Spark local mode on this machine, not in the image:
+    the image asset is never built (only file assets are published here), and the copy function (a
+    Linux binary calling ECR's registry API) could not run under moto anyway. A guard acts only on a
+    stack's update, which the local stack never makes (it deploys afresh), and moto would try to run
+    its provider in Docker."""
     resources = dict(template["Resources"])
-    copies = {logical_id for logical_id, r in resources.items() if r["Type"] == IMAGE_COPY}
-    functions = {resources[c]["Properties"]["ServiceToken"]["Fn::GetAtt"][0] for c in copies}
+    custom = {logical_id for logical_id, r in resources.items() if r["Type"] in (IMAGE_COPY, APPLICATION_GUARD)}
+    tokens = [resources[c]["Properties"]["ServiceToken"].get("Fn::GetAtt", [None])[0] for c in custom]
+    functions = {token for token in tokens if token in resources}  # a nested stack's comes as a parameter
+    # and CDK's provider framework behind the guards, the one function the mesh does not name
+    functions |= {
+        logical_id
+        for logical_id, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Function" and "FunctionName" not in r["Properties"]
+    }
     unused_code = {resources[f]["Properties"]["Code"]["S3Key"] for f in functions}
-    removed = copies | functions
+    removed = custom | functions
     kept: dict[str, Any] = {}
     for logical_id, resource in resources.items():
         if logical_id in removed:

@@ -4,8 +4,10 @@ moto keeps EMR Serverless's control plane only: every job run is `SUCCESS` the m
 and `clientToken` is ignored, so a repeated start makes a second run. The patch gives the local stack
 AWS's behaviour: a start with a known client token returns the existing run; a new run is `SUBMITTED`
 and handed to a `JobRunner` (the local Spark runner), which moves it through `RUNNING` to `SUCCESS`,
-`FAILED` or `CANCELLED`; a cancel reaches the runner too. Dispatchers and collectors call the same
-APIs as on AWS and see the same states.
+`FAILED` or `CANCELLED`; a cancel reaches the runner too. A job started on a CREATED or STOPPED
+application with auto start starts the application, which then stays STARTED (locally nothing stops
+it when idle), so an update of it is refused, as AWS refuses it, until it is stopped
+(`asya_spark.stopper`). Dispatchers and collectors call the same APIs as on AWS and see the same states.
 """
 
 from __future__ import annotations
@@ -41,9 +43,16 @@ def _start_job_run(
             return existing  # AWS: the same token within the application returns the same run
     job_run = _ORIGINAL_START(self, application_id, client_token, *args, **kwargs)
     job_run.state = SUBMITTED
+    application = self.applications[application_id]
+    if application.state in ("CREATED", "STOPPED") and _auto_starts(application.auto_start_configuration):
+        application.state = "STARTED"  # AWS starts an auto-start application for a job, and it stays up
     if _Patch.runner is not None:
         _Patch.runner.submit(job_run)
     return job_run
+
+
+def _auto_starts(configuration: Any) -> bool:
+    return not isinstance(configuration, dict) or configuration.get("enabled", True) is not False
 
 
 def _cancel_job_run(self: EMRServerlessBackend, application_id: str, job_run_id: str) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from asya.names import (
     GATEWAY_BACKSTOP,
     GATEWAY_FUNCTIONS,
     SINK,
+    SPARK_GUARD,
     SUMP,
     collector_name,
     resource_name,
@@ -204,4 +205,7 @@ def every_function(
         field = "flows" if function == GATEWAY else "namespace"
         variables = gateway_environment(mesh, names, function)
         functions.append(FunctionEnvironment(resource_name(namespace, function), field, f"the {function}", variables))
+    if mesh.spark_actors:  # `asya_cdk.spark_updates`: it needs no variables
+        guard = resource_name(namespace, SPARK_GUARD)
+        functions.append(FunctionEnvironment(guard, "namespace", "the Spark applications' guard", {}))
     return functions

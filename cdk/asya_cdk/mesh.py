@@ -45,6 +45,7 @@ from asya_cdk.layer import SidecarLayer
 from asya_cdk.packaging import ACTOR_ENTRY, code_folder, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
+from asya_cdk.spark_updates import ApplicationGuards
 from asya_cdk.tasks import TaskTables, gathering, joins_table, mesh_table, string_key
 from asya_spark.ledger import CLAIM_TTL_SECONDS
 from asya_spark.staging import PREFIX as SPARK_PREFIX
@@ -108,6 +109,14 @@ class Mesh(Construct):
         # the job's image is built once for the mesh, when some Spark actor names no image of its own
         self.job_images = (
             JobImages(self, "SparkJobImages", namespace=namespace) if mesh.config.built_job_images() else None
+        )
+        # every Spark application is stopped before CloudFormation updates it (`asya_cdk.spark_updates`)
+        self.application_guards = (
+            ApplicationGuards(
+                self, "ApplicationGuards", namespace=namespace, layer=self._layer(CREW_SETTINGS.architecture)
+            )
+            if mesh.spark_actors
+            else None
         )
         for name, settings in mesh.config.actors.items():
             self.actors[name] = self._actor(name, settings, crew.sump.queue)
@@ -238,6 +247,7 @@ class Mesh(Construct):
             layer=self._layer(settings.architecture),
             names=self.names,
             job_images=self.job_images,
+            guards=self.application_guards,
         )
 
     def functions(self) -> dict[str, lambda_.IFunction]:

@@ -34,20 +34,23 @@ TEMPLATE_BUDGET_BYTES = 800_000
 
 # Measured on synthesized templates (tests/cdk/test_stacks.py keeps these honest).
 MESH_RESOURCES = 71  # bucket and policy, tables, crew, gateway, dashboard, the three mesh alarms
-SPARK_MESH_RESOURCES = 1  # the Spark batches table, once any actor runs on Spark
+# once any actor runs on Spark: the batches table, and the applications' guard (its function, role, policy
+# and logs, and CDK's provider framework: a function, a role and a policy)
+SPARK_MESH_RESOURCES = 8
+SPARK_MESH_BYTES = 6_500
 JOINS_MESH_RESOURCES = 1  # the joins table, once any actor is a join
 JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
 JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
 JOB_IMAGE_BYTES = 6_000
 LAYER_RESOURCES = 1  # a sidecar layer for each architecture beyond the first
 STACK_OVERHEAD_RESOURCES = 1  # CDK's metadata resource, where the CDK CLI adds it
-ACTOR_RESOURCES = {"lambda": 7, "spark": 19}  # queue and policy, function, role, policy, logs, mapping; Spark more
+ACTOR_RESOURCES = {"lambda": 7, "spark": 20}  # queue and policy, function, role, policy, logs, mapping; Spark more
 FUNCTIONS_PER_ACTOR = {"lambda": 1, "spark": 2}  # a Spark actor's collector is a function too
 MESH_FUNCTIONS = 7  # the crew's four and the gateway's three
 FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expression
 # Template bytes as CDK writes them (indented JSON), measured, rounded up by a tenth.
 MESH_BYTES = 75_000
-ACTOR_BYTES = {"lambda": 6_500, "spark": 26_500}  # in a nested stack, whose references are parameters
+ACTOR_BYTES = {"lambda": 6_500, "spark": 28_500}  # in a nested stack, whose references are parameters
 DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000}  # what an actor adds to the main stack: widgets, alarms
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters
 NESTED_TEMPLATE_BYTES = 1_000  # a nested template's own parameters
@@ -112,6 +115,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
         MESH_BYTES
         + sum(DASHBOARD_BYTES[a.runtime] for a in actors.values())
         + (JOB_IMAGE_BYTES if config.built_job_images() else 0)
+        + (SPARK_MESH_BYTES if any(a.runtime == "spark" for a in actors.values()) else 0)
     )
     total = main_resources + sum(ACTOR_RESOURCES[a.runtime] for a in actors.values())
     total_bytes = main_bytes + sum(_actor_bytes(a) for a in actors.values())

@@ -37,6 +37,7 @@ from asya_cdk.job_image import JobImages
 from asya_cdk.layer import LAYER_SOURCE, LibraryBundling, SidecarLayer, requirements
 from asya_cdk.libraries import Build, Requirements, Target
 from asya_cdk.packaging import ACTOR_CODE_EXCLUDE, code_folder
+from asya_cdk.spark_updates import ApplicationGuards
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
 from asya_spark.jobs import TERMINAL
@@ -94,6 +95,7 @@ class SparkActor(Construct):
         layer: SidecarLayer,
         names: MeshNames,
         job_images: JobImages | None = None,
+        guards: ApplicationGuards | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         settings = mesh.config.actors[name]
@@ -131,6 +133,8 @@ class SparkActor(Construct):
         )
         if copy is not None:
             self.application.node.add_dependency(copy)  # EMR Serverless checks the image on creation
+        if guards is not None:
+            guards.guard(self.application)  # stopped before an update, which EMR Serverless refuses while it runs
         self.job_role = iam.Role(
             self,
             "JobRole",

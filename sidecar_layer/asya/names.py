@@ -16,6 +16,7 @@ GATEWAY_STREAM = "gateway-stream"
 GATEWAY_BACKSTOP = "gateway-backstop"
 GATEWAY_FUNCTIONS = (GATEWAY, GATEWAY_STREAM, GATEWAY_BACKSTOP)
 GATEWAY_STREAM_DEAD_LETTERS = "gateway-stream-dlq"
+SPARK_GUARD = "x-spark-guard"  # stops a Spark application before CloudFormation updates it
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)
 

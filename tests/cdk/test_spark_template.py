@@ -198,6 +198,7 @@ def test_only_spark_actors_have_applications(catalogue: Synthesized) -> None:
     assert names == {"asya-catalogue-clean", "asya-catalogue-score"}
     expected = {f"asya-catalogue-{name}" for name in (*SPARK, *LAMBDA, *CREW, *GATEWAY)}
     expected |= {f"asya-catalogue-x-collect-{name}" for name in SPARK}
+    expected.add("asya-catalogue-x-spark-guard")  # stops an application before it is updated
     assert set(_functions(document)) == expected
     for name in LAMBDA:
         variables = _variables(document, f"asya-catalogue-{name}")
@@ -678,5 +679,30 @@ def test_the_local_stack_leaves_out_the_image_copy_and_its_function(catalogue: S
     assert not _image_copies(template)
     [copier] = [k for k in document["Resources"] if k.startswith("CustomCDKECRDeployment")]
     assert copier not in template["Resources"]
-    assert unused_code == {document["Resources"][copier]["Properties"]["Code"]["S3Key"]}
+    [framework] = [
+        k
+        for k, r in document["Resources"].items()
+        if r["Type"] == "AWS::Lambda::Function" and "FunctionName" not in r["Properties"] and k != copier
+    ]
+    assert framework not in template["Resources"], "the guards' provider framework goes with the guards"
+    assert not [r for r in template["Resources"].values() if r["Type"] == "Custom::AsyaApplicationGuard"]
+    assert unused_code == {document["Resources"][f]["Properties"]["Code"]["S3Key"] for f in (copier, framework)}
     assert all("DependsOn" not in template["Resources"][_application(document, a)] for a in SPARK)
+
+
+def test_each_application_is_stopped_by_its_guard_before_an_update(catalogue: Synthesized, tuned: Synthesized) -> None:
+    """EMR Serverless refuses to update a STARTED application: its guard, which it depends on and whose
+    properties are its settings, is updated first whenever they change (`asya_cdk.spark_updates`)."""
+    settings: dict[str, list[str]] = {}
+    for variant in (catalogue, tuned):
+        _, document, _ = variant
+        guards = {k: r for k, r in document["Resources"].items() if r["Type"] == "Custom::AsyaApplicationGuard"}
+        for actor in SPARK:
+            application = document["Resources"][_application(document, actor)]
+            [(guard_id, guard)] = [
+                (k, g) for k, g in guards.items() if g["Properties"]["ApplicationName"] == f"asya-catalogue-{actor}"
+            ]
+            assert guard_id in application["DependsOn"]
+            settings.setdefault(actor, []).append(json.dumps(guard["Properties"]["Settings"], sort_keys=True))
+    assert settings["score"][0] != settings["score"][1], "score's spark settings changed: its guard is updated"
+    assert settings["clean"][0] != settings["clean"][1], "clean's image changed: its guard is updated too"
