@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from asya.envelope import describe_validation_error
+from asya.gathering import widest_fan
 from asya.joins import JoinPolicy
 from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
 from asya.resiliency import Resiliency, Seconds
@@ -106,7 +107,9 @@ class JoinConfig(_Strict):
 
     branches_of: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
     on_failure: str | dict[str, Any] = "fail_fast"
-    max_width: int = Field(default=JOIN_MAX_WIDTH.default, ge=1, le=100_000)
+    # the widest fan it takes; by default the widest whose reading fits half its function timeout,
+    # up to ASYA_JOIN_MAX_WIDTH's default (`ActorConfig.join_width`)
+    max_width: int | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("branches_of", mode="before")
     @classmethod
@@ -315,6 +318,15 @@ class ActorConfig(QueueFunctionConfig):
                 "join in a Lambda actor, which may then send the list on to this one"
             )
         return self
+
+    @property
+    def join_width(self) -> int:
+        """The widest fan a join takes: `join.max_width`, or else the widest whose completing arrival
+        reads it back within half the function timeout (`rules.join_width_problems`), at most
+        `JOIN_MAX_WIDTH`'s default. 0 for an actor that is not a join."""
+        if self.join is None:
+            return 0
+        return self.join.max_width or widest_fan(self.lambda_timeout / 2, JOIN_MAX_WIDTH.default)
 
     @property
     def lambda_timeout(self) -> float:
@@ -695,8 +707,9 @@ class LoadedMesh(BaseModel):
         join = self.config.actors[actor].join
         if join is not None:
             variables[JOIN.name] = json.dumps(join.on_failure, separators=(",", ":"))
-            if join.max_width != JOIN_MAX_WIDTH.default:
-                variables[JOIN_MAX_WIDTH.name] = str(join.max_width)
+            width = self.config.actors[actor].join_width
+            if width != JOIN_MAX_WIDTH.default:
+                variables[JOIN_MAX_WIDTH.name] = str(width)
             if "joins_table" in resources:  # without it, the sidecar refuses to start, naming the variable
                 variables[JOINS_TABLE.name] = resources["joins_table"]
         return variables

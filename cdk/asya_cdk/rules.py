@@ -129,8 +129,9 @@ def storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
 
 def join_width_problems(name: str, actor: ActorConfig) -> list[str]:
     """The arrival that completes a join's widest fan reads every branch back in one invocation: it
-    must fit the join's function timeout, with half of it left for the handler."""
-    if actor.join is None:
+    must fit the join's function timeout, with half of it left for the handler. Only a `max_width`
+    the mesh sets can fail this: the default is the widest that fits."""
+    if actor.join is None or actor.join.max_width is None:
         return []
     reading = completing_seconds(actor.join.max_width)
     if reading <= actor.lambda_timeout / 2:

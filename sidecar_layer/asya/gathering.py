@@ -52,6 +52,15 @@ def completing_seconds(width: int) -> float:
     return restores + pages
 
 
+def widest_fan(seconds: float, most: int) -> int:
+    """The widest fan, up to `most`, whose completing arrival reads it back within `seconds` (at least 1)."""
+    low, high = 1, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if completing_seconds(middle) <= seconds else (low, middle - 1)
+    return low
+
+
 class Gathering:
     def __init__(self, config: SidecarConfig, policy: JoinPolicy, table: JoinTable, store: TaskStore | None) -> None:
         self.actor = config.actor

@@ -14,6 +14,7 @@ import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
+from asya.gathering import completing_seconds
 from asya.startup import decode_files, decode_secrets
 from asya_cdk.config import LoadedMesh, MeshConfigError, load_mesh
 from asya_cdk.stack import MeshStack
@@ -299,4 +300,19 @@ def test_a_join_too_wide_for_its_function_timeout_is_refused(tmp_path: Path) -> 
     with pytest.raises(MeshConfigError, match=r"actors.j.join.max_width: the completing arrival of a fan of 10,000"):
         load_mesh(_mesh(tmp_path, actors))
     narrower = actors.replace("max_width: 10000", "max_width: 2000")
-    assert load_mesh(_mesh(tmp_path, narrower)).config.actors["j"].join is not None
+    assert load_mesh(_mesh(tmp_path, narrower)).config.actors["j"].join_width == 2000
+
+
+def test_a_join_without_max_width_takes_the_widest_fan_its_function_timeout_fits(tmp_path: Path) -> None:
+    """A short-lived join (function_timeout 60) is not refused for a width nobody set: it takes the
+    widest fan read back in 30 s, and its sidecar is told so; a long-lived one takes 10,000."""
+    actors = (
+        "  s: {handler: mod.fn, code: code}\n"
+        "  j: {handler: mod.fn, code: code, function_timeout: 60, join: {branches_of: s}}\n"
+        "  k: {handler: mod.fn, code: code, function_timeout: 900, join: {branches_of: s}}\n"
+    )
+    loaded = load_mesh(_mesh(tmp_path, actors))
+    short, long = (loaded.config.actors[name].join_width for name in ("j", "k"))
+    assert (completing_seconds(short) <= 30 < completing_seconds(short + 1), long) == (True, 10_000)
+    assert loaded.join_environment("j", {})["ASYA_JOIN_MAX_WIDTH"] == str(short)
+    assert "ASYA_JOIN_MAX_WIDTH" not in loaded.join_environment("k", {})
