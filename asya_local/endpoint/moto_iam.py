@@ -53,6 +53,15 @@ IAM_ACTIONS = {
     "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
     "s3:HeadBucket": "s3:ListBucket",
 }
+# A DynamoDB transaction has no IAM action of its own: each of its actions is authorized as the
+# operation it stands for (DynamoDB developer guide, "Using IAM with DynamoDB transactions").
+TRANSACTION_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
 _KEY_CONDITION = re.compile(r"(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)")
 
 
@@ -232,6 +241,23 @@ def request_context(
     return Request(qualified, (resource,), {})
 
 
+def request_contexts(
+    service: str, action: str, resource: str, *, body: bytes, path: str, region: str, account: str
+) -> list[Request]:
+    """Every authorization one request needs: one, or one per action of a DynamoDB transaction."""
+    if service == "dynamodb" and action in ("TransactWriteItems", "TransactGetItems"):
+        return [_transaction_action(item, region, account) for item in json.loads(body or b"{}")["TransactItems"]]
+    return [request_context(service, action, resource, body=body, path=path, region=region, account=account)]
+
+
+def _transaction_action(item: Mapping[str, Any], region: str, account: str) -> Request:
+    ((kind, action),) = item.items()
+    table = str(action["TableName"])
+    keys = tuple(_partition_values(table, None, [action.get("Key") or action.get("Item") or {}], region, account))
+    qualified = f"dynamodb:{TRANSACTION_ACTIONS[kind]}"
+    return Request(qualified, (_table_arn(region, account, table),), {"dynamodb:leadingkeys": keys} if keys else {})
+
+
 def _secret_arn(secret_id: str, region: str, account: str) -> str:
     """The ARN of the secret a request names (by name or ARN), as IAM sees it: with the six characters
     Secrets Manager appends, when the secret exists."""
@@ -325,11 +351,11 @@ def _check_action_permitted(self: IAMRequestBase, resource: str) -> None:
     if self._action == "sts:GetCallerIdentity":  # allowed whatever the policies say, as on AWS
         return
     service, _, action = self._action.partition(":")
-    request = request_context(
+    requests = request_contexts(
         service, action, resource, body=self._body, path=self._path, region=self._region, account=self.account_id
     )
     documents = [_document(policy) for policy in self._access_key.collect_policies()]
-    if not decide(documents, request):
+    if not all(decide(documents, request) for request in requests):
         self._raise_access_denied()
     if self._action == "sts:AssumeRole":
         role = self.backend.get_role_by_arn(resource)

@@ -116,6 +116,7 @@ def main() -> None:
     from asya_local.endpoint.moto_sqs import apply_depth_fix
     from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
     from asya_local.endpoint.moto_streams import apply_stream_fix
+    from asya_local.endpoint.moto_transactions import apply_transaction_fix
     from asya_local.endpoint.spark_runner import local_spark_runner
     from asya_local.functions.lambda_shapes import ACCOUNT
     from asya_local.roles import LOCAL_CREDENTIALS, iam_enforced
@@ -131,6 +132,7 @@ def main() -> None:
     apply_dynamodb_lock()
     apply_expression_speedups()
     apply_item_answers()
+    apply_transaction_fix()
     apply_iam_fix()
     if iam_enforced():
         enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)

@@ -11,7 +11,7 @@ from typing import Any
 
 from moto.server import ThreadedMotoServer
 
-from asya_local.stack import free_port
+from asya_local.stack import free_port, local_client
 
 
 @contextmanager
@@ -44,3 +44,12 @@ def create_id_table(dynamodb: Any, name: str, *, stream: bool = False) -> dict[s
         **extra,
     )["TableDescription"]
     return described
+
+
+def fresh_table(url: str, name: str) -> Any:
+    """A DynamoDB client of the emptied server, holding only table `name` (with a stream): each test
+    starts from nothing while the module shares one server."""
+    reset(url)
+    client = local_client("dynamodb", url)
+    create_id_table(client, name, stream=True)
+    return client

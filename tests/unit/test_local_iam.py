@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from asya_local.endpoint.moto_iam import Request, decide, request_context, trusted_services, trusts
+from asya_local.endpoint.moto_iam import (
+    Request,
+    decide,
+    request_context,
+    request_contexts,
+    trusted_services,
+    trusts,
+)
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/ledger"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:asya-ns-infer"
@@ -79,6 +86,25 @@ def test_request_context_names_the_table_the_index_and_the_leading_keys() -> Non
 def test_batch_operations_are_authorized_under_their_iam_action() -> None:
     found = request_context("sqs", "SendMessageBatch", QUEUE, body=b"", path="/", region="r", account="a")
     assert found.action == "sqs:SendMessage"
+
+
+def test_a_transaction_is_authorized_action_by_action_as_the_operations_it_stands_for() -> None:
+    """TransactWriteItems has no IAM action of its own: a role allowed UpdateItem on the table may
+    update in a transaction, and one allowed only on another table may not."""
+    update = {"TableName": "ledger", "Key": {"pk": {"S": "x"}}, "UpdateExpression": "SET a = :a"}
+    check = {"TableName": "other", "Key": {"pk": {"S": "y"}}, "ConditionExpression": "attribute_exists(pk)"}
+    body = json.dumps({"TransactItems": [{"Update": update}, {"ConditionCheck": check}]}).encode()
+    found = request_contexts("dynamodb", "TransactWriteItems", "*", body=body, path="/", region="r", account="a")
+    ledger, other = (f"arn:aws:dynamodb:r:a:table/{name}" for name in ("ledger", "other"))
+    assert [(request.action, request.resources) for request in found] == [
+        ("dynamodb:UpdateItem", (ledger,)),
+        ("dynamodb:ConditionCheckItem", (other,)),
+    ]
+    both = [policy(allow("dynamodb:UpdateItem", ledger), allow("dynamodb:ConditionCheckItem", other))]
+    assert all(decide(both, request) for request in found)
+    updates_only = [policy(allow("dynamodb:UpdateItem", "arn:aws:dynamodb:r:a:table/*"))]
+    assert [decide(updates_only, request) for request in found] == [True, False]
+    assert not decide(both, Request("dynamodb:TransactWriteItems", ("*",), {}))  # never granted as such
 
 
 def test_job_runs_are_resources_of_their_application() -> None:

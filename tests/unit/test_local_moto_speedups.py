@@ -19,7 +19,7 @@ from asya_local.endpoint import moto_expressions
 from asya_local.endpoint.moto_expressions import apply_expression_speedups
 from asya_local.endpoint.moto_streams import apply_stream_fix
 from asya_local.stack import local_client
-from tests.support.moto_server import create_id_table, moto_server, reset
+from tests.support.moto_server import fresh_table, moto_server
 
 CLAIM = "SET hop_position = :position, actor = :actor, hops = list_append(if_not_exists(hops, :none), :hop)"
 
@@ -34,10 +34,7 @@ def endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def table(endpoint: str) -> Any:
-    reset(endpoint)
-    client = local_client("dynamodb", endpoint)
-    create_id_table(client, "tasks", stream=True)
-    return client
+    return fresh_table(endpoint, "tasks")
 
 
 def claim(client: Any, task: str, position: int, actor: str) -> None:
