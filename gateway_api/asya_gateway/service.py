@@ -549,7 +549,8 @@ class TaskService:
                 return False
             details = {"reason": event.get("reason"), "error": event.get("error"), "result": event.get("result")}
             details["actor"] = event.get("actor")
-            self.tasks.finish(task_id, item.get("root_id") or task_id, status, details, parent_id=item.get("parent_id"))
+            root_id, parent_id = item.get("root_id") or task_id, item.get("parent_id")
+            self.tasks.finish(task_id, root_id, status, details, parent_id=parent_id, bucket=item.get("fan_bucket"))
             return True
         route = item.get("route") or {"prev": [], "curr": event.get("actor") or "", "next": []}
         progress = event.get("progress")

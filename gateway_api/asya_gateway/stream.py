@@ -23,6 +23,7 @@ from typing import Any
 
 from asya import variables
 from asya.entry import LambdaEntry
+from asya.fans import is_fan_item
 from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.names import GATEWAY_STREAM
 from asya.status import TERMINAL, from_item, watched
@@ -47,6 +48,8 @@ def status_changes(records: list[dict[str, Any]]) -> list[Change]:
         if record.get("eventName") not in ("INSERT", "MODIFY") or "NewImage" not in change:
             continue
         item = from_item(change["NewImage"])
+        if is_fan_item(item):  # a wide fan-out's bucket or counter: its root's copy is what watchers see
+            continue
         new = task_view(item)
         old = task_view(from_item(change["OldImage"])) if "OldImage" in change else None
         if old is not None and _visible(old) == _visible(new):

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
+from asya.fans import bucket_of
 from asya.joins import bound_for
 from asya.reasons import Reason
 from asya.results import result_prefix
@@ -175,7 +176,8 @@ class Sump:
         item = tasks.get(wire["id"])
         if item is not None and item.get("status") in TERMINAL and item.get("status") != TaskStatus.FAILED:
             raise TaskError(409, f"task {wire['id']!r} has {item['status']} since; there is nothing to redrive")
-        reopened = tasks.reopen(wire["id"], root_of(wire["id"], wire["headers"]), actor, count)
+        headers = wire["headers"]
+        reopened = tasks.reopen(wire["id"], root_of(wire["id"], headers), actor, count, bucket_of(headers))
         return task_view(reopened) if reopened is not None else None
 
     @staticmethod

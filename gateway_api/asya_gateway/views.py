@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from asya.fans import OUTCOMES, FanCounts
 from asya.status import TERMINAL, TaskStatus, hop_times
 
 _SHOWN = (
@@ -41,15 +42,11 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view["terminal"] = view["status"] in TERMINAL
     if item.get("hops"):
         view["hops"] = hop_times(item)
-    branches = item.get("branch_ids")
-    if branches:
-        done = item.get("done_ids", set())
-        view["branches"] = {
-            "total": len(branches) + 1,
-            "open": max(0, len(branches) + 1 - len(done)),
-            "succeeded": item.get("n_succeeded", 0),
-            "failed": item.get("n_failed", 0),
-            "canceled": item.get("n_canceled", 0),
-        }
+    branches = item.get("branch_ids") or set()
+    fans = FanCounts.of(item.get("fans"))  # a wide fan-out's branches, counted by bucket (`asya.fans`)
+    if branches or fans.branches:
+        total = len(branches) + fans.branches + 1
+        ended = {outcome: item.get(f"n_{outcome}", 0) + fans.outcome(outcome) for outcome in OUTCOMES}
+        view["branches"] = {"total": total, "open": max(0, total - sum(ended.values())), **ended}
         view["branch_ids"] = sorted(branches)[:MAX_LISTED_BRANCHES]
     return view

@@ -48,6 +48,7 @@ from asya.clients import LazyClient
 from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
+from asya.fans import bucket_of
 from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
@@ -245,10 +246,10 @@ class CrewActor:
     def _count(self, tally: Tally, counted_by: Mapping[str, str]) -> set[str]:
         """Count the batch's branch endings on their roots; the messages whose count failed."""
         failed: set[str] = set()
-        for root_id, members in tally.pending.items():
+        for (root_id, bucket), members in tally.pending.items():
             assert self.tasks is not None  # a tally fills only where there are task records
             try:
-                self.tasks.count(root_id, members, tally.seen.get(root_id))
+                self.tasks.count(root_id, members, tally.seen.get(root_id), bucket)
             except Exception:  # as the batch processor does for a record: its messages fail, not the batch
                 self.telemetry.logger.exception("branches not counted", extra={"root_id": root_id})
                 failed |= {counted_by[member] for member in members}
@@ -359,6 +360,7 @@ class CrewActor:
             parent_id=keep.document.get("parent_id"),
             fanned_out=ROOT_HEADER in headers,
             tally=tally,
+            bucket=bucket_of(headers),
         )
 
 

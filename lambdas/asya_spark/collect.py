@@ -32,6 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.batch import BatchHops, Routed, raising
 from asya.envelope import parse_envelope, utc_now
+from asya.reporting import Registered
 from asya.routing import Decision, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
 from asya_spark.dispatch import start
@@ -138,15 +139,17 @@ class Collector:
 
     def _send(self, routed: list[Routed]) -> None:
         parts = self.parts
-        if parts.reporter is not None:
-            unregistered = parts.reporter.before_send(_hops(routed))
-            if unregistered:
-                raise RuntimeError(f"fan-out branches of {len(unregistered)} record(s) could not be registered")
+        registered = parts.reporter.before_send(_hops(routed)) if parts.reporter is not None else Registered()
+        if registered.unregistered:
+            raise RuntimeError(f"fan-out branches of {len(registered.unregistered)} record(s) could not be registered")
         claims = parts.claims
         check_in = (
             (lambda body: claims.check_in(orjson.loads(body), body)) if claims is not None else (lambda body: body)
         )
-        deliveries = [Delivery(r.message_id, r.queue, check_in(r.body), r.delay, r.kind) for r in routed]
+        deliveries = [
+            Delivery(r.message_id, r.queue, check_in(registered.body(r.decision, r.body)), r.delay, r.kind)
+            for r in routed
+        ]
         unsent = send_all(parts.transport, deliveries, parts.settings.sidecar.send_attempts, self._count_sent)
         if unsent:
             raise RuntimeError(f"envelopes of {len(unsent)} record(s) could not be sent; the batch is routed again")

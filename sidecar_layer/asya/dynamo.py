@@ -144,6 +144,41 @@ def _run(
     return read
 
 
+# Reasons DynamoDB cancels a transaction that mean "try again": another transaction held one of its
+# items, or the table throttled. botocore retries neither (a cancellation is not an error it knows).
+RETRIED_CANCELLATIONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+TRANSACTION_BACKOFF = Backoff(attempts=8, base=0.02, cap=0.5, budget=3.0)
+
+
+class TransactionIncompleteError(Exception):
+    """A transaction kept being cancelled for conflicts or throttling after every retry its backoff allows."""
+
+
+def transact(
+    client: DynamoDBClient, actions: Sequence[Item], *, backoff: Backoff = TRANSACTION_BACKOFF
+) -> list[str] | None:
+    """One `TransactWriteItems`: None when it committed, else each action's cancellation code in order
+    (`"None"` for an action that was not the cause, `"ConditionalCheckFailed"` for a condition that did
+    not hold). Cancellations for conflicts or throttling alone are retried under `backoff`, then raise
+    `TransactionIncompleteError`."""
+    waits = _Waits(backoff)
+    for attempt in range(backoff.attempts):
+        if attempt and not waits.wait(attempt):
+            break
+        try:
+            client.transact_write_items(TransactItems=list(actions))  # type: ignore[arg-type]
+        except client.exceptions.TransactionCanceledException as exc:
+            codes = [str(reason.get("Code", "None")) for reason in exc.response.get("CancellationReasons", [])]
+            if not {code for code in codes if code != "None"} <= RETRIED_CANCELLATIONS:
+                return codes
+            continue
+        return None
+    raise TransactionIncompleteError(
+        f"DynamoDB TransactWriteItems of {len(actions)} actions still cancelled for conflicts after "
+        f"{backoff.attempts} attempts (many writers on one root at once, or a throttled table)"
+    )
+
+
 def scan_filter(compared: Iterable[tuple[str, str, str | None]], absent: Iterable[str] = ()) -> dict[str, Any]:
     """A scan's `FilterExpression` and its names and values: each `(attribute, operator, value)` whose
     value is not None compares a string attribute, and each of `absent` must be missing. Every

@@ -23,6 +23,7 @@ from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
 from asya.dedup import Claim, HopClaim, HopLedger, hop_key
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.fans import HEADER_ROOM
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.join_table import JoinMismatchError, JoinTable
@@ -337,7 +338,8 @@ class HopRunner:
             ]
         for index, body in enumerate(bodies):
             size = len(body.encode())
-            if size <= limit:
+            # a branch may yet name its bucket (`asya.fans`): its body leaves room for that header
+            if size <= limit - (HEADER_ROOM if plan.outbound[index].decision.branch else 0):
                 continue
             if _carries_error_payload(plan.outbound[index]):
                 bodies[index] = _preview_original_payload(plan.outbound[index].wire, size)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
+from asya.fans import bucket_of, with_bucket
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
 from asya.status import Report, TaskStore, progress_of, root_of, stealthy
@@ -35,6 +37,20 @@ if TYPE_CHECKING:
     from asya.telemetry import Telemetry
 
 LONGEST_INVOCATION_MS = 900_000  # Lambda's longest timeout: how long a claim made outside Lambda holds
+
+
+@dataclass(slots=True)
+class Registered:
+    """What registering a batch's branches found: the records whose branches could not be registered
+    (none of their envelopes may go), and the bucket of each branch registered in one (`asya.fans`)."""
+
+    unregistered: set[str] = field(default_factory=set)
+    buckets: dict[str, str] = field(default_factory=dict)
+
+    def body(self, decision: Decision, body: str) -> str:
+        """An output's body as it is sent: a branch counted in a bucket names it."""
+        bucket = self.buckets.get(decision.task_id) if decision.branch else None
+        return with_bucket(body, bucket) if bucket is not None else body
 
 
 class StatusReporter:
@@ -104,6 +120,7 @@ class StatusReporter:
             route={"prev": envelope.route.prev, "curr": envelope.route.curr, "next": envelope.route.next},
             phase=phase,
             attempt=envelope.status.attempt if envelope.status else 1,
+            bucket=bucket_of(envelope.headers),
         )
 
     def fly(self, envelope: Envelope, event: Any) -> None:
@@ -120,26 +137,26 @@ class StatusReporter:
         except Exception as exc:  # noqa: BLE001 - live events are best effort
             self._failed("fly event", exc)
 
-    def before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> set[str]:
-        """Write each hop's status from its outputs' decisions (one list per input record); returns
-        the records whose branches could not be registered."""
-        unregistered: set[str] = set()
+    def before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> Registered:
+        """Register each hop's branches and write its status from its outputs' decisions (one list per
+        input record)."""
+        registered = Registered()
         for message_id, decisions in hops:
             tracked = [decision for decision in decisions if decision.tracked]
             if not tracked:
                 continue
             try:
                 branches = (d.task_id for d in tracked if d.branch and not d.joined)  # a join accounts for its own
-                self.store.register_branches(tracked[0].root_id, branches)
+                registered.buckets |= self.store.register_branches(tracked[0].root_id, branches)
             except Exception as exc:  # noqa: BLE001 - registration failed: send nothing, retry the hop
                 self._failed("branch registration", exc)
-                unregistered.add(message_id)
+                registered.unregistered.add(message_id)
                 continue
             for decision in tracked:
                 report = self._report_after(decision)
                 if report is not None:
                     self._report(report)
-        return unregistered
+        return registered
 
     def _report_after(self, decision: Decision) -> Report | None:
         if decision.kind in (Kind.SINK, Kind.SUMP):
@@ -168,6 +185,7 @@ class StatusReporter:
         route: dict[str, Any],
         phase: str,
         attempt: int,
+        bucket: str | None = None,
     ) -> Report:
         return Report(
             task_id=task_id,
@@ -178,6 +196,7 @@ class StatusReporter:
             attempt=attempt,
             parent_id=parent_id,
             root_id=root_id if root_id != task_id else None,
+            bucket=bucket,
         )
 
     def _report(self, report: Report, hop: int | None = None) -> None:

@@ -32,6 +32,7 @@ import orjson
 
 from asya.abi import Frame
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
+from asya.fans import FAN_HEADER, bucket_of
 from asya.joins import JOIN_HEADER, JOINED_HEADER
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
@@ -196,6 +197,13 @@ def forward(
     root = root_of(envelope.id, envelope.headers)
     if index or fanned_out:
         headers[ROOT_HEADER] = root
+    # the bucket a branch is counted in is the sidecar's to say: a new branch gets its own once it is
+    # registered (`asya.fans`), the envelope going on keeps the one it came with
+    bucket = bucket_of(envelope.headers) if index == 0 else None
+    if bucket is None:
+        headers.pop(FAN_HEADER, None)
+    else:
+        headers[FAN_HEADER] = bucket
     if curr:
         phase, reason = Phase.PROCESSING, None
         status = _stamped(frame.status, now, phase=phase.value, actor=curr, attempt=1, max_attempts=None)

@@ -27,7 +27,7 @@ from asya.entry import LambdaEntry
 from asya.handler import load_handler
 from asya.hop import NOTHING_KNOWN, HopPlan, HopRunner
 from asya.live import EventLog
-from asya.reporting import StatusReporter
+from asya.reporting import Registered, StatusReporter
 from asya.sending import Delivery, return_when_free, send_all
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
@@ -88,11 +88,13 @@ class Sidecar:
             if _ran_out(context):
                 return self._return_all(records)
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
-            if self.reporter is not None:
-                failed |= self.reporter.before_send(
-                    (plan.message_id, [out.decision for out in plan.outbound]) for plan in plans
-                )
-            failed |= self._send([plan for plan in plans if plan.message_id not in failed])
+            registered = (
+                self.reporter.before_send((plan.message_id, [out.decision for out in plan.outbound]) for plan in plans)
+                if self.reporter is not None
+                else Registered()
+            )
+            failed |= registered.unregistered
+            failed |= self._send([plan for plan in plans if plan.message_id not in failed], registered)
             failed |= {plan.message_id for plan in plans if plan.redeliver}
             failed |= {plan.message_id for plan in plans if plan.follows in failed}
             for plan in plans:
@@ -110,13 +112,14 @@ class Sidecar:
         self.telemetry.log_failure("invocation time ran out before its records were routed; all left for redelivery")
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]}
 
-    def _send(self, plans: list[HopPlan]) -> set[str]:
-        """Send every plan's envelopes; return the records whose envelopes did not all go."""
+    def _send(self, plans: list[HopPlan], registered: Registered) -> set[str]:
+        """Send every plan's envelopes (a branch naming its bucket, if it has one); return the records
+        whose envelopes did not all go."""
         deliveries = [
             Delivery(
                 plan.message_id,
                 self.config.queue_name(out.destination),
-                body,
+                registered.body(out.decision, body),
                 round(out.delay),
                 out.kind.value,
                 last=not out.decision.branch,

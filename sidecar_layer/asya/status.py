@@ -17,7 +17,9 @@ Fan-out: every branch (child envelope) is registered on the **root** task before
 redelivered x-sink cannot count twice). The root becomes terminal when its own envelope and every
 branch are done. A task without branches becomes terminal with a single write. The crew counts the
 branches that end in one of its batches together (`Tally`): one write per root, which also ends the
-root when they are the last.
+root when they are the last. A root keeps at most `asya.fans.INLINE_BRANCHES` ids itself; the
+branches of a fan-out that does not fit are counted in buckets beside it (`asya.fans`), and the root
+holds a copy of their counter (`fans`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from asya.clients import LazyClient
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
+from asya.fans import INLINE_BRANCHES, FanBuckets, FanCounts, assign, is_fan_item
 from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 
@@ -164,20 +167,22 @@ class Report:
     attempt: int = 1
     parent_id: str | None = None
     root_id: str | None = None
+    bucket: str | None = None  # a branch counted in a bucket (`asya.fans`): which
 
 
 @dataclass(slots=True)
 class Tally:
     """The branch endings of one crew batch, counted on their roots after the batch: one write per
-    root rather than one per branch. `seen` holds each root as a write of this batch returned it (the
-    count of its own ending, usually in the same batch), from which the count can tell that it ends
-    the root and end it in the same write."""
+    root rather than one per branch (one per bucket, for branches counted in buckets). `seen` holds
+    each root as a write of this batch returned it (the count of its own ending, usually in the same
+    batch), from which the count can tell that it ends the root and end it in the same write."""
 
-    pending: dict[str, dict[str, str]] = field(default_factory=dict)  # root -> {member: outcome}
+    # (root, bucket or None) -> {member: outcome}
+    pending: dict[tuple[str, str | None], dict[str, str]] = field(default_factory=dict)
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # root -> record, as last written
 
-    def add(self, root_id: str, member: str, outcome: str) -> None:
-        self.pending.setdefault(root_id, {})[member] = outcome
+    def add(self, root_id: str, member: str, outcome: str, bucket: str | None = None) -> None:
+        self.pending.setdefault((root_id, bucket), {})[member] = outcome
 
 
 def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:
@@ -207,6 +212,11 @@ class TaskStore:
         self.output_ttl_seconds = output_ttl_seconds
         self._client = client
         self.backoff = backoff
+
+    @property
+    def fans(self) -> FanBuckets:
+        """The buckets of wide fan-outs, in this table (`asya.fans`)."""
+        return FanBuckets(self.client, self.table, self.ttl_seconds, to_item, from_item)
 
     # -- creating -------------------------------------------------------------------------------------
 
@@ -304,7 +314,8 @@ class TaskStore:
             "updated_at = :now",
             "created_at = if_not_exists(created_at, :now)",
         ]
-        for name, value in (("parent_id", report.parent_id), ("root_id", report.root_id), ("deadline_at", deadline_at)):
+        kept = (("parent_id", report.parent_id), ("root_id", report.root_id), ("fan_bucket", report.bucket))
+        for name, value in (*kept, ("deadline_at", deadline_at)):
             if value:
                 values[f":{name}"] = value
                 sets.append(f"{name} = if_not_exists({name}, :{name})")
@@ -313,16 +324,36 @@ class TaskStore:
             sets.append("open_shard = if_not_exists(open_shard, :open)")
         return sets, values
 
-    def register_branches(self, root_id: str, branch_ids: Iterable[str]) -> bool:
-        """Add fan-out children to the root before they are sent, so it cannot finish without them."""
-        ids = sorted(set(branch_ids))
+    def register_branches(self, root_id: str, branch_ids: Iterable[str]) -> dict[str, str]:
+        """Add fan-out children to the root before they are sent, so it cannot finish without them:
+        in the root's own record while it keeps fewer than `INLINE_BRANCHES`, else in buckets, whose
+        counter the root then holds a copy of (`asya.fans`). Returns each branch's bucket, for those
+        registered in one (the header they must carry). The same branches registered again (the hop
+        run again) go where they went the first time: the root's ids never shrink, so a fan-out that
+        did not fit still does not, and one that did is found there."""
+        ids = list(dict.fromkeys(branch_ids))
         if not ids:
-            return True
-        return self._update(
+            return {}
+        values = {":ids": set(ids), ":now": rfc3339(_now()), ":room": INLINE_BRANCHES - len(ids), ":first": ids[0]}
+        kept = "attribute_not_exists(branch_ids) OR size(branch_ids) <= :room OR contains(branch_ids, :first)"
+        adding = "ADD branch_ids :ids SET updated_at = :now"
+        if len(ids) <= INLINE_BRANCHES and self._update(root_id, adding, kept, values):
+            return {}
+        assigned = assign(ids)
+        self.fans.register(root_id, assigned, _now())
+        self._copy_fans(root_id)
+        return assigned
+
+    def _copy_fans(self, root_id: str) -> dict[str, Any] | None:
+        """The root's copy of its fan counter brought up to date; the root as the write left it, None
+        if it held this version or a later one already (or is gone)."""
+        counts = self.fans.counts(root_id)
+        return self._update_returning(
             root_id,
-            "ADD branch_ids :ids SET updated_at = :now",
-            None,
-            {":ids": set(ids), ":now": rfc3339(_now())},
+            "SET fans = :fans, updated_at = :now",
+            "attribute_exists(id) AND (attribute_not_exists(fans) OR fans.v < :v)",
+            {":fans": counts.as_copy(), ":v": counts.version, ":now": rfc3339(_now())},
+            {},
         )
 
     def pause(self, task_id: str, pause: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
@@ -399,12 +430,14 @@ class TaskStore:
         *,
         fanned_out: bool = False,
         tally: Tally | None = None,
+        bucket: str | None = None,
     ) -> Ending:
         """One envelope ended (x-sink, x-sump). `details` holds what the record shows: the result's
         location or the result itself (`output`), error, reason, actor, route. Safe to repeat: each
         branch counts once, and a repeat answers `ALREADY`. `fanned_out`: the envelope says its task
         has branches (it carries the root header), so the write that ends a task alone is not tried.
-        `tally`: a branch whose record this call ends is counted on its root later, by `count`."""
+        `tally`: a branch whose record this call ends is counted on its root later, by `count`.
+        `bucket`: the branch is counted in this bucket, not in its root's record (`asya.fans`)."""
         if task_id == root_id:
             if not fanned_out and self._finish_alone(task_id, outcome, details):
                 return Ending.RECORDED
@@ -420,9 +453,12 @@ class TaskStore:
             return Ending.RECORDED if root.get("rank", 0) < Rank.TERMINAL else Ending.LATE
         written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
         if written and tally is not None:
-            tally.add(root_id, task_id, outcome)
+            tally.add(root_id, task_id, outcome, bucket)
             return Ending.RECORDED
-        counted = self._close_branch(root_id, {task_id: outcome}, {}) is not None
+        if bucket is not None:
+            counted = self._count_in_bucket(root_id, bucket, {task_id: outcome})
+        else:
+            counted = self._close_branch(root_id, {task_id: outcome}, {}) is not None
         if written:
             return Ending.RECORDED
         if counted and not self._ended_by(task_id, outcome):
@@ -451,7 +487,7 @@ class TaskStore:
             task_id,
             f"SET {', '.join(sets)} ADD done_ids :me, n_{outcome} :one REMOVE open_shard",
             "(attribute_not_exists(#r) OR #r < :terminal) AND attribute_not_exists(branch_ids)"
-            " AND NOT contains(done_ids, :me_id)",
+            " AND attribute_not_exists(fans) AND NOT contains(done_ids, :me_id)",
             values,
             names={"#s": "status", "#r": "rank"},
         )
@@ -491,15 +527,48 @@ class TaskStore:
                 sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
         return sets, values
 
-    def count(self, root_id: str, members: Mapping[str, str], seen: Mapping[str, Any] | None = None) -> None:
+    def count(
+        self,
+        root_id: str,
+        members: Mapping[str, str],
+        seen: Mapping[str, Any] | None = None,
+        bucket: str | None = None,
+    ) -> None:
         """Count branches that ended (`{member: outcome}`, from a `Tally`) on their root, ending the root
         when they were the last. `seen`: the root as a write of this batch left it; when it shows that
-        these members are all the root waits for, one write counts them and ends the root. Safe to
-        repeat: a member counted before is not counted again."""
-        if seen is not None and self._count_and_end(root_id, members, seen):
+        these members are all the root waits for, one write counts them and ends the root. `bucket`:
+        the members are counted there instead (`asya.fans`). Safe to repeat: a member counted before
+        is not counted again."""
+        if bucket is None and seen is not None and self._count_and_end(root_id, members, seen):
             return
         for chunk in _chunks(sorted(members.items()), _MEMBERS_PER_WRITE):
-            self._close_branch(root_id, dict(chunk), {})
+            if bucket is None:
+                self._close_branch(root_id, dict(chunk), {})
+            else:
+                self._count_in_bucket(root_id, bucket, dict(chunk))
+
+    def _count_in_bucket(self, root_id: str, bucket: str, members: Mapping[str, str]) -> bool:
+        """Count `members` in their bucket once; the last of a bucket closes it into the root's counter,
+        whose copy on the root is then brought up to date, which ends the root if nothing else is
+        open. Whether they were counted now (False: one had been before; each of several is then
+        counted on its own). A bucket found complete again (a redelivery of its last count) is closed
+        and copied again, which changes nothing if the first delivery got that far."""
+        found = self.fans.count(bucket, members)
+        counted = found is not None
+        if found is None:
+            if len(members) > 1:
+                for member, outcome in members.items():
+                    self._count_in_bucket(root_id, bucket, {member: outcome})
+                return False
+            found = self.fans.read(bucket)
+        if found is None or not found.complete:
+            return counted
+        if not found.closed:
+            self.fans.close(root_id, found, _now())
+        root = self._copy_fans(root_id)
+        if root is not None:
+            self._end_if_done(root_id, root)
+        return counted
 
     def _ends_root(self, root_id: str, members: Mapping[str, str], own: Mapping[str, Any]) -> bool:
         """The root's own ending, when its branches have all ended (as they usually have: a fan-out
@@ -517,15 +586,20 @@ class TaskStore:
         as many counted and registered as `seen` shows (a count or a registration since would change a
         size; a redrive takes a failed member off, and nothing adds one back within a batch)."""
         done, branches = set(seen.get("done_ids", ())), set(seen.get("branch_ids", ()))
+        fans = FanCounts.of(seen.get("fans"))
         if (
             seen.get("rank", 0) >= Rank.TERMINAL
             or len(members) > _MEMBERS_PER_WRITE
             or done & members.keys()
             or len(done | members.keys()) < len(branches) + 1
+            or fans.open
         ):
             return False
         counted = Counter(members.values())
-        final = _root_outcome({f"n_{outcome}": seen.get(f"n_{outcome}", 0) + counted[outcome] for outcome in TERMINAL})
+        final = _root_outcome(
+            {f"n_{outcome}": seen.get(f"n_{outcome}", 0) + counted[outcome] for outcome in TERMINAL}
+            | {"fans": seen.get("fans")}
+        )
         sets, values = self._terminal_sets(final, _root_ending(seen, final))
         if seen.get("own_outcome") is not None:  # how the root's own envelope ended, which results show
             values[":own_outcome"] = seen["own_outcome"]
@@ -538,6 +612,11 @@ class TaskStore:
                 as_seen.append(f"size({name}) = :seen_{name}")
             else:
                 as_seen.append(f"attribute_not_exists({name})")
+        if fans.version:  # no bucket opened or closed since the root was seen
+            values[":fans_v"] = fans.version
+            as_seen.append("fans.v = :fans_v")
+        else:
+            as_seen.append("attribute_not_exists(fans)")
         return self._update(
             root_id,
             f"SET {', '.join(sets)} ADD {adds} REMOVE open_shard",
@@ -573,30 +652,42 @@ class TaskStore:
                 self._close_branch(root_id, {member: outcome}, {})
             return None
         root = counted or self.get(root_id)  # already counted (a redelivery): finish the root if left undone
-        if root is None or root.get("rank", 0) >= Rank.TERMINAL:
-            return counted
-        if len(root.get("done_ids", ())) >= len(root.get("branch_ids", ())) + 1:
-            final = _root_outcome(root)
-            self._terminal(root_id, final, _root_ending(root, final))
+        if root is not None:
+            self._end_if_done(root_id, root)
         return counted
 
-    def reopen(self, task_id: str, root_id: str, actor: str, count: int) -> dict[str, Any] | None:
+    def _end_if_done(self, root_id: str, root: Mapping[str, Any]) -> None:
+        """End the root if the record as a write left it shows nothing open: its own ids all counted
+        and, in the copy of its fan counter, no bucket open. Of the writes that count, the last one
+        to land sees that (each returns the record as it left it)."""
+        open_ids = len(root.get("branch_ids", ())) + 1 - len(root.get("done_ids", ()))
+        if root.get("rank", 0) < Rank.TERMINAL and open_ids <= 0 and not FanCounts.of(root.get("fans")).open:
+            final = _root_outcome(root)
+            self._terminal(root_id, final, _root_ending(root, final))
+
+    def reopen(
+        self, task_id: str, root_id: str, actor: str, count: int, bucket: str | None = None
+    ) -> dict[str, Any] | None:
         """A failed envelope redriven from x-sump: its task goes back from `failed` to `running` at
         `actor` (the one move back besides a resume), and its ending is taken off its root's count, so
         the root ends again only when the redriven envelope does. The redriven envelope runs without a
         deadline (it had passed, or would soon: the operator decides when to redrive). Safe to repeat:
         the root's count is taken off once (`done_ids` no longer holds the envelope), and the record
-        moves once per redrive `count`. Returns the task's record as it then is, None if there is no record."""
+        moves once per redrive `count`. A branch counted in a bucket is taken out of it, and its root
+        set running again. Returns the task's record as it then is, None if there is no record."""
         now = rfc3339(_now())
-        values: dict[str, Any] = {":m": {task_id}, ":m_id": task_id, ":less": -1, ":now": now}
-        values |= {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING)}
-        self._update(  # the root first: a branch reopened but still counted could never count again
-            root_id,
-            "DELETE done_ids :m ADD n_failed :less SET #s = :running, #r = :rank, updated_at = :now REMOVE expires_at",
-            "contains(done_ids, :m_id)",
-            values,
-            names={"#s": "status", "#r": "rank"},
-        )
+        values: dict[str, Any] = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now}
+        running = "SET #s = :running, #r = :rank, updated_at = :now REMOVE expires_at"
+        names = {"#s": "status", "#r": "rank"}
+        if bucket is not None:  # the bucket first, as the root's ids below
+            if self.fans.reopen(root_id, bucket, task_id, _now()):
+                self._update(root_id, running, "#s = :failed", values | {":failed": TaskStatus.FAILED}, names)
+                self._copy_fans(root_id)
+        else:
+            values |= {":m": {task_id}, ":m_id": task_id, ":less": -1}
+            self._update(  # the root first: a branch reopened but still counted could never count again
+                root_id, f"DELETE done_ids :m ADD n_failed :less {running}", "contains(done_ids, :m_id)", values, names
+            )
         values = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now, ":failed": TaskStatus.FAILED}
         values |= {":actor": actor, ":phase": "redriven", ":count": count}
         return self._update_returning(  # a task without branches is its own root: running already
@@ -661,8 +752,10 @@ class TaskStore:
     # -- reading --------------------------------------------------------------------------------------
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        """The task's record; None for an unknown id, and for a fan bucket's or counter's (not a task)."""
         response = self.client.get_item(TableName=self.table, Key={"id": {"S": task_id}}, ConsistentRead=True)
-        return from_item(response["Item"]) if "Item" in response else None
+        item = response.get("Item")
+        return from_item(item) if item is not None and not is_fan_item(item) else None
 
     def statuses(
         self, task_ids: Iterable[str], unread: Callable[[BatchIncompleteError], None] | None = None
@@ -754,10 +847,12 @@ _MEMBERS_PER_WRITE = 25  # keeps a count's condition well inside DynamoDB's 4 KB
 
 
 def _root_outcome(root: Mapping[str, Any]) -> TaskStatus:
-    """How a root whose envelopes all ended ends: failed if any failed, else canceled if any was."""
-    if root.get("n_failed"):
+    """How a root whose envelopes all ended ends: failed if any failed, else canceled if any was (its
+    own ids' counts, and those of its closed buckets)."""
+    fans = FanCounts.of(root.get("fans"))
+    if root.get("n_failed") or fans.outcome(TaskStatus.FAILED):
         return TaskStatus.FAILED
-    return TaskStatus.CANCELED if root.get("n_canceled") else TaskStatus.SUCCEEDED
+    return TaskStatus.CANCELED if root.get("n_canceled") or fans.outcome(TaskStatus.CANCELED) else TaskStatus.SUCCEEDED
 
 
 def _root_ending(root: Mapping[str, Any], final: str) -> dict[str, Any]:

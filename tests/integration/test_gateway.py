@@ -265,6 +265,16 @@ def test_fan_out_root_counts_branches_and_ends_with_the_last(gateway: Gateway) -
         assert (child["status"], child["parent_id"], child["root_id"]) == ("succeeded", created["id"], created["id"])
 
 
+def test_a_fan_out_wider_than_its_root_keeps_ends_with_its_last_branch(gateway: Gateway) -> None:
+    """129 branches: more than a root keeps itself, so their ids go to buckets beside it (`asya.fans`),
+    which count them; the root ends when the last bucket closes, with every branch counted once."""
+    created = gateway.create(flow="fanout", payload={"parts": 130})
+    task = gateway.wait_for(created["id"], lambda task: task["terminal"], timeout=180)
+    assert task["status"] == "succeeded"
+    assert task["branches"] == {"total": 130, "open": 0, "succeeded": 130, "failed": 0, "canceled": 0}
+    assert task["branch_ids"] == [], "the root keeps none of them"
+
+
 def test_a_join_gets_its_branches_in_order_once_and_tolerates_a_failed_one(gateway: Gateway) -> None:
     """fan (4 branches) → flaky (each retried twice) → pick (fails part 2) → gather (tolerates 1)."""
     response = gateway.http.post(

@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.client import BaseClient
 
+from asya.fans import BUCKET_BRANCHES, FAN_HEADER, INLINE_BRANCHES
 from asya.live import EventLog
 from asya.sidecar import configure
 from asya.status import TaskStore
@@ -186,6 +187,37 @@ def test_fan_out_registers_branches_on_the_root_before_sending(mesh: Mesh, tasks
     child = tasks.get(children[0]["id"])
     assert child is not None
     assert (child["status"], child["parent_id"], child["root_id"]) == ("running", "env-1", "env-1")
+
+
+def test_a_fan_out_wider_than_the_root_keeps_names_each_branchs_bucket(mesh: Mesh, tasks: TaskStore) -> None:
+    """60 branches do not fit the root's 50: they are registered in buckets of 50 and 10, and each
+    branch's envelope names its bucket; the root's own does not. A bucketed branch that fans out
+    keeps its bucket, and its own branches, which the root has room for, name none."""
+    tasks.create({"id": "env-1"})
+    mesh.actor("fan_out", **STATUS_ENV)
+    mesh.deliver(envelope({"items": list(range(INLINE_BRANCHES + 11))}))
+    sent = mesh.messages("b")
+    [own] = [body for body in sent if body["id"] == "env-1"]
+    children = [body for body in sent if body["id"] != "env-1"]
+    assert FAN_HEADER not in own["headers"]
+    buckets = Counter(child["headers"][FAN_HEADER] for child in children)
+    assert sorted(buckets.values()) == [10, BUCKET_BRANCHES]
+    assert set(buckets) <= {child["id"] for child in children}  # named by its first branch
+    root = tasks.get("env-1")
+    assert root is not None
+    assert ("branch_ids" not in root, root["fans"]["branches"], root["fans"]["open"]) == (True, 60, 2)
+    branch = {**children[0], "payload": {"items": [1, 2]}}
+    mesh.actor("fan_out", actor="b", **STATUS_ENV)
+    mesh.deliver(branch, actor="b")
+    [went_on, nested] = sorted(mesh.messages("x-sink"), key=lambda body: body["id"] != branch["id"])
+    assert went_on["headers"][FAN_HEADER] == branch["headers"][FAN_HEADER]
+    assert FAN_HEADER not in nested["headers"]
+    record = tasks.get(branch["id"])
+    assert record is not None
+    assert record["fan_bucket"] == branch["headers"][FAN_HEADER]
+    root = tasks.get("env-1")
+    assert root is not None
+    assert root["branch_ids"] == {nested["id"]}
 
 
 def test_fly_events_reach_the_live_log_not_the_status(mesh: Mesh, tasks: TaskStore) -> None:
