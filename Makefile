@@ -64,6 +64,7 @@ bench: install
 	$(BIN)/python -m bench.cost_per_hop
 	$(BIN)/python -m bench.claim_check
 	$(BIN)/python -m bench.local_start
+	$(BIN)/python -m bench.wide_fan
 
 # 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault; prints counts,
 # fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)

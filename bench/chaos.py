@@ -39,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asya.fans import FAN_ROOT
 from asya_cdk.config import load_mesh
 from asya_local.deploy import synthesize
 from asya_local.functions.faults import AwsFaults, FaultSpec, Restarts
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.stack import LocalEndpoint, LocalStack, free_port
+from bench.chaos_mesh.actors import PARTS
 
 MESH = Path(__file__).resolve().parent / "chaos_mesh" / "mesh.yaml"
 LEDGER = "CHAOS_LEDGER"  # read by the chaos mesh's actors (bench/chaos_mesh/actors.py)
@@ -51,7 +53,6 @@ FINAL_OUTCOMES = ("succeeded", "failed", "canceled")  # x-sink's objects; x-sump
 CREW = ["x-sink", "x-sump"]
 ACCESS_LOG = re.compile(r"[A-Z]+ /")  # the gateway's one line per request
 ACTORS = ["split", "flaky", "judge", "crunch", "post", "tally"]
-JOINED_PARTS = [0, 1, 2]  # what `tally` gathers of each task in flow `joined`, in branch order
 # What each `fault:` line a worker prints counts as.
 FAULT_KINDS = {
     "throttled": "throttle",
@@ -144,15 +145,17 @@ class ChaosReport:
         return "; ".join(f"{name}: {ids[:5]}" for name, ids in found.items() if ids)
 
 
-def create_tasks(gateway: GatewayClient, flow: str, count: int) -> tuple[list[str], int]:
-    """Task ids, created one by one through the gateway, waiting out its restarts; and the retries."""
+def create_tasks(gateway: GatewayClient, flow: str, count: int, parts: int = PARTS) -> tuple[list[str], int]:
+    """Task ids, created one by one through the gateway, waiting out its restarts; and the retries.
+    Each task fans out into `parts` envelopes: more than a root keeps itself are counted in buckets."""
     ids: list[str] = []
     retries = 0
     for n in range(count):
         deadline = time.monotonic() + GATEWAY_DOWN_SECONDS
         while True:
             try:
-                ids.append(gateway.create_task({"flow": flow, "payload": {"n": n}})["id"])
+                payload = {"n": n} if parts == PARTS else {"n": n, "parts": parts}
+                ids.append(gateway.create_task({"flow": flow, "payload": payload})["id"])
                 break
             except (GatewayUnreachableError, GatewayError):
                 if time.monotonic() > deadline:
@@ -164,12 +167,13 @@ def create_tasks(gateway: GatewayClient, flow: str, count: int) -> tuple[list[st
 
 def task_records(stack: LocalStack) -> dict[str, dict[str, Any]]:
     """Every task record (roots and branches) by id: its status, its root (a branch's) and the branch
-    ids it registered (a root's)."""
+    ids it registered (a root's, or a wide fan-out's bucket's, whose root is `fan_root`)."""
     pages = stack.client("dynamodb").get_paginator("scan").paginate(TableName=stack.outputs["TasksTable"])
     return {
         item["id"]["S"]: {
             "status": item.get("status", {}).get("S"),
-            "root": item.get("root_id", {}).get("S"),
+            "root": item.get("root_id", item.get(FAN_ROOT, {})).get("S"),
+            "bucket": FAN_ROOT in item,
             "branch_ids": item.get("branch_ids", {}).get("SS", []),
             "holds_result": "output" in item,
             "joined": "joined_into" in item,
@@ -242,12 +246,18 @@ def executions(ledger: Path) -> tuple[int, Counter[str]]:
     return len(lines), +again
 
 
-def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, Any], Counter[str]]:
-    """The four counts that must be zero, and the outcomes seen."""
+def count(
+    stack: LocalStack, roots: list[str], ledger: Path, joined_parts: list[int]
+) -> tuple[dict[str, Any], Counter[str]]:
+    """The four counts that must be zero, and the outcomes seen; `joined_parts`: what a join of flow
+    `joined` gathers of each task, in branch order."""
     records = task_records(stack)
     results = result_writes(stack, records)
     branches: defaultdict[str, set[str]] = defaultdict(set)
     for task_id, record in records.items():
+        if record["bucket"]:  # a wide fan-out's bucket: branches of its root, registered before they were sent
+            branches[record["root"]].update(record["branch_ids"])
+            continue
         branches[task_id].update(record["branch_ids"])  # registered before the branches were sent
         if record["root"] and record["root"] != task_id:
             branches[record["root"]].add(task_id)
@@ -269,7 +279,7 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
     disagreeing = [  # a join that left a branch out, or gathered one twice
         f"{root} joined {parts}"
         for root in roots
-        if (parts := json.loads(records.get(root, {}).get("output") or "{}").get("parts")) not in (None, JOINED_PARTS)
+        if (parts := json.loads(records.get(root, {}).get("output") or "{}").get("parts")) not in (None, joined_parts)
     ]
     for envelope_id in envelopes:
         status = records.get(envelope_id, {}).get("status")
@@ -299,17 +309,18 @@ def count(stack: LocalStack, roots: list[str], ledger: Path) -> tuple[dict[str, 
 
 
 def run_chaos(
-    stack: LocalStack, lines: WorkerLines, ledger: Path, *, flow: str, tasks: int, timeout: float
+    stack: LocalStack, lines: WorkerLines, ledger: Path, *, flow: str, tasks: int, timeout: float, parts: int = PARTS
 ) -> ChaosReport:
-    """Create `tasks` tasks of `flow` through the stack's gateway, wait until the mesh is idle, count."""
+    """Create `tasks` tasks of `flow` through the stack's gateway, each fanning out into `parts`
+    envelopes, wait until the mesh is idle, count."""
     assert stack.gateway_url is not None, "the chaos mesh deploys a gateway"
     stack.client("s3").put_bucket_versioning(Bucket=stack.results_bucket, VersioningConfiguration={"Status": "Enabled"})
     gateway = GatewayClient(stack.gateway_url, api_key=stack.api_key)
     started = time.monotonic()
-    roots, retries = create_tasks(gateway, flow, tasks)
+    roots, retries = create_tasks(gateway, flow, tasks, parts)
     idle = stack.wait_until_idle(timeout=timeout, settle=3)
     seconds = time.monotonic() - started
-    counts, outcomes = count(stack, roots, ledger)
+    counts, outcomes = count(stack, roots, ledger, list(range(parts)))
     return ChaosReport(
         submitted=len(roots),
         outcomes=outcomes,
@@ -350,12 +361,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--flow", choices=["mixed", "lambda-only", "joined"], default="mixed")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the mesh to go idle")
+    parser.add_argument(
+        "--parts", type=int, default=PARTS, help="envelopes each task fans out into (over 51: counted in buckets)"
+    )
     args = parser.parse_args()
     lines = WorkerLines()
     with LocalEndpoint(free_port()) as endpoint, chaos_stack(endpoint, args.seed, lines) as (stack, ledger):
-        print(f"chaos: {args.tasks} tasks of flow {args.flow!r}, seed {args.seed}", flush=True)
+        print(f"chaos: {args.tasks} tasks of flow {args.flow!r} ({args.parts} parts), seed {args.seed}", flush=True)
         try:
-            report = run_chaos(stack, lines, ledger, flow=args.flow, tasks=args.tasks, timeout=args.timeout)
+            report = run_chaos(
+                stack, lines, ledger, flow=args.flow, tasks=args.tasks, timeout=args.timeout, parts=args.parts
+            )
         except GatewayUnreachableError:
             print("\n".join(lines.tail[-40:]))
             raise

@@ -102,8 +102,10 @@ def _value_bytes(typed: Mapping[str, Any]) -> int:
 
 
 def _number_bytes(text: str) -> int:
-    digits = text.lstrip("-").replace(".", "").lstrip("0") or "0"
-    return math.ceil(len(digits.split("e")[0].split("E")[0]) / 2) + 1
+    """Leading and trailing zeros are not stored: 100 takes what 1 does."""
+    mantissa = text.lstrip("-").lower().split("e")[0]
+    digits = mantissa.replace(".", "").strip("0") or "0"
+    return math.ceil(len(digits) / 2) + 1
 
 
 def write_units(old_bytes: int, new_bytes: int, transactional: bool = False) -> int:

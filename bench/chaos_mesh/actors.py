@@ -12,7 +12,7 @@ from collections.abc import Generator
 from typing import Any
 
 LEDGER = "CHAOS_LEDGER"
-PARTS = 3  # branches per task
+PARTS = 3  # branches per task, unless its payload asks for more (`parts`: a wide fan-out, `asya.fans`)
 FLAKY_EVERY = 3  # a branch with (n + part) % 3 == 0 fails its first attempt at `flaky`
 DOOMED_DIGIT = 7  # a branch of a task whose n ends in 7, part 1, always fails at `judge`
 
@@ -42,7 +42,7 @@ def retried(payload: dict[str, Any]) -> bool:
 
 def split(payload: dict[str, Any]) -> Handler:
     yield from record("split")
-    for part in range(PARTS):
+    for part in range(payload.get("parts", PARTS)):
         yield {"n": payload["n"], "part": part}
 
 
