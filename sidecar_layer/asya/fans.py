@@ -133,6 +133,18 @@ class Bucket:
         return bool(self.branch_ids) and self.branch_ids <= self.done_ids
 
 
+SECONDS_PER_BRANCH = 0.005
+"""What registering and sending one branch of a wide fan-out may take on AWS, kept high: a
+`SendMessageBatch` of ten branches at up to 40 ms, plus its share of a bucket's transaction and of
+its body. (The local stack takes about 1 ms: `python -m bench.wide_fan`.)"""
+
+
+def widest_fan(seconds: float) -> int:
+    """The widest fan-out one invocation can register and send in `seconds`; never fewer than a root
+    keeps itself, which costs what any hop's outputs do."""
+    return max(INLINE_BRANCHES, int(seconds / SECONDS_PER_BRANCH))
+
+
 def assign(branch_ids: Iterable[str]) -> dict[str, str]:
     """Each branch's bucket, in the order given: consecutive runs of `BUCKET_BRANCHES`, each named by
     its first id. The same ids in the same order (a hop run again) land in the same buckets."""

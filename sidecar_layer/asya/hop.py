@@ -23,7 +23,7 @@ from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
 from asya.dedup import Claim, HopClaim, HopLedger, hop_key
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
-from asya.fans import HEADER_ROOM
+from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.join_table import JoinMismatchError, JoinTable
@@ -227,11 +227,20 @@ class HopRunner:
             None if deadline is None else (deadline - now).total_seconds(),
             lambda_left,
         )
-        return self._call_handler(envelope, plan, now, limit, handler)
+        ends_at = None if lambda_left is None else time.monotonic() + lambda_left
+        return self._call_handler(envelope, plan, now, limit, handler=handler, ends_at=ends_at)
 
     def _call_handler(
-        self, envelope: Envelope, plan: HopPlan, now: dt.datetime, limit: float | None, handler: Handler
+        self,
+        envelope: Envelope,
+        plan: HopPlan,
+        now: dt.datetime,
+        limit: float | None,
+        *,
+        handler: Handler,
+        ends_at: float | None,
     ) -> str:
+        """`ends_at`: when, on the monotonic clock, this invocation must have sent its outputs."""
         actor = self.config.actor
         state = EnvelopeState(
             id=envelope.id,
@@ -270,6 +279,12 @@ class HopRunner:
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
             return "completed"
+        too_wide = _too_wide(len(output.frames), ends_at)
+        if too_wide is not None:
+            plan.outbound.append(
+                routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
+            )
+            return "sumped"
         fanned_out = len(output.frames) > 1
         outputs = [
             routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out)
@@ -407,6 +422,22 @@ def _preview_original_payload(wire: dict[str, Any], size: int) -> str:
     preview = orjson.dumps(wire["payload"].get("original_payload")).decode()[:_TRUNCATED_PREVIEW_CHARS]
     wire["payload"]["original_payload"] = {"truncated": True, "size_bytes": size, "preview": preview}
     return orjson.dumps(wire).decode()
+
+
+def _too_wide(width: int, ends_at: float | None) -> str | None:
+    """Why a fan-out of `width` outputs cannot be registered and sent before the invocation ends, if it
+    cannot: run anyway, it would time out and run again on every delivery until SQS gave up on it, and
+    the task would end as `Redriven`, hours later, without saying why."""
+    if width <= INLINE_BRANCHES or ends_at is None:
+        return None
+    left = ends_at - time.monotonic()
+    if width <= widest_fan(left):
+        return None
+    return (
+        f"the handler returned {width:,} outputs; registering and sending them may take "
+        f"{width * SECONDS_PER_BRANCH:,.0f} s ({SECONDS_PER_BRANCH * 1000:g} ms each) and this invocation "
+        f"has {max(left, 0):,.0f} s left: raise the actor's function_timeout, or fan out in stages"
+    )
 
 
 def _tightest(*limits: float | None) -> float | None:

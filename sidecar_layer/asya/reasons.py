@@ -19,6 +19,7 @@ class Reason(StrEnum):
     HANDLER_TIMEOUT = "HandlerTimeout"
     UNSERIALIZABLE_OUTPUT = "UnserializableOutput"
     OVERSIZED_OUTPUT = "OversizedOutput"
+    FAN_OUT_TOO_WIDE = "FanOutTooWide"  # more outputs than the invocation has time left to register and send
     PAYLOAD_UNREADABLE = "PayloadUnreadable"  # a claim-checked payload could not be read back (`asya.claims`)
     RUNTIME_CRASH = "RuntimeCrash"
     CANCELED = "Canceled"

@@ -121,6 +121,7 @@ _SUMP_REASONS = {
     "HandlerTimeout",
     "UnserializableOutput",
     "OversizedOutput",
+    "FanOutTooWide",
     "RuntimeCrash",
 }
 

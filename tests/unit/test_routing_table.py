@@ -242,6 +242,23 @@ def test_output_near_the_size_limit_is_sent_and_just_over_goes_to_sump(mesh: Mes
     mesh.assert_empty("b")
 
 
+def test_a_fan_out_too_wide_for_the_time_left_goes_to_sump_saying_so(mesh: Mesh) -> None:
+    """A fan-out one invocation could not register and send in time fails at once with the reason,
+    instead of timing out on every delivery until SQS redrives it; with the time, it is sent."""
+    mesh.actor("fan_out")
+    items = list(range(400))  # 2 s at 5 ms a branch
+    mesh.deliver(envelope(payload={"items": items}), timeout=3.5)  # 1.5 s left after the 2 s margin
+    out = mesh.only("x-sump")
+    assert out["status"]["reason"] == "FanOutTooWide"
+    assert "400 outputs" in out["payload"]["details"]["message"]
+    assert "function_timeout" in out["payload"]["details"]["message"]
+    mesh.assert_empty("b")
+
+    mesh.deliver(envelope(payload={"items": items}), timeout=5.0)
+    assert len(mesh.messages("b")) == 400
+    mesh.assert_empty("x-sump")
+
+
 def test_failure_of_an_input_at_the_real_sqs_limit_keeps_the_error(mesh: Mesh) -> None:
     """The error envelope around a ~1 MiB payload cannot fit: error kept, payload previewed."""
     mesh.actor("explode")
