@@ -274,6 +274,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for name, value in response.headers:
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:  # said, so the client does not send its next request on a closing socket
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(response.body)

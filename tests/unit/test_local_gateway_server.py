@@ -292,6 +292,16 @@ def test_a_chunked_body_with_a_bad_chunk_size_is_a_400(served: tuple[StandIn, ht
     assert _raw(str(client.base_url), head, b"zz\r\n{}\r\n0\r\n\r\n")[0] == 400
 
 
+def test_a_request_refused_unread_closes_its_connection_saying_so(served: tuple[StandIn, httpx2.Client, Any]) -> None:
+    """The rest of a body past API Gateway's limit is never read, so the connection cannot carry
+    another request: the answer says `Connection: close`, and the client's next request goes on a new
+    connection instead of failing on the closing one ("Server disconnected without sending a response")."""
+    _, client, _ = served
+    refused = client.post("/echo", content=b"x" * 11_000_000)
+    assert (refused.status_code, refused.headers.get("connection")) == (413, "close")
+    assert client.post("/echo", content=b"{}").status_code == 200
+
+
 def test_a_body_over_lambda_s_invocation_limit_is_a_413(served: tuple[StandIn, httpx2.Client, Any]) -> None:
     """Under API Gateway's 10 MB but over the 6 MB a synchronous invocation takes: never invoked."""
     stand_in, client, _ = served
