@@ -1,5 +1,5 @@
 """`StatusGateway`: the HTTP API over task records, the stream consumer and the deadline backstop
-(SPEC §8).
+(docs/status.md).
 
 - `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
   serves (`/api/v1/...`, `/a2a/tasks/{id}:cancel`, `/mcp`, `/health`) routes without a resource per

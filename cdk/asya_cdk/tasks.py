@@ -1,4 +1,4 @@
-"""`TaskTables`: where the status gateway keeps task records and their live event logs (SPEC §8).
+"""`TaskTables`: where the status gateway keeps task records and their live event logs (docs/status.md).
 
 Tasks: one item per envelope id, written by every hop with conditional updates. Its stream feeds the
 gateway's stream consumer, which turns changes into `status` events; `by-status` lists tasks newest

@@ -1,4 +1,4 @@
-"""The gateway's HTTP API (SPEC §8): Powertools' REST resolver, with request validation and the
+"""The gateway's HTTP API (docs/status.md): Powertools' REST resolver, with request validation and the
 OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 
     POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout);
@@ -65,7 +65,7 @@ app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=orjs
 
 
 class _Model(BaseModel):
-    """Request bodies are strict: a boolean is not a number, a number is not a string (SPEC §8)."""
+    """Request bodies are strict: a boolean is not a number, a number is not a string (docs/status.md)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -29,6 +29,7 @@ from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError, scan_filter
 from asya.envelope import Phase, parse_rfc3339, rfc3339, utc_now
+from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
 from asya.status import RANKS, TERMINAL, Report, TaskStatus, TaskStore, from_item, progress_of, stealthy
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
-GATEWAY_URL_HEADER = "x-asya-gateway-url"
-ALLOWED_HEADERS = ("traceparent", "tracestate", "x-asya-mesh-status", GATEWAY_URL_HEADER)
 MAX_PAGE = 100
 LISTING_READS = 1_000  # index entries (or scanned items) one filtered listing reads at most
 MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not there (yet)
@@ -284,12 +283,14 @@ class TaskService:
     @staticmethod
     def client_headers(headers: dict[str, Any]) -> dict[str, Any]:
         """Headers a client may set: none of the mesh's own `x-asya-*` but those it allows."""
-        reserved = sorted(key for key in headers if key.startswith("x-asya-") and key not in ALLOWED_HEADERS)
+        reserved = sorted(key for key in headers if key.startswith(RESERVED_PREFIX) and key not in CLIENT_HEADERS)
         if reserved:
             raise TaskError(400, f"headers: {', '.join(reserved)} are set by the mesh, not by clients")
         kept = dict(headers)
         if not _reporting_url(kept.get(GATEWAY_URL_HEADER)):
-            kept.pop(GATEWAY_URL_HEADER, None)  # SPEC §9: only http(s) URLs with a host; the rest is ignored
+            kept.pop(
+                GATEWAY_URL_HEADER, None
+            )  # docs/spec/envelope.md, "Reserved headers": only http(s) URLs with a host; the rest is ignored
         return kept
 
     def actor(self, name: str, field: str) -> str:
@@ -530,7 +531,7 @@ class TaskService:
 
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh. Returns whether it changed anything:
-        a stale status (behind what the task already shows) is ignored, as SPEC §8 requires."""
+        a stale status (behind what the task already shows) is ignored, as docs/status.md requires."""
         item = self.tasks.get(task_id)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")

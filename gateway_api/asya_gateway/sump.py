@@ -4,7 +4,7 @@
 A redrive puts the failed envelope back at the actor where it failed, or at the one the caller names,
 as a fresh start there: attempt 1, no deadline, the payload the failing actor was given (x-sink's
 failure envelope carries it as `original_payload`) unless the caller sends a new one, and its redrive
-count raised (`asya.status.REDRIVE_HEADER`) so that its hops, children and kept results are new ones
+count raised (`asya.headers.REDRIVE_HEADER`) so that its hops, children and kept results are new ones
 rather than duplicates of the run that failed. Its task goes back from `failed` to `running`
 (`TaskStore.reopen`). A message that never parsed is redriven from the fixed envelope the caller
 sends. A redrive is done once per arrival in x-sump: asking again answers what was done.
@@ -22,11 +22,11 @@ import orjson
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.fans import bucket_of
+from asya.headers import FIRST_ATTEMPT_HEADER, REDRIVE_HEADER
 from asya.joins import bound_for
 from asya.reasons import Reason
 from asya.results import result_prefix
-from asya.routing import FIRST_ATTEMPT_HEADER
-from asya.status import REDRIVE_HEADER, TERMINAL, TaskStatus, root_of, stealthy
+from asya.status import TERMINAL, TaskStatus, root_of, stealthy
 from asya.sump import SumpFilter, SumpIndex
 from asya_gateway.service import (
     IN_REST,

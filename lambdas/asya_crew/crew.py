@@ -49,11 +49,12 @@ from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
 from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.fans import bucket_of
+from asya.headers import ROOT_HEADER
 from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import ROOT_HEADER, Ending, Tally, TaskStore, redrives, root_of, stealthy
+from asya.status import Ending, Tally, TaskStore, redrives, root_of, stealthy
 from asya.sump import SumpIndex, sump_entry
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport

@@ -1,4 +1,4 @@
-"""x-pause: a human in the loop (SPEC §8). A route that names `x-pause` stops here until resumed.
+"""x-pause: a human in the loop (docs/status.md). A route that names `x-pause` stops here until resumed.
 
 The envelope is kept at `results/<ns>/<id>/pause.json` exactly as it arrived, and the task becomes
 `paused` with the pause metadata: header `x-asya-pause` if an earlier actor set one (for instance
@@ -14,12 +14,12 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
+from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE
 from asya.status import TaskStore
 from asya.telemetry import Telemetry
 from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 
-PAUSE_HEADER = "x-asya-pause"
 KEPT_AS = "pause"  # results/<ns>/<id>/pause.json: what a resume continues from
 DEFAULT_PAUSE = {"prompt": "Waiting for input to continue.", "fields": {}}
 

@@ -1,4 +1,4 @@
-"""x-resume: continues a paused route after the gateway's resume call (SPEC §8).
+"""x-resume: continues a paused route after the gateway's resume call (docs/status.md).
 
 The gateway has already moved the task from `paused` to `running`, restarted its deadline clock and
 merged the human input into the payload; the envelope it sends here is the one x-pause kept, still at
@@ -13,12 +13,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
 from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
 from asya.routing import error_details, forward, to_sump
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
-from asya_crew.pause import PAUSE_HEADER
 
 
 def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:

@@ -1,4 +1,4 @@
-"""x-sink: every terminal envelope ends here (SPEC §6).
+"""x-sink: every terminal envelope ends here (docs/routing.md).
 
 It keeps the whole envelope at `results/<ns>/<id>/<succeeded|failed|canceled|paused>.json`, records
 the task's final status (with that result's location, or the error), sends a
@@ -22,13 +22,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import variables
 from asya.envelope import EnvelopeError, Phase, parse_envelope
+from asya.headers import HOOK_HEADER
 from asya.joins import bound_for
 from asya.names import SINK, SUMP
 from asya.routing import sump_body
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, rejected
 
-HOOK_HEADER = "x-asya-hook"
 OUTCOMES = (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED, Phase.PAUSED)
 
 

@@ -1,4 +1,4 @@
-"""x-sump: the final dead end (SPEC §6). Infrastructure errors, failures from x-sink, and whatever
+"""x-sump: the final dead end (docs/routing.md). Infrastructure errors, failures from x-sink, and whatever
 SQS redrove from an actor's queue after repeated delivery failures (the function crashed, timed out or
 ran out of memory) all end here.
 

@@ -1,4 +1,4 @@
-"""The handler ABI: how a handler reads and changes the envelope around its payload (SPEC §5).
+"""The handler ABI: how a handler reads and changes the envelope around its payload (docs/actors.md).
 
 A generator handler yields verbs as tuples:
 
@@ -157,8 +157,8 @@ _DELETE = object()
 
 
 def checked_status(status: dict[str, Any], what: str) -> dict[str, Any]:
-    """`status` as a handler left it, if it is one SPEC §2 allows (`attempt` a positive integer,
-    timestamps RFC 3339 text, a known `phase`…): an output whose status the next actor would refuse
+    """`status` as a handler left it, if it is one the envelope allows (docs/spec/envelope.md: `attempt`
+    a positive integer, timestamps RFC 3339 text, a known `phase`…): an output whose status the next actor would refuse
     is refused here instead, naming the field."""
     try:
         Status.model_validate(status)

@@ -62,7 +62,7 @@ class SidecarConfig:
         return Claims(self.claim_bucket, self.namespace, self.claim_check_bytes) if self.claim_bucket else None
 
     def queue_name(self, actor: str) -> str:
-        """Every actor's queue is `asya-<namespace>-<actor>`, crew included (SPEC §4)."""
+        """Every actor's queue is `asya-<namespace>-<actor>`, crew included (docs/spec/envelope.md, "Queues")."""
         return resource_name(self.namespace, actor)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Dropping duplicate deliveries of the same envelope at the same hop (SPEC §7).
+"""Dropping duplicate deliveries of the same envelope at the same hop (docs/faults.md).
 
 A hop is identified by actor, envelope id, route position and attempt (and how many times the
 envelope was redriven from x-sump): a retry is a new attempt, not a duplicate. Within one batch a

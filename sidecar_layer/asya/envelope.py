@@ -1,4 +1,4 @@
-"""The envelope: the unit of work that travels through the mesh carrying its own route (SPEC §2, §3).
+"""The envelope: the unit of work that travels through the mesh carrying its own route (docs/spec/envelope.md).
 
 Parsing is the input boundary of every actor, so it is strict (ids, route and payload are checked)
 and it is the one place where the older route shapes (`{actors|steps, current}`) are converted:
@@ -39,8 +39,8 @@ _QUEUE_NAME_PART = re.compile(r"[A-Za-z0-9_-]+")
 def actor_name_problem(name: Any) -> str | None:
     """Why `name` cannot be an actor still to visit, or `None`. Each becomes the queue
     `asya-<namespace>-<name>`, so it must be a name SQS accepts; and x-sink and x-sump end every route:
-    the sidecar sends to them, a route never names them (SPEC §3). Shared by the envelope parser and
-    the ABI, so that a handler cannot write a route the next actor would refuse."""
+    the sidecar sends to them, a route never names them (docs/spec/envelope.md, "The route"). Shared by
+    the envelope parser and the ABI, so that a handler cannot write a route the next actor would refuse."""
     if name in (SINK, SUMP):
         return f"{name} may not be named in a route: the sidecar adds it"
     if not isinstance(name, str) or _QUEUE_NAME_PART.fullmatch(name) is None:
@@ -49,7 +49,7 @@ def actor_name_problem(name: Any) -> str | None:
 
 
 def _timestamp_text(value: Any) -> Any:
-    """SPEC §2 timestamps are RFC 3339 text: a number would otherwise be taken for Unix seconds."""
+    """Timestamps are RFC 3339 text (docs/spec/envelope.md): a number would otherwise be taken for Unix seconds."""
     if isinstance(value, str | dt.datetime):
         return value
     raise ValueError(f"must be an RFC 3339 timestamp string, got {type(value).__name__}")

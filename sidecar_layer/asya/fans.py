@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asya.dynamo import transact
+from asya.headers import FAN_HEADER
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
-FAN_HEADER = "x-asya-fan-bucket"
 INLINE_BRANCHES = 50  # branch ids a root keeps itself (3.6 KB with their counts)
 BUCKET_BRANCHES = 50  # branch ids in one bucket: a count there costs at most 4 write units
 BUCKETS_PER_TRANSACTION = 24  # with the counter, 25 of TransactWriteItems' 100 actions (and ~90 KB of 4 MB)

@@ -26,8 +26,9 @@ from asya import routing
 from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
+from asya.headers import JOINED_HEADER
 from asya.join_table import JoinTable, Kept
-from asya.joins import JOINED_HEADER, Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
+from asya.joins import Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
 from asya.status import TaskStore, root_of, stealthy

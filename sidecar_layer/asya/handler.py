@@ -1,4 +1,4 @@
-"""Loading the user's handler from `ASYA_HANDLER` and running it in any of its styles (SPEC §5).
+"""Loading the user's handler from `ASYA_HANDLER` and running it in any of its styles (docs/actors.md).
 
 Styles are told apart by what a call returns, not by inspecting the function: a plain value, a
 coroutine, a generator or an async generator. That keeps `functools.partial`, decorated functions and

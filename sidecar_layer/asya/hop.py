@@ -1,7 +1,7 @@
 """One hop: what the sidecar does with one SQS record, up to (not including) sending.
 
 The result is a `HopPlan`: the envelopes to send and how to settle the record afterwards. Every
-outcome of SPEC §6 is decided here, in the order the checks must run: parse, route, due time,
+outcome of docs/routing.md is decided here, in the order the checks must run: parse, route, due time,
 pre-flight (canceled or paused), duplicate, deadline, handler, resiliency.
 """
 
@@ -26,21 +26,13 @@ from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_
 from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
+from asya.headers import FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.join_table import JoinMismatchError, JoinTable
-from asya.joins import (
-    JOIN_HEADER,
-    JOINED_HEADER,
-    JoinHeaderError,
-    alone,
-    first_join,
-    gathered_here,
-    innermost,
-    stamp,
-)
+from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
-from asya.routing import FIRST_ATTEMPT_HEADER, Kind, Outbound, error_details
+from asya.routing import Kind, Outbound, error_details
 from asya.status import TaskStatus, redrives, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from asya.envelope import Phase
+from asya.headers import JOIN_HEADER, JOINED_HEADER
 from asya.status import TERMINAL, redrives
 
 if TYPE_CHECKING:
     from asya.envelope import Envelope
     from asya.routing import Outbound
 
-JOIN_HEADER = "x-asya-join"  # the frames of the joins an envelope is bound for, innermost last
-JOINED_HEADER = "x-asya-joined"  # on a joined envelope: its fan, width and the slots that failed
 OnFailure = Literal["fail_fast", "collect", "tolerate"]
 
 

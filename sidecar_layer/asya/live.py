@@ -1,4 +1,5 @@
-"""The live event log of each task: what its watchers receive, in order (SPEC §5 FLY, §8 streaming).
+"""The live event log of each task: what its watchers receive, in order (FLY: docs/actors.md;
+streaming: docs/status.md).
 
 `status` events are appended by the gateway's stream consumer whenever a task record changes; `fly`
 events are appended by the sidecar straight from the handler. Neither is status: the task record is

@@ -38,8 +38,8 @@ BY_DEADLINE = "by-deadline"
 
 
 def resource_name(namespace: str, name: str) -> str:
-    """`asya-<ns>-<name>`: an actor's queue (crew included, SPEC §4), function and EMR Serverless
-    application; the crew's and the gateway's functions; the mesh's tables."""
+    """`asya-<ns>-<name>`: an actor's queue (crew included, docs/spec/envelope.md, "Queues"), function
+    and EMR Serverless application; the crew's and the gateway's functions; the mesh's tables."""
     return f"asya-{namespace}-{name}"
 
 

@@ -1,4 +1,4 @@
-"""What the sidecar tells the status gateway about each hop (SPEC §8), at the least cost.
+"""What the sidecar tells the status gateway about each hop (docs/status.md), at the least cost.
 
 Per SQS batch: one `BatchGetItem` for the pre-flight check (is any task canceled or paused?). Per hop,
 by default one status write, made before the handler: the hop's claim (`claim`, `TaskStore.claim_hop`),
@@ -125,7 +125,7 @@ class StatusReporter:
 
     def fly(self, envelope: Envelope, event: Any) -> None:
         """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status.
-        FLY is ephemeral (SPEC §5): an event the log cannot take after its bounded retries is logged
+        FLY is ephemeral (docs/actors.md): an event the log cannot take after its bounded retries is logged
         and counted (`StatusErrors`), and the hop goes on."""
         if self.events is None or stealthy(envelope.headers):
             return

@@ -1,4 +1,4 @@
-"""Resiliency: what happens when a handler raises (SPEC §7).
+"""Resiliency: what happens when a handler raises (docs/actors.md, "Resiliency").
 
 A policy says how often and how patiently to retry; rules pick a policy by exception type, matched in
 order against the exception's MRO. Durations are seconds, or strings such as "500ms", "30s", "5m",

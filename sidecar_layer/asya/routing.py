@@ -1,4 +1,4 @@
-"""The routing table (SPEC §6): where each outcome of a hop sends the envelope, and in what shape.
+"""The routing table (docs/routing.md): where each outcome of a hop sends the envelope, and in what shape.
 
 | outcome                                   | function           | destination          | route     |
 |-------------------------------------------|--------------------|----------------------|-----------|
@@ -32,16 +32,14 @@ import orjson
 
 from asya.abi import Frame
 from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
-from asya.fans import FAN_HEADER, bucket_of
-from asya.joins import JOIN_HEADER, JOINED_HEADER
+from asya.fans import bucket_of
+from asya.headers import FAN_HEADER, FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER, NOT_BEFORE_HEADER, ROOT_HEADER
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
-from asya.status import ROOT_HEADER, redrives, root_of, stealthy
+from asya.status import redrives, root_of, stealthy
 from asya.tracecontext import continue_trace
 from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 
-FIRST_ATTEMPT_HEADER = "x-asya-first-attempt"
-NOT_BEFORE_HEADER = "x-asya-not-before"
 TRACEBACK_LIMIT_CHARS = 8_192
 MESSAGE_LIMIT_CHARS = 2_048
 # belong to one actor's attempts (a joined envelope's marker, to the join's), not to its outputs

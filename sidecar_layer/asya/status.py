@@ -1,4 +1,4 @@
-"""Task records: one DynamoDB item per envelope id, moved forward only (SPEC §8).
+"""Task records: one DynamoDB item per envelope id, moved forward only (docs/status.md).
 
 Every writer (gateway, sidecar, crew, backstop) goes through `TaskStore`, and every transition is a
 conditional write, so concurrent or late updates can never move a task backwards:
@@ -37,17 +37,13 @@ from asya.dedup import Claim, HopClaim
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, BatchIncompleteError, batch_get
 from asya.envelope import rfc3339
 from asya.fans import INLINE_BRANCHES, FanBuckets, FanCounts, assign, is_fan_item
+from asya.headers import REDRIVE_HEADER, ROOT_HEADER, STEALTH_HEADER
 from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
-ROOT_HEADER = "x-asya-root-id"
-STEALTH_HEADER = "x-asya-mesh-status"
-# How many times the envelope was redriven from x-sump: its hops, fan-out children and kept results
-# are new ones, not duplicates of those of the run that failed (docs/status.md, "x-sump").
-REDRIVE_HEADER = "x-asya-redrive"
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
 # How long one watch mark keeps a task's status changes flowing into its event log; a watcher renews
 # it once less than half is left, so a long follow costs one write per half of this.
@@ -71,7 +67,7 @@ class Rank(IntEnum):
 
 class TaskStatus(StrEnum):
     """A task record's `status`: where the task stands as a whole (each envelope's `Phase` says where
-    that envelope is). Only moves up its `rank`, except `paused` back to `running` (SPEC §8)."""
+    that envelope is). Only moves up its `rank`, except `paused` back to `running` (docs/status.md)."""
 
     PENDING = "pending"
     RUNNING = "running"
@@ -110,7 +106,8 @@ def redrives(headers: Mapping[str, Any]) -> int:
 
 
 def progress_of(route: Mapping[str, Any]) -> float:
-    """SPEC §3 for a route as it leaves an actor: actors done over actors in the whole route."""
+    """Progress (docs/spec/envelope.md, "The route") for a route as it leaves an actor: actors done over
+    actors in the whole route."""
     done = len(route["prev"])
     total = done + (1 if route["curr"] else 0) + len(route["next"])
     return round(100.0 * done / total, 2) if total else 100.0
@@ -376,7 +373,7 @@ class TaskStore:
         return self._move(task_id, sets, "open_shard, deadline_at", "#r < :rank", values)
 
     def resume(self, item: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
-        """`paused` → `running` (the one backward move SPEC §8 allows); the deadline restarts with the
+        """`paused` → `running` (the one backward move docs/status.md allows); the deadline restarts with the
         time that was left. `item` is the task as the caller already read it (the gateway must check it
         before resuming); the write still only happens if the task is paused. Returns the task, or None
         if it was not paused."""

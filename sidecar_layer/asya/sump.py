@@ -2,7 +2,7 @@
 copy of the message in S3 (`results/<ns>/<id>/sump.json`), so that failures can be found by reason,
 actor and time and redriven without listing the bucket.
 
-An item is keyed by the envelope's id and its redrive count (`asya.status.REDRIVE_HEADER`): a failure
+An item is keyed by the envelope's id and its redrive count (`asya.headers.REDRIVE_HEADER`): a failure
 that is redriven and fails again is a second item, and the first keeps what was done with it
 (`redriven_at`, `redriven_to`). x-sump writes an item once (a conditional put: a redelivery adds
 nothing); it expires with the results (`results.retention_days`). Listing scans the table with the

@@ -1,4 +1,4 @@
-"""Logs, metrics and traces of the sidecar (SPEC §10): logs and traces through Powertools, metrics as
+"""Logs, metrics and traces of the sidecar (docs/spec/README.md): logs and traces through Powertools, metrics as
 CloudWatch embedded metric format lines written here.
 
 Metrics are aggregated over a batch and flushed once at its end: a line per dimension value rather

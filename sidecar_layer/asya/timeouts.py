@@ -1,4 +1,4 @@
-"""Enforcing the per-message time limit on a handler (SPEC §7).
+"""Enforcing the per-message time limit on a handler (docs/actors.md, "Resiliency").
 
 Lambda runs the entry point in the main thread, so the handler is *stopped*: a timer aimed at the
 main thread (`asya.alarm_clock`) raises `HandlerTimeout` inside it. That interrupts sleeps, socket

@@ -13,7 +13,8 @@ import random
 import re
 from typing import Any
 
-TRACEPARENT = "traceparent"
+from asya.headers import TRACEPARENT
+
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 

@@ -92,7 +92,7 @@ def _sizes() -> Iterator[Case]:
 
 
 def _wrong_types() -> Iterator[Case]:
-    """Every SPEC §2 field with every JSON type it must not have."""
+    """Every envelope field (docs/spec/envelope.md) with every JSON type it must not have."""
     allowed: dict[str, tuple[str, ...]] = {
         "id": ("string",),
         "parent_id": ("null", "string"),

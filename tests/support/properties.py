@@ -1,9 +1,10 @@
 """Strategies and invariants shared by the property tests of routing and the ABI.
 
-`settled` is the contract of one hop (SPEC §6, issue "Nothing lost, nothing looping"): whatever the
+`settled` is the contract of one hop (docs/routing.md, issue "Nothing lost, nothing looping"): whatever the
 envelope and whatever the handler did, the hop either sends envelopes that the next actor can parse
-back, each where the routing table says and carrying the fields SPEC requires, or drops a duplicate
-of a hop already run in the same batch. Hypothesis runs derandomized, so CI sees the same examples.
+back, each where the routing table says and carrying the fields the envelope requires
+(docs/spec/envelope.md), or drops a duplicate of a hop already run in the same batch. Hypothesis runs
+derandomized, so CI sees the same examples.
 """
 
 from __future__ import annotations

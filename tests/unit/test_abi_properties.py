@@ -1,4 +1,4 @@
-"""Properties of the handler ABI (SPEC §5): any sequence of GET/SET/DEL/FLY on any path, with values of
+"""Properties of the handler ABI (docs/actors.md): any sequence of GET/SET/DEL/FLY on any path, with values of
 any JSON type (deeply nested, huge, not JSON at all), either gives outputs the next actor parses back
 or an `AbiError` raised in the handler at the offending `yield`. The hop itself never raises."""
 

@@ -1,4 +1,4 @@
-"""Duplicate deliveries of one hop must not send duplicates downstream (SPEC §7)."""
+"""Duplicate deliveries of one hop must not send duplicates downstream (docs/faults.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Handler styles, handler loading errors, and the ABI verbs with their read-only rules (SPEC §5)."""
+"""Handler styles, handler loading errors, and the ABI verbs with their read-only rules (docs/actors.md)."""
 
 from __future__ import annotations
 

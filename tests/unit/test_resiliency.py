@@ -1,4 +1,5 @@
-"""Resiliency policies and rules (SPEC §7): backoffs, jitter, max_duration, long delays, on_exhausted."""
+"""Resiliency policies and rules (docs/actors.md, "Resiliency"): backoffs, jitter, max_duration, long
+delays, on_exhausted."""
 
 from __future__ import annotations
 

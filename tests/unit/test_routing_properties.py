@@ -1,4 +1,4 @@
-"""Properties of the routing table (SPEC §6): for any valid envelope and any handler outcome (a value,
+"""Properties of the routing table (docs/routing.md): for any valid envelope and any handler outcome (a value,
 `None`, a generator of payloads, any exception including `BaseException`s, an overrun), the hop sends
 each envelope where the table says, in a shape the next actor parses back, and only once."""
 
@@ -86,7 +86,7 @@ OUTCOMES: st.SearchStrategy[tuple[str, Handler]] = st.one_of(
 
 
 def _expect_forwarded(sent: Envelope, outputs: list[Envelope], count: int) -> None:
-    """Output frames: the route shifted, ids as SPEC §5 gives them, each to its own new `curr`."""
+    """Output frames: the route shifted, ids as docs/actors.md gives them, each to its own new `curr`."""
     assert len(outputs) == count
     assert outputs[0].id == sent.id
     assert outputs[0].parent_id == sent.parent_id

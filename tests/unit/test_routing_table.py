@@ -1,4 +1,4 @@
-"""Every row of the routing table (SPEC §6), observed as envelopes landing in queues."""
+"""Every row of the routing table (docs/routing.md), observed as envelopes landing in queues."""
 
 from __future__ import annotations
 

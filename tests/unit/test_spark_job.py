@@ -1,4 +1,4 @@
-"""The Spark entry script on a batch, in Spark local mode: every routing outcome of SPEC §6 through the
+"""The Spark entry script on a batch, in Spark local mode: every routing outcome of docs/routing.md through the
 per-payload style (the shared hop pipeline), the DataFrame style, and the script end to end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sidecar reports every hop to the task table (SPEC §8): one write per hop by default, three when
+"""The sidecar reports every hop to the task table (docs/status.md): one write per hop by default, three when
 asked, none in stealth mode; canceled and paused tasks stop at the pre-flight check; fan-out branches
 are registered on the root before they are sent; FLY events reach the live log, not the status."""
 
@@ -14,7 +14,8 @@ import boto3
 import pytest
 from botocore.client import BaseClient
 
-from asya.fans import BUCKET_BRANCHES, FAN_HEADER, INLINE_BRANCHES
+from asya.fans import BUCKET_BRANCHES, INLINE_BRANCHES
+from asya.headers import FAN_HEADER
 from asya.live import EventLog
 from asya.sidecar import configure
 from asya.status import TaskStore

@@ -15,8 +15,9 @@ from moto import mock_aws
 
 from asya.dedup import hop_key
 from asya.envelope import parse_envelope
+from asya.headers import REDRIVE_HEADER
 from asya.routing import child_id
-from asya.status import REDRIVE_HEADER, TaskStore
+from asya.status import TaskStore
 from asya.sump import SumpIndex
 from asya_crew import sink, sump
 from asya_crew.crew import CrewActor, CrewSettings

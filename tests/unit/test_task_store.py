@@ -1,4 +1,4 @@
-"""Task records only move forward (SPEC §8): stale updates are dropped, terminal statuses stay,
+"""Task records only move forward (docs/status.md): stale updates are dropped, terminal statuses stay,
 progress never decreases, fan-out roots end with their last branch, and the backstop fails late tasks."""
 
 from __future__ import annotations
