@@ -45,7 +45,7 @@ from rich.text import Text
 
 from asya.live import FLY
 from asya.results import result_prefix
-from asya.status import TaskStatus
+from asya.task_record import TaskStatus
 from asya_cdk.config import MeshConfigError, load_mesh
 from asya_cdk.libraries import LibrariesError
 from asya_local import deploy_cli, secrets_cli, smoke, sump_cli, worklog

@@ -24,7 +24,7 @@ from botocore.credentials import Credentials
 
 from asya.live import FLY, STATUS
 from asya.names import ACTOR_NAME
-from asya.status import TERMINAL
+from asya.task_record import TERMINAL
 from asya.variables import WAIT_MAX_SECONDS
 
 API = "/api/v1"

@@ -17,7 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from asya.status import TaskStatus
+from asya.task_record import TaskStatus
 from asya_local.console.app import Console as MeshConsole
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
+from asya.dynamo import from_item
 from asya.results import PREFIX, result_key, result_prefix
-from asya.status import from_item
 
 _HOLDS_RESULT = {"FilterExpression": "attribute_exists(#o)", "ExpressionAttributeNames": {"#o": "output"}}
 

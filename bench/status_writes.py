@@ -18,7 +18,7 @@ from typing import Any
 
 import boto3
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_crew.sink import Sink
 from asya_local.inprocess import InProcessMesh

@@ -27,7 +27,8 @@ from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
 from asya.fans import BUCKET_BRANCHES, FAN_ROOT, counter_key
-from asya.status import TERMINAL, TaskStore
+from asya.task_record import TERMINAL
+from asya.task_store import TaskStore
 from asya_cdk.config import load_mesh
 from asya_local.endpoint.moto_transactions import apply_transaction_fix
 from asya_local.gateway_client import GatewayClient

@@ -43,7 +43,7 @@ from flask import (
 from markupsafe import Markup
 
 from asya.live import FLY, STATUS
-from asya.status import TERMINAL
+from asya.task_record import TERMINAL
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.topology import Topology

@@ -36,8 +36,8 @@ from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
 from asya.names import ACTOR_NAME, GATEWAY
-from asya.status import stealthy
 from asya.sump import SumpIndex
+from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.mcp import McpEndpoint

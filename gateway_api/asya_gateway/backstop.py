@@ -12,7 +12,7 @@ from typing import Any
 from asya.entry import LambdaEntry
 from asya.envelope import utc_now
 from asya.names import GATEWAY_BACKSTOP
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya_gateway.settings import GatewaySettings
 

@@ -23,7 +23,7 @@ import mcp_types as types
 import orjson
 from pydantic import ValidationError
 
-from asya.status import TaskStatus
+from asya.task_record import TaskStatus
 from asya_gateway.service import IN_MCP, LINK_SECONDS, TaskError, TaskService
 from asya_gateway.sump import UNSET, Sump
 

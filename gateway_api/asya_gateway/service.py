@@ -27,12 +27,13 @@ from asya import names
 from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
-from asya.dynamo import BatchIncompleteError, scan_filter
+from asya.dynamo import BatchIncompleteError, from_item, scan_filter
 from asya.envelope import Phase, parse_rfc3339, rfc3339, utc_now
 from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
-from asya.status import RANKS, TERMINAL, Report, TaskStatus, TaskStore, from_item, progress_of, stealthy
+from asya.task_record import RANKS, TERMINAL, Report, TaskStatus, progress_of, stealthy
+from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.views import task_view

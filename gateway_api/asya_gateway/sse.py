@@ -25,7 +25,8 @@ import orjson
 
 from asya.envelope import utc_now
 from asya.live import STATUS, Event, EventLog
-from asya.status import TERMINAL, WATCH_SECONDS, TaskStore, watch_lapses_soon
+from asya.task_record import TERMINAL, WATCH_SECONDS, watch_lapses_soon
+from asya.task_store import TaskStore
 from asya_gateway.views import task_view
 
 POLL_SECONDS = 0.2

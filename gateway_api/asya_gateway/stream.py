@@ -3,7 +3,7 @@ live log (DynamoDB stream → Lambda), so watchers see changes no matter which w
 (gateway, sidecar, crew, backstop). Hooks on terminal envelopes are x-sink's job (it has the whole
 envelope).
 
-Only changes made while a watcher's mark held are logged (`asya.status.watched`): the log exists for
+Only changes made while a watcher's mark held are logged (`asya.task_record.watched`): the log exists for
 watchers, and a task nobody follows would otherwise pay a write per change for events no one reads.
 Changes a watcher would not notice (bookkeeping only) are skipped. Events the log cannot take (DynamoDB
 still throttling after the bounded retries of `asya.dynamo`) are reported as a partial batch failure
@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from asya import variables
+from asya.dynamo import from_item
 from asya.entry import LambdaEntry
 from asya.fans import is_fan_item
 from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.names import GATEWAY_STREAM
-from asya.status import TERMINAL, from_item, watched
+from asya.task_record import TERMINAL, watched
 from asya.telemetry import Telemetry
 from asya_gateway.views import task_view
 

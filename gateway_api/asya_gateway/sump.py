@@ -26,8 +26,8 @@ from asya.headers import FIRST_ATTEMPT_HEADER, REDRIVE_HEADER
 from asya.joins import bound_for
 from asya.reasons import Reason
 from asya.results import result_prefix
-from asya.status import TERMINAL, TaskStatus, root_of, stealthy
 from asya.sump import SumpFilter, SumpIndex
+from asya.task_record import TERMINAL, TaskStatus, root_of, stealthy
 from asya_gateway.service import (
     IN_REST,
     Carried,

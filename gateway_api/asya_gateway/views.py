@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from asya.fans import OUTCOMES, FanCounts
-from asya.status import TERMINAL, TaskStatus, hop_times
+from asya.task_record import TERMINAL, TaskStatus, hop_times
 
 _SHOWN = (
     "id",

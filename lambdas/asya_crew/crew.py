@@ -23,7 +23,7 @@ outcome) before anything is written: a completed claim drops the delivery, a cla
 it to the queue for later, and a claim whose follow-ups could not be sent is freed for the redelivery.
 
 Fan-out branches that end in one batch without follow-ups are counted on their root together, after
-the batch (`asya.status.Tally`): one write per root instead of one per branch, and none for the
+the batch (`asya.task_record.Tally`): one write per root instead of one per branch, and none for the
 root's final status when the count can tell it is the last (the root's own ending, counted earlier
 in the batch, shows what the root still waits for). A count that fails sends its records back to the
 queue; their redelivery finds their records ended and counts them one by one.
@@ -54,8 +54,9 @@ from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import Ending, Tally, TaskStore, redrives, root_of, stealthy
 from asya.sump import SumpIndex, sump_entry
+from asya.task_record import Ending, Tally, redrives, root_of, stealthy
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
 from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 

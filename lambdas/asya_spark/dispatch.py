@@ -30,7 +30,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.claims import REF_FIELD, PayloadUnreadableError
 from asya.envelope import Envelope, EnvelopeError, parse_envelope
-from asya.status import TaskStatus
+from asya.task_record import TaskStatus
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
 

@@ -10,7 +10,7 @@ from asya.claims import Claims
 from asya.entry import Handles, LambdaEntry
 from asya.live import EventLog
 from asya.reporting import StatusReporter
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 from asya_spark.jobs import SparkJobs

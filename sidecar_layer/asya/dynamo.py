@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -196,3 +197,50 @@ def scan_filter(compared: Iterable[tuple[str, str, str | None]], absent: Iterabl
     if chosen:
         found["ExpressionAttributeValues"] = {f":{name}": {"S": value} for name, _, value in chosen}
     return found
+
+
+# -- DynamoDB's typed JSON, both ways (boto3's TypeSerializer wants Decimals and rejects floats) --------
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _typed(value) for key, value in values.items()}
+
+
+def _typed(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | float | Decimal):
+        return {"N": repr(value) if isinstance(value, float) else str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, set | frozenset):
+        return {"SS": sorted(value)}
+    if isinstance(value, Mapping):
+        return {"M": to_item(value)}
+    if isinstance(value, list | tuple):
+        return {"L": [_typed(item) for item in value]}
+    raise TypeError(f"cannot store {type(value).__name__} in DynamoDB")
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _plain(value) for key, value in item.items()}
+
+
+def _plain(typed: Mapping[str, Any]) -> Any:
+    (kind, value), *_ = typed.items()
+    if kind in {"S", "BOOL"}:
+        return value
+    if kind == "N":
+        number = Decimal(value)
+        return int(number) if number == number.to_integral_value() else float(number)
+    if kind == "NULL":
+        return None
+    if kind == "SS":
+        return set(value)
+    if kind == "M":
+        return from_item(value)
+    if kind == "L":
+        return [_plain(item) for item in value]
+    return value

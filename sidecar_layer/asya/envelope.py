@@ -214,8 +214,8 @@ def rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse_rfc3339(text: str) -> dt.datetime | None:
-    """Parse a timestamp from a header; an unparseable or naive value counts as absent."""
+def parse_rfc3339(text: Any) -> dt.datetime | None:
+    """Parse a timestamp from a header or a record; anything else, or a naive one, counts as absent."""
     try:
         moment = dt.datetime.fromisoformat(text)
     except (TypeError, ValueError):

@@ -1,7 +1,7 @@
 """Wide fan-outs: their branches counted in small buckets beside the root's record, which stays small.
 
 A root counts its branches in its own record while they are few (`branch_ids` and `done_ids`, string
-sets, `asya.status`). Each id costs 72 bytes there, a DynamoDB item is at most 400 KB, and a write is
+sets, `asya.task_counting`). Each id costs 72 bytes there, a DynamoDB item is at most 400 KB, and a write is
 billed by the whole item: past about 5,500 branches the root could not be written at all, and long
 before that every count cost tens of write units. So a root keeps at most `INLINE_BRANCHES` ids, and a
 fan-out that does not fit registers its branches in buckets of at most `BUCKET_BRANCHES`: items of
@@ -26,13 +26,13 @@ its bucket), set by the sidecar after registering (`with_bucket`), and in its re
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from asya.dynamo import transact
+from asya.dynamo import from_item, to_item, transact
 from asya.headers import FAN_HEADER
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ BUCKETS_PER_TRANSACTION = 24  # with the counter, 25 of TransactWriteItems' 100 
 FAN_ROOT = "fan_root"  # marks a bucket or a counter: an item of the tasks table that is not a task
 COUNTER_DAYS = 30  # a counter outlives its last close by this much: a paused branch may resume late
 OUTCOMES = ("succeeded", "failed", "canceled")
-Convert = Callable[[Mapping[str, Any]], dict[str, Any]]  # plain values <-> DynamoDB's typed JSON
 
 
 def bucket_key(bucket: str) -> str:
@@ -153,15 +152,12 @@ def assign(branch_ids: Iterable[str]) -> dict[str, str]:
 
 
 class FanBuckets:
-    """The buckets and counters of one tasks table. Values in and out are DynamoDB's typed JSON
-    through `to_item`/`from_item`, which the caller passes (`asya.status` owns that conversion)."""
+    """The buckets and counters of one tasks table."""
 
-    def __init__(self, client: DynamoDBClient, table: str, ttl_seconds: int, typed: Convert, plain: Convert) -> None:
+    def __init__(self, client: DynamoDBClient, table: str, ttl_seconds: int) -> None:
         self.client = client
         self.table = table
         self.ttl_seconds = ttl_seconds
-        self._typed = typed  # values -> typed JSON (`asya.status.to_item`)
-        self._plain = plain  # typed JSON -> values (`asya.status.from_item`)
 
     # -- registering ----------------------------------------------------------------------------------
 
@@ -228,7 +224,7 @@ class FanBuckets:
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             return None
-        return Bucket.of(bucket, self._plain(response.get("Attributes", {})))
+        return Bucket.of(bucket, from_item(response.get("Attributes", {})))
 
     def read(self, bucket: str) -> Bucket | None:
         item = self._get(bucket_key(bucket))
@@ -306,7 +302,7 @@ class FanBuckets:
 
     def _get(self, key: str) -> dict[str, Any] | None:
         response = self.client.get_item(TableName=self.table, Key={"id": {"S": key}}, ConsistentRead=True)
-        return self._plain(response["Item"]) if "Item" in response else None
+        return from_item(response["Item"]) if "Item" in response else None
 
     def _update(
         self,
@@ -321,7 +317,7 @@ class FanBuckets:
             "TableName": self.table,
             "Key": {"id": {"S": key}},
             "UpdateExpression": update,
-            "ExpressionAttributeValues": self._typed(dict(values)),
+            "ExpressionAttributeValues": to_item(dict(values)),
         }
         if condition:
             arguments["ConditionExpression"] = condition

@@ -31,7 +31,8 @@ from asya.join_table import JoinTable, Kept
 from asya.joins import Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
-from asya.status import TaskStore, root_of, stealthy
+from asya.task_record import root_of, stealthy
+from asya.task_store import TaskStore
 
 # A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
 # an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).

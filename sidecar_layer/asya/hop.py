@@ -33,7 +33,7 @@ from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import Kind, Outbound, error_details
-from asya.status import TaskStatus, redrives, root_of, stealthy
+from asya.task_record import TaskStatus, redrives, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 

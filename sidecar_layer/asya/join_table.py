@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
+from asya.dynamo import from_item, to_item
 from asya.envelope import Phase
 from asya.joins import JoinFrame
-from asya.status import from_item, to_item
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
@@ -81,7 +81,7 @@ class JoinTable:
 
     def arrive(self, frame: JoinFrame, failed: bool) -> Head:
         """Count branch `frame.slot` as arrived (and failed) on the head, once; the head as it now is."""
-        slot = str(frame.slot)  # string sets: `asya.status.to_item` writes sets as such
+        slot = str(frame.slot)  # string sets: `asya.dynamo.to_item` writes sets as such
         values = {":slot": slot, ":slots": {slot}, ":width": frame.width, ":expires": self._expires()}
         update = "ADD #arrived :slots, #failed :slots" if failed else "ADD #arrived :slots"
         names = {"#arrived": "arrived", "#width": "width"} | ({"#failed": "failed"} if failed else {})

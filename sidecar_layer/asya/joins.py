@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from asya.envelope import Phase
 from asya.headers import JOIN_HEADER, JOINED_HEADER
-from asya.status import TERMINAL, redrives
+from asya.task_record import TERMINAL, redrives
 
 if TYPE_CHECKING:
     from asya.envelope import Envelope

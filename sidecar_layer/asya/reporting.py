@@ -31,7 +31,8 @@ from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
-from asya.status import Report, TaskStore, progress_of, root_of, stealthy
+from asya.task_record import Report, progress_of, root_of, stealthy
+from asya.task_store import TaskStore
 
 if TYPE_CHECKING:
     from asya.telemetry import Telemetry

@@ -36,7 +36,7 @@ from asya.fans import bucket_of
 from asya.headers import FAN_HEADER, FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER, NOT_BEFORE_HEADER, ROOT_HEADER
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
-from asya.status import redrives, root_of, stealthy
+from asya.task_record import redrives, root_of, stealthy
 from asya.tracecontext import continue_trace
 from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 

@@ -29,7 +29,7 @@ from asya.hop import NOTHING_KNOWN, HopPlan, HopRunner
 from asya.live import EventLog
 from asya.reporting import Registered, StatusReporter
 from asya.sending import Delivery, return_when_free, send_all
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
 from asya.transport import SqsTransport, Transport

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asya.clients import LazyClient
-from asya.dynamo import scan_filter
+from asya.dynamo import from_item, scan_filter, to_item
 from asya.envelope import rfc3339
-from asya.status import from_item, redrives, root_of, to_item
+from asya.task_record import redrives, root_of
 
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient

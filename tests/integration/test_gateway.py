@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya.status import RANKS
+from asya.task_record import RANKS
 from tests.support.stack import RunningMesh
 
 pytestmark = pytest.mark.integration

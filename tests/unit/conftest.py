@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local.endpoint.moto_transactions import apply_transaction_fix

@@ -132,7 +132,7 @@ def test_x_sink_keeps_the_real_payload(mesh: Mesh) -> None:
 
 
 def test_the_gateway_sends_a_large_task_with_its_payload_in_s3(mesh: Mesh) -> None:
-    from asya.status import TaskStore
+    from asya.task_store import TaskStore
     from asya_gateway.service import TaskError, TaskService
     from asya_gateway.settings import GatewaySettings
     from asya_local.tables import EVENTS, TASKS, create_tables
@@ -155,7 +155,7 @@ def test_the_gateway_sends_a_large_task_with_its_payload_in_s3(mesh: Mesh) -> No
 def test_a_large_paused_envelope_is_resumed_with_its_payload_in_s3(mesh: Mesh) -> None:
     import datetime as dt
 
-    from asya.status import TaskStore
+    from asya.task_store import TaskStore
     from asya_gateway.service import TaskService
     from asya_gateway.settings import GatewaySettings
     from asya_local.tables import EVENTS, TASKS, create_tables

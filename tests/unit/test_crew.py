@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.views import task_view

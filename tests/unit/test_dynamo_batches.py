@@ -14,11 +14,11 @@ import orjson
 import pytest
 from moto import mock_aws
 
-from asya.dynamo import Backoff, BatchIncompleteError, batch_get, batch_write
+from asya.dynamo import Backoff, BatchIncompleteError, batch_get, batch_write, to_item
 from asya.envelope import Envelope
 from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.reporting import StatusReporter
-from asya.status import TaskStore, to_item
+from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya_gateway.service import TaskError, TaskService
 from asya_gateway.settings import GatewaySettings

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from asya.entry import LambdaEntry
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_gateway import api
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_gateway.service import TaskError, TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local.tables import EVENTS, TASKS

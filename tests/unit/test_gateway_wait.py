@@ -10,7 +10,7 @@ import boto3
 import orjson
 import pytest
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import ANSWER_MAX_BYTES, IN_MCP, IN_REST, TaskError, TaskService

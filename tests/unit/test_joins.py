@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from asya.names import SINK, SUMP
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_crew import sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.inprocess import Function, InProcessMesh
@@ -166,14 +166,14 @@ def test_one_failing_branch_under_each_policy(
 
 
 def _records(mesh: JoinMesh) -> list[dict[str, Any]]:
-    from asya.status import from_item
+    from asya.dynamo import from_item
 
     items = boto3.client("dynamodb").scan(TableName=TASKS)["Items"]
     return [from_item(item) for item in items]
 
 
 def _sumped() -> list[dict[str, Any]]:
-    from asya.status import from_item
+    from asya.dynamo import from_item
 
     return [from_item(item) for item in boto3.client("dynamodb").scan(TableName=SUMP_TABLE)["Items"]]
 

@@ -21,7 +21,8 @@ from moto.emrserverless.models import JobRun
 from asya.batch import BatchHops
 from asya.claims import REF_FIELD, Claims
 from asya.config import SidecarConfig
-from asya.status import from_item, hop_times
+from asya.dynamo import from_item
+from asya.task_record import hop_times
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
 from asya_local.endpoint.moto_emr import apply_emr_fix

@@ -11,7 +11,8 @@ import pytest
 
 from asya.envelope import utc_now
 from asya.live import FLY, SETTLE_SECONDS, EventLog
-from asya.status import WATCH_SECONDS, Report, TaskStore, watched
+from asya.task_record import WATCH_SECONDS, Report, watched
+from asya.task_store import TaskStore
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.functions.gateway_server import INTEGRATION_TIMEOUT_SECONDS

@@ -18,7 +18,7 @@ from asya.fans import BUCKET_BRANCHES, INLINE_BRANCHES
 from asya.headers import FAN_HEADER
 from asya.live import EventLog
 from asya.sidecar import configure
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import Mesh, envelope
@@ -273,7 +273,7 @@ def test_each_hop_is_kept_with_its_time_in_the_same_write(
     mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The console shows a task's hops with their times: each claim appends its hop, in its one write."""
-    from asya.status import hop_times
+    from asya.task_record import hop_times
 
     tasks.create({"id": "env-1"})
     counter = CountingStore(monkeypatch)

@@ -17,8 +17,8 @@ from asya.dedup import hop_key
 from asya.envelope import parse_envelope
 from asya.headers import REDRIVE_HEADER
 from asya.routing import child_id
-from asya.status import TaskStore
 from asya.sump import SumpIndex
+from asya.task_store import TaskStore
 from asya_crew import sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.service import TaskError, TaskService

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from asya.status import TaskStore
+from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local.tables import EVENTS, TASKS

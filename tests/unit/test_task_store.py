@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from asya.dedup import Claim, HopClaim
-from asya.status import Report, TaskStore, progress_of
+from asya.task_record import Report, progress_of
+from asya.task_store import TaskStore
 from asya_gateway.service import TaskError, TaskService
 
 

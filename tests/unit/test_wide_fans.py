@@ -13,7 +13,8 @@ from botocore.stub import Stubber
 
 from asya.dynamo import Backoff, TransactionIncompleteError, transact
 from asya.fans import BUCKET_BRANCHES, INLINE_BRANCHES, bucket_key, counter_key
-from asya.status import Tally, TaskStore
+from asya.task_record import Tally
+from asya.task_store import TaskStore
 from asya_gateway.stream import status_changes
 from asya_gateway.views import task_view
 from bench.cost_meter import item_bytes

@@ -1,0 +1,370 @@
+"""Task records: one DynamoDB item per envelope id, moved forward only (docs/status.md).
+
+Every writer (gateway, sidecar, crew, backstop) goes through `TaskStore`: the record's statuses and
+their order are in `asya.task_record`, the counting of a fan-out's branches in `asya.task_counting`,
+the reads and the writes they share in `asya.task_table`. A task without branches becomes terminal
+with a single write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from asya.dedup import Claim, HopClaim
+from asya.dynamo import BatchIncompleteError, from_item, to_item
+from asya.envelope import parse_rfc3339, rfc3339, utc_now
+from asya.names import BY_DEADLINE
+from asya.reasons import Reason
+from asya.task_counting import BranchCounting
+from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus
+
+HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
+
+
+def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:
+    """Why a hop's claim was refused, from the record as it was (DynamoDB returns it with the refusal)."""
+    if record.get("rank", 0) > Rank.RUNNING:
+        return HopClaim(Claim.HALTED, halted=str(record.get("status")))
+    if (record.get("hop_position", -1), record.get("hop_attempt", 0)) == (position, attempt):
+        return HopClaim(Claim.IN_PROGRESS, held_until=int(record.get("hop_held_until", 0)))
+    return HopClaim(Claim.DUPLICATE)
+
+
+class TaskStore(BranchCounting):
+    def create(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """A new task as the gateway starts it: the record as written, None if the id is taken. The
+        record is what a read would return right after, so the gateway answers without reading it
+        back (a strongly consistent read per task, a quarter of a 4-hop task's read units)."""
+        now = rfc3339(utc_now())
+        record = {
+            "status": TaskStatus.PENDING,
+            "rank": int(Rank.PENDING),
+            "progress": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        record.update(item)
+        if record.get("deadline_at"):
+            record["open_shard"] = OPEN
+        written = to_item(record)
+        created = self._write(
+            self.client.put_item, TableName=self.table, Item=written, ConditionExpression="attribute_not_exists(id)"
+        )
+        return from_item(written) if created else None
+
+    def report(self, report: Report, deadline_at: str | None = None, *, hop: int | None = None) -> bool:
+        """`running` at an actor, with progress that never decreases. Creates the record if the envelope
+        was not started through the gateway, so every task is visible. `hop`: the route position of a
+        hop that starts here without a claim (a Spark batch's job), kept in the history as a claim is."""
+        sets, values = self._running_sets(report, deadline_at)
+        if hop is not None:
+            sets.append(HOP_HISTORY)
+            values |= {":hop": [[hop, report.attempt, int(utc_now().timestamp() * 1000)]], ":no_hops": []}
+        return self._update(
+            report.task_id,
+            "SET " + ", ".join(sets),
+            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
+            values,
+            names={"#s": "status", "#r": "rank", "#route": "route"},
+        )
+
+    def claim_hop(self, report: Report, position: int, held_until_ms: int) -> HopClaim:
+        """Claim one hop of a tracked envelope and report it `running` there, in one conditional write
+        (docs/status.md, "One write per hop"). The record keeps the furthest hop claimed (route
+        position, then attempt) and until when its delivery holds it (`held_until_ms`, epoch ms: the
+        end of that delivery's invocation). A delivery may claim a hop further on, or the same hop
+        once its holder's invocation has ended without the task moving on (it died: run it again).
+        A hop already passed is a duplicate; a hop held is in progress; a paused or ended task is
+        halted. The next hop's claim is what marks this one done, so a hop costs one write.
+
+        The same write appends the hop to the record's history (`hops`: [position, attempt, epoch ms
+        claimed], about 17 bytes each), which is what shows each hop's time (`hop_times`)."""
+        sets, values = self._running_sets(report, None)
+        now_ms = int(utc_now().timestamp() * 1000)
+        sets += ["hop_position = :position", "hop_attempt = :attempt", "hop_held_until = :held"]
+        sets.append(HOP_HISTORY)
+        values |= {":position": position, ":held": held_until_ms, ":now_ms": now_ms}
+        values |= {":hop": [[position, report.attempt, now_ms]], ":no_hops": []}
+        condition = (
+            "(attribute_not_exists(#r) OR #r <= :rank) AND (attribute_not_exists(hop_position)"
+            " OR hop_position < :position OR (hop_position = :position AND (hop_attempt < :attempt"
+            " OR (hop_attempt = :attempt AND hop_held_until < :now_ms))))"
+        )
+        update = "SET " + ", ".join(sets)
+        arguments = self._update_arguments(report.task_id, update, condition, values, {"#s": "status", "#r": "rank"})
+        try:
+            self.client.update_item(**arguments, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except self.client.exceptions.ConditionalCheckFailedException as exc:
+            held = from_item(exc.response.get("Item", {}))  # type: ignore[arg-type]
+            return _refused(held, position, report.attempt)
+        return HopClaim(Claim.NEW)
+
+    @staticmethod
+    def _running_sets(report: Report, deadline_at: str | None) -> tuple[list[str], dict[str, Any]]:
+        now = rfc3339(utc_now())
+        values: dict[str, Any] = {
+            ":running": TaskStatus.RUNNING,
+            ":rank": int(Rank.RUNNING),
+            ":phase": report.phase,
+            ":actor": report.actor,
+            ":route": report.route,
+            ":attempt": report.attempt,
+            ":progress": report.progress,
+            ":now": now,
+        }
+        sets = [
+            "#s = :running",
+            "#r = :rank",
+            "phase = :phase",
+            "actor = :actor",
+            "#route = :route",
+            "attempt = :attempt",
+            "progress = :progress",
+            "updated_at = :now",
+            "created_at = if_not_exists(created_at, :now)",
+        ]
+        kept = (("parent_id", report.parent_id), ("root_id", report.root_id), ("fan_bucket", report.bucket))
+        for name, value in (*kept, ("deadline_at", deadline_at)):
+            if value:
+                values[f":{name}"] = value
+                sets.append(f"{name} = if_not_exists({name}, :{name})")
+        if deadline_at:
+            values[":open"] = OPEN
+            sets.append("open_shard = if_not_exists(open_shard, :open)")
+        return sets, values
+
+    def pause(self, task_id: str, pause: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
+        """`paused` with its prompt; the deadline clock stops (the time left is kept, the task leaves the
+        deadline index). Returns the task as it now is, or None if it could not pause."""
+        item = self.get(task_id)
+        if item is None or item.get("rank", 0) >= Rank.PAUSED:
+            return None
+        values: dict[str, Any] = {
+            ":paused": TaskStatus.PAUSED,
+            ":rank": int(Rank.PAUSED),
+            ":pause": pause,
+            ":now": rfc3339(now),
+        }
+        sets = ["#s = :paused", "#r = :rank", "pause = :pause", "updated_at = :now", "phase = :paused"]
+        deadline = parse_rfc3339(item.get("deadline_at"))
+        if deadline is not None:
+            values[":left"] = max(0, int((deadline - now).total_seconds() * 1000))
+            sets.append("paused_remaining_ms = :left")
+        return self._move(task_id, sets, "open_shard, deadline_at", "#r < :rank", values)
+
+    def resume(self, item: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
+        """`paused` → `running` (the one backward move docs/status.md allows); the deadline restarts with the
+        time that was left. `item` is the task as the caller already read it (the gateway must check it
+        before resuming); the write still only happens if the task is paused. Returns the task, or None
+        if it was not paused."""
+        if item.get("status") != TaskStatus.PAUSED:
+            return None
+        task_id = item["id"]
+        values: dict[str, Any] = {
+            ":running": TaskStatus.RUNNING,
+            ":rank": int(Rank.RUNNING),
+            ":paused": TaskStatus.PAUSED,
+        }
+        values[":now"] = rfc3339(now)
+        sets = ["#s = :running", "#r = :rank", "updated_at = :now", "phase = :resumed"]
+        values[":resumed"] = "resumed"
+        if item.get("paused_remaining_ms") is not None:
+            deadline = now + dt.timedelta(milliseconds=float(item["paused_remaining_ms"]))
+            values[":deadline"] = rfc3339(deadline)
+            values[":open"] = OPEN
+            sets += ["deadline_at = :deadline", "open_shard = :open"]
+        return self._move(task_id, sets, "pause, paused_remaining_ms", "#s = :paused", values)
+
+    def _move(
+        self, task_id: str, sets: list[str], removed: str, condition: str, values: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A pause or a resume: SET `sets` and REMOVE `removed` if `condition` holds; the task after."""
+        names = {"#s": "status", "#r": "rank"}
+        return self._update_returning(task_id, f"SET {', '.join(sets)} REMOVE {removed}", condition, values, names)
+
+    def watch(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
+        """Mark the task watched for `WATCH_SECONDS` from `now`; returns the record as it is after the
+        mark (None if the task is unknown). Every change after it reaches the event log, and the record
+        returned holds every change before it, so a new watcher that starts from it misses nothing.
+        The mark is bookkeeping: `updated_at` is left alone and watchers are not told of it."""
+        return self._update_returning(
+            task_id,
+            "SET watched_until = :until",
+            "attribute_exists(id)",
+            {":until": int(now.timestamp()) + WATCH_SECONDS},
+            {},
+        )
+
+    def finish(
+        self,
+        task_id: str,
+        root_id: str,
+        outcome: str,
+        details: dict[str, Any],
+        parent_id: str | None = None,
+        *,
+        fanned_out: bool = False,
+        tally: Tally | None = None,
+        bucket: str | None = None,
+    ) -> Ending:
+        """One envelope ended (x-sink, x-sump). `details` holds what the record shows: the result's
+        location or the result itself (`output`), error, reason, actor, route. Safe to repeat: each
+        branch counts once, and a repeat answers `ALREADY`. `fanned_out`: the envelope says its task
+        has branches (it carries the root header), so the write that ends a task alone is not tried.
+        `tally`: a branch whose record this call ends is counted on its root later, by `count`.
+        `bucket`: the branch is counted in this bucket, not in its root's record (`asya.fans`)."""
+        if task_id == root_id:
+            if not fanned_out and self._finish_alone(task_id, outcome, details):
+                return Ending.RECORDED
+            own = {**details, "outcome": outcome}
+            if self._ends_root(root_id, {task_id: outcome}, own):
+                return Ending.RECORDED
+            root = self._close_branch(root_id, {task_id: outcome}, own)
+            if root is None:
+                return Ending.ALREADY
+            if tally is not None:
+                tally.seen[root_id] = root
+            # kept as the root's own ending, which its final write copies (now, if nothing else is open)
+            return Ending.RECORDED if root.get("rank", 0) < Rank.TERMINAL else Ending.LATE
+        written = self._terminal(task_id, outcome, {**details, "parent_id": parent_id, "root_id": root_id})
+        if written and tally is not None:
+            tally.add(root_id, task_id, outcome, bucket)
+            return Ending.RECORDED
+        if bucket is not None:
+            counted = self._count_in_bucket(root_id, bucket, {task_id: outcome})
+        else:
+            counted = self._close_branch(root_id, {task_id: outcome}, {}) is not None
+        if written:
+            return Ending.RECORDED
+        if counted and not self._ended_by(task_id, outcome):
+            return Ending.LATE
+        return Ending.ALREADY
+
+    def finish_gathered(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        """A branch gathered by a join ends (`asya.joins`): its record alone, since the join, not the
+        root, accounts for it. Safe to repeat: a terminal record is never written again."""
+        return self._terminal(task_id, outcome, details)
+
+    def _ended_by(self, task_id: str, outcome: str) -> bool:
+        """Whether the branch's record already holds this ending with its result: an earlier delivery
+        wrote it and stopped before the root counted the branch. Read only on that rare path, it tells
+        a redelivery (nothing to keep again) from an ending that came too late (the result goes to S3)."""
+        record = self.get(task_id) or {}
+        return record.get("status") == outcome and ("output" in record or "result" in record)
+
+    def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        """The common case, in one write: a task with no branches ends with its own envelope."""
+        sets, values = self._terminal_sets(outcome, details)
+        values[":me"] = {task_id}
+        values[":me_id"] = task_id
+        values[":one"] = 1
+        return self._update(
+            task_id,
+            f"SET {', '.join(sets)} ADD done_ids :me, n_{outcome} :one REMOVE open_shard",
+            "(attribute_not_exists(#r) OR #r < :terminal) AND attribute_not_exists(branch_ids)"
+            " AND attribute_not_exists(fans) AND NOT contains(done_ids, :me_id)",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+
+    def reopen(
+        self, task_id: str, root_id: str, actor: str, count: int, bucket: str | None = None
+    ) -> dict[str, Any] | None:
+        """A failed envelope redriven from x-sump: its task goes back from `failed` to `running` at
+        `actor` (the one move back besides a resume), and its ending is taken off its root's count, so
+        the root ends again only when the redriven envelope does. The redriven envelope runs without a
+        deadline (it had passed, or would soon: the operator decides when to redrive). Safe to repeat:
+        the root's count is taken off once (`done_ids` no longer holds the envelope), and the record
+        moves once per redrive `count`. A branch counted in a bucket is taken out of it, and its root
+        set running again. Returns the task's record as it then is, None if there is no record."""
+        now = rfc3339(utc_now())
+        values: dict[str, Any] = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now}
+        running = "SET #s = :running, #r = :rank, updated_at = :now REMOVE expires_at"
+        names = {"#s": "status", "#r": "rank"}
+        if bucket is not None:  # the bucket first, as the root's ids below
+            if self.fans.reopen(root_id, bucket, task_id, utc_now()):
+                self._update(root_id, running, "#s = :failed", values | {":failed": TaskStatus.FAILED}, names)
+                self._copy_fans(root_id)
+        else:
+            values |= {":m": {task_id}, ":m_id": task_id, ":less": -1}
+            self._update(  # the root first: a branch reopened but still counted could never count again
+                root_id, f"DELETE done_ids :m ADD n_failed :less {running}", "contains(done_ids, :m_id)", values, names
+            )
+        values = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now, ":failed": TaskStatus.FAILED}
+        values |= {":actor": actor, ":phase": "redriven", ":count": count}
+        return self._update_returning(  # a task without branches is its own root: running already
+            task_id,
+            "SET #s = :running, #r = :rank, updated_at = :now, actor = :actor, phase = :phase, redrives = :count"
+            " REMOVE expires_at, #reason, #error, #result, #output, hop_position, hop_attempt, hop_held_until,"
+            " deadline_at",
+            "(#s = :failed OR #s = :running) AND (attribute_not_exists(redrives) OR redrives < :count)",
+            values,
+            {"#s": "status", "#r": "rank"},
+        ) or self.get(task_id)
+
+    def cancel(self, task_id: str) -> dict[str, Any] | None:
+        """Cancel a task and, through the root's branch list, its fan-out children. Idempotent: an
+        already terminal task is returned as it is. None if the task is unknown."""
+        item = self.get(task_id)
+        if item is None:
+            return None
+        if item.get("rank", 0) < Rank.TERMINAL:
+            self._terminal(task_id, TaskStatus.CANCELED, {"reason": Reason.CANCELED.value})
+        for child in sorted(item.get("branch_ids", ())):
+            self._terminal(child, TaskStatus.CANCELED, {"reason": Reason.CANCELED.value, "root_id": task_id})
+        return self.get(task_id)
+
+    def expire(self, now: dt.datetime, limit: int = 500) -> list[str]:
+        """The deadline backstop: fail every open task whose deadline passed. Driven by the table (a
+        sparse index of open tasks by deadline), not by timers, so it survives any restart."""
+        expired: list[str] = []
+        paginator = self.client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table,
+            IndexName=BY_DEADLINE,
+            KeyConditionExpression="open_shard = :open AND deadline_at < :now",
+            ExpressionAttributeValues={":open": {"S": OPEN}, ":now": {"S": rfc3339(now)}},
+        )
+        for page in pages:
+            for key in page.get("Items", []):
+                task_id = key["id"]["S"]
+                message = "the task's deadline passed before it finished (gateway backstop)"
+                if self._update(
+                    task_id,
+                    *self._expire_update(now, message),
+                    names={"#s": "status", "#r": "rank"},
+                ):
+                    expired.append(task_id)
+                if len(expired) >= limit:
+                    return expired
+        return expired
+
+    def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any]]:
+        sets, values = self._terminal_sets(
+            TaskStatus.FAILED, {"reason": Reason.TIMEOUT.value, "error": {"message": message}}
+        )
+        values[":deadline_now"] = rfc3339(now)
+        values[":paused_rank"] = int(Rank.PAUSED)
+        return (
+            f"SET {', '.join(sets)} REMOVE open_shard",
+            "#r < :paused_rank AND deadline_at < :deadline_now",
+            values,
+        )
+
+    def statuses(
+        self, task_ids: Iterable[str], unread: Callable[[BatchIncompleteError], None] | None = None
+    ) -> dict[str, str]:
+        """Pre-flight: the status of many tasks in one `BatchGetItem` per 100 ids (one per SQS batch).
+        Advisory: if DynamoDB still leaves ids unprocessed after the bounded retries, `unread` is told
+        (the caller logs it) and the statuses that were read are returned; the hops of the unread tasks
+        run, and their next hop checks again. Without `unread`, `BatchIncompleteError` is raised."""
+        try:
+            items = self._batch_get(task_ids, ProjectionExpression="id, #s", ExpressionAttributeNames={"#s": "status"})
+        except BatchIncompleteError as error:
+            if unread is None:
+                raise
+            unread(error)
+            items = error.read
+        return {item["id"]["S"]: item["status"]["S"] for item in items if "status" in item}

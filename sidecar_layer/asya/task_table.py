@@ -1,0 +1,145 @@
+"""The tasks table: reading task records, and the conditional writes every transition is made of,
+among them the one that ends a record (`_terminal`), which every way of ending shares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+from asya.clients import LazyClient
+from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, from_item, to_item
+from asya.envelope import rfc3339, utc_now
+from asya.fans import FanBuckets, is_fan_item
+from asya.task_record import Rank
+
+if TYPE_CHECKING:
+    from types_boto3_dynamodb.client import DynamoDBClient
+
+_RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
+
+
+class TaskTable:
+    client: LazyClient[DynamoDBClient] = LazyClient("dynamodb")
+
+    def __init__(
+        self,
+        table: str,
+        ttl_seconds: int = 7 * 86_400,
+        client: DynamoDBClient | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        output_ttl_seconds: int = 0,
+    ) -> None:
+        """`output_ttl_seconds`: how long a record that holds its task's result (`output`, kept by
+        x-sink instead of an S3 object) stays, if longer than `ttl_seconds`: the results' retention."""
+        self.table = table
+        self.ttl_seconds = ttl_seconds
+        self.output_ttl_seconds = output_ttl_seconds
+        self._client = client
+        self.backoff = backoff
+
+    @property
+    def fans(self) -> FanBuckets:
+        """The buckets of wide fan-outs, in this table (`asya.fans`)."""
+        return FanBuckets(self.client, self.table, self.ttl_seconds)
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        """The task's record; None for an unknown id, and for a fan bucket's or counter's (not a task)."""
+        response = self.client.get_item(TableName=self.table, Key={"id": {"S": task_id}}, ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item is not None and not is_fan_item(item) else None
+
+    def get_many(self, task_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Whole records by id (missing ids are absent), for listings read through a keys-only index.
+        A listing must not leave tasks out unnoticed: ids DynamoDB leaves unprocessed after the bounded
+        retries raise `BatchIncompleteError` (the gateway answers 503, and the client asks again)."""
+        return {item["id"]["S"]: from_item(item) for item in self._batch_get(task_ids, ConsistentRead=True)}
+
+    def _batch_get(self, task_ids: Iterable[str], **options: Any) -> list[dict[str, Any]]:
+        keys = [{"id": {"S": task_id}} for task_id in sorted(set(task_ids))]
+        return batch_get(self.client, self.table, keys, backoff=self.backoff, **options)
+
+    def _terminal(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
+        sets, values = self._terminal_sets(outcome, details)
+        return self._update(
+            task_id,
+            f"SET {', '.join(sets)} REMOVE open_shard",
+            "attribute_not_exists(#r) OR #r < :terminal",
+            values,
+            names={"#s": "status", "#r": "rank"},
+        )
+
+    def _terminal_sets(self, outcome: str, details: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        now = utc_now()
+        ttl = self.ttl_seconds if details.get("output") is None else max(self.ttl_seconds, self.output_ttl_seconds)
+        values: dict[str, Any] = {
+            ":status": outcome,
+            ":terminal": int(Rank.TERMINAL),
+            ":now": rfc3339(now),
+            ":expires": int(now.timestamp()) + ttl,
+            ":done": 100,
+        }
+        sets = [
+            "#s = :status",
+            "#r = :terminal",
+            "updated_at = :now",
+            "created_at = if_not_exists(created_at, :now)",
+            "expires_at = :expires",
+            "progress = :done",
+            "phase = :status",
+        ]
+        for name, value in details.items():
+            if value is not None:
+                values[f":{name}"] = value
+                sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
+        return sets, values
+
+    def _update(
+        self,
+        task_id: str,
+        update: str,
+        condition: str | None,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> bool:
+        return self._update_returning(task_id, update, condition, values, names or {}, returns="NONE") is not None
+
+    def _update_returning(
+        self,
+        task_id: str,
+        update: str,
+        condition: str | None,
+        values: dict[str, Any],
+        names: dict[str, str],
+        *,
+        returns: Literal["ALL_NEW", "NONE"] = "ALL_NEW",
+    ) -> dict[str, Any] | None:
+        arguments = self._update_arguments(task_id, update, condition, values, names)
+        try:
+            response = self.client.update_item(**arguments, ReturnValues=returns)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return from_item(response.get("Attributes", {}))
+
+    def _update_arguments(
+        self, task_id: str, update: str, condition: str | None, values: dict[str, Any], names: dict[str, str]
+    ) -> dict[str, Any]:
+        """One `UpdateItem` on a task record, the reserved attribute names its expression uses mapped."""
+        names = {**names, **{f"#{name}": name for name in _RESERVED if f"#{name}" in update}}
+        arguments: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": {"id": {"S": task_id}},
+            "UpdateExpression": update,
+            "ExpressionAttributeValues": to_item(values),
+        }
+        if condition:
+            arguments["ConditionExpression"] = condition
+        if names:
+            arguments["ExpressionAttributeNames"] = names
+        return arguments
+
+    def _write(self, call: Any, **arguments: Any) -> bool:
+        try:
+            call(**arguments)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
