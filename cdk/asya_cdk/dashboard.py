@@ -24,7 +24,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.names import SUMP
+from asya.names import SUMP, mesh_prefix, resource_name
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 
 PERIOD = cdk.Duration.minutes(1)
@@ -52,7 +52,7 @@ class MeshDashboard(Construct):
         spark_actors: list[str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"asya-{namespace}")
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=mesh_prefix(namespace))
 
         def asya_metric(
             name: str, actor: str, statistic: str = "Sum", *, outcome: str | None = None, label: str | None = None
@@ -125,7 +125,7 @@ class MeshDashboard(Construct):
         self.function_error_alarms = [
             self._above_zero(
                 f"FunctionErrors{number}",
-                f"asya-{namespace}-function-errors-{number}",
+                resource_name(namespace, f"function-errors-{number}"),
                 "A function of the mesh failed as a whole (import error, crash, timeout, out of memory): its "
                 "messages return until they are redriven to x-sump. Functions: " + ", ".join(group) + ".",
                 cloudwatch.MathExpression(
@@ -141,13 +141,13 @@ class MeshDashboard(Construct):
         ]
         self.sump_alarm = self._above_zero(
             "SumpArrivals",
-            f"asya-{namespace}-x-sump-arrivals",
+            resource_name(namespace, "x-sump-arrivals"),
             "Envelopes reached x-sump: infrastructure errors, failures or redriven messages.",
             asya_metric("SumpArrivals", SUMP),
         )
         self.dead_letter_alarm = self._above_zero(
             "SumpDeadLetters",
-            f"asya-{namespace}-x-sump-dlq-depth",
+            resource_name(namespace, "x-sump-dlq-depth"),
             "x-sump itself could not record messages; they wait in its dead-letter queue.",
             sump_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
         )
@@ -206,7 +206,7 @@ class MeshDashboard(Construct):
         )
         self.stream_alarm = self._above_zero(
             "StreamDeadLetters",
-            f"asya-{namespace}-gateway-stream-dlq-depth",
+            resource_name(namespace, "gateway-stream-dlq-depth"),
             "The gateway's stream consumer gave up on task changes: live status events are missing; the "
             "messages name the stream positions to replay.",
             stream_dlq.metric_approximate_number_of_messages_visible(period=PERIOD),

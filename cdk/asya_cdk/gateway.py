@@ -32,6 +32,7 @@ from asya.names import (
     GATEWAY_BACKSTOP,
     GATEWAY_STREAM,
     GATEWAY_STREAM_DEAD_LETTERS,
+    mesh_prefix,
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
@@ -67,7 +68,7 @@ class StatusGateway(Construct):
         self.names = names
         self.namespace = mesh.config.namespace
         self.settings = mesh.config.gateway
-        self.prefix = f"asya-{self.namespace}"
+        self.prefix = mesh_prefix(self.namespace)
         self.layer = layer
         self.code = gateway_code(layer.architecture.name)  # one asset (and one build) for the three functions
         self.gateway = self._serve(tables, bucket)

@@ -19,6 +19,8 @@ from aws_cdk import aws_iam as iam
 from cdk_ecr_deployment import DockerImageName, ECRDeployment
 from constructs import Construct
 
+from asya.names import resource_name
+
 IMAGE_SOURCE = Path(__file__).resolve().parents[2] / "spark_emr" / "image"
 _PLATFORMS = {"arm64": ecr_assets.Platform.LINUX_ARM64, "x86_64": ecr_assets.Platform.LINUX_AMD64}
 _IMAGE_ARCHITECTURES = {"arm64": "arm64", "x86_64": "amd64"}  # as an image index names them
@@ -44,7 +46,7 @@ class JobImages(Construct):
         self.repository = ecr.Repository(
             self,
             "Repository",
-            repository_name=f"asya-{namespace}-spark-job",
+            repository_name=resource_name(namespace, "spark-job"),
             image_scan_on_push=True,
             removal_policy=cdk.RemovalPolicy.DESTROY,
             empty_on_delete=True,

@@ -269,7 +269,7 @@ class Mesh(Construct):
         for name, actor in self.actors.items():
             queues[name] = actor.queue
             if cdk.Stack.of(actor.queue) is not main:
-                queue_name = f"asya-{self.namespace}-{name}"
+                queue_name = resource_name(self.namespace, name)
                 arn = main.format_arn(service="sqs", resource=queue_name, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME)
                 queues[name] = sqs.Queue.from_queue_attributes(
                     self, f"Seen-{name}-Queue", queue_arn=arn, queue_name=queue_name
@@ -282,7 +282,9 @@ class Mesh(Construct):
         return {
             label: function
             if cdk.Stack.of(function) is main
-            else lambda_.Function.from_function_name(self, f"Seen-{label}-Function", f"asya-{self.namespace}-{label}")
+            else lambda_.Function.from_function_name(
+                self, f"Seen-{label}-Function", resource_name(self.namespace, label)
+            )
             for label, function in self.functions().items()
         }
 

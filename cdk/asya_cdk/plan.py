@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from asya.names import mesh_prefix
+
 if TYPE_CHECKING:
     from asya_cdk.config import ActorConfig, MeshConfig
 
@@ -108,7 +110,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
     the main stack itself would not fit."""
     if not 0 < budget <= STACK_BUDGET:
         raise ValueError(f"a stack budget is between 1 and {STACK_BUDGET} resources, not {budget}")
-    name = f"asya-{config.namespace}"
+    name = mesh_prefix(config.namespace)
     actors = config.actors
     main_resources = _mesh_resources(config)
     main_bytes = (

@@ -27,7 +27,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from asya.names import collector_name, resource_name
+from asya.names import collector_name, mesh_prefix, resource_name
 from asya_cdk.actor import ActorFunction, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
@@ -237,8 +237,8 @@ class SparkActor(Construct):
             "log-group:*]": "logs:DescribeLogGroups takes no narrower resource; EMR Serverless calls it before it "
             "writes the job's logs to the application's own log group.",
             "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:"
-            f"asya-{namespace}-*]": "The collector sends each envelope to the queue its route names: sending is "
-            f"scoped to asya-{namespace}-* and nothing wider.",
+            f"{mesh_prefix(namespace)}-*]": "The collector sends each envelope to the queue its route names: "
+            f"sending is scoped to {mesh_prefix(namespace)}-* and nothing wider.",
         }
         for role in (dispatcher, self.collector.role, self.job_role):
             for finding, reason in reasons.items():

@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from asya.names import mesh_prefix
 from asya_cdk.config import LoadedMesh
 from asya_cdk.mesh import Mesh
 from asya_cdk.plan import STACK_BUDGET, plan_stacks
@@ -50,4 +51,4 @@ class MeshStack(cdk.Stack):
 
 
 def stack_name(mesh: LoadedMesh) -> str:
-    return f"asya-{mesh.config.namespace}"
+    return mesh_prefix(mesh.config.namespace)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from asya.names import mesh_prefix
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
@@ -115,7 +117,7 @@ def hop_ledger(table: str | None, ttl_seconds: int, namespace: str) -> HopLedger
 
 def idempotency_key_prefix(namespace: str) -> str:
     """Every hop record's key starts with this (then `#<hash>`), so IAM can scope a namespace's items."""
-    return f"asya-{namespace}"
+    return mesh_prefix(namespace)
 
 
 def dynamodb_store(table: str, ttl_seconds: int, namespace: str) -> BasePersistenceLayer:

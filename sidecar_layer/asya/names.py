@@ -37,10 +37,16 @@ BY_STATUS = "by-status"
 BY_DEADLINE = "by-deadline"
 
 
+def mesh_prefix(namespace: str) -> str:
+    """`asya-<ns>`: what every name a mesh gives starts with, so one IAM pattern (`asya-<ns>-*`) scopes
+    them all; also the stack's, the dashboard's and the hop records' key prefix."""
+    return f"asya-{namespace}"
+
+
 def resource_name(namespace: str, name: str) -> str:
     """`asya-<ns>-<name>`: an actor's queue (crew included, docs/spec/envelope.md, "Queues"), function
     and EMR Serverless application; the crew's and the gateway's functions; the mesh's tables."""
-    return f"asya-{namespace}-{name}"
+    return f"{mesh_prefix(namespace)}-{name}"
 
 
 def collector_name(namespace: str, actor: str) -> str:
