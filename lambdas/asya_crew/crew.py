@@ -45,7 +45,7 @@ from botocore.exceptions import ClientError
 from asya import variables
 from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya.clients import LazyClient
-from asya.dedup import Claim, HopLedger, hop_key, hop_ledger
+from asya.dedup import Claim, Hop, HopLedger, hop_ledger
 from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.fans import bucket_of
@@ -141,7 +141,8 @@ def crew_hop(actor: str, keep: Keep) -> dict[str, Any]:
     position = len(prev) if isinstance(prev, list) else 0
     attempt = status.get("attempt") if isinstance(status, dict) else None
     attempt = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1
-    return {**hop_key(actor, keep.envelope_id, position, attempt, _redrives(keep)), "outcome": keep.outcome or "passed"}
+    hop = Hop(actor, keep.envelope_id, position, attempt, _redrives(keep))
+    return {**hop.key(), "outcome": keep.outcome or "passed"}
 
 
 class DeliveryInProgressError(RuntimeError):

@@ -3,7 +3,7 @@
 Lambda's SQS event source gathers the envelopes into batches (the actor's `batch_size` and
 `batching_window`); each batch becomes one EMR Serverless job run:
 
-1. Each record gets a claim: its hop (envelope id, route position, attempt), or its message id for a
+1. Each record gets a claim: its hop (envelope id, route position, attempt, redrive), or its message id for a
    body that is not an envelope. Records whose hop another batch already claimed are dropped: that
    batch routes them (a redelivery regrouped by SQS must not run twice).
 2. The pre-flight check reads the batch's tasks: the job halts those canceled or paused, and those
@@ -29,12 +29,11 @@ import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.claims import REF_FIELD, PayloadUnreadableError
+from asya.dedup import Hop
 from asya.envelope import Envelope, EnvelopeError, parse_envelope
-from asya.task_record import TaskStatus
+from asya.task_record import HALTING
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
-
-_HALTING_STATUSES = (TaskStatus.CANCELED, TaskStatus.PAUSED)
 
 
 def batch_id_of(message_ids: Iterable[str]) -> str:
@@ -49,8 +48,9 @@ def claim_of(message_id: str, body: str) -> tuple[str, Envelope | None]:
         envelope = parse_envelope(body)
     except EnvelopeError:
         return f"msg#{message_id}", None
-    attempt = envelope.status.attempt if envelope.status else 1
-    return f"hop#{envelope.id}#{envelope.route.position}#{attempt}", envelope
+    hop = Hop.of(envelope)
+    run = f"#{hop.redrives}" if hop.redrives else ""  # a redrive runs the hop again, as at a Lambda actor
+    return f"hop#{hop.envelope_id}#{hop.position}#{hop.attempt}{run}", envelope
 
 
 class Dispatcher:
@@ -90,12 +90,12 @@ class Dispatcher:
             if not members:
                 return None
             statuses = self._statuses([body for _, body in members])
-            known = {task: status for task, status in statuses.items() if status in _HALTING_STATUSES}
+            known = {task: status for task, status in statuses.items() if status in HALTING}
             parts.staging.put_input(batch_id, [(message_id, self._whole(body)) for message_id, body in members])
             batch = parts.ledger.stage(batch_id, len(members), known)
             parts.ledger.claim((claims[message_id][0] for message_id, _ in members), batch_id)
             envelopes = [claims[message_id][1] for message_id, _ in members]
-            waiting = [e for e in envelopes if e is not None and statuses.get(e.id) not in _HALTING_STATUSES]
+            waiting = [e for e in envelopes if e is not None and statuses.get(e.id) not in HALTING]
         if batch.state == State.STAGED:
             start(parts, batch)
             if parts.reporter is not None:

@@ -5,7 +5,7 @@ Items (partition key `pk`, all under `<namespace>#<actor>#`, so IAM scopes an ac
 - a **batch**: `...#batch#<id>`, with `state` (`staged` → `started` → `routed`), the job run id, the
   canceled/paused tasks it was staged with, and while it is open an `open_actor` attribute that puts
   it in the sparse `open` index the reconciler reads;
-- a **hop claim**: `...#hop#<envelope id>#<position>#<attempt>` (or `...#msg#<message id>` for a
+- a **hop claim**: `...#hop#<envelope id>#<position>#<attempt>[#<redrives>]` (or `...#msg#<message id>` for a
   body that is not an envelope) → the batch that carries it. A redelivered message whose hop is already
   claimed by another batch is dropped from the new one: that batch will route it. Claims expire with
   the longest time a message can stay in a queue.

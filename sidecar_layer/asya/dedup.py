@@ -21,9 +21,12 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from asya.names import mesh_prefix
+from asya.task_record import redrives
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+    from asya.envelope import Envelope
 
 
 class Claim(Enum):
@@ -42,12 +45,32 @@ class HopClaim:
     halted: str | None = None  # HALTED: the task's status ("paused", "canceled", or how it ended)
 
 
-def hop_key(actor: str, envelope_id: str, position: int, attempt: int, redrives: int = 0) -> dict[str, Any]:
-    """A hop's identity; an envelope redriven from x-sump runs its hops again (`redrives` > 0)."""
-    key: dict[str, Any] = {"actor": actor, "id": envelope_id, "position": position, "attempt": attempt}
-    if redrives:
-        key["redrives"] = redrives
-    return key
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """A hop's identity, the one every claim of a hop is made from: which actor runs which envelope at
+    which route position, in which attempt and in which run of the envelope (`redrives`: how many
+    times it was redriven from x-sump). A retry is a new attempt and a redrive a new run: neither is a
+    duplicate of what came before."""
+
+    actor: str
+    envelope_id: str
+    position: int
+    attempt: int = 1
+    redrives: int = 0
+
+    @classmethod
+    def of(cls, envelope: Envelope) -> Hop:
+        """The hop an envelope is on: at `route.curr`."""
+        attempt = envelope.status.attempt if envelope.status else 1
+        return cls(envelope.route.curr, envelope.id, envelope.route.position, attempt, redrives(envelope.headers))
+
+    def key(self) -> dict[str, Any]:
+        """The hop as the ledger keys it (a first run's key names no redrive, as before redrives were)."""
+        key: dict[str, Any] = {"actor": self.actor, "id": self.envelope_id, "position": self.position}
+        key["attempt"] = self.attempt
+        if self.redrives:
+            key["redrives"] = self.redrives
+        return key
 
 
 class HopLedger:

@@ -21,7 +21,7 @@ from asya import routing
 from asya.abi import EnvelopeState
 from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
-from asya.dedup import Claim, HopClaim, HopLedger, hop_key
+from asya.dedup import Claim, Hop, HopClaim, HopLedger
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
 from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
@@ -33,7 +33,7 @@ from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import Kind, Outbound, error_details
-from asya.task_record import TaskStatus, redrives, root_of, stealthy
+from asya.task_record import HALTING, TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 
@@ -54,7 +54,6 @@ class HopPlan:
     held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
 
 
-_HALTING: dict[str, Phase] = {TaskStatus.CANCELED: Phase.CANCELED, TaskStatus.PAUSED: Phase.PAUSED}
 NOTHING_KNOWN: Mapping[str, str] = MappingProxyType({})
 
 
@@ -192,13 +191,12 @@ class HopRunner:
         if lambda_left is not None and lambda_left <= 0:
             plan.redeliver = True  # not started: too little invocation time left to run it safely
             return "redelivered"
-        attempt = envelope.status.attempt if envelope.status else 1
-        key = hop_key(actor, envelope.id, envelope.route.position, attempt, redrives(envelope.headers))
+        key = Hop.of(envelope).key()
         if self.reporter is not None:
             self.reporter.point(envelope, actor, "received")
         found = self.ledger.claim(key, plan.message_id, remaining_ms, self._on_record(envelope, remaining_ms))
-        if found.claim is Claim.HALTED and found.halted in _HALTING:
-            plan.outbound.append(routing.halt(envelope, actor, _HALTING[found.halted], now))
+        if found.claim is Claim.HALTED and found.halted in HALTING:
+            plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
             return found.halted
         if found.claim in (Claim.DUPLICATE, Claim.HALTED):  # HALTED here: the task has ended
             first = self.ledger.claimant(key)
@@ -402,7 +400,7 @@ def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
     root = known.get(root_of(envelope.id, envelope.headers))
     if TaskStatus.CANCELED in (own, root):
         return Phase.CANCELED
-    return _HALTING.get(own or "")
+    return HALTING.get(own or "")
 
 
 def _carries_error_payload(outbound: Outbound) -> bool:

@@ -32,9 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
+from asya.dedup import Hop
 from asya.envelope import Phase
 from asya.headers import JOIN_HEADER, JOINED_HEADER
-from asya.task_record import TERMINAL, redrives
+from asya.task_record import TERMINAL
 
 if TYPE_CHECKING:
     from asya.envelope import Envelope
@@ -138,8 +139,8 @@ def first_join(route: Iterable[str], joins: frozenset[str]) -> str | None:
 def fan_id(envelope: Envelope, join: str) -> str:
     """A fan's id, derived from the source's hop (as a fan-out child's id is), so that the hop run again
     stamps the same fan."""
-    attempt = envelope.status.attempt if envelope.status else 1
-    seed = f"{envelope.id}\x1f{envelope.route.position}\x1f{attempt}\x1f{redrives(envelope.headers)}\x1f{join}"
+    hop = Hop.of(envelope)
+    seed = "\x1f".join(str(part) for part in (hop.envelope_id, hop.position, hop.attempt, hop.redrives, join))
     return hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 

@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum, StrEnum
 from typing import Any
 
-from asya.envelope import parse_rfc3339, rfc3339
+from asya.envelope import Phase, parse_rfc3339, rfc3339
 from asya.fans import FanCounts
 from asya.headers import REDRIVE_HEADER, ROOT_HEADER, STEALTH_HEADER
 
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
-
-
 # How long one watch mark keeps a task's status changes flowing into its event log; a watcher renews
 # it once less than half is left, so a long follow costs one write per half of this.
 WATCH_SECONDS = 600
@@ -65,13 +63,15 @@ class TaskStatus(StrEnum):
 
 
 TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED)
-
-
 RANKS = {
     TaskStatus.PENDING: Rank.PENDING,
     TaskStatus.RUNNING: Rank.RUNNING,
     TaskStatus.PAUSED: Rank.PAUSED,
 } | dict.fromkeys(TERMINAL, Rank.TERMINAL)
+
+# The statuses that stop a task's envelopes at their next hop (the pre-flight check: a Lambda actor's
+# sidecar, a Spark actor's dispatcher), and the phase each envelope then ends with.
+HALTING: dict[str, Phase] = {TaskStatus.CANCELED: Phase.CANCELED, TaskStatus.PAUSED: Phase.PAUSED}
 
 
 def stealthy(headers: Mapping[str, Any]) -> bool:

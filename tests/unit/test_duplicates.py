@@ -81,11 +81,11 @@ def test_failed_send_frees_the_hop_for_the_redelivery(mesh: Mesh, table: str) ->
 
 
 def test_hop_in_progress_elsewhere_is_left_for_redelivery(mesh: Mesh, table: str) -> None:
-    from asya.dedup import hop_key
+    from asya.dedup import Hop
 
     sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
     assert sidecar.ledger._store is not None
-    sidecar.ledger._store.save_inprogress(data=hop_key("a", "env-1", 0, 1), remaining_time_in_millis=60_000)
+    sidecar.ledger._store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=60_000)
     assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
     mesh.assert_empty("b")
 
@@ -93,7 +93,7 @@ def test_hop_in_progress_elsewhere_is_left_for_redelivery(mesh: Mesh, table: str
 def test_hop_in_progress_elsewhere_comes_back_when_that_claim_lapses(mesh: Mesh, table: str) -> None:
     """Not after the queue's whole visibility timeout: the record is made visible a second after the
     other delivery's claim expires, when that delivery has ended one way or the other."""
-    from asya.dedup import hop_key
+    from asya.dedup import Hop
     from asya.sidecar import configure
     from asya.transport import MemoryTransport
 
@@ -101,7 +101,7 @@ def test_hop_in_progress_elsewhere_comes_back_when_that_claim_lapses(mesh: Mesh,
     transport = MemoryTransport()
     sidecar = configure(sidecar.config, transport)
     assert sidecar.ledger._store is not None
-    sidecar.ledger._store.save_inprogress(data=hop_key("a", "env-1", 0, 1), remaining_time_in_millis=20_000)
+    sidecar.ledger._store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=20_000)
     assert mesh.deliver(envelope(), envelope(id="env-2"), message_ids=["m1", "m2"]) == {
         "batchItemFailures": [{"itemIdentifier": "m1"}]
     }
@@ -164,12 +164,12 @@ def test_a_stopped_delivery_does_not_sump_a_hop_another_delivery_completed(mesh:
     """The handler's alarm goes off after the environment resumes, past the invocation's end; by then
     the hop's claim had expired and a redelivery completed it. Routing it to x-sump as a timeout
     would give the envelope a second, conflicting final outcome (and an x-sump alarm)."""
-    from asya.dedup import hop_key
+    from asya.dedup import Hop
 
     sidecar = mesh.actor("slow", ASYA_IDEMPOTENCY_TABLE=table)
     store = sidecar.ledger._store
     assert store is not None
-    key = hop_key("a", "env-1", 0, 1)
+    key = Hop("a", "env-1", 0, 1).key()
 
     def completed_elsewhere() -> None:
         store.delete_record(data=key, exception=RuntimeError("claim expired"))

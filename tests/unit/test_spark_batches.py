@@ -222,6 +222,21 @@ def test_a_batch_whose_hops_are_all_claimed_starts_nothing(harness: SparkActorHa
     assert len(harness.runner.runs) == 1
 
 
+def test_an_envelope_redriven_from_x_sump_runs_its_spark_hop_again(harness: SparkActorHarness) -> None:
+    """A redrive is a new run of the envelope's hops (`x-asya-redrive`), as at a Lambda actor: its
+    claim is not the failed run's, so the batch that failed does not swallow it."""
+    harness.dispatch(*numbered(1))
+    [failed] = harness.runner.runs
+    harness.job_ends(failed, "FAILED", "Executor lost")
+    harness.event(failed)
+    [sunk] = harness.messages("x-sink")
+    redriven = envelope({"n": 1}, id="env-1", headers={"x-asya-redrive": 1})
+    harness.dispatch(("m-redriven", redriven))
+    _, again = harness.runner.runs
+    assert sunk["id"] == "env-1"
+    assert harness.staged_ids(again) == ["env-1"]
+
+
 def test_a_failed_job_without_a_policy_fails_every_envelope_to_x_sink(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1, 2), ("m-raw", "{not an envelope"))
     [run] = harness.runner.runs

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya.dedup import hop_key
+from asya.dedup import Hop
 from asya.envelope import parse_envelope
 from asya.headers import REDRIVE_HEADER
 from asya.routing import child_id
@@ -266,8 +266,8 @@ def test_a_redrive_is_refused_when_it_cannot_be_done(world: World) -> None:
 
 
 def test_a_redriven_hop_its_children_and_its_results_are_new_ones() -> None:
-    assert hop_key("a", "t1", 1, 1) != hop_key("a", "t1", 1, 1, redrives=1)
-    assert hop_key("a", "t1", 1, 1) == hop_key("a", "t1", 1, 1, redrives=0)  # unchanged for the rest
+    assert Hop("a", "t1", 1, 1).key() != Hop("a", "t1", 1, 1, redrives=1).key()
+    assert Hop("a", "t1", 1, 1).key() == Hop("a", "t1", 1, 1, redrives=0).key()  # unchanged for the rest
     plain = parse_envelope(json.dumps({"id": "t1", "route": {"prev": [], "curr": "a", "next": []}, "payload": 1}))
     redriven = plain.model_copy(update={"headers": {REDRIVE_HEADER: 1}})
     assert child_id(plain, 1) != child_id(redriven, 1)
