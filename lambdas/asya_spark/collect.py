@@ -32,6 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.batch import BatchHops, Routed, raising
 from asya.envelope import parse_envelope, utc_now
+from asya.outcomes import BatchOutcome
 from asya.reporting import Registered
 from asya.routing import Decision, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
@@ -60,11 +61,11 @@ class Collector:
         finally:
             self.parts.telemetry.flush()
 
-    def settle_run(self, job_run_id: str) -> str:
+    def settle_run(self, job_run_id: str) -> BatchOutcome:
         run = self.parts.jobs.get(job_run_id)
         batch = self.parts.ledger.get(run.batch_id)
         if batch is None or batch.state == State.ROUTED:
-            return "already-routed"
+            return BatchOutcome.ALREADY_ROUTED
         return self.settle(batch, run)
 
     def reconcile(self, context: Any = None) -> dict[str, int]:
@@ -75,22 +76,22 @@ class Collector:
             outcomes[self.settle(batch)] += 1
         return dict(outcomes)
 
-    def settle(self, batch: Batch, run: JobRun | None = None) -> str:
+    def settle(self, batch: Batch, run: JobRun | None = None) -> BatchOutcome:
         parts, settings = self.parts, self.parts.settings
         age = time.time() - batch.staged_at
         if batch.job_run_id is None:  # staged, not started
             if age < settings.start_grace_seconds:
-                return "staged"
+                return BatchOutcome.STAGED
             start(parts, batch)
-            return "started"
+            return BatchOutcome.STARTED
         run = run or parts.jobs.get(batch.job_run_id)
         if run.state not in TERMINAL:
             if age > settings.job_deadline_seconds:
                 parts.jobs.cancel(run.job_run_id)
-                return "canceled"
-            return "running"
+                return BatchOutcome.CANCELED
+            return BatchOutcome.RUNNING
         if not parts.ledger.lease(batch.batch_id, settings.routing_lease_seconds(batch.size)):
-            return "leased"
+            return BatchOutcome.LEASED
         records = functools.cache(lambda: parts.staging.read_input(batch.batch_id))  # read once, if needed
         try:
             outcome, routed = self._outcome(batch, run, records)
@@ -103,15 +104,15 @@ class Collector:
         parts.telemetry.observe("SparkJobDuration", MetricUnit.Seconds, run.duration_seconds or age)
         return outcome
 
-    def _outcome(self, batch: Batch, run: JobRun, records: Records) -> tuple[str, list[Routed]]:
+    def _outcome(self, batch: Batch, run: JobRun, records: Records) -> tuple[BatchOutcome, list[Routed]]:
         if run.state == SUCCESS:
             routed = self.parts.staging.read_output(batch.batch_id)
             if routed is not None:
-                return "succeeded", routed
+                return BatchOutcome.SUCCEEDED, routed
             message = f"Spark job {run.job_run_id} succeeded but left no complete output"
-            return "failed", self._fail_all(batch, message, records())
+            return BatchOutcome.FAILED, self._fail_all(batch, message, records())
         message = f"Spark job {run.job_run_id} ended {run.state}" + (f": {run.details}" if run.details else "")
-        return run.state.lower(), self._fail_all(batch, message, records())
+        return BatchOutcome(run.state.lower()), self._fail_all(batch, message, records())
 
     def _fail_all(self, batch: Batch, message: str, records: list[tuple[str, str]]) -> list[Routed]:
         """Every envelope of the batch meets the actor's resiliency policy with `SparkJobError`."""

@@ -31,6 +31,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from asya.claims import REF_FIELD, PayloadUnreadableError
 from asya.dedup import Hop
 from asya.envelope import Envelope, EnvelopeError, parse_envelope
+from asya.outcomes import HopOutcome
 from asya.task_record import HALTING
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
@@ -86,7 +87,7 @@ class Dispatcher:
                 members.append((message_id, body))
             duplicates = len(records) - len(members)
             if duplicates:
-                telemetry.count("MessagesProcessed", "outcome", "duplicate", amount=duplicates)
+                telemetry.count("MessagesProcessed", "outcome", HopOutcome.DUPLICATE, amount=duplicates)
             if not members:
                 return None
             statuses = self._statuses([body for _, body in members])

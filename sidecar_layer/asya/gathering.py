@@ -29,6 +29,7 @@ from asya.envelope import Envelope, Phase
 from asya.headers import JOINED_HEADER
 from asya.join_table import JoinTable, Kept
 from asya.joins import Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
+from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
 from asya.task_record import root_of, stealthy
@@ -75,7 +76,7 @@ class Gathering:
             Claims(config.claim_bucket, config.namespace, SLOT_INLINE_BYTES) if config.claim_bucket else None
         )
 
-    def arrive(self, envelope: Envelope, frame: JoinFrame, now: dt.datetime) -> tuple[str, list[Outbound]]:
+    def arrive(self, envelope: Envelope, frame: JoinFrame, now: dt.datetime) -> tuple[HopOutcome, list[Outbound]]:
         """Keep and count one arrival; what it sends (nothing until its fan completes or gives up) and
         the outcome it is counted under. A fan wider than the join takes (`join.max_width`) gives up at
         its first arrival, saying why: its completing arrival could not restore and join it in time."""
@@ -98,27 +99,27 @@ class Gathering:
         head = self.table.arrive(frame, failed=outcome is not Phase.SUCCEEDED)
         if head.given_up_by is not None:
             return (
-                ("join failed", [self._failure(frame, envelope, now)])
+                (HopOutcome.JOIN_FAILED, [self._failure(frame, envelope, now)])
                 if head.given_up_by == frame.slot
-                else ("absorbed", [])
+                else (HopOutcome.ABSORBED, [])
             )
         if self.policy.gives_up(len(head.failed), frame.width):
             return self._give_up(frame, envelope, now)
         if not head.complete:
-            return "gathered", []
+            return HopOutcome.GATHERED, []
         gathered = self._gathered(frame)
         failed = sum(branch.outcome is not Phase.SUCCEEDED for branch in gathered)
         if self.policy.gives_up(failed, frame.width):  # a payload that could not be read back
             return self._give_up(frame, envelope, now)
         payload, failed_slots = joined_payload(gathered, self.policy)
-        return "joined", [self._joined(frame, gathered, payload, failed_slots, now)]
+        return HopOutcome.JOINED, [self._joined(frame, gathered, payload, failed_slots, now)]
 
     def _give_up(
         self, frame: JoinFrame, envelope: Envelope, now: dt.datetime, why: str | None = None
-    ) -> tuple[str, list[Outbound]]:
+    ) -> tuple[HopOutcome, list[Outbound]]:
         if self.table.give_up(frame):
-            return "join failed", [self._failure(frame, envelope, now, why)]
-        return "absorbed", []  # another arrival gave up first and sent the failure
+            return HopOutcome.JOIN_FAILED, [self._failure(frame, envelope, now, why)]
+        return HopOutcome.ABSORBED, []  # another arrival gave up first and sent the failure
 
     def _end_branch(self, envelope: Envelope, frame: JoinFrame, outcome: Phase) -> None:
         """A branch that does not go on as the joined envelope ends here: its record says how (the join,

@@ -29,6 +29,7 @@ from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
+from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.reporting import StatusReporter
 from asya.resiliency import Retry, decide
@@ -116,7 +117,7 @@ class HopRunner:
                     now=now,
                 )
             )
-            return self._finish(plan, None, "sumped", started, body)
+            return self._finish(plan, None, HopOutcome.SUMPED, started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
@@ -128,14 +129,14 @@ class HopRunner:
                     return self._finish(plan, envelope, outcome, started, body)
             except (JoinHeaderError, JoinMismatchError) as exc:
                 plan.outbound.append(self._unjoinable(envelope, exc, now))
-                return self._finish(plan, envelope, "sumped", started, body)
+                return self._finish(plan, envelope, HopOutcome.SUMPED, started, body)
         if referenced(envelope):
             unreadable = self._restore(envelope)
             if unreadable is not None:
                 plan.outbound.append(
                     routing.to_sump(envelope, self.config.actor, Reason.PAYLOAD_UNREADABLE, unreadable, now)
                 )
-                return self._finish(plan, envelope, "sumped", started, body)
+                return self._finish(plan, envelope, HopOutcome.SUMPED, started, body)
         if self.gathering is not None and JOINED_HEADER not in envelope.headers:
             alone(envelope)  # a join of one: its handler gets a list all the same
         outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler or self.handler)
@@ -171,46 +172,46 @@ class HopRunner:
         *,
         known: Mapping[str, str],
         handler: Handler,
-    ) -> str:
+    ) -> HopOutcome:
         actor = self.config.actor
         if envelope.route.curr != actor:
             message = f"route.curr is {envelope.route.curr!r} but this actor is {actor!r}"
             plan.outbound.append(
                 routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
             )
-            return "sumped"
+            return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
             plan.outbound.append(early)
-            return "deferred"
+            return HopOutcome.DEFERRED
         halted = _halted(envelope, known)
         if halted is not None:
             plan.outbound.append(routing.halt(envelope, actor, halted, now))
-            return halted.value
+            return HopOutcome(halted.value)
         lambda_left = None if remaining_ms is None else remaining_ms / 1000 - self.config.lambda_margin
         if lambda_left is not None and lambda_left <= 0:
             plan.redeliver = True  # not started: too little invocation time left to run it safely
-            return "redelivered"
+            return HopOutcome.REDELIVERED
         key = Hop.of(envelope).key()
         if self.reporter is not None:
             self.reporter.point(envelope, actor, "received")
         found = self.ledger.claim(key, plan.message_id, remaining_ms, self._on_record(envelope, remaining_ms))
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
-            return found.halted
+            return HopOutcome(found.halted)
         if found.claim in (Claim.DUPLICATE, Claim.HALTED):  # HALTED here: the task has ended
             first = self.ledger.claimant(key)
             plan.follows = first if first != plan.message_id else None
-            return "duplicate"
+            return HopOutcome.DUPLICATE
         if found.claim is Claim.IN_PROGRESS:
             plan.redeliver, plan.held_until = True, found.held_until
-            return "redelivered"
+            return HopOutcome.REDELIVERED
         plan.key = key
         deadline = envelope.status.deadline_at if envelope.status else None
         if deadline is not None and deadline <= now:
             details = error_details(None, f"deadline {rfc3339(deadline)} passed before {actor} could start")
             plan.outbound.append(routing.fail(envelope, actor, reason=Reason.TIMEOUT, details=details, now=now))
-            return "failed"
+            return HopOutcome.FAILED
         envelope.headers.setdefault(FIRST_ATTEMPT_HEADER, rfc3339(now))
         limit = _tightest(
             self.config.actor_timeout,
@@ -229,7 +230,7 @@ class HopRunner:
         *,
         handler: Handler,
         ends_at: float | None,
-    ) -> str:
+    ) -> HopOutcome:
         """`ends_at`: when, on the monotonic clock, this invocation must have sent its outputs."""
         actor = self.config.actor
         state = EnvelopeState(
@@ -249,14 +250,14 @@ class HopRunner:
         except TimedOut as exc:
             discard_event_loop()
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, error_details(exc), now))
-            return "sumped"
+            return HopOutcome.SUMPED
         except Exception as exc:  # noqa: BLE001 - any handler error goes through the resiliency policy
             return self._on_handler_error(envelope, plan, exc)
         except KeyboardInterrupt:
             raise  # the operator stopping the process, not the handler's outcome: the record is redelivered
         except BaseException as exc:  # noqa: BLE001 - sys.exit, GeneratorExit, CancelledError, a user's own
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
-            return "sumped"
+            return HopOutcome.SUMPED
         finally:
             self.telemetry.observe(
                 "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
@@ -265,16 +266,16 @@ class HopRunner:
         if not output.frames and join is not None:  # nothing to fan out: the join gets an empty list
             marker = {"width": 0, "failed": []}
             plan.outbound.append(routing.rejoin(envelope, join, [], {**envelope.headers, JOINED_HEADER: marker}, now))
-            return "forwarded"
+            return HopOutcome.FORWARDED
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
-            return "completed"
+            return HopOutcome.COMPLETED
         too_wide = _too_wide(len(output.frames), ends_at)
         if too_wide is not None:
             plan.outbound.append(
                 routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
             )
-            return "sumped"
+            return HopOutcome.SUMPED
         fanned_out = len(output.frames) > 1
         outputs = [
             routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out)
@@ -283,7 +284,7 @@ class HopRunner:
         if self.config.joined_by:
             stamp(envelope, outputs, self.config.joined_by)
         plan.outbound.extend(outputs)
-        return "forwarded"
+        return HopOutcome.FORWARDED
 
     def _on_record(self, envelope: Envelope, remaining_ms: int | None) -> Callable[[], HopClaim] | None:
         """A tracked envelope's hop is claimed in its task record (the status write it makes anyway)."""
@@ -292,7 +293,7 @@ class HopRunner:
             return None
         return lambda: reporter.claim(envelope, self.config.actor, remaining_ms)
 
-    def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: str) -> str:
+    def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""
         if self.has_queue is None:
             return outcome
@@ -300,10 +301,10 @@ class HopRunner:
             queue = self.config.queue_name(outbound.destination)
             if routing.unsendable(outbound.kind, queue, self.has_queue):
                 plan.outbound = [routing.unknown_actor(envelope, self.config.actor, queue, utc_now())]
-                return "sumped"
+                return HopOutcome.SUMPED
         return outcome
 
-    def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> str:
+    def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> HopOutcome:
         outcome, outbound = handler_failure(self.config, envelope, error, self.telemetry)
         plan.outbound.append(outbound)
         return outcome
@@ -313,7 +314,9 @@ class HopRunner:
         if self.reporter is not None:
             self.reporter.fly(envelope, event)
 
-    def _finish(self, plan: HopPlan, envelope: Envelope | None, outcome: str, started: float, body: str) -> HopPlan:
+    def _finish(
+        self, plan: HopPlan, envelope: Envelope | None, outcome: HopOutcome, started: float, body: str
+    ) -> HopPlan:
         self._serialize(plan, envelope, body)
         for outbound in plan.outbound:
             if _carries_error_payload(outbound):
@@ -363,7 +366,7 @@ class HopRunner:
 
 def handler_failure(
     config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
-) -> tuple[str, Outbound]:
+) -> tuple[HopOutcome, Outbound]:
     """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
     a failure (x-sink, or the policy's `on_exhausted` actors). Shared with the Spark collector, which
     applies it to every envelope of a job that failed as a whole."""
@@ -379,7 +382,7 @@ def handler_failure(
         retry = routing.retry(
             envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
         )
-        return "retried", retry
+        return HopOutcome.RETRIED, retry
     telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
     failure = routing.fail(
         envelope,
@@ -389,7 +392,7 @@ def handler_failure(
         now=now,
         on_exhausted=decision.on_exhausted,
     )
-    return "failed", failure
+    return HopOutcome.FAILED, failure
 
 
 def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
