@@ -43,6 +43,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from asya.envelope import visited
 from asya.live import FLY
 from asya.results import result_prefix
 from asya.task_record import TaskStatus
@@ -601,13 +602,11 @@ def _results_table(kept: list[dict[str, Any]]) -> Table:
         table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
     for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
         envelope = doc["envelope"]
-        route = envelope["route"]
-        visited = [*route["prev"], route["curr"]] if route["curr"] else route["prev"]
         table.add_row(
             envelope["id"][:8],
             (envelope.get("parent_id") or "")[:8],
             doc["outcome"],
-            " ".join(visited),
+            " ".join(visited(envelope["route"])),
             _summary(envelope["payload"]),
         )
     return table

@@ -18,6 +18,7 @@ import boto3
 from moto import mock_aws
 
 from asya.config import SidecarConfig
+from asya.envelope import new_envelope
 from asya.names import SINK, SUMP, resource_name
 from asya.sidecar import Sidecar
 from asya.variables import ACTOR, HANDLER, NAMESPACE
@@ -68,12 +69,7 @@ class InProcessMesh:
     def send(self, route: list[str], payload: Any, headers: dict[str, Any] | None = None) -> str:
         """Put a new envelope on the first actor's queue, as a producer would."""
         envelope_id = str(uuid.uuid4())
-        body = {
-            "id": envelope_id,
-            "route": {"prev": [], "curr": route[0], "next": route[1:]},
-            "headers": headers or {},
-            "payload": payload,
-        }
+        body = new_envelope(envelope_id, route, payload, headers)
         self._sqs.send_message(QueueUrl=self._urls[route[0]], MessageBody=json.dumps(body))
         return envelope_id
 

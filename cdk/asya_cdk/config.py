@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from asya.envelope import describe_validation_error
 from asya.gathering import widest_fan
 from asya.joins import JoinPolicy
-from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, resource_name
+from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, mesh_own, resource_name
 from asya.resiliency import Resiliency, Seconds
 from asya.startup import FileKind, FileSource, encode_files, encode_secrets
 from asya.transport import SQS_QUEUE_NAME_MAX
@@ -454,7 +454,7 @@ class MeshConfig(_Strict):
     @model_validator(mode="after")
     def _names_resolve(self) -> MeshConfig:
         for name in self.actors:
-            if not re.match(NAME, name) or name in RESERVED or name.startswith("x-"):
+            if not re.match(NAME, name) or name in RESERVED or mesh_own(name):
                 raise ValueError(
                     f"actors.{name}: actor names are lowercase letters, digits and '-', "
                     f"not starting with 'x-' (the mesh's own: {', '.join(RESERVED)})"

@@ -24,7 +24,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.names import SUMP, mesh_prefix, resource_name
+from asya.names import SUMP, mesh_own, mesh_prefix, resource_name
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 
 PERIOD = cdk.Duration.minutes(1)
@@ -88,7 +88,7 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Throughput (envelopes received)",
-                left=[asya_metric("MessagesReceived", name) for name, _ in by_actor if not name.startswith("x-")],
+                left=[asya_metric("MessagesReceived", name) for name, _ in by_actor if not mesh_own(name)],
                 width=8,
             ),
             cloudwatch.GraphWidget(title="Errors by reason", left=[search("MessagesFailed", "reason")], width=8),
@@ -97,10 +97,8 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Handler duration p50 / p99 (ms)",
-                left=[asya_metric("HandlerDuration", name, "p50") for name, _ in by_actor if not name.startswith("x-")],
-                right=[
-                    asya_metric("HandlerDuration", name, "p99") for name, _ in by_actor if not name.startswith("x-")
-                ],
+                left=[asya_metric("HandlerDuration", name, "p50") for name, _ in by_actor if not mesh_own(name)],
+                right=[asya_metric("HandlerDuration", name, "p99") for name, _ in by_actor if not mesh_own(name)],
                 width=12,
             ),
             cloudwatch.GraphWidget(

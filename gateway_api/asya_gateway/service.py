@@ -28,7 +28,7 @@ from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dynamo import BatchIncompleteError, from_item, scan_filter
-from asya.envelope import Phase, parse_rfc3339, rfc3339, utc_now
+from asya.envelope import Phase, new_envelope, parse_rfc3339, rfc3339, utc_now
 from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
@@ -216,8 +216,8 @@ class TaskService:
         status["updated_at"] = rfc3339(now)
         if deadline:
             status["deadline_at"] = deadline
-        route_doc = {"prev": [], "curr": actors[0], "next": actors[1:]}
-        envelope = {"id": task_id, "route": route_doc, "headers": headers, "status": status, "payload": payload}
+        envelope = new_envelope(task_id, actors, payload, headers, status)
+        route_doc = envelope["route"]
         body = self.writable(envelope, "the task's envelope")
         written: dict[str, Any] | None = None
         if tracked:
@@ -276,7 +276,7 @@ class TaskService:
         if not route:
             raise TaskError(400, "give either 'flow' or a non-empty 'route'")
         for index, actor in enumerate(route):
-            if not ACTOR_NAME.match(actor) or (actor.startswith("x-") and actor != names.PAUSE):
+            if not ACTOR_NAME.match(actor) or (names.mesh_own(actor) and actor != names.PAUSE):
                 where = f"{field}[{index}]" if field == "route" else field
                 raise TaskError(400, f"{where}: {actor!r} is not an actor a route may name")
         return route

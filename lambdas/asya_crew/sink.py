@@ -21,7 +21,7 @@ import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import variables
-from asya.envelope import EnvelopeError, Phase, parse_envelope
+from asya.envelope import EnvelopeError, Phase, parse_envelope, visited
 from asya.headers import HOOK_HEADER
 from asya.joins import bound_for
 from asya.names import SINK, SUMP
@@ -64,9 +64,7 @@ class Sink:
 
     @staticmethod
     def _hook_copy(document: dict[str, Any], actor: str) -> str:
-        route = document["route"]
-        visited = [*route["prev"], route["curr"]] if route["curr"] else route["prev"]
-        copy = {**document, "route": {"prev": visited, "curr": actor, "next": []}}
+        copy = {**document, "route": {"prev": visited(document["route"]), "curr": actor, "next": []}}
         copy["headers"] = {**document["headers"], HOOK_HEADER: actor}
         return orjson.dumps(copy).decode()
 

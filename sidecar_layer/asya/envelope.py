@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any
@@ -201,6 +202,31 @@ def describe_validation_error(exc: ValidationError) -> str:
         location = ".".join(str(part) for part in error["loc"]) or "(root)"
         problems.append(f"{location}: {error['msg']}")
     return "; ".join(problems)
+
+
+def new_envelope(
+    envelope_id: str,
+    route: Sequence[str],
+    payload: Any,
+    headers: Mapping[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A new envelope on the wire, at the first actor of `route`: what a producer (the gateway, the
+    in-process mesh) puts on that actor's queue. The one place a route starts."""
+    document: dict[str, Any] = {
+        "id": envelope_id,
+        "route": {"prev": [], "curr": route[0], "next": list(route[1:])},
+        "headers": dict(headers or {}),
+    }
+    if status is not None:
+        document["status"] = dict(status)
+    document["payload"] = payload
+    return document
+
+
+def visited(route: Mapping[str, Any]) -> list[str]:
+    """The actors a route has been through, the current one included while there is one."""
+    return [*route["prev"], route["curr"]] if route["curr"] else list(route["prev"])
 
 
 def utc_now() -> dt.datetime:

@@ -20,6 +20,14 @@ SPARK_GUARD = "x-spark-guard"  # stops a Spark application before CloudFormation
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)
 
+
+def mesh_own(name: str) -> bool:
+    """Whether `name` is one the mesh gives its own actors and functions (`x-…`: the crew, a Spark
+    actor's collector, the Spark guard): no actor of a mesh file may be called so, a client's route
+    may name only x-pause of them, and the dashboard's per-actor charts leave them out."""
+    return name.startswith("x-")
+
+
 # An actor's name in the mesh file and in a route a client sends: lower case, digits and dashes, as
 # every AWS resource named after it accepts.
 ACTOR_NAME = r"^[a-z0-9][a-z0-9-]*$"
