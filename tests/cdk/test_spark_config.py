@@ -12,7 +12,7 @@ from asya_cdk.config import SPARK_DISPATCH_TIMEOUT, LoadedMesh, MeshConfig, Mesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.limits import longest_mesh_names, longest_spark_names
 from asya_spark.settings import job_environment
-from tests.cdk.test_template import run_cdk_app
+from tests.support.templates import run_cdk_app
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "namespace: shop\nactors:\n"

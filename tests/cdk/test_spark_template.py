@@ -16,7 +16,7 @@ from aws_cdk.assertions import Template
 from asya_cdk.config import LoadedMesh, MeshConfig, SparkConfig, load_mesh
 from asya_local.deploy import IMAGE_COPY, without_image_copies
 from asya_spark.settings import job_environment
-from tests.cdk.test_template import _actions, _resources, _statements, _synthesize, cfn_lint
+from tests.support.templates import actions_of, cfn_lint, resources, role_statements, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "examples" / "catalogue" / "mesh.yaml"
@@ -32,12 +32,12 @@ Synthesized = tuple[Template, dict[str, Any], Path]
 
 @pytest.fixture(scope="module")
 def catalogue(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return _synthesize(load_mesh(CATALOGUE), tmp_path_factory.mktemp("cdk.out"))
+    return synthesize(load_mesh(CATALOGUE), tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="module")
 def reviews(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return _synthesize(load_mesh(REVIEWS), tmp_path_factory.mktemp("cdk.out"))
+    return synthesize(load_mesh(REVIEWS), tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         },
     )
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=CATALOGUE.parent)
-    return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
+    return synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def own_images(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     for actor in SPARK:
         document["actors"][actor].setdefault("spark", {})["image_uri"] = OWN_IMAGE
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=CATALOGUE.parent)
-    return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
+    return synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
 
 def _key(document: dict[str, Any], kind: str, prefix: str) -> str:
@@ -107,7 +107,7 @@ def _batches(document: dict[str, Any]) -> str:
 
 def _functions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The mesh's named functions (the image copy's singleton function has no name of its own)."""
-    functions = _resources(document, "AWS::Lambda::Function").values()
+    functions = resources(document, "AWS::Lambda::Function").values()
     return {f["FunctionName"]: f for f in functions if "FunctionName" in f}
 
 
@@ -151,7 +151,7 @@ def _docker_images(outdir: Path) -> list[dict[str, Any]]:
 
 def _with(statements: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     """The statements granting any action of a service (`s3:`, `emr-serverless:`, ...)."""
-    return [s for s in statements if any(a.startswith(prefix) for a in _actions([s]))]
+    return [s for s in statements if any(a.startswith(prefix) for a in actions_of([s]))]
 
 
 def _asset_keys(variables: dict[str, Any]) -> set[str]:
@@ -179,7 +179,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
         "LogGroupName": f"/aws/emr-serverless/asya-catalogue-{actor}",
         "RetentionInDays": 30,
     }
-    assert _resources(document, "AWS::EMRServerless::Application")[_application(document, actor)] == {
+    assert resources(document, "AWS::EMRServerless::Application")[_application(document, actor)] == {
         "Name": f"asya-catalogue-{actor}",
         "Type": "SPARK",
         "ReleaseLabel": "emr-7.12.0",
@@ -194,7 +194,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
 
 def test_only_spark_actors_have_applications(catalogue: Synthesized) -> None:
     _, document, _ = catalogue
-    names = {a["Name"] for a in _resources(document, "AWS::EMRServerless::Application").values()}
+    names = {a["Name"] for a in resources(document, "AWS::EMRServerless::Application").values()}
     assert names == {"asya-catalogue-clean", "asya-catalogue-score"}
     expected = {f"asya-catalogue-{name}" for name in (*SPARK, *LAMBDA, *CREW, *GATEWAY)}
     expected |= {f"asya-catalogue-x-collect-{name}" for name in SPARK}
@@ -233,10 +233,10 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
     catalogue: Synthesized, actor: str, other: str
 ) -> None:
     _, document, _ = catalogue
-    statements = _statements(document, f"MeshSpark{actor}JobRole")
+    statements = role_statements(document, f"MeshSpark{actor}JobRole")
     bucket = _arn(_bucket(document))
     staging = f"/spark/catalogue/{actor}/"
-    assert _actions(statements) == {
+    assert actions_of(statements) == {
         "s3:GetObject",
         "s3:PutObject",
         "s3:DeleteObject",
@@ -292,7 +292,7 @@ def test_the_job_reads_its_code_and_input_and_writes_only_its_output(
         },
     }
     assert all(s["Effect"] == "Allow" for s in statements)
-    assert not any("*" in a for a in _actions(statements))
+    assert not any("*" in a for a in actions_of(statements))
     text = json.dumps(statements)
     assert f"/spark/catalogue/{other}/" not in text
     assert "dynamodb" not in text
@@ -316,7 +316,7 @@ def test_the_dispatcher_consumes_the_actors_queue_in_large_batches(
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == _arn(_key(document, "AWS::SQS::Queue", "MeshCrewxsump"))
     [mapping] = [
         m
-        for m in _resources(document, "AWS::Lambda::EventSourceMapping").values()
+        for m in resources(document, "AWS::Lambda::EventSourceMapping").values()
         if m.get("FunctionName") == {"Ref": function_key}
     ]
     assert mapping == {
@@ -385,7 +385,7 @@ def test_the_dispatcher_role_stages_records_and_starts_jobs_of_its_own_actor_onl
     catalogue: Synthesized, actor: str, other: str
 ) -> None:
     _, document, _ = catalogue
-    statements = _statements(document, f"MeshActor{actor}Role")
+    statements = role_statements(document, f"MeshActor{actor}Role")
     application = _arn(_application(document, actor))
     [runs] = _with(statements, "emr-serverless:")
     assert runs["Action"] == ["emr-serverless:StartJobRun", "emr-serverless:TagResource"]
@@ -417,7 +417,7 @@ def test_the_dispatcher_role_stages_records_and_starts_jobs_of_its_own_actor_onl
     text = json.dumps(statements)
     for foreign in (idempotency, _application(document, other), _job_role(document, other), f"#{other}#"):
         assert foreign not in text
-    assert not any(a.endswith(":*") or a == "*" for a in _actions(statements))
+    assert not any(a.endswith(":*") or a == "*" for a in actions_of(statements))
 
 
 @pytest.mark.parametrize(("actor", "other"), [("clean", "score"), ("score", "clean")])
@@ -427,7 +427,7 @@ def test_the_collector_settles_its_own_actors_batches(catalogue: Synthesized, ac
     assert collector["Handler"] == "asya_spark.collect.lambda_handler"
     assert (collector["Timeout"], collector["MemorySize"]) == (600, 1024)
     assert collector["Role"]["Fn::GetAtt"][0].startswith(f"MeshSpark{actor}CollectorRole")
-    statements = _statements(document, f"MeshSpark{actor}CollectorRole")
+    statements = role_statements(document, f"MeshSpark{actor}CollectorRole")
     application = _arn(_application(document, actor))
     [runs] = _with(statements, "emr-serverless:")
     assert set(runs["Action"]) == {
@@ -461,14 +461,14 @@ def test_the_collector_settles_its_own_actors_batches(catalogue: Synthesized, ac
     text = json.dumps(statements)
     for foreign in (_application(document, other), _job_role(document, other), f"/spark/catalogue/{other}/"):
         assert foreign not in text
-    assert not any(a.endswith(":*") or a == "*" for a in _actions(statements))
+    assert not any(a.endswith(":*") or a == "*" for a in actions_of(statements))
 
 
 @pytest.mark.parametrize("actor", SPARK)
 def test_job_state_changes_and_a_schedule_invoke_the_collector(catalogue: Synthesized, actor: str) -> None:
     _, document, _ = catalogue
     collector = _arn(_key(document, "AWS::Lambda::Function", f"MeshSpark{actor}CollectorFunction"))
-    rules = {k: r for k, r in _resources(document, "AWS::Events::Rule").items() if r["Targets"][0]["Arn"] == collector}
+    rules = {k: r for k, r in resources(document, "AWS::Events::Rule").items() if r["Targets"][0]["Arn"] == collector}
     assert len(rules) == 2
     [state] = [r for r in rules.values() if "EventPattern" in r]
     assert state["EventPattern"] == {
@@ -486,7 +486,7 @@ def test_job_state_changes_and_a_schedule_invoke_the_collector(catalogue: Synthe
         assert [t["RetryPolicy"] for t in rule["Targets"]] == [{"MaximumRetryAttempts": 4}]
     permitted = {
         p["SourceArn"]["Fn::GetAtt"][0]
-        for p in _resources(document, "AWS::Lambda::Permission").values()
+        for p in resources(document, "AWS::Lambda::Permission").values()
         if p["FunctionName"] == collector and p["Principal"] == "events.amazonaws.com"
     }
     assert permitted == set(rules), "each rule may invoke the collector"
@@ -519,12 +519,12 @@ def test_the_batches_table_keeps_batches_and_claims_with_an_open_index(catalogue
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert properties["SSESpecification"] == {"SSEEnabled": True}
     assert document["Outputs"]["SparkBatchesTable"] == {"Value": {"Ref": key}}
-    assert len([k for k in _resources(document, "AWS::DynamoDB::Table") if k.startswith("MeshSparkBatches")]) == 1
+    assert len([k for k in resources(document, "AWS::DynamoDB::Table") if k.startswith("MeshSparkBatches")]) == 1
 
 
 def test_the_dashboard_shows_spark_batches_durations_and_outcomes(catalogue: Synthesized) -> None:
     _, document, _ = catalogue
-    [dashboard] = _resources(document, "AWS::CloudWatch::Dashboard").values()
+    [dashboard] = resources(document, "AWS::CloudWatch::Dashboard").values()
     text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     for actor in SPARK:
         for metric in ("SparkBatches", "SparkBatchSize", "SparkJobDuration"):
@@ -536,8 +536,8 @@ def test_the_dashboard_shows_spark_batches_durations_and_outcomes(catalogue: Syn
 
 def test_a_mesh_without_spark_actors_has_no_spark_resources(reviews: Synthesized) -> None:
     _, document, _ = reviews
-    assert not _resources(document, "AWS::EMRServerless::Application")
-    assert not [k for k in _resources(document, "AWS::DynamoDB::Table") if k.startswith("MeshSparkBatches")]
+    assert not resources(document, "AWS::EMRServerless::Application")
+    assert not [k for k in resources(document, "AWS::DynamoDB::Table") if k.startswith("MeshSparkBatches")]
     assert "SparkBatchesTable" not in document["Outputs"]
     assert not [f for f in _functions(document) if "x-collect" in f]
     text = json.dumps(document)
@@ -549,17 +549,17 @@ def test_every_spark_setting_reaches_the_template(tuned: Synthesized) -> None:
     _, document, _ = tuned
     [copy] = _image_copies(document).values()  # score's own, on x86_64 (clean names an image of its own)
     assert copy["Properties"]["ImageArch"] == "amd64"
-    application = _resources(document, "AWS::EMRServerless::Application")[_application(document, "score")]
+    application = resources(document, "AWS::EMRServerless::Application")[_application(document, "score")]
     assert (application["ReleaseLabel"], application["Architecture"]) == ("emr-7.9.0", "X86_64")
     assert application["AutoStopConfiguration"] == {"Enabled": True, "IdleTimeoutMinutes": 3}
     assert application["MaximumCapacity"] == {"Cpu": "4 vCPU", "Memory": "16 GB", "Disk": "40 GB"}
     assert application["ImageConfiguration"] == {"ImageUri": _job_image(document, "emr-7.9.0-x86_64")}
-    clean = _resources(document, "AWS::EMRServerless::Application")[_application(document, "clean")]
+    clean = resources(document, "AWS::EMRServerless::Application")[_application(document, "clean")]
     assert clean["ImageConfiguration"] == {"ImageUri": OWN_IMAGE}
     dispatcher = _functions(document)["asya-catalogue-score"]
     assert (dispatcher["Timeout"], dispatcher["Architectures"]) == (120, ["x86_64"])
     assert (
-        _resources(document, "AWS::SQS::Queue")[_key(document, "AWS::SQS::Queue", "MeshActorscoreQueue")][
+        resources(document, "AWS::SQS::Queue")[_key(document, "AWS::SQS::Queue", "MeshActorscoreQueue")][
             "VisibilityTimeout"
         ]
         == 720
@@ -572,7 +572,7 @@ def test_every_spark_setting_reaches_the_template(tuned: Synthesized) -> None:
     collector = _arn(_key(document, "AWS::Lambda::Function", "MeshSparkscoreCollectorFunction"))
     [schedule] = [
         r
-        for r in _resources(document, "AWS::Events::Rule").values()
+        for r in resources(document, "AWS::Events::Rule").values()
         if r["Targets"][0]["Arn"] == collector and "ScheduleExpression" in r
     ]
     assert schedule["ScheduleExpression"] == "rate(10 minutes)"
@@ -602,7 +602,7 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
     assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == ":emr-7.12.0-arm64"
     # from an image index (Docker's containerd store pushes one) the copy takes this architecture, not amd64
     assert copy["Properties"]["ImageArch"] == "arm64"
-    assert _resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryName"] == (
+    assert resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryName"] == (
         "asya-catalogue-spark-job"
     )
     for actor in SPARK:
@@ -613,7 +613,7 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
 
 def test_emr_serverless_may_pull_the_job_image_for_this_accounts_applications_only(catalogue: Synthesized) -> None:
     _, document, _ = catalogue
-    policy = _resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryPolicyText"]
+    policy = resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryPolicyText"]
     [statement] = policy["Statement"]
     assert statement["Principal"] == {"Service": "emr-serverless.amazonaws.com"}
     assert sorted(_listed(statement["Action"])) == [
@@ -644,7 +644,7 @@ def test_emr_serverless_may_pull_the_job_image_for_this_accounts_applications_on
 
 def test_the_copy_pushes_only_to_the_job_repository(catalogue: Synthesized) -> None:
     _, document, _ = catalogue
-    statements = _statements(document, "MeshSparkJobImagesCopyRole")
+    statements = role_statements(document, "MeshSparkJobImagesCopyRole")
     pushes = [s for s in statements if "ecr:PutImage" in _listed(s["Action"])]
     assert [s["Resource"] for s in pushes] == [_arn(_repository(document))]
     assert all(s["Resource"] == "*" for s in statements if "ecr:GetAuthorizationToken" in _listed(s["Action"]))
@@ -667,7 +667,7 @@ def test_actors_on_their_own_images_get_no_built_image(own_images: Synthesized) 
     _, document, outdir = own_images
     assert _docker_images(outdir) == []
     assert not _image_copies(document)
-    assert not _resources(document, "AWS::ECR::Repository")
+    assert not resources(document, "AWS::ECR::Repository")
     for actor in SPARK:
         application = document["Resources"][_application(document, actor)]
         assert application["Properties"]["ImageConfiguration"] == {"ImageUri": OWN_IMAGE}

@@ -16,7 +16,7 @@ from cdk_nag import AwsSolutionsChecks
 from asya_cdk.config import LoadedMesh, MeshConfig, MeshConfigError, load_mesh
 from asya_cdk.plan import RESOURCE_LIMIT, STACK_BUDGET, TEMPLATE_LIMIT_BYTES, StackPlan, plan_stacks
 from asya_cdk.stack import MeshStack
-from tests.cdk.test_template import cfn_lint
+from tests.support.templates import cfn_lint
 
 # the split meshes' fixtures synthesize 25 Spark actors and 20 Lambda actors: minutes on a busy machine
 pytestmark = pytest.mark.timeout(600)

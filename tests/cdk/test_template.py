@@ -4,54 +4,25 @@ dashboard, alarms, with cdk-nag (AwsSolutions) and cfn-lint run on it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
 import yaml
 from aws_cdk.assertions import Match, Template
-from cdk_nag import AwsSolutionsChecks
 
 from asya_cdk.config import LoadedMesh, MeshConfig, load_mesh
-from asya_cdk.stack import MeshStack
+from tests.support.templates import ROOT, actions_of, cfn_lint, resources, role_statements, run_cdk_app, synthesize
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
 ACTORS = ("split", "score", "triage", "escalate", "summarise")
 CREW = ("x-sink", "x-sump", "x-pause", "x-resume")
 GATEWAY = ("gateway", "gateway-stream", "gateway-backstop")
 
 
-def cfn_lint(template: Path) -> subprocess.CompletedProcess[str]:
-    """cfn-lint on a synthesized template (W3005 is a known false positive on CDK's output)."""
-    command = [str(Path(sys.executable).parent / "cfn-lint"), "--ignore-checks", "W3005", "--", str(template)]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
-
-
-def run_cdk_app(mesh: Path, outdir: Path) -> subprocess.CompletedProcess[str]:
-    """The CDK app as `cdk synth -c mesh=<mesh>` runs it."""
-    environment = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"mesh": str(mesh)}), "CDK_OUTDIR": str(outdir)}
-    command = [sys.executable, str(ROOT / "cdk" / "app.py")]
-    return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
-
-
-def _synthesize(mesh: LoadedMesh, outdir: Path) -> tuple[Template, dict[str, Any], Path]:
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    app = cdk.App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
-    stack = MeshStack(app, f"asya-{mesh.config.namespace}", mesh=mesh)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()  # raises if cdk-nag finds anything not acknowledged with a reason
-    template = Template.from_stack(stack)
-    return template, dict(template.to_json()), outdir
-
-
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, dict[str, Any], Path]:
-    return _synthesize(load_mesh(EXAMPLE), tmp_path_factory.mktemp("cdk.out"))
+    return synthesize(load_mesh(EXAMPLE), tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="module")
@@ -68,25 +39,21 @@ def with_api_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, d
     document["status"] = {"writes": "every-point"}
     document["actors"]["score"]["tracing"] = True
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
-    return _synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
-
-
-def _resources(document: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {key: r["Properties"] for key, r in document["Resources"].items() if r["Type"] == kind}
+    return synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
 
 def _queue(document: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
-    return next((key, q) for key, q in _resources(document, "AWS::SQS::Queue").items() if q["QueueName"] == name)
+    return next((key, q) for key, q in resources(document, "AWS::SQS::Queue").items() if q["QueueName"] == name)
 
 
 def test_every_actor_and_the_crew_have_named_queues_and_functions(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = synthesized
-    queues = {q["QueueName"] for q in _resources(document, "AWS::SQS::Queue").values()}
+    queues = {q["QueueName"] for q in resources(document, "AWS::SQS::Queue").values()}
     expected = {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, "x-sump-dlq", "gateway-stream-dlq")}
     assert queues == expected
-    functions = {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
+    functions = {f["FunctionName"]: f for f in resources(document, "AWS::Lambda::Function").values()}
     assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, *GATEWAY)}
     assert functions["asya-reviews-score"]["Handler"] == "asya.actor.lambda_handler"
     assert functions["asya-reviews-x-sink"]["Handler"] == "asya_crew.sink.lambda_handler"
@@ -124,7 +91,7 @@ def test_visibility_timeout_is_six_times_the_function_timeout(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = synthesized
-    functions = {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
+    functions = {f["FunctionName"]: f for f in resources(document, "AWS::Lambda::Function").values()}
     for name in (*ACTORS, *CREW):
         _, queue = _queue(document, f"asya-reviews-{name}")
         assert queue["VisibilityTimeout"] == 6 * functions[f"asya-reviews-{name}"]["Timeout"]
@@ -133,8 +100,8 @@ def test_visibility_timeout_is_six_times_the_function_timeout(
 
 def test_queues_are_encrypted_and_tls_only(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
     _, document, _ = synthesized
-    assert all(q["SqsManagedSseEnabled"] for q in _resources(document, "AWS::SQS::Queue").values())
-    policies = _resources(document, "AWS::SQS::QueuePolicy")
+    assert all(q["SqsManagedSseEnabled"] for q in resources(document, "AWS::SQS::Queue").values())
+    policies = resources(document, "AWS::SQS::QueuePolicy")
     assert len(policies) == 11
     for policy in policies.values():
         statement = policy["PolicyDocument"]["Statement"][0]
@@ -163,7 +130,7 @@ def test_results_bucket_is_encrypted_private_tls_only_with_lifecycle(
             },
         },
     )
-    [policy] = _resources(document, "AWS::S3::BucketPolicy").values()
+    [policy] = resources(document, "AWS::S3::BucketPolicy").values()
     assert policy["PolicyDocument"]["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
@@ -174,19 +141,10 @@ def test_results_bucket_is_encrypted_private_tls_only_with_lifecycle(
     )
 
 
-def _statements(document: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
-    policies = [
-        p
-        for p in _resources(document, "AWS::IAM::Policy").values()
-        if any(ref["Ref"].startswith(role_prefix) for ref in p["Roles"])
-    ]
-    return [s for p in policies for s in p["PolicyDocument"]["Statement"]]
-
-
 def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
     _, document, _ = synthesized
     for actor in ACTORS:
-        statements = _statements(document, f"MeshActor{actor}Role")
+        statements = role_statements(document, f"MeshActor{actor}Role")
         actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
         assert not any(a.endswith(":*") or a == "*" for a in actions)
         claims = [s for s in statements if any("s3:" in a for a in _listed(s["Action"]))]
@@ -215,12 +173,12 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
         assert consume["Resource"] == {"Fn::GetAtt": [_queue(document, f"asya-reviews-{actor}")[0], "Arn"]}
         assert all(s["Resource"] != "*" for s in statements)
     for crew in ("xsink", "xsump"):
-        puts = [s for s in _statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:PutObject"]
+        puts = [s for s in role_statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:PutObject"]
         assert len(puts) == 1
         assert puts[0]["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
-        reads = [s for s in _statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:GetObject"]
+        reads = [s for s in role_statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:GetObject"]
         assert [s["Resource"]["Fn::Join"][1][-1] for s in reads] == ["/claims/reviews/*"], "keepers read payloads"
-    resume = _statements(document, "MeshCrewxresumeRole")
+    resume = role_statements(document, "MeshCrewxresumeRole")
     assert not any("s3:" in a for s in resume for a in _listed(s["Action"])), "x-resume only forwards"
 
 
@@ -235,7 +193,7 @@ def test_a_join_gathers_in_its_own_table_and_its_sources_know_it(
     its source is told which joins gather its branches, the join its policy and table."""
     _, document, _ = synthesized
     joins_key = _table(document, "Joins")
-    joins = _resources(document, "AWS::DynamoDB::Table")[joins_key]
+    joins = resources(document, "AWS::DynamoDB::Table")[joins_key]
     assert joins["TableName"] == "asya-reviews-joins"
     assert joins["KeySchema"] == [
         {"AttributeName": "fan", "KeyType": "HASH"},
@@ -245,9 +203,9 @@ def test_a_join_gathers_in_its_own_table_and_its_sources_know_it(
     assert joins["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     table = {"Fn::GetAtt": [joins_key, "Arn"]}
     for actor in ACTORS:
-        granted = _on(_statements(document, f"MeshActor{actor}Role"), table)
+        granted = _on(role_statements(document, f"MeshActor{actor}Role"), table)
         if actor == "summarise":
-            assert _actions(granted) == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+            assert actions_of(granted) == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
         else:
             assert granted == [], f"{actor} is no join: it never touches the joins table"
     functions = _functions(document)
@@ -261,7 +219,7 @@ def test_event_sources_report_partial_batch_failures_with_configured_settings(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     template, document, _ = synthesized
-    mappings = _resources(document, "AWS::Lambda::EventSourceMapping")
+    mappings = resources(document, "AWS::Lambda::EventSourceMapping")
     assert len(mappings) == 10, "9 queues (actors and crew) and the tasks table's stream"
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
     template.has_resource_properties(
@@ -277,7 +235,7 @@ def test_event_sources_report_partial_batch_failures_with_configured_settings(
 def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
     template, document, _ = synthesized
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
-    alarms = {a["AlarmName"]: a for a in _resources(document, "AWS::CloudWatch::Alarm").values()}
+    alarms = {a["AlarmName"]: a for a in resources(document, "AWS::CloudWatch::Alarm").values()}
     assert set(alarms) == {
         "asya-reviews-x-sump-arrivals",
         "asya-reviews-x-sump-dlq-depth",
@@ -286,7 +244,7 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
         "asya-reviews-function-errors-2",
     }
     # every function's Lambda errors, at most ten metrics per alarm (CloudWatch's limit for metric math)
-    functions = set(_resources(document, "AWS::Lambda::Function"))
+    functions = set(resources(document, "AWS::Lambda::Function"))
     watched: set[str] = set()
     for number in (1, 2):
         queries = alarms[f"asya-reviews-function-errors-{number}"]["Metrics"]
@@ -300,7 +258,7 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
     arrivals = json.dumps(alarms["asya-reviews-x-sump-arrivals"])
     assert '"MetricName": "SumpArrivals"' in arrivals
     assert '"Value": "x-sump"' in arrivals
-    body = json.dumps(_resources(document, "AWS::CloudWatch::Dashboard"))
+    body = json.dumps(resources(document, "AWS::CloudWatch::Dashboard"))
     for needle in (
         "ApproximateNumberOfMessagesVisible",
         "ApproximateAgeOfOldestMessage",
@@ -312,7 +270,7 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
         "Latency",
     ):
         assert needle in body
-    [dashboard] = _resources(document, "AWS::CloudWatch::Dashboard").values()
+    [dashboard] = resources(document, "AWS::CloudWatch::Dashboard").values()
     text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     for outcome in ("succeeded", "failed", "canceled"):
         assert f'"Asya","TasksFinished","actor","gateway-stream","mesh","reviews","outcome","{outcome}"' in text
@@ -320,15 +278,11 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
 
 
 def _table(document: dict[str, Any], prefix: str) -> str:
-    return next(key for key in _resources(document, "AWS::DynamoDB::Table") if key.startswith(f"Mesh{prefix}"))
+    return next(key for key in resources(document, "AWS::DynamoDB::Table") if key.startswith(f"Mesh{prefix}"))
 
 
 def _functions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {f["FunctionName"]: f for f in _resources(document, "AWS::Lambda::Function").values()}
-
-
-def _actions(statements: list[dict[str, Any]]) -> set[str]:
-    return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    return {f["FunctionName"]: f for f in resources(document, "AWS::Lambda::Function").values()}
 
 
 def _on(statements: list[dict[str, Any]], resource: Any) -> list[dict[str, Any]]:
@@ -347,7 +301,7 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = synthesized
-    tables = _resources(document, "AWS::DynamoDB::Table")
+    tables = resources(document, "AWS::DynamoDB::Table")
     assert len(tables) == 5, "idempotency, tasks, task events, sump, joins"
     tasks_key, events_key = _table(document, "StatusTasks"), _table(document, "StatusTaskEvents")
     sump_key = _table(document, "StatusSump")
@@ -395,7 +349,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
     functions = _functions(document)
     tables = {"ASYA_TASKS_TABLE": {"Ref": _table(document, "StatusTasks")}}
     tables["ASYA_EVENTS_TABLE"] = {"Ref": _table(document, "StatusTaskEvents")}
-    bucket = next(iter(_resources(document, "AWS::S3::Bucket")))
+    bucket = next(iter(resources(document, "AWS::S3::Bucket")))
     gateway = functions["asya-reviews-gateway"]
     assert (gateway["Handler"], gateway["Timeout"], gateway["MemorySize"]) == (
         "asya_gateway.api.lambda_handler",
@@ -439,7 +393,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
     assert (backstop["Handler"], backstop["Timeout"]) == ("asya_gateway.backstop.lambda_handler", 60)
     assert "ASYA_FLOWS" not in backstop["Environment"]["Variables"]
     assert backstop["Environment"]["Variables"].items() >= tables.items()
-    log_groups = {g["LogGroupName"] for g in _resources(document, "AWS::Logs::LogGroup").values()}
+    log_groups = {g["LogGroupName"] for g in resources(document, "AWS::Logs::LogGroup").values()}
     for name in GATEWAY:
         function = functions[f"asya-reviews-{name}"]
         assert function["Layers"]
@@ -472,21 +426,21 @@ def test_actors_and_crew_report_status_with_the_tables_and_the_shared_settings(
     ] == ["x-sump"]
     assert functions["asya-reviews-x-sump"]["Environment"]["Variables"]["ASYA_SUMP_TABLE"] == sump
     for role in [f"MeshActor{a}Role" for a in ACTORS] + [f"MeshCrew{c.replace('-', '')}Role" for c in CREW]:
-        statements = _statements(document, role)
-        assert _actions(_on(statements, {"Fn::GetAtt": [tasks, "Arn"]})) == {
+        statements = role_statements(document, role)
+        assert actions_of(_on(statements, {"Fn::GetAtt": [tasks, "Arn"]})) == {
             "dynamodb:UpdateItem",
             "dynamodb:GetItem",
             "dynamodb:BatchGetItem",
         }, role
-        assert _actions(_on(statements, {"Fn::GetAtt": [events, "Arn"]})) == {
+        assert actions_of(_on(statements, {"Fn::GetAtt": [events, "Arn"]})) == {
             "dynamodb:PutItem",
             "dynamodb:BatchWriteItem",
         }, role
-        assert not any(a.startswith("dynamodb:") and a.endswith("*") for a in _actions(statements)), role
+        assert not any(a.startswith("dynamodb:") and a.endswith("*") for a in actions_of(statements)), role
         assert not any("/index/" in json.dumps(s["Resource"]) for s in statements), role
-    pause_puts = [s for s in _statements(document, "MeshCrewxpauseRole") if s["Action"] == "s3:PutObject"]
+    pause_puts = [s for s in role_statements(document, "MeshCrewxpauseRole") if s["Action"] == "s3:PutObject"]
     assert pause_puts[0]["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
-    assert not any("s3:" in a for a in _actions(_statements(document, "MeshCrewxresumeRole")))
+    assert not any("s3:" in a for a in actions_of(role_statements(document, "MeshCrewxresumeRole")))
 
 
 def test_gateway_roles_are_scoped_to_what_each_function_does(
@@ -495,8 +449,8 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
     _, document, _ = synthesized
     tasks = {"Fn::GetAtt": [_table(document, "StatusTasks"), "Arn"]}
     events = {"Fn::GetAtt": [_table(document, "StatusTaskEvents"), "Arn"]}
-    gateway = _statements(document, "MeshGatewayApiRole")
-    assert _actions(_on(gateway, tasks)) == {
+    gateway = role_statements(document, "MeshGatewayApiRole")
+    assert actions_of(_on(gateway, tasks)) == {
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
@@ -504,21 +458,21 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
         "dynamodb:Query",
         "dynamodb:Scan",
     }
-    assert _actions(_on(gateway, _index(document, "by-status"))) == {"dynamodb:Query"}
-    assert _actions(_on(gateway, events)) == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+    assert actions_of(_on(gateway, _index(document, "by-status"))) == {"dynamodb:Query"}
+    assert actions_of(_on(gateway, events)) == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}
     [read] = [s for s in gateway if s["Action"] == "s3:GetObject"]
     assert read["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
     send = next(s for s in gateway if "sqs:SendMessage" in s["Action"])
     assert send["Resource"]["Fn::Join"][1][-1] == ":asya-reviews-*"
-    stream = _statements(document, "MeshGatewayStreamRole")
+    stream = role_statements(document, "MeshGatewayStreamRole")
     assert not _on(stream, tasks), "the stream consumer reads the stream, never the table"
-    assert _actions(_on(stream, events)) == {"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
-    backstop = _statements(document, "MeshGatewayBackstopRole")
-    assert _actions(_on(backstop, tasks)) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
-    assert _actions(_on(backstop, _index(document, "by-deadline"))) == {"dynamodb:Query"}
+    assert actions_of(_on(stream, events)) == {"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+    backstop = role_statements(document, "MeshGatewayBackstopRole")
+    assert actions_of(_on(backstop, tasks)) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert actions_of(_on(backstop, _index(document, "by-deadline"))) == {"dynamodb:Query"}
     assert not _on(backstop, _index(document, "by-status"))
     for statements in (gateway, stream, backstop):
-        actions = _actions(statements)
+        actions = actions_of(statements)
         assert not any(a.endswith(":*") or a == "*" or "Delete" in a for a in actions)
         wide = [s for s in statements if s["Resource"] == "*"]
         assert all(s["Action"] == "dynamodb:ListStreams" for s in wide)
@@ -528,11 +482,11 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = synthesized
-    [api] = _resources(document, "AWS::ApiGateway::RestApi").values()
+    [api] = resources(document, "AWS::ApiGateway::RestApi").values()
     assert api["Name"] == "asya-reviews"
     assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
-    assert [r["PathPart"] for r in _resources(document, "AWS::ApiGateway::Resource").values()] == ["{proxy+}"]
-    methods = _resources(document, "AWS::ApiGateway::Method").values()
+    assert [r["PathPart"] for r in resources(document, "AWS::ApiGateway::Resource").values()] == ["{proxy+}"]
+    methods = resources(document, "AWS::ApiGateway::Method").values()
     assert len(methods) == 2, "ANY / and ANY /{proxy+}"
     for method in methods:
         assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == (
@@ -541,16 +495,16 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
             False,
         )
         assert method["Integration"]["Type"] == "AWS_PROXY"
-    assert not _resources(document, "AWS::ApiGateway::UsagePlan")
-    assert not _resources(document, "AWS::ApiGateway::ApiKey")
-    [stage] = _resources(document, "AWS::ApiGateway::Stage").values()
+    assert not resources(document, "AWS::ApiGateway::UsagePlan")
+    assert not resources(document, "AWS::ApiGateway::ApiKey")
+    [stage] = resources(document, "AWS::ApiGateway::Stage").values()
     assert stage["StageName"] == "api"
     assert "DestinationArn" in stage["AccessLogSetting"]
     assert stage["MethodSettings"][0]["LoggingLevel"] == "ERROR"
     outputs = document["Outputs"]
     assert {"ResultsBucket", "Dashboard", "ApiUrl", "TasksTable", "EventsTable"} == set(outputs)
     assert outputs["ApiUrl"]["Value"]["Fn::Join"][1][0] == "https://"
-    [account] = _resources(document, "AWS::ApiGateway::Account").values()
+    [account] = resources(document, "AWS::ApiGateway::Account").values()
     assert "CloudWatchRoleArn" in account
 
 
@@ -558,23 +512,23 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     with_api_keys: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = with_api_keys
-    for method in _resources(document, "AWS::ApiGateway::Method").values():
+    for method in resources(document, "AWS::ApiGateway::Method").values():
         assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
-    [plan_key, *_] = _resources(document, "AWS::ApiGateway::UsagePlan")
-    plan = _resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
-    [api_key] = _resources(document, "AWS::ApiGateway::RestApi")
+    [plan_key, *_] = resources(document, "AWS::ApiGateway::UsagePlan")
+    plan = resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
+    [api_key] = resources(document, "AWS::ApiGateway::RestApi")
     assert plan["ApiStages"][0]["ApiId"] == {"Ref": api_key}
-    [key_id] = _resources(document, "AWS::ApiGateway::ApiKey")
-    [link] = _resources(document, "AWS::ApiGateway::UsagePlanKey").values()
+    [key_id] = resources(document, "AWS::ApiGateway::ApiKey")
+    [link] = resources(document, "AWS::ApiGateway::UsagePlanKey").values()
     assert (link["KeyId"], link["UsagePlanId"], link["KeyType"]) == ({"Ref": key_id}, {"Ref": plan_key}, "API_KEY")
     assert document["Outputs"]["ApiKeyId"]["Value"] == {"Ref": key_id}
     functions = _functions(document)
     assert functions["asya-reviews-gateway"]["Environment"]["Variables"]["ASYA_TASK_TTL_SECONDS"] == str(2 * 86_400)
     assert functions["asya-reviews-score"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "every-point"
-    [rule] = _resources(document, "AWS::Events::Rule").values()
+    [rule] = resources(document, "AWS::Events::Rule").values()
     assert rule["ScheduleExpression"] == "rate(5 minutes)"
-    assert not _resources(document, "AWS::ApiGateway::Account"), "cloudwatch_role: false leaves the account alone"
-    [stage] = _resources(document, "AWS::ApiGateway::Stage").values()
+    assert not resources(document, "AWS::ApiGateway::Account"), "cloudwatch_role: false leaves the account alone"
+    [stage] = resources(document, "AWS::ApiGateway::Stage").values()
     assert stage["TracingEnabled"] is True
     for name in (*GATEWAY, "score"):
         assert functions[f"asya-reviews-{name}"]["TracingConfig"] == {"Mode": "Active"}
@@ -587,7 +541,7 @@ def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(
     tasks = _table(document, "StatusTasks")
     dlq, queue = _queue(document, "asya-reviews-gateway-stream-dlq")
     assert queue["SqsManagedSseEnabled"]
-    [mapping] = [m for m in _resources(document, "AWS::Lambda::EventSourceMapping").values() if "StartingPosition" in m]
+    [mapping] = [m for m in resources(document, "AWS::Lambda::EventSourceMapping").values() if "StartingPosition" in m]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [tasks, "StreamArn"]}
     assert mapping["FunctionName"]["Ref"].startswith("MeshGatewayStreamFunction")
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
@@ -600,11 +554,11 @@ def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(
 
 def test_the_backstop_runs_on_a_schedule(synthesized: tuple[Template, dict[str, Any], Path]) -> None:
     _, document, _ = synthesized
-    [rule] = _resources(document, "AWS::Events::Rule").values()
+    [rule] = resources(document, "AWS::Events::Rule").values()
     assert rule["ScheduleExpression"] == "rate(1 minute)"
     [target] = rule["Targets"]
     assert target["Arn"]["Fn::GetAtt"][0].startswith("MeshGatewayBackstopFunction")
-    [invoke] = _resources(document, "AWS::Lambda::EventInvokeConfig").values()
+    [invoke] = resources(document, "AWS::Lambda::EventInvokeConfig").values()
     assert invoke["MaximumRetryAttempts"] == 0, "the next run is the retry"
 
 

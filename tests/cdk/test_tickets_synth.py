@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cdk.test_template import ROOT, cfn_lint, run_cdk_app
+from tests.support.templates import ROOT, cfn_lint, run_cdk_app
 
 MESH = ROOT / "examples" / "tickets" / "mesh.yaml"
 

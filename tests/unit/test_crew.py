@@ -17,36 +17,9 @@ from asya.task_store import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.views import task_view
-from asya_local.functions.lambda_shapes import REGION, LambdaContext, sqs_record
+from asya_local.functions.lambda_shapes import REGION, sqs_record
 from asya_local.tables import TASKS, create_idempotency_table, create_tables
-
-NS = "crew"
-BUCKET = "results-bucket"
-
-
-class Crew:
-    def __init__(self, s3: Any, sqs: Any) -> None:
-        self.s3 = s3
-        self.sqs = sqs
-
-    def run(self, actor: CrewActor, *bodies: Any, attributes: dict[str, str] | None = None) -> dict[str, Any]:
-        records = []
-        for body in bodies:
-            record = sqs_record(
-                f"asya-{NS}-{actor.settings.actor}", body if isinstance(body, str) else json.dumps(body)
-            )
-            record["attributes"].update(attributes or {})
-            records.append(record)
-        return actor.handle({"Records": records}, LambdaContext(actor.settings.actor))
-
-    def kept(self) -> dict[str, dict[str, Any]]:
-        listing = self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
-        return {o["Key"]: json.loads(self.s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()) for o in listing}
-
-    def queue(self, actor: str) -> list[dict[str, Any]]:
-        url = self.sqs.get_queue_url(QueueName=f"asya-{NS}-{actor}")["QueueUrl"]
-        messages = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
-        return [json.loads(m["Body"]) for m in messages]
+from tests.support.crew import BUCKET, NS, Crew, sink_actor, sump_actor
 
 
 @pytest.fixture
@@ -58,17 +31,6 @@ def crew() -> Iterator[Crew]:
         for actor in ("x-sink", "x-sump", "notify"):
             sqs.create_queue(QueueName=f"asya-{NS}-{actor}")
         yield Crew(s3, sqs)
-
-
-def _sink(hooks: list[tuple[str, frozenset[str]]] | None = None) -> CrewActor:
-    settings = CrewSettings.from_env("x-sink", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET})
-    return CrewActor(settings, sink.Sink(hooks or []).decide)
-
-
-def _sump() -> CrewActor:
-    return CrewActor(
-        CrewSettings.from_env("x-sump", {"ASYA_NAMESPACE": NS, "ASYA_RESULTS_BUCKET": BUCKET}), sump.decide
-    )
 
 
 def _terminal(envelope_id: str, phase: str, **fields: Any) -> dict[str, Any]:
@@ -83,7 +45,7 @@ def _terminal(envelope_id: str, phase: str, **fields: Any) -> dict[str, Any]:
 
 
 def test_sink_keeps_success_under_a_key_found_from_the_id(crew: Crew) -> None:
-    assert crew.run(_sink(), _terminal("task-1", "succeeded")) == {"batchItemFailures": []}
+    assert crew.run(sink_actor(), _terminal("task-1", "succeeded")) == {"batchItemFailures": []}
     kept = crew.kept()
     assert list(kept) == ["results/crew/task-1/succeeded.json"]
     assert kept["results/crew/task-1/succeeded.json"]["payload"] == {"answer": 42}
@@ -91,21 +53,21 @@ def test_sink_keeps_success_under_a_key_found_from_the_id(crew: Crew) -> None:
 
 
 def test_sink_keeps_failures_and_forwards_them_to_sump(crew: Crew) -> None:
-    crew.run(_sink(), _terminal("task-2", "failed"))
+    crew.run(sink_actor(), _terminal("task-2", "failed"))
     assert list(crew.kept()) == ["results/crew/task-2/failed.json"]
     [forwarded] = crew.queue("x-sump")
     assert forwarded["id"] == "task-2"
 
 
 def test_redelivery_does_not_create_a_second_result(crew: Crew) -> None:
-    actor = _sink()
+    actor = sink_actor()
     crew.run(actor, _terminal("task-3", "succeeded"))
     crew.run(actor, _terminal("task-3", "succeeded"))
     assert list(crew.kept()) == ["results/crew/task-3/succeeded.json"]
 
 
 def test_sink_dispatches_hooks_by_phase_and_keeps_what_hooks_return(crew: Crew) -> None:
-    actor = _sink([("notify", frozenset({"failed"}))])
+    actor = sink_actor([("notify", frozenset({"failed"}))])
     crew.run(actor, _terminal("ok-1", "succeeded"), _terminal("bad-1", "failed"))
     [copy] = crew.queue("notify")
     assert copy["id"] == "bad-1"
@@ -120,7 +82,7 @@ def test_sink_dispatches_hooks_by_phase_and_keeps_what_hooks_return(crew: Crew) 
 
 
 def test_sink_sends_what_is_not_an_envelope_to_sump(crew: Crew) -> None:
-    assert crew.run(_sink(), "not json at all") == {"batchItemFailures": []}
+    assert crew.run(sink_actor(), "not json at all") == {"batchItemFailures": []}
     [forwarded] = crew.queue("x-sump")
     assert forwarded["status"]["reason"] == "ParseError"
 
@@ -135,7 +97,7 @@ def _sump_log(actor: CrewActor, monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
 def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, monkeypatch: pytest.MonkeyPatch) -> None:
     failure = _terminal("task-4", "failed")
     failure["status"]["reason"] = "RouteMismatch"
-    actor = _sump()
+    actor = sump_actor()
     output = _sump_log(actor, monkeypatch)
     crew.run(actor, failure)
     kept = crew.kept()["results/crew/task-4/sump.json"]
@@ -144,7 +106,7 @@ def test_sump_keeps_infra_errors_with_their_reason(crew: Crew, monkeypatch: pyte
 
 
 def test_sump_logs_each_arrival_under_its_own_envelope_id(crew: Crew, monkeypatch: pytest.MonkeyPatch) -> None:
-    actor = _sump()
+    actor = sump_actor()
     output = _sump_log(actor, monkeypatch)
     crew.run(actor, _terminal("task-5", "failed"), _terminal("task-6", "failed"))
     logs = [json.loads(line) for line in output.getvalue().splitlines() if "envelope reached x-sump" in line]
@@ -157,7 +119,7 @@ def test_sump_logs_each_arrival_under_its_own_envelope_id(crew: Crew, monkeypatc
 def test_sump_records_a_redriven_message_as_failed(crew: Crew) -> None:
     raw = {"id": "task-5", "route": {"prev": [], "curr": "score", "next": ["post"]}, "payload": {"n": 1}}
     arn = {"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:asya-crew-score"}
-    crew.run(_sump(), raw, attributes={**arn, "ApproximateReceiveCount": "1"})
+    crew.run(sump_actor(), raw, attributes={**arn, "ApproximateReceiveCount": "1"})
     status = crew.kept()["results/crew/task-5/sump.json"]["status"]
     assert status["phase"] == "failed"
     assert status["reason"] == "Redriven"
@@ -165,14 +127,14 @@ def test_sump_records_a_redriven_message_as_failed(crew: Crew) -> None:
 
 
 def test_sump_keeps_even_an_unparseable_body(crew: Crew) -> None:
-    crew.run(_sump(), "\x00garbage")
+    crew.run(sump_actor(), "\x00garbage")
     [(key, kept)] = crew.kept().items()
     assert key.startswith("results/crew/sqs-")
     assert kept["payload"]["original_payload"] == "\x00garbage"
 
 
 def test_a_failed_write_leaves_only_that_record_for_redelivery(crew: Crew) -> None:
-    actor = _sink()
+    actor = sink_actor()
     original = crew.s3.put_object
 
     def flaky_put(**kwargs: Any) -> Any:

@@ -20,18 +20,12 @@ from asya.task_store import TaskStore
 from asya_gateway import api
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
-from asya_local.functions.lambda_shapes import REGION, LambdaContext
+from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.tables import EVENTS, SUMP, TASKS, create_tables
+from tests.support.gateway_unit import UNIT_ENVIRONMENT
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
-UNIT_ENVIRONMENT = {
-    "AWS_DEFAULT_REGION": REGION,
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "POWERTOOLS_DEV": "false",
-    "POWERTOOLS_METRICS_DISABLED": "true",
-}
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

@@ -20,9 +20,9 @@ from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_local.functions.lambda_shapes import REGION
 from tests.support import hostile
+from tests.support.crew import BUCKET, Crew, sump_actor
+from tests.support.crew import NS as CREW_NS
 from tests.support.mesh import NS, QUEUES, Mesh
-from tests.unit.test_crew import BUCKET, Crew, _sump
-from tests.unit.test_crew import NS as CREW_NS
 
 
 @dataclass
@@ -84,7 +84,7 @@ def test_a_hostile_body_is_settled_at_the_first_delivery(stage: Stage, case: hos
 
 def _kept_by_sump(stage: Stage, body: str, document: dict[str, Any]) -> None:
     """x-sump, given what the actor sent it, keeps it in S3 under the envelope's id with its reason."""
-    assert stage.crew.run(_sump(), body) == {"batchItemFailures": []}
+    assert stage.crew.run(sump_actor(), body) == {"batchItemFailures": []}
     key = result_key(CREW_NS, document["id"], "sump")
     kept = stage.crew.kept()
     assert list(kept) == [key]
@@ -96,7 +96,7 @@ def test_x_sump_keeps_a_redriven_body_it_cannot_write_back_as_it_came(stage: Sta
     """SQS redrive brings bodies no actor settled: one nested 600 deep parses but cannot be re-written,
     so x-sump keeps the body raw, at the first delivery."""
     body = hostile.with_payload_text(hostile.nested(600))
-    assert stage.crew.run(_sump(), body) == {"batchItemFailures": []}
+    assert stage.crew.run(sump_actor(), body) == {"batchItemFailures": []}
     key = result_key(CREW_NS, "env-h", "sump")
     assert stage.crew.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == body.encode()
     stage.crew.s3.delete_object(Bucket=BUCKET, Key=key)

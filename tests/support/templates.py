@@ -1,0 +1,61 @@
+"""What the tests of the CDK app share: synthesizing a mesh (in process with cdk-nag, or as `cdk synth`
+runs the app), cfn-lint, and reading a template's resources and IAM statements."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from asya.names import mesh_prefix
+from asya_cdk.config import LoadedMesh
+from asya_cdk.stack import MeshStack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cfn_lint(template: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint on a synthesized template (W3005 is a known false positive on CDK's output)."""
+    command = [str(Path(sys.executable).parent / "cfn-lint"), "--ignore-checks", "W3005", "--", str(template)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def run_cdk_app(mesh: Path, outdir: Path) -> subprocess.CompletedProcess[str]:
+    """The CDK app as `cdk synth -c mesh=<mesh>` runs it."""
+    environment = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"mesh": str(mesh)}), "CDK_OUTDIR": str(outdir)}
+    command = [sys.executable, str(ROOT / "cdk" / "app.py")]
+    return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+
+
+def synthesize(mesh: LoadedMesh, outdir: Path) -> tuple[Template, dict[str, Any], Path]:
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    app = cdk.App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
+    stack = MeshStack(app, mesh_prefix(mesh.config.namespace), mesh=mesh)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises if cdk-nag finds anything not acknowledged with a reason
+    template = Template.from_stack(stack)
+    return template, dict(template.to_json()), outdir
+
+
+def resources(document: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {key: r["Properties"] for key, r in document["Resources"].items() if r["Type"] == kind}
+
+
+def role_statements(document: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    policies = [
+        p
+        for p in resources(document, "AWS::IAM::Policy").values()
+        if any(ref["Ref"].startswith(role_prefix) for ref in p["Roles"])
+    ]
+    return [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+
+
+def actions_of(statements: list[dict[str, Any]]) -> set[str]:
+    return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
