@@ -364,24 +364,10 @@ class TaskService:
         }
 
     def _page(self, status: str | None, where: TaskFilter, limit: int, start: dict[str, Any] | None) -> Any:
-        """One read of the listing: a scan (filtered by DynamoDB) or a query of the status index."""
-        arguments: dict[str, Any] = {"TableName": self.settings.tasks_table, "Limit": limit}
-        if start:
-            arguments["ExclusiveStartKey"] = start
+        """One read of the listing (`TaskStore.page`); a cursor DynamoDB cannot take is a 400."""
         client = self.tasks.client
         try:
-            if status is None:
-                return client.scan(**arguments, **where.scan_filter())
-            key = "#s = :status" + (" AND created_at >= :since" if where.since else "")
-            values = {":status": {"S": status}} | ({":since": {"S": where.since}} if where.since else {})
-            return client.query(
-                IndexName=names.BY_STATUS,
-                KeyConditionExpression=key,
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values,
-                ScanIndexForward=False,
-                **arguments,
-            )
+            return self.tasks.page(status, limit, start, since=where.since, filtered=where.scan_filter())
         except client.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ValidationException":
                 raise TaskError(400, "cursor is not one this API returned") from None

@@ -3,13 +3,14 @@ among them the one that ends a record (`_terminal`), which every way of ending s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from asya.clients import LazyClient
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, from_item, to_item
 from asya.envelope import rfc3339, utc_now
 from asya.fans import FanBuckets, is_fan_item
+from asya.names import BY_STATUS
 from asya.task_record import Rank
 
 if TYPE_CHECKING:
@@ -53,6 +54,36 @@ class TaskTable:
         A listing must not leave tasks out unnoticed: ids DynamoDB leaves unprocessed after the bounded
         retries raise `BatchIncompleteError` (the gateway answers 503, and the client asks again)."""
         return {item["id"]["S"]: from_item(item) for item in self._batch_get(task_ids, ConsistentRead=True)}
+
+    def page(
+        self,
+        status: str | None,
+        limit: int,
+        start: Mapping[str, Any] | None = None,
+        *,
+        since: str | None = None,
+        filtered: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """One read of a listing, as DynamoDB answers it (`Items`, `LastEvaluatedKey`, `ScannedCount`):
+        the tasks of one `status`, newest first, created `since` if given, from the status index, which
+        keeps their keys only (`get_many` reads the records; a hop's update then writes no index entry);
+        or, without a status, every record, whole, by a scan that DynamoDB narrows with `filtered` (a
+        filter expression with its names and values). `start`: where the previous read stopped."""
+        arguments: dict[str, Any] = {"TableName": self.table, "Limit": limit}
+        if start:
+            arguments["ExclusiveStartKey"] = start
+        if status is None:
+            return self.client.scan(**arguments, **(filtered or {}))
+        key = "#s = :status" + (" AND created_at >= :since" if since else "")
+        values = {":status": {"S": status}} | ({":since": {"S": since}} if since else {})
+        return self.client.query(
+            IndexName=BY_STATUS,
+            KeyConditionExpression=key,
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            **arguments,
+        )
 
     def _batch_get(self, task_ids: Iterable[str], **options: Any) -> list[dict[str, Any]]:
         keys = [{"id": {"S": task_id}} for task_id in sorted(set(task_ids))]
