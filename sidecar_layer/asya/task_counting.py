@@ -132,7 +132,7 @@ class BranchCounting(TaskTable):
             {f"n_{outcome}": seen.get(f"n_{outcome}", 0) + counted[outcome] for outcome in TERMINAL}
             | {"fans": seen.get("fans")}
         )
-        sets, values = self._terminal_sets(final, root_ending(seen, final))
+        sets, values, names = self._terminal_sets(final, root_ending(seen, final))
         if seen.get("own_outcome") is not None:  # how the root's own envelope ended, which results show
             values[":own_outcome"] = seen["own_outcome"]
             sets.append("own_outcome = :own_outcome")
@@ -154,7 +154,7 @@ class BranchCounting(TaskTable):
             f"SET {', '.join(sets)} ADD {adds} REMOVE open_shard",
             f"(attribute_not_exists(#r) OR #r < :terminal) AND {' AND '.join(as_seen)} AND {condition}",
             values,
-            names={"#s": "status", "#r": "rank"},
+            names=names,
         )
 
     @staticmethod

@@ -19,6 +19,7 @@ from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 from asya.task_counting import BranchCounting
 from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus
+from asya.task_table import STATUS_RANK, aliases
 
 HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
 
@@ -67,7 +68,7 @@ class TaskStore(BranchCounting):
             "SET " + ", ".join(sets),
             "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
             values,
-            names={"#s": "status", "#r": "rank", "#route": "route"},
+            names=aliases("route"),
         )
 
     def claim_hop(self, report: Report, position: int, held_until_ms: int) -> HopClaim:
@@ -93,7 +94,7 @@ class TaskStore(BranchCounting):
             " OR (hop_attempt = :attempt AND hop_held_until < :now_ms))))"
         )
         update = "SET " + ", ".join(sets)
-        arguments = self._update_arguments(report.task_id, update, condition, values, {"#s": "status", "#r": "rank"})
+        arguments = self._update_arguments(report.task_id, update, condition, values, aliases("route"))
         try:
             self.client.update_item(**arguments, ReturnValuesOnConditionCheckFailure="ALL_OLD")
         except self.client.exceptions.ConditionalCheckFailedException as exc:
@@ -181,7 +182,7 @@ class TaskStore(BranchCounting):
         self, task_id: str, sets: list[str], removed: str, condition: str, values: dict[str, Any]
     ) -> dict[str, Any] | None:
         """A pause or a resume: SET `sets` and REMOVE `removed` if `condition` holds; the task after."""
-        names = {"#s": "status", "#r": "rank"}
+        names = STATUS_RANK
         return self._update_returning(task_id, f"SET {', '.join(sets)} REMOVE {removed}", condition, values, names)
 
     def watch(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:
@@ -256,7 +257,7 @@ class TaskStore(BranchCounting):
 
     def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         """The common case, in one write: a task with no branches ends with its own envelope."""
-        sets, values = self._terminal_sets(outcome, details)
+        sets, values, names = self._terminal_sets(outcome, details)
         values[":me"] = {task_id}
         values[":me_id"] = task_id
         values[":one"] = 1
@@ -266,7 +267,7 @@ class TaskStore(BranchCounting):
             "(attribute_not_exists(#r) OR #r < :terminal) AND attribute_not_exists(branch_ids)"
             " AND attribute_not_exists(fans) AND NOT contains(done_ids, :me_id)",
             values,
-            names={"#s": "status", "#r": "rank"},
+            names=names,
         )
 
     def reopen(
@@ -282,7 +283,7 @@ class TaskStore(BranchCounting):
         now = rfc3339(utc_now())
         values: dict[str, Any] = {":running": TaskStatus.RUNNING, ":rank": int(Rank.RUNNING), ":now": now}
         running = "SET #s = :running, #r = :rank, updated_at = :now REMOVE expires_at"
-        names = {"#s": "status", "#r": "rank"}
+        names = STATUS_RANK
         if bucket is not None:  # the bucket first, as the root's ids below
             if self.fans.reopen(root_id, bucket, task_id, utc_now()):
                 self._update(root_id, running, "#s = :failed", values | {":failed": TaskStatus.FAILED}, names)
@@ -301,7 +302,7 @@ class TaskStore(BranchCounting):
             " deadline_at",
             "(#s = :failed OR #s = :running) AND (attribute_not_exists(redrives) OR redrives < :count)",
             values,
-            {"#s": "status", "#r": "rank"},
+            aliases("reason", "error", "result", "output"),
         ) or self.get(task_id)
 
     def cancel(self, task_id: str) -> dict[str, Any] | None:
@@ -331,18 +332,14 @@ class TaskStore(BranchCounting):
             for key in page.get("Items", []):
                 task_id = key["id"]["S"]
                 message = "the task's deadline passed before it finished (gateway backstop)"
-                if self._update(
-                    task_id,
-                    *self._expire_update(now, message),
-                    names={"#s": "status", "#r": "rank"},
-                ):
+                if self._update(task_id, *self._expire_update(now, message)):
                     expired.append(task_id)
                 if len(expired) >= limit:
                     return expired
         return expired
 
-    def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any]]:
-        sets, values = self._terminal_sets(
+    def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any], dict[str, str]]:
+        sets, values, names = self._terminal_sets(
             TaskStatus.FAILED, {"reason": Reason.TIMEOUT.value, "error": {"message": message}}
         )
         values[":deadline_now"] = rfc3339(now)
@@ -351,6 +348,7 @@ class TaskStore(BranchCounting):
             f"SET {', '.join(sets)} REMOVE open_shard",
             "#r < :paused_rank AND deadline_at < :deadline_now",
             values,
+            names,
         )
 
     def statuses(

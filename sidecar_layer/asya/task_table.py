@@ -16,7 +16,14 @@ from asya.task_record import Rank
 if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
+# A record's attributes whose names DynamoDB reserves: an expression names each through its alias.
 _RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
+STATUS_RANK = {"#s": "status", "#r": "rank"}  # the aliases every transition's expression uses
+
+
+def aliases(*attributes: str) -> dict[str, str]:
+    """`#<name>` for each of `attributes` (reserved words), with the status and rank aliases."""
+    return STATUS_RANK | {f"#{name}": name for name in attributes}
 
 
 class TaskTable:
@@ -90,16 +97,17 @@ class TaskTable:
         return batch_get(self.client, self.table, keys, backoff=self.backoff, **options)
 
     def _terminal(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
-        sets, values = self._terminal_sets(outcome, details)
+        sets, values, names = self._terminal_sets(outcome, details)
         return self._update(
             task_id,
             f"SET {', '.join(sets)} REMOVE open_shard",
             "attribute_not_exists(#r) OR #r < :terminal",
             values,
-            names={"#s": "status", "#r": "rank"},
+            names=names,
         )
 
-    def _terminal_sets(self, outcome: str, details: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def _terminal_sets(self, outcome: str, details: dict[str, Any]) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+        """What ends a record: the SET clauses, their values and the aliases they use."""
         now = utc_now()
         ttl = self.ttl_seconds if details.get("output") is None else max(self.ttl_seconds, self.output_ttl_seconds)
         values: dict[str, Any] = {
@@ -118,11 +126,13 @@ class TaskTable:
             "progress = :done",
             "phase = :status",
         ]
+        reserved = []
         for name, value in details.items():
             if value is not None:
                 values[f":{name}"] = value
                 sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
-        return sets, values
+                reserved += [name] if name in _RESERVED else []
+        return sets, values, aliases(*reserved)
 
     def _update(
         self,
@@ -154,8 +164,7 @@ class TaskTable:
     def _update_arguments(
         self, task_id: str, update: str, condition: str | None, values: dict[str, Any], names: dict[str, str]
     ) -> dict[str, Any]:
-        """One `UpdateItem` on a task record, the reserved attribute names its expression uses mapped."""
-        names = {**names, **{f"#{name}": name for name in _RESERVED if f"#{name}" in update}}
+        """One `UpdateItem` on a task record; `names`: the aliases its expressions use, each named."""
         arguments: dict[str, Any] = {
             "TableName": self.table,
             "Key": {"id": {"S": task_id}},
