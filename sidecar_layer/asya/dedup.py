@@ -15,7 +15,6 @@ function returns, while a hop completes only after the batch's grouped sends suc
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -85,22 +84,21 @@ class HopLedger:
         self._batch.clear()
         self._stored.clear()
 
-    def claim(
-        self,
-        key: dict[str, Any],
-        claimant: str,
-        remaining_ms: int | None,
-        on_record: Callable[[], HopClaim] | None = None,
-    ) -> HopClaim:
-        """Claim a hop for the record `claimant` (its SQS message id): once per batch, then with
-        `on_record` (a tracked envelope: the claim rides in its task record's status write, and
-        nothing is settled here) or in the idempotency table."""
+    def first_in_batch(self, key: dict[str, Any], claimant: str) -> bool:
+        """Whether the record `claimant` (its SQS message id) is the first of its batch on this hop; a
+        later one is a duplicate and shares the first one's fate (`claimant`)."""
         marker = tuple(key.values())
         if marker in self._batch:
-            return HopClaim(Claim.DUPLICATE)
+            return False
         self._batch[marker] = claimant
-        if on_record is not None:
-            return on_record()
+        return True
+
+    def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> HopClaim:
+        """Claim a hop for the record `claimant`: once per batch, then in the idempotency table if the
+        function keeps one. (A tracked envelope's hop is claimed in its task record instead, by the
+        hop's status write: `StatusReporter.claim`, after `first_in_batch`.)"""
+        if not self.first_in_batch(key, claimant):
+            return HopClaim(Claim.DUPLICATE)
         if self._store is None:
             return HopClaim(Claim.NEW)
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
@@ -114,7 +112,7 @@ class HopLedger:
                 return HopClaim(Claim.DUPLICATE)
             expiry = record.in_progress_expiry_timestamp if record is not None else None
             return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
-        self._stored.add(marker)
+        self._stored.add(tuple(key.values()))
         return HopClaim(Claim.NEW)
 
     def claimant(self, key: dict[str, Any]) -> str | None:

@@ -195,7 +195,7 @@ class HopRunner:
         key = Hop.of(envelope).key()
         if self.reporter is not None:
             self.reporter.point(envelope, actor, "received")
-        found = self.ledger.claim(key, plan.message_id, remaining_ms, self._on_record(envelope, remaining_ms))
+        found = self._claim(envelope, key, plan.message_id, remaining_ms)
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
             return HopOutcome(found.halted)
@@ -286,12 +286,17 @@ class HopRunner:
         plan.outbound.extend(outputs)
         return HopOutcome.FORWARDED
 
-    def _on_record(self, envelope: Envelope, remaining_ms: int | None) -> Callable[[], HopClaim] | None:
-        """A tracked envelope's hop is claimed in its task record (the status write it makes anyway)."""
+    def _claim(self, envelope: Envelope, key: dict[str, Any], message_id: str, remaining_ms: int | None) -> HopClaim:
+        """Claim the hop before its handler runs. A tracked envelope's hop is claimed in its task record,
+        by the one status write the hop makes (docs/status.md, "One write per hop"); any other in the
+        ledger's idempotency table, if the function keeps one. A second record of the same hop in
+        one batch is a duplicate either way."""
         reporter = self.reporter
         if reporter is None or stealthy(envelope.headers):
-            return None
-        return lambda: reporter.claim(envelope, self.config.actor, remaining_ms)
+            return self.ledger.claim(key, message_id, remaining_ms)
+        if not self.ledger.first_in_batch(key, message_id):
+            return HopClaim(Claim.DUPLICATE)
+        return reporter.claim(envelope, self.config.actor, remaining_ms)
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""
