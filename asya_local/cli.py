@@ -62,9 +62,9 @@ from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.live_view import LiveView
 from asya_local.results import KeptResults
-from asya_local.roles import LOCAL_CREDENTIALS
+from asya_local.roles import LOCAL_CREDENTIALS, local_client
 from asya_local.smoke import SmokeError
-from asya_local.stack import LocalStack, free_port, local_client, queue_depths
+from asya_local.stack import LocalStack, free_port, queue_depths
 from asya_local.sump_cli import SumpCommandError
 from asya_local.worklog import WorkerLog
 

@@ -15,8 +15,12 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
+import boto3
+from botocore.config import Config
+
 from asya import variables
 from asya_local.endpoint.moto_iam import trusted_services
+from asya_local.functions.lambda_shapes import REGION
 
 LAMBDA = "lambda.amazonaws.com"
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
@@ -49,3 +53,18 @@ def role_environment(client: Any, role_arn: str, service: str, session: str) -> 
         "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
         "AWS_SESSION_TOKEN": credentials["SessionToken"],
     }
+
+
+def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
+    """A boto3 client for the local endpoint and region, with the administrator's credentials or the
+    given ones (a role session's three variables)."""
+    given = credentials or LOCAL_CREDENTIALS
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=given["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=given["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=given.get("AWS_SESSION_TOKEN"),
+        config=Config(retries={"mode": "standard", "max_attempts": 5}),
+    )

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, state: dict[str, str] | None, console: Console
     write_value(file, args.name, value)
     console.print(f"{args.name}: written to {file}", highlight=False)
     if state is not None and Path(state.get("config", "")) == args.config.resolve():
-        from asya_local.stack import local_client
+        from asya_local.roles import local_client
 
         endpoint = state["endpoint"]
         store_secret(local_client("secretsmanager", endpoint), local_client("ssm", endpoint), references[0], value)

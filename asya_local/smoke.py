@@ -37,7 +37,7 @@ from rich.text import Text
 from asya.live import STATUS
 from asya.results import result_prefix
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, IamAuth
-from asya_local.stack import local_client
+from asya_local.roles import local_client
 
 DEFAULT_TIMEOUT_SECONDS = 900.0  # a Spark flow on AWS: an EMR Serverless job per Spark actor, minutes each
 POLL_SECONDS = 1.0

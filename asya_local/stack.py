@@ -41,9 +41,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import boto3
-from botocore.config import Config
-
 from asya import variables
 from asya.names import resource_name
 from asya_cdk.config import LoadedMesh, MeshConfigError
@@ -69,7 +66,7 @@ from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.results import KeptResults
-from asya_local.roles import LAMBDA, LOCAL_CREDENTIALS, role_environment
+from asya_local.roles import LAMBDA, local_client, role_environment
 from asya_local.runtime import LocalPythons
 
 # The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
@@ -104,21 +101,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
-    """A boto3 client for the local endpoint and region, with the administrator's credentials or the
-    given ones (a role session's three variables)."""
-    given = credentials or LOCAL_CREDENTIALS
-    return boto3.client(
-        service,  # type: ignore[call-overload]
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id=given["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=given["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=given.get("AWS_SESSION_TOKEN"),
-        config=Config(retries={"mode": "standard", "max_attempts": 5}),
-    )
 
 
 def _queue_urls(sqs: Any, namespace: str) -> list[str]:

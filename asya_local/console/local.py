@@ -15,7 +15,8 @@ from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalStack, local_client
+from asya_local.roles import local_client
+from asya_local.stack import LocalStack
 from asya_local.worklog import follow
 
 LOCAL_REFRESH_SECONDS = 1.0

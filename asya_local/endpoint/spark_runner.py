@@ -31,7 +31,7 @@ from moto.core.utils import utcnow
 from moto.emrserverless.models import JobRun
 
 from asya_local.endpoint.moto_emr import apply_emr_fix
-from asya_local.roles import EMR_SERVERLESS, role_environment
+from asya_local.roles import EMR_SERVERLESS, local_client, role_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "spark_emr" / "entry.py"
@@ -106,7 +106,7 @@ class LocalSparkRunner:
         credentials = role_environment(
             self._admin_client, job_run.execution_role_arn, EMR_SERVERLESS, f"job-run-{job_run.id}"
         )
-        s3 = _client("s3", self.endpoint, credentials)
+        s3 = local_client("s3", self.endpoint, credentials)
         with tempfile.TemporaryDirectory(prefix="asya-spark-") as folder:
             work = Path(folder)
             input_at = arguments.index("--input") + 1
@@ -149,7 +149,7 @@ class LocalSparkRunner:
         self._end(job_run, "SUCCESS", "", started)
 
     def _admin_client(self, service: str) -> Any:
-        return _client(service, self.endpoint)
+        return local_client(service, self.endpoint)
 
     def _code_for(self, submit_parameters: str) -> list[Path]:
         """The actor folders behind the run's `--py-files` assets."""
@@ -184,13 +184,6 @@ def _failure(tail: deque[str], code: int) -> str:
         if "Error" in line or "Exception" in line:
             return line.strip()[:1000]
     return f"the job exited with code {code}"
-
-
-def _client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
-    """The administrator's client, or one with a role session's `credentials`."""
-    from asya_local.stack import local_client
-
-    return local_client(service, endpoint, credentials)
 
 
 _runner: LocalSparkRunner | None = None

@@ -95,7 +95,7 @@ def test_a_presigned_link_works_until_it_expires(endpoint: LocalEndpoint) -> Non
     import httpx2
     from botocore.config import Config
 
-    from asya_local.stack import local_client
+    from asya_local.roles import local_client
 
     s3 = local_client("s3", endpoint.url)
     s3.create_bucket(Bucket="iiam-presigned")

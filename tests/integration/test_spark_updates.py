@@ -9,7 +9,8 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from asya_local.stack import LocalEndpoint, local_client
+from asya_local.roles import local_client
+from asya_local.stack import LocalEndpoint
 from asya_spark.stopper import stop_for_update
 
 pytestmark = pytest.mark.integration

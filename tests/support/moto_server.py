@@ -11,7 +11,8 @@ from typing import Any
 
 from moto.server import ThreadedMotoServer
 
-from asya_local.stack import free_port, local_client
+from asya_local.roles import local_client
+from asya_local.stack import free_port
 
 
 @contextmanager

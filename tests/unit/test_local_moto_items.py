@@ -12,7 +12,7 @@ import pytest
 from moto.dynamodb.responses import DynamoHandler
 
 from asya_local.endpoint import moto_items
-from asya_local.stack import local_client
+from asya_local.roles import local_client
 from tests.support.moto_server import create_id_table, moto_server
 
 ITEM = {

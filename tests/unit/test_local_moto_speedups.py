@@ -18,7 +18,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from asya_local.endpoint import moto_expressions
 from asya_local.endpoint.moto_expressions import apply_expression_speedups
 from asya_local.endpoint.moto_streams import apply_stream_fix
-from asya_local.stack import local_client
+from asya_local.roles import local_client
 from tests.support.moto_server import fresh_table, moto_server
 
 CLAIM = "SET hop_position = :position, actor = :actor, hops = list_append(if_not_exists(hops, :none), :hop)"

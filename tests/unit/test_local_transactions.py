@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from asya_local.endpoint.moto_streams import apply_stream_fix
 from asya_local.endpoint.moto_transactions import apply_transaction_fix
-from asya_local.stack import local_client
+from asya_local.roles import local_client
 from tests.support.moto_server import fresh_table, moto_server
 
 
