@@ -60,7 +60,7 @@ from asya_cdk.needs import (
     layer_arn_problem,
     s3_location,
 )
-from asya_cdk.plan import check_stacks
+from asya_cdk.plan import StackPlanError, plan_stacks
 from asya_cdk.rules import mesh_problems
 
 NAME = ACTOR_NAME
@@ -558,7 +558,10 @@ def load_mesh(path: str | Path) -> LoadedMesh:
     problems = mesh_problems(mesh)
     if problems:
         raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
-    check_stacks(config, file)  # a mesh too large even for nested stacks is refused here, not at deploy
+    try:
+        plan_stacks(config)  # a mesh too large even for nested stacks is refused here, not at deploy
+    except StackPlanError as exc:
+        raise MeshConfigError(f"{file}: {exc}") from None
     return mesh
 
 

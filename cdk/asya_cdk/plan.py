@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya.names import mesh_prefix
@@ -173,13 +172,3 @@ def _actor_bytes(settings: ActorConfig) -> int:
     times as its functions and job carry them."""
     own = len(json.dumps(settings.environment)) + len(settings.resiliency.model_dump_json(exclude_defaults=True))
     return ACTOR_BYTES[settings.runtime] + ENVIRONMENT_COPIES[settings.runtime] * own
-
-
-def check_stacks(config: MeshConfig, file: Path) -> StackPlan:
-    """`plan_stacks` at mesh load: a mesh that cannot be deployed is refused naming its file."""
-    from asya_cdk.config import MeshConfigError
-
-    try:
-        return plan_stacks(config)
-    except StackPlanError as exc:
-        raise MeshConfigError(f"{file}: {exc}") from None
