@@ -13,7 +13,7 @@ MESH ?= examples/catalogue/mesh.yaml
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo up test lint typecheck unit integration synth bench chaos screenshots clean
+.PHONY: install demo up test lint typecheck unit integration synth bench chaos conformance screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ bench: install
 	$(BIN)/python -m bench.claim_check
 	$(BIN)/python -m bench.local_start
 	$(BIN)/python -m bench.wide_fan
+
+# the local-stack tests against an endpoint with moto's fidelity patches alone (asya_local/endpoint/patches.py):
+# what to run first when moto is upgraded
+conformance: install
+	ASYA_LOCAL_SPEED_PATCHES=off $(BIN)/pytest -q tests/integration/test_local_mesh.py tests/integration/test_gateway.py tests/integration/test_local_iam.py
 
 # 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault; prints counts,
 # fails unless nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -108,15 +109,9 @@ def main() -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
-    from asya_local.endpoint.moto_dispatch import apply_dispatch_cache
-    from asya_local.endpoint.moto_dynamodb import apply_dynamodb_lock
-    from asya_local.endpoint.moto_expressions import apply_expression_speedups
-    from asya_local.endpoint.moto_iam import apply_iam_fix, enforce
-    from asya_local.endpoint.moto_items import apply_item_answers
-    from asya_local.endpoint.moto_sqs import apply_depth_fix
-    from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
-    from asya_local.endpoint.moto_streams import apply_stream_fix
-    from asya_local.endpoint.moto_transactions import apply_transaction_fix
+    from asya import variables
+    from asya_local.endpoint.moto_iam import enforce
+    from asya_local.endpoint.patches import apply_patches
     from asya_local.endpoint.spark_runner import local_spark_runner
     from asya_local.functions.lambda_shapes import ACCOUNT
     from asya_local.roles import LOCAL_CREDENTIALS, iam_enforced
@@ -125,15 +120,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     logging.getLogger("moto").setLevel(logging.ERROR)
-    apply_dispatch_cache()
-    apply_depth_fix()
-    apply_body_fix()
-    apply_stream_fix()
-    apply_dynamodb_lock()
-    apply_expression_speedups()
-    apply_item_answers()
-    apply_transaction_fix()
-    apply_iam_fix()
+    apply_patches(speed=variables.LOCAL_SPEED_PATCHES.read(os.environ))
     if iam_enforced():
         enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
     spark = local_spark_runner(url, _say)

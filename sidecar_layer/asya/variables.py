@@ -431,6 +431,14 @@ LOCAL_IAM = Variable(
     _flag,
     "`on`",
 )
+LOCAL_SPEED_PATCHES = Variable(
+    "ASYA_LOCAL_SPEED_PATCHES",
+    _LOCAL,
+    "`off` starts the local endpoint with moto's fidelity patches alone (`make conformance`: judging a new moto)",
+    True,
+    _flag,
+    "`on`",
+)
 LOCAL_BACKSTOP_SECONDS = Variable(
     "ASYA_LOCAL_BACKSTOP_SECONDS",
     _LOCAL,
@@ -492,6 +500,7 @@ ALL: tuple[Variable[Any], ...] = (
     SPARK_JOB_VARIABLES,
     SPARK_JOB_TIMEOUT_MINUTES,
     LOCAL_IAM,
+    LOCAL_SPEED_PATCHES,
     LOCAL_BACKSTOP_SECONDS,
     CACHE,
 )

@@ -1,0 +1,64 @@
+"""Every change the local endpoint makes to moto, in one list: what each is for, the moto version it
+was written against, and the test that proves it (docs/local-stack.md).
+
+A **fidelity** patch makes moto answer as AWS does where the mesh depends on it (a refusal AWS makes,
+a stream a poller can read, one DynamoDB request at a time, IAM, EMR Serverless jobs that run).
+A **speed** patch makes moto answer the same, faster. `ASYA_LOCAL_SPEED_PATCHES=off` starts the endpoint
+with the fidelity patches alone, so `make conformance` can tell whether a new moto still behaves as the
+mesh needs without them: the first thing to run when `MOTO_VERSION` no longer matches the installed
+moto (`tests/unit/test_local_patches.py` says so).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from enum import StrEnum
+
+MOTO_VERSION = "5.2.5"  # every patch below was written against this moto, and checked with it
+
+
+class Purpose(StrEnum):
+    FIDELITY = "fidelity"
+    SPEED = "speed"
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    module: str  # under asya_local.endpoint
+    function: str  # what applies it, with no argument (but `applied_by` says otherwise)
+    purpose: Purpose
+    proof: str  # the test that fails without it (speed: that the answers stay the same)
+    applied_by: str = ""  # for a patch that needs more than the endpoint's start: who applies it
+
+    def apply(self) -> None:
+        getattr(importlib.import_module(f"asya_local.endpoint.{self.module}"), self.function)()
+
+
+PATCHES = (
+    Patch("moto_dispatch", "apply_dispatch_cache", Purpose.SPEED, "tests/integration/test_local_mesh.py"),
+    Patch("moto_sqs", "apply_depth_fix", Purpose.SPEED, "tests/integration/test_sqs_conformance.py"),
+    Patch("moto_sqs_bodies", "apply_body_fix", Purpose.FIDELITY, "tests/unit/test_local_sqs_bodies.py"),
+    Patch("moto_streams", "apply_stream_fix", Purpose.FIDELITY, "tests/unit/test_local_stream_poller.py"),
+    Patch("moto_dynamodb", "apply_dynamodb_lock", Purpose.FIDELITY, "tests/unit/test_local_dynamodb_lock.py"),
+    Patch("moto_expressions", "apply_expression_speedups", Purpose.SPEED, "tests/unit/test_local_moto_speedups.py"),
+    Patch("moto_items", "apply_item_answers", Purpose.SPEED, "tests/unit/test_local_moto_items.py"),
+    Patch("moto_transactions", "apply_transaction_fix", Purpose.SPEED, "tests/unit/test_local_transactions.py"),
+    Patch("moto_iam", "apply_iam_fix", Purpose.FIDELITY, "tests/unit/test_local_iam.py"),
+    Patch(
+        "moto_emr",
+        "apply_emr_fix",
+        Purpose.FIDELITY,
+        "tests/unit/test_spark_batches.py",
+        applied_by="asya_local.endpoint.spark_runner.local_spark_runner, with the runner that runs the jobs",
+    ),
+)
+
+
+def apply_patches(*, speed: bool) -> list[Patch]:
+    """Apply, in the list's order, every patch the endpoint applies at its start (the speed ones only
+    if `speed`); returns those applied."""
+    chosen = [patch for patch in PATCHES if not patch.applied_by and (speed or patch.purpose is Purpose.FIDELITY)]
+    for patch in chosen:
+        patch.apply()
+    return chosen
