@@ -140,7 +140,7 @@ class Collector:
 
     def _send(self, routed: list[Routed]) -> None:
         parts = self.parts
-        registered = parts.reporter.before_send(_hops(routed)) if parts.reporter is not None else Registered()
+        registered = parts.reporter.write_before_send(_hops(routed)) if parts.reporter is not None else Registered()
         if registered.unregistered:
             raise RuntimeError(f"fan-out branches of {len(registered.unregistered)} record(s) could not be registered")
         claims = parts.claims

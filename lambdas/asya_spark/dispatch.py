@@ -101,7 +101,7 @@ class Dispatcher:
             start(parts, batch)
             if parts.reporter is not None:
                 for envelope in waiting:
-                    parts.reporter.processing(envelope, parts.settings.actor, started=True)
+                    parts.reporter.write_processing(envelope, parts.settings.actor, started=True)
         return batch
 
     def _whole(self, body: str) -> str:

@@ -96,7 +96,7 @@ class HopLedger:
     def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> HopClaim:
         """Claim a hop for the record `claimant`: once per batch, then in the idempotency table if the
         function keeps one. (A tracked envelope's hop is claimed in its task record instead, by the
-        hop's status write: `StatusReporter.claim`, after `first_in_batch`.)"""
+        hop's status write: `StatusReporter.claim_hop`, after `first_in_batch`.)"""
         if not self.first_in_batch(key, claimant):
             return HopClaim(Claim.DUPLICATE)
         if self._store is None:

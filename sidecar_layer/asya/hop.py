@@ -194,7 +194,7 @@ class HopRunner:
             return HopOutcome.REDELIVERED
         key = Hop.of(envelope).key()
         if self.reporter is not None:
-            self.reporter.point(envelope, actor, "received")
+            self.reporter.write_received(envelope, actor)
         found = self._claim(envelope, key, plan.message_id, remaining_ms)
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
@@ -296,7 +296,7 @@ class HopRunner:
             return self.ledger.claim(key, message_id, remaining_ms)
         if not self.ledger.first_in_batch(key, message_id):
             return HopClaim(Claim.DUPLICATE)
-        return reporter.claim(envelope, self.config.actor, remaining_ms)
+        return reporter.claim_hop(envelope, self.config.actor, remaining_ms)
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""
@@ -317,7 +317,7 @@ class HopRunner:
     def _on_fly(self, envelope: Envelope, event: Any) -> None:
         self.telemetry.logger.debug("fly event", extra={"fly": event})
         if self.reporter is not None:
-            self.reporter.fly(envelope, event)
+            self.reporter.send_fly(envelope, event)
 
     def _finish(
         self, plan: HopPlan, envelope: Envelope | None, outcome: HopOutcome, started: float, body: str

@@ -1,7 +1,7 @@
 """What the sidecar tells the status gateway about each hop (docs/status.md), at the least cost.
 
 Per SQS batch: one `BatchGetItem` for the pre-flight check (is any task canceled or paused?). Per hop,
-by default one status write, made before the handler: the hop's claim (`claim`, `TaskStore.claim_hop`),
+by default one status write, made before the handler: the hop's claim (`claim_hop`, through `TaskStore.claim_hop`),
 which reports the task `processing` at this actor and keeps a redelivery from running the hop again.
 After the handler, nothing more for an output going on to an actor (its own hop's claim reports it);
 a retry is reported `retrying`; x-sink and x-sump write the final status; fan-out children are
@@ -89,12 +89,12 @@ class StatusReporter:
             self._failed("pre-flight check", exc)
             return {}
 
-    def point(self, envelope: Envelope, actor: str, phase: str) -> None:
-        """The *received* point, written only when every point is asked for."""
+    def write_received(self, envelope: Envelope, actor: str) -> None:
+        """The *received* point, before the claim, written only when every point is asked for."""
         if self.every_point:
-            self.processing(envelope, actor, phase)
+            self.write_processing(envelope, actor, "received")
 
-    def claim(self, envelope: Envelope, actor: str, remaining_ms: int | None) -> HopClaim:
+    def claim_hop(self, envelope: Envelope, actor: str, remaining_ms: int | None) -> HopClaim:
         """Claim the hop in the task record and report it `processing` at `actor`, in one write. The
         claim holds until this invocation ends (`remaining_ms`; unknown outside Lambda: Lambda's
         longest timeout). A write that fails raises: the record is redelivered rather than run
@@ -105,7 +105,9 @@ class StatusReporter:
         self.telemetry.count("StatusWrites")
         return found
 
-    def processing(self, envelope: Envelope, actor: str, phase: str = "processing", *, started: bool = False) -> None:
+    def write_processing(
+        self, envelope: Envelope, actor: str, phase: str = "processing", *, started: bool = False
+    ) -> None:
         """A point written whatever the setting: for work that waits outside any queue for long (a
         Spark batch while its job runs), so that its task says where it is. `started`: the hop starts
         with it (no claim of its own), so the task's hop history gets it, in the same write."""
@@ -124,7 +126,7 @@ class StatusReporter:
             bucket=bucket_of(envelope.headers),
         )
 
-    def fly(self, envelope: Envelope, event: Any) -> None:
+    def send_fly(self, envelope: Envelope, event: Any) -> None:
         """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status.
         FLY is ephemeral (docs/actors.md): an event the log cannot take after its bounded retries is logged
         and counted (`StatusErrors`), and the hop goes on."""
@@ -138,7 +140,7 @@ class StatusReporter:
         except Exception as exc:  # noqa: BLE001 - live events are best effort
             self._failed("fly event", exc)
 
-    def before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> Registered:
+    def write_before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> Registered:
         """Register each hop's branches and write its status from its outputs' decisions (one list per
         input record)."""
         registered = Registered()

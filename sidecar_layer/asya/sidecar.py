@@ -89,7 +89,9 @@ class Sidecar:
                 return self._return_all(records)
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
             registered = (
-                self.reporter.before_send((plan.message_id, [out.decision for out in plan.outbound]) for plan in plans)
+                self.reporter.write_before_send(
+                    (plan.message_id, [out.decision for out in plan.outbound]) for plan in plans
+                )
                 if self.reporter is not None
                 else Registered()
             )

@@ -217,7 +217,7 @@ def test_the_event_log_raises_with_the_events_it_could_not_append_instead_of_dro
 def test_a_fly_event_the_log_cannot_take_is_logged_and_the_hop_goes_on(dynamodb: Any) -> None:
     log = EventLog(EVENTS, client=cast(Any, Throttled(dynamodb, keep=0)), backoff=fast())
     reporter = StatusReporter(TaskStore(TASKS, client=dynamodb), log, telemetry := RecordingTelemetry())
-    reporter.fly(Envelope.model_validate(envelope()), {"partial": "hel"})  # returns: the hop is not failed
+    reporter.send_fly(Envelope.model_validate(envelope()), {"partial": "hel"})  # returns: the hop is not failed
     assert [message for message, _ in telemetry.failures] == ["fly event failed"]
     assert ("StatusErrors", "") in telemetry.counted
 
