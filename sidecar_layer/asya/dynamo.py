@@ -199,6 +199,30 @@ def scan_filter(compared: Iterable[tuple[str, str, str | None]], absent: Iterabl
     return found
 
 
+def update_arguments(
+    table: str,
+    key: str,
+    update: str,
+    values: Mapping[str, Any],
+    *,
+    condition: str | None = None,
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One update of the item whose `id` is `key`, as `UpdateItem` takes it and as a transaction's
+    `Update` action holds it; `names`: the aliases its expressions use."""
+    arguments: dict[str, Any] = {
+        "TableName": table,
+        "Key": {"id": {"S": key}},
+        "UpdateExpression": update,
+        "ExpressionAttributeValues": to_item(values),
+    }
+    if condition:
+        arguments["ConditionExpression"] = condition
+    if names:
+        arguments["ExpressionAttributeNames"] = dict(names)
+    return arguments
+
+
 # -- DynamoDB's typed JSON, both ways (boto3's TypeSerializer wants Decimals and rejects floats) --------
 
 

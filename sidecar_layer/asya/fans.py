@@ -26,13 +26,14 @@ its bucket), set by the sidecar after registering (`with_bucket`), and in its re
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from asya.dynamo import from_item, to_item, transact
+from asya.dynamo import from_item, transact, update_arguments
 from asya.headers import FAN_HEADER
 
 if TYPE_CHECKING:
@@ -144,6 +145,17 @@ def widest_fan(seconds: float) -> int:
     return max(INLINE_BRANCHES, int(seconds / SECONDS_PER_BRANCH))
 
 
+def member_terms(members: Mapping[str, str], values: dict[str, Any]) -> tuple[str, str]:
+    """How a record (a root, or a bucket) counts branch endings (`{branch: outcome}`) once: the ADD
+    clause that counts them by outcome, and the condition that none is counted yet; fills `values`."""
+    values[":ms"] = set(members)
+    by_outcome = Counter(members.values())
+    values |= {f":n_{outcome}": n for outcome, n in by_outcome.items()}
+    values |= {f":m{i}": member for i, member in enumerate(sorted(members))}
+    adds = ", ".join(["done_ids :ms", *(f"n_{outcome} :n_{outcome}" for outcome in sorted(by_outcome))])
+    return adds, " AND ".join(f"NOT contains(done_ids, :m{i})" for i in range(len(members)))
+
+
 def assign(branch_ids: Iterable[str]) -> dict[str, str]:
     """Each branch's bucket, in the order given: consecutive runs of `BUCKET_BRANCHES`, each named by
     its first id. The same ids in the same order (a hop run again) land in the same buckets."""
@@ -206,20 +218,12 @@ class FanBuckets:
     def count(self, bucket: str, members: Mapping[str, str]) -> Bucket | None:
         """Count branch endings (`{branch: outcome}`) in their bucket at once; the bucket as the write
         left it, or None if one of them was counted before, or the bucket was never opened."""
-        values: dict[str, Any] = {":ms": set(members)}
-        adds = ["done_ids :ms"]
-        for outcome in OUTCOMES:
-            n = sum(1 for ended in members.values() if ended == outcome)
-            if n:
-                values[f":n_{outcome}"] = n
-                adds.append(f"n_{outcome} :n_{outcome}")
-        values |= {f":m{i}": member for i, member in enumerate(sorted(members))}
-        condition = " AND ".join(
-            ["attribute_exists(branch_ids)", *(f"NOT contains(done_ids, :m{i})" for i in range(len(members)))]
-        )
+        values: dict[str, Any] = {}
+        adds, uncounted = member_terms(members, values)
+        condition = f"attribute_exists(branch_ids) AND {uncounted}"
         try:
             response = self.client.update_item(
-                **self._update(bucket_key(bucket), f"ADD {', '.join(adds)}", values, condition),
+                **self._update(bucket_key(bucket), f"ADD {adds}", values, condition),
                 ReturnValues="ALL_NEW",
             )
         except self.client.exceptions.ConditionalCheckFailedException:
@@ -300,10 +304,6 @@ class FanBuckets:
             update += " REMOVE expires_at"
         return self._update(counter_key(root_id), update, values, "attribute_exists(id)", names={"#open": "open"})
 
-    def _get(self, key: str) -> dict[str, Any] | None:
-        response = self.client.get_item(TableName=self.table, Key={"id": {"S": key}}, ConsistentRead=True)
-        return from_item(response["Item"]) if "Item" in response else None
-
     def _update(
         self,
         key: str,
@@ -312,18 +312,11 @@ class FanBuckets:
         condition: str | None = None,
         names: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """An update, as `UpdateItem` takes it and as a transaction's `Update` action holds it."""
-        arguments: dict[str, Any] = {
-            "TableName": self.table,
-            "Key": {"id": {"S": key}},
-            "UpdateExpression": update,
-            "ExpressionAttributeValues": to_item(dict(values)),
-        }
-        if condition:
-            arguments["ConditionExpression"] = condition
-        if names:
-            arguments["ExpressionAttributeNames"] = dict(names)
-        return arguments
+        return update_arguments(self.table, key, update, values, condition=condition, names=names)
+
+    def _get(self, key: str) -> dict[str, Any] | None:
+        response = self.client.get_item(TableName=self.table, Key={"id": {"S": key}}, ConsistentRead=True)
+        return from_item(response["Item"]) if "Item" in response else None
 
 
 def _action(update: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from asya.envelope import rfc3339, utc_now
-from asya.fans import INLINE_BRANCHES, FanCounts, assign
+from asya.fans import INLINE_BRANCHES, FanCounts, assign, member_terms
 from asya.task_record import TERMINAL, Rank, root_ending, root_outcome
 from asya.task_table import TaskTable
 
@@ -136,7 +136,7 @@ class BranchCounting(TaskTable):
         if seen.get("own_outcome") is not None:  # how the root's own envelope ended, which results show
             values[":own_outcome"] = seen["own_outcome"]
             sets.append("own_outcome = :own_outcome")
-        adds, condition = self._member_terms(members, values)
+        adds, condition = member_terms(members, values)
         as_seen = []
         for name, seen_set in (("done_ids", done), ("branch_ids", branches)):
             if seen_set:
@@ -157,16 +157,6 @@ class BranchCounting(TaskTable):
             names=names,
         )
 
-    @staticmethod
-    def _member_terms(members: Mapping[str, str], values: dict[str, Any]) -> tuple[str, str]:
-        """The ADD clause that counts `members` by outcome, and the condition that none is counted yet."""
-        values[":ms"] = set(members)
-        by_outcome = Counter(members.values())
-        values |= {f":n_{outcome}": n for outcome, n in by_outcome.items()}
-        values |= {f":m{i}": member for i, member in enumerate(sorted(members))}
-        adds = ", ".join(["done_ids :ms", *(f"n_{outcome} :n_{outcome}" for outcome in sorted(by_outcome))])
-        return adds, " AND ".join(f"NOT contains(done_ids, :m{i})" for i in range(len(members)))
-
     def _close_branch(self, root_id: str, members: Mapping[str, str], own: dict[str, Any]) -> dict[str, Any] | None:
         """Count `members` (`{member: outcome}`) on the root once, and end the root when they were the
         last; returns the root as the count left it, or None if a member had been counted before (then
@@ -177,7 +167,7 @@ class BranchCounting(TaskTable):
             if value is not None and name in _OWN:
                 values[f":{name}"] = value
                 sets.append(f"own_{name} = :{name}")
-        adds, condition = self._member_terms(members, values)
+        adds, condition = member_terms(members, values)
         counted = self._update_returning(root_id, f"ADD {adds} SET {', '.join(sets)}", condition, values, {})
         if counted is None and len(members) > 1:  # a redelivery among them: count the others
             for member, outcome in members.items():

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from asya.clients import LazyClient
-from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, from_item, to_item
+from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, from_item, update_arguments
 from asya.envelope import rfc3339, utc_now
 from asya.fans import FanBuckets, is_fan_item
 from asya.names import BY_STATUS
@@ -165,17 +165,7 @@ class TaskTable:
         self, task_id: str, update: str, condition: str | None, values: dict[str, Any], names: dict[str, str]
     ) -> dict[str, Any]:
         """One `UpdateItem` on a task record; `names`: the aliases its expressions use, each named."""
-        arguments: dict[str, Any] = {
-            "TableName": self.table,
-            "Key": {"id": {"S": task_id}},
-            "UpdateExpression": update,
-            "ExpressionAttributeValues": to_item(values),
-        }
-        if condition:
-            arguments["ConditionExpression"] = condition
-        if names:
-            arguments["ExpressionAttributeNames"] = names
-        return arguments
+        return update_arguments(self.table, task_id, update, values, condition=condition, names=names)
 
     def _write(self, call: Any, **arguments: Any) -> bool:
         try:
