@@ -33,7 +33,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from asya.batch import BatchHops, Routed, raising
 from asya.envelope import parse_envelope, utc_now
 from asya.outcomes import BatchOutcome
-from asya.reporting import Registered
 from asya.routing import Decision, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
 from asya_spark.dispatch import start
@@ -140,7 +139,7 @@ class Collector:
 
     def _send(self, routed: list[Routed]) -> None:
         parts = self.parts
-        registered = parts.reporter.write_before_send(_hops(routed)) if parts.reporter is not None else Registered()
+        registered = parts.reporter.write_before_send(_hops(routed))
         if registered.unregistered:
             raise RuntimeError(f"fan-out branches of {len(registered.unregistered)} record(s) could not be registered")
         claims = parts.claims

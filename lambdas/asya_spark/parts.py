@@ -8,9 +8,7 @@ from typing import TypeVar
 
 from asya.claims import Claims
 from asya.entry import Handles, LambdaEntry
-from asya.live import EventLog
-from asya.reporting import StatusReporter
-from asya.task_store import TaskStore
+from asya.reporting import StatusReporter, status_reporter
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 from asya_spark.jobs import SparkJobs
@@ -27,23 +25,13 @@ class SparkParts:
     jobs: SparkJobs
     telemetry: Telemetry
     transport: Transport
-    reporter: StatusReporter | None
+    reporter: StatusReporter
     claims: Claims | None  # large payloads: restored before staging, checked in before sending
 
     @classmethod
     def build(cls, settings: SparkSettings, transport: Transport | None = None) -> SparkParts:
         config = settings.sidecar
         telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
-        reporter = (
-            StatusReporter(
-                TaskStore(config.tasks_table, config.task_ttl),
-                EventLog(config.events_table) if config.events_table else None,
-                telemetry,
-                every_point=config.status_writes == "every-point",
-            )
-            if config.tasks_table
-            else None
-        )
         return cls(
             settings=settings,
             ledger=BatchLedger(settings.batches_table, config.namespace, config.actor),
@@ -51,7 +39,7 @@ class SparkParts:
             jobs=SparkJobs(settings),
             telemetry=telemetry,
             transport=transport or SqsTransport(max_batch_bytes=config.max_message_bytes),
-            reporter=reporter,
+            reporter=status_reporter(config, telemetry),
             claims=config.claims(),
         )
 

@@ -11,7 +11,6 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -31,7 +30,7 @@ from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
-from asya.reporting import StatusReporter
+from asya.reporting import NOTHING_KNOWN, StatusReporter
 from asya.resiliency import Retry, decide
 from asya.routing import Kind, Outbound, error_details
 from asya.task_record import HALTING, TaskStatus, root_of, stealthy
@@ -55,9 +54,6 @@ class HopPlan:
     held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
 
 
-NOTHING_KNOWN: Mapping[str, str] = MappingProxyType({})
-
-
 class HopRunner:
     def __init__(
         self,
@@ -74,14 +70,14 @@ class HopRunner:
         self.handler = handler
         self.ledger = ledger
         self.telemetry = telemetry
-        self.reporter = reporter
+        self.reporter = reporter or StatusReporter(None, None, telemetry)  # a job's hops: nothing reported
         self.claims = config.claims()
         self.gathering = (
             Gathering(
                 config,
                 config.join,
                 JoinTable(config.joins_table, config.task_ttl),
-                reporter.store if reporter is not None else None,
+                self.reporter.store,
             )
             if config.join is not None and config.joins_table
             else None
@@ -193,8 +189,7 @@ class HopRunner:
             plan.redeliver = True  # not started: too little invocation time left to run it safely
             return HopOutcome.REDELIVERED
         key = Hop.of(envelope).key()
-        if self.reporter is not None:
-            self.reporter.write_received(envelope, actor)
+        self.reporter.write_received(envelope, actor)
         found = self._claim(envelope, key, plan.message_id, remaining_ms)
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
@@ -291,12 +286,11 @@ class HopRunner:
         by the one status write the hop makes (docs/status.md, "One write per hop"); any other in the
         ledger's idempotency table, if the function keeps one. A second record of the same hop in
         one batch is a duplicate either way."""
-        reporter = self.reporter
-        if reporter is None or stealthy(envelope.headers):
+        if not self.reporter.tracks(envelope):
             return self.ledger.claim(key, message_id, remaining_ms)
         if not self.ledger.first_in_batch(key, message_id):
             return HopClaim(Claim.DUPLICATE)
-        return reporter.claim_hop(envelope, self.config.actor, remaining_ms)
+        return self.reporter.claim_hop(envelope, self.config.actor, remaining_ms)
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""
@@ -316,8 +310,7 @@ class HopRunner:
 
     def _on_fly(self, envelope: Envelope, event: Any) -> None:
         self.telemetry.logger.debug("fly event", extra={"fly": event})
-        if self.reporter is not None:
-            self.reporter.send_fly(envelope, event)
+        self.reporter.send_fly(envelope, event)
 
     def _finish(
         self, plan: HopPlan, envelope: Envelope | None, outcome: HopOutcome, started: float, body: str

@@ -15,17 +15,24 @@ retry what it leaves unprocessed a bounded few times, `asya.dynamo`) is logged a
 allowed to hold envelopes back, except a hop's claim (run unclaimed, a redelivery could run it twice
 at once) and a branch registration (without it the root could end early): those records are left for
 redelivery.
+
+Each function builds its reporter once (`status_reporter`) and drives the batch's points with it
+(pre-flight, before sending); the hop runner it lends it to drives each hop's (received, claim, FLY).
+Without a tasks table (a function of a mesh that keeps none, a Spark job's hops) the reporter has no
+store: nothing is tracked, checked or written, and no caller asks whether there is one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.config import SidecarConfig
 from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from asya.telemetry import Telemetry
 
 LONGEST_INVOCATION_MS = 900_000  # Lambda's longest timeout: how long a claim made outside Lambda holds
+NOTHING_KNOWN: Mapping[str, str] = MappingProxyType({})  # no pre-flight: no task known halted
 
 
 @dataclass(slots=True)
@@ -57,7 +65,7 @@ class Registered:
 class StatusReporter:
     def __init__(
         self,
-        store: TaskStore,
+        store: TaskStore | None,
         events: EventLog | None,
         telemetry: Telemetry,
         every_point: bool = False,
@@ -67,8 +75,14 @@ class StatusReporter:
         self.telemetry = telemetry
         self.every_point = every_point
 
-    def preflight(self, bodies: Iterable[str]) -> dict[str, str]:
+    def tracks(self, envelope: Envelope) -> bool:
+        """Whether the envelope's task is reported, so its hop is claimed in its task record."""
+        return self.store is not None and not stealthy(envelope.headers)
+
+    def preflight(self, bodies: Iterable[str]) -> Mapping[str, str]:
         """Statuses of the batch's tasks and their roots, read in one go before any handler runs."""
+        if self.store is None:
+            return NOTHING_KNOWN
         ids: set[str] = set()
         for body in bodies:
             try:
@@ -82,12 +96,12 @@ class StatusReporter:
             if not stealthy(headers):
                 ids.update((document["id"], root_of(document["id"], headers)))
         if not ids:
-            return {}
+            return NOTHING_KNOWN
         try:  # advisory: the statuses DynamoDB leaves unread are logged, and those hops run
             return self.store.statuses(ids, unread=lambda error: self._failed("pre-flight check", error))
         except Exception as exc:  # noqa: BLE001 - the check is advisory: the next hop checks again
             self._failed("pre-flight check", exc)
-            return {}
+            return NOTHING_KNOWN
 
     def write_received(self, envelope: Envelope, actor: str) -> None:
         """The *received* point, before the claim, written only when every point is asked for."""
@@ -101,7 +115,7 @@ class StatusReporter:
         unclaimed."""
         report = self._report_at(envelope, actor, "processing")
         held_until = int(time.time() * 1000) + (LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms)
-        found = self.store.claim_hop(report, envelope.route.position, held_until)
+        found = self._tasks.claim_hop(report, envelope.route.position, held_until)
         self.telemetry.count("StatusWrites")
         return found
 
@@ -111,7 +125,7 @@ class StatusReporter:
         """A point written whatever the setting: for work that waits outside any queue for long (a
         Spark batch while its job runs), so that its task says where it is. `started`: the hop starts
         with it (no claim of its own), so the task's hop history gets it, in the same write."""
-        if not stealthy(envelope.headers):
+        if self.tracks(envelope):
             self._report(self._report_at(envelope, actor, phase), hop=envelope.route.position if started else None)
 
     def _report_at(self, envelope: Envelope, actor: str, phase: str) -> Report:
@@ -144,6 +158,8 @@ class StatusReporter:
         """Register each hop's branches and write its status from its outputs' decisions (one list per
         input record)."""
         registered = Registered()
+        if self.store is None:
+            return registered
         for message_id, decisions in hops:
             tracked = [decision for decision in decisions if decision.tracked]
             if not tracked:
@@ -204,11 +220,27 @@ class StatusReporter:
 
     def _report(self, report: Report, hop: int | None = None) -> None:
         try:
-            self.store.report(report, hop=hop)
+            self._tasks.report(report, hop=hop)
             self.telemetry.count("StatusWrites")
         except Exception as exc:  # noqa: BLE001 - status is reported best effort; envelopes still move
             self._failed("status write", exc)
 
+    @property
+    def _tasks(self) -> TaskStore:
+        """The store, for what only a tracked task reaches (`tracks`)."""
+        assert self.store is not None, "an untracked task is never written"
+        return self.store
+
     def _failed(self, what: str, error: Exception) -> None:
         self.telemetry.count("StatusErrors")
         self.telemetry.log_failure(f"{what} failed", error_type=type(error).__name__, error=str(error))
+
+
+def status_reporter(config: SidecarConfig, telemetry: Telemetry) -> StatusReporter:
+    """The function's reporter: to its tasks table (and events table, for FLY), if it has one."""
+    return StatusReporter(
+        TaskStore(config.tasks_table, config.task_ttl) if config.tasks_table else None,
+        EventLog(config.events_table) if config.events_table and config.tasks_table else None,
+        telemetry,
+        every_point=config.status_writes == "every-point",
+    )

@@ -25,11 +25,9 @@ from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
 from asya.handler import load_handler
-from asya.hop import NOTHING_KNOWN, HopPlan, HopRunner
-from asya.live import EventLog
-from asya.reporting import Registered, StatusReporter
+from asya.hop import HopPlan, HopRunner
+from asya.reporting import Registered, status_reporter
 from asya.sending import Delivery, return_when_free, send_all
-from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
 from asya.transport import SqsTransport, Transport
@@ -41,16 +39,7 @@ class Sidecar:
         self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes)
         self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
         self.ledger = hop_ledger(config.idempotency_table, config.idempotency_ttl, config.namespace)
-        self.reporter = (
-            StatusReporter(
-                TaskStore(config.tasks_table, config.task_ttl),
-                EventLog(config.events_table) if config.events_table else None,
-                self.telemetry,
-                every_point=config.status_writes == "every-point",
-            )
-            if config.tasks_table
-            else None
-        )
+        self.reporter = status_reporter(config, self.telemetry)
         self.hops = HopRunner(
             config,
             load_handler(config.handler),
@@ -71,11 +60,7 @@ class Sidecar:
     def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         records = event.get("Records", [])
         self.ledger.start_batch()
-        known = (
-            self.reporter.preflight(str(record.get("body", "")) for record in records)
-            if self.reporter is not None
-            else NOTHING_KNOWN
-        )
+        known = self.reporter.preflight(str(record.get("body", "")) for record in records)
 
         def on_record(record: SQSRecord) -> HopPlan:
             remaining = context.get_remaining_time_in_millis() if context is not None else None
@@ -88,12 +73,8 @@ class Sidecar:
             if _ran_out(context):
                 return self._return_all(records)
             failed = {str(item["itemIdentifier"]) for item in self._processor.response()["batchItemFailures"]}
-            registered = (
-                self.reporter.write_before_send(
-                    (plan.message_id, [out.decision for out in plan.outbound]) for plan in plans
-                )
-                if self.reporter is not None
-                else Registered()
+            registered = self.reporter.write_before_send(
+                (plan.message_id, [out.decision for out in plan.outbound]) for plan in plans
             )
             failed |= registered.unregistered
             failed |= self._send([plan for plan in plans if plan.message_id not in failed], registered)

@@ -23,6 +23,7 @@ from asya.claims import REF_FIELD, Claims
 from asya.config import SidecarConfig
 from asya.dynamo import from_item
 from asya.task_record import hop_times
+from asya.task_store import TaskStore
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
 from asya_local.endpoint.moto_emr import apply_emr_fix
@@ -398,13 +399,19 @@ def test_the_task_shows_the_spark_actor_from_dispatch_until_the_next_hop_claims_
     assert [body["id"] for body in harness.messages("b")] == ["env-1"]
 
 
+def _second_task_canceled(harness: SparkActorHarness) -> TaskStore:
+    """Tasks `env-1` (pending, as the gateway creates one) and `env-2` (canceled) in the actor's table."""
+    store = harness.parts.reporter.store
+    assert store is not None
+    for task_id in ("env-1", "env-2"):
+        store.create({"id": task_id})
+    store.cancel("env-2")
+    return store
+
+
 def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHarness) -> None:
     harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
-    reporter = harness.parts.reporter
-    assert reporter is not None
-    for task_id in ("env-1", "env-2"):
-        reporter.store.create({"id": task_id})
-    reporter.store.cancel("env-2")
+    _second_task_canceled(harness)
     harness.dispatch(*numbered(1, 2))
     run = harness.runner.runs[-1]
     arguments = run.job_driver["sparkSubmit"]["entryPointArguments"]  # type: ignore[index]
@@ -416,13 +423,9 @@ def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHar
 
 def test_a_task_starting_at_the_spark_actor_shows_it_while_the_job_runs(harness: SparkActorHarness) -> None:
     harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
-    reporter = harness.parts.reporter
-    assert reporter is not None
-    for task_id in ("env-1", "env-2"):
-        reporter.store.create({"id": task_id})  # as the gateway creates a task: pending
-    reporter.store.cancel("env-2")
+    store = _second_task_canceled(harness)
     harness.dispatch(*numbered(1, 2))
-    first, second = reporter.store.get("env-1"), reporter.store.get("env-2")
+    first, second = store.get("env-1"), store.get("env-2")
     assert first is not None
     assert second is not None
     assert (first["status"], first["actor"]) == ("running", ACTOR)
