@@ -23,7 +23,7 @@ from asya.names import resource_name
 from asya_cdk.layer import RUNTIME, SidecarLayer
 
 if TYPE_CHECKING:
-    from asya_cdk.config import QueueFunctionConfig
+    from asya_cdk.actor_config import QueueFunctionConfig
     from asya_cdk.needs import VpcSettings
 
 LIVE_ALIAS = "live"  # the alias an actor with provisioned concurrency is invoked through

@@ -11,16 +11,14 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from asya.envelope import describe_validation_error
-from asya.gathering import widest_fan
-from asya.joins import JoinPolicy
-from asya.names import ACTOR_NAME, CREW, PAUSE, RESERVED, SUMP, mesh_own, resource_name
-from asya.resiliency import Resiliency, Seconds
+from asya.names import CREW, PAUSE, RESERVED, SUMP, mesh_own, resource_name
+from asya.resiliency import Seconds
 from asya.startup import FileKind, FileSource, encode_files, encode_secrets
 from asya.transport import SQS_QUEUE_NAME_MAX
 from asya.variables import (
@@ -38,7 +36,6 @@ from asya.variables import (
     JOINED_BY,
     JOINS_TABLE,
     NAMESPACE,
-    PREFIX,
     RESILIENCY,
     SECRETS,
     STATUS_WRITES,
@@ -46,24 +43,16 @@ from asya.variables import (
     TASKS_TABLE,
     TRACING,
 )
+from asya_cdk.actor_config import CREW_SETTINGS, NAME, ActorConfig, StrictModel
 from asya_cdk.libraries import Requirements
-from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
 from asya_cdk.needs import (
     LAMBDA_EPHEMERAL_STORAGE_MB,
-    LAMBDA_MAX_LAYERS,
-    LAMBDA_RESERVED,
     TMP_SPARE_MB,
-    Grant,
-    SecretReference,
-    VariableName,
-    VpcSettings,
-    layer_arn_problem,
     s3_location,
 )
 from asya_cdk.plan import StackPlanError, plan_stacks
 from asya_cdk.rules import mesh_problems
 
-NAME = ACTOR_NAME
 REQUIREMENTS_FILE = "requirements.txt"  # in an actor's code folder: its libraries, unless the mesh file lists them
 
 
@@ -71,280 +60,7 @@ class MeshConfigError(ValueError):
     """The mesh file is wrong; the message names the file and the field."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SparkConfig(_Strict):
-    """How a `runtime: spark` actor runs: its EMR Serverless application and the job each batch runs.
-
-    The queue's `batch_size` and `batching_window` (on the actor) decide how envelopes are gathered
-    into one job; `timeout` stays the per-envelope limit inside the job."""
-
-    style: Literal["payload", "dataframe"] = "payload"
-    release: Annotated[str, Field(pattern=r"^emr-\d+\.\d+\.\d+$")] = "emr-7.12.0"
-    max_vcpu: int = Field(default=16, ge=1, le=400)
-    max_memory_gb: int = Field(default=64, ge=2, le=3000)
-    max_disk_gb: int = Field(default=200, ge=20, le=20_000)
-    idle_minutes: int = Field(default=15, ge=1, le=10_080)
-    job_timeout: Annotated[Seconds, Field(ge=300, le=7 * 86_400)] = 3600.0
-    reconcile_minutes: int = Field(default=5, ge=1, le=60)
-    python: str = "/usr/bin/python3.11"
-    image_uri: str | None = None
-    conf: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def job_timeout_minutes(self) -> int:
-        return math.ceil(self.job_timeout / 60)
-
-
-class JoinConfig(_Strict):
-    """A join actor (`asya.joins`, docs/routing.md "Joining branches"): instead of each branch of a
-    fan-out by one of `branches_of`, it receives one envelope whose payload is the list of the branches'
-    results, in branch order, once every branch has ended. `on_failure` says what failed branches do:
-    `fail_fast` (the first fails the join), `{tolerate: n}` or `{tolerate: "p%"}` (that many are left
-    out of the list), or `collect` (each stays in the list as its error payload)."""
-
-    branches_of: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
-    on_failure: str | dict[str, Any] = "fail_fast"
-    # the widest fan it takes; by default the widest whose reading fits half its function timeout,
-    # up to ASYA_JOIN_MAX_WIDTH's default (`ActorConfig.join_width`)
-    max_width: int | None = Field(default=None, ge=1, le=100_000)
-
-    @field_validator("branches_of", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("on_failure")
-    @classmethod
-    def _a_policy(cls, value: Any) -> Any:
-        JoinPolicy.of(value)  # the sidecar reads it with the same rules (`ASYA_JOIN`)
-        return value
-
-
-# The dispatcher stages a batch and starts its job; it does not run the handler, so its function
-# timeout is its own, not `timeout` (which limits each envelope inside the job).
-SPARK_DISPATCH_TIMEOUT = 300.0
-
-
-class QueueFunctionConfig(_Strict):
-    """A function fed by a queue of its own, an actor's or the crew's: every knob of the queue, the
-    function and the event source between them, and what is derived from them."""
-
-    timeout: Seconds = Field(default=60.0, gt=0, le=LAMBDA_MAX_TIMEOUT)
-    function_timeout: Seconds | None = Field(default=None, gt=0, le=LAMBDA_MAX_TIMEOUT)
-    memory: int = Field(default=512, ge=128, le=10_240)
-    architecture: Literal["arm64", "x86_64"] = "arm64"
-    batch_size: int = Field(default=10, ge=1, le=10_000)
-    batching_window: Seconds = Field(default=0.0, le=300)
-    max_concurrency: int | None = Field(default=None, ge=2, le=1000)
-    reserved_concurrency: int | None = Field(default=None, ge=0)  # at least 2: see asya_cdk.rules
-    max_receive_count: int = Field(default=5, ge=1, le=1000)
-    # bounds in the type, not on the field: `Seconds`' own `ge=0` would replace a field's `ge`
-    retention: Annotated[Seconds, Field(ge=60, le=14 * 86_400)] = 4 * 86_400
-    tracing: bool = False
-    log_retention_days: Literal[1, 3, 7, 14, 30, 90, 180, 365, 731, 1827] = 30
-
-    @model_validator(mode="after")
-    def _large_batches_need_a_window(self) -> Self:
-        if self.batch_size > 10 and self.batching_window == 0:
-            raise ValueError("batch_size above 10 needs a batching_window (an SQS event source rule)")
-        return self
-
-    @property
-    def lambda_timeout(self) -> float:
-        """The function must fit a whole batch: every record up to its own time limit, capped by Lambda;
-        derived, it is rounded up to whole seconds (Lambda's `Timeout` is an integer)."""
-        if self.function_timeout is not None:
-            return self.function_timeout
-        return min(LAMBDA_MAX_TIMEOUT, float(math.ceil(round(self.timeout * min(self.batch_size, 10) + 10, 6))))
-
-    @property
-    def event_source_concurrency(self) -> int | None:
-        """The SQS event source's maximum concurrency: `max_concurrency`, or else the function's reserved
-        concurrency, so the event source never takes more batches than the function may run (a throttled
-        batch still counts as a receive, and enough of them redrive healthy envelopes to x-sump)."""
-        if self.max_concurrency is not None or self.reserved_concurrency is None:
-            return self.max_concurrency
-        return min(self.reserved_concurrency, SQS_MAX_CONCURRENCY_RANGE[1])
-
-    @property
-    def visibility_timeout(self) -> float:
-        """AWS's rule for queues behind Lambda: at least six times the function timeout."""
-        return 6 * self.lambda_timeout
-
-
-class ActorConfig(QueueFunctionConfig):
-    """One actor: its code, its handler, and (from `QueueFunctionConfig`) every knob of its queue,
-    function and event source."""
-
-    handler: str
-    code: str = "."
-    runtime: Literal["lambda", "spark"] = "lambda"
-    spark: SparkConfig | None = None
-    handler_mode: Literal["payload", "envelope"] = "payload"
-    resiliency: Resiliency = Field(default_factory=Resiliency)
-    environment: dict[str, str] = Field(default_factory=dict)
-    idempotency: bool = True
-    join: JoinConfig | None = None
-    # What a real actor needs beyond its code (docs/actors.md, "Shipping a real actor"; `asya_cdk.needs`).
-    package: Literal["zip", "image"] = "zip"
-    requirements: list[str] | None = None
-    files: dict[VariableName, str] = Field(default_factory=dict)
-    permissions: list[Grant] = Field(default_factory=list)
-    secrets: dict[VariableName, SecretReference] = Field(default_factory=dict)
-    vpc: VpcSettings | None = None
-    provisioned_concurrency: int | None = Field(default=None, ge=1)
-    ephemeral_storage: int | None = Field(
-        default=None, ge=LAMBDA_EPHEMERAL_STORAGE_MB[0], le=LAMBDA_EPHEMERAL_STORAGE_MB[1]
-    )
-    layers: list[str] = Field(default_factory=list, max_length=LAMBDA_MAX_LAYERS - 1)
-
-    @field_validator("requirements")
-    @classmethod
-    def _requirement_lines(cls, lines: list[str] | None) -> list[str] | None:
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        for index, line in enumerate(lines or []):
-            try:
-                Requirement(line)
-            except InvalidRequirement as exc:
-                why = str(exc).splitlines()[0]
-                raise ValueError(
-                    f"[{index}]: {line!r} is not a requirement (PEP 508, e.g. numpy==2.3.1): {why}"
-                ) from None
-        return lines
-
-    @field_validator("files")
-    @classmethod
-    def _file_sources(cls, files: dict[str, str]) -> dict[str, str]:
-        for variable, source in files.items():
-            if source.startswith("s3://") and s3_location(source) is None:
-                raise ValueError(f"{variable}: {source!r} is not an s3://<bucket>/<key> URL")
-            if not source.strip():
-                raise ValueError(f"{variable}: a path or an s3:// URL")
-        return files
-
-    @field_validator("layers")
-    @classmethod
-    def _layer_arns(cls, layers: list[str]) -> list[str]:
-        for index, arn in enumerate(layers):
-            problem = layer_arn_problem(arn)
-            if problem:
-                raise ValueError(f"[{index}]: {problem}")
-        return layers
-
-    @field_validator("handler")
-    @classmethod
-    def _handler_shape(cls, value: str) -> str:
-        parts = value.split(".")
-        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
-            raise ValueError(f"must be 'module.function' or 'module.Class.method', got {value!r}")
-        return value
-
-    @field_validator("environment", "files", "secrets")
-    @classmethod
-    def _no_reserved_variables(cls, value: dict[str, Any]) -> dict[str, Any]:
-        reserved = sorted(
-            key for key in value if key.startswith(PREFIX) or key.startswith("AWS_") or key in LAMBDA_RESERVED
-        )
-        if reserved:
-            raise ValueError(
-                f"{', '.join(reserved)} are set by the mesh or by Lambda; use the actor's own fields or other names"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _one_variable_one_meaning(self) -> Self:
-        """`environment`, `files` and `secrets` each set the handler's variables: a name set twice would
-        leave one of them unseen."""
-        fields: dict[str, set[str]] = {
-            "environment": set(self.environment),
-            "files": set(self.files),
-            "secrets": set(self.secrets),
-        }
-        for field, variables in fields.items():
-            for other, other_variables in fields.items():
-                if field < other and variables & other_variables:
-                    shared = ", ".join(sorted(variables & other_variables))
-                    raise ValueError(f"{other}: {shared} also in {field}; a variable has one source")
-        return self
-
-    @model_validator(mode="after")
-    def _lambda_settings_need_lambda(self) -> Self:
-        """A Spark actor's handler runs in its EMR Serverless job: what only a Lambda function has is an
-        error there. An image function has no layers: what a layer would bring goes into the image."""
-        if self.runtime == "spark":
-            lambda_only = {
-                "package": self.package != "zip",
-                "files": bool(self.files),
-                "secrets": bool(self.secrets),
-                "vpc": self.vpc is not None,
-                "provisioned_concurrency": self.provisioned_concurrency is not None,
-                "ephemeral_storage": self.ephemeral_storage is not None,
-                "layers": bool(self.layers),
-            }
-            for field, set_here in lambda_only.items():
-                if set_here:
-                    raise ValueError(
-                        f"{field}: for Lambda actors; a Spark actor's handler runs in its EMR Serverless job "
-                        "(its libraries: requirements; its grants: permissions, given to the job's role)"
-                    )
-        if self.package == "image" and self.layers:
-            raise ValueError(
-                "layers: a container image function has no layers; declare what they bring as requirements"
-            )
-        if (
-            self.provisioned_concurrency is not None
-            and self.reserved_concurrency is not None
-            and self.provisioned_concurrency > self.reserved_concurrency
-        ):
-            raise ValueError(
-                f"provisioned_concurrency: {self.provisioned_concurrency} is above reserved_concurrency "
-                f"{self.reserved_concurrency}; Lambda refuses more warm environments than the function may run"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _spark_settings_need_spark(self) -> ActorConfig:
-        if self.spark is not None and self.runtime != "spark":
-            raise ValueError("spark: settings for a Spark actor; set runtime: spark, or remove them")
-        if self.runtime == "spark" and self.spark is None:
-            object.__setattr__(self, "spark", SparkConfig())
-        if self.runtime == "spark" and self.join is not None:
-            raise ValueError(
-                "join: a Spark actor cannot be a join (its dispatcher does not gather branches); "
-                "join in a Lambda actor, which may then send the list on to this one"
-            )
-        return self
-
-    @property
-    def join_width(self) -> int:
-        """The widest fan a join takes: `join.max_width`, or else the widest whose completing arrival
-        reads it back within half the function timeout (`rules.join_width_problems`), at most
-        `JOIN_MAX_WIDTH`'s default. 0 for an actor that is not a join."""
-        if self.join is None:
-            return 0
-        return self.join.max_width or widest_fan(self.lambda_timeout / 2, JOIN_MAX_WIDTH.default)
-
-    @property
-    def lambda_timeout(self) -> float:
-        """A Spark actor's function is its dispatcher, whose timeout is its own (see
-        `SPARK_DISPATCH_TIMEOUT`); a Lambda actor's fits its batch."""
-        if self.runtime == "spark" and self.function_timeout is None:
-            return SPARK_DISPATCH_TIMEOUT
-        return super().lambda_timeout
-
-
-# The crew's queues and functions (its handlers are asya_crew.sink, .sump, .pause, .resume). 5 s per
-# record (an S3 write, a status write, a send) makes a 60 s function and a 6-minute visibility
-# timeout: a crew record left for redelivery (a write that failed after botocore's retries) comes back
-# in minutes, where 30 s per record kept it away for half an hour.
-CREW_SETTINGS = QueueFunctionConfig(timeout=5, batch_size=10, max_receive_count=5)
-
-
-class FlowConfig(_Strict):
+class FlowConfig(StrictModel):
     """A named route: what a user starts, and what the gateway and MCP expose as a tool."""
 
     route: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
@@ -374,14 +90,14 @@ class FlowConfig(_Strict):
         return schema
 
 
-class SinkHook(_Strict):
+class SinkHook(StrictModel):
     """x-sink sends a copy of each terminal envelope in one of `phases` to `actor`."""
 
     actor: Annotated[str, Field(pattern=NAME)]
     phases: list[Literal["succeeded", "failed", "canceled"]] = Field(default=["succeeded", "failed"])
 
 
-class ResultsConfig(_Strict):
+class ResultsConfig(StrictModel):
     """Where x-sink keeps results: a final result whose payload is at most `inline_max_bytes` of JSON
     goes into the task record with the final status (no S3 request), a larger one to the bucket.
     The default stays under what an S3 PUT costs in DynamoDB write units (docs/cost.md); 0 keeps
@@ -395,7 +111,7 @@ class ResultsConfig(_Strict):
         return self.retention_days * 86_400
 
 
-class PayloadsConfig(_Strict):
+class PayloadsConfig(StrictModel):
     """Large payloads: an envelope over `claim_check_bytes` travels with its payload in the mesh's bucket
     and a reference in the message (`asya.claims`, docs/routing.md). SQS bills each 64 KiB of a message
     as a request when it is sent and when it is received; at 448 KiB (the default) those seven chunks
@@ -405,7 +121,7 @@ class PayloadsConfig(_Strict):
     claim_check_bytes: int = Field(default=458_752, ge=1024, le=786_432)
 
 
-class GatewayConfig(_Strict):
+class GatewayConfig(StrictModel):
     """The status gateway: who may call its API, how long task records outlive their task, and how
     often the deadline backstop looks for overdue tasks."""
 
@@ -420,14 +136,14 @@ class GatewayConfig(_Strict):
         return self.task_ttl_days * 86_400
 
 
-class StatusConfig(_Strict):
+class StatusConfig(StrictModel):
     """How often actors write task status: `coalesced` (the default) keeps one write per hop, because
     every write is a paid DynamoDB request; `every-point` writes received, processing and completed."""
 
     writes: Literal["coalesced", "every-point"] = "coalesced"
 
 
-class LocalConfig(_Strict):
+class LocalConfig(StrictModel):
     """What only the local stack reads (`cdk deploy` ignores it): stand-ins for what a real account
     already has. `secrets_file`: a YAML file of secret values by name (default `.asya/secrets.yaml`
     beside the mesh file; keep real values out of git); `buckets`: buckets of the user's that actors
@@ -439,7 +155,7 @@ class LocalConfig(_Strict):
     )
 
 
-class MeshConfig(_Strict):
+class MeshConfig(StrictModel):
     namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
     actors: dict[str, ActorConfig] = Field(min_length=1)
     flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)

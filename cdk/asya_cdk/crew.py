@@ -19,7 +19,8 @@ from asya.dedup import idempotency_key_prefix
 from asya.names import PAUSE, RESUME, SINK, SUMP
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction
-from asya_cdk.config import CREW_SETTINGS, LoadedMesh
+from asya_cdk.actor_config import CREW_SETTINGS
+from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, crew_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.layer import SidecarLayer

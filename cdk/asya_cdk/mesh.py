@@ -32,8 +32,9 @@ from asya.results import PREFIX as RESULTS_PREFIX
 from asya.startup import encode_files
 from asya.variables import FILES
 from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, nag_arn
+from asya_cdk.actor_config import CREW_SETTINGS, ActorConfig
 from asya_cdk.claims import grant_claims
-from asya_cdk.config import CREW_SETTINGS, ActorConfig, LoadedMesh
+from asya_cdk.config import LoadedMesh
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from asya.names import mesh_prefix
 
 if TYPE_CHECKING:
-    from asya_cdk.config import ActorConfig, MeshConfig
+    from asya_cdk.actor_config import ActorConfig
+    from asya_cdk.config import MeshConfig
 
 RESOURCE_LIMIT = 500  # CloudFormation: resources in one stack
 TEMPLATE_LIMIT_BYTES = 1_000_000  # CloudFormation: a template body uploaded through S3

@@ -23,7 +23,8 @@ from asya_cdk.limits import (
 from asya_cdk.needs import LAMBDA_EPHEMERAL_STORAGE_MB, TMP_SPARE_MB
 
 if TYPE_CHECKING:
-    from asya_cdk.config import ActorConfig, LoadedMesh
+    from asya_cdk.actor_config import ActorConfig
+    from asya_cdk.config import LoadedMesh
 
 # Fields that reach an integer AWS property, and that property.
 WHOLE_SECONDS = {

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import SPARK_DISPATCH_TIMEOUT, LoadedMesh, MeshConfig, MeshConfigError, SparkConfig, load_mesh
+from asya_cdk.actor_config import SPARK_DISPATCH_TIMEOUT, SparkConfig
+from asya_cdk.config import LoadedMesh, MeshConfig, MeshConfigError, load_mesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.limits import longest_mesh_names, longest_spark_names
 from asya_spark.settings import job_environment
@@ -194,7 +195,6 @@ def test_cdk_app_refuses_a_bad_spark_mesh_naming_the_field(tmp_path: Path) -> No
 def test_the_job_image_provides_the_default_interpreter_for_the_default_release() -> None:
     """`spark_emr/image/Dockerfile` is what docs/spark.md tells a deployment to build: the EMR
     Serverless base image of the default release, with Amazon Linux's python3.11 at `spark.python`."""
-    from asya_cdk.config import SparkConfig
     from asya_cdk.spark import SPARK_SOURCE
 
     dockerfile = (SPARK_SOURCE / "image" / "Dockerfile").read_text()
