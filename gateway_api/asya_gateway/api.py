@@ -40,11 +40,13 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.listing import TaskFilter, since_moment
 from asya_gateway.mcp import McpEndpoint
-from asya_gateway.service import TaskError, TaskFilter, TaskService, since_moment
+from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.sump import UNSET, Sump
+from asya_gateway.task_error import TaskError
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
@@ -289,7 +291,7 @@ def list_tasks(
     roots: Annotated[bool, Query(description="Only roots: fan-out branches left out")] = False,
 ) -> dict[str, Any]:
     started = rfc3339(since_moment(since)) if since is not None else None  # as task records write it
-    return service().list(status, limit, cursor, TaskFilter(started, flow, roots))
+    return service().listing.page(status, limit, cursor, TaskFilter(started, flow, roots))
 
 
 @app.get(f"{API}/flows", summary="The mesh's flows: route, description, timeout, input schema")

@@ -24,8 +24,10 @@ import orjson
 from pydantic import ValidationError
 
 from asya.task_record import TaskStatus
-from asya_gateway.service import IN_MCP, LINK_SECONDS, TaskError, TaskService
+from asya_gateway.kept import IN_MCP, LINK_SECONDS
+from asya_gateway.service import TaskService
 from asya_gateway.sump import UNSET, Sump
+from asya_gateway.task_error import TaskError
 
 SERVER = types.Implementation(name="asya-gateway", version="0.1.0")
 SUPPORTED = types.version.HANDSHAKE_PROTOCOL_VERSIONS

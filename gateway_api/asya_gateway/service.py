@@ -8,44 +8,39 @@ forward only.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import hashlib
-import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from botocore.exceptions import ClientError, ParamValidationError
+from botocore.exceptions import ClientError
 
 from asya import names
 from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
-from asya.dynamo import BatchIncompleteError, from_item, scan_filter
-from asya.envelope import Phase, new_envelope, parse_rfc3339, rfc3339, utc_now
+from asya.envelope import Phase, new_envelope, rfc3339, utc_now
 from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.results import result_key, result_prefix
-from asya.task_record import RANKS, TERMINAL, Report, TaskStatus, progress_of, stealthy
+from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.kept import IN_REST, Carried, KeptObjects
+from asya_gateway.listing import TaskListing
 from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
 
 if TYPE_CHECKING:
-    from types_boto3_s3.client import S3Client
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
-MAX_PAGE = 100
-LISTING_READS = 1_000  # index entries (or scanned items) one filtered listing reads at most
-MISSING_OBJECT = ("NoSuchKey", "AccessDenied")  # S3's answers for a key not there (yet)
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
 RESUME_STATUS_BYTES = 256
@@ -54,49 +49,6 @@ RESUME_STATUS_BYTES = 256
 MAX_CLAIMED_BYTES = 6 * 1024 * 1024
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
-# A Lambda function's answer is at most 6 MB (6,291,456 bytes of its JSON); an object the crew kept goes
-# into an answer only while the whole answer stays under this, the rest of it (ids, links, headers) in
-# the margin. A larger one is answered with a short-lived presigned link instead.
-ANSWER_MAX_BYTES = 5 * 1024 * 1024
-LINK_SECONDS = 900  # how long such a link works
-
-
-@dataclass(frozen=True)
-class Carried:
-    """How an answer carries a kept object: JSON-encoded `encodings` more times after its own encoding
-    (the REST answer's body is a JSON string; an MCP result's text is one more), in `copies` places (an
-    MCP result has it as text and as structured content)."""
-
-    encodings: int
-    copies: int
-
-    def size(self, value: Any) -> int:
-        """Bytes of `value` as the answer will hold it: JSON escapes every non-ASCII character as
-        `\\uXXXX`, and every `"` and `\\` again at each encoding."""
-        encoded = json.dumps(value, separators=(",", ":"))
-        for _ in range(self.encodings):
-            encoded = json.dumps(encoded)
-        return self.copies * len(encoded)
-
-
-IN_REST = Carried(encodings=1, copies=1)
-IN_MCP = Carried(encodings=2, copies=2)
-
-
-@dataclass(frozen=True)
-class Kept:
-    """An object the crew kept, as an answer may carry it: its document, or a link when it is too large."""
-
-    document: Any = None
-    link: str | None = None
-
-
-class TaskError(Exception):
-    """A request the gateway refuses; `status` is the HTTP status, the message says what is wrong."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 # A client's key for one create (`Idempotency-Key`): printable ASCII, as HTTP carries it in a header.
@@ -117,42 +69,8 @@ class Created:
     replayed: bool = False  # made by an earlier create with the same idempotency key
 
 
-def since_moment(text: str) -> dt.datetime:
-    """A listing's `since`: an RFC 3339 time with its zone, or a 400 that says so."""
-    moment = parse_rfc3339(text.replace("Z", "+00:00"))
-    if moment is None:
-        raise TaskError(400, f"since: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
-    return moment
-
-
-@dataclass(frozen=True, slots=True)
-class TaskFilter:
-    """What a listing keeps besides the status: tasks started `since` (RFC 3339), of `flow`, `roots` only."""
-
-    since: str | None = None
-    flow: str | None = None
-    roots: bool = False
-
-    @property
-    def filters(self) -> bool:
-        """Whether it leaves out some of what a read finds (`since` on the index is a key condition)."""
-        return self.flow is not None or self.roots or self.since is not None
-
-    def admits(self, item: dict[str, Any]) -> bool:
-        if self.flow is not None and item.get("flow") != self.flow:
-            return False
-        return not (self.roots and item.get("root_id"))
-
-    def scan_filter(self) -> dict[str, Any]:
-        """The same, as a scan's filter expression (DynamoDB applies it to what the scan reads)."""
-        return scan_filter(
-            (("created_at", ">=", self.since), ("flow", "=", self.flow)), ["root_id"] if self.roots else []
-        )
-
-
 class TaskService:
     sqs: LazyClient[SQSClient] = LazyClient("sqs")
-    s3: LazyClient[S3Client] = LazyClient("s3")
 
     def __init__(
         self,
@@ -171,7 +89,8 @@ class TaskService:
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
         self._sqs = sqs
-        self._s3 = s3
+        self.kept = KeptObjects(settings.results_bucket, s3)
+        self.listing = TaskListing(self.tasks)
         self._queue_urls: dict[str, str] = {}
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
@@ -334,61 +253,6 @@ class TaskService:
             raise TaskError(404, f"no task {task_id!r}")
         return task_view(item)
 
-    def list(
-        self, status: str | None, limit: int, cursor: str | None, where: TaskFilter | None = None
-    ) -> dict[str, Any]:
-        """Newest first for one status (an index by status and creation time); all tasks otherwise.
-        `where` narrows it: started since a moment (on the index's sort key, or filtered by the scan),
-        of a flow, roots only (fan-out branches and gathered branches left out). The index keeps keys
-        only, so the flow and roots filters apply to the records read: a page is filled from as many
-        reads as it takes, each asking for no more than the page still lacks, up to `LISTING_READS`
-        index entries (a wide fan-out's branches come before their root, newest first); a page may
-        then be short, and `next_cursor` goes on from where the reads stopped."""
-        where = where or TaskFilter()
-        if status is not None and status not in RANKS:
-            raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
-        wanted = max(1, min(limit, MAX_PAGE))
-        start = decode_cursor(cursor, status) if cursor else None
-        items: list[dict[str, Any]] = []
-        read = 0
-        while True:
-            page = self._page(status, where, wanted - len(items), start)
-            read += int(page.get("ScannedCount", len(page.get("Items", []))))
-            items += self._records(status, where, page.get("Items", []))
-            start = page.get("LastEvaluatedKey")
-            if start is None or len(items) >= wanted or not where.filters or read >= LISTING_READS:
-                break
-        return {
-            "tasks": [task_view(item) for item in items],
-            "next_cursor": encode_cursor(start, status) if start else None,
-        }
-
-    def _page(self, status: str | None, where: TaskFilter, limit: int, start: dict[str, Any] | None) -> Any:
-        """One read of the listing (`TaskStore.page`); a cursor DynamoDB cannot take is a 400."""
-        client = self.tasks.client
-        try:
-            return self.tasks.page(status, limit, start, since=where.since, filtered=where.scan_filter())
-        except client.exceptions.ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ValidationException":
-                raise TaskError(400, "cursor is not one this API returned") from None
-            raise
-        except ParamValidationError:
-            raise TaskError(400, "cursor is not one this API returned") from None
-
-    def _records(
-        self, status: str | None, where: TaskFilter, found: Sequence[dict[str, Any]]
-    ) -> Sequence[dict[str, Any]]:  # not `list`: this class's `list` is the listing
-        """The tasks a read found, whole: a scan reads them whole; the index keeps keys only (a hop's
-        update then writes no index entry), so their records are read, and filtered."""
-        if status is None:
-            return [from_item(item) for item in found]
-        ids = [item["id"]["S"] for item in found]
-        try:
-            records = self.tasks.get_many(ids)
-        except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
-            raise TaskError(503, f"{exc}; ask for this page again") from exc
-        return [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
-
     def flows(self) -> dict[str, Any]:
         """The mesh's flows: route, description, timeout and input schema of each."""
         return {"flows": {name: flow.public() for name, flow in self.settings.flows.items()}}
@@ -425,7 +289,7 @@ class TaskService:
         own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
         if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
             return view
-        kept = self.kept_answer(link.removeprefix(f"s3://{bucket}/"), carried, part="payload")
+        kept = self.kept.answer(link.removeprefix(f"s3://{bucket}/"), carried, part="payload")
         if kept is None:
             return view
         if kept.link is not None:
@@ -434,31 +298,6 @@ class TaskService:
         if isinstance(document, dict) and "payload" in document:
             return {**view, "output": document["payload"]}
         return view
-
-    def kept_answer(self, key: str, carried: Carried, part: str | None = None) -> Kept | None:
-        """An object the crew kept, as an answer carried as `carried` may hold it (its `part`, or all of
-        it): the parsed document, or, when it would pass `ANSWER_MAX_BYTES`, a presigned link that works
-        for `LINK_SECONDS`; None if it is not there. An object too large is not even read."""
-        try:
-            kept = self.s3.get_object(Bucket=str(self.settings.results_bucket), Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
-                raise
-            return None
-        if kept["ContentLength"] <= ANSWER_MAX_BYTES:
-            body: bytes = kept["Body"].read()
-            try:
-                document: Any = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                document = body.decode("utf-8", "replace")
-            carried_part = document.get(part) if isinstance(document, dict) and part else document
-            if carried.size(carried_part) <= ANSWER_MAX_BYTES:
-                return Kept(document=document)
-        kept["Body"].close()
-        link = self.s3.generate_presigned_url(
-            "get_object", Params={"Bucket": str(self.settings.results_bucket), "Key": key}, ExpiresIn=LINK_SECONDS
-        )
-        return Kept(link=str(link))
 
     # -- changing -------------------------------------------------------------------------------------
 
@@ -495,26 +334,11 @@ class TaskService:
     def _paused_envelope(self, task_id: str) -> dict[str, Any]:
         if self.settings.results_bucket is None:
             raise TaskError(409, "this gateway has no results bucket to resume from")
-        body = self.kept_object(result_key(self.settings.namespace, task_id, "pause"))
+        body = self.kept.read(result_key(self.settings.namespace, task_id, "pause"))
         if body is None:
             raise TaskError(409, f"task {task_id!r} is paused but its envelope is not kept yet; retry")
         document: dict[str, Any] = orjson.loads(body)
         return document
-
-    def kept_object(self, key: str, max_bytes: int | None = None) -> bytes | None:
-        """An object the crew kept in the results bucket; None if it is not there (not yet, or not any
-        more) or is over `max_bytes`. Without s3:ListBucket (deliberately not granted: it would list
-        every task's results), S3 answers a missing key with 403 AccessDenied, not 404 NoSuchKey."""
-        try:
-            kept = self.s3.get_object(Bucket=str(self.settings.results_bucket), Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in MISSING_OBJECT:
-                raise
-            return None
-        if max_bytes is not None and kept["ContentLength"] > max_bytes:
-            return None
-        body: bytes = kept["Body"].read()
-        return body
 
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh. Returns whether it changed anything:
@@ -579,37 +403,3 @@ def _reporting_url(value: Any) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
-def encode_cursor(key: dict[str, Any], listing: str | None) -> str:
-    """Where the next page starts, and which listing it belongs to (a cursor is only good for it): a
-    status of the tasks' listing (None: all tasks), or `sump`."""
-    return base64.urlsafe_b64encode(orjson.dumps({"status": listing, "key": key})).decode()
-
-
-def decode_cursor(cursor: str, listing: str | None, numbers: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The key a cursor carries. Every key attribute of the listed table and its indexes is a string,
-    but those named in `numbers` (whole numbers), so anything else (another type, a set, a number
-    DynamoDB cannot read) was not handed out here."""
-    try:
-        document = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError):
-        document = None
-    key = document.get("key") if isinstance(document, dict) else None
-    if not isinstance(key, dict) or not key or not all(_key_attribute(v, k in numbers) for k, v in key.items()):
-        raise TaskError(400, "cursor is not one this API returned")
-    if document.get("status") != listing:
-        raise TaskError(400, f"cursor belongs to the listing of {document.get('status')!r}, not {listing!r}")
-    return key
-
-
-def _key_attribute(value: Any, number: bool) -> bool:
-    """`{"S": text}` as DynamoDB types a key string (non-empty, at most 2,048 bytes of UTF-8 in a key),
-    or `{"N": digits}` for a whole number."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return False
-    if number:
-        digits = value.get("N")
-        return isinstance(digits, str) and digits.isascii() and digits.isdigit() and len(digits) <= 12
-    text = value.get("S")
-    return isinstance(text, str) and 0 < len(text.encode("utf-8", "surrogatepass")) <= 2048

@@ -28,15 +28,10 @@ from asya.reasons import Reason
 from asya.results import result_prefix
 from asya.sump import SumpFilter, SumpIndex
 from asya.task_record import TERMINAL, TaskStatus, root_of, stealthy
-from asya_gateway.service import (
-    IN_REST,
-    Carried,
-    TaskError,
-    TaskService,
-    decode_cursor,
-    encode_cursor,
-    since_moment,
-)
+from asya_gateway.kept import IN_REST, Carried
+from asya_gateway.listing import decode_cursor, encode_cursor, since_moment
+from asya_gateway.service import TaskService
+from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
 
 UNSET: Any = object()  # no new payload given: the one the failing actor was given
@@ -61,7 +56,7 @@ class Sump:
         """The last arrival of an envelope and the message as x-sump kept it (`kept`), or, when the
         answer (`carried` says how) could not hold it, `kept_url`: a link to it."""
         entry = self._entry(envelope_id)
-        kept = self.service.kept_answer(self._kept_key(entry), carried)
+        kept = self.service.kept.answer(self._kept_key(entry), carried)
         if kept is None:
             raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)")
         if kept.link is not None:
@@ -126,7 +121,7 @@ class Sump:
     def _kept(self, entry: dict[str, Any]) -> Any:
         """The message as x-sump kept it: the failure envelope, or the body as it came if it was not
         JSON (then a string)."""
-        body = self.service.kept_object(self._kept_key(entry))
+        body = self.service.kept.read(self._kept_key(entry))
         if body is None:
             raise TaskError(409, f"x-sump's copy of {entry['id']!r} is gone (past the results' retention?)")
         try:

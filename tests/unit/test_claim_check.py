@@ -133,8 +133,9 @@ def test_x_sink_keeps_the_real_payload(mesh: Mesh) -> None:
 
 def test_the_gateway_sends_a_large_task_with_its_payload_in_s3(mesh: Mesh) -> None:
     from asya.task_store import TaskStore
-    from asya_gateway.service import TaskError, TaskService
+    from asya_gateway.service import TaskService
     from asya_gateway.settings import GatewaySettings
+    from asya_gateway.task_error import TaskError
     from asya_local.tables import EVENTS, TASKS, create_tables
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)

@@ -20,9 +20,10 @@ from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.reporting import StatusReporter
 from asya.task_store import TaskStore
 from asya.telemetry import Telemetry
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.stream import follow
+from asya_gateway.task_error import TaskError
 from asya_local.functions.stream_poller import checkpoint
 from asya_local.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.ledger import BatchLedger
@@ -202,7 +203,7 @@ def test_a_listing_that_cannot_read_every_record_answers_503(dynamodb: Any) -> N
         throttled.get_many(["t0", "t1", "t2"])
     service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=throttled)
     with pytest.raises(TaskError, match="ask for this page again") as refused:
-        service.list("pending", limit=10, cursor=None)
+        service.listing.page("pending", limit=10, cursor=None)
     assert refused.value.status == 503
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
+from asya_gateway.task_error import TaskError
 from tests.support import hostile
 
 
@@ -24,4 +25,4 @@ def test_a_task_that_can_never_be_sent_is_refused_without_a_record(
     with pytest.raises(TaskError) as refused:
         gateway.create(payload=payload, route=["a"], headers=headers)
     assert refused.value.status == status
-    assert gateway.list(None, 100, None)["tasks"] == [], "no task record is left pending"
+    assert gateway.listing.page(None, 100, None)["tasks"] == [], "no task record is left pending"

@@ -12,8 +12,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya.task_store import TaskStore
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
+from asya_gateway.task_error import TaskError
 from asya_local.tables import EVENTS, TASKS
 
 

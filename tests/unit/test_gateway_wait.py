@@ -12,9 +12,11 @@ import pytest
 
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.kept import ANSWER_MAX_BYTES, IN_MCP, IN_REST
 from asya_gateway.mcp import McpEndpoint
-from asya_gateway.service import ANSWER_MAX_BYTES, IN_MCP, IN_REST, TaskError, TaskService
+from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.task_error import TaskError
 from asya_local.tables import EVENTS, TASKS
 
 BUCKET = "results"
@@ -92,7 +94,7 @@ def test_a_wait_is_bounded_by_api_gateway(task_store: TaskStore) -> None:
 def test_a_result_kept_in_s3_is_read_into_the_answer(task_store: TaskStore) -> None:
     key = "results/n/t1/succeeded.json"
     tasks = service(task_store)
-    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": {"text": "x" * 5000}}))
+    tasks.kept.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": {"text": "x" * 5000}}))
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": f"s3://{BUCKET}/{key}"})
     ended, task = tasks.wait("t1", 1)
@@ -106,7 +108,7 @@ def test_a_result_too_large_for_the_answer_is_a_short_lived_link(task_store: Tas
     the answer carries a presigned link instead, and is not even read."""
     key = "results/n/t1/succeeded.json"
     tasks = service(task_store)
-    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "é" * 1_000_000}))
+    tasks.kept.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "é" * 1_000_000}))
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": f"s3://{BUCKET}/{key}"})
     ended, task = tasks.wait("t1", 1)
@@ -122,7 +124,7 @@ def test_an_mcp_answer_carries_less_than_a_rest_one(task_store: TaskStore) -> No
     """An MCP tool result holds the output twice (text and structured), the text once more encoded."""
     key = "results/n/t1/succeeded.json"
     tasks = service(task_store)
-    tasks.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "x" * 3_000_000}))
+    tasks.kept.s3.put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps({"id": "t1", "payload": "x" * 3_000_000}))
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": f"s3://{BUCKET}/{key}"})
     assert tasks.wait("t1", 1)[1]["output"] == "x" * 3_000_000
@@ -136,7 +138,7 @@ def test_an_mcp_answer_carries_less_than_a_rest_one(task_store: TaskStore) -> No
 def test_a_result_link_not_of_this_task_is_not_followed(task_store: TaskStore, link: str) -> None:
     """A result reported from outside the mesh (`POST /mesh/{id}/events`) is any text."""
     tasks = service(task_store)
-    tasks.s3.put_object(Bucket=BUCKET, Key="results/n/other/succeeded.json", Body=b'{"payload": "secret"}')
+    tasks.kept.s3.put_object(Bucket=BUCKET, Key="results/n/other/succeeded.json", Body=b'{"payload": "secret"}')
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": link})
     ended, task = tasks.wait("t1", 1)

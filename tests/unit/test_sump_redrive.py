@@ -21,9 +21,10 @@ from asya.sump import SumpIndex
 from asya.task_store import TaskStore
 from asya_crew import sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sump import Sump
+from asya_gateway.task_error import TaskError
 from asya_local.functions.lambda_shapes import REGION, LambdaContext, sqs_record
 from asya_local.tables import EVENTS, SUMP, TASKS, create_tables
 

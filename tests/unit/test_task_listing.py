@@ -21,7 +21,7 @@ def service(task_store: TaskStore) -> TaskService:
 
 
 def test_a_listing_by_status_shows_whole_records_newest_first(service: TaskService) -> None:
-    page = service.list("pending", limit=10, cursor=None)
+    page = service.listing.page("pending", limit=10, cursor=None)
     assert [task["id"] for task in page["tasks"]] == ["t4", "t2", "t0"]
     assert {task["status"] for task in page["tasks"]} == {"pending"}
     assert {task.get("flow") for task in page["tasks"]} == {"triage"}  # not in the index: read from the record
@@ -29,15 +29,15 @@ def test_a_listing_by_status_shows_whole_records_newest_first(service: TaskServi
 
 
 def test_a_listing_by_status_pages_through_every_task_once(service: TaskService) -> None:
-    first = service.list("pending", limit=2, cursor=None)
+    first = service.listing.page("pending", limit=2, cursor=None)
     assert first["next_cursor"] is not None
-    second = service.list("pending", limit=2, cursor=first["next_cursor"])
+    second = service.listing.page("pending", limit=2, cursor=first["next_cursor"])
     assert [task["id"] for task in first["tasks"] + second["tasks"]] == ["t4", "t2", "t0"]
 
 
 def test_a_listing_keeps_a_flow_roots_only_and_what_started_since(task_store: TaskStore) -> None:
     """What the console asks for: a status's newest tasks of one flow, started lately, no branches."""
-    from asya_gateway.service import TaskFilter
+    from asya_gateway.listing import TaskFilter
 
     records = [
         ("a", "review", None, "2026-11-26T10:00:00.000Z"),
@@ -54,7 +54,7 @@ def test_a_listing_keeps_a_flow_roots_only_and_what_started_since(task_store: Ta
     service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
 
     def listed(status: str | None, where: TaskFilter) -> list[str]:
-        return sorted(task["id"] for task in service.list(status, limit=50, cursor=None, where=where)["tasks"])
+        return sorted(task["id"] for task in service.listing.page(status, limit=50, cursor=None, where=where)["tasks"])
 
     for status in ("running", None):  # the index's query, and the scan of every status
         assert listed(status, TaskFilter(roots=True)) == ["a", "b", "d"]
@@ -82,15 +82,15 @@ def test_the_flows_are_listed_with_their_routes(task_store: TaskStore) -> None:
 
 def test_a_filtered_page_is_filled_past_a_fan_out_newer_than_its_root(task_store: TaskStore) -> None:
     """Newest first, a root's branches come before it: the listing reads on until the page is full."""
-    from asya_gateway.service import TaskFilter
+    from asya_gateway.listing import TaskFilter
 
     task_store.create({"id": "root", "status": "running", "created_at": "2026-11-26T10:00:00.000Z", "flow": "f"})
     for number in range(30):
         created = f"2026-11-26T10:00:{number + 1:02d}.000Z"
         task_store.create({"id": f"b{number:02d}", "status": "running", "created_at": created, "root_id": "root"})
     service = TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
-    page = service.list("running", limit=5, cursor=None, where=TaskFilter(roots=True))
+    page = service.listing.page("running", limit=5, cursor=None, where=TaskFilter(roots=True))
     assert [task["id"] for task in page["tasks"]] == ["root"]
-    everything = service.list("running", limit=5, cursor=None)
+    everything = service.listing.page("running", limit=5, cursor=None)
     assert len(everything["tasks"]) == 5, "unfiltered, a page is one read"
     assert everything["next_cursor"] is not None

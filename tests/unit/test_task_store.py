@@ -12,7 +12,8 @@ import pytest
 from asya.dedup import Claim, HopClaim
 from asya.task_record import Report, progress_of
 from asya.task_store import TaskStore
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
+from asya_gateway.task_error import TaskError
 
 
 @pytest.fixture
