@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_local import cli
+from asya_local import cli, local_state
 from asya_local.stack import LocalEndpoint
 from tests.support.stack import deployed
 
@@ -37,7 +37,7 @@ def test_smoke_passes_every_flow_of_an_example_and_removes_its_results(
     lines: list[str] = []
     with deployed(endpoint, mesh_file, lambda source, line: lines.append(f"{source}: {line}")) as stack:
         monkeypatch.chdir(tmp_path)
-        cli.write_state(stack, mesh_file)  # what `asya up` records
+        local_state.write_state(stack, mesh_file)  # what `asya up` records
         if endpoint_in_environment:
             monkeypatch.setenv("AWS_ENDPOINT_URL", stack.endpoint)
         else:

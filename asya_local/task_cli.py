@@ -1,0 +1,276 @@
+"""`asya send`, `status`, `watch`, `results` and `queues`: tasks of the running local stack, created and
+followed through its gateway as any client would, and what the crew kept."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from asya.envelope import visited
+from asya.live import FLY
+from asya.results import result_prefix
+from asya.task_record import TaskStatus
+from asya_cdk.config import load_mesh
+from asya_local.local_state import LocalStateError, gateway_of, running_state
+from asya_local.results import KeptResults
+from asya_local.roles import local_client
+from asya_local.screen import console
+from asya_local.stack import queue_depths
+
+STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
+STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta"}
+
+
+def _add_send_parser(commands: Any) -> None:
+    send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
+    send.add_argument("payload", help="JSON payload, or @file.json")
+    target = send.add_mutually_exclusive_group(required=True)
+    target.add_argument("--flow", help="a flow of the mesh file")
+    target.add_argument("--route", help="comma-separated actors")
+    send.add_argument("--count", type=int, default=1, help="create this many tasks")
+    send.add_argument(
+        "--idempotency-key", help="the task's key: sent again with it, the create makes no second task (default: new)"
+    )
+    send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
+    send.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the task to end and show it with its result; "
+        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
+    )
+
+
+def send(args: argparse.Namespace) -> int:
+    state = running_state()
+    mesh = load_mesh(state["config"])
+    raw = Path(args.payload[1:]).read_text() if args.payload.startswith("@") else args.payload
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise LocalStateError(f"the payload is not JSON: {exc}") from None
+    body: dict[str, Any] = {"payload": payload}
+    if args.flow:
+        if args.flow not in mesh.config.flows:
+            raise LocalStateError(f"unknown flow {args.flow!r} (flows: {', '.join(mesh.config.flows) or 'none'})")
+        body["flow"] = args.flow
+    else:
+        route = [actor.strip() for actor in args.route.split(",") if actor.strip()]
+        unknown = [actor for actor in route if actor not in mesh.config.actors]
+        if not route or unknown:
+            raise LocalStateError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
+        body["route"] = route
+    if args.timeout:
+        body["timeout"] = args.timeout
+    gateway = gateway_of(state)
+    if args.wait is not None:
+        if args.count != 1 or args.wait <= 0:
+            raise LocalStateError("--wait takes a number of seconds above 0, for one task (no --count)")
+        ended = gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key())
+        console.print(task_table(ended))
+        if not ended["terminal"]:
+            console.print(f"still {ended['status']} after {args.wait:g} s: `asya watch {ended['id']}` follows it")
+            return STILL_RUNNING
+        return 0 if ended["status"] == TaskStatus.SUCCEEDED else 1
+    if args.count == 1:
+        print(gateway.create_task(body, args.idempotency_key or new_key())["id"])
+        return 0
+    if args.idempotency_key:
+        raise LocalStateError("--idempotency-key names one task: leave out --count")
+    with Progress(console=console) as progress:
+        task = progress.add_task(f"creating {args.count} tasks", total=args.count)
+        for _ in range(args.count):
+            print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
+            progress.advance(task)
+    return 0
+
+
+def new_key() -> str:
+    """A fresh idempotency key: each task `asya send` creates is created once, whatever it retries."""
+    return str(uuid.uuid4())
+
+
+def status(args: argparse.Namespace) -> int:
+    task = gateway_of(running_state()).task(args.id)
+    if task is None:
+        console.print(f"[red]no task {args.id}[/red]")
+        return 1
+    console.print(task_table(task))
+    return 0
+
+
+def watch(args: argparse.Namespace) -> int:
+    """A bar for the task's progress, its FLY messages above it, then the task as it ended."""
+    gateway = gateway_of(running_state())
+    if gateway.task(args.id) is None:
+        console.print(f"[red]no task {args.id}[/red]")
+        return 1
+    task: dict[str, Any] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[at]}"))
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(args.id[:8], total=100, at="connecting")
+        for kind, data in gateway.follow(args.id):
+            if kind == FLY:
+                progress.console.print(_fly_line(data))
+                continue
+            task = data
+            at = str(task.get("status")) + (
+                f" at {task['actor']}" if task.get("actor") and not task.get("terminal") else ""
+            )
+            progress.update(bar, completed=float(task.get("progress") or 0), at=at)
+    console.print(task_table(task))
+    return 0 if task.get("status") == "succeeded" else 1
+
+
+def _fly_line(event: Any) -> Text:
+    """`actor: data` for a FLY event (`{"actor": ..., "data": ...}`); text data is printed as is."""
+    data = event.get("data") if isinstance(event, dict) else event
+    line = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    actor = event.get("actor") if isinstance(event, dict) else None
+    return Text.assemble((f"{actor}: ", "cyan"), line) if actor else Text(line)
+
+
+def task_table(task: dict[str, Any]) -> Table:
+    """The fields of a task a person looks at, in that order; empty ones are left out."""
+    table = Table(show_header=False, title=f"task {task.get('id', '')}", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    status = str(task.get("status", ""))
+    rows: list[tuple[str, str | Text]] = [
+        ("flow", str(task.get("flow") or "")),
+        ("status", Text(status, style=STATUS_STYLES.get(status, ""))),
+        ("progress", f"{float(task.get('progress') or 0):g} %"),
+        ("actor", str(task.get("actor") or "")),
+        ("route", _route(task.get("route"))),
+        ("branches", _branches(task.get("branches"))),
+        ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
+        ("result", str(task.get("result") or "")),
+        ("reason", str(task.get("reason") or "")),
+        ("error", json.dumps(task["error"], ensure_ascii=False) if task.get("error") else ""),
+        ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
+        ("deadline", str(task.get("deadline_at") or "")),
+        ("updated", str(task.get("updated_at") or "")),
+    ]
+    for name, value in rows:
+        if value:
+            table.add_row(name, value)
+    return table
+
+
+def _route(route: Any) -> Text:
+    """Actors done, the current one (bold), actors to come."""
+    if not isinstance(route, dict):
+        return Text()
+    steps = [
+        *((actor, "dim") for actor in route.get("prev", [])),
+        *([(route["curr"], "bold")] if route.get("curr") else []),
+        *((actor, "") for actor in route.get("next", [])),
+    ]
+    return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
+
+
+def _branches(branches: Any) -> str:
+    if not isinstance(branches, dict):
+        return ""
+    counts = ("open", "succeeded", "failed", "canceled")
+    return f"{branches.get('total', 0)} in all: " + ", ".join(f"{branches.get(c, 0)} {c}" for c in counts)
+
+
+def results(args: argparse.Namespace) -> int:
+    state = running_state()
+    s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
+    kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
+    own_prefix = result_prefix(state["namespace"], args.id)
+    own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
+    children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
+    if not own and not children:
+        console.print(f"no results yet for {args.id}")
+        return 1
+    for doc in [*own, *children]:
+        print_result(doc)
+    return 0
+
+
+def print_result(doc: dict[str, Any]) -> None:
+    try:
+        console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
+    except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
+        console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
+
+
+def queues(args: argparse.Namespace) -> int:
+    state = running_state()
+    sqs = local_client("sqs", state["endpoint"])
+
+    def depths() -> dict[str, tuple[int, int, int]]:
+        return queue_depths(sqs, state["namespace"])
+
+    if not args.watch:
+        console.print(_queue_table(depths()))
+        return 0
+    with Live(_queue_table(depths()), console=console, refresh_per_second=2) as live:
+        try:
+            while True:
+                time.sleep(0.5)
+                live.update(_queue_table(depths()))
+        except KeyboardInterrupt:
+            return 0
+
+
+def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
+    table = Table(title="queues", title_justify="left")
+    for column in ("queue", "visible", "in flight", "delayed"):
+        table.add_column(column, justify="left" if column == "queue" else "right")
+    for name, (visible, in_flight, delayed) in sorted(depths.items()):
+        table.add_row(name, str(visible), str(in_flight), str(delayed))
+    return table
+
+
+def results_table(kept: list[dict[str, Any]]) -> Table:
+    table = Table(title="results (x-sink / x-sump)", title_justify="left")
+    for column in ("envelope", "parent", "outcome", "hops", "payload"):
+        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
+    for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
+        envelope = doc["envelope"]
+        table.add_row(
+            envelope["id"][:8],
+            (envelope.get("parent_id") or "")[:8],
+            doc["outcome"],
+            " ".join(visited(envelope["route"])),
+            _summary(envelope["payload"]),
+        )
+    return table
+
+
+def _summary(payload: Any) -> str:
+    """`key=value` for the short scalar fields of a payload: enough to recognise it in a table."""
+    if not isinstance(payload, dict):
+        return json.dumps(payload, ensure_ascii=False)[:60]
+    fields = [f"{k}={v}" for k, v in payload.items() if isinstance(v, str | int | float | bool) and len(str(v)) <= 24]
+    return " ".join(fields) or json.dumps(payload, ensure_ascii=False)[:60]
+
+
+def add_parsers(commands: Any) -> None:
+    _add_send_parser(commands)
+    status_command = commands.add_parser("status", help="a task as the gateway reports it")
+    status_command.add_argument("id")
+    watch_command = commands.add_parser("watch", help="follow a task live until it ends; exit 0 if it succeeded")
+    watch_command.add_argument("id")
+    results_command = commands.add_parser("results", help="show what x-sink / x-sump kept for an envelope")
+    results_command.add_argument("id")
+    queues_command = commands.add_parser("queues", help="queue depths")
+    queues_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+
+
+COMMANDS = {"send": send, "status": status, "watch": watch, "results": results, "queues": queues}
