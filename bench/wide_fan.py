@@ -4,7 +4,7 @@ One task of `bench/wide_fan_mesh`: `split` fans it out into `--branches` branche
 envelope and the rest), which go straight to x-sink. A root keeps at most 50 branch ids itself; the
 rest are counted in buckets of 50 beside it (`asya.fans`). It prints how long the fan-out took to be
 registered, until all of it was sent, and until the root ended; the root's status and branch counts; the size of the
-root's record and of the largest bucket (DynamoDB's item size rules, `bench.cost_meter.item_bytes`), and the
+root's record and of the largest bucket (DynamoDB's item size rules, `asya_local.testing.metering.item_bytes`), and the
 write units a count on each costs.
 
 Then, in this process, what one transaction of 25 actions costs moto against what it costs the local
@@ -33,7 +33,7 @@ from asya_cdk.config import load_mesh
 from asya_local.endpoint.moto_transactions import apply_transaction_fix
 from asya_local.gateway_client import GatewayClient
 from asya_local.stack import LocalStack, free_port
-from bench.cost_meter import item_bytes
+from asya_local.testing.metering import item_bytes
 
 MESH = Path(__file__).resolve().parent / "wide_fan_mesh" / "mesh.yaml"
 POLL_SECONDS = 2.0  # the root is read this often: every read is a request to the endpoint being measured

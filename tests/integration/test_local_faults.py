@@ -1,6 +1,6 @@
-"""The short form of `make chaos`: the same bench (`bench.chaos`) with a dozen tasks of the chaos
-mesh's Lambda-only flow, under every fault the local stack injects, ends with nothing lost, nothing
-duplicated, nothing stuck and every task's status agreeing with its results.
+"""The short form of `make chaos`: the bench's harness (`asya_local.testing.chaos`) with a dozen tasks
+of the chaos mesh's Lambda-only flow, under every fault the local stack injects, ends with nothing
+lost, nothing duplicated, nothing stuck and every task's status agreeing with its results.
 
 Each task fans out into three branches; a third of them fail their first attempt at `flaky` and are
 retried, one task in ten has a branch that fails for good at `judge` (that task ends `failed`). The
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from asya_local.stack import LocalEndpoint
-from bench.chaos import WorkerLines, chaos_stack, run_chaos
+from asya_local.testing.chaos import WorkerLines, chaos_stack, run_chaos
 
 TASKS = 12
 

@@ -8,8 +8,20 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from bench.cost_meter import Meter, Usage, dynamodb_usage, item_bytes, read_units, sqs_usage, write_units
-from bench.cost_per_hop import ItemLookup, Measurement, metered, per_million, step_functions
+from asya_local.testing.metering import (
+    ItemLookup,
+    Measurement,
+    Meter,
+    Usage,
+    dynamodb_usage,
+    item_bytes,
+    metered,
+    per_million,
+    read_units,
+    sqs_usage,
+    step_functions,
+    write_units,
+)
 
 
 def test_an_item_is_sized_as_dynamodb_bills_it() -> None:

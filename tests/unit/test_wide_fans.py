@@ -17,7 +17,7 @@ from asya.task_record import Tally
 from asya.task_store import TaskStore
 from asya_gateway.stream import status_changes
 from asya_gateway.views import task_view
-from bench.cost_meter import item_bytes
+from asya_local.testing.metering import item_bytes
 
 NAMES = uuid.UUID("6f1c1d9e-4b0a-4f0e-9a59-0d7b1c2f3a4b")
 

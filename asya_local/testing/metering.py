@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import boto3
+import botocore.handlers
+
 SQS_CHUNK = 64 * 1024
 WRITE_UNIT_BYTES = 1024
 READ_UNIT_BYTES = 4096
@@ -267,3 +270,90 @@ class Meter:
 def _service_operation(event_name: str) -> tuple[str, str]:
     _, service, operation = event_name.split(".", 2)
     return service, operation
+
+
+class ItemLookup:
+    """Reads an item's current size for the write rules, through moto (calls the meter ignores)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, list[str]] = {}
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        if table not in self._keys:
+            schema = self.client.describe_table(TableName=table)["Table"]["KeySchema"]
+            self._keys[table] = [part["AttributeName"] for part in schema]
+        return {name: item[name] for name in self._keys[table] if name in item}
+
+    def size(self, table: str, key: Mapping[str, Any]) -> int:
+        found = self.client.get_item(TableName=table, Key=dict(key), ConsistentRead=True)
+        return item_bytes(found.get("Item", {}))
+
+
+@contextmanager
+def metered(meter: Meter) -> Iterator[None]:
+    """Every botocore session made inside carries the meter's hooks (and a fresh default session)."""
+    hooks: list[tuple[str, Callable[..., None]]] = [
+        ("before-parameter-build", meter.before),
+        ("after-call", meter.after),
+    ]
+    botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
+    boto3.setup_default_session()
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            botocore.handlers.BUILTIN_HANDLERS.remove(hook)
+        boto3.setup_default_session()
+
+
+@dataclass
+class Measurement:
+    """What one flow's run used, in billing units, and how many tasks and hops it took."""
+
+    tasks: int
+    hops: int
+    usage: list[Usage]
+    empty_polls: int  # measured in process; not billed here (the idle floor is modelled)
+    queues: int
+    hop_seconds: float  # the actors' and the crew's invocations, added up
+
+    def lines(self) -> dict[tuple[str, str, str], float]:
+        """Amount used by (service, operation, unit), over the whole run."""
+        total: Counter[tuple[str, str, str]] = Counter()
+        for item in self.usage:
+            total[(item.service, item.operation, item.unit)] += item.amount  # type: ignore[assignment]
+        return dict(total)
+
+    def dollars(self) -> Decimal:
+        return sum((item.dollars for item in self.usage), Decimal(0))
+
+    def units(self, service: str, unit: str) -> float:
+        return sum(item.amount for item in self.usage if item.service == service and item.unit == unit)
+
+
+# -- the bill -------------------------------------------------------------------------------------------
+
+
+def per_million(dollars: Decimal, count: int) -> Decimal:
+    return dollars / count * 1_000_000 if count else Decimal(0)
+
+
+def step_functions(hops_per_task: float, seconds_per_hop: float) -> tuple[Decimal, Decimal]:
+    """The same flow orchestrated by Step Functions, per task: each hop a Task state invoking a Lambda
+    function (one invocation per hop, no batches). Standard: a transition per state plus the start.
+    Express: a request, and the whole execution's time (each state taking as long as our hop's Lambda
+    invocation does, rounded up to 100 ms) at the smallest 64 MB."""
+    lambdas = PRICES["lambda request"] * Decimal(str(hops_per_task))
+    standard = PRICES["stepfunctions transition"] * Decimal(str(hops_per_task + 1)) + lambdas
+    billed = max(0.1, -(-hops_per_task * seconds_per_hop // 0.1) * 0.1)
+    express = PRICES["stepfunctions express request"] + PRICES["stepfunctions express GB-second"] * Decimal(
+        str(billed * 64 / 1024)
+    )
+    return standard, express + lambdas
