@@ -36,8 +36,8 @@ from pathlib import Path
 from rich.live import Live
 from rich.text import Text
 
-from asya_cdk.config import MeshConfigError, load_mesh
 from asya_cdk.libraries import LibrariesError
+from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_local import deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter

@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_cdk.packaging import docker_problem
 from asya_local.check import check
 

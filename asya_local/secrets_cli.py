@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.fixtures import LocalSecretError, named_secrets, secrets_file, store_secret, write_value
 
 

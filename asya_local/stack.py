@@ -43,7 +43,8 @@ from typing import Any
 
 from asya import variables
 from asya.names import resource_name
-from asya_cdk.config import LoadedMesh, MeshConfigError
+from asya_cdk.config import LoadedMesh
+from asya_cdk.loading import MeshConfigError
 from asya_cdk.packaging import function_sizes
 from asya_local.deploy import (
     EMR_APPLICATION,

@@ -21,7 +21,7 @@ from asya.envelope import visited
 from asya.live import FLY
 from asya.results import result_prefix
 from asya.task_record import TaskStatus
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.local_state import LocalStateError, gateway_of, running_state
 from asya_local.results import KeptResults
 from asya_local.roles import local_client

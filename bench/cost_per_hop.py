@@ -241,7 +241,7 @@ def example(name: str, flow: str | None = None) -> FlowCase:
     """An example's flow (its first, unless named) with its inputs."""
     import json
 
-    from asya_cdk.config import load_mesh
+    from asya_cdk.loading import load_mesh
 
     folder = ROOT / "examples" / name
     mesh = load_mesh(folder / "mesh.yaml")

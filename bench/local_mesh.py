@@ -27,7 +27,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import LoadedMesh, load_mesh
+from asya_cdk.config import LoadedMesh
+from asya_cdk.loading import load_mesh
 from asya_local.stack import LocalStack, endpoint_admin, free_port
 
 MESH = Path(__file__).resolve().parents[1] / "tests" / "integration" / "mesh" / "mesh.yaml"

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.stack import LocalStack, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

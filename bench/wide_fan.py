@@ -29,7 +29,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from asya.fans import BUCKET_BRANCHES, FAN_ROOT, counter_key
 from asya.task_record import TERMINAL
 from asya.task_store import TaskStore
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.endpoint.moto_transactions import apply_transaction_fix
 from asya_local.gateway_client import GatewayClient
 from asya_local.stack import LocalStack, free_port

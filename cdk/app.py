@@ -16,8 +16,8 @@ from cdk_nag import AwsSolutionsChecks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from asya_cdk.config import MeshConfigError, load_mesh
 from asya_cdk.libraries import LibrariesError
+from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.packaging import docker_problem, function_sizes
 from asya_cdk.stack import MeshStack, stack_name
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import LoadedMesh, load_mesh
+from asya_cdk.config import LoadedMesh
+from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.local import LocalMesh, local_console
 from asya_local.console.server import serve

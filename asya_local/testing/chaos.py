@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from asya.fans import FAN_ROOT
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.deploy import synthesize
 from asya_local.functions.faults import AwsFaults, FaultSpec, Restarts
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError

@@ -1,35 +1,7 @@
-"""AWS's limits that a mesh file can run into, and the longest value of every name AWS generates.
-
-The environment estimate builds each function's variables with `asya_cdk.environment`, the code the
-CDK constructs use, but with every generated name at its longest possible length, so a mesh that
-passes here cannot fail `CreateFunction` on Lambda's 4 KB environment limit. The bounds:
-
-- the results bucket: CloudFormation generates its name; S3 bucket names are at most 63 characters;
-- the tables: named `asya-<ns>-<table>` by the mesh (`asya.names`), so their length is exact;
-- a role ARN: `arn:<partition>:iam::<12 digits>:role/<name>`, a role name at most 64 characters,
-  with the longest partition;
-- an asset URL: `s3://<bootstrap bucket>/<64 hex>.<ext>`, the bootstrap bucket a bucket name (63);
-- an EMR Serverless application id: at most 64 characters (the API's own limit).
-"""
+"""AWS's limits that a mesh file can run into, in one place (`asya_cdk.longest` holds the longest value
+of every name AWS generates, against them)."""
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from asya.names import (
-    BATCHES_TABLE,
-    EVENTS_TABLE,
-    IDEMPOTENCY_TABLE,
-    JOINS_TABLE,
-    SUMP_TABLE,
-    TASKS_TABLE,
-    resource_name,
-)
-from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
-
-if TYPE_CHECKING:
-    from asya_cdk.config import LoadedMesh
 
 LAMBDA_ENVIRONMENT_MAX_BYTES = 4 * 1024  # keys and values, UTF-8 (Lambda's "4 KB" for all variables)
 LAMBDA_FUNCTION_NAME_MAX = 64
@@ -45,65 +17,3 @@ EMR_APPLICATION_ID_MAX = 64
 LONGEST_PARTITION = "aws-us-gov"
 ACCOUNT_DIGITS = 12
 ASSET_HASH_LENGTH = 64
-
-
-def longest_role_arn() -> str:
-    return f"arn:{LONGEST_PARTITION}:iam::{'0' * ACCOUNT_DIGITS}:role/{'r' * ROLE_NAME_MAX}"
-
-
-def longest_asset_url(extension: str) -> str:
-    return f"s3://{'b' * BUCKET_NAME_MAX}/{'0' * ASSET_HASH_LENGTH}.{extension}"
-
-
-def longest_mesh_names(namespace: str) -> MeshNames:
-    return MeshNames(
-        bucket="b" * BUCKET_NAME_MAX,
-        tasks_table=resource_name(namespace, TASKS_TABLE),
-        events_table=resource_name(namespace, EVENTS_TABLE),
-        idempotency_table=resource_name(namespace, IDEMPOTENCY_TABLE),
-        batches_table=resource_name(namespace, BATCHES_TABLE),
-        sump_table=resource_name(namespace, SUMP_TABLE),
-        joins_table=resource_name(namespace, JOINS_TABLE),
-    )
-
-
-def longest_spark_names(_actor: str) -> SparkNames:
-    return SparkNames(
-        application_id="a" * EMR_APPLICATION_ID_MAX,
-        job_role_arn=longest_role_arn(),
-        entry_point=longest_asset_url("py"),
-        code_url=longest_asset_url("zip"),
-        environment_url=longest_asset_url("zip"),
-    )
-
-
-def longest_file_url(_variable: str, path: Path) -> str:
-    """A shipped file's asset URL at its longest: a folder's asset is a zip, a file's keeps its extension."""
-    return longest_asset_url("zip" if path.is_dir() else path.suffix.removeprefix(".") or "bin")
-
-
-def environment_size(variables: dict[str, str]) -> int:
-    """What Lambda counts against its limit: every key and value, in UTF-8 bytes."""
-    return sum(len(key.encode()) + len(value.encode()) for key, value in variables.items())
-
-
-def longest_environments(mesh: LoadedMesh) -> list[tuple[FunctionEnvironment, int]]:
-    """Every function of the mesh and the largest its environment can be once deployed."""
-    functions = every_function(mesh, longest_mesh_names(mesh.config.namespace), longest_spark_names, longest_file_url)
-    return [(function, environment_size(function.variables)) for function in functions]
-
-
-def environment_problems(mesh: LoadedMesh) -> list[str]:
-    """`<field>: <what is wrong>` for each function whose environment could exceed Lambda's limit."""
-    problems = []
-    for function, size in longest_environments(mesh):
-        if size <= LAMBDA_ENVIRONMENT_MAX_BYTES:
-            continue
-        largest = sorted(function.variables.items(), key=lambda item: -len(item[0].encode() + item[1].encode()))
-        named = ", ".join(f"{key} {len(key.encode()) + len(value.encode()):,}" for key, value in largest[:3])
-        problems.append(
-            f"{function.field}: {function.what}'s environment ({function.function}) would be up to {size:,} bytes, "
-            f"over Lambda's {LAMBDA_ENVIRONMENT_MAX_BYTES:,}-byte limit for all of a function's variables "
-            f"(largest: {named}); shorten or remove variables"
-        )
-    return problems

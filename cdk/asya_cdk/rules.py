@@ -18,8 +18,8 @@ from asya_cdk.limits import (
     LAMBDA_FUNCTION_NAME_MAX,
     SQS_MAX_CONCURRENCY_RANGE,
     SUMP_RETENTION,
-    environment_problems,
 )
+from asya_cdk.longest import environment_problems
 from asya_cdk.needs import LAMBDA_EPHEMERAL_STORAGE_MB, TMP_SPARE_MB
 
 if TYPE_CHECKING:

@@ -29,11 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import LoadedMesh, load_mesh
+from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.layer import GATEWAY_SOURCE, PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
-from asya_cdk.limits import longest_mesh_names, longest_spark_names
+from asya_cdk.loading import load_mesh
+from asya_cdk.longest import longest_mesh_names, longest_spark_names
 from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
 from asya_spark.settings import job_environment
 

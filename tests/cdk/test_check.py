@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.check import plan
 from asya_local.cli import main
 

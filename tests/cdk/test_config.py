@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import MeshConfigError, load_mesh
+from asya_cdk.loading import MeshConfigError, load_mesh
 
 ACTORS = "namespace: shop\nactors:\n  a: {handler: mod.fn}\n  b: {handler: mod.fn}\n"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from asya_cdk.config import load_mesh
 from asya_cdk.layer import PROVIDED_BY_RUNTIME
 from asya_cdk.libraries import Distribution, LibrariesError, install
+from asya_cdk.loading import load_mesh
 from asya_cdk.packaging import FunctionSize, actor_build, function_size, lambda_target, layer_libraries
 from asya_local.check import check
 

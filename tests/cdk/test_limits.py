@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from asya_cdk.config import MeshConfigError, load_mesh
-from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES, environment_size, longest_environments
+from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES
+from asya_cdk.loading import MeshConfigError, load_mesh
+from asya_cdk.longest import environment_size, longest_environments
 from asya_cdk.rules import redrive_retention_problems
 from asya_local.deploy import synthesize
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from aws_cdk.assertions import Match, Template
 
-from asya_cdk.config import LoadedMesh, MeshConfig, load_mesh
+from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.loading import load_mesh
 from tests.support.templates import ROOT, actions_of, cfn_lint, resources, role_statements, run_cdk_app, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import load_mesh
 from asya_cdk.libraries import Target, install
+from asya_cdk.loading import load_mesh
 from asya_cdk.packaging import actor_build, layer_libraries
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tickets"

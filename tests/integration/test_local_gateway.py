@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.deploy import HttpTrigger, ScheduleTrigger, StreamTrigger, synthesize_app
 from asya_local.stack import LocalEndpoint, LocalStack
 

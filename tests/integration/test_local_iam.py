@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.deploy import Synthesized, synthesize
 from asya_local.stack import LocalEndpoint, LocalStack
 

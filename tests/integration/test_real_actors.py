@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.deploy import synthesize
 from asya_local.gateway_client import GatewayClient
 from asya_local.stack import LocalEndpoint

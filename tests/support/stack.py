@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
 from asya_local.functions.faults import FaultSpec

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import NoCredentialsError
 from rich.console import Console
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.account import account_findings
 from asya_local.check import check
 

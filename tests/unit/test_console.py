@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 
 from asya.names import SINK, SUMP
 from asya.telemetry import Telemetry
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console, create_app
 from asya_local.console.graph import NODE_WIDTH, layout

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import MeshConfigError, load_mesh
+from asya_cdk.loading import MeshConfigError, load_mesh
 
 GOOD = """
 namespace: shop

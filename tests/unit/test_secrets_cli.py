@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asya_cdk.config import load_mesh
+from asya_cdk.loading import load_mesh
 from asya_local import cli
 from asya_local.fixtures import LocalSecretError, local_secret_values
 
