@@ -98,7 +98,7 @@ def check(path: Path, console: Console, account: Any = None) -> int:
         mesh = load_mesh(path)
     except MeshConfigError as exc:
         for line in str(exc).splitlines():
-            console.print(f"[red]asya: {line}[/red]", highlight=False)
+            console.print(f"[red]asya: {line}[/red]", highlight=False, soft_wrap=True)
         return 1
     try:
         planned = plan(mesh)

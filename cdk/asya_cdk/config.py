@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from asya.names import CREW, PAUSE, RESERVED, SUMP, mesh_own, resource_name
 from asya.resiliency import Seconds
@@ -49,6 +49,7 @@ from asya_cdk.needs import (
     s3_location,
 )
 
+REFERENCES_APART = "references apart"  # validation context: `reference_problems` is asked for by the caller
 REQUIREMENTS_FILE = "requirements.txt"  # in an actor's code folder: its libraries, unless the mesh file lists them
 
 
@@ -160,15 +161,29 @@ class MeshConfig(StrictModel):
     local: LocalConfig = Field(default_factory=LocalConfig)
 
     @model_validator(mode="after")
-    def _names_resolve(self) -> MeshConfig:
+    def _references_resolve(self, info: ValidationInfo) -> MeshConfig:
+        """Every name the mesh uses resolves; `load_mesh` asks for these problems apart
+        (`REFERENCES_APART`), to report them with the others in one run."""
+        problems = [] if (info.context or {}).get(REFERENCES_APART) else self.reference_problems()
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def reference_problems(self) -> list[str]:
+        """`<field>: <what is wrong>` for every name that does not resolve: actors, the actors routes,
+        policies and sink hooks name, and the branches each join gathers."""
+        return self._name_problems() + self._route_problems() + self._join_problems()
+
+    def _name_problems(self) -> list[str]:
+        problems = []
         for name in self.actors:
             if not re.match(NAME, name) or name in RESERVED or mesh_own(name):
-                raise ValueError(
+                problems.append(
                     f"actors.{name}: actor names are lowercase letters, digits and '-', "
                     f"not starting with 'x-' (the mesh's own: {', '.join(RESERVED)})"
                 )
-            if len(resource_name(self.namespace, name)) > SQS_QUEUE_NAME_MAX:
-                raise ValueError(
+            elif len(resource_name(self.namespace, name)) > SQS_QUEUE_NAME_MAX:
+                problems.append(
                     f"actors.{name}: queue name {resource_name(self.namespace, name)} exceeds "
                     f"{SQS_QUEUE_NAME_MAX} characters"
                 )
@@ -177,49 +192,49 @@ class MeshConfig(StrictModel):
                 for target in policy.on_exhausted:
                     if target not in self.actors:
                         where = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted"
-                        raise ValueError(f"{where}: unknown actor {target!r}")
+                        problems.append(f"{where}: unknown actor {target!r}")
         for index, hook in enumerate(self.sink_hooks):
             if hook.actor not in self.actors:
-                raise ValueError(f"sink_hooks[{index}].actor: unknown actor {hook.actor!r}")
-        return self
+                problems.append(f"sink_hooks[{index}].actor: unknown actor {hook.actor!r}")
+        return problems
 
-    @model_validator(mode="after")
-    def _routes_resolve(self) -> MeshConfig:
+    def _route_problems(self) -> list[str]:
+        problems = []
         for flow_name, flow in self.flows.items():
             for index, actor in enumerate(flow.route):
                 where = f"flows.{flow_name}.route[{index}]"
                 if actor in CREW and actor != PAUSE:
-                    raise ValueError(
+                    problems.append(
                         f"{where}: {actor} cannot be in a route; of the crew only {PAUSE} can "
                         f"(x-sink and x-sump end every route by themselves, x-resume is started by the gateway)"
                     )
-                if actor != PAUSE and actor not in self.actors:
-                    raise ValueError(f"{where}: unknown actor {actor!r}")
-        return self
+                elif actor != PAUSE and actor not in self.actors:
+                    problems.append(f"{where}: unknown actor {actor!r}")
+        return problems
 
-    @model_validator(mode="after")
-    def _joins_resolve(self) -> MeshConfig:
+    def _join_problems(self) -> list[str]:
         """A join gathers the branches of actors of this mesh, and in every flow that visits it one of
         them comes first: otherwise nothing is ever gathered there."""
+        problems = []
         for name, settings in self.actors.items():
             if settings.join is None:
                 continue
             for index, source in enumerate(settings.join.branches_of):
                 where = f"actors.{name}.join.branches_of[{index}]"
                 if source not in self.actors:
-                    raise ValueError(f"{where}: unknown actor {source!r}")
-                if source == name:
-                    raise ValueError(f"{where}: a join cannot gather its own branches")
+                    problems.append(f"{where}: unknown actor {source!r}")
+                elif source == name:
+                    problems.append(f"{where}: a join cannot gather its own branches")
             for flow_name, flow in self.flows.items():
                 if name in flow.route and not set(flow.route[: flow.route.index(name)]) & set(
                     settings.join.branches_of
                 ):
-                    raise ValueError(
+                    problems.append(
                         f"flows.{flow_name}.route[{flow.route.index(name)}]: {name} joins the branches of "
                         f"{', '.join(settings.join.branches_of)} (actors.{name}.join.branches_of), but none "
                         "comes before it in this route"
                     )
-        return self
+        return problems
 
     def joins_of(self, actor: str) -> list[str]:
         """The join actors that gather `actor`'s branches (`ASYA_JOINED_BY`)."""

@@ -4,13 +4,15 @@ naming rule it could hit at deploy (`asya_cdk.rules`, `asya_cdk.plan`), each pro
 
 from __future__ import annotations
 
+from copy import deepcopy
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from asya.envelope import describe_validation_error
-from asya_cdk.config import REQUIREMENTS_FILE, LoadedMesh, MeshConfig
+from asya.envelope import validation_problems
+from asya_cdk.config import REFERENCES_APART, REQUIREMENTS_FILE, LoadedMesh, MeshConfig
 from asya_cdk.needs import (
     s3_location,
 )
@@ -23,10 +25,25 @@ class MeshConfigError(ValueError):
 
 
 def load_mesh(path: str | Path) -> LoadedMesh:
-    """Read and validate a mesh file; any problem is a `MeshConfigError` naming file and field. Beyond
-    the file's own shape, every AWS quota and naming rule the mesh could hit at deploy is checked here
-    (`asya_cdk.rules`), each problem on its own line."""
+    """Read and validate a mesh file; any problem is a `MeshConfigError` naming file and field, one
+    problem a line, as many as one run can find: the fields' own problems, the names that do not
+    resolve, what is missing on disk, and, once the rest is right, every AWS quota and naming rule the
+    mesh could hit at deploy (`asya_cdk.rules`, `asya_cdk.plan`)."""
     file = Path(path)
+    document = _document(file)
+    config, problems = _validated(document)
+    if config is not None:
+        base = file.resolve().parent
+        mesh = LoadedMesh.model_validate({"config": config, "base": base}, context={REFERENCES_APART: True})
+        problems += config.reference_problems() + path_problems(mesh)
+        if not problems:  # the rules judge a mesh whose every field and name is right
+            problems += mesh_problems(mesh) + _plan_problems(config)
+    if problems:
+        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
+    return mesh
+
+
+def _document(file: Path) -> dict[str, Any]:
     try:
         document = yaml.safe_load(file.read_text())
     except OSError as exc:
@@ -35,22 +52,50 @@ def load_mesh(path: str | Path) -> LoadedMesh:
         raise MeshConfigError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(document, dict):
         raise MeshConfigError(f"{file}: the mesh must be a mapping with namespace, actors and flows")
+    return document
+
+
+def _validated(document: dict[str, Any]) -> tuple[MeshConfig | None, list[str]]:
+    """The mesh and its fields' problems. With problems, the mesh is the document with each wrong
+    field left out (its default in its place), so that the names and paths it holds are checked in the
+    same run; None when leaving them out cannot make it whole (a whole actor or list was wrong)."""
+    context = {REFERENCES_APART: True}
     try:
-        config = MeshConfig.model_validate(document)
+        return MeshConfig.model_validate(document, context=context), []
     except ValidationError as exc:
-        raise MeshConfigError(f"{file}: {describe_validation_error(exc)}") from None
-    mesh = LoadedMesh(config=config, base=file.resolve().parent)
-    missing = path_problems(mesh)
-    if missing:
-        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in missing))
-    problems = mesh_problems(mesh)
-    if problems:
-        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
+        problems = validation_problems(exc)
+        repaired = _without(document, [error["loc"] for error in exc.errors()])
+        if repaired is None:
+            return None, problems
+        try:
+            return MeshConfig.model_validate(repaired, context=context), problems
+        except ValidationError:
+            return None, problems
+
+
+def _without(document: dict[str, Any], locations: list[tuple[int | str, ...]]) -> dict[str, Any] | None:
+    """A copy of the document without the fields at `locations`; None if one is a whole actor or flow,
+    or lies in a list (leaving an item out would renumber the others' problems)."""
+    copy = deepcopy(document)
+    for location in locations:
+        path = list(location[:-1]) if location[-1:] == ("[key]",) else list(location)
+        if len(path) < (3 if path[:1] in (["actors"], ["flows"]) else 1) or any(isinstance(p, int) for p in path):
+            return None
+        parent: Any = copy
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict):
+            return None
+        parent.pop(path[-1], None)
+    return copy
+
+
+def _plan_problems(config: MeshConfig) -> list[str]:
     try:
         plan_stacks(config)  # a mesh too large even for nested stacks is refused here, not at deploy
     except StackPlanError as exc:
-        raise MeshConfigError(f"{file}: {exc}") from None
-    return mesh
+        return [str(exc)]
+    return []
 
 
 def path_problems(mesh: LoadedMesh) -> list[str]:

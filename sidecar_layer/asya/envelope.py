@@ -195,13 +195,21 @@ def parse_envelope(body: str | bytes) -> Envelope:
         raise EnvelopeError(Reason.INVALID_ENVELOPE, describe_validation_error(exc), raw) from exc
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line per problem, each naming the field path, so a user can fix the input."""
+def validation_problems(exc: ValidationError) -> list[str]:
+    """One problem a line, each naming the field path, so a user can fix the input: `<field>: <what is
+    wrong>`. A check of the whole (located at the root) names its own fields, one problem a line."""
     problems = []
     for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"]) or "(root)"
-        problems.append(f"{location}: {error['msg']}")
-    return "; ".join(problems)
+        location = ".".join(str(part) for part in error["loc"])
+        cause = error.get("ctx", {}).get("error")
+        message = str(cause) if error["type"] == "value_error" and cause is not None else error["msg"]
+        problems += [f"{location}: {line}" if location else line for line in message.splitlines()]
+    return problems
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The problems on one line (an envelope's reason, a variable's error)."""
+    return "; ".join(validation_problems(exc))
 
 
 def new_envelope(

@@ -101,7 +101,7 @@ def test_a_queue_retention_below_a_minute_is_refused(tmp_path: Path, retention: 
 @pytest.mark.parametrize(
     ("spark", "fragment"),
     [
-        ("{job_timeout: 8d}", "actors.a.spark.job_timeout: Value error, '8d' is not a duration"),
+        ("{job_timeout: 8d}", "actors.a.spark.job_timeout: '8d' is not a duration"),
         ("{job_timeout: 169h}", "actors.a.spark.job_timeout: Input should be less than or equal to 604800"),
         ("{style: sql}", "actors.a.spark.style: Input should be 'payload' or 'dataframe'"),
         ("{max_vcpu: 0}", "actors.a.spark.max_vcpu: Input should be greater than or equal to 1"),

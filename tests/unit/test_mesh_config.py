@@ -46,7 +46,7 @@ def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) ->
         ),
         (
             "namespace: shop\nactors:\n  a: {handler: nodot}\n",
-            "actors.a.handler: Value error, must be 'module.function'",
+            "actors.a.handler: must be 'module.function'",
         ),
         (
             "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f: {route: [a, ghost]}\n",
@@ -79,12 +79,12 @@ def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) ->
         (
             "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f:\n    route: [a]\n"
             "    input_schema: {properties: {n: {type: integer}}, examples: [{n: 1}, {n: two}]}\n",
-            "flows.f.input_schema: Value error, examples[1] does not match the schema: data.n must be integer",
+            "flows.f.input_schema: examples[1] does not match the schema: data.n must be integer",
         ),
         (
             "namespace: shop\nactors:\n  a: {handler: m.f}\nflows:\n  f:\n    route: [a]\n"
             "    input_schema: {type: thing}\n",
-            "flows.f.input_schema: Value error, not a valid JSON Schema",
+            "flows.f.input_schema: not a valid JSON Schema",
         ),
         ("namespace: shop\nactors: [\n", "not valid YAML"),
         ("- just\n- a list\n", "the mesh must be a mapping"),
@@ -112,3 +112,39 @@ def test_the_example_mesh_is_valid() -> None:
 def test_every_flow_of_the_examples_has_an_example_input_for_asya_smoke(example: str) -> None:
     mesh = load_mesh(Path(__file__).resolve().parents[2] / "examples" / example / "mesh.yaml")
     assert all(flow.input_schema.get("examples") for flow in mesh.config.flows.values())
+
+
+MANY_MISTAKES = """
+namespace: shop
+actors:
+  a: {handler: mod.fn, memory: 99999}
+  b: {handler: mod.fn, code: ./nowhere}
+  j: {handler: mod.fn, join: {branches_of: ghost}}
+flows:
+  main: {route: [a, b, phantom]}
+"""
+
+
+def test_every_problem_of_a_mesh_file_is_reported_in_one_run_one_line_each(tmp_path: Path) -> None:
+    """A field out of range, a route and a join naming actors that do not exist, and a code folder that
+    is not there: all four at once, each `<file>: <field>: <what is wrong>` on a line of its own."""
+    path = _write(tmp_path, MANY_MISTAKES)
+    with pytest.raises(MeshConfigError) as refused:
+        load_mesh(path)
+    lines = str(refused.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == [
+        "actors.a.memory",
+        "flows.main.route[2]",
+        "actors.j.join.branches_of[0]",
+        "actors.b.code",
+    ]
+    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert "Value error" not in str(refused.value)
+
+
+def test_a_wrong_actor_is_not_left_out_to_make_its_references_fail(tmp_path: Path) -> None:
+    """An actor wrong as a whole (no handler) is reported for itself; the route naming it is not called
+    a route to an unknown actor."""
+    with pytest.raises(MeshConfigError) as refused:
+        load_mesh(_write(tmp_path, "namespace: shop\nactors:\n  a: {timeout: 5}\nflows:\n  f: {route: [a]}\n"))
+    assert str(refused.value).splitlines() == [f"{tmp_path / 'mesh.yaml'}: actors.a.handler: Field required"]
