@@ -2,9 +2,11 @@
 
     asya up      [--config FILE] [--port N] [--faults FILE|SPEC]   start the local stack; Ctrl-C stops it
     asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]   create tasks; prints their ids
+    asya tasks   [--status S] [--flow F]         the newest tasks, fan-out branches left out
     asya status  ID                              a task as the gateway reports it
     asya watch   ID                              follow a task live until it ends
     asya results ID                              what x-sink / x-sump kept for an envelope
+    asya cancel  ID / asya resume ID JSON        cancel a task; give a paused one what it asked for
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya check   [--config FILE] [--account]     AWS's limits checked, and what `cdk deploy` would create
@@ -14,31 +16,36 @@
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
-URL, worker log) so the other commands find it. While the mesh runs, `asya up` and `asya demo` show
+URL, worker log, its own process) so the other commands find it, from any folder below
+(`asya_local.local_state`). While the mesh runs, `asya up` and `asya demo` show
 it as a live view (`asya_local.live_view`); what the workers print goes to the worker log
 (`.asya/<namespace>.log`, `asya_local.worklog`), and only errors to the screen. `asya up` also serves
 the console (`asya_local.console`). Tasks are created and followed through the status gateway's API, as any
-client would on AWS. Argument parsing is the standard library's argparse; HTTP is `httpx2`; tables,
+client would on AWS. Argument parsing is the standard library's argparse (`asya_local.arguments`: a
+mistake is one line); HTTP is `httpx2`; tables,
 live views and progress bars are `rich`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from botocore.exceptions import EndpointConnectionError
 from rich.live import Live
 from rich.text import Text
 
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_local import deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
+from asya_local.arguments import Parser, command, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -50,45 +57,76 @@ from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 from asya_local.live_view import LiveView
-from asya_local.local_state import STATE_FILE, LocalStateError, gateway_of, read_state, running_state, write_state
+from asya_local.local_state import (
+    LocalStateError,
+    gateway_of,
+    read_state,
+    refuse_second_stack,
+    running_state,
+    worker_log_folder,
+    write_state,
+)
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.screen import console
 from asya_local.smoke import SmokeError
-from asya_local.stack import LocalStack, free_port
+from asya_local.stack import LocalStack, free_port, port_taken
 from asya_local.sump_cli import SumpCommandError
+from asya_local.task_cli import TaskCommandError
 from asya_local.worklog import WorkerLog
 
 DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
+DISTRIBUTION = "asya-aws"  # the package `pip install` knows this project by
 INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="asya", description="Run an asya mesh on this machine.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    up = commands.add_parser("up", help="start the local stack until Ctrl-C")
-    demo = commands.add_parser("demo", help="start, send the example inputs, show them flowing, print, stop")
-    for command in (up, demo):
-        command.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
-        command.add_argument(
-            "--port", type=int, default=4566 if command is up else 0, help="endpoint port; 0: any free"
+def parser() -> Parser:
+    """Every `asya` command, each with its help: what it does and an example."""
+    root = Parser(prog="asya", description="Run an asya mesh on this machine, check it, deploy it, work with it.")
+    root.add_argument("--version", action="version", version=f"asya {version(DISTRIBUTION)}")
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    up = command(
+        commands,
+        "up",
+        "start the mesh on the local stack, until Ctrl-C",
+        "asya up --config examples/reviews/mesh.yaml",
+        "asya up --port 0 --faults faults.yaml   # a second stack, with faults injected",
+    )
+    demo = command(
+        commands,
+        "demo",
+        "start the mesh, send its example inputs, show them flowing, print what came out, stop",
+        "asya demo --config examples/catalogue/mesh.yaml",
+    )
+    for started in (up, demo):
+        started.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
+        started.add_argument(
+            "--port", type=int, default=4566 if started is up else 0, help="endpoint port; 0: any free"
         )
-        command.add_argument("--workers", type=int, default=1, help="execution environments per function")
-        command.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
-        command.add_argument(
+        started.add_argument("--workers", type=positive_int, default=1, help="execution environments per function")
+        started.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
+        started.add_argument(
             "--faults", type=_fault_spec, help="fault spec (YAML/JSON file or inline) applied to the workers"
         )
     up.add_argument("--console-port", type=int, default=0, help="the console's port; 0: any free")
     demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
     task_cli.add_parsers(commands)
-    check = commands.add_parser("check", help="check the mesh file against AWS's limits; show what deploy creates")
+    check = command(
+        commands,
+        "check",
+        "check the mesh file against AWS's limits, every problem in one run; show what cdk deploy creates",
+        "asya check --config examples/reviews/mesh.yaml --account",
+    )
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
     check.add_argument(
         "--account", action="store_true", help="also the account's Lambda concurrency (your AWS credentials)"
     )
     deploy_cli.add_parser(commands, DEFAULT_CONFIG)
-    smoke_test = commands.add_parser(
-        "smoke", help="one task per flow through a deployed mesh: pass/fail per flow; cleans up its results"
+    smoke_test = command(
+        commands,
+        "smoke",
+        "one task per flow through a deployed mesh: pass or fail per flow; cleans up its results",
+        "asya smoke --stack asya-reviews --flow triage-reviews",
     )
     smoke_test.add_argument("--stack", required=True, help="the mesh's stack name (asya-<namespace>)")
     smoke_test.add_argument("--flow", action="append", default=[], help="only this flow (repeatable; default: all)")
@@ -99,14 +137,24 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each flow may take before it fails",
     )
     smoke_test.add_argument("--allow-skip", action="store_true", help="a flow without an example input is no failure")
-    console_command = commands.add_parser("console", help="the mesh, its queues and tasks, live, in a browser")
+    console_command = command(
+        commands,
+        "console",
+        "the mesh, its queues and tasks, live, in a browser",
+        "asya console",
+        "asya console --stack asya-reviews   # a deployed mesh, with your AWS credentials",
+    )
     console_command.add_argument(
         "--stack", help="a deployed mesh's stack (asya-<namespace>), with your AWS credentials; default: asya up's"
     )
     console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
     sump_cli.add_parser(commands)
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     commands_run = {
         "up": _up,
         "demo": _demo,
@@ -126,14 +174,30 @@ def main(argv: list[str] | None = None) -> int:
         GatewayUnreachableError,
         SmokeError,
         SumpCommandError,
+        TaskCommandError,
         LocalSecretError,
         LibrariesError,
+        argparse.ArgumentTypeError,
     ) as exc:
-        console.print(f"[red]asya: {exc}[/red]")
+        console.print(f"[red]asya: {exc}[/red]", highlight=False, soft_wrap=True)
+        return 2
+    except EndpointConnectionError as exc:
+        console.print(
+            f"[red]asya: nothing answers at {_origin(exc.kwargs.get('endpoint_url'))}: "
+            "is `asya up` still running?[/red]",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 2
     except GatewayError as exc:
         console.print(f"[red]asya: the gateway refused: {exc}[/red]")
         return 1
+
+
+def _origin(url: object) -> str:
+    """Where a request went, without its path: the endpoint a person started."""
+    parts = urlsplit(str(url))
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -189,8 +253,14 @@ class Started:
 
 def _start(args: argparse.Namespace) -> Started:
     mesh = load_mesh(args.config)
+    for option, port in (("--port", args.port), ("--gateway-port", args.gateway_port)):
+        if port and port_taken(port):
+            raise LocalStateError(
+                f"port {port} is taken (another asya up, or another local AWS endpoint?): "
+                f"{option} 0 takes any free port"
+            )
     activity = ActivityCounter(mesh.config.namespace)
-    log = WorkerLog(STATE_FILE.parent / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
+    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
     stack = LocalStack(
         mesh,
         port=args.port or free_port(),
@@ -210,10 +280,13 @@ def _start(args: argparse.Namespace) -> Started:
 
 
 def _up(args: argparse.Namespace) -> int:
+    refuse_second_stack()
     started = _start(args)
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
-    write_state(stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {}))
+    state_file = write_state(
+        stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {})
+    )
     key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
     header = [
         f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it",
@@ -243,7 +316,7 @@ def _up(args: argparse.Namespace) -> int:
         if served is not None:
             served.stop()
         started.stop()
-        STATE_FILE.unlink(missing_ok=True)
+        state_file.unlink(missing_ok=True)
     return 0
 
 
@@ -252,9 +325,7 @@ def _console(args: argparse.Namespace) -> int:
     state = read_state()
     stop = threading.Event()
     if args.stack is None or (state is not None and state.get("stack") == args.stack):
-        if state is None:
-            raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`")
-        where = LocalMesh.of_state(state)
+        where = LocalMesh.of_state(state if state is not None else running_state())
         activity = ActivityCounter(where.mesh.config.namespace)
         if where.log is not None:
             follow_log(where.log, activity.take, stop)
@@ -276,7 +347,7 @@ def _console(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    payloads = json.loads((args.inputs or args.config.parent / INPUTS_FILE).read_text())
+    payloads = json_file(str(args.inputs or args.config.parent / INPUTS_FILE))
     started = _start(args)
     stack = started.stack
     try:

@@ -20,14 +20,18 @@ from rich.console import Console
 
 from asya_cdk.loading import load_mesh
 from asya_cdk.packaging import docker_problem
+from asya_local.arguments import command
 from asya_local.check import check
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def add_parser(commands: Any, default_config: Path) -> None:
-    deploy = commands.add_parser(
-        "deploy", help="asya check, Docker checked for image actors, then cdk deploy (your AWS credentials)"
+    deploy = command(
+        commands,
+        "deploy",
+        "asya check, Docker checked for image actors, then cdk deploy (your AWS credentials)",
+        "asya deploy --config examples/reviews/mesh.yaml -- --require-approval never",
     )
     deploy.add_argument("--config", type=Path, default=default_config, help="mesh file")
     deploy.add_argument("cdk_arguments", nargs=argparse.REMAINDER, help="passed on to cdk deploy, after --")

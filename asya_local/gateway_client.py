@@ -108,12 +108,12 @@ class GatewayClient:
         return {name: list(flow["route"]) for name, flow in flows.items()}
 
     def tasks(
-        self, *, status: str, flow: str | None = None, since: str | None = None, limit: int = 50
+        self, *, status: str | None = None, flow: str | None = None, since: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
-        """`GET /mesh?roots=true`: the newest tasks of a status (of a flow, started since a moment),
+        """`GET /mesh?roots=true`: the newest tasks (of a status, of a flow, started since a moment),
         fan-out branches left out, first page only."""
-        params: dict[str, Any] = {"status": status, "limit": limit, "roots": "true"}
-        params |= {name: value for name, value in (("flow", flow), ("since", since)) if value}
+        params: dict[str, Any] = {"limit": limit, "roots": "true"}
+        params |= {name: value for name, value in (("status", status), ("flow", flow), ("since", since)) if value}
         return list(self._json("GET", f"{API}/mesh", 200, params=params)["tasks"])
 
     def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:

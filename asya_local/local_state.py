@@ -1,29 +1,49 @@
-"""`.asya/local.json`: where the local stack `asya up` runs is, for the other commands.
+"""The state file of the local stack: where the stack `asya up` runs is, for the other commands.
 
-`asya up` writes it when the mesh is up and removes it when it stops; it holds the gateway's API key,
-so only its owner may read it.
+`asya up` writes it once the mesh is up, with its own process id, and removes it when it stops; it
+holds the gateway's API key, so only its owner may read it. It is `.asya/local.json` in the folder
+`asya up` ran in, or the file `ASYA_LOCAL_STATE` names. Every other command finds it the same way a
+version control tool finds its folder: `ASYA_LOCAL_STATE`, or the nearest `.asya/local.json` from the
+current folder up, so the commands work from any folder of the project. A state file whose `asya up`
+has ended (killed, the machine restarted) is stale: the commands say so rather than calling an
+endpoint that is gone, and a new `asya up` replaces it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+from asya import variables
 from asya_local.gateway_client import GatewayClient
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.stack import LocalStack
 
-STATE_FILE = Path(".asya/local.json")
+STATE_NAME = Path(".asya") / "local.json"
 
 
 class LocalStateError(RuntimeError):
-    """No local stack is running (or its state file is unreadable)."""
+    """No local stack is running, or one already is (the message says which, and what to do)."""
 
 
-def write_state(stack: LocalStack, config: Path, **more: str) -> None:
-    """`.asya/local.json`: where the running local stack is, for the other commands."""
-    STATE_FILE.parent.mkdir(exist_ok=True)
+def state_file() -> Path:
+    """The state file the commands read: `ASYA_LOCAL_STATE`, the nearest `.asya/local.json` from here
+    up, or (none found) the one `asya up` would write here."""
+    named = variables.LOCAL_STATE.read(os.environ)
+    if named is not None:
+        return Path(named).expanduser().resolve()
+    here = Path.cwd()
+    found = next((folder / STATE_NAME for folder in (here, *here.parents) if (folder / STATE_NAME).is_file()), None)
+    return found or here / STATE_NAME
+
+
+def write_state(stack: LocalStack, config: Path, **more: str) -> Path:
+    """Record where the running local stack is, for the other commands; the file written."""
+    file = _written_file()
+    file.parent.mkdir(parents=True, exist_ok=True)
     state = {
+        "pid": str(os.getpid()),
         "endpoint": stack.endpoint,
         "stack": stack.stack_name,
         "namespace": stack.namespace,
@@ -39,25 +59,79 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> None:
     }
     if stack.gateway_url is not None:
         state |= {"gateway_url": stack.gateway_url, "api_key": stack.api_key}
-    STATE_FILE.touch(mode=0o600)  # it holds the API key
-    STATE_FILE.write_text(json.dumps(state, indent=2))
+    file.touch(mode=0o600)  # it holds the API key
+    file.write_text(json.dumps(state, indent=2))
+    return file
+
+
+def refuse_second_stack() -> None:
+    """`asya up` here while another still runs from the same state file would take its place in it."""
+    file = _written_file()
+    state = _read(file)
+    if state is not None and _alive(state):
+        raise LocalStateError(
+            f"a local stack already runs from here: mesh {state.get('namespace')!r} at {state.get('endpoint')} "
+            f"(asya up, process {state.get('pid')}; {file}). Use it, stop it with Ctrl-C where it runs, or start "
+            f"another from another folder or with ASYA_LOCAL_STATE naming another file"
+        )
 
 
 def running_state() -> dict[str, str]:
-    state = read_state()
+    """The running stack's state, or a `LocalStateError` that says how to start one."""
+    file = state_file()
+    state = _read(file)
     if state is None:
-        raise LocalStateError(f"no local stack found ({STATE_FILE} missing): start one with `asya up`")
+        raise LocalStateError(
+            f"no local stack found (no {STATE_NAME} here or in any folder above, and ASYA_LOCAL_STATE is not "
+            "set): start one with `asya up`"
+        )
+    if not _alive(state):
+        raise LocalStateError(
+            f"the local stack recorded in {file} is no longer running (its asya up, process {state.get('pid')}, "
+            "has ended): start it again with `asya up`"
+        )
     return state
 
 
 def read_state() -> dict[str, str] | None:
-    try:
-        return dict(json.loads(STATE_FILE.read_text()))
-    except (OSError, ValueError):
-        return None
+    """The state, if a stack runs (a stale file is no stack)."""
+    state = _read(state_file())
+    return state if state is not None and _alive(state) else None
 
 
 def gateway_of(state: dict[str, str]) -> GatewayClient:
     if "gateway_url" not in state:
         raise LocalStateError("the running stack serves no gateway (its mesh deploys none)")
     return GatewayClient(state["gateway_url"], state["api_key"])
+
+
+def worker_log_folder() -> Path:
+    """Where `asya up` keeps the workers' log: beside the state file."""
+    return _written_file().parent
+
+
+def _written_file() -> Path:
+    named = variables.LOCAL_STATE.read(os.environ)
+    return Path(named).expanduser().resolve() if named is not None else STATE_NAME
+
+
+def _read(file: Path) -> dict[str, str] | None:
+    try:
+        return dict(json.loads(file.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _alive(state: dict[str, str]) -> bool:
+    """Whether the `asya up` that wrote the state still runs (a file without a process id, written by
+    a test or an older `asya up`, is taken at its word)."""
+    pid = state.get("pid")
+    if pid is None:
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True

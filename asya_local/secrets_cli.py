@@ -16,13 +16,20 @@ from typing import Any
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
+from asya_local.arguments import command
 from asya_local.fixtures import LocalSecretError, named_secrets, secrets_file, store_secret, write_value
 
 
 def add_parser(commands: Any, default_config: Path) -> None:
-    secrets = commands.add_parser("secrets", help="the local values of the secrets actors read")
-    actions = secrets.add_subparsers(dest="secrets_command", required=True)
-    setting = actions.add_parser("set", help="set a secret's local value (asya up reads it)")
+    secrets = command(commands, "secrets", "the local values of the secrets actors read", "asya secrets set api-key")
+    actions = secrets.add_subparsers(dest="secrets_command", required=True, metavar="ACTION")
+    setting = command(
+        actions,
+        "set",
+        "set a secret's local value (asya up reads it)",
+        "asya secrets set api-key          # the value from standard input",
+        "asya secrets set /shop/region eu-west-1",
+    )
     setting.add_argument("name", help="the secret's or parameter's name, as an actor's `secrets:` names it")
     setting.add_argument("value", nargs="?", help="the value (default: read from standard input)")
     setting.add_argument("--config", type=Path, default=default_config, help="mesh file")

@@ -104,6 +104,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def port_taken(port: int) -> bool:
+    """Whether something already listens on `port` of loopback (a second stack would wait for its
+    endpoint there in vain)."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _queue_urls(sqs: Any, namespace: str) -> list[str]:
     return list(sqs.list_queues(QueueNamePrefix=resource_name(namespace, "")).get("QueueUrls", []))
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.table import Table
 
+from asya_local.arguments import command, json_value
 from asya_local.gateway_client import GatewayClient, GatewayError
 
 RELATIVE = re.compile(r"^(\d+)([smhd])$")
@@ -30,20 +29,30 @@ class SumpCommandError(ValueError):
 
 
 def add_parser(commands: Any) -> None:
-    sump = commands.add_parser("sump", help="what x-sump kept: list, show, redrive")
-    actions = sump.add_subparsers(dest="sump_command", required=True)
-    listing = actions.add_parser("list", help="the messages x-sump kept, newest first")
-    show = actions.add_parser("show", help="one message as x-sump kept it")
+    sump = command(commands, "sump", "what x-sump kept: list, show, redrive", "asya sump list --since 2h")
+    actions = sump.add_subparsers(dest="sump_command", required=True, metavar="ACTION")
+    listing = command(
+        actions, "list", "the messages x-sump kept, newest first", "asya sump list --reason Timeout --actor score"
+    )
+    show = command(actions, "show", "one message as x-sump kept it", "asya sump show 5f0c9a2e-…")
     show.add_argument("id")
-    redrive = actions.add_parser("redrive", help="put messages back in the mesh where they failed")
+    redrive = command(
+        actions,
+        "redrive",
+        "put messages back in the mesh where they failed",
+        "asya sump redrive 5f0c9a2e-… --payload @fixed.json",
+        "asya sump redrive --reason Timeout --since 1h",
+    )
     redrive.add_argument("id", nargs="?", help="the envelope's id (or choose them with --reason)")
     redrive.add_argument("--to", help="the actor to send it to instead of where it failed")
-    redrive.add_argument("--payload", help="a new payload: JSON, or @file.json")
-    redrive.add_argument("--envelope", help="the fixed envelope (@file.json), for a message that never parsed")
-    for command in (listing, redrive):
-        command.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
-        command.add_argument("--actor", help="only failures at this actor")
-        command.add_argument("--since", help="only arrivals since: 30m, 2h, 1d or an RFC 3339 time")
+    redrive.add_argument("--payload", type=json_value, help="a new payload: JSON, or @file.json")
+    redrive.add_argument(
+        "--envelope", type=json_value, help="the fixed envelope (@file.json), for a message that never parsed"
+    )
+    for filtered in (listing, redrive):
+        filtered.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
+        filtered.add_argument("--actor", help="only failures at this actor")
+        filtered.add_argument("--since", help="only arrivals since: 30m, 2h, 1d or an RFC 3339 time")
 
 
 def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
@@ -59,15 +68,15 @@ def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> i
 def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
     if (args.id is None) == (args.reason is None):
         raise SumpCommandError("give an envelope id, or --reason to redrive every match")
-    if args.id is None and (args.payload or args.envelope):
+    if args.id is None and (args.payload is not None or args.envelope is not None):
         raise SumpCommandError("--payload and --envelope redrive one message: give its id")
     body: dict[str, Any] = {}
     if args.to:
         body["to"] = args.to
-    if args.payload:
-        body["payload"] = _json_argument(args.payload, "--payload")
-    if args.envelope:
-        body["envelope"] = _json_argument(args.envelope, "--envelope")
+    if args.payload is not None:
+        body["payload"] = args.payload
+    if args.envelope is not None:
+        body["envelope"] = args.envelope
     chosen = [args.id] if args.id else [e["id"] for e in gateway.sump(**_filters(args)) if not e.get("redriven_at")]
     failures = 0
     for envelope_id in chosen:
@@ -96,14 +105,6 @@ def _since(text: str) -> str:
     amount, unit = relative.groups()
     moment = dt.datetime.now(dt.UTC) - dt.timedelta(**{UNITS[unit]: int(amount)})
     return moment.isoformat(timespec="seconds")
-
-
-def _json_argument(value: str, option: str) -> Any:
-    raw = Path(value[1:]).read_text() if value.startswith("@") else value
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise SumpCommandError(f"{option} is not JSON: {exc}") from None
 
 
 def _table(entries: list[dict[str, Any]]) -> Table:

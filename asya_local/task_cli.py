@@ -1,5 +1,6 @@
-"""`asya send`, `status`, `watch`, `results` and `queues`: tasks of the running local stack, created and
-followed through its gateway as any client would, and what the crew kept."""
+"""`asya send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume` and `queues`: tasks of the
+running local stack, created, found, followed and changed through its gateway as any client would, and
+what the crew kept."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,7 +22,8 @@ from asya.live import FLY
 from asya.results import result_prefix
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local.local_state import LocalStateError, gateway_of, running_state
+from asya_local.arguments import command, json_object, json_value, positive_int
+from asya_local.local_state import gateway_of, running_state
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console
@@ -32,51 +33,30 @@ STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not en
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta"}
 
 
-def _add_send_parser(commands: Any) -> None:
-    send = commands.add_parser("send", help="create tasks through the gateway; prints their ids")
-    send.add_argument("payload", help="JSON payload, or @file.json")
-    target = send.add_mutually_exclusive_group(required=True)
-    target.add_argument("--flow", help="a flow of the mesh file")
-    target.add_argument("--route", help="comma-separated actors")
-    send.add_argument("--count", type=int, default=1, help="create this many tasks")
-    send.add_argument(
-        "--idempotency-key", help="the task's key: sent again with it, the create makes no second task (default: new)"
-    )
-    send.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
-    send.add_argument(
-        "--wait",
-        type=float,
-        metavar="SECONDS",
-        help="wait up to SECONDS for the task to end and show it with its result; "
-        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
-    )
+class TaskCommandError(ValueError):
+    """The command asks for what the mesh cannot do (a flow it has not, `--wait` with `--count`)."""
 
 
 def send(args: argparse.Namespace) -> int:
     state = running_state()
     mesh = load_mesh(state["config"])
-    raw = Path(args.payload[1:]).read_text() if args.payload.startswith("@") else args.payload
-    try:
-        payload = json.loads(raw)
-    except ValueError as exc:
-        raise LocalStateError(f"the payload is not JSON: {exc}") from None
-    body: dict[str, Any] = {"payload": payload}
+    body: dict[str, Any] = {"payload": args.payload}
     if args.flow:
         if args.flow not in mesh.config.flows:
-            raise LocalStateError(f"unknown flow {args.flow!r} (flows: {', '.join(mesh.config.flows) or 'none'})")
+            raise TaskCommandError(f"unknown flow {args.flow!r} (flows: {', '.join(mesh.config.flows) or 'none'})")
         body["flow"] = args.flow
     else:
         route = [actor.strip() for actor in args.route.split(",") if actor.strip()]
         unknown = [actor for actor in route if actor not in mesh.config.actors]
         if not route or unknown:
-            raise LocalStateError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
+            raise TaskCommandError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
         body["route"] = route
     if args.timeout:
         body["timeout"] = args.timeout
     gateway = gateway_of(state)
     if args.wait is not None:
         if args.count != 1 or args.wait <= 0:
-            raise LocalStateError("--wait takes a number of seconds above 0, for one task (no --count)")
+            raise TaskCommandError("--wait takes a number of seconds above 0, for one task (no --count)")
         ended = gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key())
         console.print(task_table(ended))
         if not ended["terminal"]:
@@ -87,7 +67,7 @@ def send(args: argparse.Namespace) -> int:
         print(gateway.create_task(body, args.idempotency_key or new_key())["id"])
         return 0
     if args.idempotency_key:
-        raise LocalStateError("--idempotency-key names one task: leave out --count")
+        raise TaskCommandError("--idempotency-key names one task: leave out --count")
     with Progress(console=console) as progress:
         task = progress.add_task(f"creating {args.count} tasks", total=args.count)
         for _ in range(args.count):
@@ -261,16 +241,92 @@ def _summary(payload: Any) -> str:
     return " ".join(fields) or json.dumps(payload, ensure_ascii=False)[:60]
 
 
+def tasks(args: argparse.Namespace) -> int:
+    """The newest tasks (fan-out branches left out), of a status and a flow if asked."""
+    found = gateway_of(running_state()).tasks(status=args.status, flow=args.flow, limit=args.limit)
+    table = Table(title=f"tasks: {len(found)} newest", title_justify="left")
+    for column in ("id", "flow", "status", "actor", "progress", "updated"):
+        table.add_column(column, overflow="fold")
+    for task in found:
+        state = str(task.get("status", ""))
+        table.add_row(
+            str(task["id"]),
+            str(task.get("flow") or ""),
+            Text(state, style=STATUS_STYLES.get(state, "")),
+            str(task.get("actor") or ""),
+            f"{float(task.get('progress') or 0):g} %",
+            str(task.get("updated_at") or ""),
+        )
+    console.print(table)
+    return 0
+
+
+def cancel(args: argparse.Namespace) -> int:
+    console.print(task_table(gateway_of(running_state()).cancel(args.id)))
+    return 0
+
+
+def resume(args: argparse.Namespace) -> int:
+    console.print(task_table(gateway_of(running_state()).resume(args.id, args.input)))
+    return 0
+
+
 def add_parsers(commands: Any) -> None:
-    _add_send_parser(commands)
-    status_command = commands.add_parser("status", help="a task as the gateway reports it")
-    status_command.add_argument("id")
-    watch_command = commands.add_parser("watch", help="follow a task live until it ends; exit 0 if it succeeded")
-    watch_command.add_argument("id")
-    results_command = commands.add_parser("results", help="show what x-sink / x-sump kept for an envelope")
-    results_command.add_argument("id")
-    queues_command = commands.add_parser("queues", help="queue depths")
-    queues_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    send_command = command(
+        commands,
+        "send",
+        "create tasks through the gateway; prints their ids",
+        'asya send \'{"product": "kettle", "reviews": ["Broken"]}\' --flow triage-reviews --wait 30',
+        "asya send @payload.json --route split,score --count 10",
+    )
+    send_command.add_argument("payload", type=json_value, help="the payload: JSON, or @file.json")
+    target = send_command.add_mutually_exclusive_group(required=True)
+    target.add_argument("--flow", help="a flow of the mesh file")
+    target.add_argument("--route", help="comma-separated actors")
+    send_command.add_argument("--count", type=positive_int, default=1, help="create this many tasks")
+    send_command.add_argument(
+        "--idempotency-key", help="the task's key: sent again with it, the create makes no second task (default: new)"
+    )
+    send_command.add_argument("--timeout", type=float, help="seconds until the task's deadline (default: the flow's)")
+    send_command.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the task to end and show it with its result; "
+        "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
+    )
+    listing = command(
+        commands, "tasks", "the newest tasks, fan-out branches left out", "asya tasks --status failed --flow triage"
+    )
+    listing.add_argument("--status", choices=[str(status) for status in TaskStatus], help="only tasks of this status")
+    listing.add_argument("--flow", help="only tasks of this flow")
+    listing.add_argument("--limit", type=positive_int, default=50, help="at most this many (up to 100)")
+    for name, summary, example in (
+        ("status", "a task as the gateway reports it", "asya status 5f0c9a2e-…"),
+        ("watch", "follow a task live until it ends; exit 0 if it succeeded", "asya watch 5f0c9a2e-…"),
+        ("results", "what x-sink and x-sump kept for an envelope and its branches", "asya results 5f0c9a2e-…"),
+        ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e-…"),
+    ):
+        command(commands, name, summary, example).add_argument("id", help="the task's id")
+    resuming = command(
+        commands,
+        "resume",
+        "give a paused task what it waits for, and let it go on",
+        "asya resume 5f0c9a2e-… '{\"approved\": true}'",
+    )
+    resuming.add_argument("id", help="the paused task's id")
+    resuming.add_argument("input", type=json_object, help="the fields it asked for: a JSON object, or @file.json")
+    queue_command = command(commands, "queues", "the mesh's queue depths", "asya queues --watch")
+    queue_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
 
 
-COMMANDS = {"send": send, "status": status, "watch": watch, "results": results, "queues": queues}
+COMMANDS = {
+    "send": send,
+    "tasks": tasks,
+    "status": status,
+    "watch": watch,
+    "results": results,
+    "cancel": cancel,
+    "resume": resume,
+    "queues": queues,
+}

@@ -447,6 +447,15 @@ LOCAL_BACKSTOP_SECONDS = Variable(
     number(0.1),
     "`2`",
 )
+LOCAL_STATE = Variable(
+    "ASYA_LOCAL_STATE",
+    _LOCAL,
+    "the state file of the local stack that `asya up` writes and every other command reads (where the "
+    "stack runs, its gateway and API key)",
+    None,
+    _text_or_none,
+    "the nearest `.asya/local.json`, from the current folder up",
+)
 CACHE = Variable(
     "ASYA_CACHE",
     _LOCAL,
@@ -502,5 +511,6 @@ ALL: tuple[Variable[Any], ...] = (
     LOCAL_IAM,
     LOCAL_SPEED_PATCHES,
     LOCAL_BACKSTOP_SECONDS,
+    LOCAL_STATE,
     CACHE,
 )
