@@ -42,9 +42,10 @@ from botocore.exceptions import EndpointConnectionError
 from rich.live import Live
 from rich.text import Text
 
+from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
-from asya_local import deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
+from asya_local import demo_report, deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
 from asya_local.arguments import Parser, command, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
@@ -362,13 +363,15 @@ def _demo(args: argparse.Namespace) -> int:
             drained = stack.wait_until_idle(args.timeout)
         console.print()
         kept = stack.kept_results().all()
+        tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
         console.print(task_cli.results_table(kept))
-        failed = [doc for doc in kept if doc["outcome"] != "succeeded"]
-        if not drained or failed:
-            console.print(f"[red]{'mesh did not drain; ' if not drained else ''}{len(failed)} not succeeded[/red]")
-            return 1
-        console.print(f"[green]{len(kept)} results from {len(ids)} inputs, all succeeded[/green]")
-        return 0
+        console.print(demo_report.tasks_table(tasks))
+        ok = drained and all(task.get("status") == TaskStatus.SUCCEEDED for task in tasks)
+        for line in demo_report.summary(tasks, kept, flow.route):
+            console.print(line, style="green" if ok else "red", highlight=False)
+        if not drained:
+            console.print("[red]the mesh did not drain within --timeout[/red]")
+        return 0 if ok else 1
     finally:
         started.stop()
 

@@ -74,7 +74,7 @@ class LiveView:
         """Task records by status (roots and branches alike): one count query per status on the tasks table."""
         if not self.tasks_table:
             return Text()
-        parts = [Text("task records  ")]
+        parts = [Text("tasks and their branches  ")]
         for status in TaskStatus:
             answer = self.dynamodb.query(
                 TableName=self.tasks_table,

@@ -133,7 +133,7 @@ def task_table(task: dict[str, Any]) -> Table:
         ("progress", f"{float(task.get('progress') or 0):g} %"),
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
-        ("branches", _branches(task.get("branches"))),
+        ("branches", branches_text(task.get("branches"))),
         ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
         ("result", str(task.get("result") or "")),
         ("reason", str(task.get("reason") or "")),
@@ -160,7 +160,7 @@ def _route(route: Any) -> Text:
     return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
 
 
-def _branches(branches: Any) -> str:
+def branches_text(branches: Any) -> str:
     if not isinstance(branches, dict):
         return ""
     counts = ("open", "succeeded", "failed", "canceled")
@@ -218,7 +218,7 @@ def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
 
 
 def results_table(kept: list[dict[str, Any]]) -> Table:
-    table = Table(title="results (x-sink / x-sump)", title_justify="left")
+    table = Table(title="results: one per envelope that ended (kept by x-sink, x-sump)", title_justify="left")
     for column in ("envelope", "parent", "outcome", "hops", "payload"):
         table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
     for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):

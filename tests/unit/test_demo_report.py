@@ -1,0 +1,49 @@
+"""`asya demo`'s ending counts tasks and envelopes apart, and says where each envelope ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from asya_local import demo_report
+
+ROUTE = ["ingest", "clean", "enrich", "summarise"]
+
+
+def _kept(envelope_id: str, prev: list[str], outcome: str = "succeeded") -> dict[str, Any]:
+    route = {"prev": prev, "curr": "", "next": []}
+    return {
+        "key": f"results/n/{envelope_id}/{outcome}.json",
+        "outcome": outcome,
+        "envelope": {"id": envelope_id, "route": route, "payload": {}},
+    }
+
+
+def test_envelopes_are_counted_once_each_by_where_they_ended() -> None:
+    kept = [
+        _kept("t1", ROUTE),
+        _kept("t1-1", ROUTE),
+        _kept("t1-2", ["ingest", "clean"]),  # a row the cleaning dropped: done there
+        _kept("t2", ["ingest", "clean", "enrich"], "failed"),
+        {**_kept("t2", ["ingest", "clean", "enrich"], "sump"), "outcome": "sump"},  # x-sump's copy, not an ending
+    ]
+    tasks = [{"id": "t1", "status": "succeeded"}, {"id": "t2", "status": "failed"}]
+    assert demo_report.summary(tasks, kept, ROUTE) == [
+        "2 inputs became 2 tasks: 1 failed, 1 succeeded.",
+        "Their envelopes (a task fans out into several) ended 4 times: 2 after the last step (summarise); "
+        "1 at clean, with no output there (dropped, done); 1 at enrich, failed.",
+    ]
+
+
+def test_the_tasks_table_shows_each_task_whole_with_its_branches() -> None:
+    console = Console(width=200, record=True)
+    task = {
+        "id": "6d3f0c1e-2b7a-4d0e-9a51-0c2f4e8b7a11",
+        "status": "succeeded",
+        "branches": {"total": 3, "succeeded": 3},
+    }
+    console.print(demo_report.tasks_table([task]))
+    shown = console.export_text()
+    assert "6d3f0c1e-2b7a-4d0e-9a51-0c2f4e8b7a11" in shown
+    assert "3 in all: 0 open, 3 succeeded, 0 failed, 0 canceled" in shown
