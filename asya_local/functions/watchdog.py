@@ -13,6 +13,8 @@ thread in the stack's process (`Watchdog`) reads those files and each worker's r
 `CHECK_SECONDS`, and SIGKILLs a worker that passes either limit. The check runs outside the worker,
 so a handler stuck in C code that never returns to the interpreter (and holds the GIL), or blocked
 in a sleep with signals masked, is stopped all the same; the stack then starts a new environment.
+The local API's execution environments are its own children, so it runs a `Watchdog` of its own
+over them (`asya_local.functions.environments`); its own process runs no invocation.
 
 Memory is measured as the worker's resident set size (`/proc/<pid>/statm`), sampled, so a burst of
 allocation can overshoot by what it allocates within one check. Lambda counts the whole sandbox's
