@@ -75,7 +75,7 @@ class Watched:
 
     source: str  # how its lines are labelled
     pid: int
-    timeout: float | None  # None: invocations are timed elsewhere (the gateway's server, many at once)
+    timeout: float
     memory_mb: int
     clock_path: str
     killed: str | None = None  # why the watchdog killed it, once it has
@@ -139,7 +139,7 @@ class Watchdog:
         """Kill `worker` if its invocation has run past the timeout or it holds too much memory."""
         started, request_id = self._invocation(worker)
         now = time.monotonic()
-        if worker.timeout is not None and started and now - started > worker.timeout:
+        if started and now - started > worker.timeout:
             self._kill(worker, request_id, f"{request_id} Task timed out after {worker.timeout:.2f} seconds")
             return
         used = rss_mb(worker.pid)
