@@ -230,10 +230,16 @@ class Runtime:
         self.spec = spec
         _, self.handler = worker.handler_module(spec)  # a failed init: `worker.main` reports it and exits
         self._answers = os.fdopen(spec["answers_fd"], "w", encoding="utf-8")
-        self._answers.write(READY)
-        self._answers.flush()
+        self._tell(READY)
         self._events: queue.SimpleQueue[str] = queue.SimpleQueue()
         threading.Thread(target=self._read, daemon=True).start()
+
+    def _tell(self, line: str) -> None:
+        try:
+            self._answers.write(line)
+            self._answers.flush()
+        except BrokenPipeError:  # the front died (during the init, or just now): so does this environment
+            self.stop()
 
     def _read(self) -> None:
         for line in sys.stdin:
@@ -242,8 +248,7 @@ class Runtime:
 
     def run(self) -> None:
         while True:
-            self._answers.write(self.invoke(json.loads(self._events.get())) + "\n")
-            self._answers.flush()
+            self._tell(self.invoke(json.loads(self._events.get())) + "\n")
 
     def invoke(self, event: dict[str, Any]) -> str:
         """The answer line: the result, or the error type Lambda would report for the invocation."""
