@@ -370,8 +370,9 @@ class LocalStack:
         return function.name.removeprefix(resource_name(self.namespace, ""))
 
     def _workers(self, function: LocalFunction) -> int:
-        """Execution environments per trigger: one per shard, schedule and API (the server has a
-        thread per request); queues get `workers_per_function`, within the mapping's concurrency."""
+        """Workers per trigger: one per shard, schedule and API (the API's server starts the function's
+        execution environments itself); queues get `workers_per_function`, within the mapping's
+        concurrency."""
         if not isinstance(function.trigger, QueueTrigger):
             return 1
         return max(1, min(self.workers_per_function, function.trigger.max_concurrency or self.workers_per_function))

@@ -7,15 +7,24 @@ served differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events th
 module's `open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers
 with a bounded batch and a `retry:` field instead, and clients reconnect; both are the same stream).
 
-The standard library's `ThreadingHTTPServer` is enough: the server routes nothing and serves no
-framework, it only adapts HTTP to the function's event shape (routing is the function's own, as on
-AWS). Each request gets a thread, so event streams do not hold up other requests. Concurrent
-invocations run in separate execution environments as on Lambda, up to `ENVIRONMENTS` of them: each
-is a copy of the handler's module (`worker.handler_copy`), made when every existing one is busy, so
-that what the module keeps (its resolver, what it built at its first event) is its own. Powertools
-keeps the event being resolved on a class, shared by the copies: it is made per thread
-(`asya_local.functions.powertools_threads`). A request that waits for a task's end (`?wait=`) thus
-holds one environment, not the API.
+This process is API Gateway's side only, and the standard library's `ThreadingHTTPServer` is enough
+for it: it routes nothing and serves no framework, it adapts HTTP to the function's event shape
+(routing is the function's own, as on AWS) and enforces what API Gateway enforces (the API key, its
+10 MB request and 29 s integration timeout, Lambda's 6 MB invocation and response payloads). Each
+request gets a thread, so event streams and waits do not hold up other requests. The function itself
+runs in execution environments as on Lambda: child processes that each imported the handler's module
+once and run one invocation at a time, up to `ENVIRONMENTS` of them (`asya_local.functions.environments`),
+so what the module keeps (Powertools' resolver and the event it resolves, what it built at its first
+event) is one invocation's alone. A request that waits for a task's end (`?wait=`) thus holds one
+environment, not the API.
+
+The event route's stream is served here, in this process: it imports the handler's module once more,
+only for `open_event_stream`, which reads the task store and never touches the resolver's state (the
+current event), so streams need no environment each. They are served side by side, as many as clients
+open, without holding an environment an invocation could use; an environment ended by the watchdog
+cuts no stream. One stream, for a task no one has, is opened at start (`_warm`), so the first watcher
+does not wait for what streams use to be built. This import is also where a failed init is reported at
+start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
@@ -32,13 +41,14 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from asya_local.functions import worker
-from asya_local.functions.powertools_threads import apply_thread_local_events
+from asya_local.functions.environments import Environments
 from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
@@ -48,7 +58,6 @@ from asya_local.functions.rest_proxy import (
     http_response,
     proxy_event,
 )
-from asya_local.functions.worker import Handler
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
@@ -63,13 +72,11 @@ OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
 class Gateway:
     """What API Gateway decides for one request: refuse it, stream it, or invoke the function."""
 
-    def __init__(
-        self, spec: dict[str, Any], handler: worker.Handler, open_event_stream: OpenEventStream | None = None
-    ) -> None:
+    def __init__(self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None) -> None:
         self.spec = spec
         self.open_event_stream = open_event_stream
         self._api_key = spec["api_key"].encode()
-        self._environments = Environments(spec, handler, ENVIRONMENTS)
+        self.environments = Environments(spec, ENVIRONMENTS)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
@@ -100,45 +107,25 @@ class Gateway:
         return stream
 
     def invoke(self, request: HttpRequest) -> HttpResponse:
-        """Invoke the handler, answering within what API Gateway waits: the integration timeout (a
-        504, whatever the function does) or, if sooner, the function's timeout (Lambda's timeout
-        error, a 502), both counted from the request's arrival. A request that cannot start in time
-        never runs (504). An overrunning invocation is ended by the stack's watchdog at the
-        function's timeout."""
-        function_timeout = float(self.spec["timeout"])
-        integration_timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
-        timeout = min(function_timeout, integration_timeout)
+        """Invoke the function, answering within API Gateway's integration timeout, counted from the
+        request's arrival (a 504, whatever the function does; a request that cannot start in that time
+        never runs). The function's own timeout counts from its invocation's start, as on Lambda: the
+        environments' watchdog ends an invocation past it, and that is a function error (a 502)."""
+        timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
         deadline = time.monotonic() + timeout
         event = proxy_event(request, self.spec["rest_api_id"])
         if len(json.dumps(event).encode()) > MAX_INVOKE_PAYLOAD_BYTES:  # Lambda refuses the invocation
             return gateway_answer(413, "Request Too Long", request.request_id)
-        handler = self._environments.take(timeout)
-        if handler is None:
+        environment = self.environments.take(timeout)
+        if environment is None:
             return gateway_answer(504, "Endpoint request timed out", request.request_id)
-        outcome: list[Any] = []
-
-        def call() -> None:
-            try:
-                with worker.invocation(self.spec) as context:
-                    outcome.append(handler(event, context))
-            except Exception as exc:  # noqa: BLE001 - a function error: API Gateway answers 502
-                traceback.print_exc(file=sys.stdout)
-                outcome.append(exc)
-            finally:
-                self._environments.give_back(handler)
-
-        runner = threading.Thread(target=call, daemon=True)
-        runner.start()
-        runner.join(max(0.0, deadline - time.monotonic()))
-        if not outcome:
-            if integration_timeout < function_timeout:
-                worker.say(f"{request.method} {request.path}: no answer within the integration timeout ({timeout:g} s)")
-                return gateway_answer(504, "Endpoint request timed out", request.request_id)
-            worker.say(f"{request.method} {request.path}: no answer within the function timeout ({timeout:g} s)")
+        answer = self.environments.invoke(environment, event, max(0.0, deadline - time.monotonic()))
+        if answer is None:
+            worker.say(f"{request.method} {request.path}: no answer within the integration timeout ({timeout:g} s)")
+            return gateway_answer(504, "Endpoint request timed out", request.request_id)
+        if answer.error is not None:  # raised, not JSON, or its environment ended (timed out, crashed)
             return gateway_answer(502, "Internal server error", request.request_id)
-        if isinstance(outcome[0], Exception):
-            return gateway_answer(502, "Internal server error", request.request_id)
-        answered = len(json.dumps(outcome[0], default=str).encode())
+        answered = len(json.dumps(answer.result).encode())
         if answered > MAX_RESPONSE_PAYLOAD_BYTES:  # Lambda fails the invocation; API Gateway answers 502
             worker.say(
                 f"{request.method} {request.path}: Response payload size ({answered} bytes) exceeded maximum "
@@ -146,45 +133,13 @@ class Gateway:
             )
             return gateway_answer(502, "Internal server error", request.request_id)
         try:
-            response = http_response(outcome[0])
+            response = http_response(answer.result)
         except MalformedResponseError as exc:
             worker.say(f"{request.method} {request.path}: malformed Lambda proxy response: {exc}")
             return gateway_answer(502, "Internal server error", request.request_id)
         return HttpResponse(
             response.status, [*response.headers, ("x-amzn-RequestId", request.request_id)], response.body
         )
-
-
-class Environments:
-    """The function's execution environments: the first is the loaded handler, more are made while
-    every one is busy, up to `limit`; past that a request waits for one to be free."""
-
-    def __init__(self, spec: dict[str, Any], first: Handler, limit: int) -> None:
-        self._spec = spec
-        self._free = [first]
-        self._made = 1
-        self._slots = threading.BoundedSemaphore(limit)
-        self._lock = threading.Lock()
-
-    def take(self, timeout: float) -> Handler | None:
-        """A free environment's handler, or None if none came free within `timeout` seconds."""
-        if not self._slots.acquire(timeout=timeout):
-            return None
-        with self._lock:
-            if self._free:
-                return self._free.pop()
-            self._made += 1
-            number = self._made
-        try:
-            return worker.handler_copy(self._spec, number)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def give_back(self, handler: Handler) -> None:
-        with self._lock:
-            self._free.append(handler)
-        self._slots.release()
 
 
 class GatewayServer:
@@ -207,6 +162,7 @@ class GatewayServer:
             pass
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.gateway.environments.stop()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -329,9 +285,22 @@ def _length(text: str | bytes, base: int) -> int:
 
 
 def build(spec: dict[str, Any]) -> GatewayServer:
-    apply_thread_local_events()  # before any copy of the handler is made: see the module
-    module, handler = worker.handler_module(spec)
-    return GatewayServer(Gateway(spec, handler, getattr(module, "open_event_stream", None)), spec["port"])
+    module, _ = worker.handler_module(spec)  # for `open_event_stream`; a failed init is reported here, once
+    open_event_stream = getattr(module, "open_event_stream", None)
+    if open_event_stream is not None:
+        threading.Thread(target=_warm, args=(open_event_stream,), daemon=True).start()
+    return GatewayServer(Gateway(spec, open_event_stream), spec["port"])
+
+
+def _warm(open_event_stream: OpenEventStream) -> None:
+    """Open a stream for a task no one has, once, while the first environment initializes: what streams
+    use (the task store's clients, the modules they import) is built before the first watcher waits for
+    it. Without it the first stream took a second longer than a stream after an invocation, and a
+    watcher of a short task saw only its end."""
+    try:
+        open_event_stream(f"asya-local-warm-up-{uuid.uuid4()}", None)
+    except Exception as exc:  # noqa: BLE001 - the first real stream builds it instead, and says what fails
+        worker.say(f"event streams not warmed: {exc!r}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ thread in the stack's process (`Watchdog`) reads those files and each worker's r
 `CHECK_SECONDS`, and SIGKILLs a worker that passes either limit. The check runs outside the worker,
 so a handler stuck in C code that never returns to the interpreter (and holds the GIL), or blocked
 in a sleep with signals masked, is stopped all the same; the stack then starts a new environment.
+The local API's execution environments are its own children, so it runs a `Watchdog` of its own
+over them (`asya_local.functions.environments`); its own process runs no invocation.
 
 Memory is measured as the worker's resident set size (`/proc/<pid>/statm`), sampled, so a burst of
 allocation can overshoot by what it allocates within one check. Lambda counts the whole sandbox's
@@ -73,7 +75,7 @@ class Watched:
 
     source: str  # how its lines are labelled
     pid: int
-    timeout: float | None  # None: invocations are timed elsewhere (the gateway's server, many at once)
+    timeout: float
     memory_mb: int
     clock_path: str
     killed: str | None = None  # why the watchdog killed it, once it has
@@ -137,7 +139,7 @@ class Watchdog:
         """Kill `worker` if its invocation has run past the timeout or it holds too much memory."""
         started, request_id = self._invocation(worker)
         now = time.monotonic()
-        if worker.timeout is not None and started and now - started > worker.timeout:
+        if started and now - started > worker.timeout:
             self._kill(worker, request_id, f"{request_id} Task timed out after {worker.timeout:.2f} seconds")
             return
         used = rss_mb(worker.pid)

@@ -1,15 +1,16 @@
 """What every local execution environment does around its own job, whatever invokes the function.
 
-A worker is one process started by `LocalStack` with a JSON spec: the function's deployed environment
-(plus the local endpoint and credentials), its handler and the trigger's settings; its import path is
-the function's alone (`asya_local.runtime`). It sets the environment before the handler is imported, as
-Lambda does, imports the handler's module as Lambda's runtime does at init (an import that fails is
-reported with the runtime's own error, `Runtime.ImportModuleError` for a module that is not shipped,
-and ends the environment), and stops when it gets SIGTERM.
-Every invocation is marked on the worker's clock file (`invocation`), so the stack's watchdog can end
-the environment when it runs past the function's timeout (`asya_local.functions.watchdog`). A spec with
-`faults` makes the function's AWS clients (not the event source's) fail on purpose
-(`asya_local.functions.faults`).
+A worker is one process started by `LocalStack` with a JSON spec (the API's execution environments
+are started by the local API instead, `asya_local.functions.environments`): the function's deployed
+environment (plus the local endpoint and credentials), its handler and the trigger's settings; its
+import path is the function's alone (`asya_local.runtime`). It sets the environment before the handler
+is imported, as Lambda does, imports the handler's module as Lambda's runtime does at init (an import
+that fails is reported with the runtime's own error, `Runtime.ImportModuleError` for a module that is
+not shipped, and ends the environment), and stops when it gets SIGTERM.
+Every invocation is marked on the worker's clock file (`invocation`), so a watchdog (the stack's, or
+the local API's for its environments) can end the environment when it runs past the function's
+timeout (`asya_local.functions.watchdog`). A spec with `faults` makes the function's AWS clients (not
+the event source's) fail on purpose (`asya_local.functions.faults`).
 
     python -m asya_local.functions.<worker> '<json spec>'
 """
@@ -17,7 +18,6 @@ the environment when it runs past the function's timeout (`asya_local.functions.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import signal
@@ -91,27 +91,6 @@ def report_init_error(record: dict[str, Any], started: float) -> None:
     say(json.dumps({"timestamp": stamp, "log_level": "ERROR", **record}))
     duration = (time.monotonic() - started) * 1000
     say(f"INIT_REPORT Init Duration: {duration:.2f} ms\tPhase: init\tStatus: error\tError Type: {record['errorType']}")
-
-
-def handler_copy(spec: dict[str, Any], number: int) -> Handler:
-    """The handler of one more execution environment: its module loaded again under a name of its own,
-    so what the module keeps between invocations (a resolver's current event, the function it built at
-    its first event) is this environment's alone. The modules it imports are shared: they keep no
-    invocation's state, but for Powertools' current event, which the API server keeps per thread
-    (`asya_local.functions.powertools_threads`)."""
-    module_name, _, function_name = spec["handler"].rpartition(".")
-    found = importlib.util.find_spec(module_name)
-    if found is None or found.origin is None:
-        raise ImportError(f"no module {module_name!r} for {spec['function']}")
-    copy_name = f"{module_name}_environment_{number}"
-    copy_spec = importlib.util.spec_from_file_location(copy_name, found.origin)
-    if copy_spec is None or copy_spec.loader is None:
-        raise ImportError(f"{module_name!r} cannot be loaded again from {found.origin}")
-    module = importlib.util.module_from_spec(copy_spec)
-    sys.modules[copy_name] = module  # pydantic resolves a model's annotations through its module
-    copy_spec.loader.exec_module(module)
-    handler: Handler = getattr(module, function_name)
-    return handler
 
 
 _clock = InvocationClock(None)

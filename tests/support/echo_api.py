@@ -1,8 +1,10 @@
 """A tiny API function for the local API server's tests: answers with the body it was sent, read
-twice with a pause between, as a handler that waits (a `?wait=`) reads its request again."""
+twice with a pause between, as a handler that waits (a `?wait=`) reads its request again, and the
+process id of the execution environment that ran it."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -16,7 +18,7 @@ PAUSE_SECONDS = 0.2
 def echo() -> dict[str, Any]:
     first = app.current_event.json_body
     time.sleep(PAUSE_SECONDS)  # another invocation starts meanwhile
-    return {"first": first, "then": app.current_event.json_body}
+    return {"first": first, "then": app.current_event.json_body, "environment": os.getpid()}
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
