@@ -121,7 +121,7 @@ PATCHES = (
         "moto_emr",
         "apply_emr_fix",
         Purpose.FIDELITY,
-        "tests/unit/test_spark_batches.py",
+        "tests/integration/test_spark_updates.py",
         "moto.emrserverless.models:EMRServerlessBackend.start_job_run",
         applied_by="asya_local.endpoint.spark_runner.local_spark_runner, with the runner that runs the jobs",
     ),
