@@ -13,7 +13,6 @@ little, since moto's Python runs one thread at a time anyway.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +24,9 @@ _lock = threading.RLock()
 
 
 def _one_at_a_time(call_action: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    @functools.wraps(call_action)
+    """`call_action` under the lock. Not `functools.wraps`: the wrapper says it is this module's, which is
+    how `asya_local.endpoint.patches` tells the patch is applied."""
+
     def locked(self: Any) -> Any:
         with _lock:
             return call_action(self)

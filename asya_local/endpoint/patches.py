@@ -7,11 +7,17 @@ A **speed** patch makes moto answer the same, faster. `ASYA_LOCAL_SPEED_PATCHES=
 with the fidelity patches alone, so `make conformance` can tell whether a new moto still behaves as the
 mesh needs without them: the first thing to run when `MOTO_VERSION` no longer matches the installed
 moto (`tests/unit/test_local_patches.py` says so).
+
+Patches hold in the process that applies them, and only the endpoint's process does
+(`applied_in_this_process`): a test proves a patch through the endpoint, never by applying it beside
+the tests, where every later test would run on patched moto.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,27 +35,94 @@ class Patch:
     function: str  # what applies it, with no argument (but `applied_by` says otherwise)
     purpose: Purpose
     proof: str  # the test that fails without it (speed: that the answers stay the same)
+    replaces: str  # a moto attribute it replaces (`module:Class.attribute`), holding its own code once applied
     applied_by: str = ""  # for a patch that needs more than the endpoint's start: who applies it
 
     def apply(self) -> None:
         getattr(importlib.import_module(f"asya_local.endpoint.{self.module}"), self.function)()
 
+    def applied(self) -> bool:
+        """Whether moto runs patched by it in this process: the attribute it replaces is its module's.
+        A moto module not imported yet cannot have been patched (and is not imported to find out)."""
+        module, _, path = self.replaces.partition(":")
+        owner, _, attribute = path.rpartition(".")
+        loaded = sys.modules.get(module)
+        if loaded is None:
+            return False
+        found = inspect.getattr_static(getattr(loaded, owner), attribute)
+        return getattr(found, "__module__", None) == f"asya_local.endpoint.{self.module}"
+
 
 PATCHES = (
-    Patch("moto_dispatch", "apply_dispatch_cache", Purpose.SPEED, "tests/integration/test_local_mesh.py"),
-    Patch("moto_sqs", "apply_depth_fix", Purpose.SPEED, "tests/integration/test_sqs_conformance.py"),
-    Patch("moto_sqs_bodies", "apply_body_fix", Purpose.FIDELITY, "tests/unit/test_local_sqs_bodies.py"),
-    Patch("moto_streams", "apply_stream_fix", Purpose.FIDELITY, "tests/unit/test_local_stream_poller.py"),
-    Patch("moto_dynamodb", "apply_dynamodb_lock", Purpose.FIDELITY, "tests/unit/test_local_dynamodb_lock.py"),
-    Patch("moto_expressions", "apply_expression_speedups", Purpose.SPEED, "tests/unit/test_local_moto_speedups.py"),
-    Patch("moto_items", "apply_item_answers", Purpose.SPEED, "tests/unit/test_local_moto_items.py"),
-    Patch("moto_transactions", "apply_transaction_fix", Purpose.SPEED, "tests/unit/test_local_transactions.py"),
-    Patch("moto_iam", "apply_iam_fix", Purpose.FIDELITY, "tests/unit/test_local_iam.py"),
+    Patch(
+        "moto_dispatch",
+        "apply_dispatch_cache",
+        Purpose.SPEED,
+        "tests/integration/test_local_mesh.py",
+        "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host",
+    ),
+    Patch(
+        "moto_sqs",
+        "apply_depth_fix",
+        Purpose.SPEED,
+        "tests/integration/test_sqs_conformance.py",
+        "moto.sqs.models:Queue.add_message",
+    ),
+    Patch(
+        "moto_sqs_bodies",
+        "apply_body_fix",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_sqs_bodies.py",
+        "moto.sqs.models:SQSBackend._validate_message",
+    ),
+    Patch(
+        "moto_streams",
+        "apply_stream_fix",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_stream_poller.py",
+        "moto.dynamodb.models.table:StreamShard.add",
+    ),
+    Patch(
+        "moto_dynamodb",
+        "apply_dynamodb_lock",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_dynamodb_lock.py",
+        "moto.dynamodb.responses:DynamoHandler.call_action",
+    ),
+    Patch(
+        "moto_expressions",
+        "apply_expression_speedups",
+        Purpose.SPEED,
+        "tests/unit/test_local_moto_speedups.py",
+        "moto.dynamodb.comparisons:ConditionExpressionParser.parse",
+    ),
+    Patch(
+        "moto_items",
+        "apply_item_answers",
+        Purpose.SPEED,
+        "tests/unit/test_local_moto_items.py",
+        "moto.dynamodb.responses:DynamoHandler.serialized",
+    ),
+    Patch(
+        "moto_transactions",
+        "apply_transaction_fix",
+        Purpose.SPEED,
+        "tests/unit/test_local_transactions.py",
+        "moto.dynamodb.models:DynamoDBBackend.transact_write_items",
+    ),
+    Patch(
+        "moto_iam",
+        "apply_iam_fix",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_iam.py",
+        "moto.iam.access_control:IAMRequestBase.check_action_permitted",
+    ),
     Patch(
         "moto_emr",
         "apply_emr_fix",
         Purpose.FIDELITY,
-        "tests/unit/test_spark_batches.py",
+        "tests/integration/test_spark_updates.py",
+        "moto.emrserverless.models:EMRServerlessBackend.start_job_run",
         applied_by="asya_local.endpoint.spark_runner.local_spark_runner, with the runner that runs the jobs",
     ),
 )
@@ -62,3 +135,9 @@ def apply_patches(*, speed: bool) -> list[Patch]:
     for patch in chosen:
         patch.apply()
     return chosen
+
+
+def applied_in_this_process() -> list[Patch]:
+    """The patches moto runs with in this process: in the endpoint's, every one it applies; in a test
+    process, none."""
+    return [patch for patch in PATCHES if patch.applied()]

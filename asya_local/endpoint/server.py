@@ -7,12 +7,13 @@ instead of sharing it with the stack's relay and watchdog threads.
 
 Besides AWS's APIs it answers a few of its own, under `/asya-local/`, for the process that started it:
 `POST spark-code` (where the deployed assets came from, and each Spark actor's own libraries, for the
-Spark runner), `POST spark-stop` (a
-stack stops: its job is killed), `GET requests` and `POST requests-reset` (what was asked of it, by
-service and operation, each with the CPU seconds its answers took, for `bench/local_mesh`),
-`GET queue-ages/<prefix>` (how long the oldest message of each queue has waited: CloudWatch's
-`ApproximateAgeOfOldestMessage`, which moto does not publish, for the console). The Spark runner's
-lines go to stdout as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
+Spark runner), `POST spark-stop` (a stack stops: its job is killed), `GET requests` and
+`POST requests-reset` (what was asked of it, by service and operation, each with the CPU seconds its
+answers took, for `bench/local_mesh`), `GET queue-ages/<prefix>` (how long the oldest message of each
+queue has waited: CloudWatch's `ApproximateAgeOfOldestMessage`, which moto does not publish, for the
+console), `GET patches` (the patches of moto it runs with, `asya_local.endpoint.patches`, for the tests
+that prove them). The Spark runner's lines go to stdout as `<source>\\t<line>`; the endpoint prints
+`ready` once it serves.
 
     python -m asya_local.endpoint.server <port>
 """
@@ -83,6 +84,10 @@ class _Admin:
             from asya_local.endpoint.moto_sqs import oldest_message_ages
 
             body = oldest_message_ages(action.removeprefix("queue-ages/"))
+        elif action == "patches":
+            from asya_local.endpoint.patches import applied_in_this_process
+
+            body = [patch.function for patch in applied_in_this_process()]
         else:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"unknown"]

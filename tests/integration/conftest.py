@@ -3,7 +3,9 @@ deployed into it, one worker process per event source mapping (and the gateway's
 poller and schedule), and boto3 over real HTTP.
 
 moto's state is per process, so the session has one endpoint (`endpoint`) and every stack a test
-module deploys goes into it under its own names, rather than resetting another module's."""
+module deploys goes into it under its own names, rather than resetting another module's. The tests
+of the endpoint's patches of moto alone (SQS's, here) share another, with IAM off (`patched_endpoint`,
+tests/conftest.py)."""
 
 from __future__ import annotations
 

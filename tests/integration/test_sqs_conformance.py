@@ -1,26 +1,22 @@
-"""The SQS behaviours the mesh relies on, against a moto server over HTTP with `apply_depth_fix()` applied.
+"""The SQS behaviours the mesh relies on, against the local endpoint's process over HTTP: moto with
+`apply_depth_fix()` applied (and IAM off: these tests are about SQS's behaviour).
 
 Each test makes its own queues. Counts are (ApproximateNumberOfMessages, ...NotVisible, ...Delayed).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
 
 from asya.transport import OutgoingMessage, SqsTransport
-from asya_local.endpoint.moto_sqs import apply_depth_fix
 from asya_local.roles import LOCAL_CREDENTIALS
-from asya_local.stack import free_port
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -28,30 +24,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 MIB = 1_048_576
-
-
-@pytest.fixture(autouse=True)
-def _sqs_semantics_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about SQS's behaviour, not IAM: moto's settings are the process's, and the
-    session's local endpoint, once started, authenticates every request of this server too."""
-    from moto import settings
-
-    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf"))
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    apply_depth_fix()
-    apply_depth_fix()  # idempotent
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.WARNING)  # a log record per request otherwise
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-    werkzeug.setLevel(level)
 
 
 def _client(endpoint: str) -> SQSClient:
@@ -65,8 +37,8 @@ def _client(endpoint: str) -> SQSClient:
 
 
 @pytest.fixture(scope="module")
-def sqs(endpoint: str) -> SQSClient:
-    return _client(endpoint)
+def sqs(patched_endpoint: str) -> SQSClient:
+    return _client(patched_endpoint)
 
 
 def _queue(sqs: SQSClient, **attributes: str) -> str:
@@ -277,13 +249,13 @@ def test_approximate_counts_through_a_mix(sqs: SQSClient) -> None:
     assert [m["Body"] for m in _receive(sqs, url)] == ["after-purge"]
 
 
-def test_long_polling_returns_when_a_message_arrives(sqs: SQSClient, endpoint: str) -> None:
+def test_long_polling_returns_when_a_message_arrives(sqs: SQSClient, patched_endpoint: str) -> None:
     url = _queue(sqs)
     started = time.monotonic()
     assert _receive(sqs, url, WaitTimeSeconds=1) == []
     assert 0.9 <= time.monotonic() - started < 3
 
-    sender = _client(endpoint)
+    sender = _client(patched_endpoint)
     thread = threading.Timer(0.5, lambda: sender.send_message(QueueUrl=url, MessageBody="arrived"))
     started = time.monotonic()
     thread.start()

@@ -1,6 +1,13 @@
-"""A moto server on loopback in the test's own process, for tests of the local endpoint's patches to
-moto (which hold in the process that applies them): moto's in-process mode does not route some calls
-(DynamoDB Streams) the way the local stack's server does."""
+"""moto over HTTP for the tests of the local endpoint's patches to moto, which hold in the process that
+applies them, and only the endpoint's process applies them (`asya_local.endpoint.patches`):
+
+- `local_endpoint`: the endpoint's process, moto with every patch (IAM off), as the local stack runs it:
+  what a patch's proof asks. The tests' session shares one (the `patched_endpoint` fixture, in
+  tests/conftest.py); a test empties it (`reset`, `fresh_table`) or names what it makes uniquely;
+- `moto_server`: unpatched moto on loopback in the test's own process, to compare a speed patch's
+  answers with moto's own (moto's in-process mode does not route some calls, DynamoDB Streams, the
+  way a server does).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from moto.server import ThreadedMotoServer
 
 from asya_local.roles import local_client
-from asya_local.stack import free_port
+from asya_local.stack import LocalEndpoint, free_port
+
+
+@contextmanager
+def local_endpoint() -> Iterator[str]:
+    """The local endpoint's process (`asya_local.stack.LocalEndpoint`) with every patch, speed ones
+    included whatever the environment says, and IAM off: what these tests prove is moto's behaviour."""
+    endpoint = LocalEndpoint(free_port())
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("ASYA_LOCAL_IAM", "off")
+        environment.setenv("ASYA_LOCAL_SPEED_PATCHES", "on")
+        endpoint.start()
+    try:
+        yield endpoint.url
+    finally:
+        endpoint.stop()
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from moto import mock_aws
 from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local.endpoint.moto_transactions import apply_transaction_fix
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.tables import EVENTS, TASKS, create_tables
 from tests.support.mesh import NS, QUEUES, Mesh
@@ -37,9 +36,7 @@ def mesh() -> Iterator[Mesh]:
 
 @pytest.fixture
 def task_store() -> Iterator[TaskStore]:
-    """An empty tasks table (and events table) in moto's DynamoDB, through the store every writer uses,
-    whose transactions run as on the local endpoint (`asya_local.endpoint.moto_transactions`)."""
-    apply_transaction_fix()
+    """An empty tasks table (and events table) in moto's DynamoDB, through the store every writer uses."""
     with mock_aws():
         client = boto3.client("dynamodb")
         create_tables(client)

@@ -1,19 +1,16 @@
 """The local endpoint writes DynamoDB's item answers directly (`asya_local.endpoint.moto_items`): every
 answer is the one moto's serializer writes, binary values, sets, empty maps, missing items and
-pages included."""
+pages included. The same requests go to the endpoint's process, which applies it, and to unpatched moto
+on loopback in this process, and their answers are compared as written, over HTTP."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from moto.dynamodb.responses import DynamoHandler
-
-from asya_local.endpoint import moto_items
+from asya_local.endpoint.moto_items import ITEM_OPERATIONS
 from asya_local.roles import local_client
-from tests.support.moto_server import create_id_table, moto_server
+from tests.support.moto_server import create_id_table, moto_server, reset
 
 ITEM = {
     "id": {"S": "a"},
@@ -29,27 +26,8 @@ ITEM = {
 }
 
 
-@pytest.fixture
-def answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[tuple[str, Any, Any]]]]:
-    """A table on a moto server whose DynamoDB answers are written both ways: each operation the
-    direct answer served, with the serializer's answer beside it."""
-    written: list[tuple[str, Any, Any]] = []
-
-    def both(handler: DynamoHandler, action_result: Any) -> Any:
-        serialized = moto_items._SERIALIZED(handler, action_result)
-        direct = moto_items._serialized(handler, action_result)
-        written.append((handler._get_action(), serialized, direct))
-        return direct
-
-    monkeypatch.setattr(DynamoHandler, "serialized", both)
-    with moto_server() as url:
-        client = local_client("dynamodb", url)
-        create_id_table(client, "t")
-        yield client, written
-
-
-def test_item_answers_are_the_serializers(answers: tuple[Any, list[tuple[str, Any, Any]]]) -> None:
-    client, written = answers
+def item_operations(client: Any) -> None:
+    """Every operation that answers with items, in the shapes the mesh asks for and a few more."""
     client.put_item(TableName="t", Item=ITEM)
     client.put_item(TableName="t", Item={**ITEM, "id": {"S": "b"}}, ReturnValues="ALL_OLD")
     client.put_item(
@@ -73,8 +51,30 @@ def test_item_answers_are_the_serializers(answers: tuple[Any, list[tuple[str, An
     client.scan(TableName="t", Select="COUNT")
     client.transact_get_items(TransactItems=[{"Get": {"TableName": "t", "Key": {"id": {"S": "a"}}}}])
     client.delete_item(TableName="t", Key={"id": {"S": "b"}}, ReturnValues="ALL_OLD")  # left to the serializer
-    operations = {operation for operation, _, _ in written}
-    assert operations >= moto_items.ITEM_OPERATIONS
-    for operation, (status, headers, body), (direct_status, direct_headers, direct_body) in written:
-        assert (direct_status, json.loads(direct_body)) == (status, json.loads(body)), operation
-        assert direct_headers["Content-Type"] == headers["Content-Type"], operation
+
+
+def answers(url: str) -> list[tuple[str, int, str, Any]]:
+    """What the server at `url` answered `item_operations` on an empty table, as written: each
+    operation's name, status, content type and JSON."""
+    written: list[tuple[str, int, str, Any]] = []
+
+    def keep(operation_model: Any, response_dict: dict[str, Any], **_: Any) -> None:
+        headers, body = response_dict["headers"], response_dict["body"]
+        written.append((operation_model.name, response_dict["status_code"], headers["Content-Type"], json.loads(body)))
+
+    reset(url)
+    client = local_client("dynamodb", url)
+    create_id_table(client, "t")
+    client.meta.events.register("before-parse.dynamodb", keep)
+    item_operations(client)
+    return written
+
+
+def test_item_answers_are_the_serializers(patched_endpoint: str) -> None:
+    direct = answers(patched_endpoint)
+    with moto_server() as unpatched:
+        serialized = answers(unpatched)
+    assert {operation for operation, *_ in direct} >= ITEM_OPERATIONS
+    assert len(direct) == len(serialized)
+    for answer, moto_answer in zip(direct, serialized, strict=True):
+        assert answer == moto_answer, answer[0]

@@ -12,6 +12,7 @@ import pytest
 
 from asya_local.endpoint import patches
 from asya_local.endpoint.patches import MOTO_VERSION, PATCHES, Patch, Purpose
+from asya_local.stack import endpoint_admin
 
 ROOT = Path(__file__).resolve().parents[2]
 ENDPOINT = ROOT / "asya_local" / "endpoint"
@@ -23,6 +24,13 @@ def test_every_patch_module_is_listed_with_a_proof_that_exists() -> None:
     for patch in PATCHES:
         assert callable(getattr(importlib.import_module(f"asya_local.endpoint.{patch.module}"), patch.function))
         assert (ROOT / patch.proof).is_file(), patch
+
+
+def test_the_endpoint_runs_with_every_patch_and_tells_each_one(patched_endpoint: str) -> None:
+    """Each patch is found applied by the moto attribute it names (`Patch.replaces`), in the endpoint's
+    process, which applies them all (this one is started with the speed ones); in the tests' process,
+    where none is applied, tests/conftest.py checks that none is found."""
+    assert sorted(endpoint_admin(patched_endpoint, "patches")) == sorted(patch.function for patch in PATCHES)
 
 
 def test_the_patches_were_written_for_the_moto_installed() -> None:

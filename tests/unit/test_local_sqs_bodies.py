@@ -1,27 +1,25 @@
 """The local endpoint refuses at send the bodies SQS refuses (`asya_local.endpoint.moto_sqs_bodies`), whole, so a
-producer sees AWS's error and the queue never holds a message moto could not hand out again."""
+producer sees AWS's error and the queue never holds a message moto could not hand out again. Asked of
+the endpoint's process, over HTTP, as the mesh's producers ask it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
-from asya_local.endpoint.moto_sqs_bodies import apply_body_fix
+from asya_local.roles import local_client
 
 LIMIT = 1_048_576
 
 
 @pytest.fixture
-def queue() -> Iterator[tuple[Any, str]]:
-    apply_body_fix()
-    with mock_aws():
-        sqs = boto3.client("sqs")
-        yield sqs, sqs.create_queue(QueueName="asya-unit-a")["QueueUrl"]
+def queue(patched_endpoint: str) -> tuple[Any, str]:
+    """A new queue of the endpoint, and a client of it."""
+    sqs = local_client("sqs", patched_endpoint)
+    return sqs, sqs.create_queue(QueueName=f"asya-unit-{uuid.uuid4().hex[:12]}")["QueueUrl"]
 
 
 def _depth(sqs: Any, url: str) -> int:

@@ -19,7 +19,7 @@ from asya_local.functions import stream_poller
 from asya_local.functions.lambda_shapes import REGION, dynamodb_stream_event
 from asya_local.functions.stream_poller import StreamPoller, checkpoint
 from asya_local.roles import local_client
-from tests.support.moto_server import create_id_table, moto_server
+from tests.support.moto_server import create_id_table, reset
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/label"
 
@@ -258,39 +258,36 @@ def test_a_checkpoint_file_not_for_this_stream_is_not_followed(tmp_path: Path, s
     assert function.batches == [["1", "2", "3"]]
 
 
-def test_moto_keeps_stream_records_with_a_disabled_mapping_attached() -> None:
+def test_moto_keeps_stream_records_with_a_disabled_mapping_attached(patched_endpoint: str) -> None:
     """Without `apply_stream_fix`, moto would run the mapped function on each write and then drop the
-    records it holds; a binary attribute would fail the write. (A moto server, as the local stack
-    runs: moto's in-process mode does not route DynamoDB Streams calls.)"""
-    from asya_local.endpoint.moto_streams import apply_stream_fix
+    records it holds; a binary attribute would fail the write. (The endpoint's process, which applies
+    it, over HTTP: moto's in-process mode does not route DynamoDB Streams calls.)"""
+    reset(patched_endpoint)
+    dynamodb = local_client("dynamodb", patched_endpoint)
+    table = create_id_table(dynamodb, "tasks", stream=True)
+    role = local_client("iam", patched_endpoint).create_role(RoleName="r", AssumeRolePolicyDocument="{}")
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("h.py", "def handler(event, context):\n    return {}\n")
+    lambda_client = local_client("lambda", patched_endpoint)
+    lambda_client.create_function(
+        FunctionName="consumer",
+        Runtime="python3.12",
+        Role=role["Role"]["Arn"],
+        Handler="h.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    stream_arn = table["LatestStreamArn"]
+    mapping = lambda_client.create_event_source_mapping(
+        EventSourceArn=stream_arn, FunctionName="consumer", StartingPosition="TRIM_HORIZON"
+    )
+    lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+    for n in range(3):
+        dynamodb.put_item(TableName="tasks", Item={"id": {"S": f"t{n}"}, "blob": {"B": b"\x00"}})
 
-    apply_stream_fix()
-    with moto_server() as endpoint:
-        dynamodb = local_client("dynamodb", endpoint)
-        table = create_id_table(dynamodb, "tasks", stream=True)
-        role = local_client("iam", endpoint).create_role(RoleName="r", AssumeRolePolicyDocument="{}")
-        code = io.BytesIO()
-        with zipfile.ZipFile(code, "w") as archive:
-            archive.writestr("h.py", "def handler(event, context):\n    return {}\n")
-        lambda_client = local_client("lambda", endpoint)
-        lambda_client.create_function(
-            FunctionName="consumer",
-            Runtime="python3.12",
-            Role=role["Role"]["Arn"],
-            Handler="h.handler",
-            Code={"ZipFile": code.getvalue()},
-        )
-        stream_arn = table["LatestStreamArn"]
-        mapping = lambda_client.create_event_source_mapping(
-            EventSourceArn=stream_arn, FunctionName="consumer", StartingPosition="TRIM_HORIZON"
-        )
-        lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
-        for n in range(3):
-            dynamodb.put_item(TableName="tasks", Item={"id": {"S": f"t{n}"}, "blob": {"B": b"\x00"}})
-
-        function = Function()
-        made = poller(function, FakeStreams(), stream_arn=stream_arn)
-        made.streams = local_client("dynamodbstreams", endpoint)
-        drain(made, passes=3)
+    function = Function()
+    made = poller(function, FakeStreams(), stream_arn=stream_arn)
+    made.streams = local_client("dynamodbstreams", patched_endpoint)
+    drain(made, passes=3)
     (batch,) = function.batches
     assert len(set(batch)) == 3, "three records, sequence numbers not reused"

@@ -1,34 +1,23 @@
 """The local endpoint runs a DynamoDB transaction all or nothing on its items, with every condition
 checked against the items as they were before it (`asya_local.endpoint.moto_transactions`, which
 replaces moto's copies of whole tables with copies of the items written; what that saves is measured
-by `python -m bench.wide_fan`)."""
+by `python -m bench.wide_fan`). Asked of the endpoint's process, which applies it, over HTTP (moto's
+in-process mode does not route DynamoDB Streams)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from asya_local.endpoint.moto_streams import apply_stream_fix
-from asya_local.endpoint.moto_transactions import apply_transaction_fix
 from asya_local.roles import local_client
-from tests.support.moto_server import fresh_table, moto_server
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    """A moto server, as the local stack runs one (moto's in-process mode does not route DynamoDB Streams)."""
-    apply_transaction_fix()
-    apply_stream_fix()
-    with moto_server() as url:
-        yield url
+from tests.support.moto_server import fresh_table
 
 
 @pytest.fixture
-def table(endpoint: str) -> Any:
-    client = fresh_table(endpoint, "t")
+def table(patched_endpoint: str) -> Any:
+    client = fresh_table(patched_endpoint, "t")
     client.put_item(TableName="t", Item={"id": {"S": "a"}, "n": {"N": "1"}})
     return client
 
@@ -57,7 +46,9 @@ def changes(client: Any, endpoint: str) -> list[str]:
     return [f"{record['eventName']} {record['dynamodb']['Keys']['id']['S']}" for record in records]
 
 
-def test_a_cancelled_transaction_writes_nothing_and_names_each_actions_reason(table: Any, endpoint: str) -> None:
+def test_a_cancelled_transaction_writes_nothing_and_names_each_actions_reason(
+    table: Any, patched_endpoint: str
+) -> None:
     """Its stream shows nothing either: no action is applied before every condition is checked."""
     with pytest.raises(ClientError) as cancelled:
         table.transact_write_items(
@@ -69,7 +60,7 @@ def test_a_cancelled_transaction_writes_nothing_and_names_each_actions_reason(ta
     reasons = [reason["Code"] for reason in cancelled.value.response["CancellationReasons"]]
     assert reasons == ["None", "ConditionalCheckFailed"]
     assert (item(table, "a"), item(table, "b")) == ({"id": {"S": "a"}, "n": {"N": "1"}}, None)
-    assert changes(table, endpoint) == ["INSERT a"]
+    assert changes(table, patched_endpoint) == ["INSERT a"]
 
 
 def test_an_action_that_fails_while_applied_puts_back_those_before_it(table: Any) -> None:

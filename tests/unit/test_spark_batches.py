@@ -1,7 +1,13 @@
 """A Spark actor's dispatcher and collector against moto in process: staging, idempotent starts,
 hop claims against regrouped redeliveries, routing a finished job once, failed and canceled jobs
 through resiliency, and the reconciler's duties. The job itself is played by the core's batch
-pipeline (what the entry script runs), its output written where Spark would write it."""
+pipeline (what the entry script runs), its output written where Spark would write it.
+
+EMR Serverless is moto's own: it keeps the job runs it is asked to start and runs none (it calls each
+SUCCESS at once), so each test ends a run itself (`job_ends`: the state and the output the job would
+have left). What the local endpoint adds to it (`asya_local.endpoint.moto_emr`: a start repeated with
+its client token returns its run, a new run goes to the Spark runner) is proven on the endpoint, in
+tests/integration/test_spark_updates.py."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from unittest.mock import patch
 import boto3
 import pytest
 from moto import mock_aws
-from moto.emrserverless.models import JobRun
+from moto.emrserverless.models import JobRun, emrserverless_backends
 
 from asya.batch import BatchHops
 from asya.claims import REF_FIELD, Claims
@@ -26,7 +32,6 @@ from asya.task_record import hop_times
 from asya.task_store import TaskStore
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
-from asya_local.endpoint.moto_emr import apply_emr_fix
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
@@ -41,22 +46,8 @@ BUCKET = "asya-staging"
 ACTOR = "a"
 
 
-class RecordingRunner:
-    """Stands in for the local Spark runner: keeps the runs EMR Serverless was asked to start."""
-
-    def __init__(self) -> None:
-        self.runs: list[JobRun] = []
-
-    def submit(self, job_run: JobRun) -> None:
-        self.runs.append(job_run)
-
-    def cancel(self, job_run: JobRun) -> None:
-        pass
-
-
 class SparkActorHarness:
-    def __init__(self, runner: RecordingRunner, **env: str) -> None:
-        self.runner = runner
+    def __init__(self, **env: str) -> None:
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.s3 = boto3.client("s3", region_name=REGION)
         for name in (ACTOR, "b", "x-sink", "x-sump"):
@@ -86,6 +77,11 @@ class SparkActorHarness:
         self.parts = SparkParts.build(self.settings, SqsTransport(self.sqs))
         self.dispatcher = Dispatcher(self.parts)
         self.collector = Collector(self.parts)
+
+    @property
+    def runs(self) -> list[JobRun]:
+        """The job runs EMR Serverless was asked to start, in order, as moto keeps them."""
+        return list(emrserverless_backends[ACCOUNT][REGION].job_runs.get(self.settings.application_id, []))
 
     def dispatch(self, *messages: tuple[str, Any]) -> dict[str, Any]:
         queue = f"asya-{NS}-{ACTOR}"
@@ -148,16 +144,11 @@ class SparkActorHarness:
 
 @pytest.fixture
 def harness() -> Iterator[SparkActorHarness]:
-    runner = RecordingRunner()
     with mock_aws():
-        previous = apply_emr_fix(runner)  # a local stack of this session may hold the patch
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         create_spark_batches_table(dynamodb)
         create_tables(dynamodb)
-        try:
-            yield SparkActorHarness(runner)
-        finally:
-            apply_emr_fix(previous)
+        yield SparkActorHarness()
 
 
 def numbered(*numbers: int) -> list[tuple[str, dict[str, Any]]]:
@@ -166,7 +157,7 @@ def numbered(*numbers: int) -> list[tuple[str, dict[str, Any]]]:
 
 def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: SparkActorHarness) -> None:
     assert harness.dispatch(*numbered(1, 2, 3)) == {"batchItemFailures": []}
-    [run] = harness.runner.runs
+    [run] = harness.runs
     assert harness.staged_ids(run) == ["env-1", "env-2", "env-3"]
     driver = run.job_driver["sparkSubmit"]  # type: ignore[index]
     arguments = driver["entryPointArguments"]
@@ -193,21 +184,21 @@ def test_a_batch_is_staged_and_starts_one_job_with_the_actors_settings(harness: 
 def test_a_redelivered_batch_does_not_start_a_second_job_or_route_twice(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1, 2))
     harness.dispatch(*reversed(numbered(1, 2)))  # the same messages again, in another order
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run)
     assert harness.event(run) == {"succeeded": 1}
     assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
     assert harness.event(run) == {"already-routed": 1}
     assert harness.reconcile() == {}
     harness.dispatch(*numbered(1, 2))  # even after routing
-    assert len(harness.runner.runs) == 1
+    assert len(harness.runs) == 1
     assert harness.messages("b") == []
 
 
 def test_a_regrouped_redelivery_runs_each_hop_in_one_batch_only(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1, 2))
     harness.dispatch(*numbered(2, 3))  # m2 came back with a new neighbour
-    first, second = harness.runner.runs
+    first, second = harness.runs
     assert harness.staged_ids(first) == ["env-1", "env-2"]
     assert harness.staged_ids(second) == ["env-3"]
     for run in (first, second):
@@ -220,27 +211,27 @@ def test_a_batch_whose_hops_are_all_claimed_starts_nothing(harness: SparkActorHa
     harness.dispatch(*numbered(1))
     copy = [("m-copy", envelope({"n": 1}, id="env-1"))]  # the same hop sent twice upstream
     harness.dispatch(*copy, *copy)
-    assert len(harness.runner.runs) == 1
+    assert len(harness.runs) == 1
 
 
 def test_an_envelope_redriven_from_x_sump_runs_its_spark_hop_again(harness: SparkActorHarness) -> None:
     """A redrive is a new run of the envelope's hops (`x-asya-redrive`), as at a Lambda actor: its
     claim is not the failed run's, so the batch that failed does not swallow it."""
     harness.dispatch(*numbered(1))
-    [failed] = harness.runner.runs
+    [failed] = harness.runs
     harness.job_ends(failed, "FAILED", "Executor lost")
     harness.event(failed)
     [sunk] = harness.messages("x-sink")
     redriven = envelope({"n": 1}, id="env-1", headers={"x-asya-redrive": 1})
     harness.dispatch(("m-redriven", redriven))
-    _, again = harness.runner.runs
+    _, again = harness.runs
     assert sunk["id"] == "env-1"
     assert harness.staged_ids(again) == ["env-1"]
 
 
 def test_a_failed_job_without_a_policy_fails_every_envelope_to_x_sink(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1, 2), ("m-raw", "{not an envelope"))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run, "FAILED", "Executor lost")
     assert harness.event(run) == {"failed": 1}
     failed = {m["id"]: m for m in harness.messages("x-sink")}
@@ -262,7 +253,7 @@ def test_a_canceled_job_is_retried_under_the_actors_policy(harness: SparkActorHa
         harness.settings, sidecar=replace(harness.settings.sidecar, resiliency=_resiliency(policy))
     )
     harness.dispatch(*numbered(1))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run, "CANCELLED")
     assert harness.event(run) == {"cancelled": 1}
     assert harness.delayed(ACTOR) == 1  # back on its own queue, 30 s later, for a new batch
@@ -271,7 +262,7 @@ def test_a_canceled_job_is_retried_under_the_actors_policy(harness: SparkActorHa
 
 def test_a_success_without_a_complete_output_counts_as_a_failure(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run, "SUCCESS", output=False)
     assert harness.reconcile() == {"failed": 1}
     [failed] = harness.messages("x-sink")
@@ -280,7 +271,7 @@ def test_a_success_without_a_complete_output_counts_as_a_failure(harness: SparkA
 
 def test_the_reconciler_waits_for_running_jobs_and_cancels_overdue_ones(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     run.state = "RUNNING"
     assert harness.reconcile() == {"running": 1}
     assert harness.event(run) == {}  # a non-terminal state change is not the collector's business
@@ -299,7 +290,7 @@ def test_the_reconciler_starts_a_batch_whose_dispatcher_stopped_after_staging(ha
     assert harness.reconcile() == {"staged": 1}  # within the grace period a dispatcher may still be at it
     harness.parts.settings = replace(harness.settings, start_grace_seconds=0)
     assert harness.reconcile() == {"started": 1}
-    [run] = harness.runner.runs
+    [run] = harness.runs
     batch = ledger.get("orphan")
     assert batch is not None
     assert (run.name, batch.state, batch.job_run_id) == ("orphan", State.STARTED, run.id)
@@ -308,7 +299,7 @@ def test_the_reconciler_starts_a_batch_whose_dispatcher_stopped_after_staging(ha
 def test_a_job_whose_state_change_event_never_came_is_settled_by_the_reconciler(harness: SparkActorHarness) -> None:
     """EventBridge delivers EMR Serverless job-state events best effort; the schedule must not need them."""
     harness.dispatch(*numbered(1, 2))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run)  # and no event
     assert harness.reconcile() == {"succeeded": 1}
     assert sorted(m["id"] for m in harness.messages("b")) == ["env-1", "env-2"]
@@ -317,7 +308,7 @@ def test_a_job_whose_state_change_event_never_came_is_settled_by_the_reconciler(
 
 def test_routing_that_cannot_send_is_retried_by_the_next_reconciliation(harness: SparkActorHarness) -> None:
     harness.dispatch(*numbered(1))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run)
     working = harness.parts.transport
     harness.parts.transport = SqsTransport(boto3.client("sqs", region_name="eu-west-1"))  # no such queues there
@@ -332,7 +323,7 @@ def test_a_batch_whose_collector_died_while_routing_waits_only_for_its_lease(har
     """A collector killed mid-routing cannot give its lease back: the batch is routed by the first
     reconciliation after a lease sized to it (seconds for a small batch), not after minutes."""
     harness.dispatch(*numbered(1, 2))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run)
     assert run.name is not None
     lease = harness.settings.routing_lease_seconds(2)
@@ -348,7 +339,7 @@ def test_an_output_for_an_actor_with_no_queue_sends_its_envelope_to_x_sump(harne
     """The job cannot see the mesh's queues; the collector can: the stray envelope goes to x-sump with
     `UnknownActor`, the rest of the batch goes on, and the batch is routed once."""
     harness.dispatch(("m1", envelope({"n": 1}, id="env-1")), ("m2", envelope({"n": 2}, id="astray", next=("ghost",))))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     harness.job_ends(run)
     assert harness.reconcile() == {"succeeded": 1}
     assert [m["id"] for m in harness.messages("b")] == ["env-1"]
@@ -370,7 +361,7 @@ def test_a_large_payload_reaches_the_job_whole_and_its_large_output_travels_in_s
     harness.parts = SparkParts.build(settings, SqsTransport(harness.sqs))
     harness.dispatcher, harness.collector = Dispatcher(harness.parts), Collector(harness.parts)
     harness.dispatch(("m1", checked_in))
-    [run] = harness.runner.runs
+    [run] = harness.runs
     [(_, staged)] = harness.parts.staging.read_input(str(run.name))
     assert json.loads(staged)["payload"] == {"blob": "s" * 200_000}  # whole, for the job
     job = job_environment({**harness.variables, "ASYA_CLAIM_BUCKET": BUCKET})
@@ -385,9 +376,9 @@ def test_a_large_payload_reaches_the_job_whole_and_its_large_output_travels_in_s
 def test_the_task_shows_the_spark_actor_from_dispatch_until_the_next_hop_claims_it(
     harness: SparkActorHarness,
 ) -> None:
-    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    harness = SparkActorHarness(ASYA_TASKS_TABLE=TASKS)
     harness.dispatch(*numbered(1))
-    [run] = harness.runner.runs[-1:]
+    [run] = harness.runs[-1:]
     task = boto3.client("dynamodb", region_name=REGION).get_item(TableName=TASKS, Key={"id": {"S": "env-1"}})["Item"]
     assert (task["status"]["S"], task["actor"]["S"], task["phase"]["S"]) == ("running", ACTOR, "processing")
     [hop] = hop_times(from_item(task))
@@ -410,10 +401,10 @@ def _second_task_canceled(harness: SparkActorHarness) -> TaskStore:
 
 
 def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHarness) -> None:
-    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    harness = SparkActorHarness(ASYA_TASKS_TABLE=TASKS)
     _second_task_canceled(harness)
     harness.dispatch(*numbered(1, 2))
-    run = harness.runner.runs[-1]
+    run = harness.runs[-1]
     arguments = run.job_driver["sparkSubmit"]["entryPointArguments"]  # type: ignore[index]
     assert json.loads(arguments[arguments.index("--known") + 1]) == {"env-2": "canceled"}
     batch = harness.parts.ledger.get(str(run.name))
@@ -422,7 +413,7 @@ def test_the_job_is_told_which_tasks_of_its_batch_to_halt(harness: SparkActorHar
 
 
 def test_a_task_starting_at_the_spark_actor_shows_it_while_the_job_runs(harness: SparkActorHarness) -> None:
-    harness = SparkActorHarness(harness.runner, ASYA_TASKS_TABLE=TASKS)
+    harness = SparkActorHarness(ASYA_TASKS_TABLE=TASKS)
     store = _second_task_canceled(harness)
     harness.dispatch(*numbered(1, 2))
     first, second = store.get("env-1"), store.get("env-2")

@@ -1,6 +1,10 @@
 """Wide fan-outs (`asya.fans`): a root keeps few branch ids itself, the rest are counted in buckets
 beside it, and the root still ends with its last branch, counting each ending once however often it is
-delivered, never before a branch has ended, and with a record that does not grow with the fan."""
+delivered, never before a branch has ended, and with a record that does not grow with the fan.
+
+The tasks table is the local endpoint's, over HTTP: a bucket is opened in a transaction, and moto's
+own copies every table a transaction names, which makes the 100,000 branches' thousands of buckets
+minutes of copying; the endpoint's transactions copy the items they write (`asya_local.endpoint.moto_transactions`)."""
 
 from __future__ import annotations
 
@@ -17,9 +21,21 @@ from asya.task_record import Tally
 from asya.task_store import TaskStore
 from asya_gateway.stream import status_changes
 from asya_gateway.views import task_view
+from asya_local.roles import local_client
+from asya_local.tables import TASKS, create_tables
 from asya_local.testing.metering import item_bytes
+from tests.support.moto_server import reset
 
 NAMES = uuid.UUID("6f1c1d9e-4b0a-4f0e-9a59-0d7b1c2f3a4b")
+
+
+@pytest.fixture
+def task_store(patched_endpoint: str) -> TaskStore:
+    """An empty tasks table (and events table) on the local endpoint, through the store every writer uses."""
+    reset(patched_endpoint)
+    client = local_client("dynamodb", patched_endpoint)
+    create_tables(client)
+    return TaskStore(TASKS, client=client)
 
 
 def branch_ids(root: str, width: int) -> list[str]:
