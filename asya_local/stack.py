@@ -151,6 +151,7 @@ class LocalEndpoint:
 
     port: int
     on_line: Callable[[str, str], None] = lambda _source, _line: None
+    env: dict[str, str] = field(default_factory=dict)  # variables of its own, over this process's
     _process: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     @property
@@ -170,7 +171,7 @@ class LocalEndpoint:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )
         ready = threading.Event()
         threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()

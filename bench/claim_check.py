@@ -1,7 +1,7 @@
 """Large payloads through the sidecar (`asya.claims`): the time a hop takes and the memory it needs.
 
 For each size, in a process of its own (so its peak memory is its own), an in-process mesh against
-moto's S3 and SQS (`asya_local.inprocess`): `grow` makes a payload of that size (its sidecar writes
+moto's S3 and SQS (`asya_local.testing.inprocess`): `grow` makes a payload of that size (its sidecar writes
 it to S3 and sends a slim envelope), `mark` reads it back, checks its digest, adds a field and writes
 the new payload to S3 on its way to x-sink. Prints the size of the slim message x-sink gets, each
 hop's seconds and the process's peak resident memory, which includes moto's in-memory copies of
@@ -31,7 +31,7 @@ def one(size: int) -> dict[str, Any]:
     os.environ.pop("AWS_ENDPOINT_URL", None)
     import boto3
 
-    from asya_local.inprocess import InProcessMesh
+    from asya_local.testing.inprocess import InProcessMesh
 
     seconds: dict[str, float] = {}
     env = {"ASYA_CLAIM_BUCKET": BUCKET}

@@ -133,9 +133,9 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya_crew import sump
     from asya_crew.crew import CrewActor, CrewSettings
     from asya_crew.sink import Sink
-    from asya_local.inprocess import InProcessMesh
-    from asya_local.tables import EVENTS, JOINS, TASKS, create_idempotency_table, create_tables
-    from asya_local.tables import SUMP as SUMP_TABLE
+    from asya_local.testing.inprocess import InProcessMesh
+    from asya_local.testing.tables import EVENTS, JOINS, TASKS, create_idempotency_table, create_tables
+    from asya_local.testing.tables import SUMP as SUMP_TABLE
 
     config = case.mesh.config
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
@@ -179,7 +179,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
 def gateway(case: FlowCase) -> Any:
     from asya_gateway.service import TaskService
     from asya_gateway.settings import Flow, GatewaySettings
-    from asya_local.tables import EVENTS, TASKS
+    from asya_local.testing.tables import EVENTS, TASKS
 
     flows = {
         name: Flow(name=name, route=flow.route, timeout=flow.timeout, input_schema=flow.input_schema)
@@ -195,7 +195,7 @@ def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
     from asya.telemetry import Telemetry
     from asya_gateway.stream import follow
     from asya_local.functions.lambda_shapes import dynamodb_stream_event
-    from asya_local.tables import EVENTS, TASKS
+    from asya_local.testing.tables import EVENTS, TASKS
 
     with meter.paused():
         arn = boto3.client("dynamodb").describe_table(TableName=TASKS)["Table"]["LatestStreamArn"]

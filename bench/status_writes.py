@@ -21,8 +21,8 @@ import boto3
 from asya.task_store import TaskStore
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_crew.sink import Sink
-from asya_local.inprocess import InProcessMesh
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.testing.inprocess import InProcessMesh
+from asya_local.testing.tables import EVENTS, TASKS, create_tables
 
 WRITES = ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem")
 HANDLERS = {"prep": "bench.actors.touch", "infer": "bench.actors.touch", "post": "bench.actors.touch"}

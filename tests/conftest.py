@@ -8,14 +8,14 @@ from collections.abc import Iterator
 import pytest
 
 from asya_local.endpoint.patches import applied_in_this_process
-from tests.support.moto_server import local_endpoint
+from asya_local.testing.moto_server import local_endpoint
 
 _reported: set[str] = set()  # the patches a test has been failed for already
 
 
 @pytest.fixture(scope="session")
 def patched_endpoint() -> Iterator[str]:
-    """The URL of the local endpoint's process, moto with every patch (`tests.support.moto_server`),
+    """The URL of the local endpoint's process, moto with every patch (`asya_local.testing.moto_server`),
     started once a session: a few seconds."""
     with local_endpoint() as url:
         yield url

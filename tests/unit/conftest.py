@@ -12,7 +12,7 @@ from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.tables import EVENTS, TASKS, create_tables
+from asya_local.testing.tables import EVENTS, TASKS, create_tables
 from tests.support.mesh import NS, QUEUES, Mesh
 
 

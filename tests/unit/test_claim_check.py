@@ -136,7 +136,7 @@ def test_the_gateway_sends_a_large_task_with_its_payload_in_s3(mesh: Mesh) -> No
     from asya_gateway.service import TaskService
     from asya_gateway.settings import GatewaySettings
     from asya_gateway.task_error import TaskError
-    from asya_local.tables import EVENTS, TASKS, create_tables
+    from asya_local.testing.tables import EVENTS, TASKS, create_tables
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     create_tables(dynamodb)
@@ -159,7 +159,7 @@ def test_a_large_paused_envelope_is_resumed_with_its_payload_in_s3(mesh: Mesh) -
     from asya.task_store import TaskStore
     from asya_gateway.service import TaskService
     from asya_gateway.settings import GatewaySettings
-    from asya_local.tables import EVENTS, TASKS, create_tables
+    from asya_local.testing.tables import EVENTS, TASKS, create_tables
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     create_tables(dynamodb)

@@ -18,7 +18,7 @@ from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.views import task_view
 from asya_local.functions.lambda_shapes import REGION, sqs_record
-from asya_local.tables import TASKS, create_idempotency_table, create_tables
+from asya_local.testing.tables import TASKS, create_idempotency_table, create_tables
 from tests.support.crew import BUCKET, NS, Crew, sink_actor, sump_actor
 
 

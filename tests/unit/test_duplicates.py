@@ -11,7 +11,7 @@ import pytest
 
 import asya
 from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
-from asya_local.tables import create_idempotency_table
+from asya_local.testing.tables import create_idempotency_table
 from tests.support import handlers
 from tests.support.mesh import Mesh, envelope
 

@@ -25,7 +25,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_gateway.stream import follow
 from asya_gateway.task_error import TaskError
 from asya_local.functions.stream_poller import checkpoint
-from asya_local.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
+from asya_local.testing.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.ledger import BatchLedger
 from tests.support.mesh import envelope
 

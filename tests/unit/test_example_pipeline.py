@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_local.inprocess import InProcessMesh
+from asya_local.testing.inprocess import InProcessMesh
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reviews"
 HANDLERS = {

@@ -21,7 +21,7 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.tables import EVENTS, SUMP, TASKS, create_tables
+from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
 from tests.support.gateway_unit import UNIT_ENVIRONMENT
 
 FLOW = "f"

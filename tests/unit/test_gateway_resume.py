@@ -15,7 +15,7 @@ from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.task_error import TaskError
-from asya_local.tables import EVENTS, TASKS
+from asya_local.testing.tables import EVENTS, TASKS
 
 
 class S3Refusing:

@@ -17,7 +17,7 @@ from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.task_error import TaskError
-from asya_local.tables import EVENTS, TASKS
+from asya_local.testing.tables import EVENTS, TASKS
 
 BUCKET = "results"
 

@@ -14,9 +14,9 @@ from asya.names import SINK, SUMP
 from asya.task_store import TaskStore
 from asya_crew import sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
-from asya_local.inprocess import Function, InProcessMesh
-from asya_local.tables import JOINS, TASKS, create_tables
-from asya_local.tables import SUMP as SUMP_TABLE
+from asya_local.testing.inprocess import Function, InProcessMesh
+from asya_local.testing.tables import JOINS, TASKS, create_tables
+from asya_local.testing.tables import SUMP as SUMP_TABLE
 from tests.support import handlers
 
 NS = "joins"

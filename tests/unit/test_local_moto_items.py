@@ -10,7 +10,7 @@ from typing import Any
 
 from asya_local.endpoint.moto_items import ITEM_OPERATIONS
 from asya_local.roles import local_client
-from tests.support.moto_server import create_id_table, moto_server, reset
+from asya_local.testing.moto_server import create_id_table, moto_server, reset
 
 ITEM = {
     "id": {"S": "a"},

@@ -21,7 +21,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from asya_local.endpoint import moto_expressions
 from asya_local.roles import local_client
-from tests.support.moto_server import fresh_table
+from asya_local.testing.moto_server import fresh_table
 from tests.support.patched_moto import run_patched
 
 CLAIM = "SET hop_position = :position, actor = :actor, hops = list_append(if_not_exists(hops, :none), :hop)"

@@ -19,7 +19,7 @@ from asya_local.functions import stream_poller
 from asya_local.functions.lambda_shapes import REGION, dynamodb_stream_event
 from asya_local.functions.stream_poller import StreamPoller, checkpoint
 from asya_local.roles import local_client
-from tests.support.moto_server import create_id_table, reset
+from asya_local.testing.moto_server import create_id_table, reset
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/label"
 

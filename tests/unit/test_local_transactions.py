@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya_local.roles import local_client
-from tests.support.moto_server import fresh_table
+from asya_local.testing.moto_server import fresh_table
 
 
 @pytest.fixture

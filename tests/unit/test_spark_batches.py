@@ -33,7 +33,7 @@ from asya.task_store import TaskStore
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
-from asya_local.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
+from asya_local.testing.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
 from asya_spark.dispatch import Dispatcher
 from asya_spark.jobs import client_token

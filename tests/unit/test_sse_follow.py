@@ -16,7 +16,7 @@ from asya.task_store import TaskStore
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.functions.gateway_server import INTEGRATION_TIMEOUT_SECONDS
-from asya_local.tables import EVENTS
+from asya_local.testing.tables import EVENTS
 
 
 def settled() -> int:

@@ -20,7 +20,7 @@ from asya.live import EventLog
 from asya.sidecar import configure
 from asya.task_store import TaskStore
 from asya.transport import OutgoingMessage, SqsTransport
-from asya_local.tables import EVENTS, TASKS, create_idempotency_table, create_tables
+from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import Mesh, envelope
 
 STATUS_ENV = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}

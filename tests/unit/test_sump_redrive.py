@@ -26,7 +26,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_gateway.sump import Sump
 from asya_gateway.task_error import TaskError
 from asya_local.functions.lambda_shapes import REGION, LambdaContext, sqs_record
-from asya_local.tables import EVENTS, SUMP, TASKS, create_tables
+from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
 
 NS = "rd"
 BUCKET = "results"

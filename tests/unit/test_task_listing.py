@@ -8,7 +8,7 @@ import pytest
 from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local.tables import EVENTS, TASKS
+from asya_local.testing.tables import EVENTS, TASKS
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from asya.task_store import TaskStore
 from asya_gateway.stream import status_changes
 from asya_gateway.views import task_view
 from asya_local.roles import local_client
-from asya_local.tables import TASKS, create_tables
 from asya_local.testing.metering import item_bytes
-from tests.support.moto_server import reset
+from asya_local.testing.moto_server import reset
+from asya_local.testing.tables import TASKS, create_tables
 
 NAMES = uuid.UUID("6f1c1d9e-4b0a-4f0e-9a59-0d7b1c2f3a4b")
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
 from moto.server import ThreadedMotoServer
 
+from asya.variables import LOCAL_IAM, LOCAL_SPEED_PATCHES
 from asya_local.roles import local_client
 from asya_local.stack import LocalEndpoint, free_port
 
@@ -27,11 +27,8 @@ from asya_local.stack import LocalEndpoint, free_port
 def local_endpoint() -> Iterator[str]:
     """The local endpoint's process (`asya_local.stack.LocalEndpoint`) with every patch, speed ones
     included whatever the environment says, and IAM off: what these tests prove is moto's behaviour."""
-    endpoint = LocalEndpoint(free_port())
-    with pytest.MonkeyPatch.context() as environment:
-        environment.setenv("ASYA_LOCAL_IAM", "off")
-        environment.setenv("ASYA_LOCAL_SPEED_PATCHES", "on")
-        endpoint.start()
+    endpoint = LocalEndpoint(free_port(), env={LOCAL_IAM.name: "off", LOCAL_SPEED_PATCHES.name: "on"})
+    endpoint.start()
     try:
         yield endpoint.url
     finally:
