@@ -53,6 +53,7 @@ from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.endpoint.process import free_port, port_taken
 from asya_local.fixtures import LocalSecretError
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
@@ -70,7 +71,7 @@ from asya_local.local_state import (
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.screen import console
 from asya_local.smoke import SmokeError
-from asya_local.stack import LocalStack, free_port, port_taken
+from asya_local.stack import LocalStack
 from asya_local.sump_cli import SumpCommandError
 from asya_local.task_cli import TaskCommandError
 from asya_local.worklog import WorkerLog

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,11 +60,12 @@ from asya_local.deploy import (
     take_over_event_sources,
 )
 from asya_local.deploy import deploy as create_stack
-from asya_local.endpoint.server import ADMIN, READY
+from asya_local.endpoint.process import LocalEndpoint, endpoint_admin, free_port
 from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.watchdog import Watchdog, Watched
+from asya_local.queues import busy_queue, queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, local_client, role_environment
 from asya_local.runtime import LocalPythons
@@ -81,7 +81,6 @@ WORKERS = {
 # Which workers a fault spec's `restart_every` names.
 RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
 GATEWAY_START_SECONDS = 60.0
-ENDPOINT_START_SECONDS = 60.0
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
 
 
@@ -96,124 +95,6 @@ def refuse_oversized_functions(mesh: LoadedMesh) -> None:
 def backstop_seconds() -> float:
     """How often scheduled functions run locally (`ASYA_LOCAL_BACKSTOP_SECONDS`, default 2)."""
     return variables.LOCAL_BACKSTOP_SECONDS.read(os.environ)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def port_taken(port: int) -> bool:
-    """Whether something already listens on `port` of loopback (a second stack would wait for its
-    endpoint there in vain)."""
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _queue_urls(sqs: Any, namespace: str) -> list[str]:
-    return list(sqs.list_queues(QueueNamePrefix=resource_name(namespace, "")).get("QueueUrls", []))
-
-
-def _queue_depth(sqs: Any, url: str) -> tuple[int, int, int]:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    return (
-        int(attributes["ApproximateNumberOfMessages"]),
-        int(attributes["ApproximateNumberOfMessagesNotVisible"]),
-        int(attributes["ApproximateNumberOfMessagesDelayed"]),
-    )
-
-
-def queue_depths(sqs: Any, namespace: str) -> dict[str, tuple[int, int, int]]:
-    """Visible, in flight and delayed messages for every queue of the namespace."""
-    return {url.rsplit("/", 1)[-1]: _queue_depth(sqs, url) for url in _queue_urls(sqs, namespace)}
-
-
-def busy_queue(sqs: Any, namespace: str, first: str | None = None) -> str | None:
-    """The URL of a queue of the namespace that holds a message (visible, in flight or delayed), or
-    None. It asks `first` first (the queue found busy last time) and stops at the first busy one: a
-    wait for idle asks one queue per look while the mesh is busy, not every queue, and so loads the
-    endpoint it waits on (and a bench measures) less."""
-    urls = _queue_urls(sqs, namespace)
-    if first in urls:
-        urls.remove(first)
-        urls.insert(0, first)
-    return next((url for url in urls if sum(_queue_depth(sqs, url))), None)
-
-
-@dataclass
-class LocalEndpoint:
-    """The local AWS endpoint (`asya_local.endpoint.server`) on loopback, as a process of its own, from a clean
-    state: moto with the fixes the local stack relies on, enforcing IAM (unless `ASYA_LOCAL_IAM=off`):
-    only the administrator (`LOCAL_CREDENTIALS`) and sessions of deployed roles are let in, each as
-    far as its policies allow. Stacks that must coexist (a test session's) share one endpoint, each
-    deploying under its own names. `on_line` gets the lines of the Spark jobs it runs."""
-
-    port: int
-    on_line: Callable[[str, str], None] = lambda _source, _line: None
-    env: dict[str, str] = field(default_factory=dict)  # variables of its own, over this process's
-    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> LocalEndpoint:
-        self.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "asya_local.endpoint.server", str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-        )
-        ready = threading.Event()
-        threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()
-        if not ready.wait(ENDPOINT_START_SECONDS) or self._process.poll() is not None:
-            self.stop()
-            raise RuntimeError(f"the local AWS endpoint on port {self.port} did not start")
-
-    def _relay(self, process: subprocess.Popen[str], ready: threading.Event) -> None:
-        """The endpoint's lines: `ready` once it serves (moto's imports and patches take seconds), then
-        what its Spark runner says, as `<source>\\t<line>`."""
-        assert process.stdout is not None
-        for line in process.stdout:
-            source, _, text = line.rstrip().partition("\t")
-            if source == READY and not text:
-                ready.set()
-            else:
-                self.on_line(source if text else "endpoint", text or source)
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-            self._process = None
-
-    def cpu_seconds(self) -> float:
-        """CPU time the endpoint's process has used (Linux), for benches."""
-        assert self._process is not None
-        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def endpoint_admin(endpoint: str, action: str, body: Any = None) -> Any:
-    """One of the local endpoint's own calls (`asya_local.endpoint.server`): Spark code, Spark stop,
-    requests, queue ages. Without a body it is a read (GET)."""
-    data = None if body is None else json.dumps(body).encode()
-    method = "GET" if body is None else "POST"
-    request = urllib.request.Request(f"{endpoint}{ADMIN}{action}", data=data, method=method)
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read() or b"null")
 
 
 @dataclass

@@ -24,10 +24,10 @@ from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
 from asya_local.arguments import command, json_object, json_value, positive_int
 from asya_local.local_state import gateway_of, running_state
+from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console
-from asya_local.stack import queue_depths
 
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta"}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from asya_local.endpoint.process import LocalEndpoint, free_port
 from asya_local.gateway_client import GatewayUnreachableError
-from asya_local.stack import LocalEndpoint, free_port
 from asya_local.testing.chaos import WorkerLines, chaos_stack, run_chaos
 from asya_local.testing.chaos_mesh.actors import PARTS
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.loading import load_mesh
-from asya_local.stack import LocalStack, endpoint_admin, free_port
+from asya_local.endpoint.process import endpoint_admin, free_port
+from asya_local.stack import LocalStack
 
 MESH = Path(__file__).resolve().parents[1] / "tests" / "integration" / "mesh" / "mesh.yaml"
 ROUTE = {"prev": [], "curr": "prep", "next": ["infer", "post"]}

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from asya_cdk.loading import load_mesh
-from asya_local.stack import LocalStack, free_port
+from asya_local.endpoint.process import free_port
+from asya_local.stack import LocalStack
 
 ROOT = Path(__file__).resolve().parents[1]
 MESH = ROOT / "examples" / "reviews" / "mesh.yaml"

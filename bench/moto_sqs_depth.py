@@ -25,7 +25,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Message, sqs_backends
 
-from asya_local.stack import free_port  # does not load the SQS fix
+from asya_local.endpoint.process import free_port  # does not load the SQS fix
 
 REGION = "us-east-1"
 BODY = '{"id": "bench", "route": {"prev": [], "curr": "a", "next": ["b"]}, "payload": {"n": 1}}'

@@ -31,8 +31,9 @@ from asya.task_record import TERMINAL
 from asya.task_store import TaskStore
 from asya_cdk.loading import load_mesh
 from asya_local.endpoint.moto_transactions import apply_transaction_fix
+from asya_local.endpoint.process import free_port
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalStack, free_port
+from asya_local.stack import LocalStack
 from asya_local.testing.metering import item_bytes
 
 MESH = Path(__file__).resolve().parent / "wide_fan_mesh" / "mesh.yaml"

@@ -21,8 +21,9 @@ from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.local import LocalMesh, local_console
 from asya_local.console.server import serve
+from asya_local.endpoint.process import free_port
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalStack, free_port
+from asya_local.stack import LocalStack
 
 MESH = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
 CHROMIUM = os.environ.get("ASYA_CHROMIUM", "/usr/bin/chromium")

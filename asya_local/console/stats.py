@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from asya.names import resource_name
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 from asya_local.console.activity import WINDOW_SECONDS, Activity, ActivityCounter
-from asya_local.stack import endpoint_admin, queue_depths
+from asya_local.endpoint.process import endpoint_admin
+from asya_local.queues import queue_depths
 from asya_spark.ledger import OPEN_INDEX, key_prefix
 
 

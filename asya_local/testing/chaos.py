@@ -37,9 +37,10 @@ from typing import Any
 from asya.fans import FAN_ROOT
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import synthesize
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.faults import AwsFaults, FaultSpec, Restarts
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
-from asya_local.stack import LocalEndpoint, LocalStack
+from asya_local.stack import LocalStack
 from asya_local.testing.chaos_mesh.actors import PARTS
 
 MESH = Path(__file__).resolve().parent / "chaos_mesh" / "mesh.yaml"

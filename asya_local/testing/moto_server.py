@@ -19,13 +19,13 @@ from typing import Any
 from moto.server import ThreadedMotoServer
 
 from asya.variables import LOCAL_IAM, LOCAL_SPEED_PATCHES
+from asya_local.endpoint.process import LocalEndpoint, free_port
 from asya_local.roles import local_client
-from asya_local.stack import LocalEndpoint, free_port
 
 
 @contextmanager
 def local_endpoint() -> Iterator[str]:
-    """The local endpoint's process (`asya_local.stack.LocalEndpoint`) with every patch, speed ones
+    """The local endpoint's process (`asya_local.endpoint.process.LocalEndpoint`) with every patch, speed ones
     included whatever the environment says, and IAM off: what these tests prove is moto's behaviour."""
     endpoint = LocalEndpoint(free_port(), env={LOCAL_IAM.name: "off", LOCAL_SPEED_PATCHES.name: "on"})
     endpoint.start()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from asya_local.stack import LocalEndpoint, free_port
+from asya_local.endpoint.process import LocalEndpoint, free_port
 from tests.support.stack import MESH, RunningMesh, running
 
 

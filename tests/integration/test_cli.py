@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from asya_local.endpoint.process import free_port
 from asya_local.roles import local_client
-from asya_local.stack import free_port
 from tests.support.stack import MESH
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]  # a whole `asya up` per test: slow on a busy machine

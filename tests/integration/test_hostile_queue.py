@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.esm import REDELIVERED
-from asya_local.stack import LocalEndpoint
 from tests.support import hostile
 from tests.support.stack import RunningMesh, running
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from asya_local.stack import LocalEndpoint
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.testing.chaos import WorkerLines, chaos_stack, run_chaos
 
 TASKS = 12

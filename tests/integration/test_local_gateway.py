@@ -21,7 +21,8 @@ import pytest
 
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import HttpTrigger, ScheduleTrigger, StreamTrigger, synthesize_app
-from asya_local.stack import LocalEndpoint, LocalStack
+from asya_local.endpoint.process import LocalEndpoint
+from asya_local.stack import LocalStack
 
 pytestmark = pytest.mark.integration
 HERE = Path(__file__).resolve().parent

@@ -17,7 +17,8 @@ import pytest
 
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import Synthesized, synthesize
-from asya_local.stack import LocalEndpoint, LocalStack
+from asya_local.endpoint.process import LocalEndpoint
+from asya_local.stack import LocalStack
 
 pytestmark = pytest.mark.integration
 ACTORS = Path(__file__).resolve().parent / "mesh"

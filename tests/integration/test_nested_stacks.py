@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_local.stack import LocalEndpoint
+from asya_local.endpoint.process import LocalEndpoint
 from tests.support.stack import MESH, deployed
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,8 @@ import pytest
 
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import synthesize
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalEndpoint
 from tests.support.stack import RunningMesh, running
 
 MESH = Path(__file__).resolve().parent / "real" / "mesh.yaml"

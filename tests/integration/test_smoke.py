@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from asya_local import cli, local_state
-from asya_local.stack import LocalEndpoint
+from asya_local.endpoint.process import LocalEndpoint
 from tests.support.stack import deployed
 
 pytestmark = pytest.mark.integration

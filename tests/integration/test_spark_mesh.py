@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from asya_local.stack import LocalEndpoint, LocalStack
+from asya_local.endpoint.process import LocalEndpoint
+from asya_local.stack import LocalStack
 from tests.support.stack import deployed
 
 # the module's mesh is deployed once and runs real Spark jobs (a JVM start first): minutes on a busy machine

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.roles import local_client
-from asya_local.stack import LocalEndpoint
 from asya_spark.stopper import stop_for_update
 
 pytestmark = pytest.mark.integration

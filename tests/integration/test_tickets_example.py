@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalEndpoint
 from tests.support.stack import RunningMesh, running
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tickets"

@@ -15,8 +15,9 @@ from typing import Any
 from asya_cdk.loading import load_mesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
+from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.faults import FaultSpec
-from asya_local.stack import LocalEndpoint, LocalStack
+from asya_local.stack import LocalStack
 
 ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")
 METRICS = '{"_aws":'  # an embedded-metric-format line

@@ -1,5 +1,5 @@
 """Waiting for the local mesh to be idle asks the queue that was busy last time first and stops at the
-first busy queue (`asya_local.stack.busy_queue`), so a wait, or a bench, loads the endpoint less."""
+first busy queue (`asya_local.queues.busy_queue`), so a wait, or a bench, loads the endpoint less."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya_local.stack import busy_queue
+from asya_local.queues import busy_queue
 
 NAMESPACE = "idle"
 

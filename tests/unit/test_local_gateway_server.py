@@ -21,9 +21,9 @@ from typing import Any
 import httpx2
 import pytest
 
+from asya_local.endpoint.process import free_port
 from asya_local.functions.environments import Environments
 from asya_local.functions.gateway_server import Gateway, GatewayServer
-from asya_local.stack import free_port
 
 KEY = "test-key"
 SPEC = {

@@ -12,7 +12,7 @@ import pytest
 
 from asya_local.endpoint import patches
 from asya_local.endpoint.patches import MOTO_VERSION, PATCHES, Patch, Purpose
-from asya_local.stack import endpoint_admin
+from asya_local.endpoint.process import endpoint_admin
 
 ROOT = Path(__file__).resolve().parents[2]
 ENDPOINT = ROOT / "asya_local" / "endpoint"
