@@ -18,7 +18,9 @@ export CDK_DISABLE_VERSION_CHECK := 1
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	# setuptools' notice that an editable install of packages mapped from several folders imports through
+	# a finder ("Editable installation."): informational, and always printed for this layout
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
