@@ -117,23 +117,36 @@ def _console() -> Console:
 
 @pages.get("/")
 def mesh() -> str:
+    return _mesh_page(request.args.get("flow", ""))
+
+
+def _mesh_page(chosen: str, typed: str | None = None, problem: str | None = None) -> str:
+    """The mesh page; after a start that was refused, with what was typed and why it was refused."""
     console = _console()
     return render_template(
         "mesh.html",
         graph=current_app.config["GRAPH"],
         stats=console.actor_stats(),
         examples=console.flow_examples(),
-        chosen=request.args.get("flow", ""),
+        chosen=chosen,
+        typed=typed,
+        problem=problem,
     )
 
 
 @pages.post("/tasks")
 def create_task() -> Any:
+    """Start a task; a payload that is not JSON, or that the flow's schema refuses, is shown again with
+    the reason, as typed, and nothing starts."""
+    flow, typed = request.form.get("flow", ""), request.form.get("payload") or "null"
     try:
-        payload = json.loads(request.form.get("payload") or "null")
+        payload = json.loads(typed)
     except ValueError as exc:
-        return render_template("error.html", message=f"the payload is not JSON: {exc}"), 400
-    created = _console().gateway.create_task({"flow": request.form.get("flow", ""), "payload": payload})
+        return _mesh_page(flow, typed, f"The payload is not JSON: {exc}"), 400
+    try:
+        created = _console().gateway.create_task({"flow": flow, "payload": payload})
+    except GatewayError as exc:
+        return _mesh_page(flow, typed, f"The gateway refused it: {exc}"), 400
     return redirect(url_for(".task", task_id=created["id"]), 303)
 
 
@@ -145,6 +158,11 @@ def tasks() -> str:
 
 @pages.get("/tasks/<task_id>")
 def task(task_id: str) -> str:
+    return _task_page(task_id)
+
+
+def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str | None = None) -> str:
+    """A task's page; after a resume that was refused, with what was typed and why it was refused."""
     console = _console()
     found = console.gateway.task(task_id)
     if found is None:
@@ -155,6 +173,8 @@ def task(task_id: str) -> str:
         graph=current_app.config["GRAPH"],
         branches=_branches(console, found),
         task_route=_route_classes(found),
+        typed=typed or {},
+        problem=problem,
     )
 
 
@@ -166,9 +186,15 @@ def cancel(task_id: str) -> Any:
 
 @pages.post("/tasks/<task_id>/resume")
 def resume(task_id: str) -> Any:
+    """Resume a paused task with what the person gave; input that is not what the pause asks for is shown
+    again with the reason, as typed, and the task stays paused (a resume cannot be undone)."""
     gateway = _console().gateway
     found = gateway.task(task_id) or abort(404)
-    gateway.resume(task_id, _resume_input((found.get("pause") or {}).get("fields") or {}, request.form))
+    try:
+        given = _resume_input((found.get("pause") or {}).get("fields") or {}, request.form)
+    except ValueError as exc:
+        return _task_page(task_id, dict(request.form), f"Not resumed: {exc}"), 400
+    gateway.resume(task_id, given)
     return redirect(url_for(".task", task_id=task_id), 303)
 
 
@@ -239,7 +265,7 @@ def task_events(task_id: str) -> Response:
                 continue
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
-            yield _event("task", render_template("_task_state.html", task=found, branches=branches))
+            yield _event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
             yield _event("route", json.dumps(_route_classes(found)))
             if found.get("status") in TERMINAL:
                 yield _event("end", "")
@@ -343,7 +369,9 @@ def _route_classes(task: dict[str, Any]) -> dict[str, str]:
 
 def _resume_input(fields: dict[str, Any], form: Any) -> dict[str, Any]:
     """The human's input from the pause's fields (a checkbox for a boolean, a number, text) and the
-    free JSON box, which wins where both give a value."""
+    free JSON box, which wins where both give a value; a `ValueError` says what is not right: a
+    number field that is no number (an integer one, no whole number), JSON that is not JSON or not an
+    object."""
     given: dict[str, Any] = {}
     for name, spec in fields.items():
         kind = spec.get("type") if isinstance(spec, dict) else None
@@ -351,22 +379,26 @@ def _resume_input(fields: dict[str, Any], form: Any) -> dict[str, Any]:
         if kind == "boolean":
             given[name] = raw == "on"
         elif raw not in (None, ""):
-            given[name] = _number(raw) if kind in ("number", "integer") else raw
+            given[name] = _number(name, raw, whole=kind == "integer") if kind in ("number", "integer") else raw
     extra = form.get("input", "").strip()
     if extra:
         try:
             more = json.loads(extra)
-        except ValueError:
-            more = {"value": extra}
-        given.update(more if isinstance(more, dict) else {"value": more})
+        except ValueError as exc:
+            raise ValueError(f'the input is not JSON ({exc}); give an object, e.g. {{"approved": true}}') from None
+        if not isinstance(more, dict):
+            raise ValueError(f'the input is JSON but not an object ({{"field": value}}): {extra[:60]}')
+        given.update(more)
     return given
 
 
-def _number(raw: str) -> float | int | str:
+def _number(name: str, raw: str, *, whole: bool) -> float | int:
     try:
         number = float(raw)
     except ValueError:
-        return raw
+        raise ValueError(f"{name}: {raw!r} is not a number") from None
+    if whole and not number.is_integer():
+        raise ValueError(f"{name}: {raw!r} is not a whole number")
     return int(number) if number.is_integer() else number
 
 

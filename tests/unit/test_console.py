@@ -290,9 +290,12 @@ def test_a_task_started_from_the_page_is_created_and_shown(client: FlaskClient, 
     answer = client.post("/tasks", data={"flow": "triage-reviews", "payload": '{"product": "p", "reviews": []}'})
     assert (answer.status_code, answer.headers["Location"]) == (303, "/tasks/t9")
     assert gateway.created == [{"flow": "triage-reviews", "payload": {"product": "p", "reviews": []}}]
-    refused = client.post("/tasks", data={"flow": "triage-reviews", "payload": "{nope"})
+    refused = client.post("/tasks", data={"flow": "triage-reviews", "payload": '{"product": nope'})
     assert refused.status_code == 400
-    assert "the payload is not JSON" in refused.get_data(as_text=True)
+    page = refused.get_data(as_text=True)
+    assert "The payload is not JSON" in page
+    assert "{&#34;product&#34;: nope</textarea>" in page, "what was typed is kept, to be mended"
+    assert len(gateway.created) == 1, "nothing started"
 
 
 def test_a_task_shows_its_route_hops_and_error_escaped(client: FlaskClient) -> None:
@@ -322,6 +325,30 @@ def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGatew
     )
     assert answer.status_code == 303
     assert gateway.resumed == [("t2", {"approved": True, "amount": 12.5, "note": "ok"})]
+
+
+@pytest.mark.parametrize(
+    ("form", "said"),
+    [
+        ({"input": "approve it"}, "the input is not JSON"),
+        ({"input": "[1, 2]"}, "the input is JSON but not an object"),
+        ({"field-amount": "twelve", "input": ""}, "amount: &#39;twelve&#39; is not a number"),
+    ],
+)
+def test_a_resume_that_is_not_what_the_pause_asks_for_is_refused_and_kept(
+    client: FlaskClient, gateway: FakeGateway, form: dict[str, str], said: str
+) -> None:
+    """A resume cannot be undone: text that is not JSON is never wrapped and sent; the task stays
+    paused, and the page shows why with what was typed still in the form."""
+    answer = client.post("/tasks/t2/resume", data={"field-approved": "on", **form})
+    page = answer.get_data(as_text=True)
+    assert answer.status_code == 400
+    assert gateway.resumed == []
+    assert f"Not resumed: {said}" in page
+    assert 'name="field-approved" checked data-typed' in page
+    typed = form.get("input") or form.get("field-amount")
+    assert typed is not None
+    assert typed.replace("twelve", 'value="twelve"') in page
 
 
 def test_x_sump_is_grouped_by_reason_and_actor_and_redriven_from_the_page(

@@ -33,6 +33,7 @@ function fieldKey(field) {
 }
 
 function edited(field) {
+  if ("typed" in field.dataset) return true; // what a refused resume gave back, as the person typed it
   if (field.type === "checkbox") return field.checked !== field.defaultChecked;
   if (field.tagName === "SELECT") return [...field.options].some((option) => option.selected !== option.defaultSelected);
   return field.value !== field.defaultValue;
