@@ -137,7 +137,12 @@ def task_table(task: dict[str, Any]) -> Table:
         ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
         ("result", str(task.get("result") or "")),
         ("reason", str(task.get("reason") or "")),
-        ("error", json.dumps(task["error"], ensure_ascii=False) if task.get("error") else ""),
+        ("error", error_text(task.get("error"))),
+        ("traceback", _traceback(task.get("error"))),
+        *(
+            (f"failed branch {index}", _failed_branch(branch))
+            for index, branch in enumerate(task.get("failed_branches") or [], start=1)
+        ),
         ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
         ("deadline", str(task.get("deadline_at") or "")),
         ("updated", str(task.get("updated_at") or "")),
@@ -146,6 +151,25 @@ def task_table(task: dict[str, Any]) -> Table:
         if value:
             table.add_row(name, value)
     return table
+
+
+def error_text(error: Any) -> str:
+    """`Type: message` (the handler's own error type), or the message alone when there is no type."""
+    if not isinstance(error, dict):
+        return str(error or "")
+    message = str(error.get("message") or "")
+    return f"{error['type']}: {message}" if error.get("type") else message
+
+
+def _traceback(error: Any) -> Text:
+    trace = error.get("traceback") if isinstance(error, dict) else None
+    return Text(trace, style="dim") if isinstance(trace, str) else Text()
+
+
+def _failed_branch(branch: dict[str, Any]) -> str:
+    where = f" at {branch['actor']}" if branch.get("actor") else ""
+    why = error_text(branch.get("error")) or branch.get("reason")
+    return f"{branch.get('id')} {branch.get('status')}{where}: {why}"
 
 
 def _route(route: Any) -> Text:

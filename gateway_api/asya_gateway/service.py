@@ -35,7 +35,7 @@ from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.task_error import TaskError
-from asya_gateway.views import task_view
+from asya_gateway.views import BRANCH_FAILED, task_view
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
+FAILED_BRANCHES_SHOWN = 10
+FAILING = (TaskStatus.FAILED, TaskStatus.CANCELED)
 RESUME_STATUS_BYTES = 256
 # The largest envelope the gateway takes with its payload going to S3 (`asya.claims`): API Gateway
 # takes at most 10 MB a request, and Lambda 6 MB an invocation.
@@ -251,7 +253,20 @@ class TaskService:
         item = self.tasks.get(task_id)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
-        return task_view(item)
+        return self._explained(task_view(item))
+
+    def _explained(self, view: dict[str, Any]) -> dict[str, Any]:
+        """A task failed by its branches, with the branches that failed and why (those its record
+        names, the first `FAILED_BRANCHES_SHOWN` of them): one read of up to 50 records."""
+        if view.get("reason") != BRANCH_FAILED or not view.get("branch_ids"):
+            return view
+        records = self.tasks.get_many(view["branch_ids"])
+        failed = [task_view(record) for _, record in sorted(records.items()) if record.get("status") in FAILING]
+        shown = [
+            {name: branch[name] for name in ("id", "status", "actor", "reason", "error") if name in branch}
+            for branch in failed[:FAILED_BRANCHES_SHOWN]
+        ]
+        return {**view, "failed_branches": shown}
 
     def flows(self) -> dict[str, Any]:
         """The mesh's flows: route, description, timeout and input schema of each."""
@@ -274,7 +289,7 @@ class TaskService:
             view = task_view(item)
             left = deadline - self.clock()
             if view["terminal"]:
-                return True, self._with_output(view, carried)
+                return True, self._explained(self._with_output(view, carried))
             if left <= 0:
                 return False, view
             self.sleep(min(pause, left))

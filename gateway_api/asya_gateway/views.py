@@ -1,7 +1,16 @@
-"""What a client sees of a task: the record without its bookkeeping, branch counts made explicit."""
+"""What a client sees of a task: the record without its bookkeeping, branch counts made explicit, and
+a failure said plainly.
+
+A fan-out root whose own envelope ended well but whose branches did not is failed (or canceled) by
+them: its view says so (`reason` `BranchFailed`, an `error` counting them) and does not show its own
+envelope's output as the task's result. Which branches failed, and why, the gateway adds
+(`failed_branches`, `TaskService`). A traceback is shown with the handler's frames first: the frames of
+the mesh's own machinery and of installed libraries around them are folded into one line each run.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -31,6 +40,9 @@ _SHOWN = (
     "joined_into",  # a branch a join gathered: the envelope its result went on in
 )
 MAX_LISTED_BRANCHES = 100
+BRANCH_FAILED = "BranchFailed"
+# a frame of the mesh's machinery or of an installed library, not of the actor's own code
+_FRAMEWORK_FRAME = re.compile(r'^  File ".*(/asya(_[a-z_]+)?/|/site-packages/|/lib/python3\.\d+/|<frozen )')
 
 
 def task_view(item: dict[str, Any]) -> dict[str, Any]:
@@ -49,4 +61,42 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
         ended = {outcome: item.get(f"n_{outcome}", 0) + fans.outcome(outcome) for outcome in OUTCOMES}
         view["branches"] = {"total": total, "open": max(0, total - sum(ended.values())), **ended}
         view["branch_ids"] = sorted(branches)[:MAX_LISTED_BRANCHES]
+        if view["terminal"] and view["status"] != TaskStatus.SUCCEEDED and item.get("own_outcome") != view["status"]:
+            _failed_by_branches(view)
+    if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
+        view["error"] = {**view["error"], "traceback": fold_traceback(view["error"]["traceback"])}
     return view
+
+
+def _failed_by_branches(view: dict[str, Any]) -> None:
+    """The root ended failed (or canceled) because branches did: say so, and drop what its own
+    envelope's ending left (an output that is one branch's, not the task's)."""
+    counts = view["branches"]
+    for own in ("output", "result"):
+        view.pop(own, None)
+    view["reason"] = BRANCH_FAILED
+    ended_badly = counts.get("failed", 0) + counts.get("canceled", 0)
+    view["error"] = {
+        "message": f"{ended_badly} of its {counts['total']} envelopes did not succeed "
+        f"({counts.get('failed', 0)} failed, {counts.get('canceled', 0)} canceled)",
+        "type": None,
+    }
+
+
+def fold_traceback(trace: str) -> str:
+    """The traceback with each run of frames outside the actor's code folded into one line."""
+    lines, folded = trace.splitlines(), []
+    index = 0
+    while index < len(lines):
+        if not _FRAMEWORK_FRAME.match(lines[index]):
+            folded.append(lines[index])
+            index += 1
+            continue
+        start = index
+        while index < len(lines) and (
+            _FRAMEWORK_FRAME.match(lines[index]) or (index > start and lines[index].startswith("    "))
+        ):
+            index += 1
+        frames = sum(1 for line in lines[start:index] if line.startswith('  File "'))
+        folded.append(f"  ... {frames} frame{'s' if frames != 1 else ''} of the mesh and its libraries")
+    return "\n".join(folded)

@@ -1,0 +1,88 @@
+"""A task that failed says why, wherever it is read: a fan-out root failed by its branches names them,
+with each one's own error type, message and traceback, the mesh's frames folded."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from asya.routing import error_details
+from asya.task_store import TaskStore
+from asya_gateway.service import TaskService
+from asya_gateway.views import fold_traceback, task_view
+from asya_local.task_cli import task_table
+
+TRACE = """Traceback (most recent call last):
+  File "/var/task/asya/hop.py", line 10, in run
+    output = run_with_timeout(call)
+  File "/var/task/asya/timeouts.py", line 20, in run_with_timeout
+    return call()
+  File "/var/task/actors.py", line 5, in score
+    price = float(row["price"])
+  File "/opt/python/lib/python3.11/site-packages/pricing/parse.py", line 3, in parse
+    raise ValueError(text)
+ValueError: could not convert string to float: 'n/a'"""
+
+
+def test_the_handlers_frames_stay_and_the_mesh_and_libraries_frames_fold() -> None:
+    assert fold_traceback(TRACE).splitlines() == [
+        "Traceback (most recent call last):",
+        "  ... 2 frames of the mesh and its libraries",
+        '  File "/var/task/actors.py", line 5, in score',
+        '    price = float(row["price"])',
+        "  ... 1 frame of the mesh and its libraries",
+        "ValueError: could not convert string to float: 'n/a'",
+    ]
+
+
+def _failed_fan_out(store: TaskStore) -> None:
+    """A root whose own envelope succeeded (with an output) and one of whose two branches failed at
+    `score` with the handler's own ValueError."""
+    store.create({"id": "root"})
+    store.register_branches("root", ["b1", "b2"])
+    store.finish("root", "root", "succeeded", {"output": '{"row": 1}'}, fanned_out=True)
+    store.finish("b1", "root", "succeeded", {}, parent_id="root")
+    try:
+        float("n/a")
+    except ValueError as exc:
+        error = error_details(exc)
+    store.finish(
+        "b2", "root", "failed", {"reason": "PolicyExhausted", "error": error, "actor": "score"}, parent_id="root"
+    )
+
+
+def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its_result(
+    task_store: TaskStore,
+) -> None:
+    _failed_fan_out(task_store)
+    record = task_store.get("root")
+    assert record is not None
+    view = task_view(record)
+    assert view["status"] == "failed"
+    assert view["reason"] == "BranchFailed"
+    assert view["error"]["message"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
+    assert "output" not in view
+
+
+def test_the_gateway_names_the_failing_branches_with_their_own_error(
+    task_store: TaskStore, gateway: TaskService
+) -> None:
+    _failed_fan_out(task_store)
+    for view in (gateway.view("root"), gateway.wait("root", 1)[1]):
+        [branch] = view["failed_branches"]
+        assert (branch["id"], branch["status"], branch["actor"]) == ("b2", "failed", "score")
+        assert branch["error"]["type"] == "ValueError"
+        assert branch["error"]["message"] == "could not convert string to float: 'n/a'"
+        assert branch["error"]["traceback"].endswith("ValueError: could not convert string to float: 'n/a'")
+
+
+def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches(
+    task_store: TaskStore, gateway: TaskService
+) -> None:
+    _failed_fan_out(task_store)
+    console = Console(width=300, record=True)
+    console.print(task_table(gateway.view("root")))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
+    assert rows["reason"] == "BranchFailed"
+    assert rows["error"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
+    assert rows["failed branch 1"] == "b2 failed at score: ValueError: could not convert string to float: 'n/a'"
+    assert "output" not in rows
