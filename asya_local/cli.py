@@ -57,7 +57,7 @@ from asya_local.endpoint.process import free_port, port_taken
 from asya_local.fixtures import LocalSecretError
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 from asya_local.live_view import LiveView
 from asya_local.local_state import (
     LocalStateError,
@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         LocalSecretError,
         LibrariesError,
         argparse.ArgumentTypeError,
+        ShortIdError,
     ) as exc:
         console.print(f"[red]asya: {exc}[/red]", highlight=False, soft_wrap=True)
         return 2

@@ -28,6 +28,8 @@ from asya.task_record import TERMINAL
 from asya.variables import WAIT_MAX_SECONDS
 
 API = "/api/v1"
+WHOLE_ID_LENGTH = 36  # a task id is a UUID
+SHORT_ID_SEARCHED = 100  # the newest tasks a short id is looked for among (one page)
 FLOW_NAME = re.compile(ACTOR_NAME)
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -38,6 +40,10 @@ READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
 
 class GatewayError(RuntimeError):
     """The gateway answered, but not with what was asked for (the message says why)."""
+
+
+class ShortIdError(LookupError):
+    """A short id that names no task, or more than one, among the newest."""
 
 
 class GatewayUnreachableError(RuntimeError):
@@ -108,13 +114,37 @@ class GatewayClient:
         return {name: list(flow["route"]) for name, flow in flows.items()}
 
     def tasks(
-        self, *, status: str | None = None, flow: str | None = None, since: str | None = None, limit: int = 50
+        self,
+        *,
+        status: str | None = None,
+        flow: str | None = None,
+        since: str | None = None,
+        limit: int = 50,
+        roots: bool = True,
     ) -> list[dict[str, Any]]:
-        """`GET /mesh?roots=true`: the newest tasks (of a status, of a flow, started since a moment),
-        fan-out branches left out, first page only."""
-        params: dict[str, Any] = {"limit": limit, "roots": "true"}
+        """`GET /mesh`: the newest tasks (of a status, of a flow, started since a moment), fan-out
+        branches left out unless `roots` is false, first page only."""
+        params: dict[str, Any] = {"limit": limit, "roots": "true" if roots else "false"}
         params |= {name: value for name, value in (("status", status), ("flow", flow), ("since", since)) if value}
         return list(self._json("GET", f"{API}/mesh", 200, params=params)["tasks"])
+
+    def task_id(self, given: str) -> str:
+        """The whole id of the task `given` names: itself when whole, else the one task among the newest
+        `SHORT_ID_SEARCHED` (branches included) whose id starts with it, as the short ids every table
+        shows (`ShortIdError` if none or several do). A task seen a while ago needs its whole id."""
+        if len(given) >= WHOLE_ID_LENGTH:
+            return given
+        found = sorted(
+            {task["id"] for task in self.tasks(limit=SHORT_ID_SEARCHED, roots=False) if task["id"].startswith(given)}
+        )
+        if len(found) != 1:
+            among = f"among the newest {SHORT_ID_SEARCHED} tasks"
+            raise ShortIdError(
+                f"{given!r} matches {', '.join(found)} {among}: give more of the id"
+                if found
+                else f"no task starts with {given!r} {among}: give its whole id"
+            )
+        return str(found[0])
 
     def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
         """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""

@@ -82,7 +82,8 @@ def new_key() -> str:
 
 
 def status(args: argparse.Namespace) -> int:
-    task = gateway_of(running_state()).task(args.id)
+    gateway = gateway_of(running_state())
+    task = gateway.task(gateway.task_id(args.id))
     if task is None:
         console.print(f"[red]no task {args.id}[/red]")
         return 1
@@ -93,6 +94,7 @@ def status(args: argparse.Namespace) -> int:
 def watch(args: argparse.Namespace) -> int:
     """A bar for the task's progress, its FLY messages above it, then the task as it ended."""
     gateway = gateway_of(running_state())
+    args.id = gateway.task_id(args.id)
     if gateway.task(args.id) is None:
         console.print(f"[red]no task {args.id}[/red]")
         return 1
@@ -195,6 +197,9 @@ def results(args: argparse.Namespace) -> int:
     state = running_state()
     s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
     kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
+    named = {str(doc["envelope"].get("id")) for doc in kept if str(doc["envelope"].get("id")).startswith(args.id)}
+    if len(named) == 1:  # a short id, as the tables show, of an envelope that left a result
+        args.id = named.pop()
     own_prefix = result_prefix(state["namespace"], args.id)
     own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
     children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
@@ -286,12 +291,14 @@ def tasks(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
-    console.print(task_table(gateway_of(running_state()).cancel(args.id)))
+    gateway = gateway_of(running_state())
+    console.print(task_table(gateway.cancel(gateway.task_id(args.id))))
     return 0
 
 
 def resume(args: argparse.Namespace) -> int:
-    console.print(task_table(gateway_of(running_state()).resume(args.id, args.input)))
+    gateway = gateway_of(running_state())
+    console.print(task_table(gateway.resume(gateway.task_id(args.id), args.input)))
     return 0
 
 
@@ -331,7 +338,9 @@ def add_parsers(commands: Any) -> None:
         ("results", "what x-sink and x-sump kept for an envelope and its branches", "asya results 5f0c9a2e-…"),
         ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e-…"),
     ):
-        command(commands, name, summary, example).add_argument("id", help="the task's id")
+        command(commands, name, summary, example).add_argument(
+            "id", help="the task's id, or its first characters (a recent task's short id, as tables show it)"
+        )
     resuming = command(
         commands,
         "resume",

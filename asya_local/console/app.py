@@ -47,7 +47,7 @@ from asya.task_record import TERMINAL
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.topology import Topology
-from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
+from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
 HERE = Path(__file__).resolve().parent
 STATUSES = ("running", "pending", "paused", "succeeded", "failed", "canceled")
@@ -157,8 +157,13 @@ def tasks() -> str:
 
 
 @pages.get("/tasks/<task_id>")
-def task(task_id: str) -> str:
-    return _task_page(task_id)
+def task(task_id: str) -> Any:
+    """A task's page; a short id, as the tables show it, leads to the one recent task it names."""
+    try:
+        whole = _console().gateway.task_id(task_id)
+    except ShortIdError as exc:
+        return render_template("error.html", message=str(exc)), 404
+    return redirect(url_for(".task", task_id=whole), 302) if whole != task_id else _task_page(task_id)
 
 
 def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str | None = None) -> str:

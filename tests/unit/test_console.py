@@ -24,6 +24,7 @@ from asya_local.console.app import Console, create_app
 from asya_local.console.graph import NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayClient
 from asya_local.worklog import WorkerLog, follow, is_error, shown
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
@@ -201,7 +202,9 @@ class FakeGateway:
 
     def tasks(self, **where: Any) -> list[dict[str, Any]]:
         self.listed.append(where)
-        return [task for task in self.known.values() if task["status"] == where["status"]]
+        return [task for task in self.known.values() if where.get("status") in (None, task["status"])]
+
+    task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's listing
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         self.canceled.append(task_id)
@@ -311,6 +314,12 @@ def test_a_task_shows_its_route_hops_and_error_escaped(client: FlaskClient) -> N
     assert "<bad>" not in failed
     assert 'action="/tasks/t3/cancel"' not in failed, "an ended task is not canceled"
     assert client.get("/tasks/nope").status_code == 404
+
+
+def test_a_short_id_leads_to_the_one_recent_task_it_names(client: FlaskClient) -> None:
+    assert client.get("/tasks/t").status_code == 404
+    assert "&#39;t&#39; matches t1, t2, t3 among the newest 100 tasks" in client.get("/tasks/t").get_data(as_text=True)
+    assert "no task starts with" in client.get("/tasks/x9").get_data(as_text=True)
 
 
 def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGateway) -> None:
