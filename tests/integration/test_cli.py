@@ -95,8 +95,9 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     assert "succeeded" in watched.stdout
     assert "100%" in watched.stdout, "the bar ends full"
 
-    status = _asya(cwd, "status", envelope_id)
+    status = _asya(cwd, "status", envelope_id[:8])  # the short id the tables show
     assert status.returncode == 0, status.stdout
+    assert f"task {envelope_id}" in status.stdout
     assert "succeeded" in status.stdout
     assert "prep → infer → post" in status.stdout
 
@@ -130,8 +131,11 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     assert rewatched.returncode == 0, rewatched.stdout
 
     missing = _asya(cwd, "status", "no-such-task")
-    assert missing.returncode == 1
-    assert "no task no-such-task" in missing.stdout
+    assert missing.returncode == 2
+    assert "no task starts with 'no-such-task' among the newest 100 tasks" in missing.stdout
+    unknown = _asya(cwd, "status", "00000000-0000-4000-8000-000000000000")
+    assert unknown.returncode == 1
+    assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stdout
     return envelope_id
 
 
