@@ -61,11 +61,18 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
         ended = {outcome: item.get(f"n_{outcome}", 0) + fans.outcome(outcome) for outcome in OUTCOMES}
         view["branches"] = {"total": total, "open": max(0, total - sum(ended.values())), **ended}
         view["branch_ids"] = sorted(branches)[:MAX_LISTED_BRANCHES]
-        if view["terminal"] and view["status"] != TaskStatus.SUCCEEDED and item.get("own_outcome") != view["status"]:
+        if _ended_by_branches(item, view):
             _failed_by_branches(view)
     if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
         view["error"] = {**view["error"], "traceback": fold_traceback(view["error"]["traceback"])}
     return view
+
+
+def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:
+    """Whether a root ended failed or canceled by its branches alone: its own envelope ended otherwise,
+    and nothing ended it with a reason of its own (a cancel, a deadline)."""
+    badly = view["terminal"] and view["status"] != TaskStatus.SUCCEEDED
+    return badly and item.get("own_outcome") != view["status"] and not item.get("reason")
 
 
 def _failed_by_branches(view: dict[str, Any]) -> None:

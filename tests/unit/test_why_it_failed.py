@@ -86,3 +86,14 @@ def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches
     assert rows["error"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
     assert rows["failed branch 1"] == "b2 failed at score: ValueError: could not convert string to float: 'n/a'"
     assert "output" not in rows
+
+
+def test_a_canceled_fan_out_is_not_said_to_have_failed_by_its_branches(task_store: TaskStore) -> None:
+    task_store.create({"id": "root"})
+    task_store.register_branches("root", ["b1", "b2"])
+    task_store.cancel("root")
+    record = task_store.get("root")
+    assert record is not None
+    view = task_view(record)
+    assert view["status"] == "canceled"
+    assert view.get("reason") != "BranchFailed"
