@@ -156,6 +156,15 @@ def tasks() -> str:
     return render_template("tasks.html", tasks=_tasks(_console(), where), where=where, statuses=STATUSES)
 
 
+@pages.get("/tasks/find")
+def find_task() -> Any:
+    """The search box: a task's whole id, or the first characters of a recent one's."""
+    given = request.args.get("id", "").strip()
+    if not given:
+        return redirect(url_for(".tasks"), 303)
+    return redirect(url_for(".task", task_id=given), 303)
+
+
 @pages.get("/tasks/<task_id>")
 def task(task_id: str) -> Any:
     """A task's page; a short id, as the tables show it, leads to the one recent task it names."""

@@ -129,6 +129,15 @@ def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, ru
     page.goto(f"{console_url}/tasks/{task_id}")
     expect(page.get_by_role("heading", name="Waiting for you")).to_be_visible()
     more_input = page.get_by_label("More input (JSON, merged into the payload)")
+    more_input.fill("approve it")  # not JSON: refused before anything is sent, and kept to be mended
+    page.get_by_role("button", name="Resume").click()
+    expect(page.get_by_role("alert")).to_contain_text("Not resumed: the input is not JSON")
+    page.evaluate(
+        "() => { const state = document.getElementById('task-state'); replaceKeepingInput(state, state.innerHTML"
+        ".replace(/>approve it</, '><').replace(' data-typed', '')); }"
+    )  # a status event's fresh render knows nothing of what was typed
+    expect(more_input).to_have_value("approve it")
+    assert (gateway.task(task_id) or {}).get("status") == "paused"
     more_input.fill('{"approved": true}')
     # a status event re-renders the state while the user types (the first comes as the page connects)
     page.evaluate(

@@ -432,3 +432,11 @@ def test_spark_actors_are_marked_on_the_graph_with_their_jobs(gateway: FakeGatew
         own = page.split(f'data-actor="{actor}"', 1)[1].split("</g>", 1)[0]  # the actor's node
         assert '<tspan data-stat="open_batches">0</tspan> jobs' in own
     assert '<g class="node kind-lambda" data-actor="ingest"' in page
+
+
+def test_a_task_is_found_by_the_id_typed_in_the_search_box(client: FlaskClient) -> None:
+    page = client.get("/tasks").get_data(as_text=True)
+    assert 'action="/tasks/find"' in page
+    assert client.get("/tasks/find?id=t2").headers["Location"] == "/tasks/t2"
+    assert client.get("/tasks/t2").status_code == 200
+    assert client.get("/tasks/find?id=+").headers["Location"] == "/tasks"
