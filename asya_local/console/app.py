@@ -102,6 +102,7 @@ def create_app(console: Console) -> Flask:
     app.config["GRAPH"] = layout(console.topology)
     app.jinja_env.globals.update(console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty)
     app.jinja_env.filters["ago"] = ago
+    app.jinja_env.filters["moment"] = moment
     app.register_blueprint(pages)
     app.register_error_handler(GatewayError, lambda error: (render_template("error.html", message=str(error)), 502))
     app.register_error_handler(
@@ -429,6 +430,16 @@ def pretty(value: Any) -> Markup:
     """JSON as the pages show it: indented, escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
     return Markup.escape(text)
+
+
+def moment(stamp: Any, shown: str | None = None) -> Markup:
+    """A time as a `<time>` element: `shown` (the stamp itself by default) until the page's script puts
+    it in the reader's local time; the UTC stamp stays on hover."""
+    if not isinstance(stamp, str) or not stamp:
+        return Markup("")
+    if shown is not None:
+        return Markup('<time datetime="{0}" title="{0} UTC">{1}</time>').format(stamp, shown)
+    return Markup('<time datetime="{0}" title="{0} UTC" data-local>{0}</time>').format(stamp)
 
 
 def ago(moment: Any) -> str:

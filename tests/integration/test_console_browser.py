@@ -89,6 +89,9 @@ def test_a_task_started_from_the_page_travels_and_shows_its_result(page: Page, c
     hops = page.locator("table.hops tbody th")
     expect(hops).to_have_text(["prep", "infer", "post"])
     expect(page.locator('#graph .node.route-visited[data-actor="post"]')).to_have_count(1)
+    started = page.locator("#task-state time[data-local]").first  # in the reader's zone, UTC on hover
+    expect(started).not_to_have_text(re.compile(r"^\d{4}-\d\d-\d\dT"))
+    expect(started).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\dT.* UTC$"))
 
 
 def test_a_running_task_is_canceled_from_its_page(page: Page, console_url: str, running_mesh: RunningMesh) -> None:

@@ -440,3 +440,11 @@ def test_a_task_is_found_by_the_id_typed_in_the_search_box(client: FlaskClient) 
     assert client.get("/tasks/find?id=t2").headers["Location"] == "/tasks/t2"
     assert client.get("/tasks/t2").status_code == 200
     assert client.get("/tasks/find?id=+").headers["Location"] == "/tasks"
+
+
+def test_times_are_marked_for_local_display_with_utc_on_hover(client: FlaskClient) -> None:
+    """The page's script shows each `<time data-local>` in the reader's zone; the stamp stays as title."""
+    page = client.get("/tasks/t1").get_data(as_text=True)
+    started = re.search(r'<dt>started</dt><dd><time datetime="([^"]+)" title="([^"]+)" data-local>', page)
+    assert started is not None
+    assert started.group(2) == f"{started.group(1)} UTC"

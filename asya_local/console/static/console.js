@@ -59,16 +59,30 @@ function replaceKeepingInput(holder, html) {
   }
 }
 
+// Times come as UTC stamps; each is shown in the reader's local time, the stamp on hover (its title).
+function localTimes(root) {
+  for (const time of root.querySelectorAll("time[data-local]")) {
+    const when = new Date(time.getAttribute("datetime"));
+    if (!Number.isNaN(when.getTime())) time.textContent = when.toLocaleString();
+  }
+}
+
 function follow(url) {
   const source = new EventSource(url);
   source.addEventListener("stats", (event) => setStats(JSON.parse(event.data)));
   source.addEventListener("tasks", (event) => {
     const rows = document.getElementById("task-rows");
-    if (rows) rows.innerHTML = event.data;
+    if (rows) {
+      rows.innerHTML = event.data;
+      localTimes(rows);
+    }
   });
   source.addEventListener("task", (event) => {
     const state = document.getElementById("task-state");
-    if (state) replaceKeepingInput(state, event.data);
+    if (state) {
+      replaceKeepingInput(state, event.data);
+      localTimes(state);
+    }
   });
   source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
   source.addEventListener("fly", (event) => {
@@ -98,6 +112,7 @@ function showFlow(button) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  localTimes(document);
   for (const live of document.querySelectorAll("[data-live]")) follow(live.dataset.live);
   const route = document.querySelector("[data-route]");
   if (route) setRoute(JSON.parse(route.dataset.route));
