@@ -14,10 +14,10 @@ from collections import Counter
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from asya.envelope import visited
-from asya_local.task_cli import STATUS_STYLES, branches_text
+from asya_local.screen import status_text
+from asya_local.task_cli import branches_text
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
 
@@ -29,9 +29,7 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table:
         table.add_column(column, no_wrap=True)
     for task in tasks:
         status = str(task.get("status", ""))
-        table.add_row(
-            str(task["id"]), Text(status, style=STATUS_STYLES.get(status, "")), branches_text(task.get("branches"))
-        )
+        table.add_row(str(task["id"]), status_text(status), branches_text(task.get("branches")))
     return table
 
 

@@ -20,8 +20,8 @@ from rich.text import Text
 from asya.task_record import TaskStatus
 from asya_local.console.app import Console as MeshConsole
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
+from asya_local.screen import status_text
 
-STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta", "running": "cyan"}
 RUNNING_SHOWN = 6
 BAR_WIDTH = 20
 OUTPUT_WIDTH = 80
@@ -86,7 +86,7 @@ class LiveView:
             )
             count = int(answer.get("Count", 0))
             if count:
-                parts.append(Text(f"{status.value} {count}  ", style=STATUS_STYLES.get(status.value, "")))
+                parts.append(status_text(status.value, f"{status.value} {count}  "))
         return Text.assemble(*parts)
 
     def _running(self) -> Table:
@@ -121,7 +121,7 @@ class LiveView:
             table.add_row(
                 task["id"][:8],
                 str(task.get("flow") or ""),
-                Text(status, style=STATUS_STYLES.get(status, "")),
+                status_text(status),
                 shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False),
             )
         return table

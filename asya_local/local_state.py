@@ -30,9 +30,9 @@ class LocalStateError(RuntimeError):
 def state_file() -> Path:
     """The state file the commands read: `ASYA_LOCAL_STATE`, the nearest `.asya/local.json` from here
     up, or (none found) the one `asya up` would write here."""
-    named = variables.LOCAL_STATE.read(os.environ)
+    named = _named()
     if named is not None:
-        return Path(named).expanduser().resolve()
+        return named
     here = Path.cwd()
     found = next((folder / STATE_NAME for folder in (here, *here.parents) if (folder / STATE_NAME).is_file()), None)
     return found or here / STATE_NAME
@@ -111,8 +111,13 @@ def worker_log_folder() -> Path:
 
 
 def _written_file() -> Path:
+    return _named() or STATE_NAME
+
+
+def _named() -> Path | None:
+    """The file `ASYA_LOCAL_STATE` names, if it is set."""
     named = variables.LOCAL_STATE.read(os.environ)
-    return Path(named).expanduser().resolve() if named is not None else STATE_NAME
+    return Path(named).expanduser().resolve() if named is not None else None
 
 
 def _read(file: Path) -> dict[str, str] | None:

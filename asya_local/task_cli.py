@@ -27,10 +27,9 @@ from asya_local.local_state import gateway_of, running_state
 from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
-from asya_local.screen import console
+from asya_local.screen import console, status_text
 
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
-STATUS_STYLES = {"succeeded": "green", "failed": "red", "canceled": "yellow", "paused": "magenta"}
 
 
 class TaskCommandError(ValueError):
@@ -131,7 +130,7 @@ def task_table(task: dict[str, Any]) -> Table:
     status = str(task.get("status", ""))
     rows: list[tuple[str, str | Text]] = [
         ("flow", str(task.get("flow") or "")),
-        ("status", Text(status, style=STATUS_STYLES.get(status, ""))),
+        ("status", status_text(status)),
         ("progress", f"{float(task.get('progress') or 0):g} %"),
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
@@ -281,7 +280,7 @@ def tasks(args: argparse.Namespace) -> int:
         table.add_row(
             str(task["id"]),
             str(task.get("flow") or ""),
-            Text(state, style=STATUS_STYLES.get(state, "")),
+            status_text(state),
             str(task.get("actor") or ""),
             f"{float(task.get('progress') or 0):g} %",
             str(task.get("updated_at") or ""),
