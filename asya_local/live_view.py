@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from asya.root_result import no_single_result
 from asya.task_record import TaskStatus
 from asya_local.console.app import Console as MeshConsole
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
@@ -116,7 +117,7 @@ class LiveView:
             shown = (
                 task.get("output")
                 if "output" in task
-                else task.get("result") or (task.get("error") or {}).get("message")
+                else task.get("result") or (task.get("error") or {}).get("message") or no_single_result(task)
             )
             table.add_row(
                 task["id"][:8],

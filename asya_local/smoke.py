@@ -36,6 +36,7 @@ from rich.text import Text
 
 from asya.live import STATUS
 from asya.results import result_prefix
+from asya.root_result import OWN_ENVELOPE
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, IamAuth
 from asya_local.roles import local_client
 
@@ -237,11 +238,12 @@ def _check(mesh: DeployedMesh, flow: FlowRun, task: dict[str, Any], ids: list[st
         return
     records = [task, *(mesh.gateway.task(branch) or {"id": branch} for branch in ids[1:])]
     for record in records:
-        problem = _result_problem(mesh, record)
+        ending = {**record, **(record.get(OWN_ENVELOPE) or {})}  # a fan-out root's own envelope's, set apart
+        problem = _result_problem(mesh, ending)
         if problem:
             flow.fail(problem)
             return
-        flow.results += 1 if record.get("result") or "output" in record else 0  # in S3, or in the record
+        flow.results += 1 if ending.get("result") or "output" in ending else 0  # in S3, or in the record
     if flow.results == 0:
         flow.fail("no result recorded for the task or any branch")
         return

@@ -20,6 +20,7 @@ from rich.text import Text
 from asya.envelope import visited
 from asya.live import FLY
 from asya.results import result_prefix
+from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
 from asya_local.arguments import command, json_object, json_value, positive_int
@@ -136,7 +137,8 @@ def task_table(task: dict[str, Any]) -> Table:
         ("route", _route(task.get("route"))),
         ("branches", branches_text(task.get("branches"))),
         ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
-        ("result", str(task.get("result") or "")),
+        ("result", str(task.get("result") or no_single_result(task) or "")),
+        ("own envelope", _own_envelope(task)),
         ("reason", str(task.get("reason") or "")),
         ("error", error_text(task.get("error"))),
         ("traceback", _traceback(task.get("error"))),
@@ -152,6 +154,15 @@ def task_table(task: dict[str, Any]) -> Table:
         if value:
             table.add_row(name, value)
     return table
+
+
+def _own_envelope(task: dict[str, Any]) -> str:
+    """A fan-out root's own envelope's ending, as one branch's among the others."""
+    own = task.get(OWN_ENVELOPE)
+    if not isinstance(own, dict):
+        return ""
+    ending = json.dumps(own["output"], ensure_ascii=False) if "output" in own else str(own.get("result") or "")
+    return f"one of the branches, it ended with {ending}" if ending else ""
 
 
 def error_text(error: Any) -> str:

@@ -23,6 +23,7 @@ import mcp_types as types
 import orjson
 from pydantic import ValidationError
 
+from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
 from asya_gateway.kept import IN_MCP, LINK_SECONDS
 from asya_gateway.service import TaskService
@@ -184,6 +185,8 @@ class McpEndpoint:
             why = error.get("message") if isinstance(error, dict) else None
             text = f"Task {created.task_id} {task['status']}: {task.get('reason') or 'no reason given'}"
             text += f": {why}" if why else ""
+        elif several := no_single_result(task):
+            text = f"Task {created.task_id} succeeded with {several}: {url}"
         elif "output_url" in task:
             text = (
                 f"Task {created.task_id} succeeded; its result is larger than an answer may carry. It is at "
@@ -227,7 +230,7 @@ class McpEndpoint:
         )
 
 
-_ENDED_WITH = ("status", "output", "output_url", "result", "reason", "error")
+_ENDED_WITH = ("status", "output", "output_url", "result", "reason", "error", "branches", "branch_ids", OWN_ENVELOPE)
 
 
 @cache

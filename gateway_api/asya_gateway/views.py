@@ -1,11 +1,12 @@
 """What a client sees of a task: the record without its bookkeeping, branch counts made explicit, and
 a failure said plainly.
 
+A fan-out root's own envelope's ending is one branch's, not the task's result (`asya.root_result`).
 A fan-out root whose own envelope ended well but whose branches did not is failed (or canceled) by
-them: its view says so (`reason` `BranchFailed`, an `error` counting them) and does not show its own
-envelope's output as the task's result. Which branches failed, and why, the gateway adds
-(`failed_branches`, `TaskService`). A traceback is shown with the handler's frames first: the frames of
-the mesh's own machinery and of installed libraries around them are folded into one line each run.
+them: its view says so (`reason` `BranchFailed`, an `error` counting them). Which branches failed, and
+why, the gateway adds (`failed_branches`, `TaskService`). A traceback is shown with the handler's
+frames first: the frames of the mesh's own machinery and of installed libraries around them are folded
+into one line each run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 
 from asya.fans import OUTCOMES, FanCounts
+from asya.root_result import set_own_envelope_apart
 from asya.task_record import TERMINAL, TaskStatus, hop_times
 
 _SHOWN = (
@@ -61,6 +63,7 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
         ended = {outcome: item.get(f"n_{outcome}", 0) + fans.outcome(outcome) for outcome in OUTCOMES}
         view["branches"] = {"total": total, "open": max(0, total - sum(ended.values())), **ended}
         view["branch_ids"] = sorted(branches)[:MAX_LISTED_BRANCHES]
+        set_own_envelope_apart(view)
         if _ended_by_branches(item, view):
             _failed_by_branches(view)
     if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
@@ -76,11 +79,8 @@ def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:
 
 
 def _failed_by_branches(view: dict[str, Any]) -> None:
-    """The root ended failed (or canceled) because branches did: say so, and drop what its own
-    envelope's ending left (an output that is one branch's, not the task's)."""
+    """The root ended failed (or canceled) because branches did: say so."""
     counts = view["branches"]
-    for own in ("output", "result"):
-        view.pop(own, None)
     view["reason"] = BRANCH_FAILED
     ended_badly = counts.get("failed", 0) + counts.get("canceled", 0)
     view["error"] = {
