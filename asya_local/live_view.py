@@ -91,14 +91,17 @@ class LiveView:
         return Text.assemble(*parts)
 
     def _running(self) -> Table:
-        table = Table(title="running tasks", title_justify="left", show_edge=False)
+        table = Table(title="running and paused tasks", title_justify="left", show_edge=False)
         for column in ("task", "flow", "at", "progress"):
             table.add_column(column)
-        for task in self.mesh.gateway.tasks(status="running", limit=RUNNING_SHOWN):
-            progress = float(task.get("progress") or 0)
-            done = round(progress / 100 * BAR_WIDTH)
-            bar = Text.assemble(("━" * done, "cyan"), ("━" * (BAR_WIDTH - done), "grey30"), f" {progress:.0f} %")
-            table.add_row(task["id"][:8], str(task.get("flow") or ""), str(task.get("actor") or ""), bar)
+        for status in (TaskStatus.RUNNING, TaskStatus.PAUSED):
+            for task in self.mesh.gateway.tasks(status=status.value, limit=RUNNING_SHOWN):
+                progress = float(task.get("progress") or 0)
+                done = round(progress / 100 * BAR_WIDTH)
+                bar = Text.assemble(("━" * done, "cyan"), ("━" * (BAR_WIDTH - done), "grey30"), f" {progress:.0f} %")
+                at = str(task.get("actor") or "")
+                where = status_text(status.value, "waiting for a person") if status is TaskStatus.PAUSED else at
+                table.add_row(task["id"][:8], str(task.get("flow") or ""), where, bar)
         return table
 
     def _ended(self) -> Table:

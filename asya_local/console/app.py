@@ -378,7 +378,7 @@ def _route_classes(task: dict[str, Any]) -> dict[str, str]:
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
     if route.get("curr"):
-        classes[route["curr"]] = "failed" if task.get("status") == "failed" else "current"
+        classes[route["curr"]] = {"failed": "failed", "paused": "paused"}.get(str(task.get("status")), "current")
     return classes
 
 

@@ -41,7 +41,7 @@ class Pause:
             return pass_to_sump(rejected(record, PAUSE, exc), record)
         document = envelope.to_dict()
         pause = pause_metadata(envelope.headers)
-        if self.tasks is not None and self.tasks.pause(envelope.id, pause, utc_now()) is None:
+        if self.tasks is not None and self.tasks.pause(envelope.id, pause, utc_now(), envelope.route) is None:
             telemetry.log_failure("task not paused: it is unknown, already paused or ended", task=envelope.id)
         telemetry.count("TasksPaused")
         document.setdefault("status", {})["phase"] = Phase.PAUSED.value

@@ -24,6 +24,7 @@ from typing import Any
 from asya.envelope import Phase, parse_rfc3339, rfc3339
 from asya.fans import FanCounts
 from asya.headers import REDRIVE_HEADER, ROOT_HEADER, STEALTH_HEADER
+from asya.names import PAUSE
 
 OPEN = "open"  # `open_shard` value: the task is in the deadline index until it ends or pauses
 # How long one watch mark keeps a task's status changes flowing into its event log; a watcher renews
@@ -102,7 +103,8 @@ def hop_times(item: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A record's hops (`TaskStore.claim_hop`'s history) as people read them: the actor (from the
     route's position), the attempt, when it was claimed, and how long until the next hop was claimed
     (for the last, until the task ended; None while it runs). A hop claimed again after its holder
-    died appears twice."""
+    died appears twice. A person's wait at x-pause (`TaskStore.pause` starts it) is a line of its own,
+    `waiting`, from the pause to the next hop's claim after the resume."""
     route = item.get("route") or {}
     visited = [*route.get("prev", []), route.get("curr") or ""]
     history = [entry for entry in item.get("hops") or [] if isinstance(entry, list) and len(entry) == 3]
@@ -111,9 +113,11 @@ def hop_times(item: Mapping[str, Any]) -> list[dict[str, Any]]:
     for index, (position, attempt, claimed) in enumerate(history):
         after = history[index + 1][2] if index + 1 < len(history) else None
         until = after / 1000 if after is not None else ended.timestamp() if ended is not None else None
+        actor = visited[position] if 0 <= position < len(visited) else ""
         times.append(
             {
-                "actor": visited[position] if 0 <= position < len(visited) else "",
+                "actor": actor,
+                "waiting": actor == PAUSE,
                 "attempt": attempt,
                 "started_at": rfc3339(dt.datetime.fromtimestamp(claimed / 1000, dt.UTC)),
                 "seconds": None if until is None else round(max(0.0, until - claimed / 1000), 3),

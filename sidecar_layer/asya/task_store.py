@@ -14,11 +14,11 @@ from typing import Any
 
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import BatchIncompleteError, from_item, to_item
-from asya.envelope import parse_rfc3339, rfc3339, utc_now
+from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
 from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 from asya.task_counting import BranchCounting
-from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus
+from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus, progress_of
 from asya.task_table import STATUS_RANK, aliases
 
 HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
@@ -136,9 +136,15 @@ class TaskStore(BranchCounting):
             sets.append("open_shard = if_not_exists(open_shard, :open)")
         return sets, values
 
-    def pause(self, task_id: str, pause: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
+    def pause(
+        self, task_id: str, pause: dict[str, Any], now: dt.datetime, route: Route | None = None
+    ) -> dict[str, Any] | None:
         """`paused` with its prompt; the deadline clock stops (the time left is kept, the task leaves the
-        deadline index). Returns the task as it now is, or None if it could not pause."""
+        deadline index). `route`: the envelope's route where it waits (at x-pause), which the record
+        takes, with the progress it means, and which starts the person's wait in the hop history as a
+        line of its own: no hop claims x-pause, so otherwise the wait would show as the previous hop's
+        time and the task as 0 % done at that hop. Returns the task as it now is, or None if it could
+        not pause."""
         item = self.get(task_id)
         if item is None or item.get("rank", 0) >= Rank.PAUSED:
             return None
@@ -153,6 +159,11 @@ class TaskStore(BranchCounting):
         if deadline is not None:
             values[":left"] = max(0, int((deadline - now).total_seconds() * 1000))
             sets.append("paused_remaining_ms = :left")
+        if route is not None:
+            where = {"prev": route.prev, "curr": route.curr, "next": route.next}
+            sets += ["actor = :actor", "#route = :route", "progress = :progress", HOP_HISTORY]
+            values |= {":actor": route.curr, ":route": where, ":progress": progress_of(where), ":no_hops": []}
+            values[":hop"] = [[len(route.prev), 1, int(now.timestamp() * 1000)]]
         return self._move(task_id, sets, "open_shard, deadline_at", "#r < :rank", values)
 
     def resume(self, item: dict[str, Any], now: dt.datetime) -> dict[str, Any] | None:
@@ -182,7 +193,7 @@ class TaskStore(BranchCounting):
         self, task_id: str, sets: list[str], removed: str, condition: str, values: dict[str, Any]
     ) -> dict[str, Any] | None:
         """A pause or a resume: SET `sets` and REMOVE `removed` if `condition` holds; the task after."""
-        names = STATUS_RANK
+        names = aliases("route") if ":route" in values else STATUS_RANK
         return self._update_returning(task_id, f"SET {', '.join(sets)} REMOVE {removed}", condition, values, names)
 
     def watch(self, task_id: str, now: dt.datetime) -> dict[str, Any] | None:

@@ -420,6 +420,7 @@ def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGate
     assert "running 3" in shown
     assert "succeeded 12" in shown
     assert re.search(r"t1\s+│ triage-reviews\s+│ score\s+│ ━+ 33 %", shown), shown
+    assert re.search(r"t2\s+│\s+│ waiting for a person\s+│ ━+ 0 %", shown), "a paused task, as paused"
     assert '{"score": 2}' in shown, "a result as it lands"
 
 

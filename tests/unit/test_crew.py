@@ -456,6 +456,7 @@ def test_x_pause_pauses_with_the_prompt_and_x_resume_continues(crew: Crew, tasks
     task = tasks.get("t1")
     assert task is not None
     assert (task["status"], task["pause"]) == ("paused", {**pause.DEFAULT_PAUSE, **asked})
+    assert (task["actor"], task["route"]["curr"], task["hops"][-1][0]) == ("x-pause", "x-pause", 1), "waits there"
     assert crew.kept()[f"results/{NS}/t1/pause.json"]["route"]["curr"] == "x-pause"
     crew.run(actor(resume, "x-resume"), held)
     forwarded = crew.queue("post")

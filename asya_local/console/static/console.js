@@ -17,7 +17,7 @@ function setStats(stats) {
 
 function setRoute(classes) {
   for (const node of document.querySelectorAll("#graph .node")) {
-    node.classList.remove("route-visited", "route-current", "route-next", "route-failed");
+    node.classList.remove("route-visited", "route-current", "route-next", "route-failed", "route-paused");
     const where = classes[node.dataset.actor];
     if (where) node.classList.add(`route-${where}`);
   }
