@@ -165,3 +165,54 @@ def test_the_console_works_by_keyboard_and_in_a_narrow_window(page: Page, consol
     page.get_by_role("link", name="Tasks").focus()
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/tasks$"))
+
+
+def _luminance(css_colour: str) -> float:
+    """WCAG's relative luminance of a computed colour, `rgb(r, g, b)` or `rgba(r, g, b, a)`."""
+    red, green, blue = (int(part) / 255 for part in re.findall(r"\d+", css_colour)[:3])
+
+    def linear(channel: float) -> float:
+        return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(red) + 0.7152 * linear(green) + 0.0722 * linear(blue)
+
+
+def _contrast(one: str, other: str) -> float:
+    light, dark = sorted((_luminance(one), _luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+# each readable element's colour and the colour behind it: the nearest background that is not
+# transparent, or for a node's name on the graph, its box's fill
+COLOURS = """() => {
+  const behind = (element) => {
+    if (element instanceof SVGElement) return getComputedStyle(element.parentNode.querySelector('rect')).fill;
+    for (let at = element; at; at = at.parentElement) {
+      const colour = getComputedStyle(at).backgroundColor;
+      if (!/rgba\\(.*, 0\\)$|transparent/.test(colour)) return colour;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  return [...document.querySelectorAll('body, p.hint, a, footer, .where, #graph .node text.name')]
+    .filter((element) => element.getClientRects().length)
+    .map((element) => [element.tagName + ' ' + (element.getAttribute('class') || ''),
+                       getComputedStyle(element)[element instanceof SVGElement ? 'fill' : 'color'],
+                       behind(element)]);
+}"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_dark_mode_follows_the_system(browser: Browser, console_url: str, width: int) -> None:
+    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme="dark")
+    try:
+        page.goto(console_url)
+        [(_, text, background), *others] = page.evaluate(COLOURS)
+        assert _luminance(background) < 0.02, f"a dark page, not {background}"
+        assert _luminance(text) > 0.6, f"light text, not {text}"
+        assert len(others) > 5, "the page has hints, links and the graph to read"
+        for what, colour, behind in others:
+            assert _contrast(colour, behind) >= 4.5, f"{what}: {colour} on {behind} is below WCAG AA"
+        node = page.evaluate("() => getComputedStyle(document.querySelector('#graph .node rect')).fill")
+        assert _luminance(node) < 0.02, f"the graph's nodes are dark too, not {node}"
+    finally:
+        page.close()
