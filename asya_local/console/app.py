@@ -44,7 +44,8 @@ from markupsafe import Markup
 
 from asya.live import FLY, STATUS
 from asya.task_record import TERMINAL
-from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
+from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
+from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
@@ -99,7 +100,7 @@ pages = Blueprint("console", __name__)
 def create_app(console: Console) -> Flask:
     app = Flask(__name__, template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
     app.config["CONSOLE"] = console
-    app.config["GRAPH"] = layout(console.topology)
+    app.config["SEEN"] = SeenRoutes(console.gateway)
     app.jinja_env.globals.update(console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty)
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
@@ -116,6 +117,12 @@ def _console() -> Console:
     return console
 
 
+def _graph() -> Layout:
+    """The mesh's graph with the steps recent tasks took that no flow declares (`SeenRoutes`)."""
+    seen: SeenRoutes = current_app.config["SEEN"]
+    return layout(_console().topology, seen.steps())
+
+
 @pages.get("/")
 def mesh() -> str:
     return _mesh_page(request.args.get("flow", ""))
@@ -126,7 +133,7 @@ def _mesh_page(chosen: str, typed: str | None = None, problem: str | None = None
     console = _console()
     return render_template(
         "mesh.html",
-        graph=current_app.config["GRAPH"],
+        graph=_graph(),
         stats=console.actor_stats(),
         examples=console.flow_examples(),
         chosen=chosen,
@@ -185,7 +192,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     return render_template(
         "task.html",
         task=found,
-        graph=current_app.config["GRAPH"],
+        graph=_graph(),
         branches=_branches(console, found),
         task_route=_route_classes(found),
         typed=typed or {},

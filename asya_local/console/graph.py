@@ -6,13 +6,20 @@ actors are stacked in the order the flows first name them. Actors no flow names 
 a handler's rewritten route, a policy's `on_exhausted`, a sink hook) go in a row of their own below.
 An edge joins two actors that follow each other in some flow (and each flow's last actor to x-sink);
 an edge that goes back (an actor earlier in one flow than in another) is drawn below the nodes.
+
+Steps that recent tasks took and no flow declares (`asya_local.console.seen`: a handler rewrote the
+route) are edges too, marked `seen` (drawn dashed, with a legend). An actor in no flow that such a step
+reaches stands in the row below, in the column after the step's source, so the step reads left to
+right; a step back up its own column (to x-sink, say) is drawn round its right side.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from asya.names import SINK, SUMP
+from asya_local.console.seen import Step
 from asya_local.console.topology import Node, Topology
 
 NODE_WIDTH = 176
@@ -37,8 +44,9 @@ class Box:
 class Edge:
     source: str
     target: str
-    flows: tuple[str, ...]  # the flows that take it (none: x-sink's failures to x-sump)
+    flows: tuple[str, ...]  # the flows that take it (none: x-sink's failures to x-sump, or a seen step)
     path: str  # SVG path data
+    seen: bool = False  # a step recent tasks took that no flow declares
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +57,8 @@ class Layout:
     height: int
 
 
-def layout(topology: Topology) -> Layout:
+def layout(topology: Topology, seen: Iterable[Step] = ()) -> Layout:
+    """Where each node and edge goes; `seen`: the steps recent tasks took (declared ones or not)."""
     columns, order = _columns(topology)
     last = max(columns.values(), default=-1)
     columns[SINK] = columns[SUMP] = last + 1
@@ -64,15 +73,22 @@ def layout(topology: Topology) -> Layout:
                 boxes[name] = Box(node, _x(column), _y(row))
     deepest = max((len(names) for names in rows.values()), default=0)
     loose = [node for node in topology.nodes if node.name not in boxes]  # in no flow
-    for index, node in enumerate(loose):
-        boxes[node.name] = Box(node, _x(index), _y(deepest) + GAP_Y)
+    for node, column in _loose_columns(loose, columns, seen).items():
+        boxes[node.name] = Box(node, _x(column), _y(deepest) + GAP_Y)
+    declared = _pairs(topology)
     edges = [
         Edge(source, target, flows, _path(boxes[source], boxes[target]))
-        for (source, target), flows in _pairs(topology).items()
+        for (source, target), flows in declared.items()
         if source in boxes and target in boxes
     ]
     edges.append(Edge(SINK, SUMP, (), _path(boxes[SINK], boxes[SUMP])))
-    width = max(box.x for box in boxes.values()) + NODE_WIDTH + MARGIN
+    edges += [
+        Edge(source, target, (), _path(boxes[source], boxes[target]), seen=True)
+        for source, target in sorted(set(seen) - set(declared) - {(SINK, SUMP)})
+        if source in boxes and target in boxes and source != target
+    ]
+    room = GAP_X // 2 if any(edge.seen for edge in edges) else 0  # for a seen step round a node's right side
+    width = max(box.x for box in boxes.values()) + NODE_WIDTH + MARGIN + room
     height = max(box.y for box in boxes.values()) + NODE_HEIGHT + MARGIN + GAP_Y
     return Layout(tuple(boxes.values()), tuple(edges), width, height)
 
@@ -87,6 +103,25 @@ def _columns(topology: Topology) -> tuple[dict[str, int], list[str]]:
             if name not in order:
                 order.append(name)
     return columns, order
+
+
+def _loose_columns(loose: list[Node], columns: dict[str, int], seen: Iterable[Step]) -> dict[Node, int]:
+    """The column of each actor in no flow, in the row below: the one after the furthest source of a
+    seen step that reaches it (another loose actor counts once placed), else the first free one; one
+    actor a column."""
+    steps = list(seen)
+    known = dict(columns)
+    placed: dict[Node, int] = {}
+    pending = list(loose)
+    while pending:
+        sources = {node: [known[s] for s, target in steps if target == node.name and s in known] for node in pending}
+        node = next((node for node in pending if sources[node]), pending[0])
+        column = max(sources[node], default=-1) + 1
+        while column in placed.values():
+            column += 1
+        placed[node] = known[node.name] = column
+        pending.remove(node)
+    return placed
 
 
 def _pairs(topology: Topology) -> dict[tuple[str, str], tuple[str, ...]]:
@@ -115,6 +150,10 @@ def _path(source: Box, target: Box) -> str:
         return f"M{x1},{y1} C{x1 + bend:g},{y1} {x2 - bend:g},{y2} {x2},{y2}"
     x1, y1 = source.x + NODE_WIDTH // 2, source.y + NODE_HEIGHT
     x2, y2 = target.x + NODE_WIDTH // 2, target.y + NODE_HEIGHT
+    if target.x == source.x and target.y < source.y:  # up the same column: round its right side
+        x1, y1, x2, y2 = source.x + NODE_WIDTH, source.middle_y, target.x + NODE_WIDTH, target.middle_y
+        out = x1 + GAP_X // 2
+        return f"M{x1},{y1} C{out},{y1} {out},{y2} {x2},{y2}"
     if target.x == source.x:  # the same column: the target is below
         x2, y2 = target.x + NODE_WIDTH // 2, target.y
         return f"M{x1},{y1} L{x2},{y2}"
