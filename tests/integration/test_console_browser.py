@@ -131,6 +131,9 @@ def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, ru
         time.sleep(0.3)
     page.goto(f"{console_url}/tasks/{task_id}")
     expect(page.get_by_role("heading", name="Waiting for you")).to_be_visible()
+    expect(page.locator("#task-state .status").first).to_have_text("paused")
+    expect(page.locator("table.hops tbody th")).to_have_text(["prep", "waiting for a person"])
+    expect(page.locator('#graph .node.route-paused[data-actor="x-pause"]')).to_have_count(1)
     more_input = page.get_by_label("More input (JSON, merged into the payload)")
     more_input.fill("approve it")  # not JSON: refused before anything is sent, and kept to be mended
     page.get_by_role("button", name="Resume").click()
@@ -151,6 +154,7 @@ def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, ru
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=30_000)
     expect(page.locator("#task-state pre.json")).to_contain_text('"approved": true')
+    expect(page.locator("table.hops tbody th")).to_have_text(["prep", "waiting for a person", "post"])
 
 
 def test_the_console_works_by_keyboard_and_in_a_narrow_window(page: Page, console_url: str) -> None:

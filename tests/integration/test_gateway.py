@@ -260,6 +260,8 @@ def test_fan_out_root_counts_branches_and_ends_with_the_last(gateway: Gateway) -
     task = gateway.wait_for(created["id"], lambda task: task["terminal"])
     assert task["status"] == "succeeded"
     assert task["branches"] == {"total": 3, "open": 0, "succeeded": 3, "failed": 0, "canceled": 0}
+    assert "output" not in task, "no single result: its own envelope is one of the branches"
+    assert task["own_envelope"]["output"]["done"] is True
     for child_id in task["branch_ids"]:
         child = gateway.task(child_id)
         assert (child["status"], child["parent_id"], child["root_id"]) == ("succeeded", created["id"], created["id"])
