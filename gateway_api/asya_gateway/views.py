@@ -1,12 +1,12 @@
 """What a client sees of a task: the record without its bookkeeping, branch counts made explicit, and
 a failure said plainly.
 
-A fan-out root's own envelope's ending is one branch's, not the task's result (`asya.root_result`).
 A fan-out root whose own envelope ended well but whose branches did not is failed (or canceled) by
-them: its view says so (`reason` `BranchFailed`, an `error` counting them). Which branches failed, and
-why, the gateway adds (`failed_branches`, `TaskService`). A traceback is shown with the handler's
-frames first: the frames of the mesh's own machinery and of installed libraries around them are folded
-into one line each run.
+them: its view says so (`reason` `BranchFailed`, an `error` counting them) and does not show its own
+envelope's output as the task's result. Which branches failed, and why, the gateway adds
+(`failed_branches`, `TaskService`). A traceback is shown with the handler's frames first: the frames of
+the mesh's own machinery and of installed libraries around them are folded into one line each run.
+No fan-out root shows its own envelope's output as the task's result (`asya.root_result`).
 """
 
 from __future__ import annotations
