@@ -105,8 +105,33 @@ class LocalStats:
             name.removeprefix(prefix): age
             for name, age in endpoint_admin(self.endpoint, f"queue-ages/{prefix}").items()
         }
+        self.activity.history.sample_ages({actor: ages.get(actor, 0.0) for actor in self.actors})
         batches = open_batches(self.client("dynamodb"), self.batches_table, self.namespace, self.actors)
         return combine(self.actors, depths, ages, self.activity.activity(), batches)
+
+
+def age_query(namespace: str, actor: str, index: int, period: int) -> dict[str, Any]:
+    """`GetMetricData`'s query for the oldest message's age in the actor's queue (`age<index>`)."""
+    metric = {
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateAgeOfOldestMessage",
+        "Dimensions": [{"Name": "QueueName", "Value": resource_name(namespace, actor)}],
+    }
+    return {"Id": f"age{index}", "MetricStat": {"Metric": metric, "Period": period, "Stat": "Maximum"}}
+
+
+def work_queries(namespace: str, actor: str, index: int, period: int) -> list[dict[str, Any]]:
+    """`GetMetricData`'s queries for the actor's envelopes processed (`processed<index>`) and failed
+    (`failed<index>`), each summed over every outcome or reason it was published with."""
+    queries = []
+    for key, metric, split in (("processed", "MessagesProcessed", "outcome"), ("failed", "MessagesFailed", "reason")):
+        schema = f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{split}}}"  # as the sidecar publishes it
+        search = (
+            f'SEARCH(\'{schema} MetricName="{metric}" {MESH_DIMENSION}="{namespace}" '
+            f"actor=\"{actor}\"', 'Sum', {period})"
+        )
+        queries.append({"Id": f"{key}{index}", "Expression": f"SUM({search})", "ReturnData": True})
+    return queries
 
 
 def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, int]:
@@ -171,30 +196,8 @@ class AwsStats:
         failed summed over every outcome and reason (SEARCH expressions), over the window."""
         queries: list[dict[str, Any]] = []
         for index, actor in enumerate(self.actors):
-            queries.append(
-                {
-                    "Id": f"age{index}",
-                    "MetricStat": {
-                        "Metric": {
-                            "Namespace": "AWS/SQS",
-                            "MetricName": "ApproximateAgeOfOldestMessage",
-                            "Dimensions": [{"Name": "QueueName", "Value": resource_name(self.namespace, actor)}],
-                        },
-                        "Period": 60,
-                        "Stat": "Maximum",
-                    },
-                }
-            )
-            for key, metric, split in (
-                ("processed", "MessagesProcessed", "outcome"),
-                ("failed", "MessagesFailed", "reason"),
-            ):
-                schema = f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{split}}}"  # as the sidecar publishes it
-                search = (
-                    f'SEARCH(\'{schema} MetricName="{metric}" {MESH_DIMENSION}="{self.namespace}" '
-                    f"actor=\"{actor}\"', 'Sum', 60)"
-                )
-                queries.append({"Id": f"{key}{index}", "Expression": f"SUM({search})", "ReturnData": True})
+            queries.append(age_query(self.namespace, actor, index, 60))
+            queries += work_queries(self.namespace, actor, index, 60)
         end = dt.datetime.now(dt.UTC)
         start = end - dt.timedelta(seconds=WINDOW_SECONDS)
         found: dict[str, list[float]] = {}
