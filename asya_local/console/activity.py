@@ -26,7 +26,8 @@ WINDOW_SECONDS = 300
 PROCESSED = ("MessagesProcessed", "ResultsStored")  # an actor's envelopes by outcome; x-sink's results kept
 FAILED = "MessagesFailed"  # by reason: failures that ended an envelope, infrastructure errors
 SUMPED = "SumpArrivals"  # x-sump: what it kept
-DURATIONS = {"ProcessingDuration": 1.0, "SparkJobDuration": 1000.0}  # each in milliseconds: its factor
+DURATION = "ProcessingDuration"  # milliseconds, per envelope
+JOB_DURATION = "SparkJobDuration"  # seconds, per Spark job
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +70,11 @@ class ActivityCounter:
         if "reason" not in document:  # x-sump's total (its lines by reason split the same arrivals)
             arrivals = _total(document.get(SUMPED))
             processed, failed = processed + arrivals, failed + arrivals
-        durations = [value * factor for name, factor in DURATIONS.items() for value in _values(document.get(name))]
-        if processed or failed or durations:
+        durations = _values(document.get(DURATION))
+        jobs = [seconds * 1000 for seconds in _values(document.get(JOB_DURATION))]
+        if processed or failed or durations or jobs:
             at = document["_aws"].get("Timestamp", self.clock() * 1000) / 1000
-            self.history.record(actor, at, processed, failed, durations)
+            self.history.record(actor, at, processed=processed, failed=failed, durations=durations, jobs=jobs)
         return True
 
     def activity(self) -> dict[str, Activity]:

@@ -27,11 +27,14 @@ KEPT = (HOUR, DAY)
 class Bucket:
     processed: int = 0
     failed: int = 0
-    durations: DDSketch | None = None  # milliseconds
+    durations: DDSketch | None = None  # milliseconds, per envelope
+    jobs: DDSketch | None = None  # milliseconds, per Spark job
     age: float | None = None  # seconds, the most sampled
 
     def point(self, start: int) -> Point:
-        sketch = self.durations
+        """A Spark actor's duration is its jobs': the hops its collector runs when a job fails (to
+        meet the resiliency policy) publish their own, which are not the work's."""
+        sketch = self.jobs if self.jobs is not None else self.durations
         if sketch is None or sketch.count == 0:
             return Point(start, self.processed, self.failed, age=self.age)
         p50, p95 = sketch.get_quantile_value(0.5), sketch.get_quantile_value(0.95)
@@ -70,10 +73,18 @@ class WorkHistory:
         self._series = {window.name: Series(window) for window in KEPT}
 
     def record(
-        self, actor: str, at: float, processed: int = 0, failed: int = 0, durations: Iterable[float] = ()
+        self,
+        actor: str,
+        at: float,
+        *,
+        processed: int = 0,
+        failed: int = 0,
+        durations: Iterable[float] = (),
+        jobs: Iterable[float] = (),
     ) -> None:
-        """What one metric line says of `actor` at `at` (epoch seconds); durations in milliseconds."""
-        durations = list(durations)
+        """What one metric line says of `actor` at `at` (epoch seconds); durations (each envelope's)
+        and jobs (each Spark job's) in milliseconds."""
+        durations, jobs = list(durations), list(jobs)
         now = self.clock()
         with self._lock:
             for series in self._series.values():
@@ -82,10 +93,8 @@ class WorkHistory:
                 bucket = series.bucket(actor, at, now)
                 bucket.processed += processed
                 bucket.failed += failed
-                if durations:
-                    bucket.durations = bucket.durations or DDSketch(RELATIVE_ACCURACY)
-                    for duration in durations:
-                        bucket.durations.add(duration)
+                bucket.durations = _added(bucket.durations, durations)
+                bucket.jobs = _added(bucket.jobs, jobs)
 
     def sample_ages(self, ages: dict[str, float]) -> None:
         """The oldest message's age in each actor's queue now; a bucket keeps the most sampled."""
@@ -119,3 +128,13 @@ class WorkHistory:
             series.drop_before(now)
             found = {start: bucket.point(start) for (name, start), bucket in series.buckets.items() if name == actor}
         return History.of(actor, window, now, found)
+
+
+def _added(sketch: DDSketch | None, values: list[float]) -> DDSketch | None:
+    """The sketch with the values added; made on the first."""
+    if not values:
+        return sketch
+    sketch = sketch or DDSketch(RELATIVE_ACCURACY)
+    for value in values:
+        sketch.add(value)
+    return sketch

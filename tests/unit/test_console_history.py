@@ -98,7 +98,9 @@ def test_the_worker_log_is_counted_by_the_minute_with_percentiles(capsys: pytest
 
 def test_a_spark_actors_durations_are_its_jobs_in_milliseconds(capsys: pytest.CaptureFixture[str]) -> None:
     counter = counter_at([float(NOW)])
-    for line in batch(capsys, "crunch", NOW - 30, [42.0], metric="SparkJobDuration"):
+    job = batch(capsys, "crunch", NOW - 30, [42.0], metric="SparkJobDuration")
+    failed_hops = batch(capsys, "crunch", NOW - 29, [0.2, 0.3], failed=2)  # its collector failing a job's envelopes
+    for line in job + failed_hops:
         counter.take(line)
     assert counter.history.history("crunch", HOUR).points[-2].p50 == pytest.approx(42_000, rel=0.02)
 
