@@ -20,7 +20,8 @@ from asya_local.console.history import History, Point, Window
 from asya_local.console.stats import age_query, work_queries
 
 CACHE_SECONDS = 60.0
-DURATION = {"lambda": ("ProcessingDuration", 1.0), "spark": ("SparkJobDuration", 1000.0)}  # name, to ms
+DURATION = ("ProcessingDuration", 1.0)  # the metric, and its unit in milliseconds: per envelope
+JOB_DURATION = ("SparkJobDuration", 1000.0)  # per Spark job, in seconds
 
 
 class AwsHistory:
@@ -54,9 +55,13 @@ class AwsHistory:
             self._cache[(actor, window.name)] = (now, found)
         return found
 
+    def duration(self, actor: str) -> tuple[str, float]:
+        """The metric of the actor's durations, and its unit in milliseconds."""
+        return JOB_DURATION if actor in self.spark_actors else DURATION
+
     def queries(self, actor: str, period: int) -> list[dict[str, Any]]:
         """The actor's queries: `age0`, `processed0`, `failed0`, `p500` and `p950`."""
-        name, _ = DURATION["spark" if actor in self.spark_actors else "lambda"]
+        name, _ = self.duration(actor)
         metric = {
             "Namespace": METRIC_NAMESPACE,
             "MetricName": name,
@@ -78,7 +83,7 @@ class AwsHistory:
             "EndTime": dt.datetime.fromtimestamp(start + window.seconds, dt.UTC),
             "ScanBy": "TimestampAscending",
         }
-        series: dict[str, dict[int, float]] = {}
+        series: dict[str, dict[int, float]] = {"processed0": {}, "failed0": {}, "p500": {}, "p950": {}, "age0": {}}
         while True:
             page = self.cloudwatch.get_metric_data(**request)
             for result in page.get("MetricDataResults", []):
@@ -88,21 +93,17 @@ class AwsHistory:
             if not page.get("NextToken"):
                 break
             request["NextToken"] = page["NextToken"]
-        _, to_ms = DURATION["spark" if actor in self.spark_actors else "lambda"]
-        starts = set().union(*(values.keys() for values in series.values())) if series else set()
-
-        def scaled(key: str, bucket: int) -> float | None:
-            value = series.get(key, {}).get(bucket)
-            return None if value is None else value * to_ms
-
+        _, to_ms = self.duration(actor)
+        p50, p95 = ({b: v * to_ms for b, v in series[key].items()} for key in ("p500", "p950"))
+        processed, failed, age = series["processed0"], series["failed0"], series["age0"]
         return {
             bucket: Point(
                 bucket,
-                int(series.get("processed0", {}).get(bucket, 0)),
-                int(series.get("failed0", {}).get(bucket, 0)),
-                scaled("p500", bucket),
-                scaled("p950", bucket),
-                series.get("age0", {}).get(bucket),
+                int(processed.get(bucket, 0)),
+                int(failed.get(bucket, 0)),
+                p50.get(bucket),
+                p95.get(bucket),
+                age.get(bucket),
             )
-            for bucket in starts
+            for bucket in set().union(*(values.keys() for values in series.values()))
         }
