@@ -1,6 +1,7 @@
 """Each actor's queue and work, as the console shows them: messages waiting, in flight and delayed,
 how long the oldest has waited, envelopes processed per minute and failed over the last minutes, and
-a Spark actor's open batches.
+a Spark actor's open batches. A Spark actor's envelopes in flight are those of its open batches too:
+its dispatcher deletes their messages once staged, so SQS alone would show it idle while its jobs run.
 
 `LocalStats` reads the local stack: the queues' attributes and, from the endpoint, the oldest message's
 age (moto publishes no CloudWatch metrics for SQS), the metric lines of the worker log for the work
@@ -59,21 +60,22 @@ def combine(
     depths: dict[str, tuple[int, int, int]],
     ages: dict[str, float],
     work: dict[str, Activity],
-    batches: dict[str, int],
+    batches: dict[str, tuple[int, int]],
 ) -> dict[str, ActorStats]:
     """One `ActorStats` per actor from what each source gave, by actor name."""
     stats = {}
     for actor in actors:
         visible, in_flight, delayed = depths.get(actor, (0, 0, 0))
         done = work.get(actor, Activity())
+        jobs, staged = batches.get(actor, (0, 0))
         stats[actor] = ActorStats(
             visible,
-            in_flight,
+            in_flight + staged,
             delayed,
             ages.get(actor, 0.0),
             done.per_minute(),
             done.failed,
-            batches.get(actor, 0),
+            jobs,
         )
     return stats
 
@@ -134,9 +136,10 @@ def work_queries(namespace: str, actor: str, index: int, period: int) -> list[di
     return queries
 
 
-def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, int]:
-    """Each Spark actor's open batches, from the batches table's sparse `open` index (what its
-    reconciler reads): one query per actor, none without the table."""
+def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each Spark actor's open batches and the envelopes in them, from the batches table's sparse
+    `open` index (what its reconciler reads, every attribute projected): one query per actor, none
+    without the table."""
     if not table:
         return {}
     counts = {}
@@ -146,11 +149,12 @@ def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Itera
             IndexName=OPEN_INDEX,
             KeyConditionExpression="open_actor = :actor",
             ExpressionAttributeValues={":actor": {"S": key_prefix(namespace, actor)}},
-            Select="COUNT",
+            ProjectionExpression="#size",
+            ExpressionAttributeNames={"#size": "size"},  # a word DynamoDB reserves
         )
-        count = sum(int(page["Count"]) for page in pages)
-        if count:
-            counts[actor] = count
+        sizes = [int(item["size"]["N"]) for page in pages for item in page.get("Items", [])]
+        if sizes:
+            counts[actor] = (len(sizes), sum(sizes))
     return counts
 
 

@@ -34,6 +34,7 @@ from asya.transport import SqsTransport
 from asya.variables import ConfigError
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.history import HOUR
+from asya_local.console.stats import open_batches
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.testing.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
@@ -454,11 +455,15 @@ def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
     harness: SparkActorHarness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The job's own metric lines reach only its logs: the collector counts its hops, so the console
-    (and CloudWatch) see a Spark actor's envelopes processed, not 0.0 a minute."""
+    (and CloudWatch) see a Spark actor's envelopes processed, not 0.0 a minute; while its job runs,
+    the console shows the job's envelopes in flight."""
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
     counted = SparkActorHarness()  # its telemetry made with metrics on
     counted.dispatch(*numbered(1, 2), ("m-raw", "{not an envelope"))
     run = counted.runs[-1]
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    working = open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR, "b"])
+    assert working == {ACTOR: (1, 3)}, "while its job runs: one job, its three envelopes in flight"
     counted.job_ends(run)
     capsys.readouterr()  # what the stand-in job printed: the real one's lines never reach the function
     assert counted.event(run) == {"succeeded": 1}
@@ -468,4 +473,5 @@ def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
     work = activity.activity()[ACTOR]
     assert (work.processed, work.failed) == (3, 1), "two forwarded, one sent to x-sump (ParseError)"
     history = activity.history.history(ACTOR, HOUR)
-    assert history.points[-1].p50 is not None, "the job's duration"
+    assert any(point.p50 is not None for point in history.points[-2:]), "the job's duration, this minute"
+    assert open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR]) == {}, "routed: no job open"
