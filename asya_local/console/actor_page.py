@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from flask import Blueprint, abort, current_app, render_template, request
 
 from asya_local.console.charts import charts
@@ -23,13 +24,18 @@ def actor(name: str) -> str:
     if node is None:
         abort(404)
     window = WINDOWS.get(request.args.get("span", ""), HOUR)
-    history = console.history.history(name, window) if console.history is not None else None
+    history, problem = None, None
+    try:
+        history = console.history.history(name, window) if console.history is not None else None
+    except (BotoCoreError, ClientError) as exc:  # the figures now may still be there: the page stays
+        problem = f"CloudWatch did not answer ({exc}); cloudwatch:GetMetricData is needed for the charts."
     return render_template(
         "actor.html",
         node=node,
         window=window,
         windows=WINDOWS.values(),
         history=history,
+        problem=problem,
         charts=charts(history) if history is not None else [],
         now=console.actor_stats().get(name),
     )

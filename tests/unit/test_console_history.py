@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from flask.testing import FlaskClient
 
@@ -252,3 +253,18 @@ def test_an_unknown_actor_has_no_page_and_every_node_links_to_its_own(page: Flas
     mesh = page.get("/").get_data(as_text=True)
     for actor in ("split", "score", "x-sink"):
         assert mesh.count(f'href="/actors/{actor}"') == 2, "from the graph's node and the table's row"
+
+
+def test_an_actors_page_says_why_cloudwatch_gave_no_history() -> None:
+    class Refused:
+        def history(self, actor: str, window: Any) -> History:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not allowed"}}, "GetMetricData")
+
+    topology = Topology.of_mesh(load_mesh(REVIEWS))
+    console = Console(topology, FixedStats(), FakeGateway(), "here", history=Refused())  # type: ignore[arg-type]
+    answer = create_app(console).test_client().get("/actors/score")
+    assert answer.status_code == 200
+    shown = answer.get_data(as_text=True)
+    assert "CloudWatch did not answer" in shown
+    assert "AccessDenied" in shown
+    assert '<dd data-stat="visible">7</dd>' in shown, "its figures now, still"
