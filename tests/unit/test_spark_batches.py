@@ -470,6 +470,9 @@ def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
     activity = ActivityCounter(NS)
     lines = capsys.readouterr().out.splitlines()
     assert all(activity.take(line) for line in lines if line.startswith("{")), "metric lines"
+    documents = [json.loads(line) for line in lines if line.startswith("{")]
+    outcomes = {d["outcome"]: d["MessagesProcessed"] for d in documents if "MessagesProcessed" in d}
+    assert outcomes == {"forwarded": [2.0], "sumped": [1.0]}, "by outcome, as the sidecar counts its own"
     work = activity.activity()[ACTOR]
     assert (work.processed, work.failed) == (3, 1), "two forwarded, one sent to x-sump (ParseError)"
     history = activity.history.history(ACTOR, HOUR)
