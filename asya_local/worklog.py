@@ -101,10 +101,11 @@ def shown(line: str) -> str:
     return " ".join(parts)[:500]
 
 
-def follow(path: Path, stop: threading.Event, poll_seconds: float = 0.5) -> Iterator[str]:
-    """The lines written to a worker log from now on (as `tail -f`), until `stop` is set; a log
-    started anew (a new `asya up`) is followed from its beginning."""
-    position = path.stat().st_size if path.exists() else 0
+def follow(path: Path, stop: threading.Event, poll_seconds: float = 0.5, *, from_start: bool = False) -> Iterator[str]:
+    """The lines written to a worker log from now on (as `tail -f`), or every line from its first
+    (`from_start`), until `stop` is set; a log started anew (a new `asya up`) is followed from its
+    beginning."""
+    position = path.stat().st_size if path.exists() and not from_start else 0
     while not stop.is_set():
         size = path.stat().st_size if path.exists() else 0
         if size < position:

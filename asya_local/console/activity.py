@@ -2,27 +2,32 @@
 print (`asya.telemetry`): the same metrics CloudWatch holds on AWS (namespace `Asya`, dimensions
 `mesh` and `actor`), counted here from the local stack's worker log.
 
-Counted per actor and minute, over `WINDOW_SECONDS`: envelopes processed (`MessagesProcessed`, every
-outcome; x-sink's `ResultsStored`) and failed (`MessagesFailed`: handler failures that ended their
-envelope, infrastructure errors sent to x-sump); x-sump's arrivals (`SumpArrivals`) count as both.
+Counted per actor and minute: envelopes processed (`MessagesProcessed`, every outcome; x-sink's
+`ResultsStored`) and failed (`MessagesFailed`: handler failures that ended their envelope,
+infrastructure errors sent to x-sump); x-sump's arrivals (`SumpArrivals`) count as both; and how long
+each took (`ProcessingDuration`, a value per envelope; a Spark actor's `SparkJobDuration`, a value per
+job). The figures over `WINDOW_SECONDS` are the mesh page's; the last hour and day, kept in
+`asya_local.console.work_history`, the actor pages' charts.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
 
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
+from asya_local.console.history import HOUR
+from asya_local.console.work_history import WorkHistory
 
 WINDOW_SECONDS = 300
 PROCESSED = ("MessagesProcessed", "ResultsStored")  # an actor's envelopes by outcome; x-sink's results kept
 FAILED = "MessagesFailed"  # by reason: failures that ended an envelope, infrastructure errors
 SUMPED = "SumpArrivals"  # x-sump: what it kept
+DURATION = "ProcessingDuration"  # milliseconds, per envelope
+JOB_DURATION = "SparkJobDuration"  # seconds, per Spark job
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +42,14 @@ class Activity:
 
 
 class ActivityCounter:
-    """Counts metric lines as they come (`take`), per actor and minute; thread-safe."""
+    """Counts metric lines as they come (`take`), per actor and minute, into `history`; thread-safe.
+    `window` is at most an hour (the minutes `history` keeps)."""
 
     def __init__(self, namespace: str, window: float = WINDOW_SECONDS, clock: Callable[[], float] = time.time) -> None:
         self.namespace = namespace
-        self.window = window
+        self.window = min(window, HOUR.seconds)
         self.clock = clock
-        self._lock = threading.Lock()
-        self._counts: defaultdict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+        self.history = WorkHistory(clock)
 
     def take(self, line: str) -> bool:
         """Count the line if it is one of this mesh's metric documents; False if it is not one."""
@@ -65,28 +70,25 @@ class ActivityCounter:
         if "reason" not in document:  # x-sump's total (its lines by reason split the same arrivals)
             arrivals = _total(document.get(SUMPED))
             processed, failed = processed + arrivals, failed + arrivals
-        if processed or failed:
-            minute = int(document["_aws"].get("Timestamp", self.clock() * 1000) // 60_000)
-            with self._lock:
-                counts = self._counts[(actor, minute)]
-                counts[0] += processed
-                counts[1] += failed
+        durations = _values(document.get(DURATION))
+        jobs = [seconds * 1000 for seconds in _values(document.get(JOB_DURATION))]
+        if processed or failed or durations or jobs:
+            at = document["_aws"].get("Timestamp", self.clock() * 1000) / 1000
+            self.history.record(actor, at, processed=processed, failed=failed, durations=durations, jobs=jobs)
         return True
 
     def activity(self) -> dict[str, Activity]:
         """Each actor's counts over the last `window` seconds (whole minutes, the current one included)."""
-        oldest = int((self.clock() - self.window) // 60)
-        totals: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-        with self._lock:
-            for actor, minute in [key for key in self._counts if key[1] < oldest]:
-                del self._counts[(actor, minute)]
-            for (actor, _), (processed, failed) in self._counts.items():
-                totals[actor][0] += processed
-                totals[actor][1] += failed
+        totals = self.history.totals(self.clock() - self.window)
         return {actor: Activity(processed, failed) for actor, (processed, failed) in totals.items()}
 
 
-def _total(values: object) -> int:
+def _values(values: object) -> list[float]:
+    """A metric's values as an EMF document holds them: a number, or a list of them."""
     if isinstance(values, list):
-        return int(sum(value for value in values if isinstance(value, int | float)))
-    return int(values) if isinstance(values, int | float) else 0
+        return [float(value) for value in values if isinstance(value, int | float)]
+    return [float(values)] if isinstance(values, int | float) else []
+
+
+def _total(values: object) -> int:
+    return int(sum(_values(values)))

@@ -10,7 +10,8 @@ SigV4): the browser never sees a key. Pages:
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow and age, live; `/tasks/<id>`: one task, its route on the graph with
   each hop's time, its branches, its FLY events as they come, its result or error; cancel, resume;
-- `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive.
+- `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
+- `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
 seconds, as JSON and as HTML fragments rendered here) and `/events/tasks/<id>` (the gateway's events
@@ -44,7 +45,9 @@ from markupsafe import Markup
 
 from asya.live import FLY, STATUS
 from asya.task_record import TERMINAL
+from asya_local.console.actor_page import actor_pages
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
+from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.topology import Topology
@@ -67,6 +70,7 @@ class Console:
     where: str  # "the local stack at ...", "account ... in ..."
     refresh: float = 2.0  # seconds between the live stats and task list pushed to each page
     log: str | None = None  # the local stack's worker log
+    history: HistorySource | None = None  # each actor's work over the last hour and day
     examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
@@ -105,6 +109,7 @@ def create_app(console: Console) -> Flask:
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
     app.register_blueprint(pages)
+    app.register_blueprint(actor_pages)
     app.register_error_handler(GatewayError, lambda error: (render_template("error.html", message=str(error)), 502))
     app.register_error_handler(
         GatewayUnreachableError, lambda error: (render_template("error.html", message=str(error)), 503)

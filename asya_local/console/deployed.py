@@ -10,7 +10,8 @@ SQS, CloudWatch and the Spark batches table (`asya_local.console.stats.AwsStats`
 What the caller needs besides invoking the gateway: `cloudformation:ListStackResources` and
 `DescribeStacks`, `lambda:GetFunctionConfiguration` on the mesh's functions (once, at start),
 `sqs:ListQueues` and `GetQueueAttributes`, `cloudwatch:GetMetricData` (once a minute while a page is
-open), `dynamodb:Query` on the Spark batches table's `open` index (its ARN ends `/index/open`) if there
+open, and once per actor page viewed, kept a minute: `asya_local.console.aws_history`),
+`dynamodb:Query` on the Spark batches table's `open` index (its ARN ends `/index/open`) if there
 is one.
 """
 
@@ -24,6 +25,7 @@ from asya.joins import JoinPolicy
 from asya.names import CREW, GATEWAY_STREAM_DEAD_LETTERS, SUMP_DEAD_LETTERS, collector_name, resource_name
 from asya.variables import JOIN
 from asya_local.console.app import Console
+from asya_local.console.aws_history import AwsHistory
 from asya_local.console.stats import AwsStats
 from asya_local.console.topology import Node, Topology
 from asya_local.smoke import DeployedMesh
@@ -46,7 +48,8 @@ def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
         spark_actors=spark,
         batches_table=outputs.get("SparkBatchesTable"),
     )
-    return Console(topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS)
+    history = AwsHistory(session.client("cloudwatch"), mesh.namespace, spark_actors=spark)
+    return Console(topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS, history=history)
 
 
 def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]:

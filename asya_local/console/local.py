@@ -80,12 +80,15 @@ def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
         f"the local stack at {where.endpoint}",
         refresh=LOCAL_REFRESH_SECONDS,
         log=str(where.log) if where.log else None,
+        history=activity.history,
     )
 
 
 def follow_log(path: Path, take: Callable[[str], object], stop: threading.Event) -> threading.Thread:
-    """Feed the lines written to a worker log from now on to `take`, in a thread, until `stop`: how a
-    console started beside `asya up` counts the work the stack's own process sees as it happens."""
-    thread = threading.Thread(target=lambda: [take(line) for line in follow(path, stop)], daemon=True)
+    """Feed a worker log's lines to `take`, in a thread, until `stop`: how a console started beside
+    `asya up` counts the work the stack's own process sees. The log is read from its beginning (it
+    holds the running stack's life only: `asya up` starts it anew), so the actors' history covers
+    what ran before the console started, then followed as it grows."""
+    thread = threading.Thread(target=lambda: [take(line) for line in follow(path, stop, from_start=True)], daemon=True)
     thread.start()
     return thread

@@ -59,6 +59,7 @@ def main(folder: Path) -> None:
             "tasks": "/tasks?status=succeeded",
             "task": f"/tasks/{summary['id']}",
             "sump": "/sump",
+            "actor": "/actors/score",
         }
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)

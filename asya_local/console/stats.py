@@ -1,6 +1,7 @@
 """Each actor's queue and work, as the console shows them: messages waiting, in flight and delayed,
 how long the oldest has waited, envelopes processed per minute and failed over the last minutes, and
-a Spark actor's open batches.
+a Spark actor's open batches. A Spark actor's envelopes in flight are those of its open batches too:
+its dispatcher deletes their messages once staged, so SQS alone would show it idle while its jobs run.
 
 `LocalStats` reads the local stack: the queues' attributes and, from the endpoint, the oldest message's
 age (moto publishes no CloudWatch metrics for SQS), the metric lines of the worker log for the work
@@ -59,21 +60,22 @@ def combine(
     depths: dict[str, tuple[int, int, int]],
     ages: dict[str, float],
     work: dict[str, Activity],
-    batches: dict[str, int],
+    batches: dict[str, tuple[int, int]],
 ) -> dict[str, ActorStats]:
     """One `ActorStats` per actor from what each source gave, by actor name."""
     stats = {}
     for actor in actors:
         visible, in_flight, delayed = depths.get(actor, (0, 0, 0))
         done = work.get(actor, Activity())
+        jobs, staged = batches.get(actor, (0, 0))
         stats[actor] = ActorStats(
             visible,
-            in_flight,
+            in_flight + staged,
             delayed,
             ages.get(actor, 0.0),
             done.per_minute(),
             done.failed,
-            batches.get(actor, 0),
+            jobs,
         )
     return stats
 
@@ -105,13 +107,39 @@ class LocalStats:
             name.removeprefix(prefix): age
             for name, age in endpoint_admin(self.endpoint, f"queue-ages/{prefix}").items()
         }
+        self.activity.history.sample_ages({actor: ages.get(actor, 0.0) for actor in self.actors})
         batches = open_batches(self.client("dynamodb"), self.batches_table, self.namespace, self.actors)
         return combine(self.actors, depths, ages, self.activity.activity(), batches)
 
 
-def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, int]:
-    """Each Spark actor's open batches, from the batches table's sparse `open` index (what its
-    reconciler reads): one query per actor, none without the table."""
+def age_query(namespace: str, actor: str, index: int, period: int) -> dict[str, Any]:
+    """`GetMetricData`'s query for the oldest message's age in the actor's queue (`age<index>`)."""
+    metric = {
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateAgeOfOldestMessage",
+        "Dimensions": [{"Name": "QueueName", "Value": resource_name(namespace, actor)}],
+    }
+    return {"Id": f"age{index}", "MetricStat": {"Metric": metric, "Period": period, "Stat": "Maximum"}}
+
+
+def work_queries(namespace: str, actor: str, index: int, period: int) -> list[dict[str, Any]]:
+    """`GetMetricData`'s queries for the actor's envelopes processed (`processed<index>`) and failed
+    (`failed<index>`), each summed over every outcome or reason it was published with."""
+    queries = []
+    for key, metric, split in (("processed", "MessagesProcessed", "outcome"), ("failed", "MessagesFailed", "reason")):
+        schema = f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{split}}}"  # as the sidecar publishes it
+        search = (
+            f'SEARCH(\'{schema} MetricName="{metric}" {MESH_DIMENSION}="{namespace}" '
+            f"actor=\"{actor}\"', 'Sum', {period})"
+        )
+        queries.append({"Id": f"{key}{index}", "Expression": f"SUM({search})", "ReturnData": True})
+    return queries
+
+
+def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each Spark actor's open batches and the envelopes in them, from the batches table's sparse
+    `open` index (what its reconciler reads, every attribute projected): one query per actor, none
+    without the table."""
     if not table:
         return {}
     counts = {}
@@ -121,11 +149,12 @@ def open_batches(dynamodb: Any, table: str | None, namespace: str, actors: Itera
             IndexName=OPEN_INDEX,
             KeyConditionExpression="open_actor = :actor",
             ExpressionAttributeValues={":actor": {"S": key_prefix(namespace, actor)}},
-            Select="COUNT",
+            ProjectionExpression="#size",
+            ExpressionAttributeNames={"#size": "size"},  # a word DynamoDB reserves
         )
-        count = sum(int(page["Count"]) for page in pages)
-        if count:
-            counts[actor] = count
+        sizes = [int(item["size"]["N"]) for page in pages for item in page.get("Items", [])]
+        if sizes:
+            counts[actor] = (len(sizes), sum(sizes))
     return counts
 
 
@@ -171,30 +200,8 @@ class AwsStats:
         failed summed over every outcome and reason (SEARCH expressions), over the window."""
         queries: list[dict[str, Any]] = []
         for index, actor in enumerate(self.actors):
-            queries.append(
-                {
-                    "Id": f"age{index}",
-                    "MetricStat": {
-                        "Metric": {
-                            "Namespace": "AWS/SQS",
-                            "MetricName": "ApproximateAgeOfOldestMessage",
-                            "Dimensions": [{"Name": "QueueName", "Value": resource_name(self.namespace, actor)}],
-                        },
-                        "Period": 60,
-                        "Stat": "Maximum",
-                    },
-                }
-            )
-            for key, metric, split in (
-                ("processed", "MessagesProcessed", "outcome"),
-                ("failed", "MessagesFailed", "reason"),
-            ):
-                schema = f"{{{METRIC_NAMESPACE},{MESH_DIMENSION},actor,{split}}}"  # as the sidecar publishes it
-                search = (
-                    f'SEARCH(\'{schema} MetricName="{metric}" {MESH_DIMENSION}="{self.namespace}" '
-                    f"actor=\"{actor}\"', 'Sum', 60)"
-                )
-                queries.append({"Id": f"{key}{index}", "Expression": f"SUM({search})", "ReturnData": True})
+            queries.append(age_query(self.namespace, actor, index, 60))
+            queries += work_queries(self.namespace, actor, index, 60)
         end = dt.datetime.now(dt.UTC)
         start = end - dt.timedelta(seconds=WINDOW_SECONDS)
         found: dict[str, list[float]] = {}

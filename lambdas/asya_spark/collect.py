@@ -31,10 +31,11 @@ import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya.batch import BatchHops, Routed, raising
-from asya.envelope import parse_envelope, utc_now
-from asya.outcomes import BatchOutcome
-from asya.routing import Decision, unknown_actor, unsendable
+from asya.envelope import Phase, parse_envelope, utc_now
+from asya.outcomes import BatchOutcome, HopOutcome
+from asya.routing import Decision, Kind, unknown_actor, unsendable
 from asya.sending import Delivery, send_all
+from asya.telemetry import Telemetry
 from asya_spark.dispatch import start
 from asya_spark.jobs import SUCCESS, TERMINAL, JobRun, SparkJobError
 from asya_spark.ledger import Batch, State
@@ -42,6 +43,8 @@ from asya_spark.parts import SparkParts, entry_point
 
 JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
 Records = Callable[[], list[tuple[str, str]]]  # the batch's staged records, read on first call
+# what a record sent only to x-sink ended as, by the phase its output carries
+SINK_OUTCOMES = {Phase.FAILED: HopOutcome.FAILED, Phase.CANCELED: HopOutcome.CANCELED, Phase.PAUSED: HopOutcome.PAUSED}
 RECONCILE_RESERVE_MS = 15_000  # stop taking batches when the invocation has less time left than this
 
 
@@ -94,11 +97,14 @@ class Collector:
         records = functools.cache(lambda: parts.staging.read_input(batch.batch_id))  # read once, if needed
         try:
             outcome, routed = self._outcome(batch, run, records)
-            self._send(self._unknown_actors_to_sump(routed, records))
+            sent = self._unknown_actors_to_sump(routed, records)
+            self._send(sent)
         except BaseException:
             parts.ledger.release(batch.batch_id)
             raise
         parts.ledger.routed(batch.batch_id, outcome)
+        if outcome is BatchOutcome.SUCCEEDED:  # a failed job's hops ran here, and counted themselves
+            count_hops(parts.telemetry, sent)
         parts.telemetry.count("SparkJobs", "outcome", outcome)
         parts.telemetry.observe("SparkJobDuration", MetricUnit.Seconds, run.duration_seconds or age)
         return outcome
@@ -161,6 +167,34 @@ class Collector:
 
     def _count_sent(self, delivery: Delivery) -> None:
         self.parts.telemetry.count("MessagesSent", "destination", delivery.kind)
+
+
+def count_hops(telemetry: Telemetry, routed: list[Routed]) -> None:
+    """The job's hops as the sidecar counts its own: `MessagesProcessed` by outcome, one per input
+    record, and `MessagesFailed` by reason, one per failure sent on. The job cannot publish them (its
+    lines reach only the job's logs), so they are read from where its outputs went: without them a
+    Spark actor's work would count as nothing, on CloudWatch as on the console."""
+    for _, decisions in _hops(routed):
+        telemetry.count("MessagesProcessed", "outcome", hop_outcome(decisions))
+        for decision in decisions:
+            if decision.phase is Phase.FAILED:
+                telemetry.count("MessagesFailed", "reason", decision.reason.value if decision.reason else "unknown")
+
+
+def hop_outcome(decisions: list[Decision]) -> HopOutcome:
+    """A record's outcome from its outputs' destinations: x-sump, its own queue again (a retry), the
+    next actors, or x-sink (failed, canceled, paused, or at its route's end)."""
+    kinds = {decision.kind for decision in decisions}
+    if Kind.SUMP in kinds:
+        return HopOutcome.SUMPED
+    if Kind.SELF in kinds:
+        return HopOutcome.RETRIED
+    phases = {decision.phase for decision in decisions}
+    if Kind.ACTOR not in kinds:
+        for phase, outcome in SINK_OUTCOMES.items():
+            if phase in phases:
+                return outcome
+    return HopOutcome.FORWARDED
 
 
 def _hops(routed: list[Routed]) -> list[tuple[str, list[Decision]]]:

@@ -116,13 +116,14 @@ def test_the_stats_come_from_sqs_every_time_and_from_cloudwatch_once_a_minute() 
             )
         stubs["dynamodb"].add_response(
             "query",
-            {"Count": 2, "Items": []},
+            {"Count": 2, "Items": [{"size": {"N": "10"}}, {"size": {"N": "5"}}]},
             {
                 "TableName": "asya-shop-spark-batches",
                 "IndexName": "open",
                 "KeyConditionExpression": "open_actor = :actor",
                 "ExpressionAttributeValues": {":actor": {"S": "shop#crunch#"}},
-                "Select": "COUNT",
+                "ProjectionExpression": "#size",
+                "ExpressionAttributeNames": {"#size": "size"},
             },
         )
     results = [
@@ -146,6 +147,7 @@ def test_the_stats_come_from_sqs_every_time_and_from_cloudwatch_once_a_minute() 
     assert (split.visible, split.in_flight, split.delayed) == (4, 2, 1)
     assert (split.age_seconds, split.per_minute, split.failed) == (30.0, 30.0, 2)
     assert (crunch.open_batches, crunch.per_minute) == (2, 0.0)
+    assert crunch.in_flight == 2 + 15, "in flight: in SQS, and in its running jobs (their messages deleted once staged)"
 
 
 def test_the_metric_queries_search_the_sidecars_own_dimensions() -> None:

@@ -32,6 +32,9 @@ from asya.task_record import hop_times
 from asya.task_store import TaskStore
 from asya.transport import SqsTransport
 from asya.variables import ConfigError
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.history import HOUR
+from asya_local.console.stats import open_batches
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext, sqs_record
 from asya_local.testing.tables import SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
 from asya_spark.collect import JOB_STATE_CHANGE, Collector
@@ -446,3 +449,32 @@ def test_the_client_token_names_the_batch_and_changes_with_the_jobs_definition(h
     assert client_token(batch, replace(harness.settings, entry_point="s3://assets/entry-2.py")) != token
     assert len(token) <= 64
     assert re.fullmatch(r"[A-Za-z0-9._-]+", token)
+
+
+def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
+    harness: SparkActorHarness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's own metric lines reach only its logs: the collector counts its hops, so the console
+    (and CloudWatch) see a Spark actor's envelopes processed, not 0.0 a minute; while its job runs,
+    the console shows the job's envelopes in flight."""
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    counted = SparkActorHarness()  # its telemetry made with metrics on
+    counted.dispatch(*numbered(1, 2), ("m-raw", "{not an envelope"))
+    run = counted.runs[-1]
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    working = open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR, "b"])
+    assert working == {ACTOR: (1, 3)}, "while its job runs: one job, its three envelopes in flight"
+    counted.job_ends(run)
+    capsys.readouterr()  # what the stand-in job printed: the real one's lines never reach the function
+    assert counted.event(run) == {"succeeded": 1}
+    activity = ActivityCounter(NS)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(activity.take(line) for line in lines if line.startswith("{")), "metric lines"
+    documents = [json.loads(line) for line in lines if line.startswith("{")]
+    outcomes = {d["outcome"]: d["MessagesProcessed"] for d in documents if "MessagesProcessed" in d}
+    assert outcomes == {"forwarded": [2.0], "sumped": [1.0]}, "by outcome, as the sidecar counts its own"
+    work = activity.activity()[ACTOR]
+    assert (work.processed, work.failed) == (3, 1), "two forwarded, one sent to x-sump (ParseError)"
+    history = activity.history.history(ACTOR, HOUR)
+    assert any(point.p50 is not None for point in history.points[-2:]), "the job's duration, this minute"
+    assert open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR]) == {}, "routed: no job open"
