@@ -1,0 +1,152 @@
+"""Finding any task: every status at once, newest first across them, page after page with the cursor,
+narrowed by the actor a task reached and by when it started; and a bad filter refused by a 400 that
+names it, through the gateway's function as API Gateway hands requests over."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+import pytest
+
+from asya.entry import LambdaEntry
+from asya.task_store import TaskStore
+from asya_gateway import api
+from asya_gateway.listing import TaskFilter
+from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
+from asya_local.functions.lambda_shapes import LambdaContext
+from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
+from asya_local.testing.tables import EVENTS, TASKS
+from tests.support.gateway_unit import UNIT_ENVIRONMENT
+
+STATUSES = ("running", "succeeded", "failed", "pending", "paused", "canceled")
+
+
+@pytest.fixture
+def service(task_store: TaskStore) -> TaskService:
+    """Twelve tasks, t00 the oldest, each minute a task of the next status, and each route at its own
+    place in `split → score → triage` (t00 at split, t01 at score, t02 at triage, t03 at split...)."""
+    route = ["split", "score", "triage"]
+    for number in range(12):
+        at = number % 3
+        task_store.create(
+            {
+                "id": f"t{number:02d}",
+                "status": STATUSES[number % len(STATUSES)],
+                "created_at": f"2026-11-26T10:{number:02d}:00.000Z",
+                "flow": "triage" if number % 2 else "review",
+                "route": {"prev": route[:at], "curr": route[at], "next": route[at + 1 :]},
+            }
+        )
+    return TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
+
+
+def every_page(
+    service: TaskService, status: str | None, limit: int, where: TaskFilter | None = None
+) -> list[list[str]]:
+    """The ids of each page, following `next_cursor` to the end."""
+    pages, cursor = [], None
+    while True:
+        page = service.listing.page(status, limit, cursor, where)
+        pages.append([task["id"] for task in page["tasks"]])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_all_statuses_are_listed_newest_first_across_statuses_page_after_page(service: TaskService) -> None:
+    pages = every_page(service, "all", limit=5)
+    assert pages == [["t11", "t10", "t09", "t08", "t07"], ["t06", "t05", "t04", "t03", "t02"], ["t01", "t00"]]
+    assert every_page(service, None, limit=5) == pages, "no status is the same as all"
+
+
+def test_a_task_created_after_the_first_page_is_not_on_an_older_one(
+    service: TaskService, task_store: TaskStore
+) -> None:
+    first = service.listing.page(None, 4, None)  # t11 to t08: no running task among them
+    task_store.create({"id": "new", "status": "running", "created_at": "2026-11-26T11:00:00.000Z"})
+    rest = every_page_from(service, first["next_cursor"])
+    assert [task["id"] for task in first["tasks"]] + rest == [f"t{n:02d}" for n in range(11, -1, -1)]
+
+
+def every_page_from(service: TaskService, cursor: str | None) -> list[str]:
+    ids: list[str] = []
+    while cursor is not None:
+        page = service.listing.page(None, 4, cursor)
+        ids += [task["id"] for task in page["tasks"]]
+        cursor = page["next_cursor"]
+    return ids
+
+
+def test_the_actor_filter_keeps_tasks_whose_route_reached_it(service: TaskService) -> None:
+    at_triage = every_page(service, None, limit=100, where=TaskFilter(actor="triage"))
+    assert at_triage == [["t11", "t08", "t05", "t02"]]
+    past_split = every_page(service, None, limit=3, where=TaskFilter(actor="score"))
+    assert [task for page in past_split for task in page] == ["t11", "t10", "t08", "t07", "t05", "t04", "t02", "t01"]
+    assert every_page(service, "failed", limit=10, where=TaskFilter(actor="triage")) == [["t08", "t02"]]
+
+
+def test_the_time_range_keeps_both_ends(service: TaskService) -> None:
+    where = TaskFilter(since="2026-11-26T10:03:00.000Z", until="2026-11-26T10:06:00.000Z")
+    assert every_page(service, None, limit=2, where=where) == [["t06", "t05"], ["t04", "t03"]]
+    until = TaskFilter(until="2026-11-26T10:01:00.000Z", flow="triage")
+    assert every_page(service, None, limit=10, where=until) == [["t01"]]
+
+
+def test_a_cursor_is_good_only_for_its_own_listing(service: TaskService) -> None:
+    from asya_gateway.task_error import TaskError
+
+    cursor = service.listing.page(None, 2, None)["next_cursor"]
+    with pytest.raises(TaskError, match="cursor belongs to the listing of None, not 'running'"):
+        service.listing.page("running", 2, cursor)
+    forged = orjson.loads(base64.urlsafe_b64decode(cursor))
+    forged["after"] = {"running": {"id": {"S": "x"}, "status": {"S": "failed"}, "created_at": {"S": "y"}}}
+    with pytest.raises(TaskError, match="not one this API returned"):
+        service.listing.page(None, 2, base64.urlsafe_b64encode(orjson.dumps(forged)).decode())
+
+
+def get(service: TaskService, monkeypatch: pytest.MonkeyPatch, **params: str) -> tuple[int, dict[str, Any]]:
+    """`GET /api/v1/mesh?params` through the gateway's function."""
+    for name, value in UNIT_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    request = HttpRequest("GET", f"/api/v1/mesh?{urlencode(params)}", [], b"")
+    answer = http_response(api.lambda_handler(proxy_event(request, "unit"), LambdaContext("asya-n-gateway", 29)))
+    return answer.status, json.loads(answer.body)
+
+
+def test_the_api_lists_by_every_filter_and_hands_out_the_cursor(
+    service: TaskService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, first = get(service, monkeypatch, status="all", actor="score", since="2026-11-26T10:02:00Z", limit="2")
+    assert status == 200
+    assert [task["id"] for task in first["tasks"]] == ["t11", "t10"]
+    cursor = first["next_cursor"]
+    params = {"status": "all", "actor": "score", "since": "2026-11-26T10:02:00Z", "limit": "2", "cursor": cursor}
+    status, second = get(service, monkeypatch, **params)
+    assert [task["id"] for task in second["tasks"]] == ["t08", "t07"]
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"since": "yesterday"}, "since: 'yesterday' is not an RFC 3339 time"),
+        ({"until": "2026-13-01T00:00:00Z"}, "until: '2026-13-01T00:00:00Z' is not an RFC 3339 time"),
+        (
+            {"since": "2026-11-26T11:00:00Z", "until": "2026-11-26T10:00:00Z"},
+            "until: 2026-11-26T10:00:00.000Z is before since",
+        ),
+        ({"status": "lost"}, "status must be all or one of pending, running"),
+        ({"cursor": "bm90IGEgY3Vyc29y"}, "cursor is not one this API returned"),
+    ],
+)
+def test_a_bad_filter_is_a_400_naming_it(
+    service: TaskService, monkeypatch: pytest.MonkeyPatch, params: dict[str, str], named: str
+) -> None:
+    status, body = get(service, monkeypatch, **params)
+    assert status == 400
+    assert named in body["message"]
