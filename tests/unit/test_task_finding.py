@@ -5,44 +5,19 @@ names it, through the gateway's function as API Gateway hands requests over."""
 from __future__ import annotations
 
 import base64
-import json
-from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 import pytest
 
-from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
-from asya_gateway import api
 from asya_gateway.listing import TaskFilter
 from asya_gateway.service import TaskService
-from asya_gateway.settings import GatewaySettings
-from asya_local.functions.lambda_shapes import LambdaContext
-from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, TASKS
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
-
-STATUSES = ("running", "succeeded", "failed", "pending", "paused", "canceled")
+from tests.support.listed_tasks import get, through_the_function, twelve_tasks
 
 
 @pytest.fixture
 def service(task_store: TaskStore) -> TaskService:
-    """Twelve tasks, t00 the oldest, each minute a task of the next status, and each route at its own
-    place in `split → score → triage` (t00 at split, t01 at score, t02 at triage, t03 at split...)."""
-    route = ["split", "score", "triage"]
-    for number in range(12):
-        at = number % 3
-        task_store.create(
-            {
-                "id": f"t{number:02d}",
-                "status": STATUSES[number % len(STATUSES)],
-                "created_at": f"2026-11-26T10:{number:02d}:00.000Z",
-                "flow": "triage" if number % 2 else "review",
-                "route": {"prev": route[:at], "curr": route[at], "next": route[at + 1 :]},
-            }
-        )
-    return TaskService(GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store)
+    return twelve_tasks(task_store)
 
 
 def every_page(
@@ -109,25 +84,17 @@ def test_a_cursor_is_good_only_for_its_own_listing(service: TaskService) -> None
         service.listing.page(None, 2, base64.urlsafe_b64encode(orjson.dumps(forged)).decode())
 
 
-def get(service: TaskService, monkeypatch: pytest.MonkeyPatch, **params: str) -> tuple[int, dict[str, Any]]:
-    """`GET /api/v1/mesh?params` through the gateway's function."""
-    for name, value in UNIT_ENVIRONMENT.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
-    request = HttpRequest("GET", f"/api/v1/mesh?{urlencode(params)}", [], b"")
-    answer = http_response(api.lambda_handler(proxy_event(request, "unit"), LambdaContext("asya-n-gateway", 29)))
-    return answer.status, json.loads(answer.body)
-
-
 def test_the_api_lists_by_every_filter_and_hands_out_the_cursor(
     service: TaskService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    status, first = get(service, monkeypatch, status="all", actor="score", since="2026-11-26T10:02:00Z", limit="2")
+    status, first = get(
+        through_the_function(service, monkeypatch), status="all", actor="score", since="2026-11-26T10:02:00Z", limit="2"
+    )
     assert status == 200
     assert [task["id"] for task in first["tasks"]] == ["t11", "t10"]
     cursor = first["next_cursor"]
     params = {"status": "all", "actor": "score", "since": "2026-11-26T10:02:00Z", "limit": "2", "cursor": cursor}
-    status, second = get(service, monkeypatch, **params)
+    status, second = get(through_the_function(service, monkeypatch), **params)
     assert [task["id"] for task in second["tasks"]] == ["t08", "t07"]
 
 
@@ -147,6 +114,6 @@ def test_the_api_lists_by_every_filter_and_hands_out_the_cursor(
 def test_a_bad_filter_is_a_400_naming_it(
     service: TaskService, monkeypatch: pytest.MonkeyPatch, params: dict[str, str], named: str
 ) -> None:
-    status, body = get(service, monkeypatch, **params)
+    status, body = get(through_the_function(service, monkeypatch), **params)
     assert status == 400
     assert named in body["message"]
