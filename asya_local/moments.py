@@ -32,4 +32,6 @@ def moment(text: str, now: dt.datetime | None = None, zone: dt.tzinfo | None = N
 
 
 def _utc(when: dt.datetime) -> str:
-    return when.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """In UTC, to the millisecond when it has a fraction of a second (task records are stamped so)."""
+    spec = "milliseconds" if when.microsecond else "seconds"
+    return when.astimezone(dt.UTC).isoformat(timespec=spec).replace("+00:00", "Z")
