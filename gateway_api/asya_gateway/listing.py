@@ -111,9 +111,10 @@ class TaskListing:
         read = 0
         while True:
             lacking, fresh = wanted - len(items), 0
-            for stream in reads:
-                if not stream.read and stream.more:
-                    fresh += self._read(stream, where, lacking, before)
+            needing = [stream for stream in reads if not stream.read and stream.more]
+            if needing and (read == 0 or read + len(needing) <= LISTING_READS):  # the budget, shared out
+                each = max(1, min(lacking, (LISTING_READS - read) // len(needing)))
+                fresh = sum(self._read(stream, where, each, before) for stream in needing)
             read += fresh
             taken = _merge(reads, lacking)
             if taken:

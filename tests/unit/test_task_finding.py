@@ -117,3 +117,33 @@ def test_a_bad_filter_is_a_400_naming_it(
     status, body = get(through_the_function(service, monkeypatch), **params)
     assert status == 400
     assert named in body["message"]
+
+
+def test_a_filtered_listing_reads_at_most_its_bound_per_page_and_goes_on_from_there(
+    service: TaskService, task_store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter that keeps nothing must not read the whole table for one page: each page reads up to
+    `LISTING_READS` index entries, and its cursor goes on from the last one taken."""
+    from asya_gateway import listing
+
+    monkeypatch.setattr(listing, "LISTING_READS", 8)
+    reads: list[int] = []
+    page_of = task_store.page
+
+    def counted(*args: object, **kwargs: object) -> dict[str, object]:
+        answer = page_of(*args, **kwargs)  # type: ignore[arg-type]
+        reads[-1] += len(answer.get("Items", []))
+        return answer
+
+    monkeypatch.setattr(task_store, "page", counted)
+    cursor, pages = None, 0
+    while True:
+        reads.append(0)
+        page = service.listing.page(None, 10, cursor, TaskFilter(flow="nothing"))
+        assert page["tasks"] == []
+        cursor, pages = page["next_cursor"], pages + 1
+        if cursor is None:
+            break
+    assert max(reads) <= 8
+    assert sum(reads) >= 12, "every task was read once the pages went on to the end"
+    assert pages >= 3
