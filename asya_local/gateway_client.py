@@ -39,7 +39,12 @@ READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
 
 
 class GatewayError(RuntimeError):
-    """The gateway answered, but not with what was asked for (the message says why)."""
+    """The gateway answered, but not with what was asked for (the message says why; `status`: the
+    answer's status code, when it is known)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ShortIdError(LookupError):
@@ -271,7 +276,7 @@ class GatewayClient:
     def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:
         response = self._call(method, path, **kwargs)
         if response.status_code not in (expected if isinstance(expected, tuple) else (expected,)):
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return dict(response.json())
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:

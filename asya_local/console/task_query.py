@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from asya_local.gateway_client import GatewayClient
+from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.moments import moment
 
 ALL = "all"
@@ -90,12 +90,16 @@ class TaskQuery:
 
 
 def task_list(gateway: GatewayClient, query: TaskQuery) -> tuple[dict[str, Any], str | None]:
-    """The page of tasks the query asks for, and None; or no tasks and why, for a time not read."""
+    """The page of tasks the query asks for, and None; or no tasks and why: a time not read, or what the
+    gateway refused in the URL (a cursor from a link it no longer takes, say)."""
     try:
-        filters = query.gateway_filters()
+        return gateway.task_page(**query.gateway_filters()), None
     except ValueError as exc:
         return {"tasks": [], "next_cursor": None}, str(exc)
-    return gateway.task_page(**filters), None
+    except GatewayError as exc:
+        if exc.status != 400:
+            raise
+        return {"tasks": [], "next_cursor": None}, f"The gateway refused this list: {exc}"
 
 
 def _zone(name: str) -> dt.tzinfo | None:

@@ -24,7 +24,7 @@ from asya_local.console.app import Console, create_app
 from asya_local.console.graph import NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
-from asya_local.gateway_client import GatewayClient
+from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.worklog import WorkerLog, follow, is_error, shown
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
@@ -203,6 +203,8 @@ class FakeGateway:
     def task_page(self, **where: Any) -> dict[str, Any]:
         """The known tasks of the status asked for, and a cursor to an older page from the first."""
         self.listed.append(where)
+        if where.get("cursor") == "stale":
+            raise GatewayError("400: cursor is not one this API returned", 400)
         found = [task for task in self.known.values() if where.get("status") in (None, "all", task["status"])]
         return {"tasks": found, "next_cursor": None if where.get("cursor") else "older+page"}
 
@@ -432,6 +434,11 @@ def test_the_live_task_list_keeps_the_filters_and_a_time_not_understood_is_named
     refused = client.get("/tasks?until=soon")
     assert refused.status_code == 400
     assert "Started before: &#39;soon&#39; is not a time" in refused.get_data(as_text=True)
+    stale = client.get("/tasks?flow=triage-reviews&cursor=stale")
+    assert stale.status_code == 400
+    shown = stale.get_data(as_text=True)
+    assert "The gateway refused this list: 400: cursor is not one this API returned" in shown
+    assert '<a href="/tasks?flow=triage-reviews" rel="first">← Newest</a>' in shown
 
 
 def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGateway) -> None:
