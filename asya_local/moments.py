@@ -26,9 +26,12 @@ def moment(text: str, now: dt.datetime | None = None, zone: dt.tzinfo | None = N
         found = dt.datetime.fromisoformat(given.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"{text!r} is not a time: give {SHAPES}") from None
-    if found.tzinfo is None:
-        found = found.replace(tzinfo=zone) if zone is not None else found.astimezone()
-    return _utc(found)
+    try:
+        if found.tzinfo is None:
+            found = found.replace(tzinfo=zone) if zone is not None else found.astimezone()
+        return _utc(found)
+    except OverflowError:  # a first or last day of the calendar, moved to UTC, falls off it
+        raise ValueError(f"{text!r} is out of the calendar's range") from None
 
 
 def _utc(when: dt.datetime) -> str:

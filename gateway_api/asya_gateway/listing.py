@@ -36,7 +36,10 @@ def moment(name: str, text: str) -> dt.datetime:
     found = parse_rfc3339(text.replace("Z", "+00:00"))
     if found is None:
         raise TaskError(400, f"{name}: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
-    return found
+    try:
+        return found.astimezone(dt.UTC)
+    except OverflowError:  # a first or last day of the calendar, moved to UTC, falls off it
+        raise TaskError(400, f"{name}: {text[:40]!r} is out of the calendar's range") from None
 
 
 @dataclass(frozen=True, slots=True)

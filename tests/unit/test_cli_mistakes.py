@@ -118,6 +118,7 @@ def test_the_state_file_is_found_from_any_folder_below_or_by_its_variable(
         (["tasks", "--status", "lost"], "invalid choice: 'lost'"),
         (["tasks", "--since", "yesterday"], "'yesterday' is not a time: give 30m, 2h, 1d, an RFC 3339 time"),
         (["tasks", "--until", "2026-13-01"], "argument --until: '2026-13-01' is not a time"),
+        (["tasks", "--since", "0001-01-01T00:00:00+01:00"], "is out of the calendar's range"),
         (["tasks", "--limit", "500"], "500 is more than a page holds: give 1 to 100"),
         (["tasks", "--all", "--cursor", "abc"], "argument --cursor: not allowed with argument --all"),
         (["sump", "list", "--since", "soon"], "argument --since: 'soon' is not a time"),

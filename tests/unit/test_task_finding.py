@@ -108,6 +108,7 @@ def test_the_api_lists_by_every_filter_and_hands_out_the_cursor(
             {"since": "2026-11-26T11:00:00Z", "until": "2026-11-26T10:00:00Z"},
             "until: 2026-11-26T10:00:00.000Z is before since",
         ),
+        ({"until": "9999-12-31T23:59:59-01:00"}, "until: '9999-12-31T23:59:59-01:00' is out of the calendar's range"),
         ({"status": "lost"}, "status must be all or one of pending, running"),
         ({"cursor": "bm90IGEgY3Vyc29y"}, "cursor is not one this API returned"),
     ],
