@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, NoReturn
 
+from asya_local.moments import moment
+
 
 class Parser(argparse.ArgumentParser):
     """An `asya` parser: a mistake is one line naming the command, the argument and what to do."""
@@ -64,4 +66,20 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is not a count: give 1 or more")
+    return number
+
+
+def moment_argument(text: str) -> str:
+    """A time to narrow a listing by (`asya_local.moments`), as the RFC 3339 UTC time the gateway takes."""
+    try:
+        return moment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def page_size(text: str) -> int:
+    """How many a page of a listing holds: 1 to 100, as the gateway allows."""
+    number = positive_int(text)
+    if number > 100:
+        raise argparse.ArgumentTypeError(f"{number} is more than a page holds: give 1 to 100")
     return number

@@ -2,7 +2,8 @@
 
     asya up      [--config FILE] [--port N] [--faults FILE|SPEC]   start the local stack; Ctrl-C stops it
     asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]   create tasks; prints their ids
-    asya tasks   [--status S] [--flow F]         the newest tasks, fan-out branches left out
+    asya tasks   [--status S|all] [--flow F] [--actor A] [--since T] [--until T] [--cursor C | --all]
+                                                 tasks newest first, every status by default, page by page
     asya status  ID                              a task as the gateway reports it
     asya watch   ID                              follow a task live until it ends
     asya results ID                              what x-sink / x-sump kept for an envelope

@@ -1,5 +1,5 @@
-"""The status gateway's API as `asya` calls it: create a task, read, cancel or follow one, list the
-flows (MCP `tools/list`), list, show and redrive what x-sump kept.
+"""The status gateway's API as `asya` calls it: create a task, read, cancel or follow one, list tasks
+page by page, list the flows (MCP `tools/list`), list, show and redrive what x-sump kept.
 
 Every request carries the gateway's credential: an API key (`x-api-key`, the local stack's and
 `gateway.auth: api_key`'s), or a SigV4 signature from the caller's AWS credentials (`IamAuth`, for
@@ -39,7 +39,12 @@ READ_TIMEOUT_SECONDS = 60.0  # the server sends a keep-alive comment every 15 s
 
 
 class GatewayError(RuntimeError):
-    """The gateway answered, but not with what was asked for (the message says why)."""
+    """The gateway answered, but not with what was asked for (the message says why; `status`: the
+    answer's status code, when it is known)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ShortIdError(LookupError):
@@ -113,20 +118,31 @@ class GatewayClient:
         flows = self._json("GET", f"{API}/flows", 200)["flows"]
         return {name: list(flow["route"]) for name, flow in flows.items()}
 
-    def tasks(
+    def task_page(
         self,
         *,
         status: str | None = None,
         flow: str | None = None,
+        actor: str | None = None,
         since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
         limit: int = 50,
         roots: bool = True,
-    ) -> list[dict[str, Any]]:
-        """`GET /mesh`: the newest tasks (of a status, of a flow, started since a moment), fan-out
-        branches left out unless `roots` is false, first page only."""
+    ) -> dict[str, Any]:
+        """`GET /mesh`: one page of tasks, newest first (`tasks`), and where the next one starts
+        (`next_cursor`, None at the end). Each filter given narrows it: a status (None or `all`: every
+        status), a flow, an actor the task reached, started from `since` to `until` (RFC 3339); fan-out
+        branches are left out unless `roots` is false."""
         params: dict[str, Any] = {"limit": limit, "roots": "true" if roots else "false"}
-        params |= {name: value for name, value in (("status", status), ("flow", flow), ("since", since)) if value}
-        return list(self._json("GET", f"{API}/mesh", 200, params=params)["tasks"])
+        given = (("status", status), ("flow", flow), ("actor", actor), ("since", since), ("until", until))
+        params |= {name: value for name, value in (*given, ("cursor", cursor)) if value}
+        page = self._json("GET", f"{API}/mesh", 200, params=params)
+        return {"tasks": list(page["tasks"]), "next_cursor": page.get("next_cursor")}
+
+    def tasks(self, **where: Any) -> list[dict[str, Any]]:
+        """The first page's tasks only (`task_page`'s filters)."""
+        return list(self.task_page(**where)["tasks"])
 
     def task_id(self, given: str) -> str:
         """The whole id of the task `given` names: itself when whole, else the one task among the newest
@@ -260,7 +276,7 @@ class GatewayClient:
     def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:
         response = self._call(method, path, **kwargs)
         if response.status_code not in (expected if isinstance(expected, tuple) else (expected,)):
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return dict(response.json())
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:

@@ -9,19 +9,15 @@ asya sump redrive --reason R [--actor A] [--since T] [--to ACTOR]   every match 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import re
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.table import Table
 
-from asya_local.arguments import command, json_value
+from asya_local.arguments import command, json_value, moment_argument
 from asya_local.gateway_client import GatewayClient, GatewayError
-
-RELATIVE = re.compile(r"^(\d+)([smhd])$")
-UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+from asya_local.moments import SHAPES
 
 
 class SumpCommandError(ValueError):
@@ -52,7 +48,7 @@ def add_parser(commands: Any) -> None:
     for filtered in (listing, redrive):
         filtered.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
         filtered.add_argument("--actor", help="only failures at this actor")
-        filtered.add_argument("--since", help="only arrivals since: 30m, 2h, 1d or an RFC 3339 time")
+        filtered.add_argument("--since", type=moment_argument, help=f"only arrivals since: {SHAPES}")
 
 
 def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
@@ -94,17 +90,7 @@ def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console)
 
 
 def _filters(args: argparse.Namespace) -> dict[str, str]:
-    return {"reason": args.reason or "", "actor": args.actor or "", "since": _since(args.since) if args.since else ""}
-
-
-def _since(text: str) -> str:
-    """An RFC 3339 time for `--since`: relative (`30m`, `2h`, `1d`) or as given."""
-    relative = RELATIVE.match(text)
-    if relative is None:
-        return text
-    amount, unit = relative.groups()
-    moment = dt.datetime.now(dt.UTC) - dt.timedelta(**{UNITS[unit]: int(amount)})
-    return moment.isoformat(timespec="seconds")
+    return {"reason": args.reason or "", "actor": args.actor or "", "since": args.since or ""}
 
 
 def _table(entries: list[dict[str, Any]]) -> Table:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 import uuid
@@ -23,13 +24,16 @@ from asya.results import result_prefix
 from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local.arguments import command, json_object, json_value, positive_int
+from asya_local.arguments import command, json_object, json_value, moment_argument, page_size, positive_int
 from asya_local.local_state import gateway_of, running_state
+from asya_local.moments import SHAPES
 from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console, status_text
 
+ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
+LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
 
 
@@ -281,23 +285,48 @@ def _summary(payload: Any) -> str:
 
 
 def tasks(args: argparse.Namespace) -> int:
-    """The newest tasks (fan-out branches left out), of a status and a flow if asked."""
-    found = gateway_of(running_state()).tasks(status=args.status, flow=args.flow, limit=args.limit)
-    table = Table(title=f"tasks: {len(found)} newest", title_justify="left")
-    for column in ("id", "flow", "status", "actor", "progress", "updated"):
+    """Tasks newest first, of every status unless one is asked for, fan-out branches left out: one page
+    (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
+    the next page."""
+    gateway = gateway_of(running_state())
+    where = {name: getattr(args, name) for name in LISTING_FILTERS}
+    found: list[dict[str, Any]] = []
+    cursor = args.cursor
+    while True:
+        page = gateway.task_page(**where, cursor=cursor, limit=args.limit)
+        found += page["tasks"]
+        cursor = page["next_cursor"]
+        if not (args.all and cursor):
+            break
+    console.print(tasks_table(found, args.status))
+    if cursor:
+        console.print(f"more tasks: {shlex.join(next_page(where, args.limit, cursor))}", soft_wrap=True, markup=False)
+    return 0
+
+
+def tasks_table(found: list[dict[str, Any]], status: str) -> Table:
+    shown = "tasks" if status == ALL_STATUSES else f"{status} tasks"
+    table = Table(title=f"{shown}: {len(found)}, newest first", title_justify="left")
+    for column in ("id", "flow", "status", "actor", "progress", "started", "updated"):
         table.add_column(column, overflow="fold")
     for task in found:
-        state = str(task.get("status", ""))
         table.add_row(
             str(task["id"]),
             str(task.get("flow") or ""),
-            status_text(state),
+            status_text(str(task.get("status", ""))),
             str(task.get("actor") or ""),
             f"{float(task.get('progress') or 0):g} %",
+            str(task.get("created_at") or ""),
             str(task.get("updated_at") or ""),
         )
-    console.print(table)
-    return 0
+    return table
+
+
+def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str]:
+    """The `asya tasks` command line of the page after this one: the same filters (times as the
+    moments they were resolved to, so that `1h` does not move), and the cursor."""
+    given = [item for name, value in where.items() if value for item in (f"--{name}", value)]
+    return ["asya", "tasks", *given, "--limit", str(limit), "--cursor", cursor]
 
 
 def cancel(args: argparse.Namespace) -> int:
@@ -337,11 +366,26 @@ def add_parsers(commands: Any) -> None:
         "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
     )
     listing = command(
-        commands, "tasks", "the newest tasks, fan-out branches left out", "asya tasks --status failed --flow triage"
+        commands,
+        "tasks",
+        "tasks newest first, of every status unless one is asked for; fan-out branches left out",
+        "asya tasks --status failed --flow triage-reviews --since 1h",
+        "asya tasks --actor score --since '2026-11-26 09:00' --until '2026-11-26 10:00' --all",
     )
-    listing.add_argument("--status", choices=[str(status) for status in TaskStatus], help="only tasks of this status")
+    listing.add_argument(
+        "--status",
+        choices=[ALL_STATUSES, *map(str, TaskStatus)],
+        default=ALL_STATUSES,
+        help="only tasks of this status",
+    )
     listing.add_argument("--flow", help="only tasks of this flow")
-    listing.add_argument("--limit", type=positive_int, default=50, help="at most this many (up to 100)")
+    listing.add_argument("--actor", help="only tasks whose route reached this actor (visited it, or is at it)")
+    listing.add_argument("--since", type=moment_argument, help=f"only tasks started at or after: {SHAPES}")
+    listing.add_argument("--until", type=moment_argument, help="only tasks started at or before (the same shapes)")
+    listing.add_argument("--limit", type=page_size, default=50, help="tasks per page, 1 to 100")
+    pages = listing.add_mutually_exclusive_group()
+    pages.add_argument("--cursor", help="the page after the one that printed it (as `more tasks:` shows it)")
+    pages.add_argument("--all", action="store_true", help="every page, not only the first")
     for name, summary, example in (
         ("status", "a task as the gateway reports it", "asya status 5f0c9a2e-…"),
         ("watch", "follow a task live until it ends; exit 0 if it succeeded", "asya watch 5f0c9a2e-…"),

@@ -8,8 +8,10 @@ SigV4): the browser never sees a key. Pages:
 
 - `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
   queue and work live, and a form to start a task of a flow;
-- `/tasks`: tasks by status, flow and age, live; `/tasks/<id>`: one task, its route on the graph with
-  each hop's time, its branches, its FLY events as they come, its result or error; cancel, resume;
+- `/tasks`: tasks by status, flow, actor reached and time, page by page, the newest page live (the
+  filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, its route
+  on the graph with each hop's time, its branches, its FLY events as they come, its result or error;
+  cancel, resume;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
@@ -25,7 +27,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +52,11 @@ from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
+from asya_local.console.task_query import STATUSES, TaskQuery, task_list
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
 HERE = Path(__file__).resolve().parent
-STATUSES = ("running", "pending", "paused", "succeeded", "failed", "canceled")
-SINCE = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86_400, "7d": 7 * 86_400}
 KEEP_ALIVE_SECONDS = 15.0
 KEEP_ALIVE = "keep-alive"
 
@@ -164,9 +165,12 @@ def create_task() -> Any:
 
 
 @pages.get("/tasks")
-def tasks() -> str:
-    where = _task_filters(request.args)
-    return render_template("tasks.html", tasks=_tasks(_console(), where), where=where, statuses=STATUSES)
+def tasks() -> Any:
+    """The task list its URL asks for (`TaskQuery`); a time that cannot be read is said on the page."""
+    query = TaskQuery.of(request.args)
+    page, problem = task_list(_console().gateway, query)
+    shown = render_template("tasks.html", page=page, query=query, problem=problem, statuses=STATUSES)
+    return (shown, 400) if problem else shown
 
 
 @pages.get("/tasks/find")
@@ -263,7 +267,7 @@ def _sump_page(envelope_id: str, done: dict[str, Any] | None) -> str:
 def mesh_events() -> Response:
     """Actor stats (JSON) and, with `tasks=1`, the task list's rows (HTML), every `refresh` seconds."""
     console = _console()
-    where = _task_filters(request.args)
+    query = replace(TaskQuery.of(request.args), cursor="")  # live: the list's first page only
     with_tasks = bool(request.args.get("tasks"))
 
     def frames() -> Iterator[str]:
@@ -271,7 +275,9 @@ def mesh_events() -> Response:
             stats = {actor: s.to_json() for actor, s in console.actor_stats().items()}
             yield _event("stats", json.dumps(stats))
             if with_tasks:
-                yield _event("tasks", render_template("_task_rows.html", tasks=_tasks(console, where)))
+                page, _ = task_list(console.gateway, query)
+                yield _event("tasks", render_template("_task_rows.html", tasks=page["tasks"]))
+                yield _event("pager", render_template("_task_pager.html", page=page, query=query))
             time.sleep(console.refresh)
 
     return _stream(frames)
@@ -353,26 +359,6 @@ def _followed(gateway: GatewayClient, task_id: str) -> Iterator[tuple[str, Any]]
                 return
         if done.is_set() and not taken:
             return
-
-
-def _task_filters(args: Any) -> dict[str, str]:
-    status = args.get("status", "running")
-    return {
-        "status": status if status in STATUSES else "running",
-        "flow": args.get("flow", ""),
-        "since": args.get("since", "") if args.get("since", "") in SINCE else "",
-    }
-
-
-def _tasks(console: Console, where: dict[str, str]) -> list[dict[str, Any]]:
-    since = SINCE.get(where["since"])
-    moment = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=since) if since else None
-    return console.gateway.tasks(
-        status=where["status"],
-        flow=where["flow"] or None,
-        since=moment.isoformat(timespec="seconds").replace("+00:00", "Z") if moment else None,
-        limit=50,
-    )
 
 
 def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 
     POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout);
                                             ?wait=<seconds>: answer with its result if it ends in time
-    GET    /api/v1/mesh                     list tasks (?status=, ?limit=, ?cursor=)
+    GET    /api/v1/mesh                     list tasks, newest first (?status=, ?flow=, ?actor=, ?since=,
+                                            ?until=, ?roots=, ?limit=, ?cursor=)
     GET    /api/v1/mesh/{id}                one task; ?wait=<seconds>: once it ends, or when the wait runs out
     DELETE /api/v1/mesh/{id}                cancel (idempotent, cascades to fan-out branches)
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
@@ -40,7 +41,7 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
-from asya_gateway.listing import TaskFilter, since_moment
+from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
@@ -280,18 +281,25 @@ def wait_left(asked: float) -> float:
     return max(0.0, min(asked, arrived + INTEGRATION_TIMEOUT_SECONDS - ANSWER_SECONDS - time.time()))
 
 
-@app.get(f"{API}/mesh", summary="List tasks, newest first when filtered by status")
+@app.get(f"{API}/mesh", summary="List tasks, newest first")
 def list_tasks(
     *,
-    status: Annotated[str | None, Query(max_length=20)] = None,
+    status: Annotated[str | None, Query(max_length=20, description="A status, or `all` (the default)")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    cursor: Annotated[str | None, Query(max_length=4096, description="`next_cursor` of the page before")] = None,
     flow: Annotated[str | None, Query(max_length=80, pattern=ACTOR_NAME, description="Only this flow's")] = None,
+    actor: Annotated[
+        str | None, Query(max_length=80, pattern=ACTOR_NAME, description="Only tasks whose route reached it")
+    ] = None,
     since: Annotated[str | None, Query(max_length=40, description="Only tasks started at or after (RFC 3339)")] = None,
+    until: Annotated[str | None, Query(max_length=40, description="Only tasks started at or before (RFC 3339)")] = None,
     roots: Annotated[bool, Query(description="Only roots: fan-out branches left out")] = False,
 ) -> dict[str, Any]:
-    started = rfc3339(since_moment(since)) if since is not None else None  # as task records write it
-    return service().listing.page(status, limit, cursor, TaskFilter(started, flow, roots))
+    started, ended = (
+        rfc3339(moment(name, text)) if text else None for name, text in (("since", since), ("until", until))
+    )
+    where = TaskFilter(since=started, flow=flow, roots=roots, until=ended, actor=actor)  # times as records write them
+    return service().listing.page(status, limit, cursor, where)
 
 
 @app.get(f"{API}/flows", summary="The mesh's flows: route, description, timeout, input schema")

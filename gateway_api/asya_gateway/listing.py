@@ -1,64 +1,94 @@
-"""Tasks listed page by page, newest first, and the cursors every listing of the gateway hands out (the
-tasks' and x-sump's): a cursor is opaque to its client and good only for the listing that made it."""
+"""Tasks listed page by page, newest first, of one status or of all of them, narrowed by flow, actor
+reached, time of creation and roots only (docs/status.md, "Listing tasks").
+
+Every status has its own index, by creation time, which keeps keys only. A listing of one status reads
+that index newest first. A listing of all statuses reads each status's index newest first and merges
+them, taking the newest entry of any status each time, as a merge sort's last step does: the page is
+newest first across statuses, and its cursor (`TaskCursor`) says where each status's read goes on. A
+table scan would be cheaper by a query or so, but it returns tasks in no useful order, and a person
+looking for a task looks among the newest."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from botocore.exceptions import ParamValidationError
 
-from asya.dynamo import BatchIncompleteError, from_item, scan_filter
+from asya.dynamo import BatchIncompleteError
 from asya.envelope import parse_rfc3339
 from asya.task_record import RANKS
 from asya.task_store import TaskStore
+from asya_gateway.cursors import NOT_OURS, TaskCursor
 from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
 
 MAX_PAGE = 100
-LISTING_READS = 1_000  # index entries (or scanned items) one filtered listing reads at most
+LISTING_READS = 1_000  # index entries one listing reads at most, over all statuses and reads
+ALL = "all"  # the status a client gives for every status (the same as giving none)
 
 
-def since_moment(text: str) -> dt.datetime:
-    """A listing's `since`: an RFC 3339 time with its zone, or a 400 that says so."""
-    moment = parse_rfc3339(text.replace("Z", "+00:00"))
-    if moment is None:
-        raise TaskError(400, f"since: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
-    return moment
+def moment(name: str, text: str) -> dt.datetime:
+    """A listing's `since` or `until` (`name`): an RFC 3339 time with its zone, or a 400 that says so."""
+    found = parse_rfc3339(text.replace("Z", "+00:00"))
+    if found is None:
+        raise TaskError(400, f"{name}: {text[:40]!r} is not an RFC 3339 time with its zone (2026-11-25T10:00:00Z)")
+    try:
+        return found.astimezone(dt.UTC)
+    except OverflowError:  # a first or last day of the calendar, moved to UTC, falls off it
+        raise TaskError(400, f"{name}: {text[:40]!r} is out of the calendar's range") from None
 
 
 @dataclass(frozen=True, slots=True)
 class TaskFilter:
-    """What a listing keeps besides the status: tasks started `since` (RFC 3339), of `flow`, `roots` only."""
+    """What a listing keeps besides the status: tasks created from `since` to `until` (RFC 3339 as task
+    records write it, both kept: the index's sort key), of `flow`, that reached `actor` (its route
+    visited it or is at it), `roots` only (fan-out branches left out)."""
 
     since: str | None = None
     flow: str | None = None
     roots: bool = False
+    until: str | None = None
+    actor: str | None = None
 
-    @property
-    def filters(self) -> bool:
-        """Whether it leaves out some of what a read finds (`since` on the index is a key condition)."""
-        return self.flow is not None or self.roots or self.since is not None
+    def __post_init__(self) -> None:
+        if self.since and self.until and self.until < self.since:
+            raise TaskError(400, f"until: {self.until} is before since ({self.since})")
 
     def admits(self, item: dict[str, Any]) -> bool:
         if self.flow is not None and item.get("flow") != self.flow:
             return False
-        return not (self.roots and item.get("root_id"))
+        if self.roots and item.get("root_id"):
+            return False
+        return self.actor is None or self.actor in reached(item)
 
-    def scan_filter(self) -> dict[str, Any]:
-        """The same, as a scan's filter expression (DynamoDB applies it to what the scan reads)."""
-        return scan_filter(
-            (("created_at", ">=", self.since), ("flow", "=", self.flow)), ["root_id"] if self.roots else []
-        )
+
+def reached(item: dict[str, Any]) -> list[str]:
+    """The actors a task's route has visited, and the one it is at."""
+    route = item.get("route") or {}
+    return [*route.get("prev", []), *([route["curr"]] if route.get("curr") else [])]
+
+
+@dataclass(slots=True)
+class _StatusRead:
+    """One status's index entries, newest first, from where the cursor left it: those read and not yet
+    taken, and whether the index holds more past them."""
+
+    status: str
+    after: dict[str, Any] | None
+    read: deque[dict[str, Any]] = field(default_factory=deque)
+    more: bool = True
+
+    @property
+    def open(self) -> bool:
+        return bool(self.read) or self.more
 
 
 class TaskListing:
-    """The tasks of the mesh's table, as the gateway lists them (`GET /api/v1/mesh`, MCP's listing)."""
+    """The tasks of the mesh's table, as the gateway lists them (`GET /api/v1/mesh`)."""
 
     def __init__(self, tasks: TaskStore) -> None:
         self.tasks = tasks
@@ -66,52 +96,62 @@ class TaskListing:
     def page(
         self, status: str | None, limit: int, cursor: str | None, where: TaskFilter | None = None
     ) -> dict[str, Any]:
-        """Newest first for one status (an index by status and creation time); all tasks otherwise.
-        `where` narrows it: started since a moment (on the index's sort key, or filtered by the scan),
-        of a flow, roots only (fan-out branches and gathered branches left out). The index keeps keys
-        only, so the flow and roots filters apply to the records read: a page is filled from as many
-        reads as it takes, each asking for no more than the page still lacks, up to `LISTING_READS`
-        index entries (a wide fan-out's branches come before their root, newest first); a page may
-        then be short, and `next_cursor` goes on from where the reads stopped."""
+        """Newest first, of one status or (None, `all`) of every status, narrowed by `where`. The flow,
+        actor and roots filters apply to the records read: a page is filled from as many reads as it
+        takes, each asking for no more than the page still lacks, up to `LISTING_READS` index entries
+        (a wide fan-out's branches come before their root, newest first); a page may then be short, and
+        `next_cursor` goes on from where the reads stopped."""
         where = where or TaskFilter()
+        status = None if status == ALL else status
         if status is not None and status not in RANKS:
-            raise TaskError(400, f"status must be one of {', '.join(RANKS)}, got {status!r}")
+            raise TaskError(400, f"status must be {ALL} or one of {', '.join(RANKS)}, got {status!r}")
+        statuses = [status] if status else [str(name) for name in RANKS]
+        position = TaskCursor.decode(cursor, status, statuses) if cursor else TaskCursor.first(statuses, status)
+        reads = [_StatusRead(name, after) for name, after in position.after.items()]
+        before = position.before
         wanted = max(1, min(limit, MAX_PAGE))
-        start = decode_cursor(cursor, status) if cursor else None
         items: list[dict[str, Any]] = []
         read = 0
         while True:
-            page = self._read(status, where, wanted - len(items), start)
-            read += int(page.get("ScannedCount", len(page.get("Items", []))))
-            items += self._records(status, where, page.get("Items", []))
-            start = page.get("LastEvaluatedKey")
-            if start is None or len(items) >= wanted or not where.filters or read >= LISTING_READS:
+            lacking, fresh = wanted - len(items), 0
+            needing = [stream for stream in reads if not stream.read and stream.more]
+            if needing and (read == 0 or read + len(needing) <= LISTING_READS):  # the budget, shared out
+                each = max(1, min(lacking, (LISTING_READS - read) // len(needing)))
+                fresh = sum(self._read(stream, where, each, before) for stream in needing)
+            read += fresh
+            taken = _merge(reads, lacking)
+            if taken:
+                before = str(taken[-1]["created_at"]["S"])
+            items += self._records(where, taken)
+            done = not any(stream.open for stream in reads)
+            if done or len(items) >= wanted or read >= LISTING_READS or not (taken or fresh):
                 break
+        after = {stream.status: stream.after for stream in reads if stream.open}
         return {
             "tasks": [task_view(item) for item in items],
-            "next_cursor": encode_cursor(start, status) if start else None,
+            "next_cursor": TaskCursor(after, before, status).encode() if after else None,
         }
 
-    def _read(self, status: str | None, where: TaskFilter, limit: int, start: dict[str, Any] | None) -> Any:
-        """One read of the listing (`TaskStore.page`); a cursor DynamoDB cannot take is a 400."""
-        client = self.tasks.client
+    def _read(self, stream: _StatusRead, where: TaskFilter, limit: int, before: str | None) -> int:
+        """One read of a status's index, after its last entry taken; a status not read from yet is read
+        from the listing's last task on (`before`), or from its newest. A cursor DynamoDB cannot take
+        is a 400. Returns how many entries it read."""
+        until = where.until if stream.after is not None or before is None else min(before, where.until or before)
         try:
-            return self.tasks.page(status, limit, start, since=where.since, filtered=where.scan_filter())
-        except client.exceptions.ClientError as exc:
+            answer = self.tasks.page(stream.status, limit, stream.after, since=where.since, until=until)
+        except self.tasks.client.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ValidationException":
-                raise TaskError(400, "cursor is not one this API returned") from None
+                raise TaskError(400, NOT_OURS) from None
             raise
         except ParamValidationError:
-            raise TaskError(400, "cursor is not one this API returned") from None
+            raise TaskError(400, NOT_OURS) from None
+        stream.read.extend(answer.get("Items", []))
+        stream.more = answer.get("LastEvaluatedKey") is not None
+        return len(answer.get("Items", []))
 
-    def _records(
-        self, status: str | None, where: TaskFilter, found: Sequence[dict[str, Any]]
-    ) -> Sequence[dict[str, Any]]:
-        """The tasks a read found, whole: a scan reads them whole; the index keeps keys only (a hop's
-        update then writes no index entry), so their records are read, and filtered."""
-        if status is None:
-            return [from_item(item) for item in found]
-        ids = [item["id"]["S"] for item in found]
+    def _records(self, where: TaskFilter, found: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+        """The records of the index entries taken, in their order, those `where` admits."""
+        ids = [entry["id"]["S"] for entry in found]
         try:
             records = self.tasks.get_many(ids)
         except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
@@ -119,35 +159,17 @@ class TaskListing:
         return [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
 
 
-def encode_cursor(key: dict[str, Any], listing: str | None) -> str:
-    """Where the next page starts, and which listing it belongs to (a cursor is only good for it): a
-    status of the tasks' listing (None: all tasks), or `sump`."""
-    return base64.urlsafe_b64encode(orjson.dumps({"status": listing, "key": key})).decode()
-
-
-def decode_cursor(cursor: str, listing: str | None, numbers: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The key a cursor carries. Every key attribute of the listed table and its indexes is a string,
-    but those named in `numbers` (whole numbers), so anything else (another type, a set, a number
-    DynamoDB cannot read) was not handed out here."""
-    try:
-        document = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError):
-        document = None
-    key = document.get("key") if isinstance(document, dict) else None
-    if not isinstance(key, dict) or not key or not all(_key_attribute(v, k in numbers) for k, v in key.items()):
-        raise TaskError(400, "cursor is not one this API returned")
-    if document.get("status") != listing:
-        raise TaskError(400, f"cursor belongs to the listing of {document.get('status')!r}, not {listing!r}")
-    return key
-
-
-def _key_attribute(value: Any, number: bool) -> bool:
-    """`{"S": text}` as DynamoDB types a key string (non-empty, at most 2,048 bytes of UTF-8 in a key),
-    or `{"N": digits}` for a whole number."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return False
-    if number:
-        digits = value.get("N")
-        return isinstance(digits, str) and digits.isascii() and digits.isdigit() and len(digits) <= 12
-    text = value.get("S")
-    return isinstance(text, str) and 0 < len(text.encode("utf-8", "surrogatepass")) <= 2048
+def _merge(reads: list[_StatusRead], most: int) -> list[dict[str, Any]]:
+    """Up to `most` index entries, newest first across the statuses' reads, each taken from its read,
+    which then goes on after it. It stops early when a status has run out of entries read but its index
+    holds more: the next of them may be newer than any other status's, so it must be read first."""
+    taken: list[dict[str, Any]] = []
+    while len(taken) < most and not any(not stream.read and stream.more for stream in reads):
+        ready = [stream for stream in reads if stream.read]
+        if not ready:
+            break
+        newest = max(ready, key=lambda stream: str(stream.read[0]["created_at"]["S"]))
+        entry = newest.read.popleft()
+        newest.after = entry
+        taken.append(entry)
+    return taken

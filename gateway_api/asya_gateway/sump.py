@@ -28,8 +28,9 @@ from asya.reasons import Reason
 from asya.results import result_prefix
 from asya.sump import SumpFilter, SumpIndex
 from asya.task_record import TERMINAL, TaskStatus, root_of, stealthy
+from asya_gateway.cursors import decode_cursor, encode_cursor
 from asya_gateway.kept import IN_REST, Carried
-from asya_gateway.listing import decode_cursor, encode_cursor, since_moment
+from asya_gateway.listing import moment
 from asya_gateway.service import TaskService
 from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
@@ -47,7 +48,7 @@ class Sump:
         self, *, reason: str | None, actor: str | None, since: str | None, limit: int, cursor: str | None
     ) -> dict[str, Any]:
         """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor."""
-        where = SumpFilter(reason, actor, since_moment(since) if since is not None else None)
+        where = SumpFilter(reason, actor, moment("since", since) if since is not None else None)
         start = decode_cursor(cursor, "sump", numbers=("redrives",)) if cursor else None
         entries, last = self.index.page(where, limit, start)
         return {"entries": entries, "next_cursor": encode_cursor(last, "sump") if last else None}

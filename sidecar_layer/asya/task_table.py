@@ -64,32 +64,34 @@ class TaskTable:
 
     def page(
         self,
-        status: str | None,
+        status: str,
         limit: int,
         start: Mapping[str, Any] | None = None,
         *,
         since: str | None = None,
-        filtered: Mapping[str, Any] | None = None,
+        until: str | None = None,
     ) -> Any:
-        """One read of a listing, as DynamoDB answers it (`Items`, `LastEvaluatedKey`, `ScannedCount`):
-        the tasks of one `status`, newest first, created `since` if given, from the status index, which
-        keeps their keys only (`get_many` reads the records; a hop's update then writes no index entry);
-        or, without a status, every record, whole, by a scan that DynamoDB narrows with `filtered` (a
-        filter expression with its names and values). `start`: where the previous read stopped."""
-        arguments: dict[str, Any] = {"TableName": self.table, "Limit": limit}
-        if start:
-            arguments["ExclusiveStartKey"] = start
-        if status is None:
-            return self.client.scan(**arguments, **(filtered or {}))
-        key = "#s = :status" + (" AND created_at >= :since" if since else "")
-        values = {":status": {"S": status}} | ({":since": {"S": since}} if since else {})
+        """One read of a listing, as DynamoDB answers it (`Items`, `LastEvaluatedKey`, `Count`): the
+        tasks of one `status`, newest first, created from `since` to `until` (both kept) if given, from
+        the status index, which keeps their keys only (`get_many` reads the records; a hop's update then
+        writes no index entry). `start`: where the previous read stopped."""
+        key = "#s = :status"
+        values: dict[str, Any] = {":status": {"S": status}}
+        if since and until:
+            key += " AND created_at BETWEEN :since AND :until"
+        elif since or until:
+            key += f" AND created_at {'>=' if since else '<='} {':since' if since else ':until'}"
+        values |= {f":{name}": {"S": value} for name, value in (("since", since), ("until", until)) if value}
+        started: dict[str, Any] = {"ExclusiveStartKey": start} if start else {}
         return self.client.query(
+            TableName=self.table,
             IndexName=BY_STATUS,
             KeyConditionExpression=key,
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=values,
             ScanIndexForward=False,
-            **arguments,
+            Limit=limit,
+            **started,
         )
 
     def _batch_get(self, task_ids: Iterable[str], **options: Any) -> list[dict[str, Any]]:

@@ -220,3 +220,36 @@ def test_dark_mode_follows_the_system(browser: Browser, console_url: str, width:
         assert _luminance(node) < 0.02, f"the graph's nodes are dark too, not {node}"
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_tasks_are_paged_through_with_filters_that_the_link_keeps(
+    page: Page, console_url: str, running_mesh: RunningMesh, width: int
+) -> None:
+    """Three tasks started now, two a page: the filters picked in the form, "Older →" and "← Newest",
+    and a reload of an older page, in a wide and a phone-wide window."""
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    started = [gateway.run_task({"flow": "pipeline", "payload": {"n": n}}, 30)["id"] for n in range(3)]
+    since = (gateway.task(started[0]) or {})["created_at"]  # this test's tasks only, to the millisecond
+    newest_first = [task_id[:8] for task_id in reversed(started)]
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{console_url}/tasks?since={since}&limit=2")
+    page.get_by_label("Flow", exact=True).select_option("pipeline")
+    page.get_by_label("Reached").select_option("infer")
+    page.get_by_role("button", name="Show").click()
+    rows = page.locator("#task-rows th code")
+    expect(rows).to_have_text(newest_first[:2])
+    expect(page.locator("table.tasks caption")).to_contain_text("Tasks of pipeline that reached infer")
+    page.get_by_role("link", name="Older →").click()
+    expect(rows).to_have_text(newest_first[2:])
+    expect(page).to_have_url(re.compile(r"flow=pipeline.*actor=infer.*cursor="))
+    page.reload()
+    expect(rows).to_have_text(newest_first[2:])
+    expect(page.locator("table.tasks caption")).to_contain_text("an older page, not live")
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the list fits the window; the table scrolls inside its frame if it must"
+    expect(rows.first).to_be_visible()
+    page.get_by_role("link", name="← Newest").click()
+    expect(rows).to_have_text(newest_first[:2])
+    expect(page.get_by_label("Reached")).to_have_value("infer")

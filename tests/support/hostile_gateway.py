@@ -137,7 +137,7 @@ def _lists() -> Iterator[Request]:
         "base64 of a list": base64.urlsafe_b64encode(b"[1,2]").decode(),
     }.items():
         yield Request(f"list: a cursor {name}", "GET", f"{API}?cursor={cursor}", 400, names="cursor")
-    yield Request("list: a cursor too long", "GET", f"{API}?cursor={'A' * 4096}", 422, names="cursor")
+    yield Request("list: a cursor too long", "GET", f"{API}?cursor={'A' * 4097}", 422, names="cursor")
 
 
 def _ids() -> Iterator[tuple[str, str, int]]:

@@ -24,7 +24,7 @@ from asya_local.console.app import Console, create_app
 from asya_local.console.graph import NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
-from asya_local.gateway_client import GatewayClient
+from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.worklog import WorkerLog, follow, is_error, shown
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
@@ -200,9 +200,16 @@ class FakeGateway:
     def task(self, task_id: str) -> dict[str, Any] | None:
         return self.known.get(task_id)
 
-    def tasks(self, **where: Any) -> list[dict[str, Any]]:
+    def task_page(self, **where: Any) -> dict[str, Any]:
+        """The known tasks of the status asked for, and a cursor to an older page from the first."""
         self.listed.append(where)
-        return [task for task in self.known.values() if where.get("status") in (None, task["status"])]
+        if where.get("cursor") == "stale":
+            raise GatewayError("400: cursor is not one this API returned", 400)
+        found = [task for task in self.known.values() if where.get("status") in (None, "all", task["status"])]
+        return {"tasks": found, "next_cursor": None if where.get("cursor") else "older+page"}
+
+    def tasks(self, **where: Any) -> list[dict[str, Any]]:
+        return list(self.task_page(**where)["tasks"])
 
     task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's listing
 
@@ -390,6 +397,48 @@ def test_the_task_list_filters_and_streams_live_rows_and_stats(client: FlaskClie
     assert "event: tasks" in first
     assert '<a href="/tasks/t1">' in first
     stream.close()
+
+
+def test_the_task_list_is_a_link_to_its_filters_and_page_and_only_its_newest_page_is_live(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """Every filter and the page live in the URL; "Older →" carries the gateway's cursor; an older page
+    is not replaced by live updates; a local time is read in the browser's zone."""
+    first = client.get("/tasks?actor=score&since=2026-11-26+10:00&tz=Europe/Berlin").get_data(as_text=True)
+    asked = gateway.listed[-1]
+    assert (asked["status"], asked["actor"], asked["since"]) == ("all", "score", "2026-11-26T09:00:00Z")
+    assert "Tasks that reached score started after 2026-11-26 10:00, newest first, live" in first
+    older = "/tasks?actor=score&amp;since=2026-11-26+10:00&amp;tz=Europe/Berlin&amp;cursor=older%2Bpage"
+    assert f'<a href="{older}" rel="next">Older →</a>' in first
+    assert 'data-live="/events/mesh?tasks=1&amp;actor=score&amp;since=2026-11-26+10:00&amp;tz=Europe/Berlin"' in first
+    assert "← Newest" not in first
+    second = client.get(older.replace("&amp;", "&")).get_data(as_text=True)
+    assert gateway.listed[-1]["cursor"] == "older+page"
+    assert "data-live" not in second
+    assert "an older page, not live" in second
+    assert '<a href="/tasks?actor=score&amp;since=2026-11-26+10:00&amp;tz=Europe/Berlin" rel="first">' in second
+    assert "<option selected>score</option>" in second
+    assert 'value="2026-11-26 10:00"' in second
+
+
+def test_the_live_task_list_keeps_the_filters_and_a_time_not_understood_is_named(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    stream = client.get("/events/mesh?tasks=1&status=failed&actor=score&cursor=older+page")
+    chunks: Iterator[bytes] = iter(stream.response)  # type: ignore[arg-type]  # a streamed body: bytes
+    sent = b"".join(next(chunks) for _ in range(3)).decode()
+    stream.close()
+    assert "event: tasks" in sent
+    assert (gateway.listed[-1]["status"], gateway.listed[-1]["actor"]) == ("failed", "score")
+    assert gateway.listed[-1]["cursor"] is None, "live: the newest page, whatever page the link was"
+    refused = client.get("/tasks?until=soon")
+    assert refused.status_code == 400
+    assert "Started before: &#39;soon&#39; is not a time" in refused.get_data(as_text=True)
+    stale = client.get("/tasks?flow=triage-reviews&cursor=stale")
+    assert stale.status_code == 400
+    shown = stale.get_data(as_text=True)
+    assert "The gateway refused this list: 400: cursor is not one this API returned" in shown
+    assert '<a href="/tasks?flow=triage-reviews" rel="first">← Newest</a>' in shown
 
 
 def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGateway) -> None:

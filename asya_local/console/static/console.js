@@ -77,6 +77,10 @@ function follow(url) {
       localTimes(rows);
     }
   });
+  source.addEventListener("pager", (event) => {
+    const pager = document.getElementById("task-pager");
+    if (pager) pager.innerHTML = event.data;
+  });
   source.addEventListener("task", (event) => {
     const state = document.getElementById("task-state");
     if (state) {
@@ -113,6 +117,10 @@ function showFlow(button) {
 
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
+  // A date and time typed without a zone is the reader's: the form says which zone that is.
+  for (const zone of document.querySelectorAll("input[data-zone]")) {
+    if (!zone.value) zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+  }
   for (const live of document.querySelectorAll("[data-live]")) follow(live.dataset.live);
   const route = document.querySelector("[data-route]");
   if (route) setRoute(JSON.parse(route.dataset.route));

@@ -1,0 +1,40 @@
+"""The moments a person gives to narrow a listing by time (`asya tasks --since`, `asya sump list
+--since`, the console's time range): how long ago (`30m`, `2h`, `1d`), an RFC 3339 time with its zone,
+or a date and time without one, read in the person's own zone (as a browser's datetime input gives it).
+Each becomes the RFC 3339 UTC time the gateway takes, or a `ValueError` that says what to give."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+AGO = re.compile(r"^(\d+)([smhd])$")
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+PRESETS = ("15m", "1h", "6h", "24h", "7d")  # what the console offers to pick
+SHAPES = "30m, 2h, 1d, an RFC 3339 time (2026-11-26T10:00:00Z) or a local date and time (2026-11-26 10:00)"
+
+
+def moment(text: str, now: dt.datetime | None = None, zone: dt.tzinfo | None = None) -> str:
+    """`text` as an RFC 3339 UTC time; a time without a zone is in `zone` (default: this machine's)."""
+    given = text.strip()
+    now = now or dt.datetime.now(dt.UTC)
+    ago = AGO.match(given)
+    if ago is not None:
+        amount, unit = ago.groups()
+        return _utc(now - dt.timedelta(**{UNITS[unit]: int(amount)}))
+    try:
+        found = dt.datetime.fromisoformat(given.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time: give {SHAPES}") from None
+    try:
+        if found.tzinfo is None:
+            found = found.replace(tzinfo=zone) if zone is not None else found.astimezone()
+        return _utc(found)
+    except OverflowError:  # a first or last day of the calendar, moved to UTC, falls off it
+        raise ValueError(f"{text!r} is out of the calendar's range") from None
+
+
+def _utc(when: dt.datetime) -> str:
+    """In UTC, to the millisecond when it has a fraction of a second (task records are stamped so)."""
+    spec = "milliseconds" if when.microsecond else "seconds"
+    return when.astimezone(dt.UTC).isoformat(timespec=spec).replace("+00:00", "Z")
