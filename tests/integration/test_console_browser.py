@@ -186,7 +186,8 @@ def _contrast(one: str, other: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
-# each readable element's colour and the colour behind it: the nearest background that is not
+# each readable element's colour and the colour behind it (a link of the graph wraps shapes, whose text is
+# checked as the node's name): the nearest background that is not
 # transparent, or for a node's name on the graph, its box's fill
 COLOURS = """() => {
   const behind = (element) => {
@@ -197,7 +198,7 @@ COLOURS = """() => {
     }
     return 'rgb(255, 255, 255)';
   };
-  return [...document.querySelectorAll('body, p.hint, a, footer, .where, #graph .node text.name')]
+  return [...document.querySelectorAll('body, p.hint, a:not(svg a), footer, .where, #graph .node text.name')]
     .filter((element) => element.getClientRects().length)
     .map((element) => [element.tagName + ' ' + (element.getAttribute('class') || ''),
                        getComputedStyle(element)[element instanceof SVGElement ? 'fill' : 'color'],
