@@ -172,10 +172,21 @@ class GatewayClient:
         or as it was when the wait ran out (`terminal` false). `idempotency_key` as for `create_task`."""
         deadline = clock() + seconds
         created = self._create(body, idempotency_key, (200, 202), params={"wait": _bounded(seconds)})
-        task = dict(created["task"])
+        return self.wait(dict(created["task"]), deadline, clock)
+
+    def wait(
+        self, task: dict[str, Any], deadline: float, clock: Callable[[], float] = time.monotonic
+    ) -> dict[str, Any]:
+        """`GET /mesh/{id}?wait=` while `task` runs and the `deadline` (on `clock`) allows: the task as
+        it ended, or as it was when the wait ran out."""
         while not task["terminal"] and (left := deadline - clock()) > 0:
-            task = self._json("GET", f"{API}/mesh/{created['id']}", 200, params={"wait": _bounded(left)})
+            task = self._json("GET", f"{API}/mesh/{task['id']}", 200, params={"wait": _bounded(left)})
         return task
+
+    def rerun(self, task_id: str, payload: Any = None, *, given: bool = False) -> dict[str, Any]:
+        """`POST /mesh/{id}/rerun`: a new task of the ended task's flow (or route), with the input it was
+        started with, or `payload` when `given`; the answer as a create's (`id`, `task`, ...)."""
+        return self._json("POST", f"{API}/mesh/{task_id}/rerun", 201, json={"payload": payload} if given else {})
 
     def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
         """`GET /sump`, every page: what x-sump kept that passes `filters` (reason, actor, since)."""

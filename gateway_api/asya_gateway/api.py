@@ -9,6 +9,7 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
+    POST   /api/v1/mesh/{id}/rerun          run an ended task again, with its input or a new one
     POST   /a2a/tasks/{id}:cancel           cancel, A2A style
     GET    /api/v1/sump                     what x-sump kept (?reason=, ?actor=, ?since=, ?limit=, ?cursor=)
     GET    /api/v1/sump/{id}                one message x-sump kept, as it was kept
@@ -42,6 +43,7 @@ from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.listing import TaskFilter, since_moment
 from asya_gateway.mcp import McpEndpoint
+from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
@@ -110,6 +112,12 @@ class FlyEvent(_Model):
 
 class ResumeTask(_Model):
     input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
+
+
+class RerunTask(_Model):
+    """Without `payload`, the task runs again with the input it was started with."""
+
+    payload: Any = Field(default=None, description="A new input instead (JSON null is an input: give it)")
 
 
 class RedriveRequest(_Model):
@@ -319,6 +327,20 @@ def cancel_task_a2a(task_id: TaskId) -> dict[str, Any]:
 @app.post(f"{API}/mesh/<task_id>/resume", summary="Resume a paused task with human input")
 def resume_task(task_id: TaskId, request: Annotated[ResumeTask, Body()]) -> dict[str, Any]:
     return service().resume(task_id, request.input)
+
+
+@app.post(
+    f"{API}/mesh/<task_id>/rerun",
+    summary="Run an ended task again: a new task of its flow (or route), with its input or a new one",
+    responses={201: {"description": "The new task was created; it names the task it runs again (`rerun_of`)"}},
+)
+def rerun_task(task_id: TaskId, request: Annotated[RerunTask | None, Body()] = None) -> tuple[dict[str, Any], int]:
+    given = request is not None and "payload" in request.model_fields_set
+    created = service().rerun(task_id, request.payload if request is not None and given else UNSET_INPUT)
+    telemetry().count("TasksCreated")
+    telemetry().flush()
+    body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
+    return {**body, "task": created.task}, 201
 
 
 @app.post(f"{API}/mesh/<task_id>/events", summary="Report a status or fly event from outside the mesh")
