@@ -9,7 +9,8 @@ SigV4): the browser never sees a key. Pages:
 - `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow and age, live; `/tasks/<id>`: one task, its route on the graph with
-  each hop's time, its branches, its FLY events as they come, its result or error; cancel, resume;
+  each hop's time, its branches, its FLY events as they come, its input, its result or error; cancel,
+  resume, run again;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive.
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
@@ -211,6 +212,24 @@ def resume(task_id: str) -> Any:
         return _task_page(task_id, dict(request.form), f"Not resumed: {exc}"), 400
     gateway.resume(task_id, given)
     return redirect(url_for(".task", task_id=task_id), 303)
+
+
+@pages.post("/tasks/<task_id>/rerun")
+def rerun(task_id: str) -> Any:
+    """Run an ended task again, as a new task, with its input ("same") or the one typed, and show the
+    new task; typed input that is not JSON, or that the gateway refuses, is shown again with the reason,
+    as typed, and nothing starts."""
+    gateway = _console().gateway
+    try:
+        if request.form.get("how") == "same":
+            started = gateway.rerun(task_id)
+        else:
+            started = gateway.rerun(task_id, json.loads(request.form.get("payload", "")), given=True)
+    except ValueError as exc:
+        return _task_page(task_id, dict(request.form), f"Not run again: the input is not JSON ({exc})"), 400
+    except GatewayError as exc:
+        return _task_page(task_id, dict(request.form), f"Not run again: {exc}"), 400
+    return redirect(url_for(".task", task_id=started["id"]), 303)
 
 
 @pages.get("/sump")

@@ -165,3 +165,26 @@ def test_the_console_works_by_keyboard_and_in_a_narrow_window(page: Page, consol
     page.get_by_role("link", name="Tasks").focus()
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/tasks$"))
+
+
+def test_a_failed_task_is_run_again_from_its_page_with_an_edited_input(
+    page: Page, console_url: str, running_mesh: RunningMesh
+) -> None:
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    failed = gateway.run_task({"flow": "failing", "payload": {"n": 1}}, 30)
+    assert failed["status"] == "failed"
+    page.goto(f"{console_url}/tasks/{failed['id']}")
+    expect(page.locator("pre.task-input")).to_contain_text('"n": 1')
+    edited = page.get_by_label("Run it again with this input instead (JSON)")
+    expect(edited).to_have_value(re.compile(r'"n": 1'))
+    edited.fill('{"n": 1, "fixed_when": ')  # not JSON: refused, nothing starts, kept to be mended
+    page.get_by_role("button", name="Run again with this input").click()
+    expect(page.get_by_role("alert")).to_contain_text("Not run again: the input is not JSON")
+    expect(edited).to_have_value('{"n": 1, "fixed_when": ')
+    edited.fill(f'{{"n": 1, "fixed_when": "{__file__}"}}')  # a file that exists: `boom` lets it through
+    page.get_by_role("button", name="Run again with this input").click()
+    expect(page).not_to_have_url(re.compile(failed["id"]))
+    expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=60_000)
+    expect(page.locator("pre.task-input")).to_contain_text('"fixed_when"')
+    expect(page.get_by_role("link", name=failed["id"][:8])).to_be_visible()  # the task it runs again
