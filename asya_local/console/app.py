@@ -9,8 +9,8 @@ SigV4): the browser never sees a key. Pages:
 - `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow and age, live; `/tasks/<id>`: one task, its route on the graph with
-  each hop's time, its branches, its FLY events as they come, its input, its result or error; cancel,
-  resume, run again;
+  each hop's time, its branches, its FLY events as they come, its input, its result or error, its log
+  lines; cancel, resume, run again;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive.
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
@@ -47,6 +47,7 @@ from asya.live import FLY, STATUS
 from asya.task_record import TERMINAL
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats, StatsSource
+from asya_local.console.task_logs import TaskLogs
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
@@ -67,6 +68,7 @@ class Console:
     where: str  # "the local stack at ...", "account ... in ..."
     refresh: float = 2.0  # seconds between the live stats and task list pushed to each page
     log: str | None = None  # the local stack's worker log
+    task_logs: TaskLogs | None = None  # where a task's log lines are found (`asya_local.console.task_logs`)
     examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
@@ -191,6 +193,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
         task_route=_route_classes(found),
         typed=typed or {},
         problem=problem,
+        logs=console.task_logs.lines(found) if console.task_logs is not None else None,
     )
 
 

@@ -14,6 +14,7 @@ from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats
+from asya_local.console.task_logs import LocalTaskLogs
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient
 from asya_local.roles import local_client
@@ -80,6 +81,7 @@ def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
         f"the local stack at {where.endpoint}",
         refresh=LOCAL_REFRESH_SECONDS,
         log=str(where.log) if where.log else None,
+        task_logs=LocalTaskLogs(where.log) if where.log else None,
     )
 
 
