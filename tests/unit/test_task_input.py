@@ -190,3 +190,22 @@ def test_the_api_runs_an_ended_task_again(service: TaskService, monkeypatch: pyt
         assert str(again["status_url"]).endswith(str(again["id"]))
     status, refused = post(f"{first.task_id}/rerun", b'{"payload": {"n": 1}, "flow": "other"}')
     assert status == 422
+
+
+def test_asya_status_shows_the_input_trimmed_and_the_task_it_reruns() -> None:
+    from rich.console import Console
+
+    from asya_local.task_cli import task_table
+
+    def shown(task: dict[str, Any]) -> str:
+        console = Console(width=400, record=True)
+        console.print(task_table({"id": "t2", "status": "failed", **task}))
+        return console.export_text()
+
+    small = shown({"input": {"n": 1}, "rerun_of": "t1"})
+    assert '│ input    │ {"n": 1}' in small
+    assert "│ rerun of │ t1" in small
+    large = shown({"input": {"text": "é" * 500}})
+    assert '{"text": "' + "é" * 190 + "… (1012 bytes)" in large
+    assert "é" * 191 not in large
+    assert "too large to show here: https://s3/x" in shown({"input_url": "https://s3/x"})
