@@ -199,6 +199,10 @@ def test_a_failed_task_is_run_again_from_its_page_with_an_edited_input(
     expect(logs).to_contain_text("boom refuses ['n', 'prepped']")  # what its handler logged, found by the task's id
     expect(logs).to_contain_text("WARNING")
     expect(logs).not_to_contain_text("GET /api/v1/mesh")  # an access log line, not a record of it
+    page.set_viewport_size({"width": 390, "height": 800})
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the input, its log lines and the form fit a phone's width"
+    page.set_viewport_size({"width": 1400, "height": 900})
     edited = page.get_by_label("Run it again with this input instead (JSON)")
     expect(edited).to_have_value(re.compile(r'"n": 1'))
     edited.fill('{"n": 1, "fixed_when": ')  # not JSON: refused, nothing starts, kept to be mended

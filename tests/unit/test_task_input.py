@@ -209,3 +209,17 @@ def test_asya_status_shows_the_input_trimmed_and_the_task_it_reruns() -> None:
     assert '{"text": "' + "é" * 190 + "… (1012 bytes)" in large
     assert "é" * 191 not in large
     assert "too large to show here: https://s3/x" in shown({"input_url": "https://s3/x"})
+
+
+def test_status_events_leave_the_input_out(service: TaskService) -> None:
+    """It never changes, and it would make each event of a watched task cost a second write unit."""
+    from asya_gateway.stream import status_changes
+
+    created = service.create(payload={"n": 1, "text": "t" * 900}, flow="count")
+    image = service.tasks.client.get_item(TableName=TASKS, Key={"id": {"S": created.task_id}})["Item"]
+    [change] = status_changes([{"eventName": "INSERT", "dynamodb": {"NewImage": image, "SequenceNumber": "1"}}])
+    _, kind, event = change.event
+    assert kind == "status"
+    assert event["status"] == "pending"
+    assert "input" not in event
+    assert len(orjson.dumps(event)) < 1024
