@@ -182,7 +182,10 @@ def input_text(task: dict[str, Any]) -> str:
     if "input" in task:
         text = json.dumps(task["input"], ensure_ascii=False)
         return text if len(text) <= INPUT_SHOWN else f"{text[:INPUT_SHOWN]}… ({len(text.encode())} bytes)"
-    return f"too large to show here: {task['input_url']}" if task.get("input_url") else ""
+    if task.get("input_url"):
+        return f"too large to show here: {task['input_url']}"
+    reference = task.get("input_ref")
+    return f"kept at {reference.get('uri')}" if isinstance(reference, dict) else ""
 
 
 def error_text(error: Any) -> str:

@@ -298,10 +298,10 @@ class TaskService:
                 raise TaskError(404, f"no task {task_id!r}")
             view = task_view(item)
             left = deadline - self.clock()
-            if view["terminal"]:
-                return True, self._explained(self._with_input(self._with_output(view, carried), carried))
+            if view["terminal"]:  # the input from S3 is not added: with the output, it could pass 6 MB
+                return True, self._explained(self._with_output(view, carried))
             if left <= 0:
-                return False, self._with_input(view, carried)
+                return False, view
             self.sleep(min(pause, left))
             pause = min(pause * 2, WAIT_POLL_SECONDS)
 
@@ -326,7 +326,9 @@ class TaskService:
 
     def _with_input(self, view: dict[str, Any], carried: Carried = IN_REST) -> dict[str, Any]:
         """The view with the task's input as `input` when it is kept in S3 (`input_ref`), or `input_url`
-        when the answer could not carry it; an object not there (expired) leaves the reference."""
+        when the answer could not carry it; an object not there (expired) leaves the reference. Only a
+        task's own view reads it: a wait's answer carries the output, and the two together could pass
+        what Lambda may answer."""
         reference = view.get(INPUT_REF)
         bucket = self.claimed.bucket
         uri = reference.get("uri") if isinstance(reference, dict) else None

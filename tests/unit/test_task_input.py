@@ -74,7 +74,7 @@ def test_an_input_over_the_bound_travels_by_claim_check_and_the_record_keeps_the
     assert service.view(created.task_id)["input"] == payload
     assert "input_ref" not in service.view(created.task_id)
     end(service, created.task_id)
-    assert service.wait(created.task_id, 1)[1]["input"] == payload
+    assert service.wait(created.task_id, 1)[1]["input_ref"] == kept["input_ref"]  # beside the output: the link
 
 
 def test_an_input_already_over_the_claim_check_threshold_is_written_once(service: TaskService, mesh: Mesh) -> None:
@@ -209,6 +209,7 @@ def test_asya_status_shows_the_input_trimmed_and_the_task_it_reruns() -> None:
     assert '{"text": "' + "é" * 190 + "… (1012 bytes)" in large
     assert "é" * 191 not in large
     assert "too large to show here: https://s3/x" in shown({"input_url": "https://s3/x"})
+    assert "kept at s3://b/claims/n/t2/d.json" in shown({"input_ref": {"uri": "s3://b/claims/n/t2/d.json"}})
 
 
 def test_status_events_leave_the_input_out(service: TaskService) -> None:
