@@ -183,10 +183,14 @@ class GatewayClient:
             task = self._json("GET", f"{API}/mesh/{task['id']}", 200, params={"wait": _bounded(left)})
         return task
 
-    def rerun(self, task_id: str, payload: Any = None, *, given: bool = False) -> dict[str, Any]:
+    def rerun(
+        self, task_id: str, payload: Any = None, *, given: bool = False, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """`POST /mesh/{id}/rerun`: a new task of the ended task's flow (or route), with the input it was
-        started with, or `payload` when `given`; the answer as a create's (`id`, `task`, ...)."""
-        return self._json("POST", f"{API}/mesh/{task_id}/rerun", 201, json={"payload": payload} if given else {})
+        started with, or `payload` when `given`; the answer as a create's (`id`, `task`, ...). With
+        `idempotency_key`, sent again after a lost answer as a create is, and never a second task."""
+        body = {"payload": payload} if given else {}
+        return self._create(body, idempotency_key, (200, 201), path=f"{API}/mesh/{task_id}/rerun")
 
     def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
         """`GET /sump`, every page: what x-sump kept that passes `filters` (reason, actor, since)."""
@@ -249,13 +253,14 @@ class GatewayClient:
             self.sleep(delay)
 
     def _create(
-        self, body: dict[str, Any], key: str | None, expected: tuple[int, ...], **kwargs: Any
+        self, body: dict[str, Any], key: str | None, expected: tuple[int, ...], path: str = f"{API}/mesh", **kwargs: Any
     ) -> dict[str, Any]:
-        """`POST /mesh`, tried again after a lost answer when a key makes that safe."""
+        """`POST /mesh` (or `path`, another create), tried again after a lost answer when a key makes that
+        safe."""
         headers = {IDEMPOTENCY_HEADER: key} if key is not None else {}
         for pause in CREATE_RETRY_SECONDS if key is not None else ():
             try:
-                response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+                response = self._call("POST", path, json=body, headers=headers, **kwargs)
             except GatewayUnreachableError:
                 self.sleep(pause)
                 continue
@@ -263,7 +268,7 @@ class GatewayClient:
                 break
             self.sleep(pause)
         else:
-            response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+            response = self._call("POST", path, json=body, headers=headers, **kwargs)
         if response.status_code not in expected:
             raise GatewayError(_message(response))
         return dict(response.json())

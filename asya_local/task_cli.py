@@ -88,7 +88,8 @@ def rerun(args: argparse.Namespace) -> int:
         raise TaskCommandError("--wait takes a number of seconds above 0")
     gateway = gateway_of(running_state())
     given = hasattr(args, "payload")  # `--payload null` is an input too
-    started = gateway.rerun(gateway.task_id(args.id), getattr(args, "payload", None), given=given)
+    task_id = gateway.task_id(args.id)
+    started = gateway.rerun(task_id, getattr(args, "payload", None), given=given, idempotency_key=new_key())
     if args.wait is None:
         print(started["id"])
         return 0

@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
         typed=typed or {},
         problem=problem,
         logs=console.task_logs.lines(found) if console.task_logs is not None else None,
+        rerun_key=str(uuid.uuid4()),  # one new task for this page's "Run again", however often it is sent
     )
 
 
@@ -222,12 +224,13 @@ def rerun(task_id: str) -> Any:
     """Run an ended task again, as a new task, with its input ("same") or the one typed, and show the
     new task; typed input that is not JSON, or that the gateway refuses, is shown again with the reason,
     as typed, and nothing starts."""
-    gateway = _console().gateway
+    gateway, key = _console().gateway, request.form.get("key") or None
     try:
         if request.form.get("how") == "same":
-            started = gateway.rerun(task_id)
+            started = gateway.rerun(task_id, idempotency_key=key)
         else:
-            started = gateway.rerun(task_id, json.loads(request.form.get("payload", "")), given=True)
+            typed = json.loads(request.form.get("payload", ""))
+            started = gateway.rerun(task_id, typed, given=True, idempotency_key=key)
     except ValueError as exc:
         return _task_page(task_id, dict(request.form), f"Not run again: the input is not JSON ({exc})"), 400
     except GatewayError as exc:

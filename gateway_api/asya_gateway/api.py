@@ -62,6 +62,15 @@ WaitSeconds = Annotated[
     float | None, Query(gt=0, le=WAIT_MAX_SECONDS, description="Seconds to wait for the task to end")
 ]
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="a key of the client's for this create: retried with it, the create answers with "
+        "the task it made the first time (`replayed`), never a second one",
+    ),
+]
 # orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
 # surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
 # past the validation and the client would get a 502.
@@ -244,15 +253,7 @@ def openapi() -> Response[str]:
 def create_task(
     request: Annotated[CreateTask, Body()],
     wait: WaitSeconds = None,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            max_length=255,
-            description="a key of the client's for this create: retried with it, the create answers with "
-            "the task it made the first time (`replayed`), never a second one",
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> tuple[dict[str, Any], int]:
     if (request.flow is None) == (request.route is None):
         raise TaskError(400, "give exactly one of 'flow' or 'route'")
@@ -334,13 +335,21 @@ def resume_task(task_id: TaskId, request: Annotated[ResumeTask, Body()]) -> dict
     summary="Run an ended task again: a new task of its flow (or route), with its input or a new one",
     responses={201: {"description": "The new task was created; it names the task it runs again (`rerun_of`)"}},
 )
-def rerun_task(task_id: TaskId, request: Annotated[RerunTask | None, Body()] = None) -> tuple[dict[str, Any], int]:
+def rerun_task(
+    task_id: TaskId,
+    request: Annotated[RerunTask | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> tuple[dict[str, Any], int]:
     given = request is not None and "payload" in request.model_fields_set
-    created = service().rerun(task_id, request.payload if request is not None and given else UNSET_INPUT)
-    telemetry().count("TasksCreated")
-    telemetry().flush()
+    payload = request.payload if request is not None and given else UNSET_INPUT
+    created = service().rerun(task_id, payload, idempotency_key)
+    if not created.replayed:
+        telemetry().count("TasksCreated")
+        telemetry().flush()
     body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
-    return {**body, "task": created.task}, 201
+    if idempotency_key is not None:
+        body["replayed"] = created.replayed
+    return {**body, "task": created.task}, 200 if created.replayed else 201
 
 
 @app.post(f"{API}/mesh/<task_id>/events", summary="Report a status or fly event from outside the mesh")

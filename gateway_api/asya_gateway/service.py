@@ -343,15 +343,16 @@ class TaskService:
 
     # -- changing -------------------------------------------------------------------------------------
 
-    def rerun(self, task_id: str, payload: Any = UNSET) -> Created:
+    def rerun(self, task_id: str, payload: Any = UNSET, idempotency_key: str | None = None) -> Created:
         """A new task of the ended task's flow (or the route it was started on), with the input it was
-        started with or `payload`, recording which task it runs again."""
+        started with or `payload`, recording which task it runs again; `idempotency_key` as for
+        `create` (a second click, a retried request: one new task)."""
         item = self.tasks.get(task_id)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
         asked = rerun_request(item)
         given = read_input(item, self.claims) if payload is UNSET else payload
-        return self.create(payload=given, rerun_of=task_id, **asked)
+        return self.create(payload=given, rerun_of=task_id, idempotency_key=idempotency_key, **asked)
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         item = self.tasks.cancel(task_id)

@@ -3,6 +3,7 @@ with an edited copy that is refused, and kept as typed, when it is not JSON."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -19,13 +20,17 @@ class RerunGateway(FakeGateway):
     def __init__(self) -> None:
         super().__init__()
         self.reruns: list[tuple[str, Any, bool]] = []
+        self.keys: list[str | None] = []
         self.known["t3"] |= {"flow": "triage-reviews", "input": {"product": "<kettle>", "reviews": []}}
         self.known["t4"] = {"id": "t4", "status": "failed", "terminal": True, "input_missing": "it was not kept"}
 
-    def rerun(self, task_id: str, payload: Any = None, *, given: bool = False) -> dict[str, Any]:
+    def rerun(
+        self, task_id: str, payload: Any = None, *, given: bool = False, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         if task_id == "t4" and not given:
             raise GatewayError("task t4 cannot be run again with the same input")
         self.reruns.append((task_id, payload, given))
+        self.keys.append(idempotency_key)
         return {"id": "t10", "task": {"id": "t10"}}
 
 
@@ -44,9 +49,11 @@ def test_an_ended_task_shows_its_input_and_runs_again_with_it(client: FlaskClien
     page = client.get("/tasks/t3").get_data(as_text=True)
     assert "&#34;product&#34;: &#34;&lt;kettle&gt;&#34;" in page  # shown, escaped
     assert 'action="/tasks/t3/rerun"' in page
-    answer = client.post("/tasks/t3/rerun", data={"how": "same", "payload": "ignored"})
+    [key] = re.findall(r'name="key" value="([0-9a-f-]{36})"', page)  # a second click makes no second task
+    answer = client.post("/tasks/t3/rerun", data={"how": "same", "payload": "ignored", "key": key})
     assert (answer.status_code, answer.headers["Location"]) == (303, "/tasks/t10")
     assert gateway.reruns == [("t3", None, False)]
+    assert gateway.keys == [key]
     running = client.get("/tasks/t1").get_data(as_text=True)
     assert 'action="/tasks/t1/rerun"' not in running, "a running task is not run again"
 

@@ -224,3 +224,17 @@ def test_status_events_leave_the_input_out(service: TaskService) -> None:
     assert event["status"] == "pending"
     assert "input" not in event
     assert len(orjson.dumps(event)) < 1024
+
+
+def test_a_rerun_sent_twice_with_its_key_starts_one_task(service: TaskService, mesh: Mesh) -> None:
+    first = service.create(payload={"n": 1}, flow="count")
+    end(service, first.task_id)
+    once = service.rerun(first.task_id, idempotency_key="click-1")
+    twice = service.rerun(first.task_id, idempotency_key="click-1")
+    assert twice.replayed
+    assert twice.task_id == once.task_id
+    # a replay sends a task not picked up yet again, as any create's does: still one task, one record
+    assert {message["id"] for message in mesh.messages("a")} == {first.task_id, once.task_id}
+    with pytest.raises(TaskError) as refused:
+        service.rerun(first.task_id, {"n": 2}, idempotency_key="click-1")
+    assert refused.value.status == 422
