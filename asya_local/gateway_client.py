@@ -188,10 +188,25 @@ class GatewayClient:
         or as it was when the wait ran out (`terminal` false). `idempotency_key` as for `create_task`."""
         deadline = clock() + seconds
         created = self._create(body, idempotency_key, (200, 202), params={"wait": _bounded(seconds)})
-        task = dict(created["task"])
+        return self.wait(dict(created["task"]), deadline, clock)
+
+    def wait(
+        self, task: dict[str, Any], deadline: float, clock: Callable[[], float] = time.monotonic
+    ) -> dict[str, Any]:
+        """`GET /mesh/{id}?wait=` while `task` runs and the `deadline` (on `clock`) allows: the task as
+        it ended, or as it was when the wait ran out."""
         while not task["terminal"] and (left := deadline - clock()) > 0:
-            task = self._json("GET", f"{API}/mesh/{created['id']}", 200, params={"wait": _bounded(left)})
+            task = self._json("GET", f"{API}/mesh/{task['id']}", 200, params={"wait": _bounded(left)})
         return task
+
+    def rerun(
+        self, task_id: str, payload: Any = None, *, given: bool = False, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """`POST /mesh/{id}/rerun`: a new task of the ended task's flow (or route), with the input it was
+        started with, or `payload` when `given`; the answer as a create's (`id`, `task`, ...). With
+        `idempotency_key`, sent again after a lost answer as a create is, and never a second task."""
+        body = {"payload": payload} if given else {}
+        return self._create(body, idempotency_key, (200, 201), path=f"{API}/mesh/{task_id}/rerun")
 
     def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
         """`GET /sump`, every page: what x-sump kept that passes `filters` (reason, actor, since)."""
@@ -254,13 +269,14 @@ class GatewayClient:
             self.sleep(delay)
 
     def _create(
-        self, body: dict[str, Any], key: str | None, expected: tuple[int, ...], **kwargs: Any
+        self, body: dict[str, Any], key: str | None, expected: tuple[int, ...], path: str = f"{API}/mesh", **kwargs: Any
     ) -> dict[str, Any]:
-        """`POST /mesh`, tried again after a lost answer when a key makes that safe."""
+        """`POST /mesh` (or `path`, another create), tried again after a lost answer when a key makes that
+        safe."""
         headers = {IDEMPOTENCY_HEADER: key} if key is not None else {}
         for pause in CREATE_RETRY_SECONDS if key is not None else ():
             try:
-                response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+                response = self._call("POST", path, json=body, headers=headers, **kwargs)
             except GatewayUnreachableError:
                 self.sleep(pause)
                 continue
@@ -268,7 +284,7 @@ class GatewayClient:
                 break
             self.sleep(pause)
         else:
-            response = self._call("POST", f"{API}/mesh", json=body, headers=headers, **kwargs)
+            response = self._call("POST", path, json=body, headers=headers, **kwargs)
         if response.status_code not in expected:
             raise GatewayError(_message(response))
         return dict(response.json())

@@ -1,4 +1,4 @@
-"""`asya send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume` and `queues`: tasks of the
+"""`asya send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun` and `queues`: tasks of the
 running local stack, created, found, followed and changed through its gateway as any client would, and
 what the crew kept."""
 
@@ -34,6 +34,7 @@ from asya_local.screen import console, status_text
 
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
 LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
+INPUT_SHOWN = 200  # characters of a task's input `asya status` shows
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
 
 
@@ -61,12 +62,7 @@ def send(args: argparse.Namespace) -> int:
     if args.wait is not None:
         if args.count != 1 or args.wait <= 0:
             raise TaskCommandError("--wait takes a number of seconds above 0, for one task (no --count)")
-        ended = gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key())
-        console.print(task_table(ended))
-        if not ended["terminal"]:
-            console.print(f"still {ended['status']} after {args.wait:g} s: `asya watch {ended['id']}` follows it")
-            return STILL_RUNNING
-        return 0 if ended["status"] == TaskStatus.SUCCEEDED else 1
+        return _ended(gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key()), args.wait)
     if args.count == 1:
         print(gateway.create_task(body, args.idempotency_key or new_key())["id"])
         return 0
@@ -78,6 +74,31 @@ def send(args: argparse.Namespace) -> int:
             print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
             progress.advance(task)
     return 0
+
+
+def _ended(task: dict[str, Any], waited: float) -> int:
+    """Show a task waited for; the exit status `--wait` promises: 0 if it succeeded, 1 if it failed or
+    was canceled, `STILL_RUNNING` if it had not ended."""
+    console.print(task_table(task))
+    if not task["terminal"]:
+        console.print(f"still {task['status']} after {waited:g} s: `asya watch {task['id']}` follows it")
+        return STILL_RUNNING
+    return 0 if task["status"] == TaskStatus.SUCCEEDED else 1
+
+
+def rerun(args: argparse.Namespace) -> int:
+    """Run an ended task again (its flow, or the route it was started on) with the input it was started
+    with or `--payload`; prints the new task's id, or with `--wait` the new task as it ended."""
+    if args.wait is not None and args.wait <= 0:
+        raise TaskCommandError("--wait takes a number of seconds above 0")
+    gateway = gateway_of(running_state())
+    given = hasattr(args, "payload")  # `--payload null` is an input too
+    task_id = gateway.task_id(args.id)
+    started = gateway.rerun(task_id, getattr(args, "payload", None), given=given, idempotency_key=new_key())
+    if args.wait is None:
+        print(started["id"])
+        return 0
+    return _ended(gateway.wait(dict(started["task"]), time.monotonic() + args.wait), args.wait)
 
 
 def new_key() -> str:
@@ -140,6 +161,8 @@ def task_table(task: dict[str, Any]) -> Table:
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
         ("branches", branches_text(task.get("branches"))),
+        ("rerun of", str(task.get("rerun_of") or "")),
+        ("input", input_text(task)),
         ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
         ("result", str(task.get("result") or no_single_result(task) or "")),
         ("own envelope", _own_envelope(task)),
@@ -167,6 +190,18 @@ def _own_envelope(task: dict[str, Any]) -> str:
         return ""
     ending = json.dumps(own["output"], ensure_ascii=False) if "output" in own else str(own.get("result") or "")
     return f"one of the branches, it ended with {ending}" if ending else ""
+
+
+def input_text(task: dict[str, Any]) -> str:
+    """The task's input as one line of JSON, trimmed to `INPUT_SHOWN` characters (`asya status` is a
+    glance; the console shows it whole), or where it is when the answer held only a link."""
+    if "input" in task:
+        text = json.dumps(task["input"], ensure_ascii=False)
+        return text if len(text) <= INPUT_SHOWN else f"{text[:INPUT_SHOWN]}… ({len(text.encode())} bytes)"
+    if task.get("input_url"):
+        return f"too large to show here: {task['input_url']}"
+    reference = task.get("input_ref")
+    return f"kept at {reference.get('uri')}" if isinstance(reference, dict) else ""
 
 
 def error_text(error: Any) -> str:
@@ -403,6 +438,25 @@ def add_parsers(commands: Any) -> None:
     )
     resuming.add_argument("id", help="the paused task's id")
     resuming.add_argument("input", type=json_object, help="the fields it asked for: a JSON object, or @file.json")
+    again = command(
+        commands,
+        "rerun",
+        "run an ended task again, as a new task of its flow (or route), with its input or a new one",
+        'asya rerun 5f0c9a2e --payload \'{"product": "kettle"}\' --wait 30',
+    )
+    again.add_argument("id", help="the ended task's id, or its first characters")
+    again.add_argument(
+        "--payload",
+        type=json_value,
+        default=argparse.SUPPRESS,
+        help="a new input: JSON, or @file.json (default: the input the task was started with)",
+    )
+    again.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the new task to end; exit status as for `asya send --wait`",
+    )
     queue_command = command(commands, "queues", "the mesh's queue depths", "asya queues --watch")
     queue_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
 
@@ -415,5 +469,6 @@ COMMANDS = {
     "results": results,
     "cancel": cancel,
     "resume": resume,
+    "rerun": rerun,
     "queues": queues,
 }

@@ -10,8 +10,8 @@ SigV4): the browser never sees a key. Pages:
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow, actor reached and time, page by page, the newest page live (the
   filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, its route
-  on the graph with each hop's time, its branches, its FLY events as they come, its result or error;
-  cancel, resume;
+  on the graph with each hop's time, its branches, its FLY events as they come, its input, its result
+  or error, its log lines; cancel, resume, run again;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
@@ -26,6 +26,7 @@ import datetime as dt
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
+from asya_local.console.task_logs import TaskLogs
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
@@ -72,6 +74,7 @@ class Console:
     refresh: float = 2.0  # seconds between the live stats and task list pushed to each page
     log: str | None = None  # the local stack's worker log
     history: HistorySource | None = None  # each actor's work over the last hour and day
+    task_logs: TaskLogs | None = None  # where a task's log lines are found (`asya_local.console.task_logs`)
     examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
@@ -206,6 +209,8 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
         task_route=_route_classes(found),
         typed=typed or {},
         problem=problem,
+        logs=console.task_logs.lines(found) if console.task_logs is not None else None,
+        rerun_key=str(uuid.uuid4()),  # one new task for this page's "Run again", however often it is sent
     )
 
 
@@ -227,6 +232,25 @@ def resume(task_id: str) -> Any:
         return _task_page(task_id, dict(request.form), f"Not resumed: {exc}"), 400
     gateway.resume(task_id, given)
     return redirect(url_for(".task", task_id=task_id), 303)
+
+
+@pages.post("/tasks/<task_id>/rerun")
+def rerun(task_id: str) -> Any:
+    """Run an ended task again, as a new task, with its input ("same") or the one typed, and show the
+    new task; typed input that is not JSON, or that the gateway refuses, is shown again with the reason,
+    as typed, and nothing starts."""
+    gateway, key = _console().gateway, request.form.get("key") or None
+    try:
+        if request.form.get("how") == "same":
+            started = gateway.rerun(task_id, idempotency_key=key)
+        else:
+            typed = json.loads(request.form.get("payload", ""))
+            started = gateway.rerun(task_id, typed, given=True, idempotency_key=key)
+    except ValueError as exc:
+        return _task_page(task_id, dict(request.form), f"Not run again: the input is not JSON ({exc})"), 400
+    except GatewayError as exc:
+        return _task_page(task_id, dict(request.form), f"Not run again: {exc}"), 400
+    return redirect(url_for(".task", task_id=started["id"]), 303)
 
 
 @pages.get("/sump")

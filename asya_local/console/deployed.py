@@ -12,7 +12,8 @@ What the caller needs besides invoking the gateway: `cloudformation:ListStackRes
 `sqs:ListQueues` and `GetQueueAttributes`, `cloudwatch:GetMetricData` (once a minute while a page is
 open, and once per actor page viewed, kept a minute: `asya_local.console.aws_history`),
 `dynamodb:Query` on the Spark batches table's `open` index (its ARN ends `/index/open`) if there
-is one.
+is one; for a task's log lines, `logs:StartQuery` on the mesh's functions' log groups and
+`logs:GetQueryResults` (one query per task page viewed).
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from asya.variables import JOIN
 from asya_local.console.app import Console
 from asya_local.console.aws_history import AwsHistory
 from asya_local.console.stats import AwsStats
+from asya_local.console.task_logs import CloudWatchTaskLogs
 from asya_local.console.topology import Node, Topology
 from asya_local.smoke import DeployedMesh
 
 AWS_REFRESH_SECONDS = 5.0
 NESTED_STACK = "AWS::CloudFormation::Stack"
+LOG_GROUP = "AWS::Logs::LogGroup"  # one per function of the mesh: where a task's log lines are searched
 NOT_ACTORS = (*CREW, SUMP_DEAD_LETTERS, GATEWAY_STREAM_DEAD_LETTERS)
 
 
@@ -48,8 +51,16 @@ def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
         spark_actors=spark,
         batches_table=outputs.get("SparkBatchesTable"),
     )
+    log_groups = sorted(
+        str(resource["PhysicalResourceId"])
+        for resource in resources
+        if resource.get("ResourceType") == LOG_GROUP and resource.get("PhysicalResourceId")
+    )
+    task_logs = CloudWatchTaskLogs(session.client("logs"), log_groups)
     history = AwsHistory(session.client("cloudwatch"), mesh.namespace, spark_actors=spark)
-    return Console(topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS, history=history)
+    return Console(
+        topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS, history=history, task_logs=task_logs
+    )
 
 
 def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]:

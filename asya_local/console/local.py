@@ -14,6 +14,7 @@ from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats
+from asya_local.console.task_logs import LocalTaskLogs
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient
 from asya_local.roles import local_client
@@ -81,6 +82,7 @@ def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
         refresh=LOCAL_REFRESH_SECONDS,
         log=str(where.log) if where.log else None,
         history=activity.history,
+        task_logs=LocalTaskLogs(where.log) if where.log else None,
     )
 
 

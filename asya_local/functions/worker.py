@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from asya_local.functions.faults import FaultSpec, WorkerFaults
 from asya_local.functions.lambda_shapes import LambdaContext
+from asya_local.functions.runtime_logging import install_root_handler
 from asya_local.functions.watchdog import InvocationClock
 
 Handler = Callable[[Any, Any], Any]
@@ -120,6 +121,7 @@ def main(build: Callable[[dict[str, Any]], Worker]) -> None:
     spec = json.loads(sys.argv[1])
     _clock = InvocationClock(spec.get("clock_file"))
     os.environ.update(spec["environment"])
+    install_root_handler()  # as Lambda's runtime does before the init: handlers' log records in JSON
     started = time.monotonic()
     try:
         worker = build(spec)  # the event source's clients are made here, before faults are installed

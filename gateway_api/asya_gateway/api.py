@@ -10,6 +10,7 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
+    POST   /api/v1/mesh/{id}/rerun          run an ended task again, with its input or a new one
     POST   /a2a/tasks/{id}:cancel           cancel, A2A style
     GET    /api/v1/sump                     what x-sump kept (?reason=, ?actor=, ?since=, ?limit=, ?cursor=)
     GET    /api/v1/sump/{id}                one message x-sump kept, as it was kept
@@ -43,6 +44,7 @@ from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
+from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
@@ -61,6 +63,15 @@ WaitSeconds = Annotated[
     float | None, Query(gt=0, le=WAIT_MAX_SECONDS, description="Seconds to wait for the task to end")
 ]
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="a key of the client's for this create: retried with it, the create answers with "
+        "the task it made the first time (`replayed`), never a second one",
+    ),
+]
 # orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
 # surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
 # past the validation and the client would get a 502.
@@ -111,6 +122,12 @@ class FlyEvent(_Model):
 
 class ResumeTask(_Model):
     input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
+
+
+class RerunTask(_Model):
+    """Without `payload`, the task runs again with the input it was started with."""
+
+    payload: Any = Field(default=None, description="A new input instead (JSON null is an input: give it)")
 
 
 class RedriveRequest(_Model):
@@ -237,15 +254,7 @@ def openapi() -> Response[str]:
 def create_task(
     request: Annotated[CreateTask, Body()],
     wait: WaitSeconds = None,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            max_length=255,
-            description="a key of the client's for this create: retried with it, the create answers with "
-            "the task it made the first time (`replayed`), never a second one",
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> tuple[dict[str, Any], int]:
     if (request.flow is None) == (request.route is None):
         raise TaskError(400, "give exactly one of 'flow' or 'route'")
@@ -327,6 +336,28 @@ def cancel_task_a2a(task_id: TaskId) -> dict[str, Any]:
 @app.post(f"{API}/mesh/<task_id>/resume", summary="Resume a paused task with human input")
 def resume_task(task_id: TaskId, request: Annotated[ResumeTask, Body()]) -> dict[str, Any]:
     return service().resume(task_id, request.input)
+
+
+@app.post(
+    f"{API}/mesh/<task_id>/rerun",
+    summary="Run an ended task again: a new task of its flow (or route), with its input or a new one",
+    responses={201: {"description": "The new task was created; it names the task it runs again (`rerun_of`)"}},
+)
+def rerun_task(
+    task_id: TaskId,
+    request: Annotated[RerunTask | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> tuple[dict[str, Any], int]:
+    given = request is not None and "payload" in request.model_fields_set
+    payload = request.payload if request is not None and given else UNSET_INPUT
+    created = service().rerun(task_id, payload, idempotency_key)
+    if not created.replayed:
+        telemetry().count("TasksCreated")
+        telemetry().flush()
+    body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
+    if idempotency_key is not None:
+        body["replayed"] = created.replayed
+    return {**body, "task": created.task}, 200 if created.replayed else 201
 
 
 @app.post(f"{API}/mesh/<task_id>/events", summary="Report a status or fly event from outside the mesh")

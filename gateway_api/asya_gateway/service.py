@@ -21,7 +21,7 @@ import orjson
 from botocore.exceptions import ClientError
 
 from asya import names
-from asya.claims import Claims
+from asya.claims import Claims, claim_prefix
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
@@ -35,6 +35,7 @@ from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.task_error import TaskError
+from asya_gateway.task_input import INPUT, INPUT_REF, RERUN_OF, STARTED_ROUTE, keep_input, read_input, rerun_request
 from asya_gateway.views import BRANCH_FAILED, task_view
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ RESUME_STATUS_BYTES = 256
 MAX_CLAIMED_BYTES = 6 * 1024 * 1024
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
+UNSET: Any = object()  # a re-run given no payload: the one the task was started with
 
 
 # A client's key for one create (`Idempotency-Key`): printable ASCII, as HTTP carries it in a header.
@@ -96,6 +98,7 @@ class TaskService:
         self._queue_urls: dict[str, str] = {}
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
+        self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
 
     # -- creating -------------------------------------------------------------------------------------
 
@@ -108,12 +111,15 @@ class TaskService:
         headers: dict[str, Any] | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
+        rerun_of: str | None = None,
     ) -> Created:
         """A new task, sent to its first actor. With `idempotency_key` the task's id is made from the
         key, so a retried create (its answer lost, say) finds the task the first one made and answers
         with it instead of starting a second; one that asks for something else is a 422. A task never
         picked up yet is sent again (its first actor's claim keeps a copy from running twice), in case
-        the first create ended before sending it. The key is free again once the task's record expires."""
+        the first create ended before sending it. The key is free again once the task's record expires.
+        The record keeps the task's input (`asya_gateway.task_input`) and, for a task run again, the task
+        it runs again (`rerun_of`)."""
         chosen = self._flow(flow) if flow is not None else None
         actors = chosen.route if chosen is not None else self._route(route)
         if chosen is not None:
@@ -144,6 +150,10 @@ class TaskService:
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
+            record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of})
+            started = keep_input(envelope, body, self.claims)
+            record.update(started.kept)
+            body = started.body
             written = self.tasks.create({key: value for key, value in record.items() if value is not None})
             if written is None and digest is not None:
                 return self._created_before(task_id, digest, envelope, queue, idempotency_key or "")
@@ -253,7 +263,7 @@ class TaskService:
         item = self.tasks.get(task_id)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
-        return self._explained(task_view(item))
+        return self._explained(self._with_input(task_view(item)))
 
     def _explained(self, view: dict[str, Any]) -> dict[str, Any]:
         """A task failed by its branches, with the branches that failed and why (those its record
@@ -288,7 +298,7 @@ class TaskService:
                 raise TaskError(404, f"no task {task_id!r}")
             view = task_view(item)
             left = deadline - self.clock()
-            if view["terminal"]:
+            if view["terminal"]:  # the input from S3 is not added: with the output, it could pass 6 MB
                 return True, self._explained(self._with_output(view, carried))
             if left <= 0:
                 return False, view
@@ -314,7 +324,35 @@ class TaskService:
             return {**view, "output": document["payload"]}
         return view
 
+    def _with_input(self, view: dict[str, Any], carried: Carried = IN_REST) -> dict[str, Any]:
+        """The view with the task's input as `input` when it is kept in S3 (`input_ref`), or `input_url`
+        when the answer could not carry it; an object not there (expired) leaves the reference. Only a
+        task's own view reads it: a wait's answer carries the output, and the two together could pass
+        what Lambda may answer."""
+        reference = view.get(INPUT_REF)
+        bucket = self.claimed.bucket
+        uri = reference.get("uri") if isinstance(reference, dict) else None
+        own = f"s3://{bucket}/{claim_prefix(self.settings.namespace)}"
+        if self.claims is None or not isinstance(uri, str) or not uri.startswith(own) or ".." in uri:
+            return view
+        kept = self.claimed.answer(uri.removeprefix(f"s3://{bucket}/"), carried)
+        if kept is None:
+            return view
+        shown = {name: value for name, value in view.items() if name != INPUT_REF}
+        return {**shown, "input_url": kept.link} if kept.link is not None else {**shown, INPUT: kept.document}
+
     # -- changing -------------------------------------------------------------------------------------
+
+    def rerun(self, task_id: str, payload: Any = UNSET, idempotency_key: str | None = None) -> Created:
+        """A new task of the ended task's flow (or the route it was started on), with the input it was
+        started with or `payload`, recording which task it runs again; `idempotency_key` as for
+        `create` (a second click, a retried request: one new task)."""
+        item = self.tasks.get(task_id)
+        if item is None:
+            raise TaskError(404, f"no task {task_id!r}")
+        asked = rerun_request(item)
+        given = read_input(item, self.claims) if payload is UNSET else payload
+        return self.create(payload=given, rerun_of=task_id, idempotency_key=idempotency_key, **asked)
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         item = self.tasks.cancel(task_id)

@@ -29,6 +29,7 @@ from asya.live import STATUS, EventLog, EventsNotAppendedError
 from asya.names import GATEWAY_STREAM
 from asya.task_record import TERMINAL, watched
 from asya.telemetry import Telemetry
+from asya_gateway.task_input import without_input
 from asya_gateway.views import task_view
 
 
@@ -57,7 +58,12 @@ def status_changes(records: list[dict[str, Any]]) -> list[Change]:
             continue
         ended = new["status"] in TERMINAL and (old is None or old["status"] not in TERMINAL)
         changes.append(
-            Change(change["SequenceNumber"], (new["id"], STATUS, new), new["status"] if ended else None, watched(item))
+            Change(
+                change["SequenceNumber"],
+                (new["id"], STATUS, without_input(new)),
+                new["status"] if ended else None,
+                watched(item),
+            )
         )
     return changes
 

@@ -19,6 +19,7 @@ import orjson
 from asya.fans import OUTCOMES, FanCounts
 from asya.root_result import set_own_envelope_apart
 from asya.task_record import TERMINAL, TaskStatus, hop_times
+from asya_gateway.task_input import input_view
 
 _SHOWN = (
     "id",
@@ -40,6 +41,7 @@ _SHOWN = (
     "pause",
     "redrives",
     "joined_into",  # a branch a join gathered: the envelope its result went on in
+    "rerun_of",  # a task run again: the task it runs again
 )
 MAX_LISTED_BRANCHES = 100
 BRANCH_FAILED = "BranchFailed"
@@ -51,6 +53,7 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view = {name: item[name] for name in _SHOWN if item.get(name) is not None}
     if isinstance(item.get("output"), str):  # x-sink kept a small result in the record (JSON text)
         view["output"] = orjson.loads(item["output"])
+    view.update(input_view(item))  # what the task was started with (`asya_gateway.task_input`)
     view.setdefault("status", TaskStatus.PENDING.value)
     view.setdefault("progress", 0)
     view["terminal"] = view["status"] in TERMINAL

@@ -62,11 +62,19 @@ class Claims:
         # a character is at most 4 bytes of UTF-8: most bodies are told small without encoding them
         if len(body) * 4 <= self.threshold or len(body.encode()) <= self.threshold:
             return body
+        return self.slim(wire, self.put(wire))
+
+    def put(self, wire: Mapping[str, Any]) -> dict[str, Any]:
+        """Write the envelope's payload to the bucket, whatever its size; the reference that names it."""
         payload = orjson.dumps(wire.get("payload"))
         digest = hashlib.sha256(payload).hexdigest()
         key = f"{claim_prefix(self.namespace)}{wire['id']}/{digest}.json"
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=payload, ContentType="application/json")
-        reference = {"uri": f"s3://{self.bucket}/{key}", "bytes": len(payload), "sha256": digest}
+        return {"uri": f"s3://{self.bucket}/{key}", "bytes": len(payload), "sha256": digest}
+
+    @staticmethod
+    def slim(wire: Mapping[str, Any], reference: dict[str, Any]) -> str:
+        """The body of the envelope with `reference` in place of its payload."""
         slim = {name: value for name, value in wire.items() if name not in ("payload", REF_FIELD)}
         return orjson.dumps({**slim, "payload": None, REF_FIELD: reference}).decode()
 

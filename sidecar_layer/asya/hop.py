@@ -26,6 +26,7 @@ from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_f
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER
+from asya.hop_logging import hop_names
 from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
@@ -116,6 +117,26 @@ class HopRunner:
             return self._finish(plan, None, HopOutcome.SUMPED, started, body)
         telemetry.logger.set_correlation_id(envelope.id)
         plan.envelope = envelope
+        task_id = root_of(envelope.id, envelope.headers)
+        with hop_names(envelope.id, task_id, self.config.actor, telemetry.logger):  # on every log line of the hop
+            used = handler or self.handler
+            return self._run_envelope(
+                envelope, plan, now, remaining_ms, started=started, body=body, known=known, handler=used
+            )
+
+    def _run_envelope(
+        self,
+        envelope: Envelope,
+        plan: HopPlan,
+        now: dt.datetime,
+        remaining_ms: int | None,
+        *,
+        started: float,
+        body: str,
+        known: Mapping[str, str],
+        handler: Handler,
+    ) -> HopPlan:
+        """The rest of `run`, for an envelope that parsed, while the hop's names are on its log lines."""
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
             try:  # checked whole: a source stacks its frames on it, a join gathers by it
                 frame = innermost(envelope.headers, self.config.actor)
@@ -135,7 +156,7 @@ class HopRunner:
                 return self._finish(plan, envelope, HopOutcome.SUMPED, started, body)
         if self.gathering is not None and JOINED_HEADER not in envelope.headers:
             alone(envelope)  # a join of one: its handler gets a list all the same
-        outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler or self.handler)
+        outcome = self._route(envelope, plan, now, remaining_ms, known=known, handler=handler)
         outcome = self._check_destinations(plan, envelope, outcome)
         return self._finish(plan, envelope, outcome, started, body)
 

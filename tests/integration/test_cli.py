@@ -100,6 +100,7 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     assert f"task {envelope_id}" in status.stdout
     assert "succeeded" in status.stdout
     assert "prep → infer → post" in status.stdout
+    assert '{"n": 4}' in status.stdout, "the input it was started with"
 
     routed = _asya(cwd, "send", '{"n": 4}', "--route", "prep,infer,post")
     assert routed.returncode == 0, routed.stdout + routed.stderr
@@ -118,6 +119,7 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     failed = _asya(cwd, "watch", failed_id)
     assert failed.returncode == 1, failed.stdout
     assert "failed" in failed.stdout
+    _a_failed_task_runs_again(cwd, failed_id)
 
     deadline = time.monotonic() + 30  # x-sump keeps the failure after x-sink has recorded it
     while failed_id not in (listed := _asya(cwd, "sump", "list", "--reason", "RuntimeError", "--since", "1h")).stdout:
@@ -179,3 +181,16 @@ def test_commands_without_a_running_stack_say_so(tmp_path: Path) -> None:
     result = _asya(tmp_path, "queues")
     assert result.returncode == 2
     assert "start one with `asya up`" in result.stdout
+
+
+def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
+    """`asya rerun` with an edited input: a new task, naming the one it runs again, that succeeds."""
+    fixed = json.dumps({"n": 1, "fixed_when": __file__})  # a file that exists: `boom` lets it through
+    again = _asya(cwd, "rerun", failed_id[:8], "--payload", fixed, "--wait", "30")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert failed_id in again.stdout, "the new task names the task it runs again"
+    assert "succeeded" in again.stdout, "with the edited input, which `boom` lets through"
+    sleeping = _asya(cwd, "send", '{"sleep": 3}', "--flow", "sleepy").stdout.strip()
+    refused = _asya(cwd, "rerun", sleeping)
+    assert refused.returncode == 1, refused.stdout
+    assert "only a task that has ended is run again" in " ".join(refused.stdout.split())  # wrapped at 80

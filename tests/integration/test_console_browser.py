@@ -18,6 +18,7 @@ from asya_local.console.activity import ActivityCounter
 from asya_local.console.local import LocalMesh, local_console
 from asya_local.console.server import ConsoleServer, serve
 from asya_local.gateway_client import GatewayClient
+from asya_local.worklog import WorkerLog
 from tests.support.stack import RunningMesh
 
 pytestmark = pytest.mark.integration
@@ -36,10 +37,25 @@ TERMINAL = re.compile(r"succeeded|failed|canceled")
 
 
 @pytest.fixture(scope="module")
-def console_url(running_mesh: RunningMesh) -> Iterator[str]:
+def worker_log(tmp_path_factory: pytest.TempPathFactory, running_mesh: RunningMesh) -> Iterator[Path]:
+    """The workers' lines in a worker log, as `asya up` keeps one (the console reads a task's lines)."""
+    path = tmp_path_factory.mktemp("console") / "mesh.log"
+    log = WorkerLog(path, on_error=lambda _source, _line: None)
+
+    def take(line: str) -> None:
+        log("worker", line)
+
+    running_mesh.taps.append(take)
+    yield path
+    running_mesh.taps.remove(take)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def console_url(running_mesh: RunningMesh, worker_log: Path) -> Iterator[str]:
     activity = ActivityCounter(running_mesh.stack.namespace)
     running_mesh.taps.append(activity.take)
-    served: ConsoleServer = serve(local_console(LocalMesh.of_stack(running_mesh.stack), activity))
+    served: ConsoleServer = serve(local_console(LocalMesh.of_stack(running_mesh.stack, worker_log), activity))
     yield served.url
     served.stop()
     running_mesh.taps.remove(activity.take)
@@ -254,3 +270,37 @@ def test_tasks_are_paged_through_with_filters_that_the_link_keeps(
     page.get_by_role("link", name="← Newest").click()
     expect(rows).to_have_text(newest_first[:2])
     expect(page.get_by_label("Reached")).to_have_value("infer")
+
+
+def test_a_failed_task_is_run_again_from_its_page_with_an_edited_input(
+    page: Page, console_url: str, running_mesh: RunningMesh, worker_log: Path
+) -> None:
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    failed = gateway.run_task({"flow": "failing", "payload": {"n": 1}}, 30)
+    assert failed["status"] == "failed"
+    deadline = time.monotonic() + 10
+    while failed["id"] not in worker_log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    page.goto(f"{console_url}/tasks/{failed['id']}")
+    expect(page.locator("pre.task-input")).to_contain_text('"n": 1')
+    logs = page.locator("table.task-logs")
+    expect(logs).to_contain_text("boom refuses ['n', 'prepped']")  # what its handler logged, found by the task's id
+    expect(logs).to_contain_text("WARNING")
+    expect(logs).not_to_contain_text("GET /api/v1/mesh")  # an access log line, not a record of it
+    page.set_viewport_size({"width": 390, "height": 800})
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the input, its log lines and the form fit a phone's width"
+    page.set_viewport_size({"width": 1400, "height": 900})
+    edited = page.get_by_label("Run it again with this input instead (JSON)")
+    expect(edited).to_have_value(re.compile(r'"n": 1'))
+    edited.fill('{"n": 1, "fixed_when": ')  # not JSON: refused, nothing starts, kept to be mended
+    page.get_by_role("button", name="Run again with this input").click()
+    expect(page.get_by_role("alert")).to_contain_text("Not run again: the input is not JSON")
+    expect(edited).to_have_value('{"n": 1, "fixed_when": ')
+    edited.fill(f'{{"n": 1, "fixed_when": "{__file__}"}}')  # a file that exists: `boom` lets it through
+    page.get_by_role("button", name="Run again with this input").click()
+    expect(page).not_to_have_url(re.compile(failed["id"]))
+    expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=60_000)
+    expect(page.locator("pre.task-input")).to_contain_text('"fixed_when"')
+    expect(page.get_by_role("link", name=failed["id"][:8])).to_be_visible()  # the task it runs again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
@@ -203,3 +204,9 @@ def gather(payloads: list[Any]) -> dict[str, Any]:
     """A join: gets its branches' results as one list."""
     CALLS.append(payloads)
     return {"joined": payloads}
+
+
+def logs(payload: dict[str, Any]) -> dict[str, Any]:
+    """Logs with the standard library, as most handlers do, on a logger of its own."""
+    logging.getLogger("tests.handler").warning("scoring %s", payload.get("text"))
+    return payload

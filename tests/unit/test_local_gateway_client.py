@@ -100,3 +100,19 @@ def test_answers_other_than_expected_are_errors() -> None:
     gateway = GatewayClient("http://gateway", "key", transport=httpx2.MockTransport(unhappy))
     with pytest.raises(GatewayError, match="422: payload: field required"):
         gateway.create_task({})
+
+
+def test_a_rerun_sends_a_payload_only_when_one_is_given() -> None:
+    sent: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(201, json={"id": "t-2", "task": {"id": "t-2", "rerun_of": "t-1"}})
+
+    gateway = GatewayClient("http://gateway", "key", transport=httpx2.MockTransport(answer))
+    assert gateway.rerun("t-1")["task"]["rerun_of"] == "t-1"
+    gateway.rerun("t-1", None, given=True)  # JSON null is an input of its own
+    assert [(r.url.path, json.loads(r.content)) for r in sent] == [
+        ("/api/v1/mesh/t-1/rerun", {}),
+        ("/api/v1/mesh/t-1/rerun", {"payload": None}),
+    ]

@@ -4,6 +4,7 @@ execution environment (like an out-of-memory error), so only SQS redrive can sav
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -43,6 +44,7 @@ def boom(payload: Any) -> Any:
     fixed_when = payload.get("fixed_when") if isinstance(payload, dict) else None
     if isinstance(fixed_when, str) and os.path.exists(fixed_when):
         return {**payload, "fixed": True}
+    logging.getLogger(__name__).warning("boom refuses %s", sorted(payload) if isinstance(payload, dict) else payload)
     raise ValueError("boom: this input cannot be handled")
 
 
