@@ -395,12 +395,16 @@ def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _route_classes(task: dict[str, Any]) -> dict[str, str]:
-    """For the graph: which actors the task has visited, where it is, and where it goes."""
+    """For the graph: which actors the task has visited, where it is, and where it goes; for a root its
+    branches failed, the actors at which they failed (its own envelope's route may have ended well)."""
     route = task.get("route") or {}
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
+    failed_branches = [branch for branch in task.get("failed_branches") or [] if branch.get("actor")]
     if route.get("curr"):
-        classes[route["curr"]] = {"failed": "failed", "paused": "paused"}.get(str(task.get("status")), "current")
+        status = "ended" if failed_branches else str(task.get("status"))
+        classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
+    classes.update({branch["actor"]: "failed" for branch in failed_branches})
     return classes
 
 

@@ -3,13 +3,20 @@ with each one's own error type, message and traceback, the mesh's frames folded.
 
 from __future__ import annotations
 
+import json
+import re
+
 from rich.console import Console
 
 from asya.routing import error_details
 from asya.task_store import TaskStore
+from asya_cdk.loading import load_mesh
 from asya_gateway.service import TaskService
 from asya_gateway.views import fold_traceback, task_view
+from asya_local.console import app
+from asya_local.console.topology import Topology
 from asya_local.task_cli import task_table
+from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 TRACE = """Traceback (most recent call last):
   File "/var/task/asya/hop.py", line 10, in run
@@ -97,3 +104,24 @@ def test_a_canceled_fan_out_is_not_said_to_have_failed_by_its_branches(task_stor
     view = task_view(record)
     assert view["status"] == "canceled"
     assert view.get("reason") != "BranchFailed"
+
+
+def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
+    task_store: TaskStore, gateway: TaskService
+) -> None:
+    """The failed fan-out's page as someone who did not write it reads it: the error and the failing
+    branch (its handler's error type and message, not its error document) before anything else, and
+    the graph marks the actor where the branch failed, not the root's own route, which ended well."""
+    _failed_fan_out(task_store)
+    root = {**gateway.view("root"), "route": {"prev": ["split", "score"], "curr": "triage", "next": []}}
+    stand_in = FakeGateway()
+    stand_in.known["root"] = root
+    stand_in.known["b2"] = gateway.view("b2")
+    console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), stand_in, "here")  # type: ignore[arg-type]
+    page = app.create_app(console).test_client().get("/tasks/root").get_data(as_text=True)
+    assert page.index('id="error-heading"') < page.index('id="branches-heading"') < page.index('id="result-heading"')
+    branches = page[page.index('id="branches-heading"') :]
+    assert re.search(r"<code>ValueError</code> <span[^>]*>could not convert string to float", branches)
+    assert "&#34;details&#34;" not in branches, "the branch's error said, not its error document"
+    route = json.loads(re.search(r"data-route='([^']*)'", page).group(1))  # type: ignore[union-attr]
+    assert route == {"split": "visited", "score": "failed", "triage": "visited"}
