@@ -2,8 +2,9 @@
 
 Runs the reviews example on the local stack, serves its console, starts a few tasks (a summary whose
 reviews all score, a triage whose empty review cannot be scored, so that x-sump has something to
-show), and photographs the mesh, the task list, one task and x-sump in headless Chromium (Debian's,
-at `ASYA_CHROMIUM` or /usr/bin/chromium) driven by Playwright.
+show), and photographs the mesh, the task list, a task that succeeded and one its branch failed, x-sump
+and an actor's page, the mesh in the dark scheme and the failed task at a phone's width, in headless
+Chromium (Debian's, at `ASYA_CHROMIUM` or /usr/bin/chromium) driven by Playwright.
 
     python -m asya_local.console.screenshots docs/console
 """
@@ -14,6 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from playwright.sync_api import sync_playwright
 
@@ -29,6 +31,7 @@ MESH = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml
 CHROMIUM = os.environ.get("ASYA_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
 WIDTH = 1280
+NARROW = 390  # a phone's width
 
 
 def main(folder: Path) -> None:
@@ -50,24 +53,30 @@ def main(folder: Path) -> None:
             },
             30,
         )
-        gateway.run_task({"flow": "triage-reviews", "payload": {"product": "lamp-2", "reviews": ["Bad light", ""]}}, 30)
+        failed = gateway.run_task(
+            {"flow": "triage-reviews", "payload": {"product": "lamp-2", "reviews": ["Bad light", ""]}}, 30
+        )
         for number in range(6):  # some work for the figures, some still running for the list
             gateway.create_task({"flow": "triage-reviews", "payload": {"product": f"mug-{number}", "reviews": ["ok"]}})
         time.sleep(2)
-        pages = {
-            "mesh": "/",
-            "tasks": "/tasks?status=succeeded",
-            "task": f"/tasks/{summary['id']}",
-            "sump": "/sump",
-            "actor": "/actors/score",
-        }
+        shots: list[tuple[str, str, int, Literal["light", "dark"]]] = [  # (file, page, width, scheme)
+            ("mesh", "/", WIDTH, "light"),
+            ("tasks", "/tasks", WIDTH, "light"),
+            ("task", f"/tasks/{summary['id']}", WIDTH, "light"),
+            ("task-failed", f"/tasks/{failed['id']}", WIDTH, "light"),
+            ("sump", "/sump", WIDTH, "light"),
+            ("actor", "/actors/score", WIDTH, "light"),
+            ("mesh-dark", "/", WIDTH, "dark"),
+            ("task-failed-narrow", f"/tasks/{failed['id']}", NARROW, "dark"),
+        ]
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            for name, path in pages.items():
+            for name, path, width, scheme in shots:
+                page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
                 page.goto(served.url + path)
                 page.wait_for_timeout(1500)  # the first live update
                 page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+                page.close()
                 print(folder / f"{name}.png")
             browser.close()
         served.stop()
