@@ -45,7 +45,7 @@ from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import UNSET as UNSET_INPUT
-from asya_gateway.service import TaskService
+from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.sump import UNSET, Sump
@@ -268,6 +268,15 @@ def create_task(
         timeout=request.timeout,
         idempotency_key=idempotency_key,
     )
+    body = _created(created, idempotency_key)
+    if wait is None:
+        return body, 200 if created.replayed else 201
+    ended, body["task"] = service().wait(created.task_id, wait_left(wait))
+    return body, 200 if ended else 202
+
+
+def _created(created: Created, idempotency_key: str | None) -> dict[str, Any]:
+    """The answer to a task created (or found again by its idempotency key), counted once."""
     if not created.replayed:
         telemetry().count("TasksCreated")
         telemetry().flush()
@@ -276,10 +285,7 @@ def create_task(
         body["replayed"] = created.replayed
     if created.task is not None:
         body["task"] = created.task
-    if wait is None:
-        return body, 200 if created.replayed else 201
-    ended, body["task"] = service().wait(created.task_id, wait_left(wait))
-    return body, 200 if ended else 202
+    return body
 
 
 def wait_left(asked: float) -> float:
@@ -351,13 +357,7 @@ def rerun_task(
     given = request is not None and "payload" in request.model_fields_set
     payload = request.payload if request is not None and given else UNSET_INPUT
     created = service().rerun(task_id, payload, idempotency_key)
-    if not created.replayed:
-        telemetry().count("TasksCreated")
-        telemetry().flush()
-    body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
-    if idempotency_key is not None:
-        body["replayed"] = created.replayed
-    return {**body, "task": created.task}, 200 if created.replayed else 201
+    return {**_created(created, idempotency_key), "task": created.task}, 200 if created.replayed else 201
 
 
 @app.post(f"{API}/mesh/<task_id>/events", summary="Report a status or fly event from outside the mesh")
