@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from asya.names import CREW, PAUSE, RESERVED, SUMP, mesh_own, resource_name
+from asya.names import CREW, PAUSE, RESERVED, ROUTED_CREW, SUMP, mesh_own, resource_name, routable
 from asya.resiliency import Seconds
 from asya.startup import FileKind, FileSource, encode_files, encode_secrets
 from asya.transport import SQS_QUEUE_NAME_MAX
@@ -203,14 +203,20 @@ class MeshConfig(StrictModel):
         for flow_name, flow in self.flows.items():
             for index, actor in enumerate(flow.route):
                 where = f"flows.{flow_name}.route[{index}]"
-                if actor in CREW and actor != PAUSE:
+                if not routable(actor):
                     problems.append(
                         f"{where}: {actor} cannot be in a route; of the crew only {PAUSE} can "
                         f"(x-sink and x-sump end every route by themselves, x-resume is started by the gateway)"
                     )
-                elif actor != PAUSE and actor not in self.actors:
+                elif actor not in self.routed:
                     problems.append(f"{where}: unknown actor {actor!r}")
         return problems
+
+    @property
+    def routed(self) -> tuple[str, ...]:
+        """What a route in this mesh may name: its actors and the crew's `ROUTED_CREW` (x-pause); what
+        the gateway accepts in a task's route, as each of them has a queue."""
+        return (*self.actors, *ROUTED_CREW)
 
     def _join_problems(self) -> list[str]:
         """A join gathers the branches of actors of this mesh, and in every flow that visits it one of

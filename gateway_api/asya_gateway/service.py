@@ -126,6 +126,8 @@ class TaskService:
             self.validate(chosen, payload)
         headers = self.client_headers(headers or {})
         queue = self._queue_url(actors[0])
+        for later in actors[1:] if chosen is None else ():  # a flow's actors were checked when it was deployed
+            self._queue_url(later)
         now = utc_now()
         seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
         deadline = rfc3339(now + dt.timedelta(seconds=seconds)) if seconds else None
@@ -193,7 +195,8 @@ class TaskService:
         try:
             self.settings.validators[flow.name](payload)
         except fastjsonschema.JsonSchemaValueException as exc:
-            raise TaskError(400, f"payload does not match flow {flow.name!r}'s input schema: {exc.message}") from None
+            mismatch = f"payload does not match the input schema of flow {flow.name!r}: {exc.message}"
+            raise TaskError(400, mismatch) from None
 
     def _flow(self, name: str) -> Flow:
         flow = self.settings.flows.get(name)
@@ -207,7 +210,7 @@ class TaskService:
         if not route:
             raise TaskError(400, "give either 'flow' or a non-empty 'route'")
         for index, actor in enumerate(route):
-            if not ACTOR_NAME.match(actor) or (names.mesh_own(actor) and actor != names.PAUSE):
+            if not ACTOR_NAME.match(actor) or not names.routable(actor):
                 where = f"{field}[{index}]" if field == "route" else field
                 raise TaskError(400, f"{where}: {actor!r} is not an actor a route may name")
         return route

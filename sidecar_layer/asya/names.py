@@ -10,6 +10,9 @@ SUMP = "x-sump"
 PAUSE = "x-pause"
 RESUME = "x-resume"
 CREW = (SINK, SUMP, PAUSE, RESUME)
+# Of the crew, those a route may name: x-sink and x-sump end every route by themselves, and x-resume is
+# started by the gateway; a person's wait is a step of the route.
+ROUTED_CREW = (PAUSE,)
 SUMP_DEAD_LETTERS = "x-sump-dlq"
 GATEWAY = "gateway"
 GATEWAY_STREAM = "gateway-stream"
@@ -26,6 +29,13 @@ def mesh_own(name: str) -> bool:
     actor's collector, the Spark guard): no actor of a mesh file may be called so, a client's route
     may name only x-pause of them, and the dashboard's per-actor charts leave them out."""
     return name.startswith("x-")
+
+
+def routable(name: str) -> bool:
+    """Whether a route may name `name`, as far as the mesh's own names go: any name but theirs, of which
+    only `ROUTED_CREW`. One rule for the mesh file's flows, the gateway's routes and `asya send --route`;
+    whether such an actor exists is each one's own question (an actor of the mesh file, a queue)."""
+    return not mesh_own(name) or name in ROUTED_CREW
 
 
 # An actor's name in the mesh file and in a route a client sends: lower case, digits and dashes, as

@@ -62,6 +62,10 @@ def _creates() -> Iterator[Request]:
     yield _create("route naming a number", 422, "route.0", route=[1])
     yield _create("route naming null", 422, "route.0", route=[None])
     yield _create("route naming a crew actor", 400, "route[0]", route=["x-sink"])
+    yield _create("route naming a crew actor after an actor", 400, "route[1]: 'x-resume'", route=["a", "x-resume"])
+    yield _create(
+        "route naming a name of the mesh's own", 400, "route[1]: 'x-spark-guard'", route=["a", "x-spark-guard"]
+    )
     yield _create("route naming a path", 400, "route[0]", route=["../a"])
     yield _create("route of 101 actors", 422, "route", route=["a"] * 101)
     yield _create("an empty route", 400, "route", route=[])
@@ -74,11 +78,19 @@ def _creates() -> Iterator[Request]:
     yield _create("an unknown field", 422, "priority", priority=1)
     yield _create("both flow and route", 400, "flow", flow=FLOW)
     yield _create("an unknown flow", 400, "unknown flow", flow="nope", route=None)
-    yield _create("a payload the flow refuses", 400, "input schema", flow=FLOW, route=None, payload={"n": "x"})
+    yield _create(
+        "a payload the flow refuses",
+        400,
+        f"the input schema of flow {FLOW!r}:",
+        flow=FLOW,
+        route=None,
+        payload={"n": "x"},
+    )
     yield _create("a payload over the SQS limit", 413, "limit", payload="x" * hostile.SQS_LIMIT)
     deep_payload = b'{"route": ["a"], "payload": ' + hostile.nested(300).encode() + b"}"  # read, but never written
     yield Request("create: a payload nested 300 deep", "POST", API, 422, deep_payload, names="JSON")
     yield _create("no actor of that name", 400, "ghost", route=["ghost"])
+    yield _create("no actor of that name after an actor", 400, "no actor 'ghost'", route=["a", "ghost"])
     yield Request("create: no payload", "POST", API, 422, _json({"route": ["a"]}), names="payload")
     yield Request("create: neither flow nor route", "POST", API, 400, _json({"payload": {}}), names="flow")
     good = _json({"route": ["a"], "payload": {}})

@@ -91,6 +91,14 @@ def test_each_hostile_request_gets_its_answer(gateway: Gateway, case: Request) -
     assert case.names in orjson.dumps(document).decode(), f"{case.name}: {case.names!r} not in {document}"
 
 
+def test_a_route_may_name_x_pause_of_the_crew_as_a_flow_may(gateway: Gateway) -> None:
+    boto3.client("sqs").create_queue(QueueName="asya-n-x-pause")  # the crew's, deployed with every mesh
+    body = orjson.dumps({"route": ["a", "x-pause", "a"], "payload": {}})
+    created = gateway.send(HttpRequest("POST", API, list(JSON_HEADERS), body))
+    assert created.status == 201, created.body
+    assert orjson.loads(created.body)["task"]["route"]["next"] == ["x-pause", "a"]
+
+
 def test_a_field_of_the_wrong_type_is_named_with_what_it_should_be(gateway: Gateway) -> None:
     body = {"route": ["a"], "payload": {}, "timeout": True, "headers": []}
     response = gateway.send(HttpRequest("POST", API, list(JSON_HEADERS), orjson.dumps(body)))
