@@ -80,10 +80,16 @@ def running_state() -> dict[str, str]:
     """The running stack's state, or a `LocalStateError` that says how to start one."""
     file = state_file()
     state = _read(file)
+    if state is None and _named() is not None:
+        raise LocalStateError(
+            f"no local stack found at {file}, the file ASYA_LOCAL_STATE names: set it to the .asya/local.json "
+            "of the project's folder, or start one with `asya up`"
+        )
     if state is None:
         raise LocalStateError(
-            f"no local stack found (no {STATE_NAME} here or in any folder above, and ASYA_LOCAL_STATE is not "
-            "set): start one with `asya up`"
+            f"no local stack found from this folder upward (no {STATE_NAME} in {Path.cwd()} or above): run the "
+            f"command in the project's folder (or set ASYA_LOCAL_STATE to its {STATE_NAME}), or start one with "
+            "`asya up`"
         )
     if not _alive(state):
         raise LocalStateError(
