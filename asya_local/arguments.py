@@ -58,6 +58,23 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def each_input(value: Any, what: str) -> list[Any]:
+    """The inputs of a JSON list, each one task's payload (as an example's `inputs.json` holds them);
+    `what` names where the value came from when it is not such a list."""
+    if not isinstance(value, list) or not value:
+        got = "an empty list" if value == [] else "not a list"
+        raise argparse.ArgumentTypeError(f"{what} is {got}: give a JSON list of inputs, one task each")
+    return value
+
+
+def some_id(text: str) -> str:
+    """A task's or envelope's id, whole or its first characters; empty names nothing (as a prefix it
+    would match every one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty id names nothing: give the id, or its first characters")
+    return text
+
+
 def positive_int(text: str) -> int:
     """A count of at least one."""
     try:

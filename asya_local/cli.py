@@ -1,7 +1,7 @@
 """`asya`: run a mesh on this machine and work with it.
 
     asya up      [--config FILE] [--port N] [--faults FILE|SPEC]   start the local stack; Ctrl-C stops it
-    asya send    PAYLOAD (--flow NAME | --route a,b) [--count N]   create tasks; prints their ids
+    asya send    PAYLOAD (--flow NAME | --route a,b) [--count N] [--each]   create tasks; prints their ids
     asya tasks   [--status S|all] [--flow F] [--actor A] [--since T] [--until T] [--cursor C | --all]
                                                  tasks newest first, every status by default, page by page
     asya status  ID                              a task as the gateway reports it
@@ -47,7 +47,7 @@ from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_local import demo_report, deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
-from asya_local.arguments import Parser, command, json_file, positive_int
+from asya_local.arguments import Parser, command, each_input, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -351,7 +351,8 @@ def _console(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    payloads = json_file(str(args.inputs or args.config.parent / INPUTS_FILE))
+    inputs = str(args.inputs or args.config.parent / INPUTS_FILE)
+    payloads = each_input(json_file(inputs), inputs)
     started = _start(args)
     stack = started.stack
     try:

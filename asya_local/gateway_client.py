@@ -150,17 +150,18 @@ class GatewayClient:
         shows (`ShortIdError` if none or several do). A task seen a while ago needs its whole id."""
         if len(given) >= WHOLE_ID_LENGTH:
             return given
-        found = sorted(
-            {task["id"] for task in self.tasks(limit=SHORT_ID_SEARCHED, roots=False) if task["id"].startswith(given)}
+        newest = [task["id"] for task in self.tasks(limit=SHORT_ID_SEARCHED, roots=False)]
+        return unique_prefix(given, newest, "task", f"among the newest {SHORT_ID_SEARCHED} tasks")
+
+    def sump_id(self, given: str) -> str:
+        """The whole id of the envelope `given` names among what x-sump kept, by the rule of `task_id`:
+        among the first `SHORT_ID_SEARCHED` arrivals x-sump lists."""
+        if len(given) >= WHOLE_ID_LENGTH:
+            return given
+        first = self._json("GET", f"{API}/sump", 200, params={"limit": SHORT_ID_SEARCHED})["entries"]
+        return unique_prefix(
+            given, [entry["id"] for entry in first], "message x-sump kept", f"among the {len(first)} it lists first"
         )
-        if len(found) != 1:
-            among = f"among the newest {SHORT_ID_SEARCHED} tasks"
-            raise ShortIdError(
-                f"{given!r} matches {', '.join(found)} {among}: give more of the id"
-                if found
-                else f"no task starts with {given!r} {among}: give its whole id"
-            )
-        return str(found[0])
 
     def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
         """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""
@@ -300,6 +301,20 @@ class GatewayClient:
             return self.http.request(method, path, **kwargs)
         except httpx2.TransportError as exc:
             raise GatewayUnreachableError(f"nothing answers at {self.url}: {exc}") from None
+
+
+def unique_prefix(given: str, ids: list[str], what: str, among: str) -> str:
+    """The one id of `ids` that `given` is (an id may be short, as an envelope put on a queue by hand
+    can be) or starts (a short id, as the tables show them); `ShortIdError` naming `what` and where it
+    was looked for (`among`) if none or several do."""
+    if given in ids:
+        return given
+    found = list(dict.fromkeys(found for found in ids if found.startswith(given)))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ShortIdError(f"{given!r} matches {', '.join(found)} {among}: give more of the id")
+    raise ShortIdError(f"no {what} starts with {given!r} {among}: give its whole id")
 
 
 def _bounded(seconds: float) -> float:

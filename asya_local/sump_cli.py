@@ -15,7 +15,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from asya_local.arguments import command, json_value, moment_argument
+from asya_local.arguments import command, json_value, moment_argument, some_id
 from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.moments import SHAPES
 
@@ -30,8 +30,8 @@ def add_parser(commands: Any) -> None:
     listing = command(
         actions, "list", "the messages x-sump kept, newest first", "asya sump list --reason Timeout --actor score"
     )
-    show = command(actions, "show", "one message as x-sump kept it", "asya sump show 5f0c9a2e-…")
-    show.add_argument("id")
+    show = command(actions, "show", "one message as x-sump kept it", "asya sump show 5f0c9a2e")
+    show.add_argument("id", type=some_id, help="the envelope's id, or its first characters (as `sump list` shows it)")
     redrive = command(
         actions,
         "redrive",
@@ -39,7 +39,9 @@ def add_parser(commands: Any) -> None:
         "asya sump redrive 5f0c9a2e-… --payload @fixed.json",
         "asya sump redrive --reason Timeout --since 1h",
     )
-    redrive.add_argument("id", nargs="?", help="the envelope's id (or choose them with --reason)")
+    redrive.add_argument(
+        "id", nargs="?", type=some_id, help="the envelope's id or its first characters (or choose them with --reason)"
+    )
     redrive.add_argument("--to", help="the actor to send it to instead of where it failed")
     redrive.add_argument("--payload", type=json_value, help="a new payload: JSON, or @file.json")
     redrive.add_argument(
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> i
         console.print(_table(list(gateway.sump(**_filters(args)))))
         return 0
     if args.sump_command == "show":
-        console.print_json(orjson.dumps(gateway.sump_entry(args.id)).decode())
+        console.print_json(orjson.dumps(gateway.sump_entry(gateway.sump_id(args.id))).decode())
         return 0
     return _redrive(args, gateway, console)
 
@@ -73,7 +75,10 @@ def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console)
         body["payload"] = args.payload
     if args.envelope is not None:
         body["envelope"] = args.envelope
-    chosen = [args.id] if args.id else [e["id"] for e in gateway.sump(**_filters(args)) if not e.get("redriven_at")]
+    if args.id:
+        chosen = [gateway.sump_id(args.id)]
+    else:
+        chosen = [e["id"] for e in gateway.sump(**_filters(args)) if not e.get("redriven_at")]
     failures = 0
     for envelope_id in chosen:
         try:

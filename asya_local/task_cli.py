@@ -23,8 +23,18 @@ from asya.live import FLY
 from asya.results import result_prefix
 from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
+from asya_cdk.config import FlowConfig, MeshConfig
 from asya_cdk.loading import load_mesh
-from asya_local.arguments import command, json_object, json_value, moment_argument, page_size, positive_int
+from asya_local.arguments import (
+    command,
+    each_input,
+    json_object,
+    json_value,
+    moment_argument,
+    page_size,
+    positive_int,
+    some_id,
+)
 from asya_local.local_state import gateway_of, running_state
 from asya_local.moments import SHAPES
 from asya_local.queues import queue_depths
@@ -44,36 +54,68 @@ class TaskCommandError(ValueError):
 
 def send(args: argparse.Namespace) -> int:
     state = running_state()
-    mesh = load_mesh(state["config"])
-    body: dict[str, Any] = {"payload": args.payload}
-    if args.flow:
-        if args.flow not in mesh.config.flows:
-            raise TaskCommandError(f"unknown flow {args.flow!r} (flows: {', '.join(mesh.config.flows) or 'none'})")
-        body["flow"] = args.flow
+    mesh = load_mesh(state["config"]).config
+    target: dict[str, Any] = {"flow": _flow(mesh, args.flow)} if args.flow else {"route": _route_of(mesh, args.route)}
+    if args.each:
+        payloads = each_input(args.payload, "with --each, the payload")
     else:
-        route = [actor.strip() for actor in args.route.split(",") if actor.strip()]
-        unknown = [actor for actor in route if actor not in mesh.config.actors]
-        if not route or unknown:
-            raise TaskCommandError(f"--route names unknown actors: {', '.join(unknown) or '(empty)'}")
-        body["route"] = route
+        if args.flow:
+            _one_input(args.flow, mesh.flows[args.flow], args.payload)
+        payloads = [args.payload]
     if args.timeout:
-        body["timeout"] = args.timeout
+        target["timeout"] = args.timeout
+    bodies = [{"payload": payload, **target} for payload in payloads for _ in range(args.count)]
     gateway = gateway_of(state)
     if args.wait is not None:
-        if args.count != 1 or args.wait <= 0:
-            raise TaskCommandError("--wait takes a number of seconds above 0, for one task (no --count)")
-        return _ended(gateway.run_task(body, args.wait, idempotency_key=args.idempotency_key or new_key()), args.wait)
-    if args.count == 1:
-        print(gateway.create_task(body, args.idempotency_key or new_key())["id"])
+        if len(bodies) != 1 or args.wait <= 0:
+            raise TaskCommandError("--wait takes a number of seconds above 0, for one task (no --count, no --each)")
+        key = args.idempotency_key or new_key()
+        return _ended(gateway.run_task(bodies[0], args.wait, idempotency_key=key), args.wait)
+    if len(bodies) == 1:
+        print(gateway.create_task(bodies[0], args.idempotency_key or new_key())["id"])
         return 0
     if args.idempotency_key:
-        raise TaskCommandError("--idempotency-key names one task: leave out --count")
+        raise TaskCommandError("--idempotency-key names one task: leave out --count and --each")
     with Progress(console=console) as progress:
-        task = progress.add_task(f"creating {args.count} tasks", total=args.count)
-        for _ in range(args.count):
+        task = progress.add_task(f"creating {len(bodies)} tasks", total=len(bodies))
+        for body in bodies:
             print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
             progress.advance(task)
     return 0
+
+
+def _flow(mesh: MeshConfig, name: str) -> str:
+    """A flow of the mesh file, or the refusal naming the flows there are."""
+    if name not in mesh.flows:
+        raise TaskCommandError(f"unknown flow {name!r} (flows: {', '.join(mesh.flows) or 'none'})")
+    return name
+
+
+def _actor(mesh: MeshConfig, name: str) -> str:
+    """An actor a task's route may reach in this mesh (`MeshConfig.routed`), or the refusal naming them."""
+    if name not in mesh.routed:
+        raise TaskCommandError(f"unknown actor {name!r} (actors: {', '.join(mesh.routed)})")
+    return name
+
+
+def _route_of(mesh: MeshConfig, given: str) -> list[str]:
+    """`--route a,b,c` as the gateway takes it: actors of the mesh, and of the crew only x-pause."""
+    route = [actor.strip() for actor in given.split(",") if actor.strip()]
+    refused = [actor for actor in route if actor not in mesh.routed]
+    if not route or refused:
+        named = f"names what no route may: {', '.join(refused)}" if refused else "names no actor"
+        raise TaskCommandError(f"--route {named} (a route may name: {', '.join(mesh.routed)})")
+    return route
+
+
+def _one_input(name: str, flow: FlowConfig, payload: Any) -> None:
+    """A list given to a flow that takes one object is most likely a file of inputs, as the examples'
+    `inputs.json` is: say how to send one, or each, rather than pass on the schema's refusal."""
+    if isinstance(payload, list) and flow.input_schema.get("type") == "object":
+        raise TaskCommandError(
+            f"the payload is a list of {len(payload)} inputs, and flow {name!r} takes one object: "
+            "send one of them, or add --each to send each as its own task"
+        )
 
 
 def _ended(task: dict[str, Any], waited: float) -> int:
@@ -243,21 +285,35 @@ def branches_text(branches: Any) -> str:
 
 
 def results(args: argparse.Namespace) -> int:
+    """What was kept for an envelope and its branches; the id whole, or the first characters of an
+    envelope that left a result or of a recent task (`GatewayClient.task_id`)."""
     state = running_state()
     s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
     kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
+    gateway = gateway_of(state) if "gateway_url" in state else None
     named = {str(doc["envelope"].get("id")) for doc in kept if str(doc["envelope"].get("id")).startswith(args.id)}
     if len(named) == 1:  # a short id, as the tables show, of an envelope that left a result
         args.id = named.pop()
+    elif not named and gateway is not None:  # a task that left none: which one, and why
+        args.id = gateway.task_id(args.id)
     own_prefix = result_prefix(state["namespace"], args.id)
     own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
     children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
     if not own and not children:
-        console.print(f"no results yet for {args.id}")
+        console.print(_nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None))
         return 1
     for doc in [*own, *children]:
         print_result(doc)
     return 0
+
+
+def _nothing_kept(given: str, task: dict[str, Any] | None) -> str:
+    """Why there is nothing to show: a task that ended will keep nothing more; a running one may."""
+    if task is None:
+        return f"no results for {given}"
+    if task.get("terminal"):
+        return f"no results for task {given} (it is {task.get('status')})"
+    return f"no results yet for task {given} (it is {task.get('status')})"
 
 
 def print_result(doc: dict[str, Any]) -> None:
@@ -323,7 +379,13 @@ def tasks(args: argparse.Namespace) -> int:
     """Tasks newest first, of every status unless one is asked for, fan-out branches left out: one page
     (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
     the next page."""
-    gateway = gateway_of(running_state())
+    state = running_state()
+    mesh = load_mesh(state["config"]).config
+    if args.flow:
+        _flow(mesh, args.flow)
+    if args.actor:
+        _actor(mesh, args.actor)
+    gateway = gateway_of(state)
     where = {name: getattr(args, name) for name in LISTING_FILTERS}
     found: list[dict[str, Any]] = []
     cursor = args.cursor
@@ -365,15 +427,45 @@ def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str
 
 
 def cancel(args: argparse.Namespace) -> int:
+    """Cancel a task that has not ended; one that has is left as it is, and said so (the gateway's
+    cancel would answer with it unchanged, as a cancel is idempotent there)."""
     gateway = gateway_of(running_state())
-    console.print(task_table(gateway.cancel(gateway.task_id(args.id))))
+    task_id = gateway.task_id(args.id)
+    idle = _nothing_to(gateway.task(task_id), task_id, "cancel")
+    if idle:
+        console.print(f"[red]{idle}[/red]", highlight=False)
+        return 1
+    canceled = gateway.cancel(task_id)
+    console.print(task_table(canceled))
+    if canceled.get("status") != TaskStatus.CANCELED:
+        console.print(f"[red]task {task_id[:8]} ended ({canceled.get('status')}) before it was canceled[/red]")
+        return 1
     return 0
 
 
 def resume(args: argparse.Namespace) -> int:
+    """Resume a paused task; any other is said not to be paused, without asking the gateway (which would
+    refuse it with 409)."""
     gateway = gateway_of(running_state())
-    console.print(task_table(gateway.resume(gateway.task_id(args.id), args.input)))
+    task_id = gateway.task_id(args.id)
+    idle = _nothing_to(gateway.task(task_id), task_id, "resume")
+    if idle:
+        console.print(f"[red]{idle}[/red]", highlight=False)
+        return 1
+    console.print(task_table(gateway.resume(task_id, args.input)))
     return 0
+
+
+def _nothing_to(task: dict[str, Any] | None, task_id: str, action: str) -> str | None:
+    """Why `action` (cancel, resume) has nothing to do for the task, in a person's words; None if it has."""
+    if task is None:
+        return f"no task {task_id}"
+    state = task.get("status")
+    if task.get("terminal"):
+        return f"task {task_id[:8]} already ended ({state}); nothing to {action}"
+    if action == "resume" and state != TaskStatus.PAUSED:
+        return f"task {task_id[:8]} is {state}, not paused; nothing to resume"
+    return None
 
 
 def add_parsers(commands: Any) -> None:
@@ -383,12 +475,16 @@ def add_parsers(commands: Any) -> None:
         "create tasks through the gateway; prints their ids",
         'asya send \'{"product": "kettle", "reviews": ["Broken"]}\' --flow triage-reviews --wait 30',
         "asya send @payload.json --route split,score --count 10",
+        "asya send @examples/reviews/inputs.json --flow triage-reviews --each",
     )
     send_command.add_argument("payload", type=json_value, help="the payload: JSON, or @file.json")
     target = send_command.add_mutually_exclusive_group(required=True)
     target.add_argument("--flow", help="a flow of the mesh file")
     target.add_argument("--route", help="comma-separated actors")
     send_command.add_argument("--count", type=positive_int, default=1, help="create this many tasks")
+    send_command.add_argument(
+        "--each", action="store_true", help="the payload is a JSON list: each item becomes a task of its own"
+    )
     send_command.add_argument(
         "--idempotency-key", help="the task's key: sent again with it, the create makes no second task (default: new)"
     )
@@ -428,7 +524,9 @@ def add_parsers(commands: Any) -> None:
         ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e-…"),
     ):
         command(commands, name, summary, example).add_argument(
-            "id", help="the task's id, or its first characters (a recent task's short id, as tables show it)"
+            "id",
+            type=some_id,
+            help="the task's id, or its first characters (a recent task's short id, as tables show it)",
         )
     resuming = command(
         commands,
@@ -436,7 +534,7 @@ def add_parsers(commands: Any) -> None:
         "give a paused task what it waits for, and let it go on",
         "asya resume 5f0c9a2e-… '{\"approved\": true}'",
     )
-    resuming.add_argument("id", help="the paused task's id")
+    resuming.add_argument("id", type=some_id, help="the paused task's id, or its first characters")
     resuming.add_argument("input", type=json_object, help="the fields it asked for: a JSON object, or @file.json")
     again = command(
         commands,
@@ -444,7 +542,7 @@ def add_parsers(commands: Any) -> None:
         "run an ended task again, as a new task of its flow (or route), with its input or a new one",
         'asya rerun 5f0c9a2e --payload \'{"product": "kettle"}\' --wait 30',
     )
-    again.add_argument("id", help="the ended task's id, or its first characters")
+    again.add_argument("id", type=some_id, help="the ended task's id, or its first characters")
     again.add_argument(
         "--payload",
         type=json_value,

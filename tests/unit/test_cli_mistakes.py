@@ -9,15 +9,21 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx2
 import pytest
 
-from asya_local import cli
+from asya_local import cli, task_cli
+from asya_local.gateway_client import GatewayClient
 from asya_local.local_state import STATE_NAME
+from asya_local.results import KeptResults
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
+REVIEW_INPUTS = REVIEWS.parent / "inputs.json"
 NOTHING_LISTENS = "http://127.0.0.1:9"  # the discard port: nothing answers on loopback
 
 
@@ -74,8 +80,12 @@ def listening() -> Iterator[int]:
         yield int(server.getsockname()[1])
 
 
-def test_no_stack_running_says_how_to_start_one(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "start one with `asya up`" in _refused(capsys, "status", "abc")
+def test_no_stack_running_says_how_to_start_one(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _refused(capsys, "status", "abc") == (
+        f"asya: no local stack found from this folder upward (no .asya/local.json in {project} or above): run the "
+        "command in the project's folder (or set ASYA_LOCAL_STATE to its .asya/local.json), or start one with "
+        "`asya up`"
+    )
 
 
 def test_a_stack_whose_asya_up_ended_is_called_stale(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,6 +137,9 @@ def test_the_state_file_is_found_from_any_folder_below_or_by_its_variable(
         (["tasks", "--all", "--cursor", "abc"], "argument --cursor: not allowed with argument --all"),
         (["sump", "list", "--since", "soon"], "argument --since: 'soon' is not a time"),
         (["deploi"], "invalid choice: 'deploi'"),
+        (["status", ""], "asya status: argument id: an empty id names nothing: give the id, or its first characters"),
+        (["cancel", " "], "an empty id names nothing"),
+        (["sump", "show", ""], "an empty id names nothing"),
         (["check", "--config", "missing.yaml"], "missing.yaml: cannot read"),
         (["demo", "--config", str(REVIEWS), "--inputs", "missing.json"], "cannot read missing.json"),
     ],
@@ -170,3 +183,118 @@ def test_version_and_help_for_every_command(capsys: pytest.CaptureFixture[str]) 
         assert command.description, name
         assert command.epilog, name
         assert command.epilog.startswith("examples:\n  asya "), name
+
+
+def test_an_unknown_flow_or_actor_to_list_by_names_those_there_are(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _state(project)
+    line = _refused(capsys, "tasks", "--flow", "nope")
+    assert line == "asya: unknown flow 'nope' (flows: triage-reviews, summarise-reviews)"
+    line = _refused(capsys, "tasks", "--actor", "nope")
+    assert line == "asya: unknown actor 'nope' (actors: split, score, triage, escalate, summarise, x-pause)"
+
+
+FAILED = "1ddf6290-5b1e-4c8e-9f7a-2b1f1c0d9e01"
+PAUSED = "2c0a7d11-8e3b-4f6a-b2d4-6a1e9c3f0b72"
+RUNNING = "2c0b1e42-0f9d-4a7c-8e5b-3d2f1a6c9e83"
+KEPT = ("9a41c2e0-7d3b-4e18-a6f5-0b2c8d9e1f34", "9a47e5b1-2c8d-4f03-b9a6-1e7d3c5f8a20")
+
+
+class Gateway:
+    """Answers as the status gateway does, for three tasks and two messages x-sump kept; keeps what it
+    was asked (`asked`, `created`)."""
+
+    def __init__(self) -> None:
+        self.tasks = {
+            task_id: {"id": task_id, "status": status, "terminal": status == "failed", "flow": "triage-reviews"}
+            for task_id, status in ((FAILED, "failed"), (PAUSED, "paused"), (RUNNING, "running"))
+        }
+        self.asked: list[str] = []
+        self.created: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path.removeprefix("/api/v1")
+        self.asked.append(f"{request.method} {path}")
+        found = self.tasks.get(path.removeprefix("/mesh/"))
+        if (request.method, path) == ("POST", "/mesh"):
+            self.created.append(json.loads(request.content))
+            return httpx2.Response(201, json={"id": str(uuid.uuid4())})
+        if path == "/mesh":
+            return httpx2.Response(200, json={"tasks": list(self.tasks.values()), "next_cursor": None})
+        if request.method == "GET" and found is not None:
+            return httpx2.Response(200, json=found)
+        if path == "/sump":
+            entries = [{"id": kept, "reason": "RuntimeError", "actor": "score"} for kept in KEPT]
+            return httpx2.Response(200, json={"entries": entries, "next_cursor": None})
+        if path.startswith("/sump/") and path.removeprefix("/sump/") in KEPT:
+            return httpx2.Response(200, json={"entry": {"id": path.removeprefix("/sump/")}, "kept": {}})
+        return httpx2.Response(404, json={"message": f"nothing at {path}"})
+
+
+@pytest.fixture
+def gateway(project: Path, monkeypatch: pytest.MonkeyPatch) -> Gateway:
+    """A running stack (its state file) whose gateway is `Gateway`, and whose x-sink kept nothing."""
+    _state(project)
+    server = Gateway()
+    client = GatewayClient("http://gateway", "k", httpx2.MockTransport(server))
+    for module in (task_cli, cli):
+        monkeypatch.setattr(module, "gateway_of", lambda _state: client)
+    monkeypatch.setattr(KeptResults, "all", lambda _self: [])
+    return server
+
+
+def test_a_route_may_name_x_pause_as_the_gateway_accepts_and_no_other_of_the_crew(
+    gateway: Gateway, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["send", "{}", "--route", "score,x-pause,triage"]) == 0
+    assert gateway.created == [{"payload": {}, "route": ["score", "x-pause", "triage"]}]
+    assert capsys.readouterr().out.strip() != ""  # the new task's id
+    assert _refused(capsys, "send", "{}", "--route", "score,x-sink,nope") == (
+        "asya: --route names what no route may: x-sink, nope "
+        "(a route may name: split, score, triage, escalate, summarise, x-pause)"
+    )
+
+
+def test_a_list_of_inputs_is_sent_one_task_each_or_said_to_be_a_list(
+    gateway: Gateway, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _refused(capsys, "send", f"@{REVIEW_INPUTS}", "--flow", "triage-reviews") == (
+        "asya: the payload is a list of 4 inputs, and flow 'triage-reviews' takes one object: "
+        "send one of them, or add --each to send each as its own task"
+    )
+    assert cli.main(["send", f"@{REVIEW_INPUTS}", "--flow", "triage-reviews", "--each"]) == 0
+    inputs = json.loads(REVIEW_INPUTS.read_text())
+    assert gateway.created == [{"payload": one, "flow": "triage-reviews"} for one in inputs]
+    assert len(capsys.readouterr().out.split()) >= len(inputs)  # an id printed for each
+    line = _refused(capsys, "send", "{}", "--flow", "triage-reviews", "--each")
+    assert line == "asya: with --each, the payload is not a list: give a JSON list of inputs, one task each"
+
+
+def test_a_task_that_ended_is_not_canceled_and_only_a_paused_one_resumed(
+    gateway: Gateway, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _refused(capsys, "cancel", "1ddf") == "task 1ddf6290 already ended (failed); nothing to cancel"
+    assert _refused(capsys, "resume", "1ddf", "{}") == "task 1ddf6290 already ended (failed); nothing to resume"
+    assert _refused(capsys, "resume", RUNNING, "{}") == "task 2c0b1e42 is running, not paused; nothing to resume"
+    assert not [asked for asked in gateway.asked if asked.startswith(("DELETE", "POST"))]
+
+
+def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["sump", "show", "9a41c2e0"]) == 0
+    assert f"GET /sump/{KEPT[0]}" in gateway.asked
+    assert KEPT[0] in capsys.readouterr().out
+    assert _refused(capsys, "sump", "redrive", "9a4") == (
+        f"asya: '9a4' matches {KEPT[0]}, {KEPT[1]} among the 2 it lists first: give more of the id"
+    )
+    assert _refused(capsys, "sump", "show", "1ddf") == (
+        "asya: no message x-sump kept starts with '1ddf' among the 2 it lists first: give its whole id"
+    )
+
+
+def test_no_results_of_a_task_say_whether_more_may_come(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _refused(capsys, "results", "zzzz") == (
+        "asya: no task starts with 'zzzz' among the newest 100 tasks: give its whole id"
+    )
+    assert _refused(capsys, "results", "1ddf") == f"no results for task {FAILED} (it is failed)"
+    assert _refused(capsys, "results", "2c0b") == f"no results yet for task {RUNNING} (it is running)"

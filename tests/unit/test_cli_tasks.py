@@ -5,6 +5,7 @@ the real client and the gateway's function."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -13,11 +14,13 @@ from asya_local import cli, task_cli
 from asya_local.gateway_client import GatewayClient
 from tests.support.listed_tasks import through_the_function, twelve_tasks
 
+REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"  # its actors: ROUTE's and more
+
 
 @pytest.fixture
 def listed(task_store: TaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
     transport = through_the_function(twelve_tasks(task_store), monkeypatch)
-    monkeypatch.setattr(task_cli, "running_state", dict)
+    monkeypatch.setattr(task_cli, "running_state", lambda: {"config": str(REVIEWS)})
     monkeypatch.setattr(task_cli, "gateway_of", lambda _state: GatewayClient("http://gateway", "k", transport))
     monkeypatch.setenv("COLUMNS", "200")
 
