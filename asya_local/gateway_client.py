@@ -159,9 +159,10 @@ class GatewayClient:
         if len(given) >= WHOLE_ID_LENGTH:
             return given
         first = self._json("GET", f"{API}/sump", 200, params={"limit": SHORT_ID_SEARCHED})["entries"]
-        return unique_prefix(
-            given, [entry["id"] for entry in first], "message x-sump kept", f"among the {len(first)} it lists first"
-        )
+        among = "among what x-sump kept"
+        if len(first) == SHORT_ID_SEARCHED:
+            among = f"among the first {SHORT_ID_SEARCHED} messages x-sump lists"
+        return unique_prefix(given, [entry["id"] for entry in first], "message", among)
 
     def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
         """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""

@@ -285,10 +285,10 @@ def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest
     assert f"GET /sump/{KEPT[0]}" in gateway.asked
     assert KEPT[0] in capsys.readouterr().out
     assert _refused(capsys, "sump", "redrive", "9a4") == (
-        f"asya: '9a4' matches {KEPT[0]}, {KEPT[1]} among the 2 it lists first: give more of the id"
+        f"asya: '9a4' matches {KEPT[0]}, {KEPT[1]} among what x-sump kept: give more of the id"
     )
     assert _refused(capsys, "sump", "show", "1ddf") == (
-        "asya: no message x-sump kept starts with '1ddf' among the 2 it lists first: give its whole id"
+        "asya: no message starts with '1ddf' among what x-sump kept: give its whole id"
     )
 
 
