@@ -150,6 +150,12 @@ def test_a_wrong_argument_is_one_line_saying_what_to_give(
     assert said in _refused(capsys, *argv)
 
 
+def test_the_demo_takes_a_list_of_inputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "one.json").write_text('{"product": "kettle"}')
+    line = _refused(capsys, "demo", "--config", str(REVIEWS), "--inputs", "one.json")
+    assert line == "asya: one.json is not a list: give a JSON list of inputs, one task each"
+
+
 def test_an_unknown_flow_names_the_flows_there_are(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _state(project)
     line = _refused(capsys, "send", "{}", "--flow", "triage")
