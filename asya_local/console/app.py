@@ -27,7 +27,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,9 @@ def create_app(console: Console) -> Flask:
     app = Flask(__name__, template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
     app.config["CONSOLE"] = console
     app.config["SEEN"] = SeenRoutes(console.gateway)
-    app.jinja_env.globals.update(console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty)
+    app.jinja_env.globals.update(
+        console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty, one_line=one_line
+    )
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
     app.register_blueprint(pages)
@@ -201,12 +203,13 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     found = console.gateway.task(task_id)
     if found is None:
         abort(404)
+    branches = _branches(console, found)
     return render_template(
         "task.html",
         task=found,
         graph=_graph(),
-        branches=_branches(console, found),
-        task_route=_route_classes(found),
+        branches=branches,
+        task_route=_route_classes(found, branches),
         typed=typed or {},
         problem=problem,
         logs=console.task_logs.lines(found) if console.task_logs is not None else None,
@@ -323,7 +326,7 @@ def task_events(task_id: str) -> Response:
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
             yield _event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
-            yield _event("route", json.dumps(_route_classes(found)))
+            yield _event("route", json.dumps(_route_classes(found, branches)))
             if found.get("status") in TERMINAL:
                 yield _event("end", "")
                 return
@@ -394,9 +397,11 @@ def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _route_classes(task: dict[str, Any]) -> dict[str, str]:
-    """For the graph: which actors the task has visited, where it is, and where it goes; for a root its
-    branches failed, the actors at which they failed (its own envelope's route may have ended well)."""
+def _route_classes(task: dict[str, Any], branches: Iterable[dict[str, Any]] = ()) -> dict[str, str]:
+    """For the graph: which actors the task has visited, where it is, and where it goes; for a root that
+    fanned out, the actors its branches visited too (its own envelope's route is one branch's: an actor
+    only another branch went to, `escalate` say, would otherwise look untouched) and the actors at which
+    its branches failed (its own envelope's route may have ended well)."""
     route = task.get("route") or {}
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
@@ -404,6 +409,12 @@ def _route_classes(task: dict[str, Any]) -> dict[str, str]:
     if route.get("curr"):
         status = "ended" if failed_branches else str(task.get("status"))
         classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
+    for branch in branches:
+        branch_route = branch.get("route") or {}
+        went = [*branch_route.get("prev", []), *([branch_route["curr"]] if branch_route.get("curr") else [])]
+        for actor in went:
+            if classes.get(actor, "next") == "next":
+                classes[actor] = "visited"
     classes.update({branch["actor"]: "failed" for branch in failed_branches})
     return classes
 
@@ -450,6 +461,13 @@ def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
         key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
         counts[key] = counts.get(key, 0) + 1
     return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+
+
+def one_line(value: Any, most: int = 400) -> str:
+    """JSON on one line, in its own order (a branch's result in a list of them), cut to `most`
+    characters with an ellipsis: the page shows it whole elsewhere (`pretty`)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def pretty(value: Any) -> Markup:

@@ -16,7 +16,7 @@ import pytest
 from aws_lambda_powertools.metrics import MetricUnit
 from flask.testing import FlaskClient
 
-from asya.names import SINK, SUMP
+from asya.names import PAUSE, SINK, SUMP
 from asya.telemetry import Telemetry
 from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
@@ -123,12 +123,14 @@ def test_the_graph_reads_every_flow_left_to_right_and_puts_the_crew_last() -> No
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     drawn = layout(topology)
     place = {box.node.name: (box.x, box.y) for box in drawn.boxes}
-    assert set(place) == {"split", "score", "triage", "escalate", "summarise", SINK, SUMP}
+    assert set(place) == {"split", "score", "triage", "escalate", "summarise", PAUSE, SINK, SUMP}, "x-pause too"
     assert place["split"][0] < place["score"][0] < place["triage"][0] < place[SINK][0]
     assert place["triage"][0] == place["summarise"][0], "both third in their flows"
     assert place[SINK][0] == place[SUMP][0]
     assert place[SUMP][1] > place[SINK][1]
-    assert place["escalate"][1] > max(y for name, (_, y) in place.items() if name != "escalate"), "in no flow"
+    routed = max(y for name, (_, y) in place.items() if name not in ("escalate", PAUSE))
+    assert place["escalate"][1] > routed, "in no flow"
+    assert place[PAUSE][1] > routed, "no flow of the example names x-pause: a handler's rewritten route goes there"
     edges = {(edge.source, edge.target): edge.flows for edge in drawn.edges}
     assert edges[("split", "score")] == ("triage-reviews", "summarise-reviews")
     assert edges[("summarise", SINK)] == ("summarise-reviews",)
@@ -294,6 +296,22 @@ def test_the_mesh_page_draws_every_actor_with_its_stats_and_offers_each_flow(cli
     assert "http" not in page.replace("http://127.0.0.1:4566", "").replace("http://gateway.test", ""), (
         "no request leaves the console's own server"
     )
+
+
+def test_a_join_has_a_colour_of_its_own_and_x_pause_is_drawn(client: FlaskClient) -> None:
+    """A join is not a person's wait: its frame is not in the pause colour. x-pause, where a paused task
+    waits (reached by a handler's rewritten route in the example), is on the graph as the crew is."""
+    page = client.get("/").get_data(as_text=True)
+    assert 'class="node kind-crew" data-actor="x-pause"' in page
+    css = (Path(__file__).resolve().parents[2] / "asya_local" / "console" / "static" / "console.css").read_text()
+    assert ".node.join rect { stroke: var(--join);" in css
+    light, dark = css.split("@media (prefers-color-scheme: dark)", 1)
+    for scheme in (light, dark):
+        join = re.search(r"--join: (#[0-9a-f]{6});", scheme)
+        pause = re.search(r"--pause: (#[0-9a-f]{6});", scheme)
+        assert join, "both schemes give joins a colour"
+        assert pause
+        assert join[1] != pause[1], "apart from the pause's"
 
 
 def test_a_task_started_from_the_page_is_created_and_shown(client: FlaskClient, gateway: FakeGateway) -> None:
