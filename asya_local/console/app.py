@@ -54,7 +54,7 @@ from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.task_logs import TaskLogs
-from asya_local.console.task_query import STATUSES, TaskQuery, task_list
+from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
@@ -110,7 +110,12 @@ def create_app(console: Console) -> Flask:
     app.config["CONSOLE"] = console
     app.config["SEEN"] = SeenRoutes(console.gateway)
     app.jinja_env.globals.update(
-        console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty, one_line=one_line
+        console=console,
+        node_width=NODE_WIDTH,
+        node_height=NODE_HEIGHT,
+        pretty=pretty,
+        one_line=one_line,
+        how_far=how_far,
     )
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
@@ -171,9 +176,10 @@ def create_task() -> Any:
 
 @pages.get("/tasks")
 def tasks() -> Any:
-    """The task list its URL asks for (`TaskQuery`); a time that cannot be read is said on the page."""
+    """The task list its URL asks for (`TaskQuery`). A filter or page size that cannot be read is said
+    on the page, with the form and no list: a list beside it would claim a filter it does not apply."""
     query = TaskQuery.of(request.args)
-    page, problem = task_list(_console().gateway, query)
+    page, problem = task_list(_console().gateway, query, request.args)
     shown = render_template("tasks.html", page=page, query=query, problem=problem, statuses=STATUSES)
     return (shown, 400) if problem else shown
 
@@ -257,10 +263,16 @@ def rerun(task_id: str) -> Any:
 
 
 @pages.get("/sump")
-def sump() -> str:
-    filters = {name: request.args.get(name, "") for name in ("reason", "actor", "since")}
-    entries = list(_console().gateway.sump(**filters))
-    return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters)
+def sump() -> Any:
+    """What x-sump kept, filtered; "Since" takes what the task list's times and the CLI take (`1h`, an
+    RFC 3339 time, a local date and time), and one it cannot read is said, with the form and no list."""
+    filters = {name: request.args.get(name, "").strip() for name in ("reason", "actor", "since", "tz")}
+    try:
+        since = utc_time("Since", filters["since"], filters["tz"]) or ""
+    except ValueError as exc:
+        return render_template("sump.html", entries=[], groups=[], filters=filters, problem=str(exc)), 400
+    entries = list(_console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since))
+    return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters, problem=None)
 
 
 @pages.get("/sump/<envelope_id>")
@@ -461,6 +473,22 @@ def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
         key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
         counts[key] = counts.get(key, 0) + 1
     return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+
+
+def how_far(task: dict[str, Any]) -> str | None:
+    """For a task that ended without succeeding (failed, canceled), how far it got, in words, instead of
+    a bar: the gateway records every ended task at 100 %, which would read as done. Its route says where
+    it stopped and how many of the route's actors were done before; None for any other task, whose
+    progress is its bar (a succeeded one's full)."""
+    if task.get("status") not in ("failed", "canceled"):
+        return None
+    route = task.get("route") or {}
+    done, stopped = len(route.get("prev") or []), route.get("curr") or ""
+    total = done + (1 if stopped else 0) + len(route.get("next") or [])
+    if not total:
+        return "did not finish"
+    at = f"at {stopped}, " if stopped else ""
+    return f"stopped {at}{done} of {total} actors done"
 
 
 def one_line(value: Any, most: int = 400) -> str:

@@ -152,6 +152,7 @@ class FakeGateway:
         self.resumed: list[tuple[str, dict[str, Any]]] = []
         self.redriven: list[tuple[str, dict[str, Any]]] = []
         self.listed: list[dict[str, Any]] = []
+        self.sump_asked: list[dict[str, str]] = []
         self.known = {
             "t1": {
                 "id": "t1",
@@ -224,6 +225,7 @@ class FakeGateway:
         return {}
 
     def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
+        self.sump_asked.append(filters)
         entries = [
             {
                 "id": "e1",
@@ -457,6 +459,91 @@ def test_the_live_task_list_keeps_the_filters_and_a_time_not_understood_is_named
     shown = stale.get_data(as_text=True)
     assert "The gateway refused this list: 400: cursor is not one this API returned" in shown
     assert '<a href="/tasks?flow=triage-reviews" rel="first">← Newest</a>' in shown
+
+
+def test_a_filter_or_page_size_not_read_shows_the_problem_and_the_form_and_no_list(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """No caption that claims a filter the list does not apply, no "No tasks." that is not true."""
+    for url, problem in (
+        ("/tasks?since=yesterday&status=failed", "Started after: &#39;yesterday&#39; is not a time"),
+        ("/tasks?limit=500", "Page size: &#39;500&#39; is not a number of tasks from 1 to 100"),
+        ("/tasks?limit=0", "Page size: &#39;0&#39; is not a number of tasks from 1 to 100"),
+    ):
+        answer = client.get(url)
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 400
+        assert problem in page
+        assert 'aria-label="Filter tasks"' in page, "the form, to mend the filter"
+        for claimed in ("<caption>", "newest first", "No tasks.", 'id="task-rows"'):
+            assert claimed not in page, url
+    assert gateway.listed == [], "nothing was listed"
+    client.get("/tasks?limit=100")
+    assert gateway.listed[-1]["limit"] == 100
+
+
+def test_x_sump_since_takes_how_long_ago_as_the_task_list_and_the_cli_do(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    page = client.get("/sump?since=1h").get_data(as_text=True)
+    assert gateway.sump_asked[-1]["since"].endswith("Z")
+    assert 'placeholder="1h or 2026-11-26 10:00"' in page
+    assert 'list="ago"' in page
+    assert '<option value="1h">' in page
+    local = client.get("/sump?since=2026-11-26+10:00&tz=Europe/Berlin")
+    assert local.status_code == 200
+    assert gateway.sump_asked[-1]["since"] == "2026-11-26T09:00:00Z"
+    asked = len(gateway.sump_asked)
+    refused = client.get("/sump?since=yesterday")
+    shown = refused.get_data(as_text=True)
+    assert refused.status_code == 400
+    assert "Since: &#39;yesterday&#39; is not a time" in shown
+    assert 'class="groups"' not in shown
+    assert "kept nothing" not in shown
+    assert len(gateway.sump_asked) == asked
+
+
+def test_each_filter_keeps_its_label_with_its_control_and_wide_tables_scroll_in_their_frame(
+    client: FlaskClient,
+) -> None:
+    tasks = client.get("/tasks").get_data(as_text=True)
+    for field in ("status", "flow", "actor", "since", "until"):
+        assert f'<span class="field"><label for="{field}">' in tasks
+    sump = client.get("/sump").get_data(as_text=True)
+    for field in ("reason", "actor", "since"):
+        assert f'<span class="field"><label for="{field}">' in sump
+    mesh = client.get("/").get_data(as_text=True)
+    task = client.get("/tasks/t1").get_data(as_text=True)
+    for page, table in ((tasks, "tasks"), (sump, "groups"), (sump, "entries"), (mesh, "actors"), (task, "hops")):
+        before = page[: page.index(f'<table class="{table}"')].rstrip()
+        assert before.endswith('<div class="scrolls">') or before.endswith('<div class="scrolls task-list">'), table
+
+
+def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_bar(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """The gateway records every ended task at 100 %: a failed one reads as stopped where it stopped."""
+    gateway.known["t3"]["progress"] = 100
+    gateway.known["t4"] = {
+        "id": "t4",
+        "status": "succeeded",
+        "terminal": True,
+        "progress": 100,
+        "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
+    }
+    failed = client.get("/tasks/t3").get_data(as_text=True)
+    state = failed[failed.index("<dt>progress</dt>") :]
+    state = state[: state.index("</dd>")]
+    assert "stopped at score, 1 of 3 actors done" in state
+    assert "<progress" not in state
+    assert "100 %" not in state
+    rows = client.get("/tasks").get_data(as_text=True)
+    failed_row = rows[rows.index('href="/tasks/t3"') :]
+    failed_row = failed_row[: failed_row.index("</tr>")]
+    assert "stopped at score, 1 of 3 actors done" in failed_row
+    assert "<progress" not in failed_row
+    succeeded = client.get("/tasks/t4").get_data(as_text=True)
+    assert '<progress max="100" value="100">' in succeeded
 
 
 def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGateway) -> None:
