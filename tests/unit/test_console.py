@@ -542,6 +542,17 @@ def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_ba
     failed_row = failed_row[: failed_row.index("</tr>")]
     assert "stopped at score, 1 of 3 actors done" in failed_row
     assert "<progress" not in failed_row
+    gateway.known["t5"] = {
+        "id": "t5",
+        "status": "failed",
+        "terminal": True,
+        "progress": 100,
+        "route": {"prev": ["split", "score", "triage"], "curr": "", "next": []},  # its own envelope ended well
+        "branches": {"total": 3, "open": 0, "succeeded": 2, "failed": 1, "canceled": 0},
+        "failed_branches": [{"id": "b1", "status": "failed", "actor": "score"}],
+    }
+    fan_out = client.get("/tasks/t5").get_data(as_text=True)
+    assert "1 of 3 branches did not succeed (at score)" in fan_out
     succeeded = client.get("/tasks/t4").get_data(as_text=True)
     assert '<progress max="100" value="100">' in succeeded
 
