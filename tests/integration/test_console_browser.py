@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -254,7 +255,7 @@ PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_at_a_phones_width_wide_tables_scroll_in_their_frame_and_a_join_is_not_in_the_pause_colour(
-    browser: Browser, console_url: str, scheme: str
+    browser: Browser, console_url: str, scheme: Literal["light", "dark"]
 ) -> None:
     """At 390 px: the mesh's actor table keeps its last columns, reached by scrolling inside its frame;
     x-sump's page fits; each task filter's label is on the line of its control. On the graph, the join
