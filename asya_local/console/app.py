@@ -27,7 +27,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.task_logs import TaskLogs
-from asya_local.console.task_query import STATUSES, TaskQuery, task_list
+from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
@@ -109,7 +109,14 @@ def create_app(console: Console) -> Flask:
     app = Flask(__name__, template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
     app.config["CONSOLE"] = console
     app.config["SEEN"] = SeenRoutes(console.gateway)
-    app.jinja_env.globals.update(console=console, node_width=NODE_WIDTH, node_height=NODE_HEIGHT, pretty=pretty)
+    app.jinja_env.globals.update(
+        console=console,
+        node_width=NODE_WIDTH,
+        node_height=NODE_HEIGHT,
+        pretty=pretty,
+        one_line=one_line,
+        how_far=how_far,
+    )
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
     app.register_blueprint(pages)
@@ -169,9 +176,10 @@ def create_task() -> Any:
 
 @pages.get("/tasks")
 def tasks() -> Any:
-    """The task list its URL asks for (`TaskQuery`); a time that cannot be read is said on the page."""
+    """The task list its URL asks for (`TaskQuery`). A filter or page size that cannot be read is said
+    on the page, with the form and no list: a list beside it would claim a filter it does not apply."""
     query = TaskQuery.of(request.args)
-    page, problem = task_list(_console().gateway, query)
+    page, problem = task_list(_console().gateway, query, request.args)
     shown = render_template("tasks.html", page=page, query=query, problem=problem, statuses=STATUSES)
     return (shown, 400) if problem else shown
 
@@ -201,12 +209,13 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     found = console.gateway.task(task_id)
     if found is None:
         abort(404)
+    branches = _branches(console, found)
     return render_template(
         "task.html",
         task=found,
         graph=_graph(),
-        branches=_branches(console, found),
-        task_route=_route_classes(found),
+        branches=branches,
+        task_route=_route_classes(found, branches),
         typed=typed or {},
         problem=problem,
         logs=console.task_logs.lines(found) if console.task_logs is not None else None,
@@ -254,10 +263,16 @@ def rerun(task_id: str) -> Any:
 
 
 @pages.get("/sump")
-def sump() -> str:
-    filters = {name: request.args.get(name, "") for name in ("reason", "actor", "since")}
-    entries = list(_console().gateway.sump(**filters))
-    return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters)
+def sump() -> Any:
+    """What x-sump kept, filtered; "Since" takes what the task list's times and the CLI take (`1h`, an
+    RFC 3339 time, a local date and time), and one it cannot read is said, with the form and no list."""
+    filters = {name: request.args.get(name, "").strip() for name in ("reason", "actor", "since", "tz")}
+    try:
+        since = utc_time("Since", filters["since"], filters["tz"]) or ""
+    except ValueError as exc:
+        return render_template("sump.html", entries=[], groups=[], filters=filters, problem=str(exc)), 400
+    entries = list(_console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since))
+    return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters, problem=None)
 
 
 @pages.get("/sump/<envelope_id>")
@@ -323,7 +338,7 @@ def task_events(task_id: str) -> Response:
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
             yield _event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
-            yield _event("route", json.dumps(_route_classes(found)))
+            yield _event("route", json.dumps(_route_classes(found, branches)))
             if found.get("status") in TERMINAL:
                 yield _event("end", "")
                 return
@@ -394,9 +409,11 @@ def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _route_classes(task: dict[str, Any]) -> dict[str, str]:
-    """For the graph: which actors the task has visited, where it is, and where it goes; for a root its
-    branches failed, the actors at which they failed (its own envelope's route may have ended well)."""
+def _route_classes(task: dict[str, Any], branches: Iterable[dict[str, Any]] = ()) -> dict[str, str]:
+    """For the graph: which actors the task has visited, where it is, and where it goes; for a root that
+    fanned out, the actors its branches visited too (its own envelope's route is one branch's: an actor
+    only another branch went to, `escalate` say, would otherwise look untouched) and the actors at which
+    its branches failed (its own envelope's route may have ended well)."""
     route = task.get("route") or {}
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
@@ -404,6 +421,12 @@ def _route_classes(task: dict[str, Any]) -> dict[str, str]:
     if route.get("curr"):
         status = "ended" if failed_branches else str(task.get("status"))
         classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
+    for branch in branches:
+        branch_route = branch.get("route") or {}
+        went = [*branch_route.get("prev", []), *([branch_route["curr"]] if branch_route.get("curr") else [])]
+        for actor in went:
+            if classes.get(actor, "next") == "next":
+                classes[actor] = "visited"
     classes.update({branch["actor"]: "failed" for branch in failed_branches})
     return classes
 
@@ -450,6 +473,38 @@ def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
         key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
         counts[key] = counts.get(key, 0) + 1
     return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+
+
+def how_far(task: dict[str, Any]) -> str | None:
+    """For a task that ended without succeeding (failed, canceled), how far it got, in words, instead of
+    a bar: the gateway records every ended task at 100 %, which would read as done. A fan-out whose
+    branches did not all succeed says how many did not (and where, when its view names them): its own
+    envelope's route may have ended well. Otherwise its route says where it stopped and how many of the
+    route's actors were done before. None for any other task, whose progress is its bar (a succeeded
+    one's full)."""
+    if task.get("status") not in ("failed", "canceled"):
+        return None
+    branches = task.get("branches") or {}
+    short = int(branches.get("failed") or 0) + int(branches.get("canceled") or 0)
+    if short:
+        where = sorted({str(branch["actor"]) for branch in task.get("failed_branches") or [] if branch.get("actor")})
+        at = f" (at {', '.join(where)})" if where else ""
+        return f"{short} of {branches.get('total', short)} branches did not succeed{at}"
+    route = task.get("route") or {}
+    done, stopped = len(route.get("prev") or []), route.get("curr") or ""
+    total = done + (1 if stopped else 0) + len(route.get("next") or [])
+    if not total:
+        return "did not finish"
+    if stopped:
+        return f"stopped at {stopped}, {done} of {total} actors done"
+    return f"stopped after {done} of {total} actors"
+
+
+def one_line(value: Any, most: int = 400) -> str:
+    """JSON on one line, in its own order (a branch's result in a list of them), cut to `most`
+    characters with an ellipsis: the page shows it whole elsewhere (`pretty`)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def pretty(value: Any) -> Markup:

@@ -19,7 +19,8 @@ from asya_local.moments import moment
 
 ALL = "all"
 STATUSES = ("running", "pending", "paused", "succeeded", "failed", "canceled")
-PAGE = 50  # tasks per page unless the URL says otherwise (`limit`, 1 to 100)
+PAGE = 50  # tasks per page unless the URL says otherwise (`limit`, 1 to MOST)
+MOST = 100
 TIMES = {"since": "Started after", "until": "Started before"}  # each time field and its label
 
 
@@ -42,7 +43,7 @@ class TaskQuery:
         text = {name: str(args.get(name, "")).strip() for name in ("flow", "actor", "since", "until", "tz", "cursor")}
         status = args.get("status", ALL)
         limit = str(args.get("limit", ""))
-        size = int(limit) if limit.isdigit() and 1 <= int(limit) <= 100 else PAGE
+        size = int(limit) if page_size_problem(args) is None and limit else PAGE
         return cls(status=status if status in (ALL, *STATUSES) else ALL, limit=size, **text)
 
     @property
@@ -62,14 +63,7 @@ class TaskQuery:
     def gateway_filters(self, now: dt.datetime | None = None) -> dict[str, Any]:
         """What `GatewayClient.task_page` is asked for. A time that cannot be read is a `ValueError`
         naming its field, as the form labels it."""
-        zone = _zone(self.tz)
-        times: dict[str, str | None] = {}
-        for name, label in TIMES.items():
-            given = getattr(self, name)
-            try:
-                times[name] = moment(given, now, zone) if given else None
-            except ValueError as exc:
-                raise ValueError(f"{label}: {exc}") from None
+        times = {name: utc_time(label, getattr(self, name), self.tz, now) for name, label in TIMES.items()}
         return {
             "status": self.status,
             "flow": self.flow or None,
@@ -89,9 +83,25 @@ class TaskQuery:
         return " ".join(words) + ", newest first"
 
 
-def task_list(gateway: GatewayClient, query: TaskQuery) -> tuple[dict[str, Any], str | None]:
-    """The page of tasks the query asks for, and None; or no tasks and why: a time not read, or what the
-    gateway refused in the URL (a cursor from a link it no longer takes, say)."""
+def page_size_problem(args: Mapping[str, str]) -> str | None:
+    """Why the URL's page size (`limit`) is not one the list shows, or None. Refused, as a time not read
+    is, rather than quietly changed: a list of 50 under a link that asked for 500 would not say what it
+    left out."""
+    limit = str(args.get("limit", "")).strip()
+    if not limit or (limit.isdigit() and 1 <= int(limit) <= MOST):
+        return None
+    return f"Page size: {limit!r} is not a number of tasks from 1 to {MOST} (leave it out for {PAGE})"
+
+
+def task_list(
+    gateway: GatewayClient, query: TaskQuery, args: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The page of tasks the query asks for, and None; or no tasks and why: a page size or time not read
+    (in `args`, the URL's), or what the gateway refused in the URL (a cursor from a link it no longer
+    takes, say)."""
+    refused = page_size_problem(args or {})
+    if refused is not None:
+        return {"tasks": [], "next_cursor": None}, refused
     try:
         return gateway.task_page(**query.gateway_filters()), None
     except ValueError as exc:
@@ -100,6 +110,16 @@ def task_list(gateway: GatewayClient, query: TaskQuery) -> tuple[dict[str, Any],
         if exc.status != 400:
             raise
         return {"tasks": [], "next_cursor": None}, f"The gateway refused this list: {exc}"
+
+
+def utc_time(label: str, given: str, tz: str, now: dt.datetime | None = None) -> str | None:
+    """A time field of a console form as the gateway takes it (RFC 3339, UTC), None when empty: how long
+    ago, an RFC 3339 time, or a date and time in the browser's zone `tz` (`asya_local.moments`), the
+    forms the CLI takes too. One that cannot be read is a `ValueError` naming the field by `label`."""
+    try:
+        return moment(given, now, _zone(tz)) if given else None
+    except ValueError as exc:
+        raise ValueError(f"{label}: {exc}") from None
 
 
 def _zone(name: str) -> dt.tzinfo | None:

@@ -32,10 +32,11 @@ class Topology:
 
     @classmethod
     def of(cls, namespace: str, actors: Iterable[Node], flows: Mapping[str, Iterable[str]]) -> Topology:
-        """The actors given, the crew the flows use (x-pause only if some route pauses), and the flows."""
+        """The actors given, the crew, and the flows. x-pause is always among the crew: every mesh deploys
+        it, and any handler may rewrite its route to pause there, so a paused task's place (and the steps
+        to and from it) shows on the graph even when no flow names it."""
         routes = {name: tuple(route) for name, route in flows.items()}
-        pauses = any(PAUSE in route for route in routes.values())
-        crew = [Node(name, "crew") for name in ((PAUSE,) if pauses else ()) + (SINK, SUMP)]
+        crew = [Node(name, "crew") for name in (PAUSE, SINK, SUMP)]
         return cls(namespace, (*actors, *crew), routes)
 
     @classmethod

@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -235,6 +236,54 @@ def test_dark_mode_follows_the_system(browser: Browser, console_url: str, width:
             assert _contrast(colour, behind) >= 4.5, f"{what}: {colour} on {behind} is below WCAG AA"
         node = page.evaluate("() => getComputedStyle(document.querySelector('#graph .node rect')).fill")
         assert _luminance(node) < 0.02, f"the graph's nodes are dark too, not {node}"
+    finally:
+        page.close()
+
+
+# a colour variable as the page resolves it, to compare with what an element was painted in
+RESOLVED = """(name) => {
+  const probe = document.createElement('span');
+  probe.style.color = `var(${name})`;
+  document.body.append(probe);
+  const colour = getComputedStyle(probe).color;
+  probe.remove();
+  return colour;
+}"""
+FRAME_SCROLLS = "(table) => table.parentElement.scrollWidth > table.parentElement.clientWidth"
+PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_at_a_phones_width_wide_tables_scroll_in_their_frame_and_a_join_is_not_in_the_pause_colour(
+    browser: Browser, console_url: str, scheme: Literal["light", "dark"]
+) -> None:
+    """At 390 px: the mesh's actor table keeps its last columns, reached by scrolling inside its frame;
+    x-sump's page fits; each task filter's label is on the line of its control. On the graph, the join
+    (gather) is framed in its own colour, not the pause's, and x-pause is drawn."""
+    page = browser.new_page(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+    try:
+        page.goto(console_url)
+        join = page.evaluate("() => getComputedStyle(document.querySelector('#graph .node.join rect')).stroke")
+        assert join == page.evaluate(RESOLVED, "--join")
+        assert join != page.evaluate(RESOLVED, "--pause"), "a join is no person's wait"
+        expect(page.locator('#graph .node.kind-crew[data-actor="x-pause"]')).to_have_count(1)
+        assert page.evaluate(PAGE_OVERFLOW) <= 1, "the mesh page fits"
+        actors = page.locator("table.actors")
+        assert actors.evaluate(FRAME_SCROLLS), "the actor table scrolls inside its frame"
+        failed = page.locator('table.actors tr[data-actor="boom"] td[data-stat="failed"]')
+        failed.scroll_into_view_if_needed()
+        expect(failed).to_be_in_viewport()
+        expect(actors.get_by_role("columnheader", name="per minute")).to_be_attached()
+        page.goto(f"{console_url}/sump")
+        expect(page.locator("table.entries")).to_be_attached()
+        assert page.evaluate(PAGE_OVERFLOW) <= 1, "x-sump's page fits; its tables scroll inside their frame"
+        page.goto(f"{console_url}/tasks")
+        for field in page.locator("form.filters .field").all():
+            label, control = field.locator("label").bounding_box(), field.locator("select, input").bounding_box()
+            assert label is not None
+            assert control is not None
+            middle = label["y"] + label["height"] / 2
+            assert control["y"] <= middle <= control["y"] + control["height"], "a label on its control's line"
     finally:
         page.close()
 

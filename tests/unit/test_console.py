@@ -16,7 +16,7 @@ import pytest
 from aws_lambda_powertools.metrics import MetricUnit
 from flask.testing import FlaskClient
 
-from asya.names import SINK, SUMP
+from asya.names import PAUSE, SINK, SUMP
 from asya.telemetry import Telemetry
 from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
@@ -123,12 +123,14 @@ def test_the_graph_reads_every_flow_left_to_right_and_puts_the_crew_last() -> No
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     drawn = layout(topology)
     place = {box.node.name: (box.x, box.y) for box in drawn.boxes}
-    assert set(place) == {"split", "score", "triage", "escalate", "summarise", SINK, SUMP}
+    assert set(place) == {"split", "score", "triage", "escalate", "summarise", PAUSE, SINK, SUMP}, "x-pause too"
     assert place["split"][0] < place["score"][0] < place["triage"][0] < place[SINK][0]
     assert place["triage"][0] == place["summarise"][0], "both third in their flows"
     assert place[SINK][0] == place[SUMP][0]
     assert place[SUMP][1] > place[SINK][1]
-    assert place["escalate"][1] > max(y for name, (_, y) in place.items() if name != "escalate"), "in no flow"
+    routed = max(y for name, (_, y) in place.items() if name not in ("escalate", PAUSE))
+    assert place["escalate"][1] > routed, "in no flow"
+    assert place[PAUSE][1] > routed, "no flow of the example names x-pause: a handler's rewritten route goes there"
     edges = {(edge.source, edge.target): edge.flows for edge in drawn.edges}
     assert edges[("split", "score")] == ("triage-reviews", "summarise-reviews")
     assert edges[("summarise", SINK)] == ("summarise-reviews",)
@@ -150,6 +152,7 @@ class FakeGateway:
         self.resumed: list[tuple[str, dict[str, Any]]] = []
         self.redriven: list[tuple[str, dict[str, Any]]] = []
         self.listed: list[dict[str, Any]] = []
+        self.sump_asked: list[dict[str, str]] = []
         self.known = {
             "t1": {
                 "id": "t1",
@@ -222,6 +225,7 @@ class FakeGateway:
         return {}
 
     def sump(self, **filters: str) -> Iterator[dict[str, Any]]:
+        self.sump_asked.append(filters)
         entries = [
             {
                 "id": "e1",
@@ -294,6 +298,22 @@ def test_the_mesh_page_draws_every_actor_with_its_stats_and_offers_each_flow(cli
     assert "http" not in page.replace("http://127.0.0.1:4566", "").replace("http://gateway.test", ""), (
         "no request leaves the console's own server"
     )
+
+
+def test_a_join_has_a_colour_of_its_own_and_x_pause_is_drawn(client: FlaskClient) -> None:
+    """A join is not a person's wait: its frame is not in the pause colour. x-pause, where a paused task
+    waits (reached by a handler's rewritten route in the example), is on the graph as the crew is."""
+    page = client.get("/").get_data(as_text=True)
+    assert 'class="node kind-crew" data-actor="x-pause"' in page
+    css = (Path(__file__).resolve().parents[2] / "asya_local" / "console" / "static" / "console.css").read_text()
+    assert ".node.join rect { stroke: var(--join);" in css
+    light, dark = css.split("@media (prefers-color-scheme: dark)", 1)
+    for scheme in (light, dark):
+        join = re.search(r"--join: (#[0-9a-f]{6});", scheme)
+        pause = re.search(r"--pause: (#[0-9a-f]{6});", scheme)
+        assert join, "both schemes give joins a colour"
+        assert pause
+        assert join[1] != pause[1], "apart from the pause's"
 
 
 def test_a_task_started_from_the_page_is_created_and_shown(client: FlaskClient, gateway: FakeGateway) -> None:
@@ -439,6 +459,102 @@ def test_the_live_task_list_keeps_the_filters_and_a_time_not_understood_is_named
     shown = stale.get_data(as_text=True)
     assert "The gateway refused this list: 400: cursor is not one this API returned" in shown
     assert '<a href="/tasks?flow=triage-reviews" rel="first">← Newest</a>' in shown
+
+
+def test_a_filter_or_page_size_not_read_shows_the_problem_and_the_form_and_no_list(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """No caption that claims a filter the list does not apply, no "No tasks." that is not true."""
+    for url, problem in (
+        ("/tasks?since=yesterday&status=failed", "Started after: &#39;yesterday&#39; is not a time"),
+        ("/tasks?limit=500", "Page size: &#39;500&#39; is not a number of tasks from 1 to 100"),
+        ("/tasks?limit=0", "Page size: &#39;0&#39; is not a number of tasks from 1 to 100"),
+    ):
+        answer = client.get(url)
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 400
+        assert problem in page
+        assert 'aria-label="Filter tasks"' in page, "the form, to mend the filter"
+        for claimed in ("<caption>", "newest first", "No tasks.", 'id="task-rows"'):
+            assert claimed not in page, url
+    assert gateway.listed == [], "nothing was listed"
+    client.get("/tasks?limit=100")
+    assert gateway.listed[-1]["limit"] == 100
+
+
+def test_x_sump_since_takes_how_long_ago_as_the_task_list_and_the_cli_do(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    page = client.get("/sump?since=1h").get_data(as_text=True)
+    assert gateway.sump_asked[-1]["since"].endswith("Z")
+    assert 'placeholder="1h or 2026-11-26 10:00"' in page
+    assert 'list="ago"' in page
+    assert '<option value="1h">' in page
+    local = client.get("/sump?since=2026-11-26+10:00&tz=Europe/Berlin")
+    assert local.status_code == 200
+    assert gateway.sump_asked[-1]["since"] == "2026-11-26T09:00:00Z"
+    asked = len(gateway.sump_asked)
+    refused = client.get("/sump?since=yesterday")
+    shown = refused.get_data(as_text=True)
+    assert refused.status_code == 400
+    assert "Since: &#39;yesterday&#39; is not a time" in shown
+    assert 'class="groups"' not in shown
+    assert "kept nothing" not in shown
+    assert len(gateway.sump_asked) == asked
+
+
+def test_each_filter_keeps_its_label_with_its_control_and_wide_tables_scroll_in_their_frame(
+    client: FlaskClient,
+) -> None:
+    tasks = client.get("/tasks").get_data(as_text=True)
+    for field in ("status", "flow", "actor", "since", "until"):
+        assert f'<span class="field"><label for="{field}">' in tasks
+    sump = client.get("/sump").get_data(as_text=True)
+    for field in ("reason", "actor", "since"):
+        assert f'<span class="field"><label for="{field}">' in sump
+    mesh = client.get("/").get_data(as_text=True)
+    task = client.get("/tasks/t1").get_data(as_text=True)
+    for page, table in ((tasks, "tasks"), (sump, "groups"), (sump, "entries"), (mesh, "actors"), (task, "hops")):
+        before = page[: page.index(f'<table class="{table}"')].rstrip()
+        assert before.endswith('<div class="scrolls">') or before.endswith('<div class="scrolls task-list">'), table
+
+
+def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_bar(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """The gateway records every ended task at 100 %: a failed one reads as stopped where it stopped."""
+    gateway.known["t3"]["progress"] = 100
+    gateway.known["t4"] = {
+        "id": "t4",
+        "status": "succeeded",
+        "terminal": True,
+        "progress": 100,
+        "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
+    }
+    failed = client.get("/tasks/t3").get_data(as_text=True)
+    state = failed[failed.index("<dt>progress</dt>") :]
+    state = state[: state.index("</dd>")]
+    assert "stopped at score, 1 of 3 actors done" in state
+    assert "<progress" not in state
+    assert "100 %" not in state
+    rows = client.get("/tasks").get_data(as_text=True)
+    failed_row = rows[rows.index('href="/tasks/t3"') :]
+    failed_row = failed_row[: failed_row.index("</tr>")]
+    assert "stopped at score, 1 of 3 actors done" in failed_row
+    assert "<progress" not in failed_row
+    gateway.known["t5"] = {
+        "id": "t5",
+        "status": "failed",
+        "terminal": True,
+        "progress": 100,
+        "route": {"prev": ["split", "score", "triage"], "curr": "", "next": []},  # its own envelope ended well
+        "branches": {"total": 3, "open": 0, "succeeded": 2, "failed": 1, "canceled": 0},
+        "failed_branches": [{"id": "b1", "status": "failed", "actor": "score"}],
+    }
+    fan_out = client.get("/tasks/t5").get_data(as_text=True)
+    assert "1 of 3 branches did not succeed (at score)" in fan_out
+    succeeded = client.get("/tasks/t4").get_data(as_text=True)
+    assert '<progress max="100" value="100">' in succeeded
 
 
 def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGateway) -> None:

@@ -5,6 +5,8 @@ a join gathered into keeps the join's result as its own."""
 
 from __future__ import annotations
 
+import html
+import json
 from typing import Any
 
 from rich.console import Console
@@ -115,4 +117,51 @@ def test_the_console_shows_the_branches_outcomes_and_the_own_output_as_a_branchs
     assert "&#34;review&#34;: 1" in result
     branches = page[page.index('id="branches-heading"') : page.index('id="result-heading"')]
     assert 'href="/tasks/b1"' in branches
-    assert '{"review": 2}</code>' in branches, "each branch with its own result"
+    assert "{&#34;review&#34;: 2}</code>" in branches, "each branch with its own result"
+
+
+def _fan_out_page(branches: dict[str, dict[str, Any]]) -> str:
+    """The console's page of a succeeded root, its own envelope at triage, with the branches given."""
+    gateway = FakeGateway()
+    gateway.known["root"] = {
+        "id": "root",
+        "status": "succeeded",
+        "terminal": True,
+        "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
+        "branches": {"total": len(branches) + 1, "open": 0, "succeeded": len(branches) + 1, "failed": 0, "canceled": 0},
+        "branch_ids": list(branches),
+        "own_envelope": {"output": {"review": 1}},
+    }
+    gateway.known.update(branches)
+    console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
+    return app.create_app(console).test_client().get("/tasks/root").get_data(as_text=True)
+
+
+def test_the_graph_fills_the_actors_a_fan_outs_branches_visited() -> None:
+    """An escalated branch went where the root's own envelope did not: escalate is filled as visited."""
+    escalated = {
+        "id": "b1",
+        "status": "succeeded",
+        "terminal": True,
+        "route": {"prev": ["split", "score", "triage"], "curr": "escalate", "next": []},
+        "output": {"action": "escalate"},
+    }
+    page = _fan_out_page({"b1": escalated})
+    route = json.loads(html.unescape(page.split("data-route='", 1)[1].split("'", 1)[0]))
+    assert route["escalate"] == "visited", "only the branch went there"
+    assert (route["split"], route["score"]) == ("visited", "visited")
+
+
+def test_each_branch_is_one_line_its_result_cut_and_whole_when_opened() -> None:
+    long = {"action": "archive", "text": "Great kettle, love it " * 40, "score": 2}
+    branch = {"id": "b1", "status": "succeeded", "terminal": True, "actor": "triage", "output": long}
+    page = _fan_out_page({"b1": branch})
+    branches = page[page.index('id="branches-heading"') : page.index('id="result-heading"')]
+    line = branches[branches.index("<li>") : branches.index("</li>")]
+    assert "at triage" in line
+    shown = html.unescape(line.split("<summary", 1)[1].split("<code>", 1)[1].split("</code>", 1)[0])
+    assert "\n" not in shown, "one line of JSON"
+    assert shown.startswith('{"action": "archive", "text": "Great kettle'), "in its own order"
+    assert shown.endswith("…")
+    whole = html.unescape(line.split('<pre class="json">', 1)[1].split("</pre>", 1)[0])
+    assert json.loads(whole) == long, "the whole result, when the line is opened"
