@@ -23,7 +23,7 @@ from asya.task_table import TaskTable
 
 _MEMBERS_PER_WRITE = 25  # keeps a count's condition well inside DynamoDB's 4 KB expression limit
 # a fan-out root's own ending, kept until its branches end (`own_outcome`: how its own envelope ended)
-_OWN = ("outcome", "result", "output", "route", "error", "reason")
+_OWN = ("outcome", "result", "output", "route", "error", "reason", "actor")
 
 
 class BranchCounting(TaskTable):

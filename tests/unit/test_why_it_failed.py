@@ -12,11 +12,14 @@ from asya.routing import error_details
 from asya.task_store import TaskStore
 from asya_cdk.loading import load_mesh
 from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
 from asya_gateway.views import fold_traceback, task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
 from asya_local.task_cli import task_table
+from asya_local.testing.tables import EVENTS, TASKS
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
+from tests.unit.test_joins import fan_join
 
 TRACE = """Traceback (most recent call last):
   File "/var/task/asya/hop.py", line 10, in run
@@ -125,3 +128,33 @@ def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
     assert "&#34;details&#34;" not in branches, "the branch's error said, not its error document"
     route = json.loads(re.search(r"data-route='([^']*)'", page).group(1))  # type: ignore[union-attr]
     assert route == {"split": "visited", "score": "failed", "triage": "visited"}
+
+
+def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
+    """The reviews' case: the join tolerates 25 %, the second of three branches raised a ValueError at
+    `score`. From the record the mesh wrote to what `asya status` prints: the branch counted from 1,
+    its own error type (not the reason code `RuntimeError`), the join's actor as where it failed, the
+    branch listed by its id with its folded traceback, and no error payload shown as a result."""
+    with fan_join({"tolerate": "25%"}) as mesh:
+        task_id = mesh.run(["split", "score", "summary"], {"items": [1, "bad", 3]})
+        settings = GatewaySettings(namespace="joins", tasks_table=TASKS, events_table=EVENTS)
+        gateway = TaskService(settings, tasks=mesh.tasks)
+        view = gateway.view(task_id)
+        [branch] = view["failed_branches"]
+        assert (branch["status"], branch["actor"], branch["branch"], branch["width"]) == ("failed", "score", 2, 3)
+        assert branch["error"]["type"] == "ValueError"
+        assert "frames of the mesh and its libraries" in branch["error"]["traceback"]
+        assert branch["error"]["traceback"].endswith("ValueError: bad item")
+        assert gateway.wait(task_id, 1)[1]["failed_branches"] == view["failed_branches"], "send --wait and MCP too"
+        assert "output" not in view
+        assert "output" not in gateway.wait(task_id, 1)[1]
+        console = Console(width=300, record=True)
+        console.print(task_table(view))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
+    assert rows["actor"] == "summary", "where the task failed: at the join, not at the last hop claimed"
+    assert rows["reason"] == "JoinFailed"
+    assert rows["error"] == (
+        f"1 of 3 branches failed (on_failure: tolerate 25%): branch 2 of 3 ({branch['id']}) ValueError: bad item"
+    )
+    assert rows["failed branch 2 of 3"] == f"{branch['id']} failed at score: ValueError: bad item"
+    assert "output" not in rows
