@@ -130,6 +130,10 @@ def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
     assert route == {"split": "visited", "score": "failed", "triage": "visited"}
 
 
+def console_app_page(console: app.Console, task_id: str) -> str:
+    return app.create_app(console).test_client().get(f"/tasks/{task_id}").get_data(as_text=True)
+
+
 def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
     """The reviews' case: the join tolerates 25 %, the second of three branches raised a ValueError at
     `score`. From the record the mesh wrote to what `asya status` prints: the branch counted from 1,
@@ -150,6 +154,13 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
         assert "output" not in gateway.wait(task_id, 1)[1]
         console = Console(width=300, record=True)
         console.print(task_table(view))
+    stand_in = FakeGateway()
+    stand_in.known[task_id] = view
+    console_app = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), stand_in, "here")  # type: ignore[arg-type]
+    page = console_app_page(console_app, task_id)
+    listed = page[page.index("Branches that did not succeed") :]
+    assert re.search(rf'branch 2 of 3, <a href="/tasks/{branch["id"]}"><code>{branch["id"][:8]}</code></a>', listed)
+    assert "&#34;mro&#34;" not in page, "no error payload shown as the task's result"
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
     assert rows["actor"] == "summary", "where the task failed: at the join, not at the last hop claimed"
     assert rows["reason"] == "JoinFailed"
