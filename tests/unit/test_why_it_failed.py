@@ -19,6 +19,7 @@ from asya_local.console.topology import Topology
 from asya_local.task_cli import task_table
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
+from tests.unit.test_gateway_wait import service, tool_call
 from tests.unit.test_joins import fan_join
 
 TRACE = """Traceback (most recent call last):
@@ -44,20 +45,18 @@ def test_the_handlers_frames_stay_and_the_mesh_and_libraries_frames_fold() -> No
     ]
 
 
-def _failed_fan_out(store: TaskStore) -> None:
+def _failed_fan_out(store: TaskStore, root: str = "root") -> None:
     """A root whose own envelope succeeded (with an output) and one of whose two branches failed at
     `score` with the handler's own ValueError."""
-    store.create({"id": "root"})
-    store.register_branches("root", ["b1", "b2"])
-    store.finish("root", "root", "succeeded", {"output": '{"row": 1}'}, fanned_out=True)
-    store.finish("b1", "root", "succeeded", {}, parent_id="root")
+    store.create({"id": root})
+    store.register_branches(root, ["b1", "b2"])
+    store.finish(root, root, "succeeded", {"output": '{"row": 1}'}, fanned_out=True)
+    store.finish("b1", root, "succeeded", {}, parent_id=root)
     try:
         float("n/a")
     except ValueError as exc:
         error = error_details(exc)
-    store.finish(
-        "b2", "root", "failed", {"reason": "PolicyExhausted", "error": error, "actor": "score"}, parent_id="root"
-    )
+    store.finish("b2", root, "failed", {"reason": "PolicyExhausted", "error": error, "actor": "score"}, parent_id=root)
 
 
 def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its_result(
@@ -83,6 +82,23 @@ def test_the_gateway_names_the_failing_branches_with_their_own_error(
         assert branch["error"]["type"] == "ValueError"
         assert branch["error"]["message"] == "could not convert string to float: 'n/a'"
         assert branch["error"]["traceback"].endswith("ValueError: could not convert string to float: 'n/a'")
+
+
+def test_an_mcp_tool_call_names_the_failing_branches(task_store: TaskStore) -> None:
+    tasks = service(task_store, mcp_wait=5)
+
+    def fail_every_task(_seconds: float) -> None:
+        for item in task_store.client.scan(TableName=TASKS)["Items"]:
+            if item["id"]["S"] not in ("b1", "b2") and "branch_ids" not in item:
+                _failed_fan_out(task_store, item["id"]["S"])
+
+    tasks.sleep = fail_every_task
+    result = tool_call(tasks)
+    assert result["isError"] is True
+    structured = result["structuredContent"]
+    assert isinstance(structured, dict)
+    [branch] = structured["failed_branches"]
+    assert (branch["id"], branch["actor"], branch["error"]["type"]) == ("b2", "score", "ValueError")
 
 
 def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches(
