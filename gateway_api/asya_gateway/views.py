@@ -75,9 +75,10 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def failed(item: dict[str, Any]) -> bool:
-    """Whether the task failed: what x-sink kept of it then is its error payload (`{error, details,
-    original_payload}`), which the view's `reason` and `error` already say, not a result to show."""
-    return item.get("status") == TaskStatus.FAILED
+    """Whether the task's own envelope failed (a fan-out root's as `own_outcome` says, whose branches
+    may have failed it while it ended well): what x-sink kept of it is then its error payload
+    (`{error, details, original_payload}`), which the view's `reason` and `error` say, not a result."""
+    return (item.get("own_outcome") or item.get("status")) == TaskStatus.FAILED
 
 
 def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:

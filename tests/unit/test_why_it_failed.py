@@ -70,6 +70,7 @@ def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its
     assert view["reason"] == "BranchFailed"
     assert view["error"]["message"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
     assert "output" not in view
+    assert view["own_envelope"] == {"output": {"row": 1}}, "its own envelope ended well: its output is shown"
 
 
 def test_the_gateway_names_the_failing_branches_with_their_own_error(
