@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from asya.dedup import Hop
-from asya.envelope import Phase
+from asya.envelope import Phase, parse_rfc3339
 from asya.headers import JOIN_HEADER, JOINED_HEADER
+from asya.reasons import Reason
 from asya.task_record import TERMINAL
 
 if TYPE_CHECKING:
@@ -242,6 +243,17 @@ def joined_payload(gathered: Sequence[Gathered], policy: JoinPolicy) -> tuple[li
         branch.document.get("payload") for branch in gathered if keep_failed or branch.outcome is Phase.SUCCEEDED
     ]
     return payload, failed
+
+
+def given_up_hop(document: Mapping[str, Any]) -> list[int] | None:
+    """A join's failure (`JoinFailed`) as a hop of its task, `[position, attempt, epoch ms]`: the join's
+    place on the route and when it gave up. Its gathering claims no hop, so without it the task's hops
+    would end at the actor before the join, as if the task had failed there."""
+    status, route = document.get("status") or {}, document.get("route") or {}
+    given_up = parse_rfc3339(status.get("updated_at"))
+    if status.get("reason") != Reason.JOIN_FAILED or given_up is None:
+        return None
+    return [len(route.get("prev") or []), int(status.get("attempt") or 1), int(given_up.timestamp() * 1000)]
 
 
 def failed_branches(failed: list[Gathered], width: int) -> list[dict[str, Any]]:

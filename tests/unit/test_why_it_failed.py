@@ -169,6 +169,8 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
         assert gateway.wait(task_id, 1)[1]["failed_branches"] == view["failed_branches"], "send --wait and MCP too"
         assert "output" not in view
         assert "output" not in gateway.wait(task_id, 1)[1]
+        assert [hop["actor"] for hop in view["hops"]] == ["split", "score", "summary"], "the hops end at the join"
+        assert all(hop["seconds"] is not None for hop in view["hops"])
         console = Console(width=300, record=True)
         console.print(task_table(view))
     stand_in = FakeGateway()
