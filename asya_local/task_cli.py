@@ -212,7 +212,7 @@ def task_table(task: dict[str, Any]) -> Table:
         ("error", error_text(task.get("error"))),
         ("traceback", _traceback(task.get("error"))),
         *(
-            (f"failed branch {index}", _failed_branch(branch))
+            (_failed_branch_label(branch, index), _failed_branch(branch))
             for index, branch in enumerate(task.get("failed_branches") or [], start=1)
         ),
         ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
@@ -257,6 +257,14 @@ def error_text(error: Any) -> str:
 def _traceback(error: Any) -> Text:
     trace = error.get("traceback") if isinstance(error, dict) else None
     return Text(trace, style="dim") if isinstance(trace, str) else Text()
+
+
+def _failed_branch_label(branch: dict[str, Any], index: int) -> str:
+    """A join's failed branch by its place in the fan, counted from 1 ("failed branch 2 of 3"); a
+    fan-out root's by its place in the list."""
+    if isinstance(branch.get("branch"), int) and isinstance(branch.get("width"), int):
+        return f"failed branch {branch['branch']} of {branch['width']}"
+    return f"failed branch {index}"
 
 
 def _failed_branch(branch: dict[str, Any]) -> str:

@@ -67,6 +67,9 @@ IDLE_CONNECTION_SECONDS = 120.0
 ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
+# A client that went away: a browser tab or console page closed (its keep-alive connection or event
+# stream reset), a client that stopped reading. Ordinary, not a fault of the API's.
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 class Gateway:
@@ -142,12 +145,24 @@ class Gateway:
         )
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (`CLIENT_GONE`) is one quiet line, not the standard library's
+        traceback on stderr, which `asya up` shows as an error: every closed browser tab printed one.
+        Anything else is the API's own fault, and keeps its traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, CLIENT_GONE):
+            worker.say(f"client {client_address[0]}:{client_address[1]} went away ({type(error).__name__})")
+            return
+        super().handle_error(request, client_address)
+
+
 class GatewayServer:
     """The loopback HTTP server around a `Gateway`; `run` serves until `stop`."""
 
     def __init__(self, gateway: Gateway, port: int) -> None:
         self.gateway = gateway
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(_RequestHandler, gateway=gateway))
+        self.httpd = _Server(("127.0.0.1", port), partial(_RequestHandler, gateway=gateway))
         self._stopped = threading.Event()
 
     @property
@@ -253,7 +268,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     sent += 1
             self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError, TimeoutError):  # the client left (or stopped reading)
+        except (*CLIENT_GONE, TimeoutError):  # the client left (or stopped reading)
             self.close_connection = True
         except Exception:  # noqa: BLE001 - the stream failed: end the connection without the last chunk
             traceback.print_exc(file=sys.stdout)

@@ -230,7 +230,10 @@ class McpEndpoint:
         )
 
 
-_ENDED_WITH = ("status", "output", "output_url", "result", "reason", "error", "branches", "branch_ids", OWN_ENVELOPE)
+_ENDED_WITH = (
+    *("status", "output", "output_url", "result", "reason", "error"),
+    *("failed_branches", "branches", "branch_ids", OWN_ENVELOPE),
+)
 
 
 @cache

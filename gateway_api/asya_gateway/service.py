@@ -26,7 +26,9 @@ from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
 from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
+from asya.joins import FAILED_BRANCHES
 from asya.live import FLY, EventLog, EventsNotAppendedError
+from asya.reasons import Reason
 from asya.results import result_key, result_prefix
 from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
 from asya.task_store import TaskStore
@@ -269,17 +271,40 @@ class TaskService:
         return self._explained(self._with_input(task_view(item)))
 
     def _explained(self, view: dict[str, Any]) -> dict[str, Any]:
-        """A task failed by its branches, with the branches that failed and why (those its record
-        names, the first `FAILED_BRANCHES_SHOWN` of them): one read of up to 50 records."""
-        if view.get("reason") != BRANCH_FAILED or not view.get("branch_ids"):
+        """A task failed by its branches, with the branches that failed and why (the first
+        `FAILED_BRANCHES_SHOWN` of them), read in one read of up to 50 records: for a fan-out root,
+        those its record names; for a task whose join gave up (`JoinFailed`), those its error names
+        (the join's branches are not registered on the root), each with its place in the fan."""
+        if view.get("reason") == BRANCH_FAILED and view.get("branch_ids"):
+            return {**view, "failed_branches": self._failed_branches(view["branch_ids"])}
+        error = view.get("error")
+        if view.get("reason") != Reason.JOIN_FAILED or not isinstance(error, dict):
             return view
-        records = self.tasks.get_many(view["branch_ids"])
-        failed = [task_view(record) for _, record in sorted(records.items()) if record.get("status") in FAILING]
+        named = error.get(FAILED_BRANCHES)
+        places = {
+            branch["id"]: branch
+            for branch in (named if isinstance(named, list) else [])
+            if isinstance(branch, dict) and isinstance(branch.get("id"), str)
+        }
+        if not places:
+            return view
         shown = [
+            {**branch, "branch": places[branch["id"]].get("branch"), "width": places[branch["id"]].get("width")}
+            for branch in self._failed_branches(list(places))
+        ]
+        shown.sort(key=lambda branch: branch["branch"] if isinstance(branch["branch"], int) else 0)
+        told = {name: value for name, value in error.items() if name != FAILED_BRANCHES}  # listed apart
+        return {**view, "error": told, "failed_branches": shown}
+
+    def _failed_branches(self, branch_ids: list[str]) -> list[dict[str, Any]]:
+        """Of these branches, those that did not succeed, each as its own view says it: id, status, the
+        actor it ended at, reason and error (its handler's own type, its traceback folded)."""
+        records = self.tasks.get_many(branch_ids)
+        failed = [task_view(record) for _, record in sorted(records.items()) if record.get("status") in FAILING]
+        return [
             {name: branch[name] for name in ("id", "status", "actor", "reason", "error") if name in branch}
             for branch in failed[:FAILED_BRANCHES_SHOWN]
         ]
-        return {**view, "failed_branches": shown}
 
     def flows(self) -> dict[str, Any]:
         """The mesh's flows: route, description, timeout and input schema of each."""
@@ -316,6 +341,8 @@ class TaskService:
         link = view.get("result")
         own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
         if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
+            return view
+        if view["status"] == TaskStatus.FAILED:  # what x-sink kept is the error payload, said by `error`
             return view
         kept = self.kept.answer(link.removeprefix(f"s3://{bucket}/"), carried, part="payload")
         if kept is None:

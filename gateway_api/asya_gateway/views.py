@@ -51,7 +51,7 @@ _FRAMEWORK_FRAME = re.compile(r'^  File ".*(/asya(_[a-z_]+)?/|/site-packages/|/l
 
 def task_view(item: dict[str, Any]) -> dict[str, Any]:
     view = {name: item[name] for name in _SHOWN if item.get(name) is not None}
-    if isinstance(item.get("output"), str):  # x-sink kept a small result in the record (JSON text)
+    if isinstance(item.get("output"), str) and not failed(item):  # x-sink kept a small result (JSON text)
         view["output"] = orjson.loads(item["output"])
     view.update(input_view(item))  # what the task was started with (`asya_gateway.task_input`)
     view.setdefault("status", TaskStatus.PENDING.value)
@@ -72,6 +72,13 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
     if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
         view["error"] = {**view["error"], "traceback": fold_traceback(view["error"]["traceback"])}
     return view
+
+
+def failed(item: dict[str, Any]) -> bool:
+    """Whether the task's own envelope failed (a fan-out root's as `own_outcome` says, whose branches
+    may have failed it while it ended well): what x-sink kept of it is then its error payload
+    (`{error, details, original_payload}`), which the view's `reason` and `error` say, not a result."""
+    return (item.get("own_outcome") or item.get("status")) == TaskStatus.FAILED
 
 
 def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:

@@ -50,6 +50,7 @@ from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.fans import bucket_of
 from asya.headers import ROOT_HEADER
+from asya.joins import given_up_hop
 from asya.names import SUMP, resource_name
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
@@ -57,6 +58,7 @@ from asya.sending import Delivery, return_when_free, send_all
 from asya.sump import SumpIndex, sump_entry
 from asya.task_record import Ending, Tally, redrives, root_of, stealthy
 from asya.task_store import TaskStore
+from asya.task_table import UNCLAIMED_HOP
 from asya.telemetry import Telemetry
 from asya.transport import SqsTransport, Transport
 
@@ -354,6 +356,7 @@ class CrewActor:
             "error": status.get("error"),
             "actor": status.get("actor"),
             "route": keep.document.get("route"),
+            UNCLAIMED_HOP: given_up_hop(keep.document),
         }
         return self.tasks.finish(
             keep.envelope_id,

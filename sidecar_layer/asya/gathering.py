@@ -28,7 +28,16 @@ from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
 from asya.headers import JOINED_HEADER
 from asya.join_table import JoinTable, Kept
-from asya.joins import Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
+from asya.joins import (
+    FAILED_BRANCHES,
+    Gathered,
+    JoinFrame,
+    JoinPolicy,
+    arrival_outcome,
+    failed_branches,
+    joined_payload,
+    without,
+)
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
@@ -186,13 +195,13 @@ class Gathering:
         failed = [branch for branch in gathered if branch.outcome is not Phase.SUCCEEDED]
         joined = self._rejoin(base, frame, so_far, [branch.slot for branch in failed], now)
         if why is None:
-            reasons = "; ".join(_why(branch) for branch in failed)
+            reasons = "; ".join(_why(branch, frame.width) for branch in failed)
             why = f"{len(failed)} of {frame.width} branches failed (on_failure: {self.policy.describe()}): {reasons}"
         return routing.fail(
             Envelope.model_validate(joined.wire),
             self.actor,
             reason=Reason.JOIN_FAILED,
-            details=error_details(None, why),
+            details={**error_details(None, why), FAILED_BRANCHES: failed_branches(failed, frame.width)},
             now=now,
         )
 
@@ -204,10 +213,12 @@ class Gathering:
         return routing.rejoin(base, self.actor, payload, headers, now)
 
 
-def _why(branch: Gathered) -> str:
+def _why(branch: Gathered, width: int) -> str:
+    """One failed branch as the join's error says it: its place counted from 1 ("branch 2 of 3", the
+    slot is 1 in `x-asya-joined`), its id, and its handler's own error type and message (the reason
+    code, `RuntimeError` for any handler error, only when there is no error type)."""
     status = branch.document.get("status") or {}
     error = status.get("error") or {}
+    kind = error.get("type") or status.get("reason") or branch.outcome.value
     detail = error.get("message") or status.get("reason") or branch.outcome.value
-    return (
-        f"branch {branch.slot} ({branch.document.get('id')}) {status.get('reason') or branch.outcome.value}: {detail}"
-    )
+    return f"branch {branch.slot + 1} of {width} ({branch.document.get('id')}) {kind}: {detail}"

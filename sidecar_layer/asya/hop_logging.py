@@ -8,12 +8,19 @@ writes a record's extra attributes as fields of its JSON line, so CloudWatch Log
 task's lines by `task_id`; the sidecar's own Powertools logger gets them as keys for the hop's
 duration. What a handler prints (`print`, a write to stdout) is not a log record and carries nothing:
 log with `logging` for lines that should be found by task.
+
+The AWS SDK's own INFO records (`botocore`, `boto3`, `urllib3`, `s3transfer`: "Found endpoint for sqs
+via: environment_global.", credentials found) would carry a hop's names too, since the sidecar's
+clients are made lazily during the first hop, and filled a task's lines with plumbing: those loggers
+are set to WARNING when the sidecar is built (`quiet_sdk_loggers`), before the handler's module is
+imported, unless the user's own configuration says otherwise.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -24,6 +31,10 @@ if TYPE_CHECKING:
 ENVELOPE_ID = "envelope_id"
 TASK_ID = "task_id"
 ACTOR = "actor"
+SDK_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer")
+# the function's application log level (Lambda's `LoggingConfig`) at which a user asks for the SDK's lines
+_LEVEL_VARIABLE = "AWS_LAMBDA_LOG_LEVEL"
+_VERBOSE = frozenset({"DEBUG", "TRACE"})
 _HOP: ContextVar[dict[str, str] | None] = ContextVar("asya_hop", default=None)
 
 
@@ -45,6 +56,20 @@ def install() -> None:
     factory = logging.getLogRecordFactory()
     if not getattr(factory, "asya_hop", False):
         logging.setLogRecordFactory(_stamping(factory))
+
+
+def quiet_sdk_loggers(env: Mapping[str, str] | None = None) -> None:
+    """Set the SDK's loggers (`SDK_LOGGERS`) to WARNING: their INFO records are not what a person reads
+    a task's lines for. Left as they are when the user said otherwise: a level set on one of them
+    already (the handler's module sets its own at import, after this), or the function's application
+    log level at DEBUG or TRACE."""
+    level = (os.environ if env is None else env).get(_LEVEL_VARIABLE, "").upper()
+    if level in _VERBOSE:
+        return
+    for name in SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
 
 
 @contextmanager

@@ -101,7 +101,7 @@ class JoinTable:
             head = _head(from_item(exc.response.get("Item", {})))  # type: ignore[arg-type]
             if head.width != frame.width:
                 raise JoinMismatchError(
-                    f"branch {frame.slot} of fan {frame.fan} says width {frame.width}; the fan was started with "
+                    f"branch {frame.slot + 1} of fan {frame.fan} says width {frame.width}; the fan was started with "
                     f"{head.width}"
                 ) from None
             return head

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from asya.dedup import Hop
-from asya.envelope import Phase
+from asya.envelope import Phase, parse_rfc3339
 from asya.headers import JOIN_HEADER, JOINED_HEADER
+from asya.reasons import Reason
 from asya.task_record import TERMINAL
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
     from asya.routing import Outbound
 
 OnFailure = Literal["fail_fast", "collect", "tolerate"]
+# The error of a join that gave up names its failed branches (`failed_branches`: id, place): the first
+# ten, as the gateway shows them; the message says how many failed.
+FAILED_BRANCHES = "failed_branches"
+FAILED_BRANCHES_NAMED = 10
 
 
 class JoinHeaderError(ValueError):
@@ -238,3 +243,24 @@ def joined_payload(gathered: Sequence[Gathered], policy: JoinPolicy) -> tuple[li
         branch.document.get("payload") for branch in gathered if keep_failed or branch.outcome is Phase.SUCCEEDED
     ]
     return payload, failed
+
+
+def given_up_hop(document: Mapping[str, Any]) -> list[int] | None:
+    """A join's failure (`JoinFailed`) as a hop of its task, `[position, attempt, epoch ms]`: the join's
+    place on the route and when it gave up. Its gathering claims no hop, so without it the task's hops
+    would end at the actor before the join, as if the task had failed there."""
+    status, route = document.get("status") or {}, document.get("route") or {}
+    given_up = parse_rfc3339(status.get("updated_at"))
+    if status.get("reason") != Reason.JOIN_FAILED or given_up is None:
+        return None
+    return [len(route.get("prev") or []), int(status.get("attempt") or 1), int(given_up.timestamp() * 1000)]
+
+
+def failed_branches(failed: list[Gathered], width: int) -> list[dict[str, Any]]:
+    """Which branches failed the join, as its error names them (`FAILED_BRANCHES`): each one's id and
+    its place counted from 1 as people count (`branch` of `width`), so that the gateway can show each
+    failed branch's own record; the first `FAILED_BRANCHES_NAMED`, which keeps the error small."""
+    return [
+        {"id": branch.document.get("id"), "branch": branch.slot + 1, "width": width}
+        for branch in failed[:FAILED_BRANCHES_NAMED]
+    ]

@@ -26,6 +26,7 @@ from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
 from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
+from asya.hop_logging import quiet_sdk_loggers
 from asya.reporting import Registered, status_reporter
 from asya.sending import Delivery, return_when_free, send_all
 from asya.telemetry import Telemetry
@@ -35,6 +36,7 @@ from asya.transport import SqsTransport, Transport
 
 class Sidecar:
     def __init__(self, config: SidecarConfig, transport: Transport | None = None) -> None:
+        quiet_sdk_loggers()  # before the handler's module is imported: a level it sets is the user's
         self.config = config
         self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes)
         self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)

@@ -19,11 +19,11 @@ from typing import Any
 from asya.envelope import rfc3339, utc_now
 from asya.fans import INLINE_BRANCHES, FanCounts, assign, member_terms
 from asya.task_record import TERMINAL, Rank, root_ending, root_outcome
-from asya.task_table import TaskTable
+from asya.task_table import UNCLAIMED_HOP, TaskTable
 
 _MEMBERS_PER_WRITE = 25  # keeps a count's condition well inside DynamoDB's 4 KB expression limit
 # a fan-out root's own ending, kept until its branches end (`own_outcome`: how its own envelope ended)
-_OWN = ("outcome", "result", "output", "route", "error", "reason")
+_OWN = ("outcome", "result", "output", "route", "error", "reason", "actor", UNCLAIMED_HOP)
 
 
 class BranchCounting(TaskTable):

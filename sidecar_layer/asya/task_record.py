@@ -181,7 +181,9 @@ def root_outcome(root: Mapping[str, Any]) -> TaskStatus:
 
 
 def root_ending(root: Mapping[str, Any], final: str) -> dict[str, Any]:
-    """What the root's final write copies from its own ending: its result, and its reason and error
-    if that is how the root ended."""
-    kept = ("result", "output", "route") + (("reason", "error") if root.get("own_outcome") == final else ())
+    """What the root's final write copies from its own ending: its result, and its reason, error and
+    the actor it ended at if that is how the root ended (a join that failed: the join's actor, not the
+    last actor whose hop was claimed), with the join's place in its hops (`unclaimed_hop`)."""
+    failed_itself = ("reason", "error", "actor", "unclaimed_hop")
+    kept = ("result", "output", "route") + (failed_itself if root.get("own_outcome") == final else ())
     return {name: root.get(f"own_{name}") for name in kept}

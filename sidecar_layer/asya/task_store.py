@@ -19,9 +19,7 @@ from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 from asya.task_counting import BranchCounting
 from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus, progress_of
-from asya.task_table import STATUS_RANK, aliases
-
-HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
+from asya.task_table import HOP_HISTORY, STATUS_RANK, aliases
 
 
 def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:

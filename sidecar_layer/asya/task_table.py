@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 # A record's attributes whose names DynamoDB reserves: an expression names each through its alias.
 _RESERVED = ("status", "rank", "route", "result", "output", "error", "reason")
 STATUS_RANK = {"#s": "status", "#r": "rank"}  # the aliases every transition's expression uses
+HOP_HISTORY = "hops = list_append(if_not_exists(hops, :no_hops), :hop)"  # a hop's [position, attempt, ms]
+# An ending's hop that claimed none ([position, attempt, ms]), added to the record's hops by the write
+# that ends it: a join that gave up on its branches, whose gathering is not a hop (`asya.joins`).
+UNCLAIMED_HOP = "unclaimed_hop"
 
 
 def aliases(*attributes: str) -> dict[str, str]:
@@ -130,7 +134,11 @@ class TaskTable:
         ]
         reserved = []
         for name, value in details.items():
-            if value is not None:
+            if name == UNCLAIMED_HOP:
+                if value is not None:
+                    values |= {":hop": [value], ":no_hops": []}
+                    sets.append(HOP_HISTORY)
+            elif value is not None:
                 values[f":{name}"] = value
                 sets.append(f"#{name} = :{name}" if name in _RESERVED else f"{name} = :{name}")
                 reserved += [name] if name in _RESERVED else []

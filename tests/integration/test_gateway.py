@@ -298,7 +298,11 @@ def test_a_join_gets_its_branches_in_order_once_and_tolerates_a_failed_one(gatew
         else gateway.wait_for(failed.json()["id"], lambda t: t["terminal"])
     )
     assert (task["status"], task["reason"]) == ("failed", "JoinFailed"), "2 failed: one more than it tolerates"
-    assert task["error"]["message"].startswith("2 of 3 branches failed (on_failure: tolerate 1): branch 0")
+    assert task["error"]["message"].startswith("2 of 3 branches failed (on_failure: tolerate 1): branch 1 of 3")
+    assert [(branch["branch"], branch["status"]) for branch in task["failed_branches"]] == [
+        (1, "failed"),
+        (3, "failed"),
+    ]
 
 
 def test_cancel_mid_fan_out_stops_every_branch(gateway: Gateway, running_mesh: RunningMesh) -> None:

@@ -206,6 +206,16 @@ def gather(payloads: list[Any]) -> dict[str, Any]:
     return {"joined": payloads}
 
 
+def logs_and_calls_aws(payload: dict[str, Any]) -> dict[str, Any]:
+    """Logs a line of its own at INFO and makes an AWS client, whose SDK logs where it found the
+    endpoint at INFO ("Found endpoint for sqs via: environment_global.")."""
+    import boto3
+
+    logging.getLogger("tests.handler").info("scoring %s", payload.get("text"))
+    boto3.client("sqs", region_name="us-east-1")
+    return payload
+
+
 def logs(payload: dict[str, Any]) -> dict[str, Any]:
     """Logs with the standard library, as most handlers do, on a logger of its own."""
     logging.getLogger("tests.handler").warning("scoring %s", payload.get("text"))

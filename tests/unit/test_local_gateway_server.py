@@ -9,6 +9,8 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -424,3 +426,28 @@ def test_an_answer_over_lambda_s_response_limit_is_a_502(served: tuple[StandIn, 
     response = client.get("/large")
     assert response.status_code == 502
     assert response.json() == {"message": "Internal server error"}
+
+
+def test_a_client_that_resets_its_connection_prints_no_traceback(
+    served: tuple[StandIn, httpx2.Client], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A browser tab closed while its keep-alive connection waits for the next request resets it (what
+    `asya up` showed as `ConnectionResetError: [Errno 104]` tracebacks, one per page closed): one quiet
+    line, no traceback, and the API goes on serving."""
+    _, client = served
+    host, port = client.base_url.host, client.base_url.port
+    assert port is not None
+    with socket.create_connection((host, port)) as connection:
+        connection.sendall(b"GET /api/v1/flows HTTP/1.1\r\nHost: here\r\n\r\n")  # no key: a 403 at once
+        assert connection.recv(4096).startswith(b"HTTP/1.1 403")
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+    deadline = time.monotonic() + 5
+    said = ""
+    while "went away" not in said and time.monotonic() < deadline:
+        time.sleep(0.05)
+        out, err = capfd.readouterr()
+        said += out + err
+    assert "went away (ConnectionResetError)" in said
+    assert "Traceback" not in said
+    assert "Exception occurred" not in said
+    assert client.get("/health").status_code == 200, "the server goes on serving"

@@ -12,11 +12,15 @@ from asya.routing import error_details
 from asya.task_store import TaskStore
 from asya_cdk.loading import load_mesh
 from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
 from asya_gateway.views import fold_traceback, task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
 from asya_local.task_cli import task_table
+from asya_local.testing.tables import EVENTS, TASKS
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
+from tests.unit.test_gateway_wait import service, tool_call
+from tests.unit.test_joins import fan_join
 
 TRACE = """Traceback (most recent call last):
   File "/var/task/asya/hop.py", line 10, in run
@@ -41,20 +45,18 @@ def test_the_handlers_frames_stay_and_the_mesh_and_libraries_frames_fold() -> No
     ]
 
 
-def _failed_fan_out(store: TaskStore) -> None:
+def _failed_fan_out(store: TaskStore, root: str = "root") -> None:
     """A root whose own envelope succeeded (with an output) and one of whose two branches failed at
     `score` with the handler's own ValueError."""
-    store.create({"id": "root"})
-    store.register_branches("root", ["b1", "b2"])
-    store.finish("root", "root", "succeeded", {"output": '{"row": 1}'}, fanned_out=True)
-    store.finish("b1", "root", "succeeded", {}, parent_id="root")
+    store.create({"id": root})
+    store.register_branches(root, ["b1", "b2"])
+    store.finish(root, root, "succeeded", {"output": '{"row": 1}'}, fanned_out=True)
+    store.finish("b1", root, "succeeded", {}, parent_id=root)
     try:
         float("n/a")
     except ValueError as exc:
         error = error_details(exc)
-    store.finish(
-        "b2", "root", "failed", {"reason": "PolicyExhausted", "error": error, "actor": "score"}, parent_id="root"
-    )
+    store.finish("b2", root, "failed", {"reason": "PolicyExhausted", "error": error, "actor": "score"}, parent_id=root)
 
 
 def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its_result(
@@ -68,6 +70,7 @@ def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its
     assert view["reason"] == "BranchFailed"
     assert view["error"]["message"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
     assert "output" not in view
+    assert view["own_envelope"] == {"output": {"row": 1}}, "its own envelope ended well: its output is shown"
 
 
 def test_the_gateway_names_the_failing_branches_with_their_own_error(
@@ -80,6 +83,23 @@ def test_the_gateway_names_the_failing_branches_with_their_own_error(
         assert branch["error"]["type"] == "ValueError"
         assert branch["error"]["message"] == "could not convert string to float: 'n/a'"
         assert branch["error"]["traceback"].endswith("ValueError: could not convert string to float: 'n/a'")
+
+
+def test_an_mcp_tool_call_names_the_failing_branches(task_store: TaskStore) -> None:
+    tasks = service(task_store, mcp_wait=5)
+
+    def fail_every_task(_seconds: float) -> None:
+        for item in task_store.client.scan(TableName=TASKS)["Items"]:
+            if item["id"]["S"] not in ("b1", "b2") and "branch_ids" not in item:
+                _failed_fan_out(task_store, item["id"]["S"])
+
+    tasks.sleep = fail_every_task
+    result = tool_call(tasks)
+    assert result["isError"] is True
+    structured = result["structuredContent"]
+    assert isinstance(structured, dict)
+    [branch] = structured["failed_branches"]
+    assert (branch["id"], branch["actor"], branch["error"]["type"]) == ("b2", "score", "ValueError")
 
 
 def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches(
@@ -125,3 +145,46 @@ def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
     assert "&#34;details&#34;" not in branches, "the branch's error said, not its error document"
     route = json.loads(re.search(r"data-route='([^']*)'", page).group(1))  # type: ignore[union-attr]
     assert route == {"split": "visited", "score": "failed", "triage": "visited"}
+
+
+def console_app_page(console: app.Console, task_id: str) -> str:
+    return app.create_app(console).test_client().get(f"/tasks/{task_id}").get_data(as_text=True)
+
+
+def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
+    """The reviews' case: the join tolerates 25 %, the second of three branches raised a ValueError at
+    `score`. From the record the mesh wrote to what `asya status` prints: the branch counted from 1,
+    its own error type (not the reason code `RuntimeError`), the join's actor as where it failed, the
+    branch listed by its id with its folded traceback, and no error payload shown as a result."""
+    with fan_join({"tolerate": "25%"}) as mesh:
+        task_id = mesh.run(["split", "score", "summary"], {"items": [1, "bad", 3]})
+        settings = GatewaySettings(namespace="joins", tasks_table=TASKS, events_table=EVENTS)
+        gateway = TaskService(settings, tasks=mesh.tasks)
+        view = gateway.view(task_id)
+        [branch] = view["failed_branches"]
+        assert (branch["status"], branch["actor"], branch["branch"], branch["width"]) == ("failed", "score", 2, 3)
+        assert branch["error"]["type"] == "ValueError"
+        assert "frames of the mesh and its libraries" in branch["error"]["traceback"]
+        assert branch["error"]["traceback"].endswith("ValueError: bad item")
+        assert gateway.wait(task_id, 1)[1]["failed_branches"] == view["failed_branches"], "send --wait and MCP too"
+        assert "output" not in view
+        assert "output" not in gateway.wait(task_id, 1)[1]
+        assert [hop["actor"] for hop in view["hops"]] == ["split", "score", "summary"], "the hops end at the join"
+        assert all(hop["seconds"] is not None for hop in view["hops"])
+        console = Console(width=300, record=True)
+        console.print(task_table(view))
+    stand_in = FakeGateway()
+    stand_in.known[task_id] = view
+    console_app = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), stand_in, "here")  # type: ignore[arg-type]
+    page = console_app_page(console_app, task_id)
+    listed = page[page.index("Branches that did not succeed") :]
+    assert re.search(rf'branch 2 of 3, <a href="/tasks/{branch["id"]}"><code>{branch["id"][:8]}</code></a>', listed)
+    assert "&#34;mro&#34;" not in page, "no error payload shown as the task's result"
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
+    assert rows["actor"] == "summary", "where the task failed: at the join, not at the last hop claimed"
+    assert rows["reason"] == "JoinFailed"
+    assert rows["error"] == (
+        f"1 of 3 branches failed (on_failure: tolerate 25%): branch 2 of 3 ({branch['id']}) ValueError: bad item"
+    )
+    assert rows["failed branch 2 of 3"] == f"{branch['id']} failed at score: ValueError: bad item"
+    assert "output" not in rows
