@@ -614,3 +614,13 @@ def test_times_are_marked_for_local_display_with_utc_on_hover(client: FlaskClien
     started = re.search(r'<dt>started</dt><dd><time datetime="([^"]+)" title="([^"]+)" data-local>', page)
     assert started is not None
     assert started.group(2) == f"{started.group(1)} UTC"
+
+
+def test_a_failed_tasks_kept_failure_is_not_called_its_result(client: FlaskClient, gateway: FakeGateway) -> None:
+    """x-sink keeps a failed envelope where it keeps results: the page says what is kept there."""
+    link = "s3://results/reviews/t7/failed.json"
+    gateway.known["t7"] = {"id": "t7", "status": "failed", "terminal": True, "result": link}
+    page = client.get("/tasks/t7").get_data(as_text=True)
+    kept = page[page.index('id="result-heading"') :]
+    assert kept.startswith('id="result-heading">Failure kept</h2>')
+    assert f"<code>{link}</code>" in kept
