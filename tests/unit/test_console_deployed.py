@@ -76,6 +76,7 @@ def test_the_mesh_is_read_from_its_stack_and_nested_stacks() -> None:
         "split": ("lambda", None),
         "crunch": ("spark", None),
         "report": ("lambda", "tolerate 10%"),
+        "x-pause": ("crew", None),
         "x-sink": ("crew", None),
         "x-sump": ("crew", None),
     }

@@ -167,6 +167,7 @@ def test_creating_a_task_answers_with_the_record_a_read_would_return(store: Task
 
 
 def test_the_gateway_creates_a_task_without_reading_it_back(gateway: TaskService) -> None:
+    gateway.sqs.create_queue(QueueName="asya-n-b")  # every actor a route names must have its queue
     reads: list[str] = []
     gateway.tasks.client.meta.events.register("before-call.dynamodb.GetItem", lambda **_: reads.append("GetItem"))
     created = gateway.create(payload={"x": 1}, route=["a", "b"])
