@@ -17,7 +17,7 @@ from rich.table import Table
 
 from asya.envelope import visited
 from asya_local.screen import status_text
-from asya_local.task_cli import branches_text
+from asya_local.task_text import branches_text
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
 

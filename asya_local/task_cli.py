@@ -21,7 +21,6 @@ from rich.text import Text
 from asya.envelope import visited
 from asya.live import FLY
 from asya.results import result_prefix
-from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
 from asya_cdk.config import FlowConfig, MeshConfig
 from asya_cdk.loading import load_mesh
@@ -41,10 +40,10 @@ from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console, status_text
+from asya_local.task_text import task_table
 
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
 LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
-INPUT_SHOWN = 200  # characters of a task's input `asya status` shows
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
 
 
@@ -188,108 +187,6 @@ def _fly_line(event: Any) -> Text:
     line = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     actor = event.get("actor") if isinstance(event, dict) else None
     return Text.assemble((f"{actor}: ", "cyan"), line) if actor else Text(line)
-
-
-def task_table(task: dict[str, Any]) -> Table:
-    """The fields of a task a person looks at, in that order; empty ones are left out."""
-    table = Table(show_header=False, title=f"task {task.get('id', '')}", title_justify="left")
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    status = str(task.get("status", ""))
-    rows: list[tuple[str, str | Text]] = [
-        ("flow", str(task.get("flow") or "")),
-        ("status", status_text(status)),
-        ("progress", f"{float(task.get('progress') or 0):g} %"),
-        ("actor", str(task.get("actor") or "")),
-        ("route", _route(task.get("route"))),
-        ("branches", branches_text(task.get("branches"))),
-        ("rerun of", str(task.get("rerun_of") or "")),
-        ("input", input_text(task)),
-        ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
-        ("result", str(task.get("result") or no_single_result(task) or "")),
-        ("own envelope", _own_envelope(task)),
-        ("reason", str(task.get("reason") or "")),
-        ("error", error_text(task.get("error"))),
-        ("traceback", _traceback(task.get("error"))),
-        *(
-            (_failed_branch_label(branch, index), _failed_branch(branch))
-            for index, branch in enumerate(task.get("failed_branches") or [], start=1)
-        ),
-        ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
-        ("deadline", str(task.get("deadline_at") or "")),
-        ("updated", str(task.get("updated_at") or "")),
-    ]
-    for name, value in rows:
-        if value:
-            table.add_row(name, value)
-    return table
-
-
-def _own_envelope(task: dict[str, Any]) -> str:
-    """A fan-out root's own envelope's ending, as one branch's among the others."""
-    own = task.get(OWN_ENVELOPE)
-    if not isinstance(own, dict):
-        return ""
-    ending = json.dumps(own["output"], ensure_ascii=False) if "output" in own else str(own.get("result") or "")
-    return f"one of the branches, it ended with {ending}" if ending else ""
-
-
-def input_text(task: dict[str, Any]) -> str:
-    """The task's input as one line of JSON, trimmed to `INPUT_SHOWN` characters (`asya status` is a
-    glance; the console shows it whole), or where it is when the answer held only a link."""
-    if "input" in task:
-        text = json.dumps(task["input"], ensure_ascii=False)
-        return text if len(text) <= INPUT_SHOWN else f"{text[:INPUT_SHOWN]}… ({len(text.encode())} bytes)"
-    if task.get("input_url"):
-        return f"too large to show here: {task['input_url']}"
-    reference = task.get("input_ref")
-    return f"kept at {reference.get('uri')}" if isinstance(reference, dict) else ""
-
-
-def error_text(error: Any) -> str:
-    """`Type: message` (the handler's own error type), or the message alone when there is no type."""
-    if not isinstance(error, dict):
-        return str(error or "")
-    message = str(error.get("message") or "")
-    return f"{error['type']}: {message}" if error.get("type") else message
-
-
-def _traceback(error: Any) -> Text:
-    trace = error.get("traceback") if isinstance(error, dict) else None
-    return Text(trace, style="dim") if isinstance(trace, str) else Text()
-
-
-def _failed_branch_label(branch: dict[str, Any], index: int) -> str:
-    """A join's failed branch by its place in the fan, counted from 1 ("failed branch 2 of 3"); a
-    fan-out root's by its place in the list."""
-    if isinstance(branch.get("branch"), int) and isinstance(branch.get("width"), int):
-        return f"failed branch {branch['branch']} of {branch['width']}"
-    return f"failed branch {index}"
-
-
-def _failed_branch(branch: dict[str, Any]) -> str:
-    where = f" at {branch['actor']}" if branch.get("actor") else ""
-    why = error_text(branch.get("error")) or branch.get("reason")
-    return f"{branch.get('id')} {branch.get('status')}{where}: {why}"
-
-
-def _route(route: Any) -> Text:
-    """Actors done, the current one (bold), actors to come."""
-    if not isinstance(route, dict):
-        return Text()
-    steps = [
-        *((actor, "dim") for actor in route.get("prev", [])),
-        *([(route["curr"], "bold")] if route.get("curr") else []),
-        *((actor, "") for actor in route.get("next", [])),
-    ]
-    return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
-
-
-def branches_text(branches: Any) -> str:
-    if not isinstance(branches, dict):
-        return ""
-    counts = ("open", "succeeded", "failed", "canceled")
-    return f"{branches.get('total', 0)} in all: " + ", ".join(f"{branches.get(c, 0)} {c}" for c in counts)
 
 
 def results(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from asya_gateway.service import TaskService
 from asya_gateway.views import task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
-from asya_local.task_cli import task_table
+from asya_local.task_text import task_table
 from asya_local.testing.tables import TASKS
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 from tests.unit.test_gateway_wait import service, tool_call

@@ -195,7 +195,7 @@ def test_the_api_runs_an_ended_task_again(service: TaskService, monkeypatch: pyt
 def test_asya_status_shows_the_input_trimmed_and_the_task_it_reruns() -> None:
     from rich.console import Console
 
-    from asya_local.task_cli import task_table
+    from asya_local.task_text import task_table
 
     def shown(task: dict[str, Any]) -> str:
         console = Console(width=400, record=True)

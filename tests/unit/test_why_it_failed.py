@@ -16,7 +16,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_gateway.views import fold_traceback, task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
-from asya_local.task_cli import task_table
+from asya_local.task_text import task_table
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 from tests.unit.test_gateway_wait import service, tool_call

@@ -1,0 +1,77 @@
+"""How the console's pages say values: a task's progress when it did not succeed, JSON on one line or
+indented, a time in the reader's zone, how long ago. Jinja's globals and filters (`create_app`), kept
+apart from the routes so that a page's wording is found, and tested, in one place."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from markupsafe import Markup
+
+
+def how_far(task: dict[str, Any]) -> str | None:
+    """For a task that ended without succeeding (failed, canceled), how far it got, in words, instead of
+    a bar: the gateway records every ended task at 100 %, which would read as done. A fan-out whose
+    branches did not all succeed says how many did not (and where, when its view names them): its own
+    envelope's route may have ended well. Otherwise its route says where it stopped and how many of the
+    route's actors were done before. None for any other task, whose progress is its bar (a succeeded
+    one's full)."""
+    if task.get("status") not in ("failed", "canceled"):
+        return None
+    branches = task.get("branches") or {}
+    short = int(branches.get("failed") or 0) + int(branches.get("canceled") or 0)
+    if short:
+        where = sorted({str(branch["actor"]) for branch in task.get("failed_branches") or [] if branch.get("actor")})
+        at = f" (at {', '.join(where)})" if where else ""
+        return f"{short} of {branches.get('total', short)} branches did not succeed{at}"
+    route = task.get("route") or {}
+    done, stopped = len(route.get("prev") or []), route.get("curr") or ""
+    total = done + (1 if stopped else 0) + len(route.get("next") or [])
+    if not total:
+        return "did not finish"
+    if stopped:
+        return f"stopped at {stopped}, {done} of {total} actors done"
+    return f"stopped after {done} of {total} actors"
+
+
+def one_line(value: Any, most: int = 400) -> str:
+    """JSON on one line, in its own order (a branch's result in a list of them), cut to `most`
+    characters with an ellipsis: the page shows it whole elsewhere (`pretty`)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def pretty(value: Any) -> Markup:
+    """JSON as the pages show it: indented, escaped."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    return Markup.escape(text)
+
+
+def moment(stamp: Any, shown: str | None = None) -> Markup:
+    """A time as a `<time>` element: `shown` (the stamp itself by default) until the page's script puts
+    it in the reader's local time; the UTC stamp stays on hover."""
+    if not isinstance(stamp, str) or not stamp:
+        return Markup("")
+    if shown is not None:
+        return Markup('<time datetime="{0}" title="{0} UTC">{1}</time>').format(stamp, shown)
+    return Markup('<time datetime="{0}" title="{0} UTC" data-local>{0}</time>').format(stamp)
+
+
+def ago(moment: Any) -> str:
+    """`2026-11-26T10:00:00.000Z` as "3 s ago", "5 min ago"."""
+    if not isinstance(moment, str):
+        return ""
+    try:
+        then = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except ValueError:
+        return moment
+    seconds = (dt.datetime.now(dt.UTC) - then).total_seconds()
+    if seconds < 90:
+        return f"{max(0, round(seconds))} s ago"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min ago"
+    if seconds < 172_800:
+        return f"{round(seconds / 3600)} h ago"
+    return f"{round(seconds / 86_400)} days ago"

@@ -1,0 +1,118 @@
+"""A task as the terminal shows it (`asya status`, `send --wait`, `watch`, `rerun`): a table of its
+status, route, hops, input, result or error, and a fan-out's branches, said in words; kept apart from
+the commands, which find and change tasks, so that what a person reads is in one place."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from asya.root_result import OWN_ENVELOPE, no_single_result
+from asya_local.screen import status_text
+
+INPUT_SHOWN = 200  # characters of a task's input `asya status` shows
+
+
+def task_table(task: dict[str, Any]) -> Table:
+    """The fields of a task a person looks at, in that order; empty ones are left out."""
+    table = Table(show_header=False, title=f"task {task.get('id', '')}", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    status = str(task.get("status", ""))
+    rows: list[tuple[str, str | Text]] = [
+        ("flow", str(task.get("flow") or "")),
+        ("status", status_text(status)),
+        ("progress", f"{float(task.get('progress') or 0):g} %"),
+        ("actor", str(task.get("actor") or "")),
+        ("route", _route(task.get("route"))),
+        ("branches", branches_text(task.get("branches"))),
+        ("rerun of", str(task.get("rerun_of") or "")),
+        ("input", input_text(task)),
+        ("output", json.dumps(task["output"], ensure_ascii=False) if "output" in task else ""),
+        ("result", str(task.get("result") or no_single_result(task) or "")),
+        ("own envelope", _own_envelope(task)),
+        ("reason", str(task.get("reason") or "")),
+        ("error", error_text(task.get("error"))),
+        ("traceback", _traceback(task.get("error"))),
+        *(
+            (_failed_branch_label(branch, index), _failed_branch(branch))
+            for index, branch in enumerate(task.get("failed_branches") or [], start=1)
+        ),
+        ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
+        ("deadline", str(task.get("deadline_at") or "")),
+        ("updated", str(task.get("updated_at") or "")),
+    ]
+    for name, value in rows:
+        if value:
+            table.add_row(name, value)
+    return table
+
+
+def _own_envelope(task: dict[str, Any]) -> str:
+    """A fan-out root's own envelope's ending, as one branch's among the others."""
+    own = task.get(OWN_ENVELOPE)
+    if not isinstance(own, dict):
+        return ""
+    ending = json.dumps(own["output"], ensure_ascii=False) if "output" in own else str(own.get("result") or "")
+    return f"one of the branches, it ended with {ending}" if ending else ""
+
+
+def input_text(task: dict[str, Any]) -> str:
+    """The task's input as one line of JSON, trimmed to `INPUT_SHOWN` characters (`asya status` is a
+    glance; the console shows it whole), or where it is when the answer held only a link."""
+    if "input" in task:
+        text = json.dumps(task["input"], ensure_ascii=False)
+        return text if len(text) <= INPUT_SHOWN else f"{text[:INPUT_SHOWN]}… ({len(text.encode())} bytes)"
+    if task.get("input_url"):
+        return f"too large to show here: {task['input_url']}"
+    reference = task.get("input_ref")
+    return f"kept at {reference.get('uri')}" if isinstance(reference, dict) else ""
+
+
+def error_text(error: Any) -> str:
+    """`Type: message` (the handler's own error type), or the message alone when there is no type."""
+    if not isinstance(error, dict):
+        return str(error or "")
+    message = str(error.get("message") or "")
+    return f"{error['type']}: {message}" if error.get("type") else message
+
+
+def _traceback(error: Any) -> Text:
+    trace = error.get("traceback") if isinstance(error, dict) else None
+    return Text(trace, style="dim") if isinstance(trace, str) else Text()
+
+
+def _failed_branch_label(branch: dict[str, Any], index: int) -> str:
+    """A join's failed branch by its place in the fan, counted from 1 ("failed branch 2 of 3"); a
+    fan-out root's by its place in the list."""
+    if isinstance(branch.get("branch"), int) and isinstance(branch.get("width"), int):
+        return f"failed branch {branch['branch']} of {branch['width']}"
+    return f"failed branch {index}"
+
+
+def _failed_branch(branch: dict[str, Any]) -> str:
+    where = f" at {branch['actor']}" if branch.get("actor") else ""
+    why = error_text(branch.get("error")) or branch.get("reason")
+    return f"{branch.get('id')} {branch.get('status')}{where}: {why}"
+
+
+def _route(route: Any) -> Text:
+    """Actors done, the current one (bold), actors to come."""
+    if not isinstance(route, dict):
+        return Text()
+    steps = [
+        *((actor, "dim") for actor in route.get("prev", [])),
+        *([(route["curr"], "bold")] if route.get("curr") else []),
+        *((actor, "") for actor in route.get("next", [])),
+    ]
+    return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
+
+
+def branches_text(branches: Any) -> str:
+    if not isinstance(branches, dict):
+        return ""
+    counts = ("open", "succeeded", "failed", "canceled")
+    return f"{branches.get('total', 0)} in all: " + ", ".join(f"{branches.get(c, 0)} {c}" for c in counts)
