@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from asya.root_result import OWN_ENVELOPE, no_single_result
+from asya_local.console.wording import how_far
 from asya_local.screen import status_text
 
 INPUT_SHOWN = 200  # characters of a task's input `asya status` shows
@@ -25,7 +26,7 @@ def task_table(task: dict[str, Any]) -> Table:
     rows: list[tuple[str, str | Text]] = [
         ("flow", str(task.get("flow") or "")),
         ("status", status_text(status)),
-        ("progress", f"{float(task.get('progress') or 0):g} %"),
+        ("progress", how_far(task) or f"{float(task.get('progress') or 0):g} %"),
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
         ("branches", branches_text(task.get("branches"))),
