@@ -5,9 +5,9 @@ way), so the flows alone leave such an actor unconnected. The route of each rece
 branches included, which is where such steps usually are) says where it went: the actors it visited
 (`route.prev`, then `route.curr`), one step between each two, and, for a task that succeeded, its last
 actor to x-sink, which wrote its ending. They are read from the gateway's listing, so the console
-draws the same on AWS as locally: the newest `PER_STATUS` of each status that has a route, at most
-once every `REFRESH_SECONDS` whoever asks, and the last steps read are kept while the gateway does not
-answer.
+draws the same on AWS as locally: the newest `RECENT` tasks of every status (one page of the listing;
+a pending task has no route yet and adds no step), at most once every `REFRESH_SECONDS` whoever asks,
+and the last steps read are kept while the gateway does not answer.
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from asya.task_record import TaskStatus
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
 
 Step = tuple[str, str]
-READ = (TaskStatus.RUNNING, TaskStatus.PAUSED, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-PER_STATUS = 25  # the newest of each status read: about 100 tasks in all
+RECENT = 100  # the newest tasks read, of every status, branches included: one page of the listing
 REFRESH_SECONDS = 10.0
 
 
 class Listing(Protocol):
-    def tasks(self, *, status: str | None = ..., limit: int = ..., roots: bool = ...) -> list[dict[str, Any]]: ...
+    def tasks(self, *, limit: int = ..., roots: bool = ...) -> list[dict[str, Any]]: ...
 
 
 def steps_of(task: Mapping[str, Any]) -> list[Step]:
@@ -69,11 +68,7 @@ class SeenRoutes:
 
     def _steps(self) -> frozenset[Step] | None:
         try:
-            recent = [
-                task
-                for status in READ
-                for task in self.gateway.tasks(status=status.value, limit=PER_STATUS, roots=False)
-            ]
+            recent = self.gateway.tasks(limit=RECENT, roots=False)
         except (GatewayError, GatewayUnreachableError):
             return None
         return steps_taken(recent)

@@ -41,7 +41,7 @@ class Listing:
             raise GatewayUnreachableError("no gateway")
         assert not roots, "branches are where rewritten routes usually are"
         self.reads += 1
-        return [task for task in self.tasks_listed if task["status"] == status][:limit]
+        return [task for task in self.tasks_listed if status in (None, task["status"])][:limit]
 
 
 def test_the_steps_are_read_at_most_once_per_refresh_and_kept_while_the_gateway_is_away() -> None:
