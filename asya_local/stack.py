@@ -42,7 +42,9 @@ from typing import Any
 
 from asya import variables
 from asya.names import resource_name
+from asya.variables import FLOW_PROGRAMS
 from asya_cdk.config import LoadedMesh
+from asya_cdk.environment import PROGRAMS_FILE
 from asya_cdk.loading import MeshConfigError
 from asya_cdk.packaging import function_sizes
 from asya_local.deploy import (
@@ -269,6 +271,15 @@ class LocalStack:
                 time.sleep(0.1)
         raise RuntimeError(f"the gateway did not listen on {self.gateway_url} within {GATEWAY_START_SECONDS:.0f} s")
 
+    def _programs_file(self) -> Path:
+        """The compiled flow programs, which the build puts beside the gateway's code on AWS."""
+        file = Path(self._state.name) / PROGRAMS_FILE
+        if not file.exists():  # written whole, then renamed: workers start side by side
+            partial = file.with_suffix(f".{os.getpid()}.{threading.get_ident()}")
+            partial.write_text(self.mesh.programs_json())
+            partial.replace(file)
+        return file
+
     def worker_spec(self, function: LocalFunction) -> dict[str, Any]:
         """What a worker process is given: the function as deployed, pointed at the local endpoint."""
         environment = {
@@ -280,6 +291,8 @@ class LocalStack:
             # metrics on, as on AWS: their lines go to the worker log, where the console counts the work
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
+        if FLOW_PROGRAMS.name in environment:  # bundling is skipped here: the file the build adds, written apart
+            environment[FLOW_PROGRAMS.name] = str(self._programs_file())
         extra: dict[str, Any] = {}
         if isinstance(function.trigger, HttpTrigger):
             extra = {"port": self.gateway_port, "api_key": self.api_key}

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from asya.flow_program import Program
 from asya.names import CREW, PAUSE, RESERVED, ROUTED_CREW, SUMP, mesh_own, resource_name, routable
 from asya.resiliency import Seconds
 from asya.startup import FileKind, FileSource, encode_files, encode_secrets
@@ -54,12 +55,21 @@ REQUIREMENTS_FILE = "requirements.txt"  # in an actor's code folder: its librari
 
 
 class FlowConfig(StrictModel):
-    """A named route: what a user starts, and what the gateway and MCP expose as a tool."""
+    """What a user starts, and what the gateway and MCP expose as a tool: a fixed `route`, or a
+    `program`, a Python function of the mesh's code over the payload (`module.function`, from the mesh
+    file's folder) compiled ahead of time into decisions the sidecars take (docs/flows.md)."""
 
-    route: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
+    route: list[Annotated[str, Field(pattern=NAME)]] = Field(default_factory=list)
+    program: str | None = Field(default=None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
     description: str = ""
     timeout: Seconds | None = Field(default=None, gt=0)
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+    @model_validator(mode="after")
+    def _route_or_program(self) -> FlowConfig:
+        if bool(self.route) == bool(self.program):
+            raise ValueError("give a flow either a route (a list of actors) or a program (module.function)")
+        return self
 
     @field_validator("input_schema")
     @classmethod
@@ -257,19 +267,43 @@ class MeshConfig(StrictModel):
             if actor.runtime == "spark" and actor.spark is not None and not actor.spark.image_uri
         }
 
-    def flows_json(self) -> str:
-        """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes."""
-        flows = {name: flow.model_dump(mode="json") for name, flow in self.flows.items()}
-        return json.dumps(flows, separators=(",", ":"), ensure_ascii=False)
+    def joins(self) -> dict[str, list[str]]:
+        """Each join actor and the actors whose branches it gathers."""
+        return {name: list(actor.join.branches_of) for name, actor in self.actors.items() if actor.join is not None}
 
 
 class LoadedMesh(BaseModel):
-    """A validated mesh and the folder its relative code paths start from."""
+    """A validated mesh and the folder its relative code paths start from; `programs`: each program
+    flow compiled (`asya_cdk.flow_compiler`), by flow name."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     config: MeshConfig
     base: Path
+    programs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def flow_route(self, name: str) -> list[str]:
+        """A flow's route, or for a program the shortest way through it (what a task starts out on)."""
+        program = self.programs.get(name)
+        if program is None:
+            return list(self.config.flows[name].route)
+        return Program(program).shortest(int(program["start"]))
+
+    def flows_json(self) -> str:
+        """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes; a
+        program's flow names its program's version (the program itself is in `ASYA_FLOW_PROGRAMS`)."""
+        flows = {}
+        for name, flow in self.config.flows.items():
+            spec = flow.model_dump(mode="json", exclude={"program"})
+            spec["route"] = self.flow_route(name)
+            if name in self.programs:
+                spec["program"] = self.programs[name]["version"]
+            flows[name] = spec
+        return json.dumps(flows, separators=(",", ":"), ensure_ascii=False)
+
+    def programs_json(self) -> str:
+        """The file of compiled programs the gateway starts tasks of program flows with."""
+        return json.dumps(self.programs, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
     def code_dir(self, actor: str) -> Path:
         return (self.base / self.config.actors[actor].code).resolve()

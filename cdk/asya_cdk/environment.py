@@ -26,6 +26,7 @@ from asya.names import (
     resource_name,
 )
 from asya.variables import (
+    FLOW_PROGRAMS,
     FLOWS,
     IDEMPOTENCY_TABLE,
     NAMESPACE,
@@ -112,13 +113,17 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
     return variables
 
 
+PROGRAMS_FILE = "flow_programs.json"  # in the gateway's code, beside `asya_gateway` (`asya_gateway.settings`)
+
+
 def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> dict[str, str]:
     """The API function gets the flows (what it starts and lists as MCP tools) and the results bucket;
     the backstop the bucket; the stream consumer only the tables."""
     own = {
         GATEWAY: {
             RESULTS_BUCKET.name: names.bucket,
-            FLOWS.name: mesh.config.flows_json(),
+            FLOWS.name: mesh.flows_json(),
+            **({FLOW_PROGRAMS.name: PROGRAMS_FILE} if mesh.programs else {}),
             SUMP_TABLE.name: names.sump_table,
             **mesh.claim_environment(names.bucket),
         },

@@ -38,7 +38,7 @@ from asya.names import (
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
-from asya_cdk.environment import MeshNames, gateway_environment
+from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.tasks import TaskTables
@@ -70,7 +70,9 @@ class StatusGateway(Construct):
         self.settings = mesh.config.gateway
         self.prefix = mesh_prefix(self.namespace)
         self.layer = layer
-        self.code = gateway_code(layer.architecture.name)  # one asset (and one build) for the three functions
+        # one asset (and one build) for the three functions, with the flows' programs the API starts tasks on
+        programs = {PROGRAMS_FILE: mesh.programs_json()} if mesh.programs else None
+        self.code = gateway_code(layer.architecture.name, programs)
         self.gateway = self._serve(tables, bucket)
         self.stream, self.stream_dead_letters = self._follow_stream(tables)
         self.backstop, self.schedule = self._enforce_deadlines(tables)

@@ -64,11 +64,13 @@ class LibraryBundling:
         folders: dict[str, Path],
         subdir: str = "",
         ignore: tuple[str, ...] = SOURCE_IGNORED,
+        files: dict[str, str] | None = None,
     ) -> None:
         self.builds = builds
         self.folders = folders
         self.subdir = subdir
         self.ignore = ignore
+        self.files = files or {}  # written into the bundle as they are: name → text
 
     def try_bundle(self, output_dir: str, _options: cdk.BundlingOptions) -> bool:
         target = Path(output_dir) / self.subdir
@@ -76,6 +78,8 @@ class LibraryBundling:
             copy_into(install(build).path, target)
         for name, source in self.folders.items():
             copy_into(source, target / name, self.ignore)
+        for name, text in self.files.items():
+            (target / name).write_text(text)
         return True
 
 
@@ -85,11 +89,14 @@ def layer_bundling(architecture: str, python: str = LAMBDA_PYTHON) -> LibraryBun
     return LibraryBundling([layer_build(target)], {"asya": LAYER_SOURCE / "asya"}, subdir="python")
 
 
-def gateway_bundling(architecture: str, python: str = LAMBDA_PYTHON) -> LibraryBundling:
+def gateway_bundling(
+    architecture: str, python: str = LAMBDA_PYTHON, files: dict[str, str] | None = None
+) -> LibraryBundling:
     """The gateway functions' code: `asya_gateway` and the `gateway` extra, whose own dependencies the
     layer has."""
     target = Target.linux(architecture, python)
-    return LibraryBundling([gateway_build(target)], {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"})
+    folders = {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"}
+    return LibraryBundling([gateway_build(target)], folders, files=files)
 
 
 class SidecarLayer(Construct):
@@ -109,9 +116,10 @@ class SidecarLayer(Construct):
         self.architecture = arch
 
 
-def gateway_code(architecture: str) -> lambda_.Code:
-    """The gateway functions' code: `asya_gateway` and its `gateway` extra."""
-    return built_code(GATEWAY_SOURCE, gateway_bundling(architecture))
+def gateway_code(architecture: str, files: dict[str, str] | None = None) -> lambda_.Code:
+    """The gateway functions' code: `asya_gateway` and its `gateway` extra, and `files` beside them
+    (the mesh's compiled flow programs)."""
+    return built_code(GATEWAY_SOURCE, gateway_bundling(architecture, files=files))
 
 
 def built_code(source: Path, bundling: LibraryBundling) -> lambda_.Code:

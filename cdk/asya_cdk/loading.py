@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from asya.envelope import validation_problems
 from asya_cdk.config import REFERENCES_APART, REQUIREMENTS_FILE, LoadedMesh, MeshConfig
+from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
 from asya_cdk.needs import (
     s3_location,
 )
@@ -34,13 +35,34 @@ def load_mesh(path: str | Path) -> LoadedMesh:
     config, problems = _validated(document)
     if config is not None:
         base = file.resolve().parent
-        mesh = LoadedMesh.model_validate({"config": config, "base": base}, context={REFERENCES_APART: True})
-        problems += config.reference_problems() + path_problems(mesh)
+        references = config.reference_problems()
+        programs, program_problems = compiled_programs(config, base) if not references else ({}, [])
+        mesh = LoadedMesh.model_validate(
+            {"config": config, "base": base, "programs": programs}, context={REFERENCES_APART: True}
+        )
+        problems += references + program_problems + path_problems(mesh)
         if not problems:  # the rules judge a mesh whose every field and name is right
             problems += mesh_problems(mesh) + _plan_problems(config)
     if problems:
         raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
     return mesh
+
+
+def compiled_programs(config: MeshConfig, base: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Each program flow compiled, and what keeps any from compiling (`flows.<name>.program: <file>
+    line <n>: …`)."""
+    programs, problems = {}, []
+    for name, flow in config.flows.items():
+        if flow.program is None:
+            continue
+        source, function = program_location(flow.program)
+        try:
+            programs[name] = compile_flow(
+                base / source, function, source=source, actors=config.actors, joins=config.joins()
+            )
+        except FlowCompileError as exc:
+            problems.append(f"flows.{name}.program: {exc}")
+    return programs, problems
 
 
 def _document(file: Path) -> dict[str, Any]:

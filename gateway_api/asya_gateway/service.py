@@ -25,7 +25,8 @@ from asya.claims import Claims, claim_prefix
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
-from asya.headers import CLIENT_HEADERS, GATEWAY_URL_HEADER, RESERVED_PREFIX
+from asya.flows import FlowError, start
+from asya.headers import CLIENT_HEADERS, FLOW_HEADER, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.joins import FAILED_BRANCHES
 from asya.live import FLY, EventLog, EventsNotAppendedError
 from asya.reasons import Reason
@@ -127,6 +128,8 @@ class TaskService:
         if chosen is not None:
             self.validate(chosen, payload)
         headers = self.client_headers(headers or {})
+        if chosen is not None and chosen.program is not None:
+            actors, headers[FLOW_HEADER] = self._program_start(chosen, payload)
         queue = self._queue_url(actors[0])
         for later in actors[1:] if chosen is None else ():  # a flow's actors were checked when it was deployed
             self._queue_url(later)
@@ -155,6 +158,7 @@ class TaskService:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
             record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of})
+            record["program_version"] = chosen.program["version"] if chosen and chosen.program else None
             started = keep_input(envelope, body, self.claims)
             record.update(started.kept)
             body = started.body
@@ -189,6 +193,16 @@ class TaskService:
                 QueueUrl=queue, MessageBody=self.writable({**envelope, "status": status}, "the task's envelope")
             )
         return Created(task_id, True, task_view(existing), replayed=True)
+
+    @staticmethod
+    def _program_start(flow: Flow, payload: Any) -> tuple[list[str], dict[str, Any]]:
+        """A program flow's route and flow header for this input (`asya.flows.start`); a condition it
+        cannot read on the input refuses the task."""
+        assert flow.program is not None
+        try:
+            return start(flow.program, payload)
+        except FlowError as exc:
+            raise TaskError(400, f"flow {flow.name!r} cannot start on this payload: {exc}") from None
 
     def validate(self, flow: Flow, payload: Any) -> None:
         """The flow's input schema decides what a payload may be (REST and MCP alike)."""

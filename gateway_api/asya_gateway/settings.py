@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,15 +26,18 @@ class Flow:
     description: str = ""
     timeout: float | None = None
     input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    program: dict[str, Any] | None = None  # a program flow's compiled program (docs/flows.md)
 
     def public(self) -> dict[str, Any]:
-        """What `GET /flows` says of it: everything but its name (the key)."""
-        return {
+        """What `GET /flows` says of it: everything but its name (the key); a program flow's route is
+        the shortest way through its program, and `program` is the program, to draw."""
+        shown = {
             "route": self.route,
             "description": self.description,
             "timeout": self.timeout,
             "input_schema": self.input_schema,
         }
+        return shown if self.program is None else {**shown, "program": self.program}
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class GatewaySettings:
             tasks_table=str(variables.TASKS_TABLE.read(env)),
             events_table=str(variables.EVENTS_TABLE.read(env)),
             results_bucket=variables.RESULTS_BUCKET.read(env),
-            flows=_flows(variables.FLOWS.read(env)),
+            flows=_flows(variables.FLOWS.read(env), variables.FLOW_PROGRAMS.read(env)),
             task_ttl=variables.TASK_TTL.read(env),
             mcp_wait_seconds=variables.MCP_WAIT.read(env),
             sump_table=variables.SUMP_TABLE.read(env),
@@ -76,11 +81,47 @@ class GatewaySettings:
         return {name: fastjsonschema.compile(flow.input_schema) for name, flow in self.flows.items()}
 
 
-def _flows(raw: str) -> dict[str, Flow]:
+def _flows(raw: str, programs_file: str) -> dict[str, Flow]:
+    """The flows, a program flow with its program, read from the programs file and checked to be the
+    version its flow names (the two are deployed together; apart, tasks would run a program the
+    mesh file no longer has)."""
     if not raw.strip():
         return {}
     try:
         document = orjson.loads(raw)
-        return {name: Flow(name=name, **spec) for name, spec in document.items()}
+        flows = {
+            name: Flow(name=name, **{k: v for k, v in spec.items() if k != "program"})
+            for name, spec in document.items()
+        }
     except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{variables.FLOWS.name} is not a JSON object of flows: {exc}") from None
+    versions = {name: spec["program"] for name, spec in document.items() if spec.get("program")}
+    if not versions:
+        return flows
+    programs = _programs(programs_file)
+    for name, version in versions.items():
+        program = programs.get(name)
+        if program is None or program.get("version") != version:
+            missing = f"no program of version {version} for flow {name!r} in {programs_file!r}"
+            raise ConfigError(f"{variables.FLOW_PROGRAMS.name}: {missing}")
+        flows[name] = dataclasses.replace(flows[name], program=program)
+    return flows
+
+
+def _without_program(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in spec.items() if key != "program"}
+
+
+def _programs(path: str) -> dict[str, Any]:
+    """The programs file; a relative path is from the function's code folder (`LAMBDA_TASK_ROOT`, the
+    working folder of a function, on Lambda and on the local stack alike), where the build puts it."""
+    if not path:
+        raise ConfigError(f"{variables.FLOWS.name} names program flows but {variables.FLOW_PROGRAMS.name} is not set")
+    try:
+        with (Path(os.environ.get("LAMBDA_TASK_ROOT", ".")) / path).open("rb") as file:
+            programs = orjson.loads(file.read())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ConfigError(f"{variables.FLOW_PROGRAMS.name}: cannot read {path!r}: {exc}") from None
+    if not isinstance(programs, dict):
+        raise ConfigError(f"{variables.FLOW_PROGRAMS.name}: {path!r} is not a JSON object of programs")
+    return programs

@@ -13,10 +13,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
 from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.flows import FlowError, continue_flow
 from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
-from asya.routing import error_details, forward, to_sump
+from asya.routing import error_details, fail, forward, to_sump
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
 
@@ -35,6 +36,18 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
+    try:  # a flow program decides on the resumed payload where it goes after the pause (docs/flows.md)
+        (frame,) = continue_flow(envelope, [frame])
+    except FlowError as exc:
+        details = error_details(None, str(exc))
+        outbound = fail(
+            envelope,
+            RESUME,
+            reason=Reason.LOOP_LIMIT if exc.loop_limit else Reason.FLOW_ERROR,
+            details=details,
+            now=now,
+        )
+        return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])
     outbound = forward(envelope, frame, 0, PAUSE, now)
     telemetry.count("TasksResumed")
     return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])

@@ -38,3 +38,7 @@ HOOK_HEADER = "x-asya-hook"
 PAUSE_HEADER = "x-asya-pause"
 
 CLIENT_HEADERS = frozenset({TRACEPARENT, TRACESTATE, STEALTH_HEADER, GATEWAY_URL_HEADER})
+# A task run by a flow program: the compiled program, where the envelope is in it and its loops' counts.
+FLOW_HEADER = "x-asya-flow"
+# Set by a flow's `except`: the error it caught (actor, type, message, reason), for the handler it runs.
+CAUGHT_HEADER = "x-asya-caught"

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
-from asya import routing
-from asya.abi import EnvelopeState
+from asya import flows, routing
+from asya.abi import EnvelopeState, Frame
 from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
@@ -265,7 +265,12 @@ class HopRunner:
             output = run_with_timeout(lambda: invoke(handler, state, self.config.handler_mode), limit)
         except TimedOut as exc:
             discard_event_loop()
-            plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, error_details(exc), now))
+            details = error_details(exc)
+            taken = _flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now)
+            if taken is not None:
+                plan.outbound.extend(taken)
+                return HopOutcome.FORWARDED
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, details, now))
             return HopOutcome.SUMPED
         except Exception as exc:  # noqa: BLE001 - any handler error goes through the resiliency policy
             return self._on_handler_error(envelope, plan, exc)
@@ -286,17 +291,18 @@ class HopRunner:
         if not output.frames:
             plan.outbound.append(routing.finish_unshifted(envelope, actor, now))
             return HopOutcome.COMPLETED
-        too_wide = _too_wide(len(output.frames), ends_at)
+        try:
+            frames = flows.continue_flow(envelope, output.frames)
+        except flows.FlowError as exc:
+            plan.outbound.append(_flow_failed(envelope, actor, exc, output.frames[0].payload, now))
+            return HopOutcome.FAILED
+        too_wide = _too_wide(len(frames), ends_at)
         if too_wide is not None:
             plan.outbound.append(
                 routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
             )
             return HopOutcome.SUMPED
-        fanned_out = len(output.frames) > 1
-        outputs = [
-            routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out)
-            for index, frame in enumerate(output.frames)
-        ]
+        outputs = _forwarded(envelope, frames, actor, now)
         if self.config.joined_by:
             stamp(envelope, outputs, self.config.joined_by)
         plan.outbound.extend(outputs)
@@ -326,7 +332,7 @@ class HopRunner:
 
     def _on_handler_error(self, envelope: Envelope, plan: HopPlan, error: Exception) -> HopOutcome:
         outcome, outbound = handler_failure(self.config, envelope, error, self.telemetry)
-        plan.outbound.append(outbound)
+        plan.outbound.extend(outbound)
         return outcome
 
     def _on_fly(self, envelope: Envelope, event: Any) -> None:
@@ -385,7 +391,7 @@ class HopRunner:
 
 def handler_failure(
     config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
-) -> tuple[HopOutcome, Outbound]:
+) -> tuple[HopOutcome, list[Outbound]]:
     """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
     a failure (x-sink, or the policy's `on_exhausted` actors). Shared with the Spark collector, which
     applies it to every envelope of a job that failed as a whole."""
@@ -401,17 +407,49 @@ def handler_failure(
         retry = routing.retry(
             envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
         )
-        return HopOutcome.RETRIED, retry
+        return HopOutcome.RETRIED, [retry]
     telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
+    details = error_details(error)
+    taken = _flow_catches(envelope, details, Reason(decision.reason), actor, now)
+    if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
+        return HopOutcome.FORWARDED, taken
     failure = routing.fail(
         envelope,
         actor,
         reason=Reason(decision.reason),
-        details=error_details(error),
+        details=details,
         now=now,
         on_exhausted=decision.on_exhausted,
     )
-    return HopOutcome.FAILED, failure
+    return HopOutcome.FAILED, [failure]
+
+
+def _forwarded(envelope: Envelope, frames: list[Frame], actor: str, now: dt.datetime) -> list[Outbound]:
+    """The outputs of a hop that produced `frames` (more than one: a fan-out)."""
+    fanned_out = len(frames) > 1
+    return [
+        routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out) for index, frame in enumerate(frames)
+    ]
+
+
+def _flow_catches(
+    envelope: Envelope, details: dict[str, Any], reason: Reason, actor: str, now: dt.datetime
+) -> list[Outbound] | None:
+    """The outputs of a failure its flow's `except` takes (`asya.flows.caught`), if one does; a flow
+    that cannot go on from the `except` fails the envelope with why."""
+    try:
+        frames = flows.caught(envelope, details, reason.value, actor)
+    except flows.FlowError as exc:
+        return [_flow_failed(envelope, actor, exc, envelope.payload, now)]
+    return None if frames is None else _forwarded(envelope, frames, actor, now)
+
+
+def _flow_failed(envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime) -> Outbound:
+    """x-sink, failed: the flow program cannot go on with `payload` (a loop over its bound, a condition
+    it cannot read). The error keeps the payload the program was deciding on, not the actor's input."""
+    reason = Reason.LOOP_LIMIT if error.loop_limit else Reason.FLOW_ERROR
+    decided = envelope.model_copy(update={"payload": payload})
+    return routing.fail(decided, actor, reason=reason, details=error_details(None, str(error)), now=now)
 
 
 def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:

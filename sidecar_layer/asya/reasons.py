@@ -27,6 +27,8 @@ class Reason(StrEnum):
     REDRIVEN = "Redriven"  # SQS gave up on a delivery (crash, timeout, out of memory) and redrove it to x-sump
     JOINED = "Joined"  # a branch gathered by its join: its result went on in the joined envelope (`asya.joins`)
     JOIN_FAILED = "JoinFailed"  # more branches of a join failed than its `on_failure` tolerates
+    LOOP_LIMIT = "LoopLimit"  # a flow program's loop would go round more than its max_iterations (`asya.flows`)
+    FLOW_ERROR = "FlowError"  # a flow program's condition cannot be read on the payload (`asya.flows`)
 
     @property
     def code(self) -> str:

@@ -361,6 +361,14 @@ FLOWS = Variable(
     _text,
     "`{}`",
 )
+FLOW_PROGRAMS = Variable(
+    "ASYA_FLOW_PROGRAMS",
+    _GATEWAY,
+    "path of the JSON file `{flow: program}` of the program flows' compiled programs (docs/flows.md)",
+    "",
+    _text,
+    "none",
+)
 # The longest a gateway request waits for a task's end (`POST /mesh?wait=`, MCP tool calls): API Gateway
 # REST ends an integration at 29 s, and the answer still has to be written after the wait.
 WAIT_MAX_SECONDS = 25.0
@@ -497,6 +505,7 @@ ALL: tuple[Variable[Any], ...] = (
     RESULTS_INLINE_MAX_BYTES,
     RESULTS_TTL,
     FLOWS,
+    FLOW_PROGRAMS,
     MCP_WAIT,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,

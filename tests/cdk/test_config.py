@@ -46,7 +46,7 @@ def test_gateway_and_status_settings_reach_the_variables(tmp_path: Path) -> None
 def test_flows_json_is_what_the_gateway_reads(tmp_path: Path) -> None:
     text = ACTORS + "flows:\n  f: {route: [a], description: d, input_schema: {type: object, required: [x]}}\n"
     mesh = load_mesh(_write(tmp_path, text))
-    assert json.loads(mesh.config.flows_json()) == {
+    assert json.loads(mesh.flows_json()) == {
         "f": {
             "route": ["a"],
             "description": "d",

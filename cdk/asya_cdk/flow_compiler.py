@@ -1,0 +1,413 @@
+"""The flow compiler: a flow written as a Python function over the payload (docs/flows.md), read with
+`ast` and never run, into the program `asya.flow_program` runs.
+
+What it compiles, `p` being the function's one parameter (the payload):
+
+    p = actor(p)                    p = c(b(p))                  p = pause(p)
+    p = join(parallel(a(p), c(b(p))))                            return p / return actor(p)
+    if/elif/else <condition>        while bounded(<condition>, max_iterations=N): … break / continue
+    try: … except Name / except (A, B): …                        pass, a docstring
+
+Conditions read the payload and constants only (`asya.flow_program`: subscripts, `.get`, comparisons,
+`and`/`or`/`not`, arithmetic, `len`/`abs`/`min`/`max`/`round`/`any`/`all`). Anything else is a
+`FlowCompileError` naming the file, the line and the construct.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asya.flow_program import ARITHMETIC, FUNCTIONS, Program
+from asya.names import PAUSE
+
+MAX_ITERATIONS = 1_000  # the most a loop may declare: a task that needs more is a job, not a flow
+_COMPARE_OPS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+_MATH_OPS: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+}
+assert set(_MATH_OPS.values()) == ARITHMETIC
+_SPECIAL = ("pause", "parallel", "bounded")
+
+
+class FlowCompileError(ValueError):
+    """The flow cannot be compiled; the message names the file, the line and the construct."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """Where a statement sits: the loops around it (head, exit), innermost last, and the `except`
+    clauses that take its calls' failures, innermost first."""
+
+    loops: tuple[tuple[int, int], ...] = ()
+    catches: tuple[tuple[list[str], int], ...] = ()
+    in_branch: bool = False
+
+
+@dataclass
+class _Compiler:
+    source: str  # as the mesh file names it, for messages and the program
+    actors: Mapping[str, Any]  # the mesh's actors by name
+    joins: Mapping[str, Sequence[str]]  # join actor → the actors whose branches it gathers
+    variable: str = "p"
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+
+    def fail(self, where: ast.AST | int | None, message: str) -> FlowCompileError:
+        """The error at `where` (a construct, or a line)."""
+        line = where if isinstance(where, int) or where is None else getattr(where, "lineno", None)
+        return FlowCompileError(f"{self.source} line {line if line is not None else '?'}: {message}")
+
+    def add(self, where: ast.AST, scope: _Scope, **node: Any) -> int:
+        node["line"] = getattr(where, "lineno", None)
+        loops = [head for head, _ in scope.loops]
+        if loops:
+            node["in"] = loops
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def block(self, statements: Sequence[ast.stmt], then: int, scope: _Scope) -> int:
+        """The entry node of `statements`, which go on to `then`."""
+        entry = then
+        for statement in reversed(statements):
+            entry = self.statement(statement, entry, scope)
+        return entry
+
+    def statement(self, statement: ast.stmt, then: int, scope: _Scope) -> int:
+        if isinstance(statement, ast.Assign):
+            return self.assign(statement, then, scope)
+        if isinstance(statement, ast.Return):
+            end = self.add(statement, scope, **{"return": True})
+            if statement.value is None or self._is_variable(statement.value):
+                if statement.value is None:
+                    raise self.fail(statement, f"return the payload: return {self.variable}")
+                return end
+            return self.calls(statement.value, end, scope)
+        if isinstance(statement, ast.If):
+            node = self.add(
+                statement, scope, **{"if": self.condition(statement.test), "src": ast.unparse(statement.test)}
+            )
+            self.nodes[node]["then"] = self.block(statement.body, then, scope)
+            self.nodes[node]["else"] = self.block(statement.orelse, then, scope)
+            return node
+        if isinstance(statement, ast.While):
+            return self.loop(statement, then, scope)
+        if isinstance(statement, ast.Break | ast.Continue):
+            if not scope.loops:
+                raise self.fail(statement, f"{type(statement).__name__.lower()} outside a while loop")
+            head, exit_ = scope.loops[-1]
+            return exit_ if isinstance(statement, ast.Break) else head
+        if isinstance(statement, ast.Try):
+            return self.attempt(statement, then, scope)
+        if isinstance(statement, ast.Pass) or _is_docstring(statement):
+            return then
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            raise self.fail(
+                statement, f"an actor's output is the new payload: write {self.variable} = actor({self.variable})"
+            )
+        raise self.fail(statement, f"{_construct(statement)} is not part of a flow program (docs/flows.md)")
+
+    def assign(self, statement: ast.Assign, then: int, scope: _Scope) -> int:
+        if len(statement.targets) != 1 or not self._is_variable(statement.targets[0]):
+            raise self.fail(statement, f"a flow assigns only its payload: {self.variable} = actor({self.variable})")
+        return self.calls(statement.value, then, scope)
+
+    def calls(self, expression: ast.expr, then: int, scope: _Scope) -> int:
+        """`a(b(p))`: b, then a, then `then`; `join(parallel(…))`: the branches, gathered at `join`."""
+        if self._is_variable(expression):
+            return then
+        if not isinstance(expression, ast.Call) or not isinstance(expression.func, ast.Name):
+            raise self.fail(expression, f"expected an actor called on the payload, like actor({self.variable})")
+        name = expression.func.id
+        if name in ("parallel", "bounded"):
+            raise self.fail(expression, self._misplaced(name))
+        if len(expression.args) != 1 or expression.keywords:
+            raise self.fail(expression, f"{name}(…) takes the payload alone: {name}({self.variable})")
+        actor = PAUSE if name == "pause" else self.actor(expression.func)
+        node = self.add(expression, scope, call=actor, next=then)
+        if scope.catches and not scope.in_branch:
+            self.nodes[node]["catch"] = [[names, target] for names, target in scope.catches]
+        argument = expression.args[0]
+        if isinstance(argument, ast.Call) and isinstance(argument.func, ast.Name) and argument.func.id == "parallel":
+            return self.parallel(argument, node, scope)
+        return self.calls(argument, node, scope)
+
+    def parallel(self, expression: ast.Call, join: int, scope: _Scope) -> int:
+        actor = self.nodes[join]["call"]
+        if actor == PAUSE or actor not in self.joins:
+            raise self.fail(
+                expression,
+                f"{actor} is given parallel(…)'s branches but is not a join: declare actors.{actor}.join "
+                "with branches_of naming the actor before parallel(…)",
+            )
+        if len(expression.args) < 2 or expression.keywords:
+            raise self.fail(expression, "parallel(…) takes two or more branches, each actors called on the payload")
+        branch_scope = _Scope(scope.loops, scope.catches, in_branch=True)
+        branches = []
+        for branch in expression.args:
+            if self._is_variable(branch):
+                raise self.fail(branch, "each branch of parallel(…) calls at least one actor")
+            branches.append(self.calls(branch, join, branch_scope))
+        return self.add(expression, scope, parallel=branches, join=join)
+
+    def loop(self, statement: ast.While, then: int, scope: _Scope) -> int:
+        test = statement.test
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "bounded"):
+            raise self.fail(statement, "a loop declares its bound: while bounded(<condition>, max_iterations=N):")
+        limit = next((keyword.value for keyword in test.keywords if keyword.arg == "max_iterations"), None)
+        if len(test.args) != 1 or len(test.keywords) != 1 or not _is_count(limit):
+            raise self.fail(statement, f"bounded(<condition>, max_iterations=N) with N from 1 to {MAX_ITERATIONS}")
+        if statement.orelse:
+            raise self.fail(statement.orelse[0], "while … else is not part of a flow program")
+        head = len(self.nodes)
+        loops = (*scope.loops, (head, then))
+        node = self.add(
+            statement,
+            _Scope(loops, scope.catches, scope.in_branch),
+            **{"while": self.condition(test.args[0]), "max": limit.value, "src": ast.unparse(test.args[0])},  # type: ignore[union-attr]
+        )
+        self.nodes[node]["exit"] = then
+        self.nodes[node]["body"] = self.block(statement.body, node, _Scope(loops, scope.catches, scope.in_branch))
+        return node
+
+    def attempt(self, statement: ast.Try, then: int, scope: _Scope) -> int:
+        if statement.orelse or statement.finalbody:
+            raise self.fail(statement, "try … else and try … finally are not part of a flow program")
+        clauses: list[tuple[list[str], int]] = []
+        for handler in statement.handlers:
+            if handler.type is None:
+                raise self.fail(handler, "name what is caught: except Exception: (or a type, or a reason)")
+            if handler.name is not None:
+                raise self.fail(handler, f"except … as {handler.name}: the error is in the header x-asya-caught")
+            clauses.append((self._caught(handler.type), self.block(handler.body, then, scope)))
+        inner = _Scope(scope.loops, (*clauses, *scope.catches), scope.in_branch)
+        return self.block(statement.body, then, inner)
+
+    def _caught(self, expression: ast.expr) -> list[str]:
+        items = expression.elts if isinstance(expression, ast.Tuple) else [expression]
+        names = []
+        for item in items:
+            if isinstance(item, ast.Attribute):
+                names.append(item.attr)
+            elif isinstance(item, ast.Name):
+                names.append(item.id)
+            else:
+                raise self.fail(item, "except names exception types or reasons: except (ValueError, Timeout):")
+        return names
+
+    # -- names -----------------------------------------------------------------------------------
+
+    def actor(self, name: ast.Name) -> str:
+        for candidate in (name.id, name.id.replace("_", "-")):
+            if candidate in self.actors:
+                return candidate
+        known = ", ".join(sorted(self.actors))
+        raise self.fail(name, f"{name.id} is not an actor of this mesh (actors: {known})")
+
+    def _is_variable(self, expression: ast.AST) -> bool:
+        return isinstance(expression, ast.Name) and expression.id == self.variable
+
+    def _misplaced(self, name: str) -> str:
+        if name == "parallel":
+            return f"parallel(…) is given to the actor that joins its branches: {self.variable} = join(parallel(…))"
+        return "bounded(…) is the test of a while loop"
+
+    # -- conditions ------------------------------------------------------------------------------
+
+    def condition(self, expression: ast.expr) -> list[Any]:
+        if self._is_variable(expression):
+            return ["var"]
+        if isinstance(expression, ast.Constant) and _plain(expression.value):
+            return ["lit", expression.value]
+        if isinstance(expression, ast.Subscript):
+            if isinstance(expression.slice, ast.Slice):
+                raise self.fail(expression, "slices are not part of a condition")
+            return ["at", self.condition(expression.value), self.condition(expression.slice)]
+        if isinstance(expression, ast.Compare):
+            parts = [expression.left, *expression.comparators]
+            compared = [
+                ["cmp", _COMPARE_OPS[type(op)], self.condition(left), self.condition(right)]
+                for op, left, right in zip(expression.ops, parts, parts[1:], strict=False)
+            ]
+            return compared[0] if len(compared) == 1 else ["and", *compared]
+        if isinstance(expression, ast.BoolOp):
+            return ["and" if isinstance(expression.op, ast.And) else "or", *map(self.condition, expression.values)]
+        if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not | ast.USub):
+            return ["not" if isinstance(expression.op, ast.Not) else "neg", self.condition(expression.operand)]
+        if isinstance(expression, ast.BinOp) and type(expression.op) in _MATH_OPS:
+            op = _MATH_OPS[type(expression.op)]
+            return ["math", op, self.condition(expression.left), self.condition(expression.right)]
+        if isinstance(expression, ast.List | ast.Tuple):
+            return ["list", *map(self.condition, expression.elts)]
+        if isinstance(expression, ast.Call):
+            return self._function(expression)
+        if isinstance(expression, ast.Name):
+            raise self.fail(
+                expression, f"{expression.id}: a condition reads the payload ({self.variable}) and constants"
+            )
+        raise self.fail(expression, f"{_construct(expression)} is not part of a condition (docs/flows.md)")
+
+    def _function(self, expression: ast.Call) -> list[Any]:
+        func = expression.func
+        if expression.keywords:
+            raise self.fail(expression, "keyword arguments are not part of a condition")
+        if isinstance(func, ast.Attribute) and func.attr == "get" and 1 <= len(expression.args) <= 2:
+            default = self.condition(expression.args[1]) if len(expression.args) == 2 else ["lit", None]
+            return ["get", self.condition(func.value), self.condition(expression.args[0]), default]
+        if isinstance(func, ast.Name) and func.id in FUNCTIONS:
+            return ["fn", func.id, *map(self.condition, expression.args)]
+        name = ast.unparse(func)
+        if isinstance(func, ast.Name) and (func.id in self.actors or func.id.replace("_", "-") in self.actors):
+            raise self.fail(
+                expression,
+                f"{name} is an actor: call it before the condition, {self.variable} = {name}({self.variable})",
+            )
+        raise self.fail(expression, f"{name}(…) is not part of a condition (only .get and {', '.join(FUNCTIONS)})")
+
+    # -- the whole -------------------------------------------------------------------------------
+
+    def check(self, start: int) -> None:
+        """What the program may not do at run time, refused now: do anything before calling an actor
+        (the gateway starts a task at one actor), or fan out right after a pause (x-resume sends one
+        envelope) or from an actor its join does not gather."""
+        for node in self._reached(start):
+            current = self.nodes[node]
+            if "return" in current:
+                raise self.fail(current["line"], "the flow returns before calling any actor")
+            if "parallel" in current:
+                raise self.fail(current["line"], "parallel(…) needs an actor before it, whose output it fans out")
+        for current in self.nodes:
+            if "call" not in current:
+                continue
+            for node in self._reached(current["next"]):
+                if "parallel" in self.nodes[node]:
+                    self._check_fan(current, self.nodes[node])
+
+    def _check_fan(self, call: Mapping[str, Any], fan: Mapping[str, Any]) -> None:
+        join, before = self.nodes[fan["join"]]["call"], call["call"]
+        if before == PAUSE:
+            raise self.fail(
+                fan["line"], f"parallel(…) can follow the pause at line {call['line']}: call an actor between them"
+            )
+        if before not in self.joins.get(join, ()):
+            raise self.fail(
+                fan["line"],
+                f"parallel(…) fans out {before}'s output, so {join} must gather {before}'s branches: "
+                f"add {before} to actors.{join}.join.branches_of",
+            )
+
+    def _reached(self, node: int) -> set[int]:
+        """The calls, returns and parallels the program can reach from `node` through decisions alone."""
+        reached: set[int] = set()
+        seen: set[int] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            kind = self.nodes[current]
+            if "if" in kind:
+                pending += [kind["then"], kind["else"]]
+            elif "while" in kind:
+                pending += [kind["body"], kind["exit"]]
+            else:
+                reached.add(current)
+        return reached
+
+
+def compile_flow(
+    file: Path, function: str, *, source: str, actors: Mapping[str, Any], joins: Mapping[str, Sequence[str]]
+) -> dict[str, Any]:
+    """The program of `function` in `file` (`source`: the file as the mesh names it). `actors`: the
+    mesh's actors by name; `joins`: each join actor's `branches_of`."""
+    try:
+        tree = ast.parse(file.read_text(), filename=str(file))
+    except OSError as exc:
+        raise FlowCompileError(f"{source}: cannot read: {exc.strerror}") from None
+    except SyntaxError as exc:
+        raise FlowCompileError(f"{source} line {exc.lineno}: not valid Python: {exc.msg}") from None
+    definition = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+        ),
+        None,
+    )
+    if definition is None:
+        raise FlowCompileError(f"{source}: no function {function}(…) at the top level")
+    compiler = _Compiler(source, actors, joins)
+    arguments = definition.args
+    if len(arguments.args) != 1 or arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
+        raise compiler.fail(definition, f"{function}(…) takes one parameter, the payload")
+    if isinstance(definition, ast.AsyncFunctionDef) or definition.decorator_list:
+        raise compiler.fail(definition, f"{function}(…) is a plain function, without async or decorators")
+    compiler.variable = arguments.args[0].arg
+    end = compiler.add(definition, _Scope(), **{"return": True})
+    start = compiler.block(definition.body, end, _Scope())
+    compiler.check(start)
+    body = {"flow": function, "source": source, "start": start, "nodes": compiler.nodes}
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    program = {**body, "version": digest[:12]}
+    Program(program).shortest(start)  # every node measured once: a program it cannot measure fails here
+    return program
+
+
+def program_location(reference: str) -> tuple[str, str]:
+    """`flows.triage` → (`flows.py`, `triage`): the file, from the mesh file's folder, and the function."""
+    module, _, function = reference.rpartition(".")
+    return module.replace(".", "/") + ".py", function
+
+
+def _is_count(value: ast.expr | None) -> bool:
+    return isinstance(value, ast.Constant) and type(value.value) is int and 1 <= value.value <= MAX_ITERATIONS
+
+
+def _plain(value: Any) -> bool:
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _construct(node: ast.AST) -> str:
+    """What a construct is called, for messages: `for`, `with`, `import`, a call of `print`."""
+    words: dict[type[ast.AST], str] = {
+        ast.For: "a for loop (use while bounded(…, max_iterations=N))",
+        ast.With: "with",
+        ast.Import: "import",
+        ast.ImportFrom: "import",
+        ast.Raise: "raise",
+        ast.AugAssign: "an augmented assignment",
+        ast.Lambda: "lambda",
+        ast.Attribute: f"the attribute {ast.unparse(node)}",
+    }
+    return words.get(type(node), type(node).__name__)

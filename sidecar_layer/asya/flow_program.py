@@ -1,0 +1,267 @@
+"""A flow program as it runs: the compiled form of a flow written as a Python function (docs/flows.md),
+and the one step the mesh ever takes with it, `advance`: from a point of the program and a payload,
+through its decisions, to what happens next (an actor to call, branches to fan out to, the end).
+
+The compiled form is JSON, made ahead of time by the flow compiler and carried by the task's
+envelopes (`asya.flows`), so every sidecar, x-resume and the gateway take decisions the same way and
+a task finishes under the program it started with. Nothing here runs user code: conditions are
+expression trees over the payload, read by `evaluate`.
+
+    {"flow": name, "source": "flows.py", "version": "<12 hex>", "start": node,
+     "nodes": [node, ...]}
+
+A node is one of (`line`: its line in the source; `in`: the loops it sits in, innermost last):
+
+    {"call": actor, "next": node, "catch": [[[name, ...], node], ...]}
+    {"if": expr, "then": node, "else": node, "src": text}
+    {"while": expr, "max": n, "body": node, "exit": node, "src": text}
+    {"parallel": [node, ...], "join": node}      # each branch a chain of calls ending at the join's call
+    {"return": true}
+
+An expression is a list, its operator first: `["var"]` (the payload), `["lit", value]`,
+`["at", e, key]`, `["get", e, key, default]`, `["list", e, ...]`, `["and", e, ...]`, `["or", e, ...]`,
+`["not", e]`, `["neg", e]`, `["cmp", op, a, b]` (`==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`,
+`is`, `is not`), `["math", op, a, b]` (`+`, `-`, `*`, `/`, `//`, `%`) and `["fn", name, e, ...]`
+(`len`, `abs`, `min`, `max`, `round`, `any`, `all`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# more decisions than this between two actors is a program that loops without calling anyone
+MAX_DECISIONS = 10_000
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+    "is": operator.is_,
+    "is not": operator.is_not,
+}
+_MATH: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+}
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "round": round,
+    "any": any,
+    "all": all,
+}
+COMPARISONS = frozenset(_COMPARE)
+ARITHMETIC = frozenset(_MATH)
+
+
+class FlowError(Exception):
+    """The program cannot go on with this payload: a condition reads a field that is not there or
+    compares what cannot be compared, or a loop went round more times than its `max_iterations`."""
+
+    def __init__(self, message: str, *, loop_limit: bool = False) -> None:
+        super().__init__(message)
+        self.loop_limit = loop_limit
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The program calls `actor` at node `node`; `route` is the shortest way from there to the end."""
+
+    node: int
+    actor: str
+    route: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Fan:
+    """Parallel branches: each a list of calls ending at the join's call, as one route."""
+
+    branches: list[Call]
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The program returned."""
+
+
+Step = Call | Fan | End
+
+
+@dataclass(slots=True)
+class Program:
+    """A compiled flow, read once from its JSON; `routes` caches the shortest route from each node."""
+
+    document: Mapping[str, Any]
+    _shortest: dict[int, list[str]] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        nodes: list[dict[str, Any]] = self.document["nodes"]
+        return nodes
+
+    @property
+    def start(self) -> int:
+        return int(self.document["start"])
+
+    def where(self, node: int) -> str:
+        """`flows.py line 12`, for messages."""
+        line = self.nodes[node].get("line")
+        source = self.document.get("source", "the flow")
+        return f"{source} line {line}" if line else str(source)
+
+    def advance(self, node: int, payload: Any, loops: dict[str, int]) -> Step:
+        """From `node` (not yet taken) with `payload`, through the program's decisions to its next
+        step. `loops` (loop node → times its body was entered) is updated in place: a loop's count
+        goes when the program leaves it."""
+        for _ in range(MAX_DECISIONS):
+            current = self.nodes[node]
+            _leave_loops(loops, current)
+            if "call" in current:
+                return self.call(node)
+            if "return" in current:
+                return End()
+            if "parallel" in current:
+                return Fan([self.call(branch) for branch in current["parallel"]])
+            if "if" in current:
+                node = current["then"] if self._test(node, current["if"], payload) else current["else"]
+                continue
+            # a `while`: its body once more, within its bound, or on past it
+            if not self._test(node, current["while"], payload):
+                loops.pop(str(node), None)
+                node = current["exit"]
+                continue
+            count = loops.get(str(node), 0) + 1
+            if count > current["max"]:
+                message = (
+                    f"the loop at {self.where(node)} ({current.get('src', 'while')}) went round "
+                    f"{current['max']} times (max_iterations) and would go round again"
+                )
+                raise FlowError(message, loop_limit=True)
+            loops[str(node)] = count
+            node = current["body"]
+        raise FlowError(f"{MAX_DECISIONS} decisions without calling an actor, from {self.where(node)}")
+
+    def call(self, node: int) -> Call:
+        return Call(node, self.nodes[node]["call"], self.shortest(node))
+
+    def after(self, node: int) -> int:
+        """Where the program goes on once the actor called at `node` returned."""
+        return int(self.nodes[node]["next"])
+
+    def handler_for(self, node: int, names: set[str]) -> int | None:
+        """The `except` that catches an error known by `names` at the call `node`, innermost first."""
+        for caught, target in self.nodes[node].get("catch", []):
+            if names & set(caught):
+                return int(target)
+        return None
+
+    def shortest(self, node: int) -> list[str]:
+        """The fewest actors from `node` to the end (a loop's body not entered, the cheaper branch of
+        each decision, a parallel's first branch): what the route shows ahead, and what progress counts
+        as left (docs/flows.md, "Progress")."""
+        if node not in self._shortest:
+            self._shortest[node] = []  # a cycle back to a node being measured adds nothing
+            self._shortest[node] = self._measure(node)
+        return self._shortest[node]
+
+    def _measure(self, node: int) -> list[str]:
+        current = self.nodes[node]
+        if "call" in current:
+            return [current["call"], *self.shortest(current["next"])]
+        if "return" in current:
+            return []
+        if "parallel" in current:
+            return self.shortest(current["parallel"][0])
+        if "if" in current:
+            return min(self.shortest(current["then"]), self.shortest(current["else"]), key=len)
+        return self.shortest(current["exit"])
+
+    def _test(self, node: int, expression: list[Any], payload: Any) -> bool:
+        try:
+            return bool(evaluate(expression, payload))
+        except FlowError as exc:
+            raise FlowError(f"{self.where(node)}: {self.nodes[node].get('src', 'condition')}: {exc}") from None
+
+
+def _leave_loops(loops: dict[str, int], node: Mapping[str, Any]) -> None:
+    """Forget the counts of the loops the program has left (by `break`, `return` or an `except`)."""
+    inside = {str(loop) for loop in node.get("in", ())}
+    for loop in [loop for loop in loops if loop not in inside]:
+        del loops[loop]
+
+
+def evaluate(expression: list[Any], payload: Any) -> Any:
+    """The value of a condition's expression tree over `payload`, as Python would compute it; what
+    Python would raise is a `FlowError` saying what was wrong."""
+    try:
+        return _value(expression, payload)
+    except KeyError as exc:
+        raise FlowError(f"no field {exc.args[0]!r}") from None
+    except IndexError:
+        raise FlowError("an index past the end of a list") from None
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise FlowError(str(exc)) from None
+
+
+def _value(expression: list[Any], payload: Any) -> Any:
+    operation = _OPERATIONS.get(expression[0])
+    if operation is None:
+        raise TypeError(f"unknown operator {expression[0]!r} in the compiled flow")
+    return operation(expression, payload)
+
+
+def _get(expression: list[Any], payload: Any) -> Any:
+    container = _value(expression[1], payload)
+    if not isinstance(container, dict):
+        raise TypeError(f".get() on a {type(container).__name__}, not an object")
+    return container.get(_value(expression[2], payload), _value(expression[3], payload))
+
+
+def _all_of(expression: list[Any], payload: Any) -> Any:
+    """`a and b and …`: the first falsy value, or the last."""
+    result: Any = True
+    for item in expression[1:]:
+        result = _value(item, payload)
+        if not result:
+            return result
+    return result
+
+
+def _any_of(expression: list[Any], payload: Any) -> Any:
+    """`a or b or …`: the first truthy value, or the last."""
+    result: Any = False
+    for item in expression[1:]:
+        result = _value(item, payload)
+        if result:
+            return result
+    return result
+
+
+_OPERATIONS: dict[str, Callable[[list[Any], Any], Any]] = {
+    "var": lambda _, payload: payload,
+    "lit": lambda e, _: e[1],
+    "at": lambda e, payload: _value(e[1], payload)[_value(e[2], payload)],
+    "get": _get,
+    "list": lambda e, payload: [_value(item, payload) for item in e[1:]],
+    "and": _all_of,
+    "or": _any_of,
+    "not": lambda e, payload: not _value(e[1], payload),
+    "neg": lambda e, payload: -_value(e[1], payload),
+    "cmp": lambda e, payload: _COMPARE[e[1]](_value(e[2], payload), _value(e[3], payload)),
+    "math": lambda e, payload: _MATH[e[1]](_value(e[2], payload), _value(e[3], payload)),
+    "fn": lambda e, payload: FUNCTIONS[e[1]](*(_value(item, payload) for item in e[2:])),
+}
