@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
+from asya.flows import progress_floor
 from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE
 from asya.task_store import TaskStore
@@ -41,7 +42,11 @@ class Pause:
             return pass_to_sump(rejected(record, PAUSE, exc), record)
         document = envelope.to_dict()
         pause = pause_metadata(envelope.headers)
-        if self.tasks is not None and self.tasks.pause(envelope.id, pause, utc_now(), envelope.route) is None:
+        if (
+            self.tasks is not None
+            and self.tasks.pause(envelope.id, pause, utc_now(), envelope.route, progress_floor(envelope.headers))
+            is None
+        ):
             telemetry.log_failure("task not paused: it is unknown, already paused or ended", task=envelope.id)
         telemetry.count("TasksPaused")
         document.setdefault("status", {})["phase"] = Phase.PAUSED.value

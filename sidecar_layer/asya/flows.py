@@ -24,7 +24,7 @@ from asya.reasons import Reason
 # a handler that overran its time (which otherwise goes to x-sump)
 CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIMEOUT.value})
 
-__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "start"]
+__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "progress_floor", "start"]
 
 
 @dataclass(slots=True)
@@ -34,6 +34,7 @@ class FlowPlace:
     program: Program
     at: int
     loops: dict[str, int]
+    floor: float = 0.0  # the most progress the task has reported (docs/flows.md, "Progress")
 
     @classmethod
     def of(cls, headers: Mapping[str, Any]) -> FlowPlace | None:
@@ -46,20 +47,24 @@ class FlowPlace:
             program = Program(header["program"])
             at = int(header["at"])
             loops = {str(loop): int(count) for loop, count in dict(header.get("loops") or {}).items()}
-            program.nodes[at]["call"]
+            program.nodes[at]["call"]  # the place must be a call of this program
+            floor = float(header.get("floor", 0.0))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise FlowError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
-        return cls(program, at, loops)
+        return cls(program, at, loops, floor)
 
-    def header(self, at: int, loops: dict[str, int]) -> dict[str, Any]:
+    def header(self, at: int, loops: dict[str, int], floor: float = 0.0) -> dict[str, Any]:
         placed: dict[str, Any] = {"program": self.program.document, "at": at}
         if loops:
             placed["loops"] = loops
+        if floor:
+            placed["floor"] = floor
         return placed
 
-    def frames(self, step: Step, base: Frame, loops: dict[str, int]) -> list[Frame]:
-        """The outputs `step` makes of `base`: one to the actor called, one per parallel branch, or one
-        that ends the route (x-sink) without the header."""
+    def frames(self, step: Step, base: Frame, loops: dict[str, int], done: int) -> list[Frame]:
+        """The outputs `step` makes of `base`, `done` actors into the task: one to the actor called,
+        one per parallel branch, or one that ends the route (x-sink) without the header. Each carries
+        the task's progress floor: what its route means, or more if the task reported more before."""
         if isinstance(step, End):
             headers = {name: value for name, value in base.headers.items() if name != FLOW_HEADER}
             return [Frame(base.payload, [], headers, base.status)]
@@ -68,11 +73,14 @@ class FlowPlace:
             Frame(
                 base.payload,
                 list(call.route),
-                {**base.headers, FLOW_HEADER: self.header(call.node, loops)},
+                {**base.headers, FLOW_HEADER: self.header(call.node, loops, self._floor(done, call))},
                 base.status,
             )
             for call in calls
         ]
+
+    def _floor(self, done: int, call: Call) -> float:
+        return max(self.floor, round(100.0 * done / (done + len(call.route)), 2))
 
 
 def start(program: Mapping[str, Any], payload: Any) -> tuple[list[str], dict[str, Any]]:
@@ -103,7 +111,7 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
             continue
         loops = dict(place.loops)
         step = place.program.advance(after, frame.payload, loops)
-        outputs.extend(place.frames(step, frame, loops))
+        outputs.extend(place.frames(step, frame, loops, len(envelope.route.prev) + 1))
     return outputs
 
 
@@ -127,9 +135,18 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     report = {"actor": actor, "type": error.get("type"), "message": error.get("message"), "reason": reason}
     headers = {**envelope.headers, CAUGHT_HEADER: report}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
-    return place.frames(step, Frame(envelope.payload, list(envelope.route.next), headers, status), loops)
+    base = Frame(envelope.payload, list(envelope.route.next), headers, status)
+    return place.frames(step, base, loops, len(envelope.route.prev) + 1)
 
 
 def _left(frame: Frame) -> Frame:
     headers = {name: value for name, value in frame.headers.items() if name != FLOW_HEADER}
     return Frame(frame.payload, frame.next, headers, frame.status)
+
+
+def progress_floor(headers: Mapping[str, Any]) -> float:
+    """The least progress a task of a flow program may report now: the most it reported before (a loop
+    going round again finds more ahead than the shortest way said, and progress never goes down)."""
+    header = headers.get(FLOW_HEADER)
+    floor = header.get("floor") if isinstance(header, dict) else None
+    return float(floor) if isinstance(floor, int | float) and not isinstance(floor, bool) else 0.0

@@ -36,6 +36,7 @@ from asya.config import SidecarConfig
 from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
+from asya.flows import progress_floor
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
 from asya.task_record import Report, progress_of, root_of, stealthy
@@ -138,6 +139,7 @@ class StatusReporter:
             phase=phase,
             attempt=envelope.status.attempt if envelope.status else 1,
             bucket=bucket_of(envelope.headers),
+            floor=progress_floor(envelope.headers),
         )
 
     def send_fly(self, envelope: Envelope, event: Any) -> None:
@@ -205,13 +207,14 @@ class StatusReporter:
         phase: str,
         attempt: int,
         bucket: str | None = None,
+        floor: float = 0.0,
     ) -> Report:
         return Report(
             task_id=task_id,
             actor=actor,
             route=route,
             phase=phase,
-            progress=progress_of(route),
+            progress=max(progress_of(route), floor),
             attempt=attempt,
             parent_id=parent_id,
             root_id=root_id if root_id != task_id else None,

@@ -135,14 +135,20 @@ class TaskStore(BranchCounting):
         return sets, values
 
     def pause(
-        self, task_id: str, pause: dict[str, Any], now: dt.datetime, route: Route | None = None
+        self,
+        task_id: str,
+        pause: dict[str, Any],
+        now: dt.datetime,
+        route: Route | None = None,
+        floor: float = 0.0,
     ) -> dict[str, Any] | None:
         """`paused` with its prompt; the deadline clock stops (the time left is kept, the task leaves the
         deadline index). `route`: the envelope's route where it waits (at x-pause), which the record
         takes, with the progress it means, and which starts the person's wait in the hop history as a
         line of its own: no hop claims x-pause, so otherwise the wait would show as the previous hop's
-        time and the task as 0 % done at that hop. Returns the task as it now is, or None if it could
-        not pause."""
+        time and the task as 0 % done at that hop. `floor`: the least progress to show (a flow
+        program's so far, `asya.flows.progress_floor`). Returns the task as it now is, or None if it
+        could not pause."""
         item = self.get(task_id)
         if item is None or item.get("rank", 0) >= Rank.PAUSED:
             return None
@@ -160,7 +166,12 @@ class TaskStore(BranchCounting):
         if route is not None:
             where = {"prev": route.prev, "curr": route.curr, "next": route.next}
             sets += ["actor = :actor", "#route = :route", "progress = :progress", HOP_HISTORY]
-            values |= {":actor": route.curr, ":route": where, ":progress": progress_of(where), ":no_hops": []}
+            values |= {
+                ":actor": route.curr,
+                ":route": where,
+                ":progress": max(progress_of(where), floor),
+                ":no_hops": [],
+            }
             values[":hop"] = [[len(route.prev), 1, int(now.timestamp() * 1000)]]
         return self._move(task_id, sets, "open_shard, deadline_at", "#r < :rank", values)
 

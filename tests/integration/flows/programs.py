@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 """Flows written as programs (docs/flows.md): read by the flow compiler, never run."""
 
 # ruff: noqa: F821, RET504 - the actors, pause, parallel and bounded are names the compiler reads; p = actor(p) then return p is how a flow reads
