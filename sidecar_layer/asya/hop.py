@@ -393,8 +393,9 @@ def handler_failure(
     config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
 ) -> tuple[HopOutcome, list[Outbound]]:
     """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
-    a failure (x-sink, or the policy's `on_exhausted` actors). Shared with the Spark collector, which
-    applies it to every envelope of a job that failed as a whole."""
+    a failure (x-sink, or the policy's `on_exhausted` actors), unless the envelope's flow program has
+    an `except` for it (`asya.flows.caught`), where the task goes on instead. Also the answer for
+    every envelope of a Spark batch whose DataFrame handler raised."""
     actor = config.actor
     now = utc_now()
     policy = config.resiliency.policy_for(error)
