@@ -132,7 +132,8 @@ class Program:
             _leave_loops(loops, current)
             if "call" in current:
                 return self.call(node)
-            if "return" in current:
+            if "return" in current:  # a return inside a loop leaves it too
+                loops.clear()
                 return End()
             if "parallel" in current:
                 return Fan([self.call(branch) for branch in current["parallel"]])
