@@ -24,7 +24,15 @@ from asya.reasons import Reason
 # a handler that overran its time (which otherwise goes to x-sump)
 CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIMEOUT.value})
 
-__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "start"]
+# the nodes each kind of node leads to (`asya.flow_program`), checked when a header is read
+_TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
+
+__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowHeaderError", "FlowPlace", "caught", "continue_flow", "start"]
+
+
+class FlowHeaderError(FlowError):
+    """The envelope's `x-asya-flow` is not a program's place: a corrupt envelope, not a flow that
+    failed on its payload (the gateway writes the header, a handler cannot change it)."""
 
 
 @dataclass(slots=True)
@@ -38,7 +46,8 @@ class FlowPlace:
     @classmethod
     def of(cls, headers: Mapping[str, Any]) -> FlowPlace | None:
         """The envelope's place, or None when no program runs it. A header the sidecar cannot read is
-        a `FlowError`: the envelope cannot be taken on without it."""
+        a `FlowHeaderError`: the envelope cannot be taken on without it, and taken on with a program
+        that points nowhere it would fail half-way, at a hop that cannot say why."""
         header = headers.get(FLOW_HEADER)
         if header is None:
             return None
@@ -46,9 +55,11 @@ class FlowPlace:
             program = Program(header["program"])
             at = int(header["at"])
             loops = {str(loop): int(count) for loop, count in dict(header.get("loops") or {}).items()}
-            program.nodes[at]["call"]
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise FlowError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
+            _check_nodes(program.nodes)
+            if at < 0 or "call" not in program.nodes[at]:
+                raise ValueError(f"node {at} is not a call")
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise FlowHeaderError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
         return cls(program, at, loops)
 
     def header(self, at: int, loops: dict[str, int]) -> dict[str, Any]:
@@ -128,6 +139,18 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     headers = {**envelope.headers, CAUGHT_HEADER: report}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     return place.frames(step, Frame(envelope.payload, list(envelope.route.next), headers, status), loops)
+
+
+def _check_nodes(nodes: list[dict[str, Any]]) -> None:
+    """Every node one of the kinds `advance` takes, leading only to nodes of the program."""
+    for node in nodes:
+        kind = next((kind for kind in _TARGETS if kind in node), None)
+        if kind is None:
+            raise ValueError(f"{node!r} is not a node of a flow program")
+        targets = [node[name] for name in _TARGETS[kind]] + list(node.get("parallel") or [])
+        targets += [target for _, target in node.get("catch") or []]
+        if not all(type(target) is int and 0 <= target < len(nodes) for target in targets):
+            raise ValueError(f"a {kind} node leads outside the program: {targets}")
 
 
 def _left(frame: Frame) -> Frame:

@@ -197,6 +197,11 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
             )
             return HopOutcome.SUMPED
+        try:  # a corrupt flow header is the envelope's fault, found before its handler runs for nothing
+            flows.FlowPlace.of(envelope.headers)
+        except flows.FlowHeaderError as exc:
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.INVALID_ENVELOPE, error_details(exc), now))
+            return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
             plan.outbound.append(early)
