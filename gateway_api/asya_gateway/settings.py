@@ -90,7 +90,7 @@ def _flows(raw: str, programs_file: str) -> dict[str, Flow]:
     try:
         document = orjson.loads(raw)
         flows = {
-            name: Flow(name=name, **{k: v for k, v in spec.items() if k != "program"})
+            name: Flow(name=name, **_without_program(spec))
             for name, spec in document.items()
         }
     except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
