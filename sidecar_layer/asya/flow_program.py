@@ -75,6 +75,7 @@ class FlowError(Exception):
     def __init__(self, message: str, *, loop_limit: bool = False) -> None:
         super().__init__(message)
         self.loop_limit = loop_limit
+        self.payload: Any = None  # the payload the program was deciding on, once known (`asya.flows`)
 
 
 @dataclass(frozen=True, slots=True)

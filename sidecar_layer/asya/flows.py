@@ -113,7 +113,11 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
             outputs.append(_left(frame))
             continue
         loops = dict(place.loops)
-        step = place.program.advance(after, frame.payload, loops)
+        try:
+            step = place.program.advance(after, frame.payload, loops)
+        except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
+            exc.payload = frame.payload
+            raise
         outputs.extend(place.frames(step, frame, loops))
     return outputs
 

@@ -299,7 +299,7 @@ class HopRunner:
         try:
             frames = flows.continue_flow(envelope, output.frames)
         except flows.FlowError as exc:
-            plan.outbound.append(_flow_failed(envelope, actor, exc, output.frames[0].payload, now))
+            plan.outbound.append(_flow_failed(envelope, actor, exc, exc.payload, now))
             return HopOutcome.FAILED
         too_wide = _too_wide(len(frames), ends_at)
         if too_wide is not None:

@@ -153,6 +153,18 @@ def test_a_condition_the_output_cannot_answer_fails_the_flow_naming_it(tmp_path:
     assert "flows.py line 5: p['score'] < 8: no field 'score'" in out["payload"]["details"]["message"]
 
 
+def _second_unreadable(_payload: Any) -> Iterator[Any]:
+    yield {"score": 2}
+    yield {"no_score": True}
+
+
+def test_of_several_outputs_the_failure_keeps_the_one_the_program_could_not_read(tmp_path: Path) -> None:
+    program = _program(tmp_path, REFINING)
+    [(to, out)] = sent("draft", _second_unreadable, arriving(program, {"score": 0}, "draft"))
+    assert (to, out["status"]["reason"]) == ("x-sink", "FlowError")
+    assert out["payload"]["original_payload"] == {"no_score": True}
+
+
 def _fails(error: Exception) -> Callable[[Any], Any]:
     def handler(_payload: Any) -> Any:
         raise error
