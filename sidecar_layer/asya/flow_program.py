@@ -215,7 +215,7 @@ def evaluate(expression: list[Any], payload: Any) -> Any:
         raise FlowError(f"no field {exc.args[0]!r}") from None
     except IndexError:
         raise FlowError("an index past the end of a list") from None
-    except (TypeError, ValueError, ZeroDivisionError) as exc:
+    except (TypeError, ValueError, ArithmeticError) as exc:  # ArithmeticError: a division by zero, round(inf)
         raise FlowError(str(exc)) from None
 
 

@@ -14,7 +14,17 @@ from asya import flow_program
 from asya.flow_program import Call, End, FlowError, Program, evaluate
 from tests.support.flow_programs import compiled
 
-PAYLOAD = {"a": 2, "b": 0, "s": "text", "f": 2.456, "items": [3, 0, 5], "none": None, "flag": True, "d": {"k": 1}}
+PAYLOAD = {
+    "a": 2,
+    "b": 0,
+    "s": "text",
+    "f": 2.456,
+    "items": [3, 0, 5],
+    "none": None,
+    "flag": True,
+    "d": {"k": 1},
+    "huge": 1.5e308,
+}
 CONDITIONS = [
     'p["a"] and p["s"]',
     'p["b"] and p["missing"]',
@@ -71,6 +81,7 @@ def test_a_condition_has_the_value_python_gives_it(tmp_path: Path, condition: st
         ('p["missing"] > 1', "no field 'missing'"),
         ('p["s"] < 3', "'<' not supported between instances of 'str' and 'int'"),
         ('p["a"] / p["b"] > 1', "division by zero"),
+        ('round(p["huge"] * 10) > 1', "cannot convert float infinity to integer"),
         ('p["items"][7]', "an index past the end of a list"),
         ('p["s"].get("x")', ".get() on a str, not an object"),
         ('p["a"] and p["missing"]', "no field 'missing'"),
