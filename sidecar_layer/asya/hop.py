@@ -25,7 +25,7 @@ from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_
 from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
-from asya.headers import FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER
+from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_logging import hop_names
 from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
@@ -288,7 +288,9 @@ class HopRunner:
             self.telemetry.observe(
                 "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
             )
-        join = first_join(envelope.route.next, self.config.joined_by) if self.config.joined_by else None
+        # a flow program's parallel is a decision on an output: with none, nothing fans out and nothing joins
+        fixed = self.config.joined_by and FLOW_HEADER not in envelope.headers
+        join = first_join(envelope.route.next, self.config.joined_by) if fixed else None
         if not output.frames and join is not None:  # nothing to fan out: the join gets an empty list
             marker = {"width": 0, "failed": []}
             plan.outbound.append(routing.rejoin(envelope, join, [], {**envelope.headers, JOINED_HEADER: marker}, now))

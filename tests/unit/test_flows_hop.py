@@ -271,6 +271,14 @@ def test_a_parallel_fans_out_one_branch_each_framed_for_the_join(tmp_path: Path)
     assert {frame["width"] for frame in frames} == {2}
 
 
+def test_no_output_before_a_parallel_ends_the_task_instead_of_joining_nothing(tmp_path: Path) -> None:
+    """The join would get an empty list still at the source's place in the program, and its own output
+    would fan out again: with no output to decide on, the program goes no further."""
+    program = _program(tmp_path, SIDE_BY_SIDE)
+    [(to, out)] = sent("classify", lambda _: None, arriving(program, {}, "classify"), ASYA_JOINED_BY="pick")
+    assert (to, out["status"]["phase"], out["status"]["reason"]) == ("x-sink", "succeeded", "Completed")
+
+
 def test_a_branch_goes_on_to_the_join_through_its_chain(tmp_path: Path) -> None:
     program = _program(tmp_path, SIDE_BY_SIDE)
     _, second = hop("classify", lambda p: p, arriving(program, {}, "classify"))
