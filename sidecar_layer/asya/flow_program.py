@@ -160,6 +160,19 @@ class Program:
     def call(self, node: int) -> Call:
         return Call(node, self.nodes[node]["call"], self.shortest(node))
 
+    def reaching(self, node: int, actor: str) -> int:
+        """The call of `actor`: `node`'s, or the first on along its chain of calls. A join's envelope is
+        the first branch's, and a branch that failed (a join that tolerates or collects failures) is
+        still placed at the call that failed, short of the join; `node` when `actor` is not on it."""
+        current = node
+        for _ in self.nodes:
+            if self.nodes[current].get("call") == actor:
+                return current
+            if "call" not in self.nodes[current]:
+                break
+            current = int(self.nodes[current]["next"])
+        return node
+
     def after(self, node: int) -> int:
         """Where the program goes on once the actor called at `node` returned."""
         return int(self.nodes[node]["next"])

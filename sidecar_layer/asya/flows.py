@@ -62,6 +62,14 @@ class FlowPlace:
             raise FlowHeaderError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
         return cls(program, at, loops)
 
+    @classmethod
+    def of_envelope(cls, envelope: Envelope) -> FlowPlace | None:
+        """The place of an envelope at its current actor (`Program.reaching`)."""
+        place = cls.of(envelope.headers)
+        if place is not None:
+            place.at = place.program.reaching(place.at, envelope.route.curr)
+        return place
+
     def header(self, at: int, loops: dict[str, int]) -> dict[str, Any]:
         placed: dict[str, Any] = {"program": self.program.document, "at": at}
         if loops:
@@ -103,7 +111,7 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
     goes on to what the program calls next. A frame whose route the handler changed leaves the
     program (the handler routed it: the header goes); one the handler fanned out into goes on each
     the same way. A condition or loop bound that fails is a `FlowError`."""
-    place = FlowPlace.of(envelope.headers)
+    place = FlowPlace.of_envelope(envelope)
     if place is None:
         return list(frames)
     after = place.program.after(place.at)
@@ -128,7 +136,7 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     raised), and the error in `x-asya-caught`. `error` is the failure's details (`type`, `mro`,
     `message`); an `except` names a type of the error's class or one of its bases, or a reason of
     `CATCHABLE_REASONS`."""
-    place = FlowPlace.of(envelope.headers)
+    place = FlowPlace.of_envelope(envelope)
     if place is None:
         return None
     names = {str(name).rsplit(".", 1)[-1] for name in error.get("mro") or []}

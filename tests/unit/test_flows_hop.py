@@ -19,7 +19,7 @@ from asya.config import SidecarConfig
 from asya.dedup import HopLedger
 from asya.flow_program import Program
 from asya.flows import start
-from asya.headers import CAUGHT_HEADER, FLOW_HEADER, JOIN_HEADER
+from asya.headers import CAUGHT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop import HopRunner
 from asya.names import PAUSE
 from asya.telemetry import Telemetry
@@ -269,6 +269,19 @@ def test_a_parallel_fans_out_one_branch_each_framed_for_the_join(tmp_path: Path)
     assert [frame["join"] for frame in frames] == ["pick", "pick"]
     assert sorted(frame["slot"] for frame in frames) == [0, 1]
     assert {frame["width"] for frame in frames} == {2}
+
+
+def test_a_join_whose_first_branch_failed_goes_on_after_the_join(tmp_path: Path) -> None:
+    """A join that collects failures goes on as its first branch's envelope, which failed at model-a
+    and is placed there: the program goes on after the join all the same, not into it again."""
+    program = _program(tmp_path, SIDE_BY_SIDE)
+    document = arriving(program, {}, "model-a")
+    document["route"] = {"prev": ["classify", "model-a"], "curr": "pick", "next": []}
+    document["headers"][JOINED_HEADER] = {"fan": "f", "width": 2, "failed": [0]}
+    document["payload"] = [{"error": "x"}, {"answer": "b"}]
+    [(to, out)] = sent("pick", lambda candidates: candidates[1], document)
+    assert (to, out["status"]["phase"]) == ("x-sink", "succeeded")
+    assert out["payload"] == {"answer": "b"}
 
 
 def test_no_output_before_a_parallel_ends_the_task_instead_of_joining_nothing(tmp_path: Path) -> None:
