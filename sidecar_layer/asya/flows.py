@@ -27,7 +27,7 @@ CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIM
 # the nodes each kind of node leads to (`asya.flow_program`), checked when a header is read
 _TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
 
-__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowHeaderError", "FlowPlace", "caught", "continue_flow", "start"]
+__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowHeaderError", "FlowPlace", "caught", "continue_flow", "left", "start"]
 
 
 class FlowHeaderError(FlowError):
@@ -80,8 +80,7 @@ class FlowPlace:
         """The outputs `step` makes of `base`: one to the actor called, one per parallel branch, or one
         that ends the route (x-sink) without the header."""
         if isinstance(step, End):
-            headers = {name: value for name, value in base.headers.items() if name != FLOW_HEADER}
-            return [Frame(base.payload, [], headers, base.status)]
+            return [Frame(base.payload, [], _without_flow(base.headers), base.status)]
         calls = step.branches if not isinstance(step, Call) else [step]
         return [
             Frame(
@@ -165,6 +164,15 @@ def _check_nodes(nodes: list[dict[str, Any]]) -> None:
             raise ValueError(f"a {kind} node leads outside the program: {targets}")
 
 
+def left(envelope: Envelope) -> Envelope:
+    """The envelope out of its flow program, as a route the resiliency policy gave it (`on_exhausted`)
+    runs: to its end, as in a flow of a fixed route, the program no longer deciding."""
+    return envelope.model_copy(update={"headers": _without_flow(envelope.headers)})
+
+
 def _left(frame: Frame) -> Frame:
-    headers = {name: value for name, value in frame.headers.items() if name != FLOW_HEADER}
-    return Frame(frame.payload, frame.next, headers, frame.status)
+    return Frame(frame.payload, frame.next, _without_flow(frame.headers), frame.status)
+
+
+def _without_flow(headers: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in headers.items() if name != FLOW_HEADER}

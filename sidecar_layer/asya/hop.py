@@ -421,7 +421,7 @@ def handler_failure(
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
-        envelope,
+        flows.left(envelope) if decision.on_exhausted else envelope,
         actor,
         reason=Reason(decision.reason),
         details=details,

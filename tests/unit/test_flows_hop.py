@@ -209,6 +209,20 @@ def test_with_a_retry_policy_only_the_last_failure_is_caught(tmp_path: Path, cau
     assert out["payload"] == {"draft": 1}
 
 
+def test_a_policys_on_exhausted_actors_take_the_task_out_of_the_program(tmp_path: Path) -> None:
+    """As in a flow of a fixed route, `on_exhausted` replaces the rest of the route: its actors all run,
+    then x-sink; the program does not take the task back after the first of them."""
+    program = _program(tmp_path, GUARDED.format(caught="KeyError"))
+    routed = '{"policies": {"routed": {"max_attempts": 1, "on_exhausted": ["fallback", "classify"]}},'
+    routed += ' "rules": [{"errors": ["ValueError"], "policy": "routed"}]}'
+    document = arriving(program, {"draft": 1}, "evaluate")
+    [(to, out)] = sent("evaluate", _fails(ValueError("no")), document, ASYA_RESILIENCY=routed)
+    assert (to, out["status"]["reason"]) == ("fallback", "PolicyRouted")
+    assert FLOW_HEADER not in out["headers"]
+    [(on, _)] = sent("fallback", lambda p: p, out)
+    assert on == "classify"
+
+
 def test_a_handler_timeout_is_caught_by_except_handler_timeout(tmp_path: Path) -> None:
     program = _program(tmp_path, GUARDED.format(caught="HandlerTimeout"))
     [out] = hop(
