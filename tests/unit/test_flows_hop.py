@@ -207,6 +207,7 @@ def test_with_a_retry_policy_only_the_last_failure_is_caught(tmp_path: Path, cau
     assert out["route"]["curr"] == "fallback"
     assert out["headers"][CAUGHT_HEADER]["reason"] == "PolicyExhausted"
     assert out["payload"] == {"draft": 1}
+    assert out["status"]["attempt"] == 1, "the except's actor has all its own attempts"
 
 
 def test_a_policys_on_exhausted_actors_take_the_task_out_of_the_program(tmp_path: Path) -> None:
