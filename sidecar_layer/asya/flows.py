@@ -162,6 +162,8 @@ def _check_nodes(nodes: list[dict[str, Any]]) -> None:
         targets += [target for _, target in node.get("catch") or []]
         if not all(type(target) is int and 0 <= target < len(nodes) for target in targets):
             raise ValueError(f"a {kind} node leads outside the program: {targets}")
+        if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
+            raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
 
 
 def left(envelope: Envelope) -> Envelope:

@@ -326,6 +326,10 @@ def test_a_branch_goes_on_to_the_join_through_its_chain(tmp_path: Path) -> None:
         {"program": {"nodes": [{"call": "a", "next": 1}, {"return": True}], "start": 0}, "at": 1},
         {"program": {"nodes": [{"call": "a", "next": 1}, {"return": True}], "start": 0}, "at": -2},
         {"program": {"nodes": [{"call": "a", "next": 1}, {"huh": True}], "start": 0}, "at": 0},
+        {
+            "program": {"nodes": [{"call": "a", "next": 1}, {"while": ["var"], "max": "3", "body": 0, "exit": 0}]},
+            "at": 0,
+        },
     ],
 )
 def test_an_unreadable_flow_header_goes_to_x_sump_before_the_handler_runs(header: Any) -> None:
