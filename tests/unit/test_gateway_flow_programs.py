@@ -15,8 +15,9 @@ import pytest
 from asya.headers import FLOW_HEADER
 from asya.task_store import TaskStore
 from asya.variables import ConfigError
-from asya_gateway.service import TaskError, TaskService
+from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.task_error import TaskError
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.support.flow_programs import compiled
 
