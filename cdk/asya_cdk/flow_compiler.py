@@ -48,7 +48,6 @@ _MATH_OPS: dict[type[ast.operator], str] = {
     ast.Mod: "%",
 }
 assert set(_MATH_OPS.values()) == ARITHMETIC
-_SPECIAL = ("pause", "parallel", "bounded")
 
 
 class FlowCompileError(ValueError):
@@ -231,7 +230,7 @@ class _Compiler:
         """Why a call on its own line is refused: an actor's output would be lost; anything else
         (`print(p)`, `log.info(…)`) is not something a flow can do."""
         name = ast.unparse(call.func)
-        if isinstance(call.func, ast.Name) and (name in _SPECIAL or self._is_actor(name)):
+        if isinstance(call.func, ast.Name) and (name == "pause" or self._is_actor(name)):
             return f"an actor's output is the new payload: write {self.variable} = {name}({self.variable})"
         return f"{name}(…) is not part of a flow program: a flow calls actors, {self.variable} = actor({self.variable})"
 

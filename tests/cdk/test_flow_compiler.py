@@ -194,6 +194,7 @@ REFUSALS: list[tuple[str, str, int, str]] = [
     ("print", "print(p)", 3, "print(…) is not part of a flow program"),
     ("bare call", "accept(p)", 3, "an actor's output is the new payload: write p = accept(p)"),
     ("bare pause", "pause(p)", 3, "an actor's output is the new payload: write p = pause(p)"),
+    ("bare bounded", "bounded(p)", 3, "bounded(…) is not part of a flow program"),
     ("plain while", "while p['x']:\n        p = accept(p)", 3, "a loop declares its bound: while bounded("),
     ("max 0", "while bounded(p['x'], max_iterations=0):\n        p = accept(p)", 3, "N from 1 to 1000"),
     ("max 1001", "while bounded(p['x'], max_iterations=1001):\n        p = accept(p)", 3, "N from 1 to 1000"),
