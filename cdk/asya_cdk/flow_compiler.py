@@ -48,7 +48,6 @@ _MATH_OPS: dict[type[ast.operator], str] = {
     ast.Mod: "%",
 }
 assert set(_MATH_OPS.values()) == ARITHMETIC
-_SPECIAL = ("pause", "parallel", "bounded")
 
 
 class FlowCompileError(ValueError):
@@ -124,9 +123,7 @@ class _Compiler:
         if isinstance(statement, ast.Pass) or _is_docstring(statement):
             return then
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            raise self.fail(
-                statement, f"an actor's output is the new payload: write {self.variable} = actor({self.variable})"
-            )
+            raise self.fail(statement, self._called_alone(statement.value))
         raise self.fail(statement, f"{_construct(statement)} is not part of a flow program (docs/flows.md)")
 
     def assign(self, statement: ast.Assign, then: int, scope: _Scope) -> int:
@@ -229,6 +226,17 @@ class _Compiler:
     def _is_variable(self, expression: ast.AST) -> bool:
         return isinstance(expression, ast.Name) and expression.id == self.variable
 
+    def _called_alone(self, call: ast.Call) -> str:
+        """Why a call on its own line is refused: an actor's output would be lost; anything else
+        (`print(p)`, `log.info(…)`) is not something a flow can do."""
+        name = ast.unparse(call.func)
+        if isinstance(call.func, ast.Name) and (name == "pause" or self._is_actor(name)):
+            return f"an actor's output is the new payload: write {self.variable} = {name}({self.variable})"
+        return f"{name}(…) is not part of a flow program: a flow calls actors, {self.variable} = actor({self.variable})"
+
+    def _is_actor(self, name: str) -> bool:
+        return name in self.actors or name.replace("_", "-") in self.actors
+
     def _misplaced(self, name: str) -> str:
         if name == "parallel":
             return f"parallel(…) is given to the actor that joins its branches: {self.variable} = join(parallel(…))"
@@ -279,7 +287,7 @@ class _Compiler:
         if isinstance(func, ast.Name) and func.id in FUNCTIONS:
             return ["fn", func.id, *map(self.condition, expression.args)]
         name = ast.unparse(func)
-        if isinstance(func, ast.Name) and (func.id in self.actors or func.id.replace("_", "-") in self.actors):
+        if isinstance(func, ast.Name) and self._is_actor(func.id):
             raise self.fail(
                 expression,
                 f"{name} is an actor: call it before the condition, {self.variable} = {name}({self.variable})",

@@ -89,10 +89,7 @@ def _flows(raw: str, programs_file: str) -> dict[str, Flow]:
         return {}
     try:
         document = orjson.loads(raw)
-        flows = {
-            name: Flow(name=name, **{k: v for k, v in spec.items() if k != "program"})
-            for name, spec in document.items()
-        }
+        flows = {name: Flow(name=name, **_without_program(spec)) for name, spec in document.items()}
     except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{variables.FLOWS.name} is not a JSON object of flows: {exc}") from None
     versions = {name: spec["program"] for name, spec in document.items() if spec.get("program")}

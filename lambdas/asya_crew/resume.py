@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
 from asya.envelope import EnvelopeError, parse_envelope, utc_now
-from asya.flows import FlowError, continue_flow
+from asya.flows import FlowError, FlowHeaderError, continue_flow
 from asya.headers import PAUSE_HEADER
 from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
@@ -38,6 +38,8 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
     try:  # a flow program decides on the resumed payload where it goes after the pause (docs/flows.md)
         (frame,) = continue_flow(envelope, [frame])
+    except FlowHeaderError as exc:
+        return pass_to_sump(to_sump(envelope, RESUME, Reason.INVALID_ENVELOPE, error_details(exc), now).wire, record)
     except FlowError as exc:
         details = error_details(None, str(exc))
         outbound = fail(

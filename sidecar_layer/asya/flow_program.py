@@ -75,6 +75,7 @@ class FlowError(Exception):
     def __init__(self, message: str, *, loop_limit: bool = False) -> None:
         super().__init__(message)
         self.loop_limit = loop_limit
+        self.payload: Any = None  # the payload the program was deciding on, once known (`asya.flows`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,8 @@ class Program:
             _leave_loops(loops, current)
             if "call" in current:
                 return self.call(node)
-            if "return" in current:
+            if "return" in current:  # a return inside a loop leaves it too
+                loops.clear()
                 return End()
             if "parallel" in current:
                 return Fan([self.call(branch) for branch in current["parallel"]])
@@ -157,6 +159,19 @@ class Program:
 
     def call(self, node: int) -> Call:
         return Call(node, self.nodes[node]["call"], self.shortest(node))
+
+    def reaching(self, node: int, actor: str) -> int:
+        """The call of `actor`: `node`'s, or the first on along its chain of calls. A join's envelope is
+        the first branch's, and a branch that failed (a join that tolerates or collects failures) is
+        still placed at the call that failed, short of the join; `node` when `actor` is not on it."""
+        current = node
+        for _ in self.nodes:
+            if self.nodes[current].get("call") == actor:
+                return current
+            if "call" not in self.nodes[current]:
+                break
+            current = int(self.nodes[current]["next"])
+        return node
 
     def after(self, node: int) -> int:
         """Where the program goes on once the actor called at `node` returned."""
@@ -213,7 +228,7 @@ def evaluate(expression: list[Any], payload: Any) -> Any:
         raise FlowError(f"no field {exc.args[0]!r}") from None
     except IndexError:
         raise FlowError("an index past the end of a list") from None
-    except (TypeError, ValueError, ZeroDivisionError) as exc:
+    except (TypeError, ValueError, ArithmeticError) as exc:  # ArithmeticError: a division by zero, round(inf)
         raise FlowError(str(exc)) from None
 
 

@@ -24,7 +24,25 @@ from asya.reasons import Reason
 # a handler that overran its time (which otherwise goes to x-sump)
 CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIMEOUT.value})
 
-__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "progress_floor", "start"]
+# the nodes each kind of node leads to (`asya.flow_program`), checked when a header is read
+_TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
+
+__all__ = [
+    "CATCHABLE_REASONS",
+    "FlowError",
+    "FlowHeaderError",
+    "FlowPlace",
+    "caught",
+    "continue_flow",
+    "left",
+    "progress_floor",
+    "start",
+]
+
+
+class FlowHeaderError(FlowError):
+    """The envelope's `x-asya-flow` is not a program's place: a corrupt envelope, not a flow that
+    failed on its payload (the gateway writes the header, a handler cannot change it)."""
 
 
 @dataclass(slots=True)
@@ -39,7 +57,8 @@ class FlowPlace:
     @classmethod
     def of(cls, headers: Mapping[str, Any]) -> FlowPlace | None:
         """The envelope's place, or None when no program runs it. A header the sidecar cannot read is
-        a `FlowError`: the envelope cannot be taken on without it."""
+        a `FlowHeaderError`: the envelope cannot be taken on without it, and taken on with a program
+        that points nowhere it would fail half-way, at a hop that cannot say why."""
         header = headers.get(FLOW_HEADER)
         if header is None:
             return None
@@ -47,11 +66,21 @@ class FlowPlace:
             program = Program(header["program"])
             at = int(header["at"])
             loops = {str(loop): int(count) for loop, count in dict(header.get("loops") or {}).items()}
-            program.nodes[at]["call"]  # the place must be a call of this program
+            _check_nodes(program.nodes)
+            if at < 0 or "call" not in program.nodes[at]:
+                raise ValueError(f"node {at} is not a call")
             floor = float(header.get("floor", 0.0))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise FlowError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise FlowHeaderError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
         return cls(program, at, loops, floor)
+
+    @classmethod
+    def of_envelope(cls, envelope: Envelope) -> FlowPlace | None:
+        """The place of an envelope at its current actor (`Program.reaching`)."""
+        place = cls.of(envelope.headers)
+        if place is not None:
+            place.at = place.program.reaching(place.at, envelope.route.curr)
+        return place
 
     def header(self, at: int, loops: dict[str, int], floor: float = 0.0) -> dict[str, Any]:
         placed: dict[str, Any] = {"program": self.program.document, "at": at}
@@ -66,8 +95,7 @@ class FlowPlace:
         one per parallel branch, or one that ends the route (x-sink) without the header. Each carries
         the task's progress floor: what its route means, or more if the task reported more before."""
         if isinstance(step, End):
-            headers = {name: value for name, value in base.headers.items() if name != FLOW_HEADER}
-            return [Frame(base.payload, [], headers, base.status)]
+            return [Frame(base.payload, [], _without_flow(base.headers), base.status)]
         calls = step.branches if not isinstance(step, Call) else [step]
         return [
             Frame(
@@ -100,7 +128,7 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
     goes on to what the program calls next. A frame whose route the handler changed leaves the
     program (the handler routed it: the header goes); one the handler fanned out into goes on each
     the same way. A condition or loop bound that fails is a `FlowError`."""
-    place = FlowPlace.of(envelope.headers)
+    place = FlowPlace.of_envelope(envelope)
     if place is None:
         return list(frames)
     after = place.program.after(place.at)
@@ -110,7 +138,11 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
             outputs.append(_left(frame))
             continue
         loops = dict(place.loops)
-        step = place.program.advance(after, frame.payload, loops)
+        try:
+            step = place.program.advance(after, frame.payload, loops)
+        except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
+            exc.payload = frame.payload
+            raise
         outputs.extend(place.frames(step, frame, loops, len(envelope.route.prev) + 1))
     return outputs
 
@@ -121,7 +153,7 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     raised), and the error in `x-asya-caught`. `error` is the failure's details (`type`, `mro`,
     `message`); an `except` names a type of the error's class or one of its bases, or a reason of
     `CATCHABLE_REASONS`."""
-    place = FlowPlace.of(envelope.headers)
+    place = FlowPlace.of_envelope(envelope)
     if place is None:
         return None
     names = {str(name).rsplit(".", 1)[-1] for name in error.get("mro") or []}
@@ -139,9 +171,32 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     return place.frames(step, base, loops, len(envelope.route.prev) + 1)
 
 
+def _check_nodes(nodes: list[dict[str, Any]]) -> None:
+    """Every node one of the kinds `advance` takes, leading only to nodes of the program."""
+    for node in nodes:
+        kind = next((kind for kind in _TARGETS if kind in node), None)
+        if kind is None:
+            raise ValueError(f"{node!r} is not a node of a flow program")
+        targets = [node[name] for name in _TARGETS[kind]] + list(node.get("parallel") or [])
+        targets += [target for _, target in node.get("catch") or []]
+        if not all(type(target) is int and 0 <= target < len(nodes) for target in targets):
+            raise ValueError(f"a {kind} node leads outside the program: {targets}")
+        if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
+            raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
+
+
+def left(envelope: Envelope) -> Envelope:
+    """The envelope out of its flow program, as a route the resiliency policy gave it (`on_exhausted`)
+    runs: to its end, as in a flow of a fixed route, the program no longer deciding."""
+    return envelope.model_copy(update={"headers": _without_flow(envelope.headers)})
+
+
 def _left(frame: Frame) -> Frame:
-    headers = {name: value for name, value in frame.headers.items() if name != FLOW_HEADER}
-    return Frame(frame.payload, frame.next, headers, frame.status)
+    return Frame(frame.payload, frame.next, _without_flow(frame.headers), frame.status)
+
+
+def _without_flow(headers: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in headers.items() if name != FLOW_HEADER}
 
 
 def progress_floor(headers: Mapping[str, Any]) -> float:

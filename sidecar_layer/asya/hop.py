@@ -25,7 +25,7 @@ from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_
 from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
-from asya.headers import FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER
+from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_logging import hop_names
 from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
@@ -197,6 +197,11 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
             )
             return HopOutcome.SUMPED
+        try:  # a corrupt flow header is the envelope's fault, found before its handler runs for nothing
+            flows.FlowPlace.of(envelope.headers)
+        except flows.FlowHeaderError as exc:
+            plan.outbound.append(routing.to_sump(envelope, actor, Reason.INVALID_ENVELOPE, error_details(exc), now))
+            return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
             plan.outbound.append(early)
@@ -283,7 +288,9 @@ class HopRunner:
             self.telemetry.observe(
                 "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
             )
-        join = first_join(envelope.route.next, self.config.joined_by) if self.config.joined_by else None
+        # a flow program's parallel is a decision on an output: with none, nothing fans out and nothing joins
+        fixed = self.config.joined_by and FLOW_HEADER not in envelope.headers
+        join = first_join(envelope.route.next, self.config.joined_by) if fixed else None
         if not output.frames and join is not None:  # nothing to fan out: the join gets an empty list
             marker = {"width": 0, "failed": []}
             plan.outbound.append(routing.rejoin(envelope, join, [], {**envelope.headers, JOINED_HEADER: marker}, now))
@@ -294,7 +301,7 @@ class HopRunner:
         try:
             frames = flows.continue_flow(envelope, output.frames)
         except flows.FlowError as exc:
-            plan.outbound.append(_flow_failed(envelope, actor, exc, output.frames[0].payload, now))
+            plan.outbound.append(_flow_failed(envelope, actor, exc, exc.payload, now))
             return HopOutcome.FAILED
         too_wide = _too_wide(len(frames), ends_at)
         if too_wide is not None:
@@ -415,7 +422,7 @@ def handler_failure(
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
-        envelope,
+        flows.left(envelope) if decision.on_exhausted else envelope,
         actor,
         reason=Reason(decision.reason),
         details=details,

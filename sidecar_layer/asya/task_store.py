@@ -54,17 +54,21 @@ class TaskStore(BranchCounting):
         return from_item(written) if created else None
 
     def report(self, report: Report, deadline_at: str | None = None, *, hop: int | None = None) -> bool:
-        """`running` at an actor, with progress that never decreases. Creates the record if the envelope
-        was not started through the gateway, so every task is visible. `hop`: the route position of a
-        hop that starts here without a claim (a Spark batch's job), kept in the history as a claim is."""
+        """`running` at an actor, with progress that never decreases, or at a hop further on than the
+        last one claimed: a flow program's loop lengthens the route ahead, so the progress of a later
+        hop may be lower (2/3, then 3/5), and refused it would leave the task shown at the hop before
+        (a Spark batch's whole job long). Creates the record if the envelope was not started through
+        the gateway, so every task is visible. `hop`: the route position of a hop that starts here
+        without a claim (a Spark batch's job), kept in the history as a claim is."""
         sets, values = self._running_sets(report, deadline_at)
+        values[":at"] = len(report.route.get("prev") or [])
         if hop is not None:
             sets.append(HOP_HISTORY)
             values |= {":hop": [[hop, report.attempt, int(utc_now().timestamp() * 1000)]], ":no_hops": []}
         return self._update(
             report.task_id,
             "SET " + ", ".join(sets),
-            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND progress <= :progress)",
+            "attribute_not_exists(id) OR #r < :rank OR (#r = :rank AND (progress <= :progress OR hop_position < :at))",
             values,
             names=aliases("route"),
         )

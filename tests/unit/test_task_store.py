@@ -225,3 +225,22 @@ def test_a_hop_of_a_stopped_task_is_not_claimed(store: TaskStore, stop: str, sta
     task = store.get("t1")
     assert task is not None
     assert task["status"] == status
+
+
+def test_a_hop_further_on_is_reported_even_where_a_loop_lowers_the_progress(store: TaskStore) -> None:
+    """A flow program's loop lengthens the route ahead: refine → evaluate → refine again reads 2/3 then
+    3/5. The point written at the later hop (every-point's `received`, a Spark batch's start) still
+    shows where the task is; a late point from a hop behind the last one claimed still does not."""
+    store.create({"id": "t1"})
+    at_evaluate = {"prev": ["draft", "refine"], "curr": "evaluate", "next": []}
+    report = Report("t1", "evaluate", at_evaluate, "processing", progress_of(at_evaluate))
+    assert store.claim_hop(report, 2, _ms(60)).claim is Claim.NEW
+    again = {"prev": ["draft", "refine", "evaluate"], "curr": "refine", "next": ["evaluate"]}
+    assert progress_of(again) < progress_of(at_evaluate)
+    assert store.report(Report("t1", "refine", again, "processing", progress_of(again)), hop=3)
+    task = store.get("t1")
+    assert task is not None
+    assert (task["actor"], task["progress"]) == ("refine", progress_of(again))
+    assert [hop[0] for hop in task["hops"]] == [2, 3]
+    behind = {"prev": ["draft"], "curr": "refine", "next": ["evaluate"]}
+    assert not store.report(Report("t1", "refine", behind, "received", progress_of(behind)))
