@@ -6,6 +6,9 @@ flow's last step, earlier at a step that returned nothing for it (a row the clea
 there, done), or failed (x-sump keeps a copy). The crew keeps one result per envelope that ended, so
 results outnumber tasks. A task's status is the gateway's: succeeded once every envelope of it ended
 well.
+
+A flow program (docs/flows.md) takes each task on its own path: `paths_table` shows which one, and how
+many hops (actor invocations) it cost; the program's decisions between them cost none.
 """
 
 from __future__ import annotations
@@ -30,6 +33,26 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table:
     for task in tasks:
         status = str(task.get("status", ""))
         table.add_row(str(task["id"]), status_text(status), branches_text(task.get("branches")))
+    return table
+
+
+def paths_table(tasks: list[dict[str, Any]], kept: list[dict[str, Any]]) -> Table:
+    """One row per task of a flow program: the actors its envelope went through, in order (an actor
+    whose failure the program's `except` took is there too, before the one the `except` called), and
+    how many: each one an invocation and a message."""
+    ended = {str(doc["envelope"]["id"]): doc["envelope"] for doc in kept if doc["outcome"] in FINAL}
+    table = Table(title="paths: the way the flow program took each task", title_justify="left")
+    for column in ("task", "status", "hops", "path"):
+        table.add_column(column, no_wrap=column != "path")
+    for task in tasks:
+        envelope = ended.get(str(task["id"]))
+        steps = visited(envelope["route"]) if envelope else []
+        table.add_row(
+            str(task["id"])[:8],
+            status_text(str(task.get("status", ""))),
+            str(len(steps)),
+            " → ".join(steps),
+        )
     return table
 
 
