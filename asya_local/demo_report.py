@@ -20,7 +20,7 @@ from rich.table import Table
 
 from asya.envelope import visited
 from asya_local.screen import status_text
-from asya_local.task_text import branches_text
+from asya_local.task_text import branches_text, payload_summary
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
 
@@ -37,18 +37,19 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table:
 
 
 def paths_table(tasks: list[dict[str, Any]], kept: list[dict[str, Any]]) -> Table:
-    """One row per task of a flow program: the actors its envelope went through, in order (an actor
-    whose failure the program's `except` took is there too, before the one the `except` called), and
-    how many: each one an invocation and a message."""
+    """One row per task of a flow program: its input, the actors its envelope went through in order
+    (one whose failure the program's `except` took is there too, before the one the `except` called)
+    and how many, each an invocation and a message (x-sink's, which the cost bench counts, left out)."""
     ended = {str(doc["envelope"]["id"]): doc["envelope"] for doc in kept if doc["outcome"] in FINAL}
     table = Table(title="paths: the way the flow program took each task", title_justify="left")
-    for column in ("task", "status", "hops", "path"):
+    for column in ("task", "input", "status", "hops", "path"):
         table.add_column(column, no_wrap=column != "path")
     for task in tasks:
         envelope = ended.get(str(task["id"]))
         steps = visited(envelope["route"]) if envelope else []
         table.add_row(
             str(task["id"])[:8],
+            payload_summary(task.get("input", "")),
             status_text(str(task.get("status", ""))),
             str(len(steps)),
             " → ".join(steps),

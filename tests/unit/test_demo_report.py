@@ -56,10 +56,13 @@ def test_the_paths_table_shows_the_way_a_flow_program_took_each_task_and_its_hop
         _kept("t2", ["classify", "classify-large", "draft", "evaluate", "refine", "evaluate"]),
         {**_kept("t2", ["classify"], "sump"), "outcome": "sump"},  # a copy, not where the task ended
     ]
-    tasks = [{"id": "t1", "status": "succeeded"}, {"id": "t2", "status": "succeeded"}]
+    tasks = [
+        {"id": "t1", "status": "succeeded", "input": {"customer": "Ada"}},
+        {"id": "t2", "status": "succeeded", "input": {"customer": "Lin"}},
+    ]
     console.print(demo_report.paths_table(tasks, kept))
     rows = [line.split("│")[1:-1] for line in console.export_text().splitlines() if line.startswith("│")]
     assert [[cell.strip() for cell in row] for row in rows] == [
-        ["t1", "succeeded", "3", "classify → draft → evaluate"],
-        ["t2", "succeeded", "6", "classify → classify-large → draft → evaluate → refine → evaluate"],
+        ["t1", "customer=Ada", "succeeded", "3", "classify → draft → evaluate"],
+        ["t2", "customer=Lin", "succeeded", "6", "classify → classify-large → draft → evaluate → refine → evaluate"],
     ]
