@@ -13,7 +13,7 @@ MESH ?= examples/catalogue/mesh.yaml
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo up test lint typecheck unit integration synth bench chaos conformance screenshots clean
+.PHONY: install demo flow-demo up test lint typecheck unit integration synth bench chaos conformance screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ install: $(STAMP) $(NPM_STAMP)
 
 demo: install
 	$(BIN)/asya demo --config $(MESH)
+
+# the answers example: a flow written as a Python program (a model's confidence decides, a judge loops
+# a draft back to be refined, a failing model falls back); prints the path each task took
+flow-demo: install
+	$(BIN)/asya demo --config examples/answers/mesh.yaml
 
 up: install
 	$(BIN)/asya up --config $(MESH)

@@ -361,7 +361,9 @@ def _demo(args: argparse.Namespace) -> int:
             raise LocalStateError("this mesh deploys no gateway to send tasks through")
         gateway = GatewayClient(stack.gateway_url, stack.api_key)
         ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
-        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {' → '.join(flow.route)}")
+        route = stack.mesh.flow_route(flow_name)  # a program's: its shortest way, each task takes its own
+        way = f"program {flow.program}, each task on its own path" if flow.program else " → ".join(route)
+        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {way}")
         view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
         with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
             drained = stack.wait_until_idle(args.timeout)
@@ -370,8 +372,10 @@ def _demo(args: argparse.Namespace) -> int:
         tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
         console.print(task_cli.results_table(kept))
         console.print(demo_report.tasks_table(tasks))
+        if flow.program:
+            console.print(demo_report.paths_table(tasks, kept))
         ok = drained and all(task.get("status") == TaskStatus.SUCCEEDED for task in tasks)
-        for line in demo_report.summary(tasks, kept, flow.route):
+        for line in demo_report.summary(tasks, kept, route):
             console.print(line, style="green" if ok else "red", highlight=False)
         if not drained:
             console.print("[red]the mesh did not drain within --timeout[/red]")

@@ -6,6 +6,9 @@ flow's last step, earlier at a step that returned nothing for it (a row the clea
 there, done), or failed (x-sump keeps a copy). The crew keeps one result per envelope that ended, so
 results outnumber tasks. A task's status is the gateway's: succeeded once every envelope of it ended
 well.
+
+A flow program (docs/flows.md) takes each task on its own path: `paths_table` shows which one, and how
+many hops (actor invocations) it cost; the program's decisions between them cost none.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from rich.table import Table
 
 from asya.envelope import visited
 from asya_local.screen import status_text
-from asya_local.task_text import branches_text
+from asya_local.task_text import branches_text, payload_summary
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
 
@@ -30,6 +33,27 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table:
     for task in tasks:
         status = str(task.get("status", ""))
         table.add_row(str(task["id"]), status_text(status), branches_text(task.get("branches")))
+    return table
+
+
+def paths_table(tasks: list[dict[str, Any]], kept: list[dict[str, Any]]) -> Table:
+    """One row per task of a flow program: its input, the actors its envelope went through in order
+    (one whose failure the program's `except` took is there too, before the one the `except` called)
+    and how many, each an invocation and a message (x-sink's, which the cost bench counts, left out)."""
+    ended = {str(doc["envelope"]["id"]): doc["envelope"] for doc in kept if doc["outcome"] in FINAL}
+    table = Table(title="paths: the way the flow program took each task", title_justify="left")
+    for column in ("task", "input", "status", "hops", "path"):
+        table.add_column(column, no_wrap=column != "path")
+    for task in tasks:
+        envelope = ended.get(str(task["id"]))
+        steps = visited(envelope["route"]) if envelope else []
+        table.add_row(
+            str(task["id"])[:8],
+            payload_summary(task.get("input", "")),
+            status_text(str(task.get("status", ""))),
+            str(len(steps)),
+            " → ".join(steps),
+        )
     return table
 
 

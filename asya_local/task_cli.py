@@ -40,7 +40,7 @@ from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console, status_text
-from asya_local.task_text import task_table
+from asya_local.task_text import payload_summary, task_table
 
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
 LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
@@ -267,17 +267,9 @@ def results_table(kept: list[dict[str, Any]]) -> Table:
             (envelope.get("parent_id") or "")[:8],
             doc["outcome"],
             " ".join(visited(envelope["route"])),
-            _summary(envelope["payload"]),
+            payload_summary(envelope["payload"]),
         )
     return table
-
-
-def _summary(payload: Any) -> str:
-    """`key=value` for the short scalar fields of a payload: enough to recognise it in a table."""
-    if not isinstance(payload, dict):
-        return json.dumps(payload, ensure_ascii=False)[:60]
-    fields = [f"{k}={v}" for k, v in payload.items() if isinstance(v, str | int | float | bool) and len(str(v)) <= 24]
-    return " ".join(fields) or json.dumps(payload, ensure_ascii=False)[:60]
 
 
 def tasks(args: argparse.Namespace) -> int:

@@ -112,6 +112,14 @@ def _route(route: Any) -> Text:
     return Text(" → ").join(Text(actor, style=style) for actor, style in steps)
 
 
+def payload_summary(payload: Any) -> str:
+    """`key=value` for the short scalar fields of a payload: enough to recognise it in a table."""
+    if not isinstance(payload, dict):
+        return json.dumps(payload, ensure_ascii=False)[:60]
+    fields = [f"{k}={v}" for k, v in payload.items() if isinstance(v, str | int | float | bool) and len(str(v)) <= 24]
+    return " ".join(fields) or json.dumps(payload, ensure_ascii=False)[:60]
+
+
 def branches_text(branches: Any) -> str:
     if not isinstance(branches, dict):
         return ""

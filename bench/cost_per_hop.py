@@ -23,7 +23,8 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -138,13 +139,16 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     from asya_local.testing.tables import SUMP as SUMP_TABLE
 
     config = case.mesh.config
+    code_root(case.mesh.base)
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
     handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
     lookups = ItemLookup()
     meter = Meter(lookups.size, lookups.key_of)
     calls = Invocations(meter)
-    with metered(meter), InProcessMesh(config.namespace, handlers, environments[next(iter(handlers))]) as mesh:
+    decisions = Decisions()
+    first = environments[next(iter(handlers))]
+    with metered(meter), decisions.counted(), InProcessMesh(config.namespace, handlers, first) as mesh:
         with meter.paused():
             create_tables(boto3.client("dynamodb"))
             create_idempotency_table(boto3.client("dynamodb"), IDEMPOTENCY)
@@ -173,7 +177,41 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     usage.append(Usage("logs", "log lines + EMF", "GB ingested", (log_bytes + LOG_EVENT_OVERHEAD * log_events) / 1e9))
     usage.append(Usage("logs", "START/END/REPORT (modelled)", "GB ingested", platform / 1e9))
     hop_seconds = sum(seconds for name, seconds in calls.seconds.items() if name in mesh.functions)
-    return Measurement(tasks, mesh.hops, usage, empty, len(handlers) + 2, hop_seconds)
+    return Measurement(tasks, mesh.hops, usage, empty, len(handlers) + 2, hop_seconds, decisions.count)
+
+
+class Decisions:
+    """Counts a flow program's conditions as the sidecars evaluate them (`Program._test`: each `if`,
+    each test of a loop's condition), for the Choice states Step Functions would enter for them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @contextmanager
+    def counted(self) -> Iterator[None]:
+        from asya.flow_program import Program
+
+        test = Program._test
+
+        def counting(program: Program, *args: Any) -> bool:
+            self.count += 1
+            return test(program, *args)
+
+        Program._test = counting  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            Program._test = test  # type: ignore[method-assign]
+
+
+def code_root(folder: Path) -> None:
+    """`folder` first on the import path, as a function's `code: .` is on Lambda, and no module of
+    another example's left imported under the same name (each example has its `actors`)."""
+    sys.path.insert(0, str(folder))
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) or ""
+        if file.startswith(str(ROOT / "examples")) and not file.startswith(str(folder)):
+            del sys.modules[name]
 
 
 def gateway(case: FlowCase) -> Any:
@@ -182,7 +220,13 @@ def gateway(case: FlowCase) -> Any:
     from asya_local.testing.tables import EVENTS, TASKS
 
     flows = {
-        name: Flow(name=name, route=flow.route, timeout=flow.timeout, input_schema=flow.input_schema)
+        name: Flow(
+            name=name,
+            route=case.mesh.flow_route(name),
+            timeout=flow.timeout,
+            input_schema=flow.input_schema,
+            program=case.mesh.programs.get(name),
+        )
         for name, flow in case.mesh.config.flows.items()
     }
     return TaskService(GatewaySettings(case.mesh.config.namespace, TASKS, EVENTS, BUCKET, flows))
@@ -237,17 +281,17 @@ def synthetic(title: str, route: list[str], payload: dict[str, Any]) -> FlowCase
     return FlowCase(title, LoadedMesh(config=config, base=ROOT), "bench", [payload])
 
 
-def example(name: str, flow: str | None = None) -> FlowCase:
-    """An example's flow (its first, unless named) with its inputs."""
+def example(name: str, flow: str | None = None, title: str = "", inputs: slice = slice(None)) -> FlowCase:
+    """An example's flow (its first, unless named) with its inputs (those `inputs` picks)."""
     import json
 
     from asya_cdk.loading import load_mesh
 
     folder = ROOT / "examples" / name
     mesh = load_mesh(folder / "mesh.yaml")
-    sys.path.insert(0, str(folder))  # the example's `code: .`, as its function's code root
     flow = flow or next(iter(mesh.config.flows))
-    return FlowCase(f"examples/{name} ({flow})", mesh, flow, json.loads((folder / "inputs.json").read_text()))
+    payloads = json.loads((folder / "inputs.json").read_text())[inputs]
+    return FlowCase(f"examples/{name} ({flow}{title})", mesh, flow, payloads)
 
 
 def cases() -> list[FlowCase]:
@@ -256,6 +300,9 @@ def cases() -> list[FlowCase]:
         synthetic("fan-out (fan yields 3 → post)", ["fan", "post"], {"parts": 3}),
         example("reviews"),
         example("reviews", "summarise-reviews"),
+        # a flow program: its first input takes one branch (the model is sure) and the judge's loop
+        # twice, each decision taken by the sidecar of the actor before it
+        example("answers", title=", a program: 1 branch + a loop going round twice", inputs=slice(0, 1)),
     ]
 
 
@@ -282,7 +329,13 @@ def report(case: FlowCase, measured: Measurement, out: Any) -> None:
     print(f"{'total':76} {per_million(total, hops):9.4f} {per_million(total, tasks):10.4f}", file=out)
     wru, rru = measured.units("dynamodb", "WRU") / hops, measured.units("dynamodb", "RRU") / hops
     print(f"DynamoDB per hop: {wru:.2f} WRU, {rru:.2f} RRU", file=out)
-    standard, express = step_functions(hops / tasks, measured.hop_seconds / hops)
+    standard, express = step_functions(hops / tasks, measured.hop_seconds / hops, measured.decisions / tasks)
+    if measured.decisions:
+        print(
+            f"Flow program: {measured.decisions / tasks:.2f} decisions per task, taken by the sidecars within "
+            "the hops above; Step Functions enters a Choice state for each",
+            file=out,
+        )
     print(
         f"Step Functions for the same flow, per million tasks: Standard ${standard * 1_000_000:,.2f}, "
         f"Express ${express * 1_000_000:,.2f} (Lambda requests of the states included, handler compute not)",

@@ -323,6 +323,7 @@ class Measurement:
     empty_polls: int  # measured in process; not billed here (the idle floor is modelled)
     queues: int
     hop_seconds: float  # the actors' and the crew's invocations, added up
+    decisions: int = 0  # a flow program's conditions evaluated (its ifs and loop tests): no hop of their own
 
     def lines(self) -> dict[tuple[str, str, str], float]:
         """Amount used by (service, operation, unit), over the whole run."""
@@ -345,13 +346,18 @@ def per_million(dollars: Decimal, count: int) -> Decimal:
     return dollars / count * 1_000_000 if count else Decimal(0)
 
 
-def step_functions(hops_per_task: float, seconds_per_hop: float) -> tuple[Decimal, Decimal]:
+def step_functions(
+    hops_per_task: float, seconds_per_hop: float, decisions_per_task: float = 0.0
+) -> tuple[Decimal, Decimal]:
     """The same flow orchestrated by Step Functions, per task: each hop a Task state invoking a Lambda
-    function (one invocation per hop, no batches). Standard: a transition per state plus the start.
-    Express: a request, and the whole execution's time (each state taking as long as our hop's Lambda
-    invocation does, rounded up to 100 ms) at the smallest 64 MB."""
+    function (one invocation per hop, no batches), each decision of a flow program a Choice state (an
+    `if`, each test of a loop's condition; a `try`'s `except` is the Task's Catch, no state of its own).
+    Standard: a transition per state entered plus the start, Choice states included. Express: a
+    request, and the whole execution's time (each Task state taking as long as our hop's Lambda
+    invocation does, a Choice state no time, rounded up to 100 ms) at the smallest 64 MB."""
     lambdas = PRICES["lambda request"] * Decimal(str(hops_per_task))
-    standard = PRICES["stepfunctions transition"] * Decimal(str(hops_per_task + 1)) + lambdas
+    transitions = Decimal(str(hops_per_task + decisions_per_task + 1))
+    standard = PRICES["stepfunctions transition"] * transitions + lambdas
     billed = max(0.1, -(-hops_per_task * seconds_per_hop // 0.1) * 0.1)
     express = PRICES["stepfunctions express request"] + PRICES["stepfunctions express GB-second"] * Decimal(
         str(billed * 64 / 1024)

@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from asya_local.endpoint.process import LocalEndpoint
-from asya_local.gateway_client import GatewayClient
 from tests.support.stack import RunningMesh, running
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tickets"
@@ -29,13 +28,9 @@ def tickets(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
         yield mesh
 
 
-def _gateway(mesh: RunningMesh) -> GatewayClient:
-    return GatewayClient(mesh.stack.gateway_url or "", mesh.stack.api_key)
-
-
 def test_a_batch_of_tickets_is_classified_routed_signed_and_reported(tickets: RunningMesh) -> None:
     batches = json.loads((EXAMPLE / "inputs.json").read_text())
-    reports = [_gateway(tickets).run_task({"flow": "triage-batch", "payload": batch}, 120) for batch in batches]
+    reports = [tickets.gateway().run_task({"flow": "triage-batch", "payload": batch}, 120) for batch in batches]
     assert [report["status"] for report in reports] == ["succeeded", "succeeded"], tickets.errors()
     first = reports[0]["output"]
     assert first["tickets"] == 5
@@ -49,7 +44,7 @@ def test_a_batch_of_tickets_is_classified_routed_signed_and_reported(tickets: Ru
 
 def test_one_ticket_gets_a_webhook_message_signed_with_the_secret(tickets: RunningMesh) -> None:
     ticket = {"id": "t-9", "text": "My parcel was delivered to the wrong address"}
-    task = _gateway(tickets).run_task({"flow": "triage", "payload": ticket}, 60)
+    task = tickets.gateway().run_task({"flow": "triage", "payload": ticket}, 60)
     assert task["status"] == "succeeded", tickets.errors()
     output = task["output"]
     assert (output["category"], output["team"], output["sla_hours"]) == ("shipping", "logistics", 12)

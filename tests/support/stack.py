@@ -17,6 +17,7 @@ from asya_cdk.plan import STACK_BUDGET
 from asya_local.deploy import synthesize
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.faults import FaultSpec
+from asya_local.gateway_client import GatewayClient
 from asya_local.stack import LocalStack
 
 ACCESS_LOG = re.compile(r"gateway: [A-Z]+ /")
@@ -46,6 +47,10 @@ class RunningMesh:
         tracebacks and error logs."""
         shown = [line for line in self.lines if " in, " not in line and not ACCESS_LOG.match(line)]
         return "\n".join(line for line in shown if METRICS not in line)[-4000:]
+
+    def gateway(self) -> GatewayClient:
+        """A client of the mesh's status gateway, as a user's program would create and follow tasks."""
+        return GatewayClient(self.stack.gateway_url or "", self.stack.api_key)
 
     def queue_url(self, actor: str) -> str:
         return str(self.sqs.get_queue_url(QueueName=f"asya-{self.stack.namespace}-{actor}")["QueueUrl"])

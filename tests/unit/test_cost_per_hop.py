@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
+from pathlib import Path
 
 import boto3
 import pytest
@@ -94,3 +96,35 @@ def test_step_functions_for_a_four_hop_task() -> None:
     assert standard * 1_000_000 == pytest.approx(Decimal("125.80"))  # 5 transitions + 4 Lambda requests
     # a request, 100 ms at 64 MB, 4 Lambda requests
     assert express * 1_000_000 == pytest.approx(Decimal("1.00") + Decimal("0.1041875") + Decimal("0.80"))
+
+
+def test_step_functions_enters_a_choice_state_for_each_decision_of_a_flow_program() -> None:
+    # 7 Task states and x-sink's hop as the bench counts them, 4 Choice states, the start
+    standard, _ = step_functions(hops_per_task=8, seconds_per_hop=0.01, decisions_per_task=4)
+    assert standard * 1_000_000 == pytest.approx(Decimal("326.60"))  # 13 transitions + 8 Lambda requests
+
+
+def test_a_flow_program_s_decisions_cost_no_hop_and_are_counted_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.cost_per_hop import LogCounter, example, run
+
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "t",
+        "AWS_SECRET_ACCESS_KEY": "t",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "path", [*sys.path])  # the run puts the example's folder first
+    case = example("answers", inputs=slice(0, 1))
+    try:
+        with mock_aws():
+            measured = run(case, 2, LogCounter())
+    finally:  # its `actors` is not another test's
+        for name in [name for name, module in sys.modules.items() if _under(module, case.mesh.base)]:
+            del sys.modules[name]
+    # classify → draft → evaluate → (refine → evaluate) twice → x-sink: 8 hops; the confidence's `if`
+    # and three tests of the loop's condition are taken inside them
+    assert (measured.hops, measured.decisions) == (16, 8)
+
+
+def _under(module: object, folder: Path) -> bool:
+    return str(getattr(module, "__file__", None) or "").startswith(str(folder))

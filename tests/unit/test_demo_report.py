@@ -47,3 +47,22 @@ def test_the_tasks_table_shows_each_task_whole_with_its_branches() -> None:
     shown = console.export_text()
     assert "6d3f0c1e-2b7a-4d0e-9a51-0c2f4e8b7a11" in shown
     assert "3 in all: 0 open, 3 succeeded, 0 failed, 0 canceled" in shown
+
+
+def test_the_paths_table_shows_the_way_a_flow_program_took_each_task_and_its_hops() -> None:
+    console = Console(width=200, record=True)
+    kept = [
+        _kept("t1", ["classify", "draft", "evaluate"]),
+        _kept("t2", ["classify", "classify-large", "draft", "evaluate", "refine", "evaluate"]),
+        {**_kept("t2", ["classify"], "sump"), "outcome": "sump"},  # a copy, not where the task ended
+    ]
+    tasks = [
+        {"id": "t1", "status": "succeeded", "input": {"customer": "Ada"}},
+        {"id": "t2", "status": "succeeded", "input": {"customer": "Lin"}},
+    ]
+    console.print(demo_report.paths_table(tasks, kept))
+    rows = [line.split("│")[1:-1] for line in console.export_text().splitlines() if line.startswith("│")]
+    assert [[cell.strip() for cell in row] for row in rows] == [
+        ["t1", "customer=Ada", "succeeded", "3", "classify → draft → evaluate"],
+        ["t2", "customer=Lin", "succeeded", "6", "classify → classify-large → draft → evaluate → refine → evaluate"],
+    ]
