@@ -273,6 +273,7 @@ class HopRunner:
             details = error_details(exc)
             taken = _flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now)
             if taken is not None:
+                _log_caught(self.telemetry, details, taken)
                 plan.outbound.extend(taken)
                 return HopOutcome.FORWARDED
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, details, now))
@@ -420,6 +421,7 @@ def handler_failure(
     details = error_details(error)
     taken = _flow_catches(envelope, details, Reason(decision.reason), actor, now)
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
+        _log_caught(telemetry, details, taken)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
         flows.left(envelope) if decision.on_exhausted else envelope,
@@ -450,6 +452,17 @@ def _flow_catches(
     except flows.FlowError as exc:
         return [_flow_failed(envelope, actor, exc, envelope.payload, now)]
     return None if frames is None else _forwarded(envelope, frames, actor, now)
+
+
+def _log_caught(telemetry: Telemetry, details: dict[str, Any], taken: list[Outbound]) -> None:
+    """The one trace a caught failure leaves once its task has ended (the header that carries it goes
+    with the envelopes): a line of the task's log, which the console's task page shows."""
+    telemetry.log_failure(
+        "the flow's except takes the failure",
+        error_type=details["type"],
+        error_message=details["message"],
+        goes_to=taken[0].destination,
+    )
 
 
 def _flow_failed(envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime) -> Outbound:

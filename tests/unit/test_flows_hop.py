@@ -185,6 +185,16 @@ def test_a_failure_inside_try_goes_to_the_except_with_the_actors_input(tmp_path:
     assert _at(program, out) == "fallback"
 
 
+def test_a_caught_failure_leaves_a_line_in_the_tasks_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header that carries the error goes with the task's envelopes; its log line stays."""
+    logged: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(Telemetry, "log_failure", lambda _, message, **fields: logged.append((message, fields)))
+    program = _program(tmp_path, GUARDED.format(caught="ValueError"))
+    hop("evaluate", _fails(ValueError("too vague")), arriving(program, {"draft": 1}, "evaluate", done=1))
+    [fields] = [fields for message, fields in logged if message == "the flow's except takes the failure"]
+    assert fields == {"error_type": "ValueError", "error_message": "too vague", "goes_to": "fallback"}
+
+
 def test_a_failure_the_except_does_not_name_fails_as_before(tmp_path: Path) -> None:
     program = _program(tmp_path, GUARDED.format(caught="KeyError"))
     [(to, out)] = sent("evaluate", _fails(ValueError("too vague")), arriving(program, {"draft": 1}, "evaluate"))
