@@ -369,8 +369,8 @@ def _demo(args: argparse.Namespace) -> int:
             raise LocalStateError("this mesh deploys no gateway to send tasks through")
         gateway = GatewayClient(stack.gateway_url, stack.api_key)
         ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
-        shape = "a program, at its shortest " if flow_name in stack.mesh.programs else ""
-        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shape}{' → '.join(route)}")
+        shown = demo_report.flow_words(stack.mesh, flow_name)
+        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shown}", highlight=False)
         view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
         with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
             drained = stack.wait_until_idle(args.timeout)
