@@ -84,6 +84,7 @@ def layout(topology: Topology, seen: Iterable[Step] = ()) -> Layout:
     for node, column in _loose_columns(loose, columns, seen).items():
         boxes[node.name] = Box(node, _x(column), _y(deepest) + GAP_Y)
     declared = _pairs(topology)
+    boxes = _lowered(boxes, [(boxes[s], boxes[t]) for s, t in declared if s in boxes and t in boxes])
     marks = _marks(topology)
     edges = [
         _edge(source, target, flows, boxes, marks.get((source, target), []))
@@ -200,6 +201,25 @@ def _middle(path: str) -> tuple[float, float]:
     return ((x0 + x1) / 2, (y0 + y1) / 2)
 
 
+def _lowered(boxes: dict[str, Box], steps: list[tuple[Box, Box]]) -> dict[str, Box]:
+    """The boxes moved down, when a step over the top row (an arc over the actors it skips, or a ring)
+    needs more room above it than the margin leaves."""
+    lifts = [_lift(source, target) for source, target in steps if source.y == MARGIN]
+    down = max(lifts, default=0) * 3 // 4 + GAP_Y // 2 - MARGIN  # a cubic's peak is ¾ of its lift
+    if max(lifts, default=0) == 0 or down <= 0:
+        return boxes
+    return {name: Box(box.node, box.x, box.y + down) for name, box in boxes.items()}
+
+
+def _lift(source: Box, target: Box) -> int:
+    """How high a step over the top of its row rises: an arc over the actors it skips (higher the more
+    it skips, so arcs that start together part), a ring over the actor itself; 0 for any other step."""
+    if target is source:
+        return MARGIN
+    skipped = (target.x - source.x) // (NODE_WIDTH + GAP_X) - 1
+    return GAP_Y + 14 * (skipped - 1) if target.y == source.y and skipped > 0 else 0
+
+
 def _x(column: int) -> int:
     return MARGIN + column * (NODE_WIDTH + GAP_X)
 
@@ -211,10 +231,12 @@ def _y(row: int) -> int:
 def _path(source: Box, target: Box) -> str:
     """A curve from the source's right side to the target's left; a step back (or down the same
     column) is drawn from the source's bottom to the target's bottom instead; a step to itself, as a
-    ring over its top."""
-    if target is source:
-        x1, x2, top = source.x + NODE_WIDTH // 2 - 20, source.x + NODE_WIDTH // 2 + 20, source.y
-        return f"M{x1},{top} C{x1},{top - MARGIN} {x2},{top - MARGIN} {x2},{top}"
+    ring over its top; one along a row over actors it skips, as an arc over them (not through them)."""
+    lift = _lift(source, target)
+    if lift:  # over the top: a ring, or an arc over the actors between
+        x1 = source.x + NODE_WIDTH // 2 + (-20 if target is source else 20)
+        x2 = target.x + NODE_WIDTH // 2 + (20 if target is source else -20)
+        return f"M{x1},{source.y} C{x1},{source.y - lift} {x2},{target.y - lift} {x2},{target.y}"
     if target.x > source.x:
         x1, y1, x2, y2 = source.x + NODE_WIDTH, source.middle_y, target.x, target.middle_y
         bend = (x2 - x1) / 2

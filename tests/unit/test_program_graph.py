@@ -174,3 +174,13 @@ def test_the_drawing_stands_alone_as_an_svg_file(mesh: LoadedMesh) -> None:
     marks = [node.get("class") for node in root.iter(f"{SVG}g") if "mark" in (node.get("class") or "")]
     assert "mark kind-loop" in marks
     assert "mark kind-except" in marks
+
+
+def test_a_step_that_skips_actors_of_its_row_arcs_over_them_not_through(mesh: LoadedMesh) -> None:
+    drawn = layout(Topology.of_mesh(mesh).program_of("refining"))
+    boxes = {box.node.name: box for box in drawn.boxes}
+    edges = {(edge.source, edge.target): edge for edge in drawn.edges}
+    assert boxes["draft"].y == boxes["evaluate"].y == boxes["publish"].y, "one row"
+    over = [edges["draft", "publish"].middle, edges["draft", SINK].middle, edges["evaluate", SINK].middle]
+    assert all(middle is not None and 0 < middle[1] < boxes["refine"].y for middle in over), over
+    assert len({middle[1] for middle in over if middle}) == 3, "arcs that skip more rise higher: their marks part"
