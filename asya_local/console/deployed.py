@@ -41,9 +41,7 @@ NOT_ACTORS = (*CREW, SUMP_DEAD_LETTERS, GATEWAY_STREAM_DEAD_LETTERS)
 def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
     """The console of `mesh` (found by `asya_local.smoke.discover`), reading AWS through `session`."""
     resources = list(stack_resources(session.client("cloudformation"), mesh.stack))
-    listed = mesh.gateway.listed_flows()
-    routes = {name: list(flow["route"]) for name, flow in listed.items()}
-    programs = {name: flow["program"] for name, flow in listed.items() if flow.get("program")}
+    routes, programs = listed_flows(mesh.gateway.listed_flows())
     topology = stack_topology(mesh.namespace, resources, session.client("lambda"), routes, programs)
     spark = [node.name for node in topology.nodes if node.kind == "spark"]
     outputs = stack_outputs(session.client("cloudformation"), mesh.stack)
@@ -64,6 +62,12 @@ def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
     return Console(
         topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS, history=history, task_logs=task_logs
     )
+
+
+def listed_flows(listed: dict[str, dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """The flows as `GET /flows` lists them: each flow's route, and each program flow's program."""
+    routes = {name: list(flow["route"]) for name, flow in listed.items()}
+    return routes, {name: flow["program"] for name, flow in listed.items() if flow.get("program")}
 
 
 def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]:

@@ -14,11 +14,13 @@ from flask.testing import FlaskClient
 from asya.names import SINK
 from asya_cdk.config import LoadedMesh
 from asya_cdk.loading import load_mesh
+from asya_gateway.settings import Flow
 from asya_local.console.app import Console, create_app
+from asya_local.console.deployed import listed_flows
 from asya_local.console.drawing import graph_svg
 from asya_local.console.graph import layout
 from asya_local.console.program_steps import program_steps
-from asya_local.console.topology import Topology
+from asya_local.console.topology import Node, Topology
 from asya_local.flow_text import program_lines
 from tests.support.program_mesh import program_mesh
 from tests.unit.test_console import FakeGateway, FixedStats
@@ -184,3 +186,18 @@ def test_a_step_that_skips_actors_of_its_row_arcs_over_them_not_through(mesh: Lo
     over = [edges["draft", "publish"].middle, edges["draft", SINK].middle, edges["evaluate", SINK].middle]
     assert all(middle is not None and 0 < middle[1] < boxes["refine"].y for middle in over), over
     assert len({middle[1] for middle in over if middle}) == 3, "arcs that skip more rise higher: their marks part"
+
+
+def test_a_deployed_mesh_draws_its_programs_from_the_gateways_listing(mesh: LoadedMesh) -> None:
+    """On AWS the console reads the flows from `GET /flows` (the gateway's `Flow.public`): a program
+    flow's steps are drawn from the program listed there, as from the mesh file."""
+    listed = {
+        name: Flow(name=name, route=mesh.flow_route(name), program=mesh.programs.get(name)).public()
+        for name in mesh.config.flows
+    }
+    routes, programs = listed_flows(listed)
+    assert routes == {"straight": ["draft", "publish"], "refining": ["draft"]}
+    nodes = [Node(name, "lambda") for name in mesh.config.actors]
+    deployed = layout(Topology.of("shown", nodes, routes, programs))
+    local = layout(Topology.of_mesh(mesh))
+    assert {(e.source, e.target, e.kind) for e in deployed.edges} == {(e.source, e.target, e.kind) for e in local.edges}
