@@ -109,6 +109,19 @@ def _stronger(one: Kind, other: Kind) -> Kind:
     return one if _PRIORITY.index(one) <= _PRIORITY.index(other) else other
 
 
+def call_lines(program: Mapping[str, Any]) -> dict[str, str]:
+    """Where the program calls each actor, as its node on the program's graph says it: `line 5`,
+    `lines 5, 11`."""
+    lines: dict[str, list[int]] = {}
+    for node in program["nodes"]:
+        if "call" in node and node.get("line"):
+            lines.setdefault(node["call"], []).append(int(node["line"]))
+    return {
+        actor: f"line{'s' if len(set(at)) > 1 else ''} {', '.join(map(str, sorted(set(at))))}"
+        for actor, at in lines.items()
+    }
+
+
 def first_actors(steps: Iterable[ProgramStep]) -> list[str]:
     """The actors a task of the program may start at."""
     return list(dict.fromkeys(step.target for step in steps if step.source is None))

@@ -7,13 +7,13 @@ a deployed stack (its queues and functions) and its gateway (the flows, programs
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from asya.joins import JoinPolicy
 from asya.names import PAUSE, SINK, SUMP
 from asya_cdk.config import LoadedMesh
-from asya_local.console.program_steps import ProgramStep, program_steps
+from asya_local.console.program_steps import ProgramStep, call_lines, program_steps
 
 Kind = Literal["lambda", "spark", "crew"]
 
@@ -25,6 +25,7 @@ class Node:
     name: str
     kind: Kind
     join: str | None = None
+    note: str | None = None  # on a program's graph: where the program calls it (`line 5`)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,12 @@ class Topology:
         page of the flow draws)."""
         steps = self.steps(flow)
         called = {step.target for step in steps} | {step.source for step in steps if step.source}
-        nodes = tuple(node for node in self.nodes if node.name in called or node.name in (SINK, SUMP))
+        lines = call_lines(self.programs[flow])
+        nodes = tuple(
+            replace(node, note=lines.get(node.name))
+            for node in self.nodes
+            if node.name in called or node.name in (SINK, SUMP)
+        )
         return Topology(self.namespace, nodes, {flow: self.flows.get(flow, ())}, {flow: self.programs[flow]})
 
     def node(self, name: str) -> Node | None:

@@ -201,3 +201,19 @@ def test_a_deployed_mesh_draws_its_programs_from_the_gateways_listing(mesh: Load
     deployed = layout(Topology.of("shown", nodes, routes, programs))
     local = layout(Topology.of_mesh(mesh))
     assert {(e.source, e.target, e.kind) for e in deployed.edges} == {(e.source, e.target, e.kind) for e in local.edges}
+
+
+def test_a_programs_graph_says_where_it_calls_each_actor(mesh: LoadedMesh) -> None:
+    drawn = layout(Topology.of_mesh(mesh).program_of("refining"))
+    notes = {box.node.name: box.node.note for box in drawn.boxes}
+    assert notes == {
+        "draft": "line 2",
+        "refine": "line 5",
+        "evaluate": "line 6",
+        "fallback": "line 8",
+        "publish": "line 11",
+        SINK: None,
+        "x-sump": None,
+    }
+    drawing = graph_svg(drawn, "refining")
+    assert '<text class="stat called" x="10" y="42">line 5</text>' in drawing
