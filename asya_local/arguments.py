@@ -32,6 +32,13 @@ def command(commands: Any, name: str, summary: str, *examples: str) -> Parser:
     return parser
 
 
+def command_group(commands: Any, name: str, summary: str, example: str) -> Any:
+    """A subcommand of subcommands (`asya secrets set`, `asya flow show`): the action chosen is in
+    `<name>_command`; returns where to add each action with `command`."""
+    group = command(commands, name, summary, example)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
+
+
 def json_value(text: str) -> Any:
     """A JSON value given inline, or `@file` naming a file that holds one."""
     if text.startswith("@"):

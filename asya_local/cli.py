@@ -15,6 +15,7 @@
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
+    asya flow show FLOW [--config FILE] [--image PATH]  a flow's route, or its program in words and drawn
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
 URL, worker log, its own process) so the other commands find it, from any folder below
@@ -46,7 +47,7 @@ from rich.text import Text
 from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
-from asya_local import demo_report, deploy_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
+from asya_local import demo_report, deploy_cli, flow_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
 from asya_local.arguments import Parser, command, each_input, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
@@ -153,6 +154,7 @@ def parser() -> Parser:
     console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
     sump_cli.add_parser(commands)
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
+    flow_cli.add_parser(commands, DEFAULT_CONFIG)
     return root
 
 
@@ -168,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "sump": _sump,
         "console": _console,
         "secrets": _secrets,
+        "flow": _flow,
     }
     try:
         return commands_run[args.command](args)
@@ -206,6 +209,10 @@ def _origin(url: object) -> str:
 
 def _deploy(args: argparse.Namespace) -> int:
     return deploy_cli.run(args, console)
+
+
+def _flow(args: argparse.Namespace) -> int:
+    return flow_cli.run(args, console)
 
 
 def _secrets(args: argparse.Namespace) -> int:
@@ -356,14 +363,14 @@ def _demo(args: argparse.Namespace) -> int:
     started = _start(args)
     stack = started.stack
     try:
-        flow_name, flow = next(iter(stack.mesh.config.flows.items()))
+        flow_name = next(iter(stack.mesh.config.flows))
+        route = stack.mesh.flow_route(flow_name)  # a program flow's: the shortest way through it
         if stack.gateway_url is None:
             raise LocalStateError("this mesh deploys no gateway to send tasks through")
         gateway = GatewayClient(stack.gateway_url, stack.api_key)
         ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
-        route = stack.mesh.flow_route(flow_name)  # a program's: its shortest way, each task takes its own
-        way = f"program {flow.program}, each task on its own path" if flow.program else " → ".join(route)
-        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {way}")
+        shown = demo_report.flow_words(stack.mesh, flow_name)
+        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shown}", highlight=False)
         view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
         with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
             drained = stack.wait_until_idle(args.timeout)
@@ -372,7 +379,7 @@ def _demo(args: argparse.Namespace) -> int:
         tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
         console.print(task_cli.results_table(kept))
         console.print(demo_report.tasks_table(tasks))
-        if flow.program:
+        if flow_name in stack.mesh.programs:
             console.print(demo_report.paths_table(tasks, kept))
         ok = drained and all(task.get("status") == TaskStatus.SUCCEEDED for task in tasks)
         for line in demo_report.summary(tasks, kept, route):

@@ -19,10 +19,18 @@ from typing import Any
 from rich.table import Table
 
 from asya.envelope import visited
+from asya_cdk.config import LoadedMesh
 from asya_local.screen import status_text
 from asya_local.task_text import branches_text, payload_summary
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
+
+
+def flow_words(mesh: LoadedMesh, name: str) -> str:
+    """How the demo names the way its flow's tasks go: the route, or for a program flow (whose route in
+    the mesh file is empty) the shortest way through its program, said to be one."""
+    route = " → ".join(mesh.flow_route(name))
+    return f"a program, at its shortest {route}" if name in mesh.programs else route
 
 
 def tasks_table(tasks: list[dict[str, Any]]) -> Table:

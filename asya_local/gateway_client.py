@@ -113,10 +113,11 @@ class GatewayClient:
             raise GatewayError(f"tools/list: {answer['error'].get('message')}")
         return [tool for tool in answer["result"]["tools"] if FLOW_NAME.match(str(tool.get("name", "")))]
 
-    def flow_routes(self) -> dict[str, list[str]]:
-        """`GET /flows`: each flow's route."""
-        flows = self._json("GET", f"{API}/flows", 200)["flows"]
-        return {name: list(flow["route"]) for name, flow in flows.items()}
+    def listed_flows(self) -> dict[str, dict[str, Any]]:
+        """`GET /flows`: each flow as the gateway has it: its `route` (a program flow's, the shortest way
+        through its program) and, for a program flow, its `program` (compiled, to draw)."""
+        flows: dict[str, dict[str, Any]] = self._json("GET", f"{API}/flows", 200)["flows"]
+        return flows
 
     def task_page(
         self,

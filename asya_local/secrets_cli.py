@@ -16,13 +16,13 @@ from typing import Any
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
-from asya_local.arguments import command
+from asya_local.arguments import command, command_group
 from asya_local.fixtures import LocalSecretError, named_secrets, secrets_file, store_secret, write_value
 
 
 def add_parser(commands: Any, default_config: Path) -> None:
-    secrets = command(commands, "secrets", "the local values of the secrets actors read", "asya secrets set api-key")
-    actions = secrets.add_subparsers(dest="secrets_command", required=True, metavar="ACTION")
+    summary = "the local values of the secrets actors read"
+    actions = command_group(commands, "secrets", summary, "asya secrets set api-key")
     setting = command(
         actions,
         "set",

@@ -10,8 +10,9 @@ SigV4): the browser never sees a key. Pages:
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow, actor reached and time, page by page, the newest page live (the
   filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, its route
-  on the graph with each hop's time, its branches, its FLY events as they come, its input, its result
-  or error, its log lines; cancel, resume, run again;
+  on the graph (a program flow's task: its program's graph, the steps it took marked,
+  `asya_local.console.task_program`) with each hop's time, its branches, its FLY events as they
+  come, its input, its result or error, its log lines; cancel, resume, run again;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
@@ -52,6 +53,7 @@ from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.task_logs import TaskLogs
+from asya_local.console.task_program import program_view, steps_counted
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
 from asya_local.console.wording import ago, how_far, moment, one_line, pretty
@@ -112,6 +114,7 @@ def create_app(console: Console) -> Flask:
         console=console,
         node_width=NODE_WIDTH,
         node_height=NODE_HEIGHT,
+        actor_link=lambda name: url_for("actors.actor", name=name),
         pretty=pretty,
         one_line=one_line,
         how_far=how_far,
@@ -209,10 +212,12 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     if found is None:
         abort(404)
     branches = _branches(console, found)
+    program = program_view(console.topology, found, branches)
     return render_template(
         "task.html",
         task=found,
-        graph=_graph(),
+        graph=program.graph if program is not None else _graph(),
+        program=program,
         branches=branches,
         task_route=_route_classes(found, branches),
         typed=typed or {},
@@ -338,6 +343,8 @@ def task_events(task_id: str) -> Response:
             branches = _branches(console, found)
             yield _event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
             yield _event("route", json.dumps(_route_classes(found, branches)))
+            if found.get("flow") in console.topology.programs:
+                yield _event("steps", json.dumps(steps_counted(found, branches)))
             if found.get("status") in TERMINAL:
                 yield _event("end", "")
                 return

@@ -4,7 +4,7 @@ browser holds no AWS key and the gateway's IAM auth stays on.
 
 The mesh is read from what was deployed, not from a mesh file: the stack's resources (its nested
 stacks' too) name the actors' queues and a Spark actor's collector; a join is told by its function's
-`ASYA_JOIN`; the gateway lists the flows with their routes (`GET /api/v1/flows`). Stats come from
+`ASYA_JOIN`; the gateway lists the flows with their routes and programs (`GET /api/v1/flows`). Stats come from
 SQS, CloudWatch and the Spark batches table (`asya_local.console.stats.AwsStats`).
 
 What the caller needs besides invoking the gateway: `cloudformation:ListStackResources` and
@@ -41,7 +41,8 @@ NOT_ACTORS = (*CREW, SUMP_DEAD_LETTERS, GATEWAY_STREAM_DEAD_LETTERS)
 def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
     """The console of `mesh` (found by `asya_local.smoke.discover`), reading AWS through `session`."""
     resources = list(stack_resources(session.client("cloudformation"), mesh.stack))
-    topology = stack_topology(mesh.namespace, resources, session.client("lambda"), mesh.gateway.flow_routes())
+    routes, programs = listed_flows(mesh.gateway.listed_flows())
+    topology = stack_topology(mesh.namespace, resources, session.client("lambda"), routes, programs)
     spark = [node.name for node in topology.nodes if node.kind == "spark"]
     outputs = stack_outputs(session.client("cloudformation"), mesh.stack)
     stats = AwsStats(
@@ -63,6 +64,12 @@ def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
     )
 
 
+def listed_flows(listed: dict[str, dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """The flows as `GET /flows` lists them: each flow's route, and each program flow's program."""
+    routes = {name: list(flow["route"]) for name, flow in listed.items()}
+    return routes, {name: flow["program"] for name, flow in listed.items() if flow.get("program")}
+
+
 def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]:
     """Every resource of the stack and of its nested stacks (`ListStackResources`, paginated)."""
     for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
@@ -79,10 +86,15 @@ def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
 
 
 def stack_topology(
-    namespace: str, resources: list[dict[str, Any]], functions: Any, flows: dict[str, list[str]]
+    namespace: str,
+    resources: list[dict[str, Any]],
+    functions: Any,
+    flows: dict[str, list[str]],
+    programs: dict[str, dict[str, Any]] | None = None,
 ) -> Topology:
     """The actors are the namespace's queues but the crew's and the dead-letter queues; one whose
-    collector function exists is a Spark actor; one whose function says `ASYA_JOIN` is a join."""
+    collector function exists is a Spark actor; one whose function says `ASYA_JOIN` is a join.
+    `flows`: each flow's route; `programs`: each program flow's program."""
     prefix = resource_name(namespace, "")
     queues = [
         str(resource["PhysicalResourceId"]).rsplit("/", 1)[-1]
@@ -104,7 +116,7 @@ def stack_topology(
         variables = functions.get_function_configuration(FunctionName=resource_name(namespace, actor))
         join = variables.get("Environment", {}).get("Variables", {}).get(JOIN.name)
         nodes.append(Node(actor, "lambda", JoinPolicy.of(json.loads(join)).describe() if join else None))
-    return Topology.of(namespace, nodes, flows)
+    return Topology.of(namespace, nodes, flows, programs)
 
 
 def _first_seen(actor: str, flows: dict[str, list[str]]) -> tuple[int, int, str]:

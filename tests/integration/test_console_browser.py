@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -388,3 +388,55 @@ def test_an_actors_history_is_charted_at_every_width(page: Page, console_url: st
     assert all(300 < width <= 390 for width in widths), f"one chart a row, as wide as the screen: {widths}"
     label = page.locator("figure.chart-throughput .chart-times span").first
     assert float(label.evaluate("node => getComputedStyle(node).fontSize").removesuffix("px")) >= 11
+
+
+@pytest.fixture(scope="module")
+def polished(running_mesh: RunningMesh) -> dict[str, Any]:
+    """A task of the program flow `polishing` (tests/integration/mesh/programs.py) that went round its
+    loop twice: prep, then polish and infer twice, then post."""
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    task = gateway.run_task({"flow": "polishing", "payload": {"n": 3}}, 30)
+    assert task["status"] == "succeeded", task
+    return task
+
+
+TAKEN = """() => [...document.querySelectorAll('#graph .edge.route-taken')]
+  .map((edge) => `${edge.dataset.source} ${edge.dataset.target} ${edge.dataset.taken}`).sort()"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1400, 390])
+def test_a_program_flows_task_page_draws_its_program_with_the_path_it_took(
+    browser: Browser, console_url: str, polished: dict[str, Any], width: int, scheme: Literal["light", "dark"]
+) -> None:
+    """The program's graph alone, the steps the task took in the colour of success, the loop's repeated
+    step counted ("\u00d72"), the steps it did not take not; readable in both schemes, fitting at 390 px."""
+    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    try:
+        page.goto(f"{console_url}/tasks/{polished['id']}")
+        expect(page.locator("#graph[data-program]")).to_have_count(1)
+        expect(page.locator('#graph .node[data-actor="fan"]')).to_have_count(0)  # the program's actors only
+        expect(page.locator('#graph .node.route-visited[data-actor="polish"]')).to_have_count(1)
+        assert page.evaluate(TAKEN) == [
+            "infer polish 1",
+            "infer post 1",
+            "polish infer 2",
+            "post x-sink 1",
+            "prep polish 1",
+        ], "every step taken, the loop's counted, and no other (prep → post was not taken)"
+        twice = page.locator('#graph .mark[data-source="polish"][data-target="infer"] text.times')
+        expect(twice).to_have_text("\u00d72")
+        taken = page.evaluate("() => getComputedStyle(document.querySelector('#graph .edge.route-taken')).stroke")
+        assert taken == page.evaluate(RESOLVED, "--ok")
+        behind = page.evaluate("() => getComputedStyle(document.querySelector('figure.graph')).backgroundColor")
+        assert _contrast(twice.evaluate("(text) => getComputedStyle(text).fill"), behind) >= 4.5
+        loop = page.locator('#graph .mark.kind-loop[data-source="infer"][data-target="polish"]')
+        expect(loop).to_have_count(1)
+        mark = loop.locator("text").first.evaluate("(text) => getComputedStyle(text).fill")
+        circle = loop.locator("circle").evaluate("(circle) => getComputedStyle(circle).fill")
+        assert _contrast(mark, circle) >= 4.5, f"the loop's mark: {mark} on {circle}"
+        expect(page.get_by_text("Flow polishing is a program")).to_be_visible()
+        assert page.evaluate(PAGE_OVERFLOW) <= 1, "the page fits; the graph scrolls in its frame"
+    finally:
+        page.close()

@@ -239,6 +239,21 @@ def test_mcp_tools_list_and_redrive_what_x_sump_kept(gateway: Gateway) -> None:
     assert (task["status"], task["output"]) == ("succeeded", {"n": 5, "prepped": True, "done": True})
 
 
+def test_a_program_flow_is_listed_as_a_tool_and_a_flow_with_its_program(
+    gateway: Gateway, running_mesh: RunningMesh
+) -> None:
+    """MCP's tools/list names a program flow with its input schema as it names a route flow; `GET /flows`
+    gives its shortest route and its program, whose version is the mesh file's."""
+    tools = gateway.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+    by_name = {tool["name"]: tool for tool in tools["result"]["tools"]}
+    assert by_name["polishing"]["inputSchema"] == {"type": "object"}
+    assert by_name["pipeline"]["inputSchema"]["required"] == ["n"], "route flows as before"
+    flows = gateway.http.get("/api/v1/flows").json()["flows"]
+    assert flows["polishing"]["route"] == ["prep", "post"]
+    assert flows["polishing"]["program"]["version"] == running_mesh.stack.mesh.programs["polishing"]["version"]
+    assert "program" not in flows["pipeline"]
+
+
 def test_bad_requests_say_what_is_wrong(gateway: Gateway) -> None:
     assert gateway.http.get("/api/v1/mesh/no-such-task").status_code == 404
     assert gateway.http.get("/api/v1/mesh/no-such-task/events").status_code == 404

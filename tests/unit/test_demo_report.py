@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from asya_cdk.loading import load_mesh
 from asya_local import demo_report
+from tests.support.program_mesh import program_mesh
 
 ROUTE = ["ingest", "clean", "enrich", "summarise"]
 
@@ -66,3 +69,14 @@ def test_the_paths_table_shows_the_way_a_flow_program_took_each_task_and_its_hop
         ["t1", "customer=Ada", "succeeded", "3", "classify → draft → evaluate"],
         ["t2", "customer=Lin", "succeeded", "6", "classify → classify-large → draft → evaluate → refine → evaluate"],
     ]
+
+
+def test_a_program_flow_is_named_by_its_shortest_way_and_its_ending_counted_on_it(tmp_path: Path) -> None:
+    """A program flow's route in the mesh file is empty: the demo says the shortest way through its
+    program instead, and counts where envelopes ended against that way."""
+    mesh = load_mesh(program_mesh(tmp_path))
+    assert demo_report.flow_words(mesh, "refining") == "a program, at its shortest draft"
+    assert demo_report.flow_words(mesh, "straight") == "draft → publish"
+    ended = [{"id": "t1", "status": "succeeded"}]
+    lines = demo_report.summary(ended, [_kept("t1", ["draft"])], mesh.flow_route("refining"))
+    assert "1 after the last step (draft)" in lines[1]

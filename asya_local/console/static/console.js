@@ -21,9 +21,23 @@ function setRoute(classes) {
     const where = classes[node.dataset.actor];
     if (where) node.classList.add(`route-${where}`);
   }
+  if (document.querySelector("#graph[data-program]")) return; // a program's steps taken come as `steps`
   for (const edge of document.querySelectorAll("#graph .edge")) {
     const source = classes[edge.dataset.source];
     edge.classList.toggle("route-taken", source === "visited" && Boolean(classes[edge.dataset.target]));
+  }
+}
+
+// A task of a program flow: each step it took ("source target" → times), a loop's repeats counted.
+function setSteps(taken) {
+  for (const edge of document.querySelectorAll("#graph .edge")) {
+    const times = taken[`${edge.dataset.source} ${edge.dataset.target}`] || 0;
+    edge.classList.toggle("route-taken", times > 0);
+    edge.dataset.taken = String(times);
+  }
+  for (const label of document.querySelectorAll("#graph .mark text.times")) {
+    const times = taken[`${label.parentNode.dataset.source} ${label.parentNode.dataset.target}`] || 0;
+    label.textContent = times > 1 ? `×${times}` : "";
   }
 }
 
@@ -89,6 +103,7 @@ function follow(url) {
     }
   });
   source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
+  source.addEventListener("steps", (event) => setSteps(JSON.parse(event.data)));
   source.addEventListener("fly", (event) => {
     const list = document.getElementById("fly");
     if (list) list.insertAdjacentHTML("beforeend", event.data);

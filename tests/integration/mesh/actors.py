@@ -20,6 +20,11 @@ def infer(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "label": "even" if payload["n"] % 2 == 0 else "odd"}
 
 
+def polish(payload: dict[str, Any]) -> dict[str, Any]:
+    """One more round of the `polishing` program's loop."""
+    return {**payload, "rounds": payload.get("rounds", 0) + 1}
+
+
 def post(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "done": True}
 
