@@ -151,7 +151,8 @@ class McpEndpoint:
     def _tool(self, name: str) -> types.Tool:
         flow = self.service.settings.flows[name]
         schema = {"type": "object", **flow.input_schema}
-        description = flow.description or f"Start flow {name!r} ({' → '.join(flow.route)}) as a task."
+        way = "a program whose path depends on the input" if flow.program else " → ".join(flow.route)
+        description = flow.description or f"Start flow {name!r} ({way}) as a task."
         return types.Tool(name=name, description=description, input_schema=schema)
 
     def _call(self, params: dict[str, Any]) -> types.CallToolResult:

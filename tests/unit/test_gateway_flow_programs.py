@@ -15,6 +15,7 @@ import pytest
 from asya.headers import FLOW_HEADER
 from asya.task_store import TaskStore
 from asya.variables import ConfigError
+from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.task_error import TaskError
@@ -121,3 +122,13 @@ def test_settings_refuse_programs_that_are_not_the_deployed_ones(
     with pytest.raises(ConfigError) as refused:
         GatewaySettings.from_env(_environment(version or program["version"], programs_file))
     assert why in str(refused.value)
+
+
+def test_an_mcp_tool_of_a_program_flow_does_not_pass_its_shortest_way_for_its_route(service: TaskService) -> None:
+    """Without a description of its own, a tool says what its flow does: a program's path is the input's."""
+    status, answer = McpEndpoint(service, lambda task_id: task_id).handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    )
+    assert status == 200 and answer is not None
+    [tool] = [tool for tool in answer["result"]["tools"] if tool["name"] == "triage"]
+    assert tool["description"] == "Start flow 'triage' (a program whose path depends on the input) as a task."
