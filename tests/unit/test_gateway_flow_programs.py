@@ -129,6 +129,7 @@ def test_an_mcp_tool_of_a_program_flow_does_not_pass_its_shortest_way_for_its_ro
     status, answer = McpEndpoint(service, lambda task_id: task_id).handle(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     )
-    assert status == 200 and answer is not None
+    assert status == 200
+    assert answer is not None
     [tool] = [tool for tool in answer["result"]["tools"] if tool["name"] == "triage"]
     assert tool["description"] == "Start flow 'triage' (a program whose path depends on the input) as a task."
