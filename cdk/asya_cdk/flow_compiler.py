@@ -26,6 +26,9 @@ from typing import Any
 from asya.flow_program import ARITHMETIC, FUNCTIONS, Program
 from asya.names import PAUSE
 
+# a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
+# the 64 KiB a message is billed by), about 150 statements
+MAX_PROGRAM_BYTES = 16_384
 MAX_ITERATIONS = 1_000  # the most a loop may declare: a task that needs more is a job, not a flow
 _COMPARE_OPS: dict[type[ast.cmpop], str] = {
     ast.Eq: "==",
@@ -378,8 +381,13 @@ def compile_flow(
     start = compiler.block(definition.body, end, _Scope())
     compiler.check(start)
     body = {"flow": function, "source": source, "start": start, "nodes": compiler.nodes}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    program = {**body, "version": digest[:12]}
+    written = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    if len(written.encode()) > MAX_PROGRAM_BYTES:
+        raise FlowCompileError(
+            f"{source}: {function}(…) compiles to {len(written.encode()):,} bytes, over {MAX_PROGRAM_BYTES:,}: "
+            "a program travels in every envelope of its tasks; split it into flows, or move work into actors"
+        )
+    program = {**body, "version": hashlib.sha256(written.encode()).hexdigest()[:12]}
     Program(program).shortest(start)  # every node measured once: a program it cannot measure fails here
     return program
 

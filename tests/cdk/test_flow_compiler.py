@@ -327,3 +327,9 @@ def test_asya_check_exits_non_zero_printing_the_flows_line(
     out = " ".join(capsys.readouterr().out.split())
     assert f"{mesh}: flows.triage.program: programs.py line 3: summarize is not an actor of this mesh" in out
     assert "Traceback" not in out
+
+
+def test_a_program_too_large_to_carry_in_every_envelope_is_refused(tmp_path: Path) -> None:
+    lines = "\n".join(f"    if p['step'] == {index}:\n        p = draft(p)" for index in range(200))
+    with pytest.raises(FlowCompileError, match=r"flows.py: flow\(…\) compiles to [\d,]+ bytes, over 16,384"):
+        compiled(tmp_path, f"def flow(p):\n    p = draft(p)\n{lines}\n    return p\n")
