@@ -6,6 +6,10 @@ output (`continue_flow`); after it fails for good, the program's `except` may ta
 (`caught`); the gateway takes the first step on the task's input (`start`). Each step becomes the
 output's route: the actor called next, then the shortest way on to the end, so a decision costs no
 hop of its own and the route still says what lies ahead. The header goes when the program returns.
+
+A route set back to the shortest way out of a loop at each round would show the task less far along
+than the round before (docs/status.md: progress never goes back), so the header also keeps the
+progress the task showed at its last hop, and a hop reports no less (`progress`).
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from asya.envelope import Envelope
 from asya.flow_program import Call, End, FlowError, Program, Step
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
 from asya.reasons import Reason
+from asya.task_record import progress_of
 
 # the reasons a flow's `except` may name besides the handler's exception types: retries used up, and
 # a handler that overran its time (which otherwise goes to x-sump)
 CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIMEOUT.value})
 
-__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "start"]
+__all__ = ["CATCHABLE_REASONS", "FlowError", "FlowPlace", "caught", "continue_flow", "progress", "start"]
+PROGRESS = "progress"  # in the header: the progress the task showed at the hop that sent the envelope
 
 
 @dataclass(slots=True)
@@ -34,6 +40,7 @@ class FlowPlace:
     program: Program
     at: int
     loops: dict[str, int]
+    progress: float = 0.0  # what the task showed at the hop that sent the envelope here
 
     @classmethod
     def of(cls, headers: Mapping[str, Any]) -> FlowPlace | None:
@@ -47,14 +54,17 @@ class FlowPlace:
             at = int(header["at"])
             loops = {str(loop): int(count) for loop, count in dict(header.get("loops") or {}).items()}
             program.nodes[at]["call"]
+            shown = float(header.get(PROGRESS) or 0)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise FlowError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
-        return cls(program, at, loops)
+        return cls(program, at, loops, shown)
 
     def header(self, at: int, loops: dict[str, int]) -> dict[str, Any]:
         placed: dict[str, Any] = {"program": self.program.document, "at": at}
         if loops:
             placed["loops"] = loops
+        if self.progress:
+            placed[PROGRESS] = self.progress
         return placed
 
     def frames(self, step: Step, base: Frame, loops: dict[str, int]) -> list[Frame]:
@@ -95,6 +105,7 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
     place = FlowPlace.of(envelope.headers)
     if place is None:
         return list(frames)
+    place.progress = progress(envelope)
     after = place.program.after(place.at)
     outputs: list[Frame] = []
     for frame in frames:
@@ -122,12 +133,23 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     target = place.program.handler_for(place.at, names)
     if target is None:
         return None
+    place.progress = progress(envelope)
     loops = dict(place.loops)
     step = place.program.advance(target, envelope.payload, loops)
     report = {"actor": actor, "type": error.get("type"), "message": error.get("message"), "reason": reason}
     headers = {**envelope.headers, CAUGHT_HEADER: report}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     return place.frames(step, Frame(envelope.payload, list(envelope.route.next), headers, status), loops)
+
+
+def progress(envelope: Envelope) -> float:
+    """The task's progress at the envelope's hop: its route's (`progress_of`), and for an envelope of
+    a flow program no less than the task showed at the hop before."""
+    route = envelope.route
+    shown = progress_of({"prev": route.prev, "curr": route.curr, "next": route.next})
+    header = envelope.headers.get(FLOW_HEADER)
+    before = header.get(PROGRESS) if isinstance(header, dict) else None
+    return max(shown, float(before)) if isinstance(before, int | float) and not isinstance(before, bool) else shown
 
 
 def _left(frame: Frame) -> Frame:

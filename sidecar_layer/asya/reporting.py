@@ -24,6 +24,7 @@ store: nothing is tracked, checked or written, and no caller asks whether there 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from asya.config import SidecarConfig
 from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
+from asya.flows import progress
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
 from asya.task_record import Report, progress_of, root_of, stealthy
@@ -129,7 +131,7 @@ class StatusReporter:
             self._report(self._report_at(envelope, actor, phase), hop=envelope.route.position if started else None)
 
     def _report_at(self, envelope: Envelope, actor: str, phase: str) -> Report:
-        return self._report_for(
+        report = self._report_for(
             envelope.id,
             parent_id=envelope.parent_id,
             root_id=root_of(envelope.id, envelope.headers),
@@ -139,6 +141,7 @@ class StatusReporter:
             attempt=envelope.status.attempt if envelope.status else 1,
             bucket=bucket_of(envelope.headers),
         )
+        return dataclasses.replace(report, progress=progress(envelope))  # a flow program's: never back
 
     def send_fly(self, envelope: Envelope, event: Any) -> None:
         """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status.

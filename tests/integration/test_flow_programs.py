@@ -130,6 +130,16 @@ def test_a_loop_ends_by_its_condition(gateway: GatewayClient, flows: RunningMesh
     assert (output["rounds"], round(output["score"], 2)) == (3, 0.9)
 
 
+def test_progress_never_goes_back_while_a_loop_goes_round(gateway: GatewayClient) -> None:
+    """Each round of a loop of two actors sets the route ahead back to the shortest way out of the
+    loop: a watcher still sees the task's progress only go up (docs/status.md)."""
+    created = gateway.create_task({"flow": "refining", "payload": {"score": 0.0, "step": 0.3, "sleep": 0.4}})
+    progress = [data["progress"] for kind, data in gateway.follow(created["id"]) if kind == "status"]
+    assert len(progress) >= 4, progress
+    assert progress == sorted(progress), progress
+    assert progress[-1] == 100
+
+
 def test_a_loop_past_its_bound_fails_the_task_naming_the_loop(
     gateway: GatewayClient, flows: RunningMesh, started: dict[str, str]
 ) -> None:
