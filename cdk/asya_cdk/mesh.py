@@ -27,7 +27,17 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya.names import BATCHES_TABLE, CREW, IDEMPOTENCY_TABLE, PAUSE, SINK, SUMP, SUMP_DEAD_LETTERS, resource_name
+from asya.names import (
+    BATCHES_TABLE,
+    CREW,
+    IDEMPOTENCY_TABLE,
+    PAUSE,
+    RESUME,
+    SINK,
+    SUMP,
+    SUMP_DEAD_LETTERS,
+    resource_name,
+)
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya.startup import encode_files
 from asya.variables import FILES
@@ -126,9 +136,10 @@ class Mesh(Construct):
                 actor.role.add_to_policy(statement)
             # large payloads (`asya.claims`): actors send and read them (a Spark actor's dispatcher reads
             # them to stage them whole, its collector writes the job's large outputs; the job never calls
-            # AWS), the keepers read them to keep them
-            if name in (SINK, SUMP, PAUSE) or name not in CREW:
-                grant_claims(actor.role, self.bucket, namespace, write=name not in CREW and name not in self.spark)
+            # AWS), the keepers read them to keep them, and x-resume reads one for a flow program to
+            # decide on and sends it on
+            sender = (name not in CREW and name not in self.spark) or name == RESUME
+            grant_claims(actor.role, self.bucket, namespace, write=sender)
         for spark in self.spark.values():
             grant_claims(spark.collector.role, self.bucket, namespace, read=False, write=True)
         self.gateway = StatusGateway(

@@ -104,6 +104,10 @@ class CrewSettings:
     def queue_name(self, actor: str) -> str:
         return resource_name(self.namespace, actor)
 
+    def claims(self) -> Claims | None:
+        """Where payloads over the threshold travel (`asya.claims`), if the mesh says."""
+        return Claims(self.claim_bucket, self.namespace, self.claim_check_bytes) if self.claim_bucket else None
+
 
 @dataclass(slots=True)
 class Keep:
@@ -192,8 +196,7 @@ class CrewActor:
             else None
         )
         self.sump = SumpIndex(settings.sump_table) if settings.sump_table else None  # x-sump's listing
-        bucket = settings.claim_bucket
-        self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes) if bucket else None
+        self.claims = settings.claims()
         self.transport = transport or SqsTransport()
         self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried

@@ -4,25 +4,33 @@ The gateway has already moved the task from `paused` to `running`, restarted its
 merged the human input into the payload; the envelope it sends here is the one x-pause kept, still at
 `route.curr == "x-pause"`. x-resume shifts the route past x-pause, as if x-pause had produced an
 output frame, and sends the envelope to the next actor (or to x-sink when nothing is left).
+
+A flow program decides where the envelope goes after the pause on the resumed payload itself: one the
+gateway sent in S3 (over the claim-check threshold, `asya.claims`) is read back first, and checked in
+again as it is sent on.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
-from asya.envelope import EnvelopeError, parse_envelope, utc_now
+from asya.claims import Claims, PayloadUnreadableError, referenced
+from asya.envelope import Envelope, EnvelopeError, parse_envelope, utc_now
 from asya.flows import FlowError, FlowHeaderError, continue_flow
-from asya.headers import PAUSE_HEADER
+from asya.headers import FLOW_HEADER, PAUSE_HEADER
 from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
-from asya.routing import error_details, fail, forward, to_sump
+from asya.routing import Outbound, error_details, fail, forward, to_sump
 from asya.telemetry import Telemetry
 from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
 
 
-def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
+def decide(record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None) -> Keep:
+    """`claims`: the mesh's claim checks, if it has a bucket for them."""
     now = utc_now()
     try:
         envelope = parse_envelope(record.body)
@@ -33,6 +41,14 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
         return pass_to_sump(
             to_sump(envelope, RESUME, Reason.ROUTE_MISMATCH, error_details(None, message), now).wire, record
         )
+    if FLOW_HEADER in envelope.headers and referenced(envelope):
+        try:
+            if claims is None:
+                raise PayloadUnreadableError("the payload is in S3 but x-resume has no claim bucket")
+            claims.restore_envelope(envelope)
+        except PayloadUnreadableError as exc:
+            unreadable = to_sump(envelope, RESUME, Reason.PAYLOAD_UNREADABLE, error_details(exc), now)
+            return pass_to_sump(unreadable.wire, record)
     headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
@@ -49,10 +65,18 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
             details=details,
             now=now,
         )
-        return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])
+        return _sent(envelope, outbound, claims)
     outbound = forward(envelope, frame, 0, PAUSE, now)
     telemetry.count("TasksResumed")
-    return Keep(envelope.id, None, outbound.wire, [(outbound.destination, orjson.dumps(outbound.wire).decode())])
+    return _sent(envelope, outbound, claims)
 
 
-lambda_handler = crew_handler(RESUME, lambda _: decide)
+def _sent(envelope: Envelope, outbound: Outbound, claims: Claims | None) -> Keep:
+    """The envelope sent on, its payload in S3 again if it is over the threshold."""
+    body = orjson.dumps(outbound.wire).decode()
+    if claims is not None:
+        body = claims.check_in(outbound.wire, body)
+    return Keep(envelope.id, None, outbound.wire, [(outbound.destination, body)])
+
+
+lambda_handler = crew_handler(RESUME, lambda settings: partial(decide, claims=settings.claims()))

@@ -180,7 +180,10 @@ def test_actor_roles_are_least_privilege(synthesized: tuple[Template, dict[str, 
         reads = [s for s in role_statements(document, f"MeshCrew{crew}Role") if s["Action"] == "s3:GetObject"]
         assert [s["Resource"]["Fn::Join"][1][-1] for s in reads] == ["/claims/reviews/*"], "keepers read payloads"
     resume = role_statements(document, "MeshCrewxresumeRole")
-    assert not any("s3:" in a for s in resume for a in _listed(s["Action"])), "x-resume only forwards"
+    claims = [s for s in resume if any("s3:" in a for a in _listed(s["Action"]))]
+    assert [(s["Action"], s["Resource"]["Fn::Join"][1][-1]) for s in claims] == [
+        (["s3:GetObject", "s3:PutObject"], "/claims/reviews/*")
+    ], "x-resume reads a payload for a flow program to decide on, and sends it on"
 
 
 def _listed(action: str | list[str]) -> list[str]:
@@ -441,7 +444,8 @@ def test_actors_and_crew_report_status_with_the_tables_and_the_shared_settings(
         assert not any("/index/" in json.dumps(s["Resource"]) for s in statements), role
     pause_puts = [s for s in role_statements(document, "MeshCrewxpauseRole") if s["Action"] == "s3:PutObject"]
     assert pause_puts[0]["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
-    assert not any("s3:" in a for a in actions_of(role_statements(document, "MeshCrewxresumeRole")))
+    resume_s3 = {a for a in actions_of(role_statements(document, "MeshCrewxresumeRole")) if "s3:" in a}
+    assert resume_s3 == {"s3:GetObject", "s3:PutObject"}, "claim-checked payloads only (test above)"
 
 
 def test_gateway_roles_are_scoped_to_what_each_function_does(

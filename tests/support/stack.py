@@ -78,6 +78,14 @@ class RunningMesh:
         missing = sorted(wanted - set(found))
         raise AssertionError(f"{len(missing)} envelope(s) without a result after {timeout}s: {missing[:5]}")
 
+    def record(self, task_id: str) -> dict[str, Any]:
+        """The task's record as DynamoDB keeps it, bookkeeping included (what the gateway's view leaves
+        out), each attribute's value without its type."""
+        item = self.stack.client("dynamodb").get_item(
+            TableName=self.stack.outputs["TasksTable"], Key={"id": {"S": task_id}}
+        )
+        return {key: next(iter(value.values())) for key, value in item.get("Item", {}).items()}
+
     def all_results(self) -> list[dict[str, Any]]:
         return [{"outcome": kept["outcome"], "envelope": kept["envelope"]} for kept in self._final()]
 

@@ -7,12 +7,14 @@ import io
 import json
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from asya.claims import Claims
 from asya.task_store import TaskStore
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewActor, CrewSettings
@@ -463,6 +465,34 @@ def test_x_pause_pauses_with_the_prompt_and_x_resume_continues(crew: Crew, tasks
     assert len(forwarded) == 1
     assert forwarded[0]["route"] == {"prev": ["a", "x-pause"], "curr": "post", "next": []}
     assert "x-asya-pause" not in forwarded[0]["headers"]
+
+
+def test_x_resume_decides_a_flow_program_on_a_payload_kept_in_s3(crew: Crew, tasks: TaskStore) -> None:
+    """The gateway sends a resumed envelope over the claim-check threshold with its payload in S3: the
+    program's decision after the pause reads the payload itself, which goes on in S3 again."""
+    approved = ["get", ["var"], ["lit", "approved"], ["lit", None]]
+    nodes = [
+        {"call": "x-pause", "next": 1},
+        {"if": approved, "then": 2, "else": 3, "src": "p.get('approved')"},
+        {"call": "post", "next": 3},
+        {"return": True},
+    ]
+    program = {"flow": "reviewed", "source": "flows.py", "version": "0", "start": 0, "nodes": nodes}
+    payload = {"approved": True, "notes": "x" * 2_000}
+    held = {
+        "id": "t1",
+        "route": {"prev": ["a"], "curr": "x-pause", "next": []},
+        "headers": {"x-asya-flow": {"program": program, "at": 0}},
+        "payload": payload,
+    }
+    claims = Claims(BUCKET, NS, 1_024)
+    body = claims.check_in(held, json.dumps(held))
+    assert json.loads(body)["payload"] is None, "sent with its payload in S3"
+    crew.run(actor(resume, "x-resume", partial(resume.decide, claims=claims)), body)
+    [forwarded] = crew.queue("post")
+    assert forwarded["route"] == {"prev": ["a", "x-pause"], "curr": "post", "next": []}
+    assert forwarded["payload"] is None
+    assert claims.restore(forwarded)["payload"] == payload
 
 
 def test_x_resume_refuses_an_envelope_not_held_by_x_pause(crew: Crew, tasks: TaskStore) -> None:

@@ -20,15 +20,18 @@ Handler = Generator[Any, Any, None]
 
 
 def record(actor: str) -> Generator[Any, Any, int]:
-    """Note this execution in the ledger; the hop's attempt (1 for a first delivery) comes back."""
+    """Note this execution in the ledger; the hop's attempt (1 for a first delivery) comes back. The
+    hop's place on the route is noted too: a flow program's loop calls one actor on one envelope again,
+    each time a hop of its own, not an execution of the same hop."""
     envelope_id = yield ("GET", ".id")
     status = yield ("GET", ".status")
+    position = len((yield ("GET", ".route.prev")) or [])
     attempt = int((status or {}).get("attempt", 1))
     path = os.environ.get(LEDGER)
     if path:
         # one short write on an O_APPEND file: lines from concurrent workers never interleave
         with open(path, "a", encoding="utf-8") as ledger:
-            ledger.write(f"{envelope_id}\t{actor}\t{attempt}\n")
+            ledger.write(f"{envelope_id}\t{actor}\t{attempt}\t{position}\n")
     return attempt
 
 
@@ -67,8 +70,9 @@ def crunch(payload: dict[str, Any]) -> Handler:
 
 
 def post(payload: dict[str, Any]) -> Handler:
+    """Counts its rounds: flow `program` calls it in a loop until it has run twice."""
     yield from record("post")
-    yield {**payload, "done": True}
+    yield {**payload, "done": True, "rounds": payload.get("rounds", 0) + 1}
 
 
 def tally(branches: list[Any]) -> Handler:

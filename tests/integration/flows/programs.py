@@ -61,3 +61,18 @@ def reviewed(p):
     if p.get("approved"):
         p = accept(p)
     return p
+
+
+def retried(p):
+    try:
+        p = flaky(draft(p))
+    except PolicyExhausted:
+        return accept(fallback(p))
+    return accept(p)
+
+
+def long_loop(p):
+    p = draft(p)
+    while bounded(p["rounds"] < p["goal"], max_iterations=100):
+        p = refine(p)
+    return p
