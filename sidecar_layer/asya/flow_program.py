@@ -64,6 +64,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "any": any,
     "all": all,
 }
+# the nodes each kind of node leads to
+_TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
 COMPARISONS = frozenset(_COMPARE)
 ARITHMETIC = frozenset(_MATH)
 
@@ -156,6 +158,22 @@ class Program:
             loops[str(node)] = count
             node = current["body"]
         raise FlowError(f"{MAX_DECISIONS} decisions without calling an actor, from {self.where(node)}")
+
+    def check(self) -> None:
+        """Every node one of the kinds `advance` takes, leading only to nodes of the program, with its
+        loops and bound as numbers: a program that came in an envelope is checked whole before it runs,
+        so a corrupt one is refused at once instead of failing half-way through a hop (`ValueError`)."""
+        nodes = self.nodes
+        for node in nodes:
+            kind = next((kind for kind in _TARGETS if kind in node), None)
+            if kind is None:
+                raise ValueError(f"{node!r} is not a node of a flow program")
+            targets = [node[name] for name in _TARGETS[kind]] + list(node.get("parallel") or [])
+            targets += [target for _, target in node.get("catch") or []]
+            if not all(type(target) is int and 0 <= target < len(nodes) for target in targets):
+                raise ValueError(f"a {kind} node leads outside the program: {targets}")
+            if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
+                raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
 
     def call(self, node: int) -> Call:
         return Call(node, self.nodes[node]["call"], self.shortest(node))

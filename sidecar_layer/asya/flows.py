@@ -24,9 +24,6 @@ from asya.reasons import Reason
 # a handler that overran its time (which otherwise goes to x-sump)
 CATCHABLE_REASONS = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.HANDLER_TIMEOUT.value})
 
-# the nodes each kind of node leads to (`asya.flow_program`), checked when a header is read
-_TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
-
 __all__ = [
     "CATCHABLE_REASONS",
     "FlowError",
@@ -34,7 +31,7 @@ __all__ = [
     "FlowPlace",
     "caught",
     "continue_flow",
-    "left",
+    "out_of_program",
     "progress_floor",
     "start",
 ]
@@ -66,7 +63,7 @@ class FlowPlace:
             program = Program(header["program"])
             at = int(header["at"])
             loops = {str(loop): int(count) for loop, count in dict(header.get("loops") or {}).items()}
-            _check_nodes(program.nodes)
+            program.check()
             if at < 0 or "call" not in program.nodes[at]:
                 raise ValueError(f"node {at} is not a call")
             floor = float(header.get("floor", 0.0))
@@ -135,7 +132,7 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
     outputs: list[Frame] = []
     for frame in frames:
         if frame.next != envelope.route.next:
-            outputs.append(_left(frame))
+            outputs.append(_frame_out_of_program(frame))
             continue
         loops = dict(place.loops)
         try:
@@ -171,27 +168,13 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     return place.frames(step, base, loops, len(envelope.route.prev) + 1)
 
 
-def _check_nodes(nodes: list[dict[str, Any]]) -> None:
-    """Every node one of the kinds `advance` takes, leading only to nodes of the program."""
-    for node in nodes:
-        kind = next((kind for kind in _TARGETS if kind in node), None)
-        if kind is None:
-            raise ValueError(f"{node!r} is not a node of a flow program")
-        targets = [node[name] for name in _TARGETS[kind]] + list(node.get("parallel") or [])
-        targets += [target for _, target in node.get("catch") or []]
-        if not all(type(target) is int and 0 <= target < len(nodes) for target in targets):
-            raise ValueError(f"a {kind} node leads outside the program: {targets}")
-        if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
-            raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
-
-
-def left(envelope: Envelope) -> Envelope:
+def out_of_program(envelope: Envelope) -> Envelope:
     """The envelope out of its flow program, as a route the resiliency policy gave it (`on_exhausted`)
     runs: to its end, as in a flow of a fixed route, the program no longer deciding."""
     return envelope.model_copy(update={"headers": _without_flow(envelope.headers)})
 
 
-def _left(frame: Frame) -> Frame:
+def _frame_out_of_program(frame: Frame) -> Frame:
     return Frame(frame.payload, frame.next, _without_flow(frame.headers), frame.status)
 
 

@@ -424,7 +424,7 @@ def handler_failure(
         _log_caught(telemetry, details, taken)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
-        flows.left(envelope) if decision.on_exhausted else envelope,
+        flows.out_of_program(envelope) if decision.on_exhausted else envelope,
         actor,
         reason=Reason(decision.reason),
         details=details,
