@@ -42,6 +42,7 @@ _SHOWN = (
     "redrives",
     "joined_into",  # a branch a join gathered: the envelope its result went on in
     "rerun_of",  # a task run again: the task it runs again
+    "program_version",  # a task of a flow program: the program it runs (docs/flows.md, "Versions")
 )
 MAX_LISTED_BRANCHES = 100
 BRANCH_FAILED = "BranchFailed"

@@ -64,6 +64,8 @@ def test_a_task_of_a_program_flow_starts_where_the_program_decides(
     record = service.tasks.get(created.task_id)
     assert record is not None
     assert record["program_version"] == program["version"]
+    assert created.task is not None
+    assert created.task["program_version"] == program["version"], "what GET /mesh/{id} shows"
     assert record["actor"] == "escalate"
     assert _sent(service, "classify") == []
 
