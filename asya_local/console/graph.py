@@ -131,9 +131,13 @@ def _columns(topology: Topology) -> tuple[dict[str, int], list[str]]:
 
 
 def _depths(steps: tuple[ProgramStep, ...]) -> dict[str, int]:
-    """Each actor a program calls, by the most steps it can be from the start without a loop's step
-    back, in the order the steps name them."""
+    """Each actor a program calls, by the most steps it can be from the start without going back (a
+    loop's step back, or any step that closes a cycle: a loop entered from its first actor's call
+    before it, `evaluate → refine → evaluate`, has no step marked as the loop's), in the order the
+    steps name them."""
     forward = [step for step in steps if step.kind != "loop" and step.target != SINK]
+    back = _steps_back(forward)
+    forward = [step for step in forward if (step.source, step.target) not in back]
     depths = {step.target: 0 for step in forward if step.source is None}
     for _ in range(len(forward)):  # longest paths in a graph without cycles: at most one round per step
         moved = False
@@ -144,6 +148,30 @@ def _depths(steps: tuple[ProgramStep, ...]) -> dict[str, int]:
         if not moved:
             break
     return depths
+
+
+def _steps_back(steps: list[ProgramStep]) -> set[tuple[str | None, str]]:
+    """The steps that close a cycle, walking depth first from the program's start: each goes back to
+    an actor still on the walk's path."""
+    after: dict[str | None, list[str]] = {}
+    for step in steps:
+        after.setdefault(step.source, []).append(step.target)
+    back: set[tuple[str | None, str]] = set()
+    on_path: set[str | None] = set()
+    done: set[str | None] = set()
+
+    def walk(actor: str | None) -> None:
+        on_path.add(actor)
+        for target in after.get(actor, []):
+            if target in on_path:
+                back.add((actor, target))
+            elif target not in done:
+                walk(target)
+        on_path.discard(actor)
+        done.add(actor)
+
+    walk(None)
+    return back
 
 
 def _loose_columns(loose: list[Node], columns: dict[str, int], seen: Iterable[Step]) -> dict[Node, int]:

@@ -217,3 +217,16 @@ def test_a_programs_graph_says_where_it_calls_each_actor(mesh: LoadedMesh) -> No
     }
     drawing = graph_svg(drawn, "refining")
     assert '<text class="stat called" x="10" y="42">line 5</text>' in drawing
+
+
+def test_a_loop_entered_after_its_first_actor_keeps_the_graph_narrow() -> None:
+    """`evaluate` before the loop, then `while …: refine; evaluate`: the steps evaluate → refine →
+    evaluate close a cycle no step marks as the loop's; each actor still gets one column after the
+    last, not one per round of a longest path that goes round the cycle."""
+    mesh = load_mesh(Path(__file__).resolve().parents[2] / "examples" / "answers" / "mesh.yaml")
+    boxes = {box.node.name: box for box in layout(Topology.of_mesh(mesh).program_of("answer")).boxes}
+    order = ["classify", "classify-large", "x-pause", "draft", "draft-long", "evaluate", "refine"]
+    xs = [boxes[name].x for name in order]
+    assert xs == sorted(xs)
+    gaps = {later - earlier for earlier, later in zip(xs, xs[1:], strict=False)}
+    assert len(gaps) == 1, f"one column apart each: {xs}"
