@@ -5,6 +5,7 @@ with the steps it took counted; the program in words and as an SVG file that sta
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -228,5 +229,5 @@ def test_a_loop_entered_after_its_first_actor_keeps_the_graph_narrow() -> None:
     order = ["classify", "classify-large", "x-pause", "draft", "draft-long", "evaluate", "refine"]
     xs = [boxes[name].x for name in order]
     assert xs == sorted(xs)
-    gaps = {later - earlier for earlier, later in zip(xs, xs[1:], strict=False)}
+    gaps = {later - earlier for earlier, later in pairwise(xs)}
     assert len(gaps) == 1, f"one column apart each: {xs}"
