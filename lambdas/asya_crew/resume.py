@@ -18,7 +18,7 @@ import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.abi import Frame
-from asya.claims import Claims, PayloadUnreadableError, referenced
+from asya.claims import Claims, referenced, unrestorable
 from asya.envelope import Envelope, EnvelopeError, parse_envelope, utc_now
 from asya.flows import FlowError, FlowHeaderError, continue_flow
 from asya.headers import FLOW_HEADER, PAUSE_HEADER
@@ -42,12 +42,9 @@ def decide(record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None
             to_sump(envelope, RESUME, Reason.ROUTE_MISMATCH, error_details(None, message), now).wire, record
         )
     if FLOW_HEADER in envelope.headers and referenced(envelope):
-        try:
-            if claims is None:
-                raise PayloadUnreadableError("the payload is in S3 but x-resume has no claim bucket")
-            claims.restore_envelope(envelope)
-        except PayloadUnreadableError as exc:
-            unreadable = to_sump(envelope, RESUME, Reason.PAYLOAD_UNREADABLE, error_details(exc), now)
+        problem = unrestorable(envelope, claims, "the payload is in S3 but x-resume has no claim bucket")
+        if problem is not None:
+            unreadable = to_sump(envelope, RESUME, Reason.PAYLOAD_UNREADABLE, error_details(problem), now)
             return pass_to_sump(unreadable.wire, record)
     headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}

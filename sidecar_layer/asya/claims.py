@@ -115,6 +115,18 @@ class Claims:
             del extra[REF_FIELD]
 
 
+def unrestorable(envelope: Envelope, claims: Claims | None, without: str) -> PayloadUnreadableError | None:
+    """Put an envelope's claim-checked payload back in place (`Claims.restore_envelope`); why it never
+    can be, if not. `without`: what stands in for the claim checks where there are none."""
+    if claims is None:
+        return PayloadUnreadableError(without)
+    try:
+        claims.restore_envelope(envelope)
+    except PayloadUnreadableError as exc:
+        return exc
+    return None
+
+
 def referenced(envelope: Envelope) -> bool:
     """Whether the envelope's payload is in S3."""
     return REF_FIELD in (envelope.model_extra or {})

@@ -18,7 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing
 from asya.abi import EnvelopeState, Frame
-from asya.claims import REF_FIELD, PayloadUnreadableError, referenced
+from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
@@ -168,17 +168,12 @@ class HopRunner:
 
     def _restore(self, envelope: Envelope) -> dict[str, Any] | None:
         """The payload back from S3 (`asya.claims`); why not, if it never can be."""
-        if self.claims is None:
-            return error_details(
-                None,
-                f"{REF_FIELD}: the payload cannot be read here (no ASYA_CLAIM_BUCKET, or a "
-                "Spark actor's dispatcher could not read it)",
-            )
-        try:
-            self.claims.restore_envelope(envelope)
-        except PayloadUnreadableError as exc:
-            return error_details(exc)
-        return None
+        without = (
+            f"{REF_FIELD}: the payload cannot be read here (no ASYA_CLAIM_BUCKET, or a "
+            "Spark actor's dispatcher could not read it)"
+        )
+        problem = unrestorable(envelope, self.claims, without)
+        return None if problem is None else error_details(problem)
 
     def _route(
         self,
@@ -271,9 +266,8 @@ class HopRunner:
         except TimedOut as exc:
             discard_event_loop()
             details = error_details(exc)
-            taken = _flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now)
+            taken = _flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now, telemetry=self.telemetry)
             if taken is not None:
-                _log_caught(self.telemetry, details, taken)
                 plan.outbound.extend(taken)
                 return HopOutcome.FORWARDED
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.HANDLER_TIMEOUT, details, now))
@@ -419,9 +413,8 @@ def handler_failure(
         return HopOutcome.RETRIED, [retry]
     telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
     details = error_details(error)
-    taken = _flow_catches(envelope, details, Reason(decision.reason), actor, now)
+    taken = _flow_catches(envelope, details, Reason(decision.reason), actor, now, telemetry=telemetry)
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
-        _log_caught(telemetry, details, taken)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
         flows.out_of_program(envelope) if decision.on_exhausted else envelope,
@@ -443,26 +436,26 @@ def _forwarded(envelope: Envelope, frames: list[Frame], actor: str, now: dt.date
 
 
 def _flow_catches(
-    envelope: Envelope, details: dict[str, Any], reason: Reason, actor: str, now: dt.datetime
+    envelope: Envelope, details: dict[str, Any], reason: Reason, actor: str, now: dt.datetime, *, telemetry: Telemetry
 ) -> list[Outbound] | None:
     """The outputs of a failure its flow's `except` takes (`asya.flows.caught`), if one does; a flow
-    that cannot go on from the `except` fails the envelope with why."""
+    that cannot go on from the `except` fails the envelope with why. A failure taken leaves a line in
+    the task's log: the one trace of it once the task has ended (the header that carries it goes with
+    the envelopes), which the console's task page shows."""
     try:
         frames = flows.caught(envelope, details, reason.value, actor)
     except flows.FlowError as exc:
         return [_flow_failed(envelope, actor, exc, envelope.payload, now)]
-    return None if frames is None else _forwarded(envelope, frames, actor, now)
-
-
-def _log_caught(telemetry: Telemetry, details: dict[str, Any], taken: list[Outbound]) -> None:
-    """The one trace a caught failure leaves once its task has ended (the header that carries it goes
-    with the envelopes): a line of the task's log, which the console's task page shows."""
+    if frames is None:
+        return None
+    taken = _forwarded(envelope, frames, actor, now)
     telemetry.log_failure(
         "the flow's except takes the failure",
         error_type=details["type"],
         error_message=details["message"],
         goes_to=taken[0].destination,
     )
+    return taken
 
 
 def _flow_failed(envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime) -> Outbound:
