@@ -124,15 +124,60 @@ class PayloadsConfig(StrictModel):
     claim_check_bytes: int = Field(default=458_752, ge=1024, le=786_432)
 
 
-class GatewayConfig(StrictModel):
-    """The status gateway: who may call its API, how long task records outlive their task, and how
-    often the deadline backstop looks for overdue tasks."""
+class JwtConfig(StrictModel):
+    """Sign-in with an OpenID Connect provider (`gateway.auth: jwt`, docs/callers.md): the issuer whose
+    tokens the gateway accepts and the audiences a token must name one of. `cognito: true` has the
+    stack create a Cognito user pool and trust it instead of `issuer`."""
 
-    auth: Literal["iam", "api_key"] = "iam"
+    issuer: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$", max_length=512)] | None = None
+    audiences: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=10)
+    cognito: bool = False
+
+    @model_validator(mode="after")
+    def _one_issuer(self) -> JwtConfig:
+        if (self.issuer is None) == (not self.cognito):
+            raise ValueError("give exactly one of 'issuer' (an OIDC issuer's https URL) or 'cognito: true'")
+        return self
+
+
+class AdminsConfig(StrictModel):
+    """Who sees every task of the namespace, not only its own (docs/callers.md): a signed-in caller whose
+    token grants one of `scopes` (`scope`/`scp`) or one of `roles` (`cognito:groups`, `groups`, `roles`),
+    or an AWS principal matching one of `principals` (ARNs, `*` allowed)."""
+
+    scopes: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
+    roles: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
+    principals: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:(iam|sts)::", max_length=512)]] = Field(
+        default_factory=list
+    )
+
+
+class GatewayConfig(StrictModel):
+    """The status gateway: who may call its API (`auth`), which kind of API fronts it (`api`: REST, or
+    the cheaper HTTP API), who sees every task (`admins`), how long task records outlive their task,
+    and how often the deadline backstop looks for overdue tasks."""
+
+    auth: Literal["iam", "api_key", "jwt"] = "iam"
+    api: Literal["rest", "http"] = "rest"
+    jwt: JwtConfig | None = None
+    admins: AdminsConfig = Field(default_factory=AdminsConfig)
     task_ttl_days: int = Field(default=7, ge=1)
     backstop_minutes: int = Field(default=1, ge=1, le=60)
     tracing: bool = False
     cloudwatch_role: bool = True
+
+    @model_validator(mode="after")
+    def _auth_fits_api(self) -> GatewayConfig:
+        if self.auth == "jwt" and self.jwt is None:
+            raise ValueError("jwt: 'auth: jwt' needs a 'jwt' block: the issuer (or 'cognito: true') and audiences")
+        if self.auth != "jwt" and self.jwt is not None:
+            raise ValueError(f"jwt: set only with 'auth: jwt' (auth is {self.auth!r})")
+        if self.api == "http" and self.auth == "api_key":
+            raise ValueError(
+                "auth: an HTTP API has no API keys or usage plans; with 'api: http' use 'auth: iam' or "
+                "'auth: jwt', or keep 'api: rest' for API keys"
+            )
+        return self
 
     @property
     def task_ttl_seconds(self) -> int:

@@ -59,7 +59,7 @@ def test_flows_json_is_what_the_gateway_reads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("gateway: {auth: cognito}\n", "gateway.auth: Input should be 'iam' or 'api_key'"),
+        ("gateway: {auth: cognito}\n", "gateway.auth: Input should be 'iam', 'api_key' or 'jwt'"),
         ("gateway: {task_ttl_days: 0}\n", "gateway.task_ttl_days: Input should be greater than or equal to 1"),
         ("gateway: {backstop_minutes: 61}\n", "gateway.backstop_minutes: Input should be less than or equal to 60"),
         ("gateway: {colour: red}\n", "gateway.colour: Extra inputs are not permitted"),
