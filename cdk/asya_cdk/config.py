@@ -179,6 +179,12 @@ class GatewayConfig(StrictModel):
             )
         return self
 
+    def auth_document(self) -> dict[str, Any]:
+        """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are
+        (`asya_gateway.callers.AuthSettings`)."""
+        jwt = {"jwt": self.jwt.model_dump(exclude_none=True)} if self.jwt is not None else {}
+        return {"mode": self.auth, "admins": self.admins.model_dump(), **jwt}
+
     @property
     def task_ttl_seconds(self) -> int:
         return self.task_ttl_days * 86_400

@@ -28,6 +28,7 @@ from asya.names import (
 from asya.variables import (
     FLOW_PROGRAMS,
     FLOWS,
+    GATEWAY_AUTH,
     IDEMPOTENCY_TABLE,
     NAMESPACE,
     RESULTS_BUCKET,
@@ -125,6 +126,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             FLOWS.name: mesh.flows_json(),
             **({FLOW_PROGRAMS.name: PROGRAMS_FILE} if mesh.programs else {}),
             SUMP_TABLE.name: names.sump_table,
+            GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(), separators=(",", ":")),
             **mesh.claim_environment(names.bucket),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},

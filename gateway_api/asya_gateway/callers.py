@@ -8,7 +8,13 @@ straight into the first actor's queue has no owner, and only admins see it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from asya import variables
+from asya.variables import ConfigError
 
 OWNER_ATTRIBUTE = "owner"  # the task record's attribute that names its creator's identity
 
@@ -27,3 +33,46 @@ class Caller:
 
 # What code runs as when no request is behind it (the local stack's tools, the backstop): everything.
 OPERATOR = Caller(owner=None, admin=True)
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """The mesh's `gateway.auth`, `gateway.jwt` and `gateway.admins`, as `ASYA_GATEWAY_AUTH` carries them."""
+
+    mode: str = "iam"
+    admin_scopes: frozenset[str] = frozenset()
+    admin_roles: frozenset[str] = frozenset()
+    admin_principals: tuple[str, ...] = ()
+    jwt: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: str) -> AuthSettings:
+        name = variables.GATEWAY_AUTH.name
+        try:
+            document = json.loads(raw) if raw else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{name} is not JSON: {exc}") from None
+        if not isinstance(document, dict) or document.get("mode", "iam") not in ("iam", "api_key", "jwt"):
+            raise ConfigError(f"{name}: 'mode' is one of iam, api_key, jwt")
+        admins = document.get("admins") or {}
+        return cls(
+            mode=document.get("mode", "iam"),
+            admin_scopes=frozenset(admins.get("scopes", ())),
+            admin_roles=frozenset(admins.get("roles", ())),
+            admin_principals=tuple(admins.get("principals", ())),
+            jwt=document.get("jwt") or {},
+        )
+
+
+def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:
+    """The caller API Gateway authorized before the function ran: an AWS principal (IAM), or the holder
+    of the mesh's API key. The mesh has one key, handed to its operators, so its holder sees every task."""
+    identity = (event.get("requestContext") or {}).get("identity") or {}
+    if auth.mode == "api_key":
+        key_id = identity.get("apiKeyId")
+        return Caller(owner=f"key:{key_id}" if key_id else None, admin=True)
+    principal = identity.get("userArn")
+    if not principal:
+        return Caller(owner=None)
+    admin = any(fnmatchcase(principal, pattern) for pattern in auth.admin_principals)
+    return Caller(owner=f"iam:{principal}", admin=admin)

@@ -15,6 +15,7 @@ import orjson
 from asya import variables
 from asya.names import resource_name
 from asya.variables import ConfigError
+from asya_gateway.callers import AuthSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class GatewaySettings:
     sump_table: str | None = None
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
+    auth: AuthSettings = field(default_factory=AuthSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -68,6 +70,7 @@ class GatewaySettings:
             sump_table=variables.SUMP_TABLE.read(env),
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
+            auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env)),
         )
 
     def queue_name(self, actor: str) -> str:

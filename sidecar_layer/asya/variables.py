@@ -379,6 +379,15 @@ MCP_WAIT = Variable(
     20.0,
     number(0, WAIT_MAX_SECONDS),
 )
+GATEWAY_AUTH = Variable(
+    "ASYA_GATEWAY_AUTH",
+    _GATEWAY,
+    "JSON `{mode, admins: {scopes, roles, principals}, jwt: {issuer, audiences}}`: how callers prove who "
+    "they are and who sees every task (the mesh's `gateway.auth`, `gateway.jwt`, `gateway.admins`)",
+    "",
+    _text,
+    '`{"mode": "iam"}`',
+)
 PUBLIC_URL = Variable(
     "ASYA_PUBLIC_URL",
     _GATEWAY,
@@ -507,6 +516,7 @@ ALL: tuple[Variable[Any], ...] = (
     FLOWS,
     FLOW_PROGRAMS,
     MCP_WAIT,
+    GATEWAY_AUTH,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,
     SPARK_BATCHES_TABLE,
