@@ -50,7 +50,9 @@ class Sump:
     def list(
         self, *, reason: str | None, actor: str | None, since: str | None, limit: int, cursor: str | None
     ) -> dict[str, Any]:
-        """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor."""
+        """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor.
+        Those of tasks the caller does not see are left out after the scan (their owners read in one
+        batch), so a caller's page may be short while the cursor goes on."""
         where = SumpFilter(reason, actor, moment("since", since) if since is not None else None)
         start = decode_cursor(cursor, "sump", numbers=("redrives",)) if cursor else None
         entries, last = self.index.page(where, limit, start)
