@@ -502,6 +502,7 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
         assert method["Integration"]["Type"] == "AWS_PROXY"
     assert not resources(document, "AWS::ApiGateway::UsagePlan")
     assert not resources(document, "AWS::ApiGateway::ApiKey")
+    assert not resources(document, "AWS::ApiGatewayV2::Api"), "api: rest (the default) makes no HTTP API"
     [stage] = resources(document, "AWS::ApiGateway::Stage").values()
     assert stage["StageName"] == "api"
     assert "DestinationArn" in stage["AccessLogSetting"]
