@@ -11,6 +11,7 @@ import yaml
 from aws_cdk.assertions import Template
 
 from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_local.deploy import HttpTrigger, http_api_triggers
 from tests.support.templates import ROOT, cfn_lint, resources, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
@@ -99,3 +100,15 @@ def test_cfn_lint_passes(variant: str, request: pytest.FixtureRequest) -> None:
     _, _, outdir = request.getfixturevalue(variant)
     result = cfn_lint(outdir / "asya-reviews.template.json")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_local_stack_serves_the_function_the_http_api_integrates(with_iam: Synthesized) -> None:
+    """moto's CloudFormation creates no HTTP API: the local stack finds its function in the template."""
+    _, document, _ = with_iam
+    [(name, trigger)] = list(http_api_triggers([document]))
+    assert name == "asya-reviews-gateway"
+    assert isinstance(trigger, HttpTrigger)
+    without_http_api = {
+        "Resources": {k: r for k, r in document["Resources"].items() if "ApiGatewayV2" not in r["Type"]}
+    }
+    assert not list(http_api_triggers([without_http_api]))
