@@ -177,7 +177,7 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Tasks created and finished by outcome (left); paused, resumed, expired (right)",
-                left=[asya_metric("TasksCreated", "gateway", label="created"), *finished],
+                left=[asya_metric("TasksCreated", "gateway-stream", label="created"), *finished],
                 right=[
                     asya_metric("TasksPaused", "x-pause", label="paused"),
                     asya_metric("TasksResumed", "x-resume", label="resumed"),

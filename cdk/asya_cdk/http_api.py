@@ -29,6 +29,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from asya.names import mesh_prefix
+from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
 from asya_cdk.config import GatewayConfig
 from asya_cdk.function import LOG_RETENTION_DAYS
@@ -39,22 +40,6 @@ ANY_PATH = "/{proxy+}"
 OPEN_PATHS = ("/health", "/.well-known/{proxy+}")
 # HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
 INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
-# one JSON line per request, from the variables an HTTP API fills (the REST API's standard fields, where
-# an HTTP API has them: a route key instead of a resource path)
-ACCESS_LOG_FIELDS = {
-    "requestId": "$context.requestId",
-    "ip": "$context.identity.sourceIp",
-    "caller": "$context.identity.caller",
-    "user": "$context.identity.userArn",
-    "requestTime": "$context.requestTime",
-    "httpMethod": "$context.httpMethod",
-    "routeKey": "$context.routeKey",
-    "status": "$context.status",
-    "protocol": "$context.protocol",
-    "responseLength": "$context.responseLength",
-    "integrationError": "$context.integrationErrorMessage",
-    "authorizerError": "$context.authorizer.error",
-}
 
 
 class HttpGateway(Construct):
@@ -135,7 +120,7 @@ class _AccessLogs:
 
     @property
     def format(self) -> apigateway.AccessLogFormat:
-        return apigateway.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS, separators=(",", ":")))
+        return apigateway.AccessLogFormat.custom(json.dumps(HTTP_ACCESS_LOG_FIELDS, separators=(",", ":")))
 
 
 def _explain_findings(gateway: HttpGateway, auth: str) -> None:

@@ -280,10 +280,8 @@ def create_task(
 
 
 def _created(created: Created, idempotency_key: str | None) -> dict[str, Any]:
-    """The answer to a task created (or found again by its idempotency key), counted once."""
-    if not created.replayed:
-        telemetry().count("TasksCreated")
-        telemetry().flush()
+    """The answer to a task created (or found again by its idempotency key). The stream consumer
+    counts the task (`TasksCreated`, once per batch of records), not a metric line per request here."""
     body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
     if idempotency_key is not None:
         body["replayed"] = created.replayed

@@ -3,6 +3,7 @@ JWT authorization, cdk-nag (AwsSolutions) and cfn-lint run on the template."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 from aws_cdk.assertions import Template
 
+from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.config import LoadedMesh, MeshConfig
 from asya_local.deploy import HttpTrigger, http_api_triggers
 from tests.support.templates import ROOT, cfn_lint, resources, synthesize
@@ -65,7 +67,7 @@ def test_iam_guards_every_route_of_one_http_api_in_front_of_the_gateway_function
         assert route["Target"] == {"Fn::Join": ["", ["integrations/", {"Ref": integration_id}]]}
     [stage] = resources(document, "AWS::ApiGatewayV2::Stage").values()
     assert (stage["StageName"], stage["AutoDeploy"], stage["ApiId"]) == ("$default", True, {"Ref": api_id})
-    assert "$context.identity.userArn" in stage["AccessLogSettings"]["Format"]
+    assert json.loads(stage["AccessLogSettings"]["Format"]) == HTTP_ACCESS_LOG_FIELDS, "as the cost bench sizes it"
     assert stage["AccessLogSettings"]["DestinationArn"]["Fn::GetAtt"][0].startswith("MeshGatewayHttpAccessLogs")
 
 
