@@ -114,3 +114,19 @@ def test_the_local_stack_serves_the_function_the_http_api_integrates(with_iam: S
         "Resources": {k: r for k, r in document["Resources"].items() if "ApiGatewayV2" not in r["Type"]}
     }
     assert not list(http_api_triggers([without_http_api]))
+
+
+def test_the_dashboard_charts_the_http_apis_own_metrics(with_iam: Synthesized) -> None:
+    _, document, _ = with_iam
+    [api_id] = resources(document, "AWS::ApiGatewayV2::Api")
+    [dashboard] = resources(document, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["DashboardBody"]["Fn::Join"][1]
+    text = "".join(part if isinstance(part, str) else json.dumps(part) for part in parts)
+    for metric in ("4xx", "5xx", "Latency"):
+        assert f'["AWS/ApiGateway","{metric}","ApiId","{{"Ref": "{api_id}"}}"' in text, metric
+
+
+def test_a_cognito_pool_behind_the_http_api_is_refused_until_the_stack_makes_one(tmp_path: Path) -> None:
+    jwt = {"cognito": True, "audiences": ["asya-reviews"]}
+    with pytest.raises(ValueError, match=r"gateway\.jwt\.cognito: .*give jwt\.issuer"):
+        _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
