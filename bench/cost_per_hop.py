@@ -193,9 +193,10 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
             for payload in payloads:
                 mesh.send(case.mesh.flow_route(case.flow), payload)
         else:
-            create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, gateway(case))
-            for payload in payloads:
-                create(case.flow, payload)
+            with gateway(case) as served:
+                create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, served)
+                for payload in payloads:
+                    create(case.flow, payload)
         mesh.run_until_idle()
         follow_stream(meter, calls, config.namespace)
         log_bytes, log_events = logs.take()
@@ -269,16 +270,18 @@ def through_http_api(measured: Measurement) -> Measurement:
     return replace(measured, usage=kept + api_requests(HTTP_API, measured.tasks))
 
 
-def gateway(case: FlowCase) -> Callable[[str, Any], None]:
+@contextmanager
+def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
     """Creates a task as API Gateway's proxy integration does: the gateway function's entry point given
-    the request's event, so its routing, validation and metric line are counted with the create."""
+    the request's event, so its routing, validation and lines are counted with the create. The module's
+    entry point serves this case's task service while the run lasts, then is put back."""
     from asya.entry import LambdaEntry
     from asya_gateway import api
     from asya_local.functions.lambda_shapes import LambdaContext
     from asya_local.functions.rest_proxy import HttpRequest, proxy_event
 
-    entry: LambdaEntry[api.GatewayFunction] = api.lambda_handler
-    entry.use(api.GatewayFunction(task_service(case)))
+    service = task_service(case)
+    entry: LambdaEntry[api.GatewayFunction] = LambdaEntry(lambda: api.GatewayFunction(service))
     context = LambdaContext(f"asya-{NAMESPACE}-gateway", timeout_seconds=30)
 
     def create(flow: str, payload: Any) -> None:
@@ -288,7 +291,11 @@ def gateway(case: FlowCase) -> Callable[[str, Any], None]:
         if answer["statusCode"] != 201:
             raise RuntimeError(f"the gateway did not create the task: {answer}")
 
-    return create
+    served, api.lambda_handler = api.lambda_handler, entry
+    try:
+        yield create
+    finally:
+        api.lambda_handler = served
 
 
 def task_service(case: FlowCase) -> Any:

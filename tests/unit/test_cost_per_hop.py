@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from asya_gateway import api
 from asya_local.testing.metering import (
     ItemLookup,
     Measurement,
@@ -144,8 +145,10 @@ def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_b
     title, route, payload = PLAIN
     with mock_aws():
         queued = run(synthetic(title, route, payload, QUEUE_ENTRY), 2, LogCounter())
+    served = api.lambda_handler
     with mock_aws():
         created = run(synthetic(title, route, payload), 2, LogCounter())
+    assert api.lambda_handler is served, "the gateway's entry point is put back after the run"
     lines = {operation: amount for (_, operation, _), amount in queued.lines().items()}
     assert "PutItem asya-tasks" not in lines
     assert not any("gateway-api" in op or " API " in op for op in lines)
