@@ -6,6 +6,11 @@ the Lambda integration's payload format 1.0. That format is the REST API's proxy
 the stage, `requestContext.identity`, `requestTimeEpoch`, `multiValueHeaders`), so the function's REST
 resolver, its URLs and its waits work unchanged; its `requestContext.stage` is `$default`, which
 `asya_gateway.api.base_url` leaves out of the URLs it hands out, as the stage is out of the API's URL.
+Format 2.0 would need Powertools' HTTP API resolver, a second resolver for the same routes, and names
+an IAM caller elsewhere (`requestContext.authorizer.iam`); 1.0 keeps one function for both APIs. Either
+API buffers the function's answer and ends a request after 29 s here, so the bounded live follow
+(`asya_gateway.api.LAMBDA_FOLLOW_SECONDS`) answers the same. The stage sets no throttling of its own,
+as the REST stage does not: both take the account's limits.
 
 Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or present a token of the
 mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). In jwt mode `GET /health` and
