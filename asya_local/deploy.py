@@ -18,7 +18,7 @@ import re
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -370,6 +370,7 @@ def deployed_functions(client: Callable[[str], Any], synthesized: Synthesized) -
     triggers = [
         *_event_source_triggers(lambda_client, client("sqs")),
         *_http_triggers(client("apigateway")),
+        *http_api_triggers(synthesized.templates),
         *_schedule_triggers(client("events")),
     ]
     functions = []
@@ -465,6 +466,23 @@ def _http_triggers(apigateway: Any) -> Iterator[tuple[str, Trigger]]:
                     if (api["id"], name) not in seen:
                         seen.add((api["id"], name))
                         yield name, HttpTrigger(rest_api_id=api["id"])
+
+
+def http_api_triggers(templates: Iterable[dict[str, Any]]) -> Iterator[tuple[str, Trigger]]:
+    """Functions behind a Lambda proxy integration of an HTTP API (`gateway.api: http`), read from the
+    templates: moto's CloudFormation does not create HTTP APIs. Their payload format 1.0 is the REST
+    API's event, which `asya_local.functions.gateway_server` sends."""
+    for template in templates:
+        resources = template.get("Resources", {})
+        for key, resource in resources.items():
+            properties = resource.get("Properties", {})
+            if resource["Type"] != "AWS::ApiGatewayV2::Integration" or properties.get("IntegrationType") != "AWS_PROXY":
+                continue
+            target = properties.get("IntegrationUri", {})
+            function = resources.get(target.get("Fn::GetAtt", [""])[0], {}) if isinstance(target, dict) else {}
+            name = function.get("Properties", {}).get("FunctionName")
+            if function.get("Type") == "AWS::Lambda::Function" and isinstance(name, str):
+                yield name, HttpTrigger(rest_api_id=key)
 
 
 def _schedule_triggers(events: Any) -> Iterator[tuple[str, Trigger]]:

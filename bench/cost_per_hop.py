@@ -7,10 +7,14 @@ task changes into status events. Every AWS request they make is counted by servi
 billing units (`asya_local.testing.metering`), and priced.
 
 Measured: every SQS, DynamoDB and S3 request; Lambda invocations (one per batch) and their duration
-(the sidecar's own time: the bench's handlers do nothing); log and EMF bytes written at the default
-log level. Modelled, and marked so in the output: the event source's empty long polls (they depend on
-idle time, not on hops: a floor per queue per month), Lambda's START/END/REPORT lines, the stream
-consumer's reads (free for Lambda triggers), API Gateway's request for each task.
+(the sidecar's own time: the bench's handlers do nothing; the gateway function's whole request, from
+the REST API's event to its answer); log and EMF bytes written at the default log level. Modelled, and
+marked so in the output: the event source's empty long polls (they depend on idle time, not on hops: a
+floor per queue per month), Lambda's START/END/REPORT lines, the stream consumer's reads (free for
+Lambda triggers), API Gateway's request for each task and its access line. The plain pipeline is
+priced through the REST API, through the HTTP API (the same run: the function does the same work for
+either) and sent by the client straight to its first actor's queue (no gateway: the first hop's claim
+makes the task's record).
 
     python -m bench.cost_per_hop [--tasks 30]
 """
@@ -19,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -67,6 +72,25 @@ PLATFORM_LINES = (  # what Lambda itself logs for every invocation
 NOT_BILLED = ("ReceiveMessage (empty)", "CreateQueue")
 SYNTHETIC_ACTORS = {"prep": "bench.actors.touch", "infer": "bench.actors.touch", "post": "bench.actors.touch"}
 SYNTHETIC_ACTORS["fan"] = "bench.actors.fan"
+GATEWAY_ENTRY, QUEUE_ENTRY = "gateway", "queue"
+REST_API, HTTP_API = "REST", "HTTP"
+# what a request's access line carries, for sizing it (asya_cdk.access_logs): an IAM caller, a create
+ACCESS_LOG_SAMPLE = {
+    "$context.requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+    "$context.identity.sourceIp": "203.0.113.25",
+    "$context.identity.user": "AROAEXAMPLEROLEID12345:producer-7",
+    "$context.identity.userArn": "arn:aws:sts::123456789012:assumed-role/producer/producer-7",
+    "$context.identity.caller": "AROAEXAMPLEROLEID12345:producer-7",
+    "$context.requestTime": "27/Nov/2026:16:40:05 +0000",
+    "$context.httpMethod": "POST",
+    "$context.resourcePath": "/{proxy+}",
+    "$context.path": "/api/v1/mesh",
+    "$context.status": "201",
+    "$context.protocol": "HTTP/1.1",
+    "$context.responseLength": "412",
+    "$context.integrationErrorMessage": "-",
+    "$context.authorizer.error": "-",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +101,7 @@ class FlowCase:
     mesh: Any  # asya_cdk.config.LoadedMesh
     flow: str
     payloads: list[Any]
+    entry: str = GATEWAY_ENTRY  # or QUEUE_ENTRY: the client sends the first envelope to the first queue itself
 
 
 class LogCounter(io.TextIOBase):
@@ -163,16 +188,23 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
             mesh.functions[name] = calls.timed(name, 512, crew.handle)
         logs.take()
-        create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, gateway(case).create)
-        for number in range(tasks):
-            create(flow=case.flow, payload=case.payloads[number % len(case.payloads)])
+        payloads = [case.payloads[number % len(case.payloads)] for number in range(tasks)]
+        if case.entry == QUEUE_ENTRY:  # the client's own SendMessage; the first hop's claim makes the record
+            for payload in payloads:
+                mesh.send(case.mesh.flow_route(case.flow), payload)
+        else:
+            with gateway(case) as served:
+                create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, served)
+                for payload in payloads:
+                    create(case.flow, payload)
         mesh.run_until_idle()
         follow_stream(meter, calls, config.namespace)
         log_bytes, log_events = logs.take()
     usage = [item for item in meter.usage if item.operation not in NOT_BILLED]
     empty = sum(1 for item in meter.usage if item.operation == "ReceiveMessage (empty)")
     usage += calls.usage()
-    usage.append(Usage("apigateway", "REST request (modelled)", "request", tasks))
+    if case.entry == GATEWAY_ENTRY:
+        usage += api_requests(REST_API, tasks)
     platform = sum(len(line) + 1 + LOG_EVENT_OVERHEAD for line in PLATFORM_LINES) * sum(calls.count.values())
     usage.append(Usage("logs", "log lines + EMF", "GB ingested", (log_bytes + LOG_EVENT_OVERHEAD * log_events) / 1e9))
     usage.append(Usage("logs", "START/END/REPORT (modelled)", "GB ingested", platform / 1e9))
@@ -214,7 +246,59 @@ def code_root(folder: Path) -> None:
             del sys.modules[name]
 
 
-def gateway(case: FlowCase) -> Any:
+def api_requests(kind: str, tasks: int) -> list[Usage]:
+    """API Gateway's part of a task's creation: the request, and the stage's access line for it."""
+    from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS, REST_ACCESS_LOG_FIELDS
+
+    fields = REST_ACCESS_LOG_FIELDS if kind == REST_API else HTTP_ACCESS_LOG_FIELDS
+    line = json.dumps({name: ACCESS_LOG_SAMPLE[variable] for name, variable in fields.items()}, separators=(",", ":"))
+    return [
+        Usage("apigateway", f"{kind} API request (modelled)", f"{kind} request", tasks),
+        Usage(
+            "logs",
+            f"{kind} API access line (modelled)",
+            "GB ingested",
+            tasks * (len(line) + 1 + LOG_EVENT_OVERHEAD) / 1e9,
+        ),
+    ]
+
+
+def through_http_api(measured: Measurement) -> Measurement:
+    """The same tasks created through the HTTP API: its request and access line instead of the REST API's.
+    The function gets the same event (payload format 1.0) and does the same work."""
+    kept = [item for item in measured.usage if not item.operation.startswith(f"{REST_API} API ")]
+    return replace(measured, usage=kept + api_requests(HTTP_API, measured.tasks))
+
+
+@contextmanager
+def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
+    """Creates a task as API Gateway's proxy integration does: the gateway function's entry point given
+    the request's event, so its routing, validation and lines are counted with the create. The module's
+    entry point serves this case's task service while the run lasts, then is put back."""
+    from asya.entry import LambdaEntry
+    from asya_gateway import api
+    from asya_local.functions.lambda_shapes import LambdaContext
+    from asya_local.functions.rest_proxy import HttpRequest, proxy_event
+
+    service = task_service(case)
+    entry: LambdaEntry[api.GatewayFunction] = LambdaEntry(lambda: api.GatewayFunction(service))
+    context = LambdaContext(f"asya-{NAMESPACE}-gateway", timeout_seconds=30)
+
+    def create(flow: str, payload: Any) -> None:
+        body = json.dumps({"flow": flow, "payload": payload}).encode()
+        request = HttpRequest("POST", "/api/v1/mesh", [("content-type", "application/json")], body)
+        answer = entry(proxy_event(request, "bench"), context)
+        if answer["statusCode"] != 201:
+            raise RuntimeError(f"the gateway did not create the task: {answer}")
+
+    served, api.lambda_handler = api.lambda_handler, entry
+    try:
+        yield create
+    finally:
+        api.lambda_handler = served
+
+
+def task_service(case: FlowCase) -> Any:
     from asya_gateway.service import TaskService
     from asya_gateway.settings import Flow, GatewaySettings
     from asya_local.testing.tables import EVENTS, TASKS
@@ -260,8 +344,6 @@ def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
 def stream_records(table: str) -> list[dict[str, Any]]:
     """The table's stream records, read from moto's memory: its in-process mock does not serve the
     DynamoDB Streams API (a Lambda trigger's reads are not billed anyway)."""
-    import json
-
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.utilities import dynamo_json_dump
@@ -273,18 +355,16 @@ def stream_records(table: str) -> list[dict[str, Any]]:
 # -- the cases ------------------------------------------------------------------------------------------
 
 
-def synthetic(title: str, route: list[str], payload: dict[str, Any]) -> FlowCase:
+def synthetic(title: str, route: list[str], payload: dict[str, Any], entry: str = GATEWAY_ENTRY) -> FlowCase:
     from asya_cdk.config import LoadedMesh, MeshConfig
 
     actors = {actor: {"handler": SYNTHETIC_ACTORS[actor]} for actor in route}
     config = MeshConfig.model_validate({"namespace": NAMESPACE, "actors": actors, "flows": {"bench": {"route": route}}})
-    return FlowCase(title, LoadedMesh(config=config, base=ROOT), "bench", [payload])
+    return FlowCase(title, LoadedMesh(config=config, base=ROOT), "bench", [payload], entry)
 
 
 def example(name: str, flow: str | None = None, title: str = "", inputs: slice = slice(None)) -> FlowCase:
     """An example's flow (its first, unless named) with its inputs (those `inputs` picks)."""
-    import json
-
     from asya_cdk.loading import load_mesh
 
     folder = ROOT / "examples" / name
@@ -294,9 +374,15 @@ def example(name: str, flow: str | None = None, title: str = "", inputs: slice =
     return FlowCase(f"examples/{name} ({flow}{title})", mesh, flow, payloads)
 
 
+PLAIN = ("plain 3-actor pipeline (prep → infer → post)", ["prep", "infer", "post"], {"n": 1})
+
+
 def cases() -> list[FlowCase]:
+    """The plain pipeline first (created through the gateway), then sent straight to its first queue."""
+    title, route, payload = PLAIN
     return [
-        synthetic("plain 3-actor pipeline (prep → infer → post)", ["prep", "infer", "post"], {"n": 1}),
+        synthetic(f"{title}, through the REST API", route, payload),
+        synthetic(f"{title}, sent to the first actor's queue", route, payload, QUEUE_ENTRY),
         synthetic("fan-out (fan yields 3 → post)", ["fan", "post"], {"parts": 3}),
         example("reviews"),
         example("reviews", "summarise-reviews"),
@@ -351,14 +437,16 @@ def report(case: FlowCase, measured: Measurement, out: Any) -> None:
     )
 
 
-def goals(plain: Measurement, out: Any) -> None:
+def goals(plain: Measurement, http: Measurement, queued: Measurement, out: Any) -> None:
     per_hop = per_million(plain.dollars(), plain.hops)
-    per_task = per_million(plain.dollars(), plain.tasks)
     wru, rru = plain.units("dynamodb", "WRU") / plain.hops, plain.units("dynamodb", "RRU") / plain.hops
+    hops = f"{plain.hops / plain.tasks:.0f}-hop tasks"
     print("\n## Goals (plain pipeline, default settings)", file=out)
     for label, value, limit in (
         ("$ per million plain hops", per_hop, Decimal("1.00")),
-        (f"$ per million {plain.hops / plain.tasks:.0f}-hop tasks", per_task, Decimal("5.00")),
+        (f"$ per million {hops}, REST API", per_million(plain.dollars(), plain.tasks), Decimal("5.00")),
+        (f"$ per million {hops}, HTTP API", per_million(http.dollars(), http.tasks), Decimal("6.00")),
+        (f"$ per million {hops}, SQS", per_million(queued.dollars(), queued.tasks), Decimal("5.00")),
         ("DynamoDB WRU per hop", Decimal(str(wru)), Decimal("1.0")),
         ("DynamoDB RRU per hop", Decimal(str(rru)), Decimal("0.5")),
     ):
@@ -381,9 +469,11 @@ def main() -> None:
             measured.append(run(case, arguments.tasks, logs))
     finally:
         sys.stdout = out
+    http = through_http_api(measured[0])
+    report(replace(flows[0], title=flows[0].title.replace(REST_API, HTTP_API)), http, out)
     for case, measurement in zip(flows, measured, strict=True):
         report(case, measurement, out)
-    goals(measured[0], out)
+    goals(measured[0], http, measured[1], out)
 
 
 if __name__ == "__main__":

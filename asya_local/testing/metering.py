@@ -47,7 +47,8 @@ PRICES: dict[str, Decimal] = {
     "s3 PUT class": Decimal("0.005") / 1000,  # Standard storage class
     "s3 GET class": Decimal("0.0004") / 1000,
     "logs GB ingested": Decimal("0.50"),  # CloudWatch Logs standard class, first 10 TB
-    "apigateway request": Decimal("3.50") / 1_000_000,  # REST API, first 333 million
+    "apigateway REST request": Decimal("3.50") / 1_000_000,  # REST API, first 333 million
+    "apigateway HTTP request": Decimal("1.00") / 1_000_000,  # HTTP API, first 300 million, per 512 KB
     "stepfunctions transition": Decimal("0.025") / 1000,  # Standard workflows
     "stepfunctions express request": Decimal("1.00") / 1_000_000,
     "stepfunctions express GB-second": Decimal("0.00001667"),  # billed in 64 MB and 100 ms steps

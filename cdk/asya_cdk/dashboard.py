@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigatewayv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -47,7 +48,7 @@ class MeshDashboard(Construct):
         queues: dict[str, sqs.IQueue],
         functions: dict[str, lambda_.IFunction],
         sump_dlq: sqs.IQueue,
-        api: apigateway.RestApiBase | None = None,
+        api: apigateway.RestApiBase | apigatewayv2.HttpApi | None = None,
         stream_dlq: sqs.IQueue | None = None,
         spark_actors: list[str] | None = None,
     ) -> None:
@@ -176,7 +177,7 @@ class MeshDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Tasks created and finished by outcome (left); paused, resumed, expired (right)",
-                left=[asya_metric("TasksCreated", "gateway", label="created"), *finished],
+                left=[asya_metric("TasksCreated", "gateway-stream", label="created"), *finished],
                 right=[
                     asya_metric("TasksPaused", "x-pause", label="paused"),
                     asya_metric("TasksResumed", "x-resume", label="resumed"),

@@ -4,7 +4,8 @@
 - `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
   serves (`/api/v1/...`, `/a2a/tasks/{id}:cancel`, `/mcp`, `/health`) routes without a resource per
   path, and the function validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the
-  default) or present a key of the mesh's usage plan (`auth: api_key`).
+  default) or present a key of the mesh's usage plan (`auth: api_key`). With `api: http` the same
+  function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
   watched by an alarm, so a lost event is never silent.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigatewayv2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
@@ -40,6 +42,7 @@ from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namesp
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
+from asya_cdk.http_api import HttpGateway
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.tasks import TaskTables
 
@@ -49,8 +52,9 @@ API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integrati
 
 
 class StatusGateway(Construct):
-    """Exposes `api`, `api_key` (None unless `auth: api_key`), the functions `gateway`, `stream` and
-    `backstop`, `stream_dead_letters` and `schedule`."""
+    """Exposes `api` (the REST API, or the HTTP API with `api: http`), `url` (its base URL), `api_key`
+    (None unless `auth: api_key`), the functions `gateway`, `stream` and `backstop`,
+    `stream_dead_letters` and `schedule`."""
 
     def __init__(
         self,
@@ -76,8 +80,33 @@ class StatusGateway(Construct):
         self.gateway = self._serve(tables, bucket)
         self.stream, self.stream_dead_letters = self._follow_stream(tables)
         self.backstop, self.schedule = self._enforce_deadlines(tables)
-        self.api, self.api_key = self._publish(self.gateway.function)
+        self.api: apigateway.RestApi | apigatewayv2.HttpApi
+        self.api_key: apigateway.IApiKey | None = None
+        if self.settings.api == "http":
+            http = HttpGateway(
+                self,
+                "Http",
+                namespace=self.namespace,
+                settings=self.settings,
+                handler=self.gateway.function,
+                jwt_issuer=self._jwt_issuer(),
+            )
+            self.api, self.url = http.api, http.url
+        else:
+            self.api, self.api_key = self._publish(self.gateway.function)
+            self.url = self.api.url
         _explain_findings(self, self.namespace, bucket, self.settings.auth == "iam")
+
+    def _jwt_issuer(self) -> str | None:
+        """The issuer whose tokens the HTTP API's authorizer accepts (`auth: jwt`): the configured one.
+        With `jwt.cognito: true` it is the stack's user pool's (`https://cognito-idp.<region>.amazonaws.com/
+        <pool id>`), once the stack creates the pool."""
+        jwt = self.settings.jwt
+        if jwt is None:
+            return None
+        if jwt.issuer is None:
+            raise ValueError("gateway.jwt.cognito: this stack does not create a user pool yet; give jwt.issuer")
+        return jwt.issuer
 
     def _function(
         self,
@@ -211,64 +240,70 @@ class StatusGateway(Construct):
 def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, iam_auth: bool) -> None:
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
 
-    def acknowledge(scope: Construct, finding: str, reason: str) -> None:
-        cdk.Validations.of(scope).acknowledge(
-            cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason)
-        )
-
     bucket_arn = nag_arn(gateway, bucket)
-    acknowledge(
+    _acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:asya-{namespace}-*]",
         f"A task starts at the first actor of its route and a resume continues at x-resume, so the gateway "
         f"sends to queues of namespace '{namespace}' only, by name.",
     )
-    acknowledge(
+    _acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",
         "The gateway reads a task's result and a paused envelope, one object per envelope id, under its "
         "namespace's results prefix only (no write, no list).",
     )
-    acknowledge(
+    _acknowledge(
         gateway.stream.role,
         "IAM5[Resource::*]",
         "dynamodb:ListStreams cannot be scoped to a table; the event source needs it to find the tasks "
         "table's current stream, and every other stream action is scoped to that stream.",
     )
-    acknowledge(
+    _acknowledge(
         gateway.stream_dead_letters,
         "SQS3",
         "This queue is itself a dead-letter target (the stream event source's on-failure destination), "
         "watched by an alarm.",
     )
-    acknowledge(
-        gateway.api,
+    if isinstance(gateway.api, apigateway.RestApi):
+        _explain_rest_findings(gateway.api, iam_auth)
+
+
+def _explain_rest_findings(api: apigateway.RestApi, iam_auth: bool) -> None:
+    """The REST API's deliberate findings (the HTTP API's are `asya_cdk.http_api`'s)."""
+
+    _acknowledge(
+        api,
         "APIG2",
         "A greedy proxy has no per-path models; the function validates every request (Powertools "
         "validation, each flow's input_schema) and answers 422 with the failing field.",
     )
-    acknowledge(
-        gateway.api,
+    _acknowledge(
+        api,
         "APIG3",
         "Every method needs SigV4 or an API key of the mesh's usage plan, and API Gateway's throttling "
         "applies; a web ACL can be associated with the stage where a deployment needs one.",
     )
-    acknowledge(
-        gateway.api,
+    _acknowledge(
+        api,
         "COG4",
         "Callers are AWS principals signing with SigV4 (IAM authorization), or services holding an API "
         "key; there is no end-user pool to authorize against.",
     )
     if not iam_auth:
-        acknowledge(
-            gateway.api,
+        _acknowledge(
+            api,
             "APIG4",
             "gateway.auth is api_key: every method requires a key of the mesh's usage plan instead of IAM "
             "authorization, by the mesh owner's choice.",
         )
-    acknowledge(
-        gateway.api,
+    _acknowledge(
+        api,
         "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
         "API Gateway's account-wide logging role (gateway.cloudwatch_role) must write to every API's log "
         "groups; AWS's service-role policy is the documented one for it.",
     )
+
+
+def _acknowledge(scope: Construct, finding: str, reason: str) -> None:
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason))

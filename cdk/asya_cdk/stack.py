@@ -34,7 +34,7 @@ class MeshStack(cdk.Stack):
         cdk.CfnOutput(
             self,
             "ApiUrl",
-            value=gateway.api.url,
+            value=gateway.url,
             description="the status gateway: REST under api/v1/, MCP at mcp, health at health",
         )
         cdk.CfnOutput(self, "TasksTable", value=self.mesh.task_tables.tasks.table_name)

@@ -53,7 +53,10 @@ from asya_gateway.task_error import TaskError
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
-INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway (REST) ends every request this long after it arrived
+# API Gateway ends every request this long after it arrived: the REST API's limit, and the HTTP API's
+# integration timeout as the stack sets it (asya_cdk.http_api; its own ceiling is 30 s)
+INTEGRATION_TIMEOUT_SECONDS = 29.0
+DEFAULT_STAGE = "$default"  # an HTTP API's stage (`gateway.api: http`): not part of its URL
 ANSWER_SECONDS = 3.0  # kept back from a wait for the answer: a GetItem, an S3 read, the JSON
 MAX_TASK_ID = 256
 TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
@@ -202,7 +205,8 @@ def base_url() -> str:
     local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
     scheme = headers.get("x-forwarded-proto", "http" if local else "https")
     stage = event.request_context.stage
-    prefix = f"/{stage}" if ".execute-api." in host and stage else ""
+    # a REST API's stage is in its URL; an HTTP API's `$default` stage is served at the root
+    prefix = f"/{stage}" if ".execute-api." in host and stage and stage != DEFAULT_STAGE else ""
     return f"{scheme}://{host}{prefix}"
 
 
@@ -290,10 +294,8 @@ def create_task(
 
 
 def _created(created: Created, idempotency_key: str | None) -> dict[str, Any]:
-    """The answer to a task created (or found again by its idempotency key), counted once."""
-    if not created.replayed:
-        telemetry().count("TasksCreated")
-        telemetry().flush()
+    """The answer to a task created (or found again by its idempotency key). The stream consumer
+    counts the task (`TasksCreated`, once per batch of records), not a metric line per request here."""
     body: dict[str, Any] = {"id": created.task_id, "tracked": created.tracked, **task_urls(created.task_id)}
     if idempotency_key is not None:
         body["replayed"] = created.replayed

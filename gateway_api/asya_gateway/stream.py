@@ -5,6 +5,9 @@ envelope).
 
 Only changes made while a watcher's mark held are logged (`asya.task_record.watched`): the log exists for
 watchers, and a task nobody follows would otherwise pay a write per change for events no one reads.
+Records created and ended are counted here (`TasksCreated`, `TasksFinished`), once per batch: whoever
+made the record (the gateway, the first hop's claim of a task sent straight to a queue, a fan-out), and
+at no cost per task to the writer.
 Changes a watcher would not notice (bookkeeping only) are skipped. Events the log cannot take (DynamoDB
 still throttling after the bounded retries of `asya.dynamo`) are reported as a partial batch failure
 (`ReportBatchItemFailures`): the answer names the first record whose event is missing, the records
@@ -41,6 +44,7 @@ class Change:
     event: tuple[str, str, Any]
     finished: str | None
     watched: bool
+    created: bool = False  # the record is new: a task (through the gateway or sent to a queue) or a branch
 
 
 def status_changes(records: list[dict[str, Any]]) -> list[Change]:
@@ -63,6 +67,7 @@ def status_changes(records: list[dict[str, Any]]) -> list[Change]:
                 (new["id"], STATUS, without_input(new)),
                 new["status"] if ended else None,
                 watched(item),
+                created=old is None,
             )
         )
     return changes
@@ -86,6 +91,8 @@ def follow(records: list[dict[str, Any]], log: EventLog, telemetry: Telemetry) -
         failures = [{"itemIdentifier": changes[first].sequence_number}]
         changes = changes[:first]
     for change in changes:
+        if change.created:
+            telemetry.count("TasksCreated")
         if change.finished:
             telemetry.count("TasksFinished", "outcome", change.finished)
     return failures

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from aws_cdk.assertions import Match, Template
 
+from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.config import LoadedMesh, MeshConfig
 from asya_cdk.loading import load_mesh
 from tests.support.templates import ROOT, actions_of, cfn_lint, resources, role_statements, run_cdk_app, synthesize
@@ -278,7 +279,7 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
     text = "".join(part for part in dashboard["DashboardBody"]["Fn::Join"][1] if isinstance(part, str))
     for outcome in ("succeeded", "failed", "canceled"):
         assert f'"Asya","TasksFinished","actor","gateway-stream","mesh","reviews","outcome","{outcome}"' in text
-    assert '"Asya","TasksCreated","actor","gateway","mesh","reviews",' in text
+    assert '"Asya","TasksCreated","actor","gateway-stream","mesh","reviews"' in text
 
 
 def _table(document: dict[str, Any], prefix: str) -> str:
@@ -368,6 +369,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_RESULTS_BUCKET": {"Ref": bucket},
         "ASYA_FLOWS": variables["ASYA_FLOWS"],
         "ASYA_SUMP_TABLE": {"Ref": _table(document, "StatusSump")},
+        "ASYA_GATEWAY_AUTH": '{"mode":"iam","admins":{"scopes":[],"roles":[],"principals":[]}}',
         "ASYA_CLAIM_BUCKET": {"Ref": bucket},
         "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
@@ -502,9 +504,11 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
         assert method["Integration"]["Type"] == "AWS_PROXY"
     assert not resources(document, "AWS::ApiGateway::UsagePlan")
     assert not resources(document, "AWS::ApiGateway::ApiKey")
+    assert not resources(document, "AWS::ApiGatewayV2::Api"), "api: rest (the default) makes no HTTP API"
     [stage] = resources(document, "AWS::ApiGateway::Stage").values()
     assert stage["StageName"] == "api"
     assert "DestinationArn" in stage["AccessLogSetting"]
+    assert json.loads(stage["AccessLogSetting"]["Format"]) == REST_ACCESS_LOG_FIELDS, "as the cost bench sizes it"
     assert stage["MethodSettings"][0]["LoggingLevel"] == "ERROR"
     outputs = document["Outputs"]
     assert {"ResultsBucket", "Dashboard", "ApiUrl", "TasksTable", "EventsTable"} == set(outputs)

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from asya_gateway import api
 from asya_local.testing.metering import (
     ItemLookup,
     Measurement,
@@ -107,12 +108,7 @@ def test_step_functions_enters_a_choice_state_for_each_decision_of_a_flow_progra
 def test_a_flow_program_s_decisions_cost_no_hop_and_are_counted_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     from bench.cost_per_hop import LogCounter, example, run
 
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-    }.items():
-        monkeypatch.setenv(name, value)
+    _bench_environment(monkeypatch)
     monkeypatch.setattr(sys, "path", [*sys.path])  # the run puts the example's folder first
     case = example("answers", inputs=slice(0, 1))
     try:
@@ -126,5 +122,42 @@ def test_a_flow_program_s_decisions_cost_no_hop_and_are_counted_apart(monkeypatc
     assert (measured.hops, measured.decisions) == (16, 8)
 
 
+def _bench_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "t")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def _dollars(measured: Measurement, operation: str) -> Decimal:
+    return sum((item.dollars for item in measured.usage if item.operation == operation), Decimal(0))
+
+
 def _under(module: object, folder: Path) -> bool:
     return str(getattr(module, "__file__", None) or "").startswith(str(folder))
+
+
+def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_by_the_first_claim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench.cost_per_hop import PLAIN, QUEUE_ENTRY, LogCounter, run, synthetic, through_http_api
+
+    _bench_environment(monkeypatch)
+    title, route, payload = PLAIN
+    with mock_aws():
+        queued = run(synthetic(title, route, payload, QUEUE_ENTRY), 2, LogCounter())
+    served = api.lambda_handler
+    with mock_aws():
+        created = run(synthetic(title, route, payload), 2, LogCounter())
+    assert api.lambda_handler is served, "the gateway's entry point is put back after the run"
+    lines = {operation: amount for (_, operation, _), amount in queued.lines().items()}
+    assert "PutItem asya-tasks" not in lines
+    assert not any("gateway-api" in op or " API " in op for op in lines)
+    assert lines["UpdateItem asya-tasks"] == 8, "3 claims (the first makes the record) and x-sink's write, per task"
+    assert lines["SendMessage"] == 2, "the client's own send"
+    made = {operation: amount for (_, operation, _), amount in created.lines().items()}
+    assert (made["PutItem asya-tasks"], made["Invoke gateway-api"], made["REST API request (modelled)"]) == (2, 2, 2)
+    http = through_http_api(created)
+    assert _dollars(created, "REST API request (modelled)") == Decimal("3.50") * 2 / 1_000_000
+    assert _dollars(http, "HTTP API request (modelled)") == Decimal("1.00") * 2 / 1_000_000
+    assert {op for (_, op, _) in http.lines()} >= {"HTTP API request (modelled)", "HTTP API access line (modelled)"}
+    assert not any(op.startswith("REST API") for (_, op, _) in http.lines())

@@ -290,3 +290,19 @@ def test_the_spark_ledger_raises_instead_of_spinning_on_a_throttled_table(dynamo
     with pytest.raises(BatchIncompleteError, match=f"BatchGetItem on table '{SPARK_BATCHES}': 30 of 30"):
         ledger.claimed(f"hop#{n}" for n in range(30))
     assert throttled.calls == [25] * 4 + [30] * 4
+
+
+def test_the_stream_consumer_counts_each_new_record_once_and_not_its_changes(dynamodb: Any) -> None:
+    """`TasksCreated` comes from the stream, whoever made the record: the gateway's create, or the first
+    hop's claim of a task sent straight to a queue."""
+    records, telemetry = stream_records(4), RecordingTelemetry()
+    changed = {**records[0], "eventName": "MODIFY"}
+    changed["dynamodb"] = {
+        **records[0]["dynamodb"],
+        "SequenceNumber": "200",
+        "OldImage": records[0]["dynamodb"]["NewImage"],
+    }
+    changed["dynamodb"]["NewImage"] = {**changed["dynamodb"]["NewImage"], "status": {"S": "failed"}}
+    assert follow([*records, changed], EventLog(EVENTS, client=dynamodb), telemetry) == []
+    assert telemetry.counted.count(("TasksCreated", "")) == 4
+    assert telemetry.counted.count(("TasksFinished", "failed")) == 1

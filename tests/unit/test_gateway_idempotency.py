@@ -9,20 +9,16 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import orjson
 import pytest
-from moto import mock_aws
 
-from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
 from asya_gateway import api
-from asya_gateway.service import TaskService
-from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.settings import Flow
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+from asya_local.testing.tables import SUMP
+from tests.support.gateway_unit import OPERATOR_KEY, gateway_on_moto
 
 FLOW = "f"
 JSON = ("content-type", "application/json")
@@ -50,21 +46,8 @@ class Gateway:
 
 @pytest.fixture
 def gateway() -> Iterator[Gateway]:
-    with pytest.MonkeyPatch.context() as patch, mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        sqs = boto3.client("sqs")
-        queue = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
-        flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema={"type": "object"})}
-        config = GatewaySettings(
-            namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, mcp_wait_seconds=20, sump_table=SUMP
-        )
-        tasks = TaskStore(TASKS, client=client)
-        service = TaskService(config, tasks=tasks, sqs=sqs)
-        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema={"type": "object"})}
+    with gateway_on_moto(flows, mcp_wait_seconds=20, sump_table=SUMP) as (sqs, queue, tasks):
         yield Gateway(sqs, queue, tasks)
 
 

@@ -13,17 +13,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
-from asya.entry import LambdaEntry
-from asya.task_store import TaskStore
 from asya_gateway import api
-from asya_gateway.service import TaskService
-from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.settings import Flow
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+from asya_local.testing.tables import SUMP
+from tests.support.gateway_unit import OPERATOR_KEY, gateway_on_moto
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -51,20 +47,8 @@ class Gateway:
 def gateway() -> Iterator[Gateway]:
     """One gateway for the module (a fresh moto per case would take most of the time): the cases
     create tasks, but none reads a listing it did not make."""
-    with pytest.MonkeyPatch.context() as patch, mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        sqs = boto3.client("sqs")
-        sqs.create_queue(QueueName="asya-n-a")
-        flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
-        config = GatewaySettings(
-            namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, mcp_wait_seconds=0, sump_table=SUMP
-        )
-        service = TaskService(config, tasks=TaskStore(TASKS, client=client), sqs=sqs)
-        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
+    with gateway_on_moto(flows, mcp_wait_seconds=0, sump_table=SUMP):
         yield Gateway()
 
 

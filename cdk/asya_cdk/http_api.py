@@ -1,0 +1,141 @@
+"""`HttpGateway`: the gateway function behind an HTTP API (`gateway.api: http`, docs/deploy.md).
+
+An HTTP API costs $1.00 per million requests where the REST API costs $3.50 (docs/cost.md), and
+answers the same: one greedy route (`ANY /` and `ANY /{proxy+}`) in front of the same function, with
+the Lambda integration's payload format 1.0. That format is the REST API's proxy event (`path` without
+the stage, `requestContext.identity`, `requestTimeEpoch`, `multiValueHeaders`), so the function's REST
+resolver, its URLs and its waits work unchanged; its `requestContext.stage` is `$default`, which
+`asya_gateway.api.base_url` leaves out of the URLs it hands out, as the stage is out of the API's URL.
+Format 2.0 would need Powertools' HTTP API resolver, a second resolver for the same routes, and names
+an IAM caller elsewhere (`requestContext.authorizer.iam`); 1.0 keeps one function for both APIs. Either
+API buffers the function's answer and ends a request after 29 s here, so the bounded live follow
+(`asya_gateway.api.LAMBDA_FOLLOW_SECONDS`) answers the same. The stage sets no throttling of its own,
+as the REST stage does not: both take the account's limits.
+
+Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or present a token of the
+mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). In jwt mode `GET /health` and
+`GET /.well-known/{proxy+}` take no authorizer: health, the A2A agent card and the OAuth
+protected-resource metadata are read before a caller has a token. An HTTP API has no API keys or
+usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.config`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigatewayv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from asya.names import mesh_prefix
+from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
+from asya_cdk.actor import log_group
+from asya_cdk.config import GatewayConfig
+from asya_cdk.function import LOG_RETENTION_DAYS
+
+DEFAULT_STAGE = "$default"  # served at the API's root: no stage in the URL
+ANY_PATH = "/{proxy+}"
+# what a caller reads before it has a token (jwt mode): liveness, the A2A agent card, OAuth metadata
+OPEN_PATHS = ("/health", "/.well-known/{proxy+}")
+# HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
+INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
+
+
+class HttpGateway(Construct):
+    """Exposes `api` (the HTTP API), `stage` (`$default`) and `url`, the base URL with a trailing slash:
+    what the stack's `ApiUrl` output gives the CLI and `asya smoke`, as the REST API's stage URL does."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        namespace: str,
+        settings: GatewayConfig,
+        handler: lambda_.IFunction,
+        jwt_issuer: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        prefix = mesh_prefix(namespace)
+        self.api = apigatewayv2.HttpApi(
+            self,
+            "HttpApi",
+            api_name=prefix,
+            description=f"asya {namespace}: tasks, their status and live events, flows as MCP tools",
+            create_default_stage=False,
+        )
+        access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{prefix}", LOG_RETENTION_DAYS)
+        self.stage = self.api.add_stage(
+            "Stage", stage_name=DEFAULT_STAGE, auto_deploy=True, access_log_settings=_AccessLogs(access_logs)
+        )
+        self.url = self.stage.url
+        integration = integrations.HttpLambdaIntegration(
+            "Function",
+            handler,
+            payload_format_version=apigatewayv2.PayloadFormatVersion.VERSION_1_0,
+            timeout=INTEGRATION_TIMEOUT,
+        )
+        authorizer = _authorizer(settings, jwt_issuer)
+        for path in ("/", ANY_PATH):
+            self.api.add_routes(
+                path=path, methods=[apigatewayv2.HttpMethod.ANY], integration=integration, authorizer=authorizer
+            )
+        if settings.auth == "jwt":
+            for path in OPEN_PATHS:
+                self.api.add_routes(
+                    path=path,
+                    methods=[apigatewayv2.HttpMethod.GET],
+                    integration=integration,
+                    authorizer=apigatewayv2.HttpNoneAuthorizer(),
+                )
+        _explain_findings(self, settings.auth)
+
+
+def _authorizer(settings: GatewayConfig, jwt_issuer: str | None) -> apigatewayv2.IHttpRouteAuthorizer:
+    """SigV4 on every route (`auth: iam`), or a token of the mesh's issuer naming one of its audiences."""
+    if settings.auth == "iam":
+        return authorizers.HttpIamAuthorizer()
+    if settings.auth != "jwt" or settings.jwt is None or jwt_issuer is None:
+        raise ValueError(f"gateway.auth: an HTTP API authorizes with iam or jwt, not {settings.auth!r}")
+    return authorizers.HttpJwtAuthorizer(
+        "Jwt",
+        jwt_issuer,
+        jwt_audience=list(settings.jwt.audiences),
+        authorizer_name="jwt",
+        identity_source=["$request.header.Authorization"],
+    )
+
+
+@jsii.implements(apigatewayv2.IAccessLogSettings)
+class _AccessLogs:
+    """`IAccessLogSettings`: where the stage writes its access lines, and their JSON shape."""
+
+    def __init__(self, group: logs.ILogGroup) -> None:
+        self._group = group
+
+    @property
+    def destination(self) -> apigatewayv2.IAccessLogDestination:
+        return apigatewayv2.LogGroupLogDestination(self._group)
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return apigateway.AccessLogFormat.custom(json.dumps(HTTP_ACCESS_LOG_FIELDS, separators=(",", ":")))
+
+
+def _explain_findings(gateway: HttpGateway, auth: str) -> None:
+    """cdk-nag findings that are deliberate, each acknowledged with its reason."""
+    if auth == "jwt":
+        cdk.Validations.of(gateway.api).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-APIG4",
+                reason="gateway.auth is jwt: every route needs a token of the mesh's issuer except GET /health "
+                "and GET /.well-known/..., which say only that the gateway is up and how to sign in (the "
+                "A2A agent card, the OAuth protected-resource metadata) and are read before a caller has a token.",
+            )
+        )

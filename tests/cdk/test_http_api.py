@@ -1,0 +1,132 @@
+"""`gateway.api: http`: the gateway function behind an HTTP API instead of the REST API, with IAM or
+JWT authorization, cdk-nag (AwsSolutions) and cfn-lint run on the template."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk.assertions import Template
+
+from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
+from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_local.deploy import HttpTrigger, http_api_triggers
+from tests.support.templates import ROOT, cfn_lint, resources, synthesize
+
+EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
+ISSUER = "https://login.example.com/realms/mesh"
+GREEDY = {"ANY /", "ANY /{proxy+}"}
+OPEN = {"GET /health", "GET /.well-known/{proxy+}"}
+Synthesized = tuple[Template, dict[str, Any], Path]
+
+
+def _synthesize(gateway: dict[str, Any], outdir: Path) -> Synthesized:
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["gateway"] = gateway
+    return synthesize(LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent), outdir)
+
+
+@pytest.fixture(scope="module")
+def with_iam(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return _synthesize({"api": "http"}, tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="module")
+def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    jwt = {"issuer": ISSUER, "audiences": ["asya-reviews", "console"]}
+    return _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path_factory.mktemp("cdk.out"))
+
+
+def _routes(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {route["RouteKey"]: route for route in resources(document, "AWS::ApiGatewayV2::Route").values()}
+
+
+def _no_rest_api(document: dict[str, Any]) -> None:
+    for kind in ("RestApi", "Stage", "Method", "UsagePlan", "ApiKey", "Account"):
+        assert not resources(document, f"AWS::ApiGateway::{kind}"), kind
+
+
+def test_iam_guards_every_route_of_one_http_api_in_front_of_the_gateway_function(with_iam: Synthesized) -> None:
+    _, document, _ = with_iam
+    _no_rest_api(document)
+    [(api_id, api)] = resources(document, "AWS::ApiGatewayV2::Api").items()
+    assert (api["Name"], api["ProtocolType"]) == ("asya-reviews", "HTTP")
+    routes = _routes(document)
+    assert set(routes) == GREEDY, "health and the rest are signed like every other path"
+    assert {route["AuthorizationType"] for route in routes.values()} == {"AWS_IAM"}
+    assert not resources(document, "AWS::ApiGatewayV2::Authorizer")
+    [(integration_id, integration)] = resources(document, "AWS::ApiGatewayV2::Integration").items()
+    assert integration["IntegrationType"] == "AWS_PROXY"
+    assert integration["IntegrationUri"]["Fn::GetAtt"][0].startswith("MeshGatewayApiFunction")
+    assert integration["PayloadFormatVersion"] == "1.0", "the REST API's event: the function's resolver unchanged"
+    assert integration["TimeoutInMillis"] == 29_000
+    for route in routes.values():
+        assert route["Target"] == {"Fn::Join": ["", ["integrations/", {"Ref": integration_id}]]}
+    [stage] = resources(document, "AWS::ApiGatewayV2::Stage").values()
+    assert (stage["StageName"], stage["AutoDeploy"], stage["ApiId"]) == ("$default", True, {"Ref": api_id})
+    assert json.loads(stage["AccessLogSettings"]["Format"]) == HTTP_ACCESS_LOG_FIELDS, "as the cost bench sizes it"
+    assert stage["AccessLogSettings"]["DestinationArn"]["Fn::GetAtt"][0].startswith("MeshGatewayHttpAccessLogs")
+
+
+def test_the_api_url_output_is_the_http_apis_base_url(with_iam: Synthesized) -> None:
+    _, document, _ = with_iam
+    [api_id] = resources(document, "AWS::ApiGatewayV2::Api")
+    outputs = document["Outputs"]
+    assert {"ResultsBucket", "Dashboard", "ApiUrl", "TasksTable", "EventsTable"} == set(outputs), "no ApiKeyId"
+    parts = outputs["ApiUrl"]["Value"]["Fn::Join"][1]
+    assert parts == ["https://", {"Ref": api_id}, ".execute-api.", {"Ref": "AWS::Region"}, ".",
+                     {"Ref": "AWS::URLSuffix"}, "/"], "no stage in it: the CLI joins api/v1/... to it"  # fmt: skip
+
+
+def test_jwt_checks_the_issuer_and_audiences_except_where_a_caller_learns_to_sign_in(with_jwt: Synthesized) -> None:
+    _, document, _ = with_jwt
+    _no_rest_api(document)
+    [(authorizer_id, authorizer)] = resources(document, "AWS::ApiGatewayV2::Authorizer").items()
+    assert authorizer["AuthorizerType"] == "JWT"
+    assert authorizer["IdentitySource"] == ["$request.header.Authorization"]
+    assert authorizer["JwtConfiguration"] == {"Issuer": ISSUER, "Audience": ["asya-reviews", "console"]}
+    routes = _routes(document)
+    assert set(routes) == GREEDY | OPEN
+    for key in GREEDY:
+        assert (routes[key]["AuthorizationType"], routes[key]["AuthorizerId"]) == ("JWT", {"Ref": authorizer_id})
+    for key in OPEN:
+        assert routes[key]["AuthorizationType"] == "NONE"
+        assert "AuthorizerId" not in routes[key]
+
+
+@pytest.mark.parametrize("variant", ["with_iam", "with_jwt"])
+def test_cfn_lint_passes(variant: str, request: pytest.FixtureRequest) -> None:
+    _, _, outdir = request.getfixturevalue(variant)
+    result = cfn_lint(outdir / "asya-reviews.template.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_local_stack_serves_the_function_the_http_api_integrates(with_iam: Synthesized) -> None:
+    """moto's CloudFormation creates no HTTP API: the local stack finds its function in the template."""
+    _, document, _ = with_iam
+    [(name, trigger)] = list(http_api_triggers([document]))
+    assert name == "asya-reviews-gateway"
+    assert isinstance(trigger, HttpTrigger)
+    without_http_api = {
+        "Resources": {k: r for k, r in document["Resources"].items() if "ApiGatewayV2" not in r["Type"]}
+    }
+    assert not list(http_api_triggers([without_http_api]))
+
+
+def test_the_dashboard_charts_the_http_apis_own_metrics(with_iam: Synthesized) -> None:
+    _, document, _ = with_iam
+    [api_id] = resources(document, "AWS::ApiGatewayV2::Api")
+    [dashboard] = resources(document, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["DashboardBody"]["Fn::Join"][1]
+    text = "".join(part if isinstance(part, str) else json.dumps(part) for part in parts)
+    for metric in ("4xx", "5xx", "Latency"):
+        assert f'["AWS/ApiGateway","{metric}","ApiId","{{"Ref": "{api_id}"}}"' in text, metric
+
+
+def test_a_cognito_pool_behind_the_http_api_is_refused_until_the_stack_makes_one(tmp_path: Path) -> None:
+    jwt = {"cognito": True, "audiences": ["asya-reviews"]}
+    with pytest.raises(ValueError, match=r"gateway\.jwt\.cognito: .*give jwt\.issuer"):
+        _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
