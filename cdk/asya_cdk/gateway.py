@@ -2,9 +2,10 @@
 (docs/status.md).
 
 - `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
-  serves (`/api/v1/...`, `/a2a/tasks/{id}:cancel`, `/mcp`, `/health`) routes without a resource per
-  path, and the function validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the
-  default) or present a key of the mesh's usage plan (`auth: api_key`).
+  serves (`/api/v1/...`, `/a2a`, `/mcp`, `/health`) routes without a resource per path, and the function
+  validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the default) or present a
+  key of the mesh's usage plan (`auth: api_key`). The A2A agent card alone (`GET /.well-known/agent-card.json`
+  and `/.well-known/agent.json`) has resources of its own, readable without either.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
   watched by an alarm, so a lost event is never silent.
@@ -49,8 +50,8 @@ API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integrati
 
 
 class StatusGateway(Construct):
-    """Exposes `api`, `api_key` (None unless `auth: api_key`), the functions `gateway`, `stream` and
-    `backstop`, `stream_dead_letters` and `schedule`."""
+    """Exposes `api`, `api_key` (None unless `auth: api_key`), `agent_card` (the A2A card's open methods),
+    the functions `gateway`, `stream` and `backstop`, `stream_dead_letters` and `schedule`."""
 
     def __init__(
         self,
@@ -195,6 +196,7 @@ class StatusGateway(Construct):
         )
         # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
         api.node.try_remove_child("Endpoint")
+        self.agent_card = _open_agent_card(api, handler)
         if iam_auth:
             return api, None
         plan = api.add_usage_plan(
@@ -206,6 +208,24 @@ class StatusGateway(Construct):
         key = api.add_api_key("ApiKey", api_key_name=self.prefix)
         plan.add_api_key(key)
         return api, key
+
+
+# The A2A agent card (docs/a2a.md), at A2A 1.0's path and 0.3's: what an agent reads before it has
+# credentials, so readable without them. Nothing else is: the greedy proxy keeps every other path.
+AGENT_CARD_PATHS = ("agent-card.json", "agent.json")
+
+
+def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> list[apigateway.Method]:
+    """`GET /.well-known/agent-card.json` and `/.well-known/agent.json` without authorization: more
+    specific than the greedy proxy, so API Gateway routes them here, to the same function."""
+    well_known = api.root.add_resource(".well-known")
+    integration = apigateway.LambdaIntegration(handler)
+    return [
+        well_known.add_resource(name).add_method(
+            "GET", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
+        )
+        for name in AGENT_CARD_PATHS
+    ]
 
 
 def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, iam_auth: bool) -> None:
@@ -259,6 +279,14 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
         "Callers are AWS principals signing with SigV4 (IAM authorization), or services holding an API "
         "key; there is no end-user pool to authorize against.",
     )
+    for method in gateway.agent_card:
+        acknowledge(
+            method,
+            "APIG4",
+            "The A2A agent card is public by A2A's design: an agent reads it to learn how to call (and "
+            "authenticate to) the mesh. It says what the mesh offers; every other path needs authorization.",
+        )
+        acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
     if not iam_auth:
         acknowledge(
             gateway.api,
