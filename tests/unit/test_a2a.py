@@ -311,12 +311,8 @@ def test_the_same_message_id_sent_again_is_the_same_task(gateway: Gateway) -> No
 
 
 def test_a_message_naming_a_paused_task_resumes_it_with_its_data_as_the_input(gateway: Gateway) -> None:
-    created = gateway.service.create(payload={"n": 1}, flow="review")
-    task_id = created.task_id
-    envelope = {"id": task_id, "route": {"prev": ["a"], "curr": "x-pause", "next": ["a"]}, "payload": {"n": 1}}
-    s3 = boto3.client("s3")
-    s3.put_object(Bucket=RESULTS, Key=result_key("n", task_id, "pause"), Body=orjson.dumps(envelope))
-    assert gateway.service.tasks.pause(task_id, {"prompt": "ok?", "fields": {}}, dt.datetime.now(dt.UTC))
+    task_id = gateway.service.create(payload={"n": 1}, flow="review").task_id
+    pause(gateway, task_id)
     assert gateway.result("GetTask", {"id": task_id})["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert gateway.code("SendMessage", {"message": message([1], taskId=task_id)}) == -32602, "an input is an object"
     resumed = gateway.result(
@@ -449,3 +445,55 @@ def test_a_whole_number_from_protojson_reaches_the_flow_as_an_integer(gateway: G
     assert given == {"n": 2, "ratio": 0.5, "many": [3]}
     assert isinstance(given["n"], int)
     assert isinstance(given["many"][0], int)
+
+
+def pause(gateway: Gateway, task_id: str) -> None:
+    """x-pause's part: the envelope kept for the resume, the task marked paused."""
+    envelope = {"id": task_id, "route": {"prev": ["a"], "curr": "x-pause", "next": ["a"]}, "payload": {"n": 1}}
+    boto3.client("s3").put_object(Bucket=RESULTS, Key=result_key("n", task_id, "pause"), Body=orjson.dumps(envelope))
+    assert gateway.service.tasks.pause(task_id, {"prompt": "ok?", "fields": {}}, dt.datetime.now(dt.UTC))
+
+
+def test_a_send_answers_once_its_task_waits_for_input(gateway: Gateway) -> None:
+    gateway.service.sleep = lambda _: pause(gateway, gateway.service.listing.page(None, 1, None)["tasks"][0]["id"])
+    task = gateway.result("SendMessage", {"message": message({"n": 1}, metadata={"skill": "review"})})["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["status"]["message"]["parts"][0]["text"] == "ok?"
+
+
+def test_a_stream_of_a_task_waiting_for_input_ends_there(gateway: Gateway) -> None:
+    """A2A's stream stops at input-required: a message naming the task resumes it, and streams on."""
+    task_id = gateway.service.create(payload={"n": 1}, flow="review").task_id
+    pause(gateway, task_id)
+    endpoint = A2aEndpoint(gateway.service, lambda _: {})
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+    chunks = endpoint.handle(orjson.dumps(request), {})
+    assert chunks is not None
+    assert not isinstance(chunks, dict)
+    (only,) = [event["result"] for chunk in chunks for event in sse_data(chunk)]
+    assert only["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+def test_on_aws_a_stream_holds_what_happened_within_its_time_not_only_the_first_news(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unlike `GET .../events` (long polling), an A2A client does not reconnect on its own: a bounded
+    stream goes on after the first news until its time is up, and then asks to be resubscribed."""
+    task_id = gateway.service.create(payload={"n": 1}, flow="double").task_id
+    told: list[str] = []
+
+    def sleep(_seconds: float) -> None:  # an actor reports while the stream is open
+        if not told:
+            told.append(task_id)
+            fly = {"id": task_id, "actor": "a", "data": {"token": "hi"}}
+            gateway.service.events.append([(task_id, FLY, fly)])
+        time.sleep(0.05)
+
+    ahead = functools.partial(sse.follow, clock_ns=lambda: time.time_ns() + int(2e9 * SETTLE_SECONDS), sleep=sleep)
+    monkeypatch.setattr(a2a_stream, "follow", ahead)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+    body = gateway.post(orjson.dumps(request)).body.decode()
+    answers = [event["result"] for event in sse_data(body)]
+    assert [next(iter(answer)) for answer in answers] == ["task", "statusUpdate"], body
+    assert answers[1]["statusUpdate"]["status"]["message"]["parts"][0]["data"] == {"token": "hi"}
+    assert body.endswith("retry: 500\n\n")
