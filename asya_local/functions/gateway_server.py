@@ -2,10 +2,12 @@
 
 moto models the REST API but does not serve it, so this process does: every HTTP request on
 loopback becomes the proxy event API Gateway would build (`asya_local.functions.rest_proxy`), the function's
-real handler is invoked with it, and its result is written back as the response. One route is
-served differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events through the gateway
-module's `open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers
-with a bounded batch and a `retry:` field instead, and clients reconnect; both are the same stream).
+real handler is invoked with it, and its result is written back as the response. Streams are served
+differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events through the gateway module's
+`open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers with a
+bounded batch and a `retry:` field instead, and clients reconnect; both are the same stream), and so
+do A2A's streaming requests to `POST /a2a` (`message/stream`, `tasks/resubscribe` and their 1.0
+names), through `open_a2a_stream`; every other A2A request is the function's.
 
 This process is API Gateway's side only, and the standard library's `ThreadingHTTPServer` is enough
 for it: it routes nothing and serves no framework, it adapts HTTP to the function's event shape
@@ -27,7 +29,8 @@ does not wait for what streams use to be built. This import is also where a fail
 start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
-but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
+but `GET /health` and the A2A agent card (`OPEN_PATHS`) needs the `x-api-key` header, or gets API
+Gateway's 403.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -60,6 +63,9 @@ from asya_local.functions.rest_proxy import (
 )
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
+A2A_ROUTE = "/a2a"
+# read without a key: liveness, and the A2A agent card (what an agent reads before it has credentials)
+OPEN_PATHS = ("/health", "/.well-known/agent-card.json", "/.well-known/agent.json")
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
 MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
 MAX_RESPONSE_PAYLOAD_BYTES = 6_291_456  # ... and its response (the proxy response, as JSON)
@@ -67,6 +73,7 @@ IDLE_CONNECTION_SECONDS = 120.0
 ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
+OpenA2aStream = Callable[[bytes, dict[str, str]], Iterator[str] | dict[str, Any] | None]
 # A client that went away: a browser tab or console page closed (its keep-alive connection or event
 # stream reset), a client that stopped reading. Ordinary, not a fault of the API's.
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -75,18 +82,28 @@ CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 class Gateway:
     """What API Gateway decides for one request: refuse it, stream it, or invoke the function."""
 
-    def __init__(self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None) -> None:
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        open_event_stream: OpenEventStream | None = None,
+        open_a2a_stream: OpenA2aStream | None = None,
+    ) -> None:
         self.spec = spec
         self.open_event_stream = open_event_stream
+        self.open_a2a_stream = open_a2a_stream
         self._api_key = spec["api_key"].encode()
         self.environments = Environments(spec, ENVIRONMENTS)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
-        if not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
+        if not (request.method == "GET" and request.path in OPEN_PATHS) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
             return self._event_stream(request, events.group(1))
+        if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
+            streamed = self._a2a_stream(request)
+            if streamed is not None:
+                return streamed
         return self.invoke(request)
 
     def _has_key(self, request: HttpRequest) -> bool:
@@ -108,6 +125,19 @@ class Gateway:
             body = json.dumps({"statusCode": 404, "message": f"no task {task_id!r}"}).encode()
             return HttpResponse(404, [("Content-Type", "application/json")], body)
         return stream
+
+    def _a2a_stream(self, request: HttpRequest) -> HttpResponse | Iterator[str] | None:
+        """A streaming A2A request, streamed here; None for any other, which the function answers."""
+        assert self.open_a2a_stream is not None
+        headers = {name.lower(): value for name, value in request.headers}
+        try:
+            outcome = self.open_a2a_stream(request.body, headers)
+        except Exception:  # noqa: BLE001 - as a function error would be answered
+            traceback.print_exc(file=sys.stdout)
+            return gateway_answer(502, "Internal server error", request.request_id)
+        if isinstance(outcome, dict):  # refused: a JSON-RPC error, answered as the function would
+            return HttpResponse(200, [("Content-Type", "application/json")], json.dumps(outcome).encode())
+        return outcome
 
     def invoke(self, request: HttpRequest) -> HttpResponse:
         """Invoke the function, answering within API Gateway's integration timeout, counted from the
@@ -300,11 +330,11 @@ def _length(text: str | bytes, base: int) -> int:
 
 
 def build(spec: dict[str, Any]) -> GatewayServer:
-    module, _ = worker.handler_module(spec)  # for `open_event_stream`; a failed init is reported here, once
+    module, _ = worker.handler_module(spec)  # for the streams; a failed init is reported here, once
     open_event_stream = getattr(module, "open_event_stream", None)
     if open_event_stream is not None:
         threading.Thread(target=_warm, args=(open_event_stream,), daemon=True).start()
-    return GatewayServer(Gateway(spec, open_event_stream), spec["port"])
+    return GatewayServer(Gateway(spec, open_event_stream, getattr(module, "open_a2a_stream", None)), spec["port"])
 
 
 def _warm(open_event_stream: OpenEventStream) -> None:

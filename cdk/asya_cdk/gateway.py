@@ -2,10 +2,11 @@
 (docs/status.md).
 
 - `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
-  serves (`/api/v1/...`, `/a2a/tasks/{id}:cancel`, `/mcp`, `/health`) routes without a resource per
-  path, and the function validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the
-  default) or present a key of the mesh's usage plan (`auth: api_key`). With `api: http` the same
-  function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
+  serves (`/api/v1/...`, `/a2a`, `/mcp`, `/health`) routes without a resource per path, and the function
+  validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the default) or present a
+  key of the mesh's usage plan (`auth: api_key`). The A2A agent card alone (`GET /.well-known/agent-card.json`
+  and `/.well-known/agent.json`) has resources of its own, readable without either. With `api: http` the
+  same function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
   watched by an alarm, so a lost event is never silent.
@@ -53,8 +54,8 @@ API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integrati
 
 class StatusGateway(Construct):
     """Exposes `api` (the REST API, or the HTTP API with `api: http`), `url` (its base URL), `api_key`
-    (None unless `auth: api_key`), the functions `gateway`, `stream` and `backstop`,
-    `stream_dead_letters` and `schedule`."""
+    (None unless `auth: api_key`), `agent_card` (the A2A card's open methods on the REST API), the
+    functions `gateway`, `stream` and `backstop`, `stream_dead_letters` and `schedule`."""
 
     def __init__(
         self,
@@ -82,6 +83,7 @@ class StatusGateway(Construct):
         self.backstop, self.schedule = self._enforce_deadlines(tables)
         self.api: apigateway.RestApi | apigatewayv2.HttpApi
         self.api_key: apigateway.IApiKey | None = None
+        self.agent_card: list[apigateway.Method] = []  # the REST API's open methods (the HTTP API's route)
         if self.settings.api == "http":
             http = HttpGateway(
                 self,
@@ -224,6 +226,7 @@ class StatusGateway(Construct):
         )
         # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
         api.node.try_remove_child("Endpoint")
+        self.agent_card = _open_agent_card(api, handler)
         if iam_auth:
             return api, None
         plan = api.add_usage_plan(
@@ -235,6 +238,24 @@ class StatusGateway(Construct):
         key = api.add_api_key("ApiKey", api_key_name=self.prefix)
         plan.add_api_key(key)
         return api, key
+
+
+# The A2A agent card (docs/a2a.md), at A2A 1.0's path and 0.3's: what an agent reads before it has
+# credentials, so readable without them. Nothing else is: the greedy proxy keeps every other path.
+AGENT_CARD_PATHS = ("agent-card.json", "agent.json")
+
+
+def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> list[apigateway.Method]:
+    """`GET /.well-known/agent-card.json` and `/.well-known/agent.json` without authorization: more
+    specific than the greedy proxy, so API Gateway routes them here, to the same function."""
+    well_known = api.root.add_resource(".well-known")
+    integration = apigateway.LambdaIntegration(handler)
+    return [
+        well_known.add_resource(name).add_method(
+            "GET", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
+        )
+        for name in AGENT_CARD_PATHS
+    ]
 
 
 def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, iam_auth: bool) -> None:
@@ -266,10 +287,10 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
         "watched by an alarm.",
     )
     if isinstance(gateway.api, apigateway.RestApi):
-        _explain_rest_findings(gateway.api, iam_auth)
+        _explain_rest_findings(gateway.api, gateway.agent_card, iam_auth)
 
 
-def _explain_rest_findings(api: apigateway.RestApi, iam_auth: bool) -> None:
+def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.Method], iam_auth: bool) -> None:
     """The REST API's deliberate findings (the HTTP API's are `asya_cdk.http_api`'s)."""
 
     _acknowledge(
@@ -290,6 +311,14 @@ def _explain_rest_findings(api: apigateway.RestApi, iam_auth: bool) -> None:
         "Callers are AWS principals signing with SigV4 (IAM authorization), or services holding an API "
         "key; there is no end-user pool to authorize against.",
     )
+    for method in agent_card:
+        _acknowledge(
+            method,
+            "APIG4",
+            "The A2A agent card is public by A2A's design: an agent reads it to learn how to call (and "
+            "authenticate to) the mesh. It says what the mesh offers; every other path needs authorization.",
+        )
+        _acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
     if not iam_auth:
         _acknowledge(
             api,

@@ -13,9 +13,10 @@ API buffers the function's answer and ends a request after 29 s here, so the bou
 as the REST stage does not: both take the account's limits.
 
 Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or present a token of the
-mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). In jwt mode `GET /health` and
-`GET /.well-known/{proxy+}` take no authorizer: health, the A2A agent card and the OAuth
-protected-resource metadata are read before a caller has a token. An HTTP API has no API keys or
+mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-known/{proxy+}` takes no
+authorizer, as the REST API's agent card methods do not: the A2A agent card (and, in jwt mode, the
+OAuth protected-resource metadata) is read before a caller has credentials; in jwt mode `GET /health`
+is open too. An HTTP API has no API keys or
 usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.config`).
 """
 
@@ -41,8 +42,10 @@ from asya_cdk.function import LOG_RETENTION_DAYS
 
 DEFAULT_STAGE = "$default"  # served at the API's root: no stage in the URL
 ANY_PATH = "/{proxy+}"
-# what a caller reads before it has a token (jwt mode): liveness, the A2A agent card, OAuth metadata
-OPEN_PATHS = ("/health", "/.well-known/{proxy+}")
+# what a caller reads before it has credentials: the A2A agent card, and in jwt mode the OAuth metadata
+# and liveness
+WELL_KNOWN = "/.well-known/{proxy+}"
+OPEN_PATHS_JWT = ("/health", WELL_KNOWN)
 # HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
 INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
 
@@ -86,14 +89,13 @@ class HttpGateway(Construct):
             self.api.add_routes(
                 path=path, methods=[apigatewayv2.HttpMethod.ANY], integration=integration, authorizer=authorizer
             )
-        if settings.auth == "jwt":
-            for path in OPEN_PATHS:
-                self.api.add_routes(
-                    path=path,
-                    methods=[apigatewayv2.HttpMethod.GET],
-                    integration=integration,
-                    authorizer=apigatewayv2.HttpNoneAuthorizer(),
-                )
+        for path in OPEN_PATHS_JWT if settings.auth == "jwt" else (WELL_KNOWN,):
+            self.api.add_routes(
+                path=path,
+                methods=[apigatewayv2.HttpMethod.GET],
+                integration=integration,
+                authorizer=apigatewayv2.HttpNoneAuthorizer(),
+            )
         _explain_findings(self, settings.auth)
 
 
@@ -130,12 +132,12 @@ class _AccessLogs:
 
 def _explain_findings(gateway: HttpGateway, auth: str) -> None:
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
-    if auth == "jwt":
-        cdk.Validations.of(gateway.api).acknowledge(
-            cdk.Acknowledgment(
-                id="AwsSolutions::AwsSolutions-APIG4",
-                reason="gateway.auth is jwt: every route needs a token of the mesh's issuer except GET /health "
-                "and GET /.well-known/..., which say only that the gateway is up and how to sign in (the "
-                "A2A agent card, the OAuth protected-resource metadata) and are read before a caller has a token.",
-            )
+    opened = "GET /health and GET /.well-known/..." if auth == "jwt" else "GET /.well-known/..."
+    cdk.Validations.of(gateway.api).acknowledge(
+        cdk.Acknowledgment(
+            id="AwsSolutions::AwsSolutions-APIG4",
+            reason=f"gateway.auth is {auth}: every route needs it except {opened}, which say only that the "
+            "gateway is up and how to call it (the A2A agent card, the OAuth protected-resource metadata) and "
+            "are read before a caller has credentials.",
         )
+    )

@@ -11,6 +11,11 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
     POST   /api/v1/mesh/{id}/rerun          run an ended task again, with its input or a new one
+    GET    /.well-known/agent-card.json     the mesh as an A2A agent: its card, flows as skills (`asya_gateway.a2a`);
+    GET    /.well-known/agent.json          the same card at A2A 0.3's path; both readable without credentials
+    POST   /a2a                             A2A, JSON-RPC: 1.0's SendMessage, SendStreamingMessage, GetTask,
+                                            ListTasks, CancelTask, SubscribeToTask and 0.3's message/send,
+                                            message/stream, tasks/get, tasks/list, tasks/cancel, tasks/resubscribe
     POST   /a2a/tasks/{id}:cancel           cancel, A2A style
     GET    /api/v1/sump                     what x-sump kept (?reason=, ?actor=, ?since=, ?limit=, ?cursor=)
     GET    /api/v1/sump/{id}                one message x-sump kept, as it was kept
@@ -21,10 +26,11 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -42,6 +48,7 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.a2a import A2aEndpoint, agent_card
 from asya_gateway.callers import OPERATOR, Caller, aws_caller
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
@@ -196,22 +203,25 @@ def sump() -> Sump:
 
 def base_url() -> str:
     """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
+    event = app.current_event
+    return _base_url(event.headers or {}, event.request_context.stage)
+
+
+def _base_url(headers: Mapping[str, str], stage: str | None) -> str:
     configured = variables.PUBLIC_URL.read(os.environ)
     if configured:
         return configured.rstrip("/")
-    event = app.current_event
-    headers = {key.lower(): value for key, value in (event.headers or {}).items()}
+    headers = {key.lower(): value for key, value in headers.items()}
     host = headers.get("host", "localhost")
     local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
     scheme = headers.get("x-forwarded-proto", "http" if local else "https")
-    stage = event.request_context.stage
     # a REST API's stage is in its URL; an HTTP API's `$default` stage is served at the root
     prefix = f"/{stage}" if ".execute-api." in host and stage and stage != DEFAULT_STAGE else ""
     return f"{scheme}://{host}{prefix}"
 
 
-def task_urls(task_id: str) -> dict[str, str]:
-    status = f"{base_url()}{API}/mesh/{task_id}"
+def task_urls(task_id: str, base: str | None = None) -> dict[str, str]:
+    status = f"{base if base is not None else base_url()}{API}/mesh/{task_id}"
     return {"status_url": status, "events_url": f"{status}/events"}
 
 
@@ -353,6 +363,60 @@ def cancel_task(task_id: TaskId) -> dict[str, Any]:
 @app.post("/a2a/tasks/<task_id>:cancel", summary="Cancel a task (A2A)")
 def cancel_task_a2a(task_id: TaskId) -> dict[str, Any]:
     return service().cancel(task_id)
+
+
+@app.get("/.well-known/agent-card.json", summary="The mesh as an A2A agent: its card (A2A 1.0's path)")
+def a2a_agent_card() -> dict[str, Any]:
+    return agent_card(service().settings, base_url())
+
+
+@app.get("/.well-known/agent.json", summary="The mesh as an A2A agent: its card (A2A 0.3's path)")
+def a2a_agent_card_v03() -> dict[str, Any]:
+    return agent_card(service().settings, base_url())
+
+
+@app.post(
+    "/a2a",
+    summary="A2A (JSON-RPC 2.0): run flows as tasks, follow, list and cancel them (docs/a2a.md)",
+    responses={200: {"description": "A JSON-RPC answer (errors too); for a streaming method, Server-Sent Events"}},
+)
+def a2a() -> Response[Any]:
+    """On AWS a stream is bounded: it ends before the integration timeout, and the client resubscribes."""
+    base = base_url()
+    endpoint = A2aEndpoint(
+        service(),
+        lambda task_id: task_urls(task_id, base),
+        wait_left=wait_left,
+        follow_seconds=lambda: wait_left(LAMBDA_FOLLOW_SECONDS),
+    )
+    event = app.current_event
+    headers = {str(name).lower(): str(value) for name, value in (event.headers or {}).items()}
+    answer = endpoint.handle(_raw_body(event.raw_event), headers)
+    if isinstance(answer, dict) or answer is None:
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=answer or {})
+    return Response(
+        status_code=200, content_type="text/event-stream", body="".join(answer), headers={"Cache-Control": "no-cache"}
+    )
+
+
+def _raw_body(event: dict[str, Any]) -> bytes:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        try:
+            return base64.b64decode(body)
+        except ValueError:
+            return b"\x00"  # not JSON: a parse error
+    return str(body).encode("utf-8", "surrogatepass")
+
+
+def open_a2a_stream(body: bytes, headers: Mapping[str, str]) -> Iterator[str] | dict[str, Any] | None:
+    """For the local server, which streams: a streaming A2A request's SSE chunks as they come (a
+    JSON-RPC error answer if it is refused); None for any other request, which the function answers.
+    The task's URLs are made from the request's headers, as the function makes them (no stage)."""
+    lowered = {str(name).lower(): str(value) for name, value in headers.items()}
+    base = _base_url(lowered, None)
+    endpoint = A2aEndpoint(service(), lambda task_id: task_urls(task_id, base))
+    return endpoint.handle(body, lowered, streams_only=True)
 
 
 @app.post(f"{API}/mesh/<task_id>/resume", summary="Resume a paused task with human input")

@@ -380,8 +380,11 @@ class TaskService:
         """The mesh's flows: route, description, timeout and input schema of each."""
         return {"flows": {name: flow.public() for name, flow in self.settings.flows.items()}}
 
-    def wait(self, task_id: str, seconds: float, carried: Carried = IN_REST) -> tuple[bool, dict[str, Any]]:
-        """(ended, the task) once the task is terminal or after `seconds`, whichever is first. An ended
+    def wait(
+        self, task_id: str, seconds: float, carried: Carried = IN_REST, *, paused: bool = False
+    ) -> tuple[bool, dict[str, Any]]:
+        """(ended, the task) once the task is terminal or after `seconds`, whichever is first; with
+        `paused`, a task waiting for a person ends the wait too (A2A's `input-required`). An ended
         task's result is in the view as `output`, read from S3 when x-sink kept it there, or, when the
         answer (`carried` says how) could not hold it, as `output_url`, a link to it.
 
@@ -396,6 +399,8 @@ class TaskService:
             left = deadline - self.clock()
             if view["terminal"]:  # the input from S3 is not added: with the output, it could pass 6 MB
                 return True, self._explained(self._with_output(view, carried))
+            if paused and view["status"] == TaskStatus.PAUSED:
+                return True, view
             if left <= 0:
                 return False, view
             self.sleep(min(pause, left))

@@ -12,13 +12,18 @@ The same generator serves both deployments:
   in SSE's own framing: an event reaches the watcher within a poll and a reconnect, not when the
   bounded follow ends.
 
+What a follow writes is its `Rendering`: SSE's own events by default (`GET .../events`); A2A's
+streams (`asya_gateway.a2a_stream`) follow the same log and write JSON-RPC answers instead, and stop
+where A2A's stream stops (`stop_at`: a task waiting for input too).
+
 Formatting SSE is a few lines, so no library is used for it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -37,9 +42,30 @@ RECONNECT_MS = 500
 RESPONSE_BUDGET_BYTES = 1_000_000
 
 
-def sse(data: Any, event: str, event_id: str | None = None) -> str:
+def sse(data: Any, event: str | None, event_id: str | None = None) -> str:
+    """One SSE event; without `event`, a plain `message` (what JSON-RPC streams send)."""
     head = f"id: {event_id}\n" if event_id else ""
-    return f"{head}event: {event}\ndata: {orjson.dumps(data).decode()}\n\n"
+    kind = f"event: {event}\n" if event else ""
+    return f"{head}{kind}data: {orjson.dumps(data).decode()}\n\n"
+
+
+class Rendering:
+    """How a follow writes what it reads: here, the task's events as they are logged (`status`, `fly`),
+    each with its cursor as the SSE `id`. A subclass writes them otherwise (A2A's JSON-RPC answers)."""
+
+    keepalive = ": keep-alive\n\n"
+    reconnect = f"retry: {RECONNECT_MS}\n\n"
+
+    def status(self, view: dict[str, Any], cursor: str) -> str:
+        """The task as it stands: the first event of a new watcher, and the last one of a follow that
+        found the task ended (or at `stop_at`) without its event."""
+        return sse(view, STATUS, cursor)
+
+    def event(self, event: Event) -> str:
+        return sse(event.data, event.kind, event.seq)
+
+
+SSE = Rendering()
 
 
 def follow(
@@ -52,11 +78,15 @@ def follow(
     max_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock_ns: Callable[[], int] = time.time_ns,
+    rendering: Rendering = SSE,
+    stop_at: Collection[str] = TERMINAL,
+    long_poll: bool = True,
 ) -> Iterator[str] | None:
-    """SSE chunks for one task until it is terminal; None if the task is unknown. Bounded
-    (`max_seconds` given), it ends with `retry:` after the first news or after `max_seconds` without
-    any. Events reach the watcher once they have settled (`asya.live.SETTLE_SECONDS`), so a late write
-    from another writer is never skipped.
+    """SSE chunks for one task until its status is one of `stop_at` (terminal); None if the task is
+    unknown. Bounded (`max_seconds` given), it ends with `retry:` after the first news (`long_poll`;
+    otherwise when the time is up or the answer has `RESPONSE_BUDGET_BYTES`) or after `max_seconds`
+    without any. Events reach the watcher once they have settled (`asya.live.SETTLE_SECONDS`), so a
+    late write from another writer is never skipped.
 
     Following marks the task watched (`TaskStore.watch`): only then does the stream consumer log its
     status changes. A new watcher starts from the record the mark returns, so every change before the
@@ -73,17 +103,17 @@ def follow(
         first = None
     if item is None:
         return None
-    return _events(
-        tasks,
-        events,
-        task_id,
-        cursor,
-        first,
-        keepalive_seconds=keepalive_seconds,
-        max_seconds=max_seconds,
-        sleep=sleep,
-        clock_ns=clock_ns,
-    )
+    options = _Options(keepalive_seconds, max_seconds, rendering, frozenset(stop_at), long_poll)
+    return _events(tasks, events, task_id, cursor, first, options=options, sleep=sleep, clock_ns=clock_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    keepalive_seconds: float
+    max_seconds: float | None
+    rendering: Rendering
+    stop_at: frozenset[str]
+    long_poll: bool
 
 
 def _events(
@@ -93,59 +123,79 @@ def _events(
     cursor: str,
     first: dict[str, Any] | None,
     *,
-    keepalive_seconds: float,
-    max_seconds: float | None,
+    options: _Options,
     sleep: Callable[[float], None],
     clock_ns: Callable[[], int],
 ) -> Iterator[str]:
-    bounded = max_seconds is not None
-    reconnect = f"retry: {RECONNECT_MS}\n\n"
-    started = time.monotonic()
+    """The task as it stands first (a new watcher), then its log (`_logged`)."""
+    budget = RESPONSE_BUDGET_BYTES if options.max_seconds is not None else None
     if first is not None:
         view = task_view(first)
-        yield sse(view, STATUS, cursor)
-        if view["terminal"]:
+        chunk = options.rendering.status(view, cursor)
+        yield chunk
+        if view["status"] in options.stop_at:
             return
-        if bounded:
-            yield reconnect
+        if budget is not None and options.long_poll:
+            yield options.rendering.reconnect
             return
-    quiet_since = renewed = time.monotonic()
+        budget = None if budget is None else budget - len(chunk)
+    yield from _logged(tasks, events, task_id, cursor, budget, options=options, sleep=sleep, clock_ns=clock_ns)
+
+
+def _logged(
+    tasks: TaskStore,
+    events: EventLog,
+    task_id: str,
+    cursor: str,
+    budget: int | None,
+    *,
+    options: _Options,
+    sleep: Callable[[float], None],
+    clock_ns: Callable[[], int],
+) -> Iterator[str]:
+    """The task's log after `cursor`, until the task stops; bounded, within `budget` bytes (None:
+    unbounded)."""
+    render = options.rendering
+    started = quiet_since = renewed = time.monotonic()
     while True:
         batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=clock_ns())
-        for event, chunk in _within(batch, RESPONSE_BUDGET_BYTES if bounded else None):
+        chunks = _within(batch, budget, render)
+        for event, chunk in chunks:
             cursor = event.seq
             yield chunk
-            if event.kind == STATUS and event.data.get("status") in TERMINAL:
+            if event.kind == STATUS and event.data.get("status") in options.stop_at:
                 return
-        if batch and bounded:
-            yield reconnect
-            return
+        if budget is not None:
+            budget -= sum(len(chunk) for _, chunk in chunks)
+            if (batch and options.long_poll) or len(chunks) < len(batch) or budget < 0:
+                yield render.reconnect  # the first news (long polling), or as much as one answer carries
+                return
         now = time.monotonic()
         if now - renewed >= WATCH_SECONDS / 2:  # one connection outlasting its mark (locally)
             renewed = now
             tasks.watch(task_id, utc_now())
         if batch:
             quiet_since = now
-        elif now - quiet_since >= keepalive_seconds:
+        elif now - quiet_since >= options.keepalive_seconds:
             quiet_since = now
             item = tasks.get(task_id)  # a terminal event older than the cursor would never come again
-            if item is not None and item.get("status") in TERMINAL:
-                yield sse(task_view(item), STATUS, cursor)
+            if item is not None and item.get("status") in options.stop_at:
+                yield render.status(task_view(item), cursor)
                 return
-            yield ": keep-alive\n\n"
-        if max_seconds is not None and now - started >= max_seconds:
-            yield reconnect
+            yield render.keepalive
+        if options.max_seconds is not None and now - started >= options.max_seconds:
+            yield render.reconnect
             return
         sleep(POLL_SECONDS)
 
 
-def _within(batch: list[Event], budget: int | None) -> list[tuple[Event, str]]:
-    """The batch's events as SSE chunks, cut before the one that would pass `budget` bytes (the first
+def _within(batch: list[Event], budget: int | None, render: Rendering) -> list[tuple[Event, str]]:
+    """The batch's events as chunks, cut before the one that would pass `budget` bytes (the first
     always goes)."""
     chunks: list[tuple[Event, str]] = []
     size = 0
     for event in batch:
-        chunk = sse(event.data, event.kind, event.seq)
+        chunk = render.event(event)
         size += len(chunk)
         if budget is not None and chunks and size > budget:
             break

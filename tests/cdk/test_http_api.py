@@ -55,8 +55,12 @@ def test_iam_guards_every_route_of_one_http_api_in_front_of_the_gateway_function
     [(api_id, api)] = resources(document, "AWS::ApiGatewayV2::Api").items()
     assert (api["Name"], api["ProtocolType"]) == ("asya-reviews", "HTTP")
     routes = _routes(document)
-    assert set(routes) == GREEDY, "health and the rest are signed like every other path"
-    assert {route["AuthorizationType"] for route in routes.values()} == {"AWS_IAM"}
+    card = "GET /.well-known/{proxy+}"
+    assert set(routes) == {*GREEDY, card}, "health and the rest are signed like every other path"
+    assert {key: route["AuthorizationType"] for key, route in routes.items() if key not in GREEDY} == {card: "NONE"}, (
+        "the A2A agent card is read before a caller has credentials"
+    )
+    assert {routes[key]["AuthorizationType"] for key in GREEDY} == {"AWS_IAM"}
     assert not resources(document, "AWS::ApiGatewayV2::Authorizer")
     [(integration_id, integration)] = resources(document, "AWS::ApiGatewayV2::Integration").items()
     assert integration["IntegrationType"] == "AWS_PROXY"

@@ -485,6 +485,13 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
         assert all(s["Action"] == "dynamodb:ListStreams" for s in wide)
 
 
+def _card_methods(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The API's methods: the greedy proxy's (every path), and the A2A agent card's (readable by anyone)."""
+    methods = list(resources(document, "AWS::ApiGateway::Method").values())
+    cards = [method for method in methods if method["HttpMethod"] == "GET"]
+    return [method for method in methods if method["HttpMethod"] != "GET"], cards
+
+
 def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     synthesized: tuple[Template, dict[str, Any], Path],
 ) -> None:
@@ -492,8 +499,9 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     [api] = resources(document, "AWS::ApiGateway::RestApi").values()
     assert api["Name"] == "asya-reviews"
     assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
-    assert [r["PathPart"] for r in resources(document, "AWS::ApiGateway::Resource").values()] == ["{proxy+}"]
-    methods = resources(document, "AWS::ApiGateway::Method").values()
+    parts = [r["PathPart"] for r in resources(document, "AWS::ApiGateway::Resource").values()]
+    assert sorted(parts) == sorted(["{proxy+}", ".well-known", "agent-card.json", "agent.json"])
+    methods, cards = _card_methods(document)
     assert len(methods) == 2, "ANY / and ANY /{proxy+}"
     for method in methods:
         assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == (
@@ -501,6 +509,10 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
             "AWS_IAM",
             False,
         )
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+    assert len(cards) == 2, "the A2A agent card, at A2A 1.0's path and 0.3's"
+    for method in cards:
+        assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == ("GET", "NONE", False)
         assert method["Integration"]["Type"] == "AWS_PROXY"
     assert not resources(document, "AWS::ApiGateway::UsagePlan")
     assert not resources(document, "AWS::ApiGateway::ApiKey")
@@ -521,8 +533,10 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     with_api_keys: tuple[Template, dict[str, Any], Path],
 ) -> None:
     _, document, _ = with_api_keys
-    for method in resources(document, "AWS::ApiGateway::Method").values():
+    methods, cards = _card_methods(document)
+    for method in methods:
         assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
+    assert [(method["AuthorizationType"], method["ApiKeyRequired"]) for method in cards] == [("NONE", False)] * 2
     [plan_key, *_] = resources(document, "AWS::ApiGateway::UsagePlan")
     plan = resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
     [api_key] = resources(document, "AWS::ApiGateway::RestApi")

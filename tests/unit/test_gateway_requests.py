@@ -143,7 +143,8 @@ FIELDS = st.fixed_dictionaries(
         "input": JSON,
         "jsonrpc": st.just("2.0"),
         "id": JSON,
-        "method": st.sampled_from(["tools/call", "tools/list", "initialize"]) | JSON,
+        "method": st.sampled_from(["tools/call", "tools/list", "initialize", "GetTask", "ListTasks", "tasks/cancel"])
+        | JSON,
         "params": JSON,
     },
 )
@@ -156,7 +157,10 @@ def _written(value: object) -> bytes:
 
 BODIES = st.binary(max_size=64) | FIELDS.map(_written) | JSON.map(_written)
 POSTS = st.sampled_from(
-    [API, f"{API}/{{task}}/events", f"{API}/{{task}}/resume", "/mcp", "/a2a/tasks/x:cancel", "/api/v1/sump/x:redrive"]
+    [
+        *(API, f"{API}/{{task}}/events", f"{API}/{{task}}/resume", "/mcp"),
+        *("/a2a", "/a2a/tasks/x:cancel", "/api/v1/sump/x:redrive"),
+    ]
 )
 
 

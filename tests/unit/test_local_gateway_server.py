@@ -266,6 +266,47 @@ def test_events_are_streamed_chunk_by_chunk(served: tuple[StandIn, httpx2.Client
     assert stand_in.opened == [("t-1", "7")]
 
 
+def test_an_a2a_stream_is_streamed_here_and_any_other_a2a_request_is_the_function_s(
+    served: tuple[StandIn, httpx2.Client], api: tuple[GatewayServer, httpx2.Client]
+) -> None:
+    """`open_a2a_stream` decides: chunks are streamed, a dict is its JSON-RPC refusal, None goes on to
+    the function (which here echoes its proxy event)."""
+    _, client = served
+    server, _ = api
+    seen: list[tuple[bytes, dict[str, str]]] = []
+
+    def open_a2a_stream(body: bytes, headers: dict[str, str]) -> Iterator[str] | dict[str, Any] | None:
+        seen.append((body, headers))
+        method = json.loads(body)["method"]
+        if method == "message/stream":
+            return iter(['data: {"result": 1}\n\n', 'data: {"result": 2}\n\n'])
+        if method == "tasks/resubscribe":
+            return {"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "no task"}}
+        return None
+
+    server.gateway.open_a2a_stream = open_a2a_stream
+    try:
+        with client.stream("POST", "/a2a", json={"method": "message/stream"}) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            assert [event.json() for event in httpx2.EventSource(response)] == [{"result": 1}, {"result": 2}]
+        refused = client.post("/a2a", json={"method": "tasks/resubscribe"}, headers={"A2A-Version": "1.0"})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (200, -32001)
+        assert seen[-1][1]["a2a-version"] == "1.0", "headers by lower-case name"
+        invoked = client.post("/a2a", json={"method": "message/send"})
+        assert invoked.json()["path"] == "/a2a", "the function answered it"
+        assert client.post("/a2a", json={"method": "message/stream"}, headers={"x-api-key": ""}).status_code == 403
+    finally:
+        server.gateway.open_a2a_stream = None
+
+
+def test_the_a2a_agent_card_needs_no_key(served: tuple[StandIn, httpx2.Client]) -> None:
+    _, client = served
+    for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+        response = client.get(path, headers={"x-api-key": ""})
+        assert (response.status_code, response.json()["path"]) == (200, path)
+    assert client.post("/.well-known/agent.json", headers={"x-api-key": ""}).status_code == 403, "only reading it"
+
+
 def test_a_stream_that_cannot_open_is_a_502(served: tuple[StandIn, httpx2.Client]) -> None:
     _, client = served
     assert client.get("/api/v1/mesh/broken/events").status_code == 502

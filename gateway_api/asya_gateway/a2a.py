@@ -1,0 +1,800 @@
+"""The mesh as an A2A agent (docs/a2a.md): its card, and A2A's JSON-RPC methods at `POST /a2a`.
+
+- The agent card (`agent_card`, `GET /.well-known/agent-card.json` and `/.well-known/agent.json`):
+  the namespace's name, the JSON-RPC endpoint, the mesh's flows as skills (each flow's input schema in
+  the card's extension `INPUT_SCHEMAS`, since A2A's skill has no field for one), and the security
+  scheme of the mesh's `gateway.auth`.
+- The methods (`A2aEndpoint`), in both versions the official SDK's clients speak: A2A 1.0
+  (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`; the
+  SDK's default, ProtoJSON shapes) and A2A 0.3 (`message/send`, `message/stream`, `tasks/get`,
+  `tasks/list`, `tasks/cancel`, `tasks/resubscribe`; the SDK's `a2a.compat.v0_3`). One mapping makes
+  A2A objects of a task's view, in 1.0's shapes (`a2a_task`, `status_update`, ...); the 0.3 answers
+  are those objects rewritten (`Answers03`), as the SDK's own compatibility layer does.
+- A message runs one flow (the skill named in its metadata, `metadata.skill`; a mesh of one flow needs
+  none) on its data part; a message naming a task waiting for input (`paused`, A2A's `input-required`)
+  resumes it with its data part as the person's input.
+
+Every task goes through `TaskService` (`create`, `wait`, `cancel`, `resume`, `listing.page`), so what
+the REST API lets a caller see and do, A2A does too. The server is written without the SDK: its models
+are pydantic's and plain dicts, because the SDK brings protobuf, google-api-core and httpx, which the
+gateway function's bundle would carry for nothing; the SDK's clients are what the tests drive it with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from asya.envelope import rfc3339, utc_now
+from asya.live import CURSOR_PATTERN
+from asya.root_result import no_single_result
+from asya.task_record import TERMINAL, TaskStatus
+from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.a2a_stream import STOP_AT, JsonRpcRendering, stream
+from asya_gateway.listing import TaskFilter, moment
+from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
+from asya_gateway.task_error import TaskError
+
+V1, V03 = "1.0", "0.3"
+AGENT_VERSION = "0.1.0"
+ENDPOINT = "/a2a"
+JSON = "application/json"
+SKILL = "skill"  # the message metadata's key that names the flow to run
+# The card's extension that carries each skill's input schema: params `{"skills": {id: {"inputSchema"}}}`
+INPUT_SCHEMAS = "urn:asya:a2a:skill-input-schemas:v1"
+OUTPUT_ARTIFACT = "output"
+MAX_TASK_ID = 256
+MAX_SAFE_INTEGER = 2**53  # a double holds every integer up to it
+
+# JSON-RPC's own errors, and A2A's (the SDK's `a2a.utils.errors`)
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+TASK_NOT_FOUND = -32001
+TASK_NOT_CANCELABLE = -32002
+PUSH_NOTIFICATION_NOT_SUPPORTED = -32003
+UNSUPPORTED_OPERATION = -32004
+CONTENT_TYPE_NOT_SUPPORTED = -32005
+EXTENDED_CARD_NOT_CONFIGURED = -32007
+VERSION_NOT_SUPPORTED = -32009
+# A2A 1.0 names each error's reason in a `google.rpc.ErrorInfo` detail
+REASONS = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
+    PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
+    CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
+    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    INVALID_PARAMS: "INVALID_PARAMS",
+    INVALID_REQUEST: "INVALID_REQUEST",
+    METHOD_NOT_FOUND: "METHOD_NOT_FOUND",
+    INTERNAL_ERROR: "INTERNAL_ERROR",
+}
+
+Operation = Literal["send", "stream", "get", "list", "cancel", "resubscribe"]
+METHODS: dict[str, tuple[str, Operation]] = {
+    "SendMessage": (V1, "send"),
+    "SendStreamingMessage": (V1, "stream"),
+    "GetTask": (V1, "get"),
+    "ListTasks": (V1, "list"),
+    "CancelTask": (V1, "cancel"),
+    "SubscribeToTask": (V1, "resubscribe"),
+    "message/send": (V03, "send"),
+    "message/stream": (V03, "stream"),
+    "tasks/get": (V03, "get"),
+    "tasks/list": (V03, "list"),
+    "tasks/cancel": (V03, "cancel"),
+    "tasks/resubscribe": (V03, "resubscribe"),
+}
+STREAMING = ("stream", "resubscribe")
+PUSH_METHODS = (
+    *("CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig"),
+    *("ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig"),
+    *("tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get"),
+    *("tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"),
+)
+EXTENDED_CARD_METHODS = ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard")
+
+# a task's status → A2A's task state (1.0's names; 0.3's are the same words, `Answers03.state`)
+STATES = {
+    TaskStatus.PENDING: "TASK_STATE_SUBMITTED",
+    TaskStatus.RUNNING: "TASK_STATE_WORKING",
+    TaskStatus.PAUSED: "TASK_STATE_INPUT_REQUIRED",
+    TaskStatus.SUCCEEDED: "TASK_STATE_COMPLETED",
+    TaskStatus.FAILED: "TASK_STATE_FAILED",
+    TaskStatus.CANCELED: "TASK_STATE_CANCELED",
+}
+# an A2A task state a listing asks for → the task status it lists (either version's name)
+LISTED = {
+    **{state: str(status) for status, state in STATES.items()},
+    **{state.removeprefix("TASK_STATE_").lower().replace("_", "-"): str(status) for status, state in STATES.items()},
+}
+# the view's fields a task's metadata carries (`metadata.asya`), for a client that wants more than A2A says
+SHOWN = (
+    *("status", "flow", "actor", "phase", "progress", "attempt", "reason"),
+    *("created_at", "updated_at", "deadline_at", "parent_id", "root_id", "rerun_of"),
+)
+_CURSOR = re.compile(CURSOR_PATTERN)  # an event's id (SSE `id:`), as `Last-Event-ID` gives it back
+_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,251}$")  # the service's rule, with room for the prefix
+
+
+class A2aError(Exception):
+    """A JSON-RPC error: `code` is JSON-RPC's or A2A's."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- the agent card -------------------------------------------------------------------------------
+
+
+def agent_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
+    """The mesh as an agent, in A2A 1.0's shape with A2A 0.3's fields beside it (`url`,
+    `preferredTransport`, `protocolVersion`, `security`, and each security scheme's 0.3 fields), as the
+    SDK's own servers write a card both versions read."""
+    url = f"{base}{ENDPOINT}"
+    flows = settings.flows
+    schemes, requirements = _security(settings)
+    names = ", ".join(sorted(flows)) or "none"
+    return {
+        "name": settings.namespace,
+        "description": (
+            f"The asya mesh {settings.namespace!r}: each skill is one of its flows ({names}). A message runs "
+            f"the flow named by its metadata's {SKILL!r} (a mesh of one flow needs none) on its data part, as a "
+            "task; a task waiting for a person's input (input-required) is resumed by a message naming it."
+        ),
+        "version": AGENT_VERSION,
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": V1},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": V03},
+        ],
+        "capabilities": {
+            "streaming": True,
+            "pushNotifications": False,
+            "extensions": [
+                {
+                    "uri": INPUT_SCHEMAS,
+                    "description": "Each skill's input: the JSON Schema its message's data part must match, "
+                    "at params.skills.<skill id>.inputSchema.",
+                    "required": False,
+                    "params": {
+                        "skills": {name: {"inputSchema": flow.input_schema} for name, flow in sorted(flows.items())}
+                    },
+                }
+            ],
+        },
+        "securitySchemes": schemes,
+        "securityRequirements": [{"schemes": {name: {"list": []}}} for name in requirements],
+        "defaultInputModes": [JSON],
+        "defaultOutputModes": [JSON],
+        "skills": [_skill(name, flow) for name, flow in sorted(flows.items())],
+        # A2A 0.3's fields: its clients read the first interface here
+        "url": url,
+        "preferredTransport": "JSONRPC",
+        "protocolVersion": "0.3.0",
+        "security": [{name: []} for name in requirements],
+    }
+
+
+def _skill(name: str, flow: Any) -> dict[str, Any]:
+    way = "a program whose path depends on the input" if flow.program else " → ".join(flow.route)
+    return {
+        "id": name,
+        "name": name,
+        "description": flow.description or f"Runs flow {name!r} ({way}) as a task.",
+        "tags": ["flow"],
+        "inputModes": [JSON],
+        "outputModes": [JSON],
+    }
+
+
+def _security(settings: GatewaySettings) -> tuple[dict[str, Any], list[str]]:
+    """The card's security schemes (each in 1.0's shape and 0.3's at once) and the names of those a
+    caller may use, any one of them: SigV4 (`iam`), the mesh's API key (`api_key`), or a bearer token
+    of the OpenID Connect issuer (`jwt`)."""
+    auth = settings.auth
+    if auth.mode == "api_key":
+        key = {"name": "x-api-key", "description": "The mesh's API key, in the x-api-key header."}
+        scheme = {"apiKeySecurityScheme": {"location": "header", **key}, "type": "apiKey", "in": "header", **key}
+        return {"apiKey": scheme}, ["apiKey"]
+    if auth.mode == "jwt":
+        bearer = {
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "A token of the mesh's OpenID Connect issuer for one of its audiences.",
+        }
+        schemes: dict[str, Any] = {"bearer": {"httpAuthSecurityScheme": bearer, "type": "http", **bearer}}
+        issuer = auth.jwt.get("issuer")
+        if not isinstance(issuer, str) or not issuer:  # a pool the stack creates: its issuer is not told here
+            return schemes, ["bearer"]
+        oidc = {
+            "openIdConnectUrl": f"{issuer.rstrip('/')}/.well-known/openid-configuration",
+            "description": f"Sign in with {issuer}; send its token as a bearer token.",
+        }
+        schemes["oidc"] = {"openIdConnectSecurityScheme": oidc, "type": "openIdConnect", **oidc}
+        return schemes, ["oidc", "bearer"]
+    sigv4 = {
+        "scheme": "AWS4-HMAC-SHA256",
+        "description": "AWS Signature Version 4 (SigV4): sign each request with AWS credentials allowed to "
+        "invoke this API (service execute-api).",
+    }
+    return {"sigv4": {"httpAuthSecurityScheme": sigv4, "type": "http", **sigv4}}, ["sigv4"]
+
+
+def _but(document: dict[str, Any], *left_out: str) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if key not in left_out}
+
+
+# -- a task as A2A objects (A2A 1.0's shapes) -------------------------------------------------------
+
+Urls = Callable[[str], dict[str, str]]
+
+
+def context_id(view: dict[str, Any]) -> str:
+    """A task is its own context; a fan-out branch is in its root's."""
+    return str(view.get("root_id") or view["id"])
+
+
+def a2a_task(view: dict[str, Any], urls: Urls | None = None) -> dict[str, Any]:
+    task: dict[str, Any] = {"id": view["id"], "contextId": context_id(view), "status": a2a_status(view)}
+    artifact = output_artifact(view)
+    if artifact is not None:
+        task["artifacts"] = [artifact]
+    task["metadata"] = {"asya": _asya(view, urls)}
+    return task
+
+
+def a2a_status(view: dict[str, Any]) -> dict[str, Any]:
+    status: dict[str, Any] = {"state": STATES.get(view["status"], "TASK_STATE_UNSPECIFIED")}
+    message = _status_message(view)
+    if message is not None:
+        status["message"] = message
+    moment = view.get("updated_at") or view.get("created_at")
+    if moment:
+        status["timestamp"] = moment
+    return status
+
+
+def status_update(view: dict[str, Any], urls: Urls | None = None) -> dict[str, Any]:
+    return {
+        "taskId": view["id"],
+        "contextId": context_id(view),
+        "status": a2a_status(view),
+        "metadata": {"asya": _asya(view, urls)},
+    }
+
+
+def artifact_update(view: dict[str, Any], artifact: dict[str, Any]) -> dict[str, Any]:
+    return {"taskId": view["id"], "contextId": context_id(view), "artifact": artifact, "lastChunk": True}
+
+
+def fly_update(task_id: str, context: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A FLY event of the task (or of one of its branches, `envelope`) as a status update of a working
+    task, its data as the message's data part."""
+    ids = {"taskId": task_id, "contextId": context}
+    about = {"event": "fly", "actor": data.get("actor"), "envelope": data.get("id")}
+    asya = {key: value for key, value in about.items() if value is not None}
+    message = {
+        "messageId": f"{task_id}:fly:{utc_now().timestamp():.6f}",
+        "role": "ROLE_AGENT",
+        **ids,
+        "parts": [{"data": data.get("data"), "mediaType": JSON}],
+        "metadata": {"asya": asya},
+    }
+    status = {"state": STATES[TaskStatus.RUNNING], "message": message, "timestamp": rfc3339(utc_now())}
+    return {**ids, "status": status, "metadata": {"asya": asya}}
+
+
+def output_artifact(view: dict[str, Any]) -> dict[str, Any] | None:
+    """A task that succeeded: its output as a data part (or a link to it, when the answer could not
+    carry it; or, for a fan-out that ended in several envelopes, a sentence that says so)."""
+    if view.get("status") != TaskStatus.SUCCEEDED:
+        return None
+    artifact: dict[str, Any] = {"artifactId": OUTPUT_ARTIFACT, "name": OUTPUT_ARTIFACT}
+    if several := no_single_result(view):
+        branches = {key: view[key] for key in ("branches", "branch_ids") if key in view}
+        return {**artifact, "parts": [{"text": several}, {"data": branches, "mediaType": JSON}]}
+    if "output" in view:
+        return {**artifact, "parts": [{"data": view["output"], "mediaType": JSON}]}
+    if "output_url" in view:
+        link = {"url": view["output_url"], "mediaType": JSON, "filename": "output.json"}
+        return {**artifact, "description": "The output, larger than an answer carries: a link.", "parts": [link]}
+    return None
+
+
+def _status_message(view: dict[str, Any]) -> dict[str, Any] | None:
+    """What the agent says of the task's status: the prompt of a task waiting for input, the error of
+    one that failed (or why it was canceled)."""
+    status = view["status"]
+    if status == TaskStatus.PAUSED:
+        pause: dict[str, Any] = view["pause"] if isinstance(view.get("pause"), dict) else {}
+        prompt = pause.get("prompt") if isinstance(pause.get("prompt"), str) else "Waiting for input to continue."
+        parts = [{"text": prompt}, {"data": pause, "mediaType": JSON}]
+    elif status in (TaskStatus.FAILED, TaskStatus.CANCELED):
+        error: dict[str, Any] = view["error"] if isinstance(view.get("error"), dict) else {}
+        said = [str(view["reason"])] if view.get("reason") else []
+        said += [str(error["message"])] if error.get("message") else []
+        told = {key: view[key] for key in ("reason", "error", "failed_branches") if view.get(key) is not None}
+        parts = [{"text": ": ".join(said) or f"the task {status}"}]
+        parts += [{"data": told, "mediaType": JSON}] if told else []
+    else:
+        return None
+    return {
+        "messageId": f"{view['id']}:{status}:{view.get('updated_at', '')}",
+        "role": "ROLE_AGENT",
+        "taskId": view["id"],
+        "contextId": context_id(view),
+        "parts": parts,
+    }
+
+
+def _asya(view: dict[str, Any], urls: Urls | None) -> dict[str, Any]:
+    shown = {key: view[key] for key in SHOWN if view.get(key) is not None}
+    return {**shown, **(urls(view["id"]) if urls is not None else {})}
+
+
+# -- the two versions' answers --------------------------------------------------------------------
+
+
+class Answers:
+    """A2A 1.0 (ProtoJSON): the objects as made, each answer in its wrapper."""
+
+    version = V1
+
+    def task(self, task: dict[str, Any]) -> dict[str, Any]:
+        return task
+
+    def sent(self, task: dict[str, Any]) -> dict[str, Any]:
+        return {"task": task}
+
+    def streamed_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        return {"task": task}
+
+    def status_update(self, update: dict[str, Any], final: bool) -> dict[str, Any]:  # noqa: ARG002
+        return {"statusUpdate": update}  # 1.0 has no `final`: the stream ends after the last
+
+    def artifact_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        return {"artifactUpdate": update}
+
+    def listed(self, tasks: list[dict[str, Any]], next_token: str, page_size: int) -> dict[str, Any]:
+        # no `totalSize`: the listing reads pages, and never counts the tasks (docs/a2a.md)
+        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size}
+
+    def error_data(self, code: int) -> list[dict[str, Any]] | None:
+        reason = REASONS.get(code)
+        if reason is None:
+            return None
+        info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}
+        return [{**info, "metadata": {}}]
+
+
+class Answers03(Answers):
+    """A2A 0.3: the same objects rewritten as 0.3 has them (`kind`, lower-case states and roles, parts
+    by kind, a data part's data an object), as the SDK's `a2a.compat.v0_3.conversions` does."""
+
+    version = V03
+
+    def task(self, task: dict[str, Any]) -> dict[str, Any]:
+        told = {"kind": "task", "id": task["id"], "contextId": task["contextId"], "status": self.status(task["status"])}
+        if task.get("artifacts"):
+            told["artifacts"] = [self.artifact(artifact) for artifact in task["artifacts"]]
+        if task.get("metadata"):
+            told["metadata"] = task["metadata"]
+        return told
+
+    def sent(self, task: dict[str, Any]) -> dict[str, Any]:
+        return self.task(task)
+
+    def streamed_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        return self.task(task)
+
+    def status_update(self, update: dict[str, Any], final: bool) -> dict[str, Any]:
+        return {"kind": "status-update", **update, "status": self.status(update["status"]), "final": final}
+
+    def artifact_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "artifact-update", **update, "artifact": self.artifact(update["artifact"])}
+
+    def listed(self, tasks: list[dict[str, Any]], next_token: str, page_size: int) -> dict[str, Any]:
+        return super().listed([self.task(task) for task in tasks], next_token, page_size)
+
+    def error_data(self, code: int) -> list[dict[str, Any]] | None:  # noqa: ARG002
+        return None
+
+    @staticmethod
+    def state(state: str) -> str:
+        return state.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+    def status(self, status: dict[str, Any]) -> dict[str, Any]:
+        told = {**status, "state": self.state(status["state"])}
+        if "message" in status:
+            told["message"] = self.message(status["message"])
+        return told
+
+    def message(self, message: dict[str, Any]) -> dict[str, Any]:
+        role = "user" if message.get("role") == "ROLE_USER" else "agent"
+        return {"kind": "message", **message, "role": role, "parts": [self.part(part) for part in message["parts"]]}
+
+    def artifact(self, artifact: dict[str, Any]) -> dict[str, Any]:
+        return {**artifact, "parts": [self.part(part) for part in artifact["parts"]]}
+
+    @staticmethod
+    def part(part: dict[str, Any]) -> dict[str, Any]:
+        metadata = dict(part.get("metadata") or {})
+        if "text" in part:
+            told: dict[str, Any] = {"kind": "text", "text": part["text"]}
+        elif "data" in part:
+            data = part["data"]
+            if not isinstance(data, dict):  # 0.3's data is an object: a value is wrapped, and says so
+                data, metadata = {"value": data}, {**metadata, "data_part_compat": True}
+            told = {"kind": "data", "data": data}
+        else:
+            file = {"uri": part.get("url"), "mimeType": part.get("mediaType"), "name": part.get("filename")}
+            told = {"kind": "file", "file": {key: value for key, value in file.items() if value is not None}}
+        return {**told, "metadata": metadata} if metadata else told
+
+
+# -- requests -------------------------------------------------------------------------------------
+
+
+class _Params(BaseModel):
+    """A method's params, in either version's (camelCase) names; what A2A adds that this agent does not
+    use is ignored, as A2A asks of a receiver."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+TaskIdText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_ID)]
+
+
+class TaskIdParams(_Params):
+    id: TaskIdText
+
+
+class Part(_Params):
+    kind: str | None = Field(default=None, max_length=20)
+    text: str | None = None
+    data: Any = None
+    metadata: dict[str, Any] | None = None
+
+
+class Message(_Params):
+    message_id: str = Field(min_length=1, max_length=256)
+    task_id: TaskIdText | None = None
+    context_id: str | None = Field(default=None, max_length=256)
+    parts: list[Part] = Field(min_length=1, max_length=100)
+    metadata: dict[str, Any] | None = None
+
+
+class SendConfiguration(_Params):
+    return_immediately: bool = False  # 1.0
+    blocking: bool | None = None  # 0.3: false answers at once
+
+
+class SendParams(_Params):
+    message: Message
+    configuration: SendConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def immediate(self) -> bool:
+        given = self.configuration
+        return given is not None and (given.return_immediately or given.blocking is False)
+
+
+class ListParams(_Params):
+    context_id: str | None = Field(default=None, max_length=256)
+    status: str | None = Field(default=None, max_length=40)
+    page_size: int | None = Field(default=None, ge=1, le=100)
+    page_token: str | None = Field(default=None, max_length=4096)
+    status_timestamp_after: str | None = Field(default=None, max_length=40)
+    include_artifacts: bool = False
+
+
+def _params(model: type[_Params], params: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "params"
+        raise A2aError(INVALID_PARAMS, f"params.{where}: {first['msg']}") from None
+
+
+# -- the endpoint ---------------------------------------------------------------------------------
+
+Answer = dict[str, Any] | Iterator[str]
+
+
+class A2aEndpoint:
+    """One JSON-RPC request to `POST /a2a`. `urls(task_id)`: the task's REST URLs, for a task's metadata;
+    `wait_left(seconds)`: how long a `message/send` may still wait for its task; `follow_seconds()`: how
+    long a stream may run (None: until the task stops, where the server streams as it goes)."""
+
+    def __init__(
+        self,
+        service: TaskService,
+        urls: Urls,
+        *,
+        wait_left: Callable[[float], float] = lambda seconds: seconds,
+        follow_seconds: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        self.service = service
+        self.urls = urls
+        self.wait_left = wait_left
+        self.follow_seconds = follow_seconds
+
+    def handle(
+        self, body: bytes | str | None, headers: Mapping[str, str], *, streams_only: bool = False
+    ) -> Answer | None:
+        """The answer: a JSON-RPC response (errors included: they are answers too, with HTTP 200), or,
+        for a streaming method, its SSE chunks. `headers` by lower-case name. With `streams_only` (the
+        local server, which streams), None for a request that is not a streaming one: the function
+        answers it."""
+        request_id: str | int | None = None
+        wire = Answers()
+        streaming = False
+        try:
+            request_id, method, params = _request(body)
+            version, operation = _method(method)
+            wire = Answers03() if version == V03 else Answers()
+            streaming = operation in STREAMING
+            if streams_only and not streaming:
+                return None
+            _check_version(headers.get("a2a-version"))
+            if streaming:
+                return self._stream(operation, wire, request_id, params, headers.get("last-event-id"))
+            return {"jsonrpc": "2.0", "id": request_id, "result": self._answer(operation, wire, params)}
+        except A2aError as exc:
+            if streams_only and not streaming:
+                return None  # the function answers it, as it answers every request that is not a stream
+            return error(getattr(exc, "request_id", request_id), exc.code, str(exc), wire)
+        except TaskError as exc:
+            return error(request_id, *_refused(exc), wire)
+
+    def _answer(self, operation: Operation, wire: Answers, params: dict[str, Any]) -> dict[str, Any]:
+        if operation == "send":
+            return wire.sent(a2a_task(self._send(_params(SendParams, params), wire), self.urls))
+        if operation == "get":
+            task_id = _params(TaskIdParams, params).id
+            return wire.task(a2a_task(self._found(task_id), self.urls))
+        if operation == "cancel":
+            return wire.task(a2a_task(self._cancel(_params(TaskIdParams, params).id), self.urls))
+        return self._list(wire, _params(ListParams, params))
+
+    def _send(self, sent: SendParams, wire: Answers) -> dict[str, Any]:
+        """A new task of the skill's flow, or the paused task the message names resumed; then the task
+        once it ended or waits for input again, or as it stands when the wait runs out."""
+        task_id = self._start(sent, wire)
+        if sent.immediate:
+            return self._found(task_id)
+        return self.service.wait(task_id, self.wait_left(WAIT_MAX_SECONDS), paused=True)[1]
+
+    def _start(self, sent: SendParams, wire: Answers) -> str:
+        message = sent.message
+        given = _payload(message)
+        if wire.version == V1:  # ProtoJSON carries every number as a double: 2 arrives as 2.0
+            given = _whole(given)
+        if message.task_id is not None:
+            if not isinstance(given, dict):
+                raise A2aError(INVALID_PARAMS, "the input to a task waiting for it is a JSON object (its data part)")
+            self.service.resume(message.task_id, given)  # one not waiting for input: a 409, -32004
+            return message.task_id
+        flow = self._skill(message, sent.metadata)
+        key = f"a2a:{message.message_id}" if _IDEMPOTENCY_KEY.match(message.message_id) else None
+        return self.service.create(payload=given, flow=flow, idempotency_key=key).task_id
+
+    def _skill(self, message: Message, metadata: dict[str, Any] | None) -> str:
+        flows = self.service.settings.flows
+        named = (message.metadata or {}).get(SKILL, (metadata or {}).get(SKILL))
+        if named is None and len(flows) == 1:
+            return next(iter(flows))
+        known = ", ".join(sorted(flows)) or "none"
+        if named is None:
+            raise A2aError(INVALID_PARAMS, f"name the skill (flow) to run in the message's metadata.{SKILL}: {known}")
+        if not isinstance(named, str) or named not in flows:
+            raise A2aError(INVALID_PARAMS, f"metadata.{SKILL}: no skill {str(named)[:80]!r} (skills: {known})")
+        return named
+
+    def _found(self, task_id: str) -> dict[str, Any]:
+        """The task as it stands, with its output if it succeeded."""
+        return self.service.wait(task_id, 0)[1]
+
+    def _cancel(self, task_id: str) -> dict[str, Any]:
+        view = self.service.cancel(task_id)
+        if view["status"] in TERMINAL and view["status"] != TaskStatus.CANCELED:
+            raise A2aError(TASK_NOT_CANCELABLE, f"task {task_id!r} has already ended ({view['status']})")
+        return view
+
+    def _list(self, wire: Answers, asked: ListParams) -> dict[str, Any]:
+        """A page of tasks, newest first (the REST listing's, `TaskListing`); `contextId` and
+        `statusTimestampAfter` keep those of the page that match, so a page may be short."""
+        status = None
+        if asked.status is not None and asked.status not in ("", "TASK_STATE_UNSPECIFIED"):
+            status = LISTED.get(asked.status)
+            if status is None:
+                return wire.listed([], "", asked.page_size or 50)  # a state no task of the mesh is in
+        after = asked.status_timestamp_after
+        after = rfc3339(moment("statusTimestampAfter", after)) if after else None
+        size = asked.page_size or 50
+        page = self.service.listing.page(status, size, asked.page_token or None, TaskFilter())
+        views = [
+            view
+            for view in page["tasks"]
+            if (asked.context_id is None or context_id(view) == asked.context_id)
+            and (after is None or str(view.get("updated_at", "")) >= after)
+        ]
+        tasks = [a2a_task(view, self.urls) for view in views]
+        if not asked.include_artifacts:
+            tasks = [_but(task, "artifacts") for task in tasks]
+        return wire.listed(tasks, page["next_cursor"] or "", size)
+
+    def _stream(
+        self,
+        operation: Operation,
+        wire: Answers,
+        request_id: str | int,
+        params: dict[str, Any],
+        last_event_id: str | None,
+    ) -> Answer:
+        if operation == "stream":
+            task_id, cursor = self._start(_params(SendParams, params), wire), None
+        else:
+            task_id = _params(TaskIdParams, params).id
+            self._found(task_id)  # known, and the caller's to see
+            cursor = last_event_id if last_event_id and _CURSOR.fullmatch(last_event_id) else None  # goes on after it
+        rendering = JsonRpcRendering(request_id, _Updates(self, wire, task_id))
+        chunks = stream(self.service, task_id, cursor, rendering, self.follow_seconds())
+        if chunks is None:
+            raise A2aError(TASK_NOT_FOUND, f"no task {task_id!r}")
+        return chunks
+
+
+class _Updates:
+    """A stream's answers, in the request's version (`a2a_stream.Updates`)."""
+
+    def __init__(self, endpoint: A2aEndpoint, wire: Answers, task_id: str) -> None:
+        self.endpoint = endpoint
+        self.wire = wire
+        self.task_id = task_id
+        self.context = task_id
+
+    def task(self, view: dict[str, Any]) -> dict[str, Any]:
+        self.context = context_id(view)
+        return self.wire.streamed_task(a2a_task(self._ended(view), self.endpoint.urls))
+
+    def changed(self, view: dict[str, Any]) -> list[dict[str, Any]]:
+        view = self._ended(view)
+        answers = []
+        artifact = output_artifact(view)
+        if artifact is not None:
+            answers.append(self.wire.artifact_update(artifact_update(view, artifact)))
+        update = status_update(view, self.endpoint.urls)
+        return [*answers, self.wire.status_update(update, final=view["status"] in STOP_AT)]
+
+    def fly(self, data: dict[str, Any]) -> dict[str, Any]:
+        return self.wire.status_update(fly_update(self.task_id, self.context, data), final=False)
+
+    def _ended(self, view: dict[str, Any]) -> dict[str, Any]:
+        """A task that succeeded, with its output (read from S3 when x-sink kept it there)."""
+        if view.get("status") != TaskStatus.SUCCEEDED or "output" in view or "output_url" in view:
+            return view
+        try:
+            return {**view, **self.endpoint.service.wait(view["id"], 0)[1]}
+        except TaskError:
+            return view
+
+
+def _request(body: bytes | str | None) -> tuple[str | int, str, dict[str, Any]]:
+    """The request's id, method and params, or the JSON-RPC error that says what is wrong with it."""
+    try:
+        document = orjson.loads(body or b"")
+    except orjson.JSONDecodeError as exc:
+        raise A2aError(PARSE_ERROR, f"the body is not JSON: {str(exc)[:200]}") from None
+    if isinstance(document, list):
+        raise A2aError(INVALID_REQUEST, "batches are not supported: send one request at a time")
+    if not isinstance(document, dict):
+        raise A2aError(INVALID_REQUEST, "a JSON-RPC request is a JSON object")
+    request_id = document.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        raise A2aError(INVALID_REQUEST, "id: an A2A request has an id, a string or an integer")
+    if document.get("jsonrpc") != "2.0":
+        raise _InvalidRequestError(request_id, "jsonrpc: must be exactly '2.0'")
+    method = document.get("method")
+    if not isinstance(method, str) or not method:
+        raise _InvalidRequestError(request_id, "method: a JSON-RPC request names its method")
+    params = document.get("params", {})
+    if not isinstance(params, dict):
+        raise _InvalidRequestError(request_id, "params: an object", INVALID_PARAMS)
+    return request_id, method, params
+
+
+class _InvalidRequestError(A2aError):
+    """A request whose id is known, refused: the id is answered."""
+
+    def __init__(self, request_id: str | int, message: str, code: int = INVALID_REQUEST) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+def _method(method: str) -> tuple[str, Operation]:
+    found = METHODS.get(method)
+    if found is not None:
+        return found
+    if method in PUSH_METHODS:
+        raise A2aError(PUSH_NOTIFICATION_NOT_SUPPORTED, "push notifications are not supported: stream, or poll")
+    if method in EXTENDED_CARD_METHODS:
+        raise A2aError(EXTENDED_CARD_NOT_CONFIGURED, "this agent has no extended card")
+    raise A2aError(METHOD_NOT_FOUND, f"method {method[:80]!r} is not supported")
+
+
+def _check_version(header: str | None) -> None:
+    """`A2A-Version`: absent, or one of the versions served (its patch is not told apart)."""
+    if not header:
+        return
+    found = _VERSION.match(header.strip())
+    if found is None or f"{found.group(1)}.{found.group(2)}" not in (V1, V03):
+        raise A2aError(VERSION_NOT_SUPPORTED, f"A2A-Version {header[:20]!r}: this agent speaks {V1} and {V03}")
+
+
+def _payload(message: Message) -> Any:
+    """The message's data part: the flow's input (or a person's). A text part holding JSON is taken as
+    one, for a client that has only text."""
+    data = [part for part in message.parts if "data" in part.model_fields_set]
+    if len(data) > 1:
+        raise A2aError(INVALID_PARAMS, "message.parts: one data part, the input")
+    if data:
+        value = data[0].data
+        compat = (data[0].metadata or {}).get("data_part_compat") is True  # 0.3's wrapped value
+        return value["value"] if compat and isinstance(value, dict) and "value" in value else value
+    texts = [part.text for part in message.parts if part.text is not None]
+    if len(texts) == 1:
+        try:
+            return orjson.loads(texts[0])
+        except orjson.JSONDecodeError:
+            pass
+    raise A2aError(
+        CONTENT_TYPE_NOT_SUPPORTED,
+        f"message.parts: no data part; this agent takes {JSON} (a data part, or a text part holding JSON)",
+    )
+
+
+def _whole(value: Any) -> Any:
+    """`value` with each whole number as an integer, as a JSON client would have written it: an actor
+    given 2.0 where it counts (`range(n)`) would fail."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    return value
+
+
+def _refused(exc: TaskError) -> tuple[int, str]:
+    """A refusal of the task service as A2A's error."""
+    if exc.status == 404:
+        return TASK_NOT_FOUND, str(exc)
+    if exc.status == 409:
+        return UNSUPPORTED_OPERATION, str(exc)
+    if exc.status >= 500:
+        return INTERNAL_ERROR, str(exc)
+    return INVALID_PARAMS, str(exc)
+
+
+def error(request_id: str | int | None, code: int, message: str, wire: Answers | None = None) -> dict[str, Any]:
+    """A JSON-RPC error answer (1.0's with its `ErrorInfo` detail)."""
+    told: dict[str, Any] = {"code": code, "message": message}
+    data = (wire or Answers()).error_data(code)
+    if data is not None:
+        told["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": told}
