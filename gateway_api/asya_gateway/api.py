@@ -17,6 +17,10 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/sump/{id}:redrive        put it back in the mesh (`asya_gateway.sump`)
     POST   /mcp                             flows as MCP tools (`asya_gateway.mcp`)
     GET    /health
+    GET    /.well-known/oauth-protected-resource[/mcp]   where to sign in (`gateway.auth: jwt`)
+
+Every request but `GET /health` and `GET /.well-known/*` is someone's (`caller()`, `asya_gateway.callers`):
+with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.
 """
 
 from __future__ import annotations
@@ -42,16 +46,19 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.callers import Caller, caller_of
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
+from asya_gateway.signin import SignInRefusedError
 from asya_gateway.sse import follow
 from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
 
 API = "/api/v1"
+WELL_KNOWN = "/.well-known"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway (REST) ends every request this long after it arrived
 ANSWER_SECONDS = 3.0  # kept back from a wait for the answer: a GetItem, an S3 read, the JSON
@@ -148,8 +155,13 @@ class GatewayFunction:
         table = tasks.settings.sump_table
         self.sump = Sump(tasks, SumpIndex(table, client=tasks.tasks.client)) if table else None
         self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
+        self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        try:
+            self.caller = Caller(owner=None) if _open(event) else caller_of(event, self.service.settings.auth)
+        except SignInRefusedError as refusal:
+            return _signin_refused(event, refusal)
         refused = _not_json(event)
         if refused is not None:
             return refused
@@ -166,6 +178,11 @@ def service() -> TaskService:
     return lambda_handler.built.service
 
 
+def caller() -> Caller:
+    """Who sent the request being served (`asya_gateway.callers`)."""
+    return lambda_handler.built.caller
+
+
 def telemetry() -> Telemetry:
     return lambda_handler.built.telemetry
 
@@ -179,15 +196,18 @@ def sump() -> Sump:
 
 def base_url() -> str:
     """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
+    return _base_url_of(app.current_event.raw_event)
+
+
+def _base_url_of(event: dict[str, Any]) -> str:
     configured = variables.PUBLIC_URL.read(os.environ)
     if configured:
         return configured.rstrip("/")
-    event = app.current_event
-    headers = {key.lower(): value for key, value in (event.headers or {}).items()}
+    headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
     host = headers.get("host", "localhost")
     local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
     scheme = headers.get("x-forwarded-proto", "http" if local else "https")
-    stage = event.request_context.stage
+    stage = (event.get("requestContext") or {}).get("stage")
     prefix = f"/{stage}" if ".execute-api." in host and stage else ""
     return f"{scheme}://{host}{prefix}"
 
@@ -234,6 +254,30 @@ def _problem(problem: dict[str, Any]) -> dict[str, Any]:
 @app.get("/health", summary="Liveness")
 def health() -> dict[str, str]:
     return {"status": "ok", "namespace": service().settings.namespace}
+
+
+@app.get(f"{WELL_KNOWN}/oauth-protected-resource", summary="Where to sign in (RFC 9728)")
+def protected_resource() -> dict[str, Any]:
+    return _protected_resource("")
+
+
+@app.get(f"{WELL_KNOWN}/oauth-protected-resource/mcp", summary="Where to sign in, for the MCP endpoint")
+def protected_mcp() -> dict[str, Any]:
+    return _protected_resource("/mcp")
+
+
+def _protected_resource(path: str) -> dict[str, Any]:
+    """This API as an OAuth protected resource (`gateway.auth: jwt` only): the issuer to sign in with,
+    how to send the token, and the scopes that make a caller an admin."""
+    auth = service().settings.auth
+    if auth.mode != "jwt":
+        raise TaskError(404, "this gateway takes no sign-in (gateway.auth is not jwt)")
+    return {
+        "resource": f"{base_url()}{path}",
+        "authorization_servers": [auth.issuer.url],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": sorted(auth.admin_scopes),
+    }
 
 
 @app.get(f"{API}/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)
@@ -455,6 +499,36 @@ def open_event_stream(
         keepalive_seconds=keepalive_seconds,
         max_seconds=max_seconds,
     )
+
+
+def _open(event: dict[str, Any]) -> bool:
+    """What anyone may read: liveness, and where to sign in."""
+    path = str(event.get("path") or "")
+    return event.get("httpMethod") == "GET" and (path == "/health" or path.startswith(f"{WELL_KNOWN}/"))
+
+
+def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[str, Any]:
+    """401 naming why, with the challenge the MCP authorization spec asks for: where the protected
+    resource's metadata is, so a client finds the issuer to sign in with (503 if the keys are away)."""
+    headers = {"Content-Type": content_types.APPLICATION_JSON}
+    if refusal.status == 401:
+        headers["WWW-Authenticate"] = _challenge(event, refusal)
+    body = {"statusCode": refusal.status, "message": str(refusal), "reason": refusal.reason}
+    return {
+        "statusCode": refusal.status,
+        "headers": headers,
+        "body": orjson.dumps(body).decode(),
+        "isBase64Encoded": False,
+    }
+
+
+def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
+    """`WWW-Authenticate` (RFC 6750, RFC 9728): no error code when no token was sent."""
+    metadata = f'resource_metadata="{_base_url_of(event)}{WELL_KNOWN}/oauth-protected-resource"'
+    if refusal.reason == "missing_token":
+        return f"Bearer {metadata}"
+    described = str(refusal).replace("\\", "/").replace('"', "'")
+    return f'Bearer error="invalid_token", error_description="{described}", {metadata}'
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -147,7 +147,7 @@ def test_layer_ships_tracing_and_no_sdk_or_bytecode(built: dict[str, Path]) -> N
 
 def test_the_gateway_code_brings_its_own_dependencies_and_nothing_the_layer_has(built: dict[str, Path]) -> None:
     names = {p.name for p in built["gateway"].iterdir()}
-    assert {"asya_gateway", "fastjsonschema", "mcp_types"} <= names
+    assert {"asya_gateway", "fastjsonschema", "mcp_types", "jwt", "cryptography"} <= names
     assert not names & {"pydantic", "pydantic_core", "typing_extensions.py", "asya"}
 
 

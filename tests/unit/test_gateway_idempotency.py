@@ -9,10 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import orjson
 import pytest
-from moto import mock_aws
 
 from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
@@ -21,8 +19,8 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
+from asya_local.testing.tables import EVENTS, SUMP, TASKS
+from tests.support.gateway_unit import unit_aws
 
 FLOW = "f"
 JSON = ("content-type", "application/json")
@@ -50,13 +48,7 @@ class Gateway:
 
 @pytest.fixture
 def gateway() -> Iterator[Gateway]:
-    with pytest.MonkeyPatch.context() as patch, mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        sqs = boto3.client("sqs")
+    with pytest.MonkeyPatch.context() as patch, unit_aws() as (client, sqs):
         queue = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
         flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema={"type": "object"})}
         config = GatewaySettings(

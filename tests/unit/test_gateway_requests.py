@@ -13,7 +13,6 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
@@ -22,8 +21,8 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
+from asya_local.testing.tables import EVENTS, SUMP, TASKS
+from tests.support.gateway_unit import unit_aws
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -49,13 +48,7 @@ class Gateway:
 def gateway() -> Iterator[Gateway]:
     """One gateway for the module (a fresh moto per case would take most of the time): the cases
     create tasks, but none reads a listing it did not make."""
-    with pytest.MonkeyPatch.context() as patch, mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        sqs = boto3.client("sqs")
+    with pytest.MonkeyPatch.context() as patch, unit_aws() as (client, sqs):
         sqs.create_queue(QueueName="asya-n-a")
         flows = {FLOW: Flow(name=FLOW, route=["a"], input_schema=FLOW_SCHEMA)}
         config = GatewaySettings(
