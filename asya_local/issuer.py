@@ -27,6 +27,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from asya_local.gateway_client import BearerAuth, GatewayClient
+
 ALGORITHM = "RS256"
 KEY_FILE = "local-issuer.pem"
 DISCOVERY = "/.well-known/openid-configuration"
@@ -110,6 +112,28 @@ class LocalIssuer:
     def admin_token(self) -> str:
         """What the local stack's own tools send: every admin scope and role the mesh declares."""
         return self.token(scopes=self.admin_scopes, roles=self.admin_roles)
+
+
+def local_gateway(url: str, api_key: str, issuer: LocalIssuer | None) -> GatewayClient:
+    """A client of the local stack's gateway as its own tools use it: with the API key, or signed in as
+    an admin by the local issuer when the mesh has sign-in (`issuer`)."""
+    if issuer is None:
+        return GatewayClient(url, api_key)
+    return GatewayClient(url, auth=BearerAuth(issuer.admin_token))
+
+
+def issuer_state(issuer: LocalIssuer | None, auth: dict[str, Any]) -> dict[str, str]:
+    """What the state file keeps of the local issuer (`asya_local.local_state`), for `of_state`."""
+    if issuer is None:
+        return {}
+    return {"issuer_key": str(issuer.key_file), "gateway_auth": json.dumps(auth)}
+
+
+def of_state(state: dict[str, str]) -> LocalIssuer | None:
+    """The local issuer a running stack's state file names; None when its mesh has no sign-in."""
+    if not state.get("issuer_key"):
+        return None
+    return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]))
 
 
 class IssuerServer:

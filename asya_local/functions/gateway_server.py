@@ -27,7 +27,9 @@ does not wait for what streams use to be built. This import is also where a fail
 start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
-but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
+but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403. With `gateway.auth: jwt`
+(the spec has no `api_key`) no key is asked for: the function verifies each request's bearer token, and
+the event streams served here are signed in first through the module's `sign_in`, as the function does.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -67,6 +69,7 @@ IDLE_CONNECTION_SECONDS = 120.0
 ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
 OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
+SignIn = Callable[[dict[str, Any]], dict[str, Any] | None]  # a proxy event -> the response refusing it, or None
 # A client that went away: a browser tab or console page closed (its keep-alive connection or event
 # stream reset), a client that stopped reading. Ordinary, not a fault of the API's.
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -75,10 +78,13 @@ CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 class Gateway:
     """What API Gateway decides for one request: refuse it, stream it, or invoke the function."""
 
-    def __init__(self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None) -> None:
+    def __init__(
+        self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None, sign_in: SignIn | None = None
+    ) -> None:
         self.spec = spec
         self.open_event_stream = open_event_stream
-        self._api_key = spec["api_key"].encode()
+        self.sign_in = sign_in
+        self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
         self.environments = Environments(spec, ENVIRONMENTS)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
@@ -86,11 +92,22 @@ class Gateway:
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
-            return self._event_stream(request, events.group(1))
+            refused = self._refused(request)
+            return refused if refused is not None else self._event_stream(request, events.group(1))
         return self.invoke(request)
 
     def _has_key(self, request: HttpRequest) -> bool:
+        """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""
+        if self._api_key is None:
+            return True
         return hmac.compare_digest((request.header(API_KEY_HEADER) or "").encode(), self._api_key)
+
+    def _refused(self, request: HttpRequest) -> HttpResponse | None:
+        """The function's refusal of a stream's caller (a 401 without a valid token), as it would answer."""
+        if self.sign_in is None:
+            return None
+        refused = self.sign_in(proxy_event(request, self.spec["rest_api_id"]))
+        return http_response(refused) if refused is not None else None
 
     def _event_stream(self, request: HttpRequest, task_id: str) -> HttpResponse | Iterator[str]:
         assert self.open_event_stream is not None
@@ -304,7 +321,8 @@ def build(spec: dict[str, Any]) -> GatewayServer:
     open_event_stream = getattr(module, "open_event_stream", None)
     if open_event_stream is not None:
         threading.Thread(target=_warm, args=(open_event_stream,), daemon=True).start()
-    return GatewayServer(Gateway(spec, open_event_stream), spec["port"])
+    sign_in = getattr(module, "sign_in", None)
+    return GatewayServer(Gateway(spec, open_event_stream, sign_in), spec["port"])
 
 
 def _warm(open_event_stream: OpenEventStream) -> None:

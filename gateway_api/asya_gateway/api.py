@@ -158,14 +158,19 @@ class GatewayFunction:
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        refused = self.sign_in(event) or _not_json(event)
+        if refused is not None:
+            return refused
+        return app.resolve(event, context)
+
+    def sign_in(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Take the event's caller as the current one; the proxy response refusing it, if it must be
+        (`gateway.auth: jwt` without a valid token), before anything is routed."""
         try:
             self.caller = Caller(owner=None) if _open(event) else caller_of(event, self.service.settings.auth)
         except SignInRefusedError as refusal:
             return _signin_refused(event, refusal)
-        refused = _not_json(event)
-        if refused is not None:
-            return refused
-        return app.resolve(event, context)
+        return None
 
 
 # The API function's entry point (`asya.entry`): its settings are read at the first event.
@@ -477,6 +482,11 @@ def mcp() -> Response[Any]:
 def mcp_stream() -> Response[Any]:
     """No server-initiated stream: this endpoint answers each POST on its own."""
     return Response(status_code=405, content_type=content_types.APPLICATION_JSON, body={"message": "use POST"})
+
+
+def sign_in(event: dict[str, Any]) -> dict[str, Any] | None:
+    """`GatewayFunction.sign_in`, for the local stack's server, which serves event streams itself."""
+    return lambda_handler.built.sign_in(event)
 
 
 def open_event_stream(
