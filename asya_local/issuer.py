@@ -39,13 +39,16 @@ DEFAULT_EXPIRES_IN = 3600
 
 @dataclass(frozen=True)
 class LocalIssuer:
-    """Signs tokens as `issuer` for `audience`; `admin_scopes` and `admin_roles` are the mesh's."""
+    """Signs tokens as `issuer` for `audience`; `admin_scopes` and `admin_roles` are the mesh's. As a
+    Cognito pool (`cognito`), its tokens are shaped as the pool's access tokens: the app client in
+    `client_id` (no `aud`), `token_use: access`, groups in `cognito:groups`."""
 
     issuer: str
     audience: str
     key_file: Path
     admin_scopes: tuple[str, ...] = ()
     admin_roles: tuple[str, ...] = ()
+    cognito: bool = False
 
     @classmethod
     def create(cls, folder: Path, auth: dict[str, Any]) -> LocalIssuer:
@@ -70,6 +73,7 @@ class LocalIssuer:
             key_file=key_file,
             admin_scopes=tuple(admins.get("scopes", ())),
             admin_roles=tuple(admins.get("roles", ())),
+            cognito=bool(auth["jwt"].get("cognito")),
         )
 
     def _private_key(self) -> Any:
@@ -95,9 +99,10 @@ class LocalIssuer:
         """A signed access token: `sub`, `scope` (space-separated), `groups`, valid `expires_in` seconds
         from now (negative: already expired); `claims` add to or replace any of them."""
         now = int(time.time())
+        audience = {"client_id": self.audience, "token_use": "access"} if self.cognito else {"aud": self.audience}
         body: dict[str, Any] = {
             "iss": self.issuer,
-            "aud": self.audience,
+            **audience,
             "sub": subject,
             "iat": min(now, now + int(expires_in)),
             "exp": now + int(expires_in),
@@ -106,7 +111,7 @@ class LocalIssuer:
         if scopes := " ".join(scopes):
             body["scope"] = scopes
         if groups := list(roles):
-            body["groups"] = groups
+            body["cognito:groups" if self.cognito else "groups"] = groups
         return jwt.encode({**body, **claims}, self._private_key(), algorithm=ALGORITHM, headers={"kid": self.key_id})
 
     def admin_token(self) -> str:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jwt
 import pytest
+import yaml
 
 from asya_local import cli
 from asya_local.endpoint.process import LocalEndpoint
@@ -122,3 +124,34 @@ def test_the_stacks_own_tools_sign_in_as_an_admin(signed_in: RunningMesh) -> Non
     assert gateway.health()["namespace"] == "itsignin"
     created = gateway.create_task({"flow": "pipeline", "payload": {"n": 3}})
     assert gateway.task(created["id"]) is not None
+
+
+def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: LocalEndpoint, tmp_path: Path) -> None:
+    """The pool, its server and client made through the local endpoint's Cognito API; the gateway trusts
+    the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
+    issuer (the app client in `client_id`, no `aud`) is taken."""
+    document = yaml.safe_load(MESH.read_text())
+    document["namespace"] = "itcognito"
+    document["gateway"]["jwt"] = {"cognito": True, "audiences": ["asya-itest"]}
+    for actor in document["actors"].values():
+        actor["code"] = str(MESH.parent)
+    mesh_file = tmp_path / "mesh.yaml"
+    mesh_file.write_text(yaml.safe_dump(document))
+    with running(endpoint, mesh_file) as mesh:
+        pool_id = mesh.stack.outputs["UserPoolId"]
+        assert mesh.stack.outputs["Issuer"] == f"https://cognito-idp.us-east-1.amazonaws.com/{pool_id}"
+        client = mesh.stack.client("cognito-idp").describe_user_pool_client(
+            UserPoolId=pool_id, ClientId=mesh.stack.outputs["UserPoolClientId"]
+        )
+        assert client["UserPoolClient"]["ClientName"] == "asya-itcognito"
+        local = issuer(mesh)
+        assert local.issuer == mesh.stack.outputs["Issuer"]
+        assert mesh.stack.gateway_url is not None
+        with httpx2.Client(base_url=mesh.stack.gateway_url, timeout=30, trust_env=False) as http:
+            metadata = http.get("/.well-known/oauth-protected-resource").json()
+            assert metadata["authorization_servers"] == [local.issuer]
+            assert "asya-itcognito/admin" in metadata["scopes_supported"]
+            token = local.token(subject="cy", scopes=["asya-itcognito/admin"])
+            assert "aud" not in jwt.decode(token, options={"verify_signature": False})
+            created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
+            assert created.status_code == 201, created.text
