@@ -141,6 +141,9 @@ class JwtConfig(StrictModel):
         return self
 
 
+COGNITO_ADMIN_SCOPE = "admin"  # the pool's resource server scope that makes an admin (`gateway.jwt.cognito`)
+
+
 @dataclass(frozen=True)
 class UserPoolNames:
     """The Cognito user pool a stack made for sign-in (`gateway.jwt.cognito`), as the gateway is told."""

@@ -44,14 +44,13 @@ from asya.names import (
 )
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
-from asya_cdk.config import LoadedMesh, UserPoolNames
+from asya_cdk.config import COGNITO_ADMIN_SCOPE, LoadedMesh, UserPoolNames
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.tasks import TaskTables
 
 STAGE = "api"
-ADMIN_SCOPE = "admin"  # the Cognito resource server's scope that makes an admin (`gateway.jwt.cognito`)
 SIGN_IN_CALLBACK = "http://localhost:8080/callback"  # the app client's default redirect: a local client's
 DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
 API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
@@ -110,7 +109,9 @@ class StatusGateway(Construct):
             ),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
         )
-        admin = cognito.ResourceServerScope(scope_name=ADMIN_SCOPE, scope_description="sees every task of the mesh")
+        admin = cognito.ResourceServerScope(
+            scope_name=COGNITO_ADMIN_SCOPE, scope_description="sees every task of the mesh"
+        )
         server = pool.add_resource_server("ResourceServer", identifier=self.prefix, scopes=[admin])
         client = pool.add_client(
             "AppClient",
@@ -125,7 +126,7 @@ class StatusGateway(Construct):
         )
         issuer = f"https://cognito-idp.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}/{pool.user_pool_id}"
         names = UserPoolNames(
-            issuer=issuer, client=client.user_pool_client_id, admin_scope=f"{self.prefix}/{ADMIN_SCOPE}"
+            issuer=issuer, client=client.user_pool_client_id, admin_scope=f"{self.prefix}/{COGNITO_ADMIN_SCOPE}"
         )
         return pool, client, names
 

@@ -13,17 +13,22 @@ import pytest
 import yaml
 
 from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.limits import COGNITO_CLIENT_ID_MAX
+from asya_cdk.longest import longest_environments
 from tests.support.templates import ROOT, cfn_lint, resources, run_cdk_app, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
 ISSUER = "https://login.example.com/asya"
 
 
-def _synthesized(tmp_path: Path, jwt: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+def _mesh(jwt: dict[str, Any]) -> LoadedMesh:
     document = yaml.safe_load(EXAMPLE.read_text())
     document["gateway"] = {"auth": "jwt", "jwt": jwt, "admins": {"scopes": ["mesh/admin"], "roles": ["ops"]}}
-    mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
-    _, template, outdir = synthesize(mesh, tmp_path)  # cdk-nag: every finding acknowledged, or it raises
+    return LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
+
+
+def _synthesized(tmp_path: Path, jwt: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    _, template, outdir = synthesize(_mesh(jwt), tmp_path)  # cdk-nag: every finding acknowledged, or it raises
     return template, outdir
 
 
@@ -114,3 +119,10 @@ def test_a_bad_sign_in_config_fails_synth_naming_the_field(tmp_path: Path, gatew
     assert result.returncode != 0
     assert f"{bad}: gateway" in result.stderr
     assert named in result.stderr, result.stderr[-2000:]
+
+
+def test_the_environment_size_check_counts_the_pool_at_its_longest() -> None:
+    """`asya check` and synth weigh each environment at its longest: the pool's issuer and client too."""
+    sizes = {f.function: size for f, size in longest_environments(_mesh({"cognito": True, "audiences": ["a"]}))}
+    plain = {f.function: size for f, size in longest_environments(_mesh({"issuer": ISSUER, "audiences": ["a"]}))}
+    assert sizes["asya-reviews-gateway"] - plain["asya-reviews-gateway"] > COGNITO_CLIENT_ID_MAX
