@@ -520,16 +520,8 @@ def _open(event: dict[str, Any]) -> bool:
 def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[str, Any]:
     """401 naming why, with the challenge the MCP authorization spec asks for: where the protected
     resource's metadata is, so a client finds the issuer to sign in with (503 if the keys are away)."""
-    headers = {"Content-Type": content_types.APPLICATION_JSON}
-    if refusal.status == 401:
-        headers["WWW-Authenticate"] = _challenge(event, refusal)
-    body = {"statusCode": refusal.status, "message": str(refusal), "reason": refusal.reason}
-    return {
-        "statusCode": refusal.status,
-        "headers": headers,
-        "body": orjson.dumps(body).decode(),
-        "isBase64Encoded": False,
-    }
+    challenge = {"WWW-Authenticate": _challenge(event, refusal)} if refusal.status == 401 else {}
+    return _answered_early(refusal.status, str(refusal), {"reason": refusal.reason}, challenge)
 
 
 def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
@@ -549,10 +541,16 @@ def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
     media_type = str(headers.get("content-type") or "").split(";")[0].strip().lower()
     if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
         return None
-    message = f"content-type: the body must be application/json, not {media_type[:80]!r}"
+    return _answered_early(415, f"content-type: the body must be application/json, not {media_type[:80]!r}")
+
+
+def _answered_early(
+    status: int, message: str, more: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A proxy response given before the resolver runs, in the shape of the routes' errors."""
     return {
-        "statusCode": 415,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": orjson.dumps({"statusCode": 415, "message": message}).decode(),
+        "statusCode": status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
+        "body": orjson.dumps({"statusCode": status, "message": message, **(more or {})}).decode(),
         "isBase64Encoded": False,
     }
