@@ -16,6 +16,8 @@
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
     asya flow show FLOW [--config FILE] [--image PATH]  a flow's route, or its program in words and drawn
+    asya token   [--subject S] [--scope SCOPE]... [--expires-in SECONDS]   a token of the local issuer
+                                                 (a mesh with gateway.auth: jwt)
 
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
 URL, worker log, its own process) so the other commands find it, from any folder below
@@ -47,7 +49,7 @@ from rich.text import Text
 from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
-from asya_local import demo_report, deploy_cli, flow_cli, secrets_cli, smoke, sump_cli, task_cli, worklog
+from asya_local import demo_report, deploy_cli, flow_cli, secrets_cli, smoke, sump_cli, task_cli, token_cli, worklog
 from asya_local.arguments import Parser, command, each_input, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
@@ -59,7 +61,7 @@ from asya_local.endpoint.process import free_port, port_taken
 from asya_local.fixtures import LocalSecretError
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
+from asya_local.gateway_client import GatewayError, GatewayUnreachableError, ShortIdError
 from asya_local.live_view import LiveView
 from asya_local.local_state import (
     LocalStateError,
@@ -155,6 +157,7 @@ def parser() -> Parser:
     sump_cli.add_parser(commands)
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
     flow_cli.add_parser(commands, DEFAULT_CONFIG)
+    token_cli.add_parser(commands)
     return root
 
 
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "console": _console,
         "secrets": _secrets,
         "flow": _flow,
+        "token": _token,
     }
     try:
         return commands_run[args.command](args)
@@ -213,6 +217,10 @@ def _deploy(args: argparse.Namespace) -> int:
 
 def _flow(args: argparse.Namespace) -> int:
     return flow_cli.run(args, console)
+
+
+def _token(args: argparse.Namespace) -> int:
+    return token_cli.run(args, running_state())
 
 
 def _secrets(args: argparse.Namespace) -> int:
@@ -306,7 +314,7 @@ def _up(args: argparse.Namespace) -> int:
     if stack.gateway_url is not None and served is not None:
         header += [
             f"console: {served.url}",
-            f"gateway: {stack.gateway_url}/api/v1   API key: {stack.api_key}",
+            f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
     stopped = threading.Event()
@@ -329,6 +337,13 @@ def _up(args: argparse.Namespace) -> int:
         started.stop()
         state_file.unlink(missing_ok=True)
     return 0
+
+
+def _credential(stack: LocalStack) -> str:
+    """How a client of the local gateway proves itself: the API key, or a token (`asya token`)."""
+    if stack.issuer is None:
+        return f"API key: {stack.api_key}"
+    return f"sign-in: Authorization: Bearer $(asya token)   (issuer {stack.issuer.issuer})"
 
 
 def _console(args: argparse.Namespace) -> int:
@@ -367,7 +382,7 @@ def _demo(args: argparse.Namespace) -> int:
         route = stack.mesh.flow_route(flow_name)  # a program flow's: the shortest way through it
         if stack.gateway_url is None:
             raise LocalStateError("this mesh deploys no gateway to send tasks through")
-        gateway = GatewayClient(stack.gateway_url, stack.api_key)
+        gateway = stack.gateway_client()
         ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
         shown = demo_report.flow_words(stack.mesh, flow_name)
         console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shown}", highlight=False)

@@ -25,7 +25,9 @@ from typing import Any
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
+from asya_local.cognito_pools import create_user_pools
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
+from asya_local.template_refs import without_resources
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 _INTEGRATION_TARGET = re.compile(r"/functions/(arn:[^/]+)/invocations")  # in a Lambda integration's URI
@@ -188,18 +190,25 @@ def deploy(
     emr_serverless: Any = None,
     timeout: float = 60.0,
     s3: Any = None,
+    *,
+    cognito: Any = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
-    applications are created through their own API first (`emr_serverless`), as moto's CloudFormation
-    does not know them; in nested templates too, which are then published (`s3`) for moto to read."""
-    template = dict(synthesized.template)
-    if emr_serverless is not None:
-        template = create_emr_applications(emr_serverless, template)
+    applications (`emr_serverless`) and Cognito user pools (`cognito`) are created through their own
+    APIs first, as moto's CloudFormation does not know them; in nested templates too, which are then
+    published (`s3`) for moto to read."""
+
+    def created_apart(template: dict[str, Any]) -> dict[str, Any]:
+        if emr_serverless is not None:
+            template = create_emr_applications(emr_serverless, template)
+        return create_user_pools(cognito, template) if cognito is not None else template
+
+    template = created_apart(dict(synthesized.template))
     for key, nested in synthesized.nested.items():
         if s3 is None:
             raise ValueError(f"stack {synthesized.stack_name} has nested stacks: deploying it needs an s3 client")
-        local = create_emr_applications(emr_serverless, nested) if emr_serverless is not None else nested
+        local = created_apart(nested)
         s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=json.dumps(local).encode())
     template.pop("Rules", None)
     template["Parameters"] = {k: v for k, v in template.get("Parameters", {}).items() if k != "BootstrapVersion"}
@@ -261,9 +270,8 @@ EMR_APPLICATION = "AWS::EMRServerless::Application"
 def create_emr_applications(emr_serverless: Any, template: dict[str, Any]) -> dict[str, Any]:
     """Create each EMR Serverless application of the template with the EMR Serverless API, and return
     the template without them, every `Ref` and `Fn::GetAtt` to one replaced by its id or ARN."""
-    resources = dict(template["Resources"])
     values: dict[tuple[str, str], str] = {}
-    for logical_id, resource in list(resources.items()):
+    for logical_id, resource in template["Resources"].items():
         if resource["Type"] != EMR_APPLICATION:
             continue
         properties = resource["Properties"]
@@ -275,30 +283,7 @@ def create_emr_applications(emr_serverless: Any, template: dict[str, Any]) -> di
         )
         values[(logical_id, "Ref")] = values[(logical_id, "ApplicationId")] = created["applicationId"]
         values[(logical_id, "Arn")] = created["arn"]
-        del resources[logical_id]
-    if not values:
-        return template
-    removed = {logical_id for logical_id, _ in values}
-
-    def substitute(node: Any) -> Any:
-        if isinstance(node, dict):
-            if set(node) == {"Ref"} and node["Ref"] in removed:
-                return values[(node["Ref"], "Ref")]
-            attribute = node.get("Fn::GetAtt")
-            if set(node) == {"Fn::GetAtt"} and isinstance(attribute, list) and attribute[0] in removed:
-                return values[(attribute[0], attribute[1])]
-            return {key: substitute(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [substitute(item) for item in node]
-        return node
-
-    for logical_id, resource in resources.items():
-        resources[logical_id] = substitute({key: value for key, value in resource.items() if key != "DependsOn"})
-        depends = resource.get("DependsOn", [])
-        kept = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
-        if kept:
-            resources[logical_id]["DependsOn"] = kept
-    return {**template, "Resources": resources, "Outputs": substitute(template.get("Outputs", {}))}
+    return without_resources(template, values)
 
 
 @dataclass(frozen=True)

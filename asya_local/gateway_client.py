@@ -79,8 +79,21 @@ class IamAuth(httpx2.Auth):
         yield request
 
 
+class BearerAuth(httpx2.Auth):
+    """`Authorization: Bearer <token>` for a gateway with sign-in (`gateway.auth: jwt`): `token()` is
+    asked for each request, so a source that mints (the local issuer) never sends an expired one."""
+
+    def __init__(self, token: Callable[[], str]) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self.token()}"
+        yield request
+
+
 class GatewayClient:
-    """`api_key` for a key-protected gateway, or `auth` (`IamAuth`) for an IAM-protected one."""
+    """`api_key` for a key-protected gateway, or `auth` for an IAM-protected one (`IamAuth`) or one
+    with sign-in (`BearerAuth`)."""
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from asya import variables
+from asya_local import issuer
 from asya_local.gateway_client import GatewayClient
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.stack import LocalStack
@@ -59,7 +60,8 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> Path:
     }
     if stack.gateway_url is not None:
         state |= {"gateway_url": stack.gateway_url, "api_key": stack.api_key}
-    file.touch(mode=0o600)  # it holds the API key
+        state |= issuer.issuer_state(stack.issuer, stack.gateway_auth)
+    file.touch(mode=0o600)  # it holds the API key (and where the local issuer's private key is)
     file.write_text(json.dumps(state, indent=2))
     return file
 
@@ -108,7 +110,7 @@ def read_state() -> dict[str, str] | None:
 def gateway_of(state: dict[str, str]) -> GatewayClient:
     if "gateway_url" not in state:
         raise LocalStateError("the running stack serves no gateway (its mesh deploys none)")
-    return GatewayClient(state["gateway_url"], state["api_key"])
+    return issuer.local_gateway(state["gateway_url"], state["api_key"], issuer.of_state(state))
 
 
 def worker_log_folder() -> Path:

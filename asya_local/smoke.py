@@ -38,6 +38,7 @@ from asya.live import STATUS
 from asya.results import result_prefix
 from asya.root_result import OWN_ENVELOPE
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, IamAuth
+from asya_local.issuer import local_gateway, of_state
 from asya_local.roles import local_client
 
 DEFAULT_TIMEOUT_SECONDS = 900.0  # a Spark flow on AWS: an EMR Serverless job per Spark actor, minutes each
@@ -107,7 +108,7 @@ def _local(stack: str, state: dict[str, str]) -> DeployedMesh:
     return DeployedMesh(
         stack=stack,
         where=where,
-        gateway=GatewayClient(state["gateway_url"], state["api_key"]),
+        gateway=local_gateway(state["gateway_url"], state["api_key"], of_state(state)),
         s3=local_client("s3", endpoint),
         bucket=outputs["ResultsBucket"],
     )

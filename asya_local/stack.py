@@ -8,7 +8,8 @@
    environment and temporary credentials of its own execution role (`asya_local.roles`; the
    endpoint enforces IAM): an SQS event source mapping (`esm`), a DynamoDB stream mapping
    (`stream_poller`), a schedule rule (`scheduler`), a REST API integration (`gateway_server`, on
-   `gateway_url`, behind `api_key`).
+   `gateway_url`, behind `api_key`; with `gateway.auth: jwt`, behind tokens of the local issuer
+   instead, `asya_local.issuer`).
 4. Spark actors' job runs, started by their dispatchers through moto's EMR Serverless API, run in
    Spark local mode with the same entry script, in the endpoint's process
    (`asya_local.endpoint.spark_runner`).
@@ -67,6 +68,8 @@ from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.watchdog import Watchdog, Watched
+from asya_local.gateway_client import GatewayClient
+from asya_local.issuer import IssuerServer, LocalIssuer, local_gateway
 from asya_local.queues import busy_queue, queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, local_client, role_environment
@@ -122,6 +125,9 @@ class LocalStack:
     _watchdog: Watchdog | None = None  # made with the first worker
     _local_pythons: LocalPythons | None = None  # made before the first worker
     _clients: dict[str, Any] = field(default_factory=dict)
+    issuer: LocalIssuer | None = None  # the local issuer, when the mesh has sign-in (`gateway.auth: jwt`)
+    gateway_auth: dict[str, Any] = field(default_factory=dict)  # the API function's ASYA_GATEWAY_AUTH
+    _issuer_server: IssuerServer | None = None
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
     # What outlives a worker but not the stack: the stream pollers' checkpoints.
@@ -207,7 +213,11 @@ class LocalStack:
             endpoint_admin(self.endpoint, "spark-code", {"code": code, "libraries": libraries})
         self.stack_name = synthesized.stack_name
         self.outputs = create_stack(
-            self.client("cloudformation"), synthesized, self.client("emr-serverless"), s3=self.client("s3")
+            self.client("cloudformation"),
+            synthesized,
+            self.client("emr-serverless"),
+            s3=self.client("s3"),
+            cognito=self.client("cognito-idp"),
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)
         fill_buckets(self.mesh, self.client("s3"))
@@ -216,6 +226,22 @@ class LocalStack:
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
             raise RuntimeError("the local stack serves one REST API function; this stack integrates several")
+        self._start_issuer()
+
+    def _start_issuer(self) -> None:
+        """With sign-in, the local issuer plays the one the deployed API function trusts (its issuer, as
+        its environment says: the mesh file's, or the Cognito pool's), with a key pair of the stack's."""
+        api = next((f for f in self.functions if isinstance(f.trigger, HttpTrigger)), None)
+        raw = api.environment.get(variables.GATEWAY_AUTH.name, "") if api is not None else ""
+        self.gateway_auth = json.loads(raw) if raw else {}
+        if self.gateway_auth.get("mode") == "jwt":
+            self.issuer = LocalIssuer.create(Path(self._state.name), self.gateway_auth)
+            self._issuer_server = IssuerServer(self.issuer)
+
+    def gateway_client(self) -> GatewayClient:
+        """A client of the gateway as the stack's own tools use it (the API key, or an admin's token)."""
+        assert self.gateway_url is not None, "the stack serves no gateway"
+        return local_gateway(self.gateway_url, self.api_key, self.issuer)
 
     def _pythons(self) -> LocalPythons:
         """Every function's import path, made (libraries installed, or found in the cache) once."""
@@ -291,11 +317,13 @@ class LocalStack:
             # metrics on, as on AWS: their lines go to the worker log, where the console counts the work
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
+        if self._issuer_server is not None and variables.GATEWAY_AUTH.name in environment:
+            environment[variables.GATEWAY_JWKS_URL.name] = self._issuer_server.jwks_url  # local only
         if FLOW_PROGRAMS.name in environment:  # bundling is skipped here: the file the build adds, written apart
             environment[FLOW_PROGRAMS.name] = str(self._programs_file())
         extra: dict[str, Any] = {}
         if isinstance(function.trigger, HttpTrigger):
-            extra = {"port": self.gateway_port, "api_key": self.api_key}
+            extra = {"port": self.gateway_port, "api_key": None if self.issuer is not None else self.api_key}
         elif isinstance(function.trigger, ScheduleTrigger):
             extra = {"interval": self.schedule_seconds}
         elif isinstance(function.trigger, StreamTrigger):
@@ -422,6 +450,9 @@ class LocalStack:
             self._watchdog = None
         if self._runs_spark:
             endpoint_admin(self.endpoint, "spark-stop", {})
+        if self._issuer_server is not None:
+            self._issuer_server.stop()
+            self._issuer_server = None
         self._state.cleanup()
         if self._endpoint is not None:
             self._endpoint.stop()

@@ -11,12 +11,13 @@ from typing import Any
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.loading import load_mesh
+from asya_local import issuer
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats
 from asya_local.console.task_logs import LocalTaskLogs
 from asya_local.console.topology import Topology
-from asya_local.gateway_client import GatewayClient
+from asya_local.issuer import LocalIssuer, local_gateway
 from asya_local.roles import local_client
 from asya_local.stack import LocalStack
 from asya_local.worklog import follow
@@ -34,14 +35,14 @@ class LocalMesh:
     api_key: str
     batches_table: str | None = None
     log: Path | None = None
+    issuer: LocalIssuer | None = None  # with sign-in: the console's requests carry an admin's token
 
     @classmethod
     def of_stack(cls, stack: LocalStack, log: Path | None = None) -> LocalMesh:
         if stack.gateway_url is None:
             raise ValueError("the console needs the status gateway, which this mesh does not deploy")
-        return cls(
-            stack.mesh, stack.endpoint, stack.gateway_url, stack.api_key, stack.outputs.get("SparkBatchesTable"), log
-        )
+        batches = stack.outputs.get("SparkBatchesTable")
+        return cls(stack.mesh, stack.endpoint, stack.gateway_url, stack.api_key, batches, log, stack.issuer)
 
     @classmethod
     def of_state(cls, state: dict[str, str]) -> LocalMesh:
@@ -53,6 +54,7 @@ class LocalMesh:
             state["api_key"],
             state.get("spark_batches_table") or None,
             Path(log) if log else None,
+            issuer.of_state(state),
         )
 
 
@@ -77,7 +79,7 @@ def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
     return Console(
         topology,
         stats,
-        GatewayClient(where.gateway_url, where.api_key),
+        local_gateway(where.gateway_url, where.api_key, where.issuer),
         f"the local stack at {where.endpoint}",
         refresh=LOCAL_REFRESH_SECONDS,
         log=str(where.log) if where.log else None,

@@ -95,7 +95,7 @@ def photograph(folder: Path, mesh_file: Path, shots: Callable[[GatewayClient], l
     with LocalStack(mesh, port=free_port(), on_line=on_line) as stack:
         assert stack.gateway_url is not None
         served = serve(local_console(LocalMesh.of_stack(stack), activity))
-        pages = shots(GatewayClient(stack.gateway_url, stack.api_key))
+        pages = shots(stack.gateway_client())
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             for name, path, width, scheme in pages:

@@ -30,7 +30,9 @@ start (`worker.main`), so a function that cannot load stops the API and the stac
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` and the A2A agent card (`OPEN_PATHS`) needs the `x-api-key` header, or gets API
-Gateway's 403.
+Gateway's 403. With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the function
+verifies each request's bearer token. The streams served here are each signed in first through the
+module's `sign_in`, which gives the stream's caller (or the function's refusal), as the function does.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -72,8 +74,11 @@ MAX_RESPONSE_PAYLOAD_BYTES = 6_291_456  # ... and its response (the proxy respon
 IDLE_CONNECTION_SECONDS = 120.0
 ENVIRONMENTS = 8  # concurrent invocations; Lambda would scale further, a laptop needs no more
 INTEGRATION_TIMEOUT_SECONDS = 29.0  # API Gateway's default (and, without a quota raise, maximum) for REST
-OpenEventStream = Callable[[str, str | None], Iterator[str] | None]
-OpenA2aStream = Callable[[bytes, dict[str, str]], Iterator[str] | dict[str, Any] | None]
+# (task id, Last-Event-ID, caller=): the caller `sign_in` gave, when the module has `sign_in`
+OpenEventStream = Callable[..., Iterator[str] | None]
+OpenA2aStream = Callable[..., Iterator[str] | dict[str, Any] | None]  # (body, headers, caller=)
+# a proxy event -> its caller (passed on to the stream it opens), or the response refusing it
+SignIn = Callable[[dict[str, Any]], Any]
 # A client that went away: a browser tab or console page closed (its keep-alive connection or event
 # stream reset), a client that stopped reading. Ordinary, not a fault of the API's.
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -87,11 +92,13 @@ class Gateway:
         spec: dict[str, Any],
         open_event_stream: OpenEventStream | None = None,
         open_a2a_stream: OpenA2aStream | None = None,
+        sign_in: SignIn | None = None,
     ) -> None:
         self.spec = spec
         self.open_event_stream = open_event_stream
         self.open_a2a_stream = open_a2a_stream
-        self._api_key = spec["api_key"].encode()
+        self.sign_in = sign_in
+        self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
         self.environments = Environments(spec, ENVIRONMENTS)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
@@ -99,21 +106,35 @@ class Gateway:
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
-            return self._event_stream(request, events.group(1))
+            caller, refused = self._caller(request)
+            return refused or self._event_stream(request, events.group(1), caller)
         if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
-            streamed = self._a2a_stream(request)
+            caller, refused = self._caller(request)
+            streamed = refused or self._a2a_stream(request, caller)
             if streamed is not None:
                 return streamed
         return self.invoke(request)
 
     def _has_key(self, request: HttpRequest) -> bool:
+        """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""
+        if self._api_key is None:
+            return True
         return hmac.compare_digest((request.header(API_KEY_HEADER) or "").encode(), self._api_key)
 
-    def _event_stream(self, request: HttpRequest, task_id: str) -> HttpResponse | Iterator[str]:
+    def _caller(self, request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+        """The caller of a stream served here, as the function would take it (`sign_in`: the key's
+        holder, a SigV4 signer, a bearer token's subject), or the function's refusal (a 401 without a
+        valid token) as it would answer; (None, None) for a module that does not sign streams in."""
+        if self.sign_in is None:
+            return None, None
+        signed = self.sign_in(proxy_event(request, self.spec["rest_api_id"]))
+        return (None, http_response(signed)) if isinstance(signed, dict) else (signed, None)
+
+    def _event_stream(self, request: HttpRequest, task_id: str, caller: Any) -> HttpResponse | Iterator[str]:
         assert self.open_event_stream is not None
         last_event_id = request.header("last-event-id") or dict(request.query).get("cursor")
         try:
-            stream = self.open_event_stream(task_id, last_event_id)
+            stream = self.open_event_stream(task_id, last_event_id, **_as(caller))
         except Exception as exc:  # noqa: BLE001 - as a function error would be answered
             refused = getattr(exc, "status", None)  # the function's own 4xx answer (`TaskError`)
             if isinstance(refused, int) and 400 <= refused < 500:
@@ -126,12 +147,12 @@ class Gateway:
             return HttpResponse(404, [("Content-Type", "application/json")], body)
         return stream
 
-    def _a2a_stream(self, request: HttpRequest) -> HttpResponse | Iterator[str] | None:
+    def _a2a_stream(self, request: HttpRequest, caller: Any) -> HttpResponse | Iterator[str] | None:
         """A streaming A2A request, streamed here; None for any other, which the function answers."""
         assert self.open_a2a_stream is not None
         headers = {name.lower(): value for name, value in request.headers}
         try:
-            outcome = self.open_a2a_stream(request.body, headers)
+            outcome = self.open_a2a_stream(request.body, headers, **_as(caller))
         except Exception:  # noqa: BLE001 - as a function error would be answered
             traceback.print_exc(file=sys.stdout)
             return gateway_answer(502, "Internal server error", request.request_id)
@@ -334,7 +355,15 @@ def build(spec: dict[str, Any]) -> GatewayServer:
     open_event_stream = getattr(module, "open_event_stream", None)
     if open_event_stream is not None:
         threading.Thread(target=_warm, args=(open_event_stream,), daemon=True).start()
-    return GatewayServer(Gateway(spec, open_event_stream, getattr(module, "open_a2a_stream", None)), spec["port"])
+    sign_in = getattr(module, "sign_in", None)
+    return GatewayServer(
+        Gateway(spec, open_event_stream, getattr(module, "open_a2a_stream", None), sign_in), spec["port"]
+    )
+
+
+def _as(caller: Any) -> dict[str, Any]:
+    """The stream's caller, for a module that signs streams in; nothing for one that does not."""
+    return {} if caller is None else {"caller": caller}
 
 
 def _warm(open_event_stream: OpenEventStream) -> None:

@@ -311,7 +311,7 @@ def run_chaos(
     envelopes, wait until the mesh is idle, count."""
     assert stack.gateway_url is not None, "the chaos mesh deploys a gateway"
     stack.client("s3").put_bucket_versioning(Bucket=stack.results_bucket, VersioningConfiguration={"Status": "Enabled"})
-    gateway = GatewayClient(stack.gateway_url, api_key=stack.api_key)
+    gateway = stack.gateway_client()
     started = time.monotonic()
     roots, retries = create_tasks(gateway, flow, tasks, parts)
     idle = stack.wait_until_idle(timeout=timeout, settle=3)

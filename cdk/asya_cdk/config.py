@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -140,6 +141,18 @@ class JwtConfig(StrictModel):
         return self
 
 
+COGNITO_ADMIN_SCOPE = "admin"  # the pool's resource server scope that makes an admin (`gateway.jwt.cognito`)
+
+
+@dataclass(frozen=True)
+class UserPoolNames:
+    """The Cognito user pool a stack made for sign-in (`gateway.jwt.cognito`), as the gateway is told."""
+
+    issuer: str
+    client: str  # the app client's id
+    admin_scope: str  # `<resource server>/<scope>`
+
+
 class AdminsConfig(StrictModel):
     """Who sees every task of the namespace, not only its own (docs/callers.md): a signed-in caller whose
     token grants one of `scopes` (`scope`/`scp`) or one of `roles` (`cognito:groups`, `groups`, `roles`),
@@ -179,11 +192,19 @@ class GatewayConfig(StrictModel):
             )
         return self
 
-    def auth_document(self) -> dict[str, Any]:
+    def auth_document(self, pool: UserPoolNames | None = None) -> dict[str, Any]:
         """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are
-        (`asya_gateway.callers.AuthSettings`)."""
-        jwt = {"jwt": self.jwt.model_dump(exclude_none=True)} if self.jwt is not None else {}
-        return {"mode": self.auth, "admins": self.admins.model_dump(), **jwt}
+        (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
+        made: its issuer is trusted, its app client is an audience (a Cognito access token names its
+        client, not an audience) and its resource server's admin scope makes an admin."""
+        admins = self.admins.model_dump()
+        if self.jwt is None:
+            return {"mode": self.auth, "admins": admins}
+        jwt = self.jwt.model_dump(exclude_none=True)
+        if self.jwt.cognito and pool is not None:
+            jwt |= {"issuer": pool.issuer, "audiences": [pool.client, *self.jwt.audiences]}
+            admins["scopes"] = [*admins["scopes"], pool.admin_scope]
+        return {"mode": self.auth, "admins": admins, "jwt": jwt}
 
     @property
     def task_ttl_seconds(self) -> int:

@@ -50,7 +50,7 @@ from asya.variables import (
 if TYPE_CHECKING:
     from asya.startup import FileSource
     from asya_cdk.actor_config import SparkConfig
-    from asya_cdk.config import LoadedMesh
+    from asya_cdk.config import LoadedMesh, UserPoolNames
 
 ENVIRONMENT_ARCHIVE = "asya_env"  # where a Spark job's dependency archive is unpacked on every node
 
@@ -66,6 +66,7 @@ class MeshNames:
     batches_table: str
     sump_table: str
     joins_table: str = ""  # made when the mesh has a join actor
+    user_pool: UserPoolNames | None = None  # made for sign-in when `gateway.jwt.cognito` (the gateway's)
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -126,7 +127,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             FLOWS.name: mesh.flows_json(),
             **({FLOW_PROGRAMS.name: PROGRAMS_FILE} if mesh.programs else {}),
             SUMP_TABLE.name: names.sump_table,
-            GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(), separators=(",", ":")),
+            GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(names.user_pool), separators=(",", ":")),
             **mesh.claim_environment(names.bucket),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},

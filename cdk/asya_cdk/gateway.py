@@ -3,10 +3,14 @@
 
 - `asya-<ns>-gateway` behind the REST API `asya-<ns>`: one greedy proxy, so every path the function
   serves (`/api/v1/...`, `/a2a`, `/mcp`, `/health`) routes without a resource per path, and the function
-  validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the default) or present a
-  key of the mesh's usage plan (`auth: api_key`). The A2A agent card alone (`GET /.well-known/agent-card.json`
-  and `/.well-known/agent.json`) has resources of its own, readable without either. With `api: http` the
-  same function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
+  validates requests itself. Callers sign requests with SigV4 (`auth: iam`, the default), present a
+  key of the mesh's usage plan (`auth: api_key`), or send a bearer token of an OpenID Connect issuer
+  (`auth: jwt`), which the function verifies itself: a REST API verifies no third party's tokens, so
+  its methods take every request and the function refuses what does not sign in. The A2A agent card
+  (`GET /.well-known/agent-card.json` and `/.well-known/agent.json`) has resources of its own, readable
+  without credentials. With `jwt.cognito: true` the stack makes the issuer: a Cognito user pool with a
+  resource server whose `admin` scope makes an admin, and an app client. With `api: http` the same
+  function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
   watched by an alarm, so a lost event is never silent.
@@ -17,9 +21,12 @@ Each function has its own role (no managed policies) and log group, and runs on 
 
 from __future__ import annotations
 
+import dataclasses
+
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
+from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
@@ -40,7 +47,7 @@ from asya.names import (
 )
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
-from asya_cdk.config import LoadedMesh
+from asya_cdk.config import COGNITO_ADMIN_SCOPE, LoadedMesh, UserPoolNames
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
 from asya_cdk.http_api import HttpGateway
@@ -48,6 +55,7 @@ from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.tasks import TaskTables
 
 STAGE = "api"
+SIGN_IN_CALLBACK = "http://localhost:8080/callback"  # the app client's default redirect: a local client's
 DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
 API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
 
@@ -55,7 +63,8 @@ API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integrati
 class StatusGateway(Construct):
     """Exposes `api` (the REST API, or the HTTP API with `api: http`), `url` (its base URL), `api_key`
     (None unless `auth: api_key`), `agent_card` (the A2A card's open methods on the REST API), the
-    functions `gateway`, `stream` and `backstop`, `stream_dead_letters` and `schedule`."""
+    functions `gateway`, `stream` and `backstop`, `stream_dead_letters`, `schedule`, and `user_pool`
+    with its `user_pool_client` (None unless `jwt.cognito`)."""
 
     def __init__(
         self,
@@ -70,10 +79,11 @@ class StatusGateway(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.mesh = mesh
-        self.names = names
         self.namespace = mesh.config.namespace
         self.settings = mesh.config.gateway
         self.prefix = mesh_prefix(self.namespace)
+        self.user_pool, self.user_pool_client, pool = self._user_pool()
+        self.names = dataclasses.replace(names, user_pool=pool)
         self.layer = layer
         # one asset (and one build) for the three functions, with the flows' programs the API starts tasks on
         programs = {PROGRAMS_FILE: mesh.programs_json()} if mesh.programs else None
@@ -91,24 +101,54 @@ class StatusGateway(Construct):
                 namespace=self.namespace,
                 settings=self.settings,
                 handler=self.gateway.function,
-                jwt_issuer=self._jwt_issuer(),
+                jwt=self.settings.auth_document(self.names.user_pool).get("jwt"),
             )
             self.api, self.url = http.api, http.url
         else:
             self.api, self.api_key = self._publish(self.gateway.function)
             self.url = self.api.url
-        _explain_findings(self, self.namespace, bucket, self.settings.auth == "iam")
+        _explain_findings(self, self.namespace, bucket, self.settings.auth)
+        if self.user_pool is not None:
+            _explain_pool_findings(self.user_pool)
 
-    def _jwt_issuer(self) -> str | None:
-        """The issuer whose tokens the HTTP API's authorizer accepts (`auth: jwt`): the configured one.
-        With `jwt.cognito: true` it is the stack's user pool's (`https://cognito-idp.<region>.amazonaws.com/
-        <pool id>`), once the stack creates the pool."""
+    def _user_pool(self) -> tuple[cognito.UserPool | None, cognito.UserPoolClient | None, UserPoolNames | None]:
+        """With `jwt.cognito: true`, the issuer the gateway trusts: a user pool (no self sign-up: an
+        operator adds users), a resource server with the scope that makes an admin, and an app client
+        (no secret: a CLI, a browser, an MCP client) that may ask for it."""
         jwt = self.settings.jwt
-        if jwt is None:
-            return None
-        if jwt.issuer is None:
-            raise ValueError("gateway.jwt.cognito: this stack does not create a user pool yet; give jwt.issuer")
-        return jwt.issuer
+        if jwt is None or not jwt.cognito:
+            return None, None, None
+        pool = cognito.UserPool(
+            self,
+            "UserPool",
+            user_pool_name=self.prefix,
+            self_sign_up_enabled=False,
+            sign_in_aliases=cognito.SignInAliases(email=True),
+            password_policy=cognito.PasswordPolicy(
+                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True, require_symbols=True
+            ),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+        )
+        admin = cognito.ResourceServerScope(
+            scope_name=COGNITO_ADMIN_SCOPE, scope_description="sees every task of the mesh"
+        )
+        server = pool.add_resource_server("ResourceServer", identifier=self.prefix, scopes=[admin])
+        client = pool.add_client(
+            "AppClient",
+            user_pool_client_name=self.prefix,
+            generate_secret=False,
+            auth_flows=cognito.AuthFlow(user_srp=True),
+            o_auth=cognito.OAuthSettings(
+                flows=cognito.OAuthFlows(authorization_code_grant=True),
+                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.resource_server(server, admin)],
+                callback_urls=[SIGN_IN_CALLBACK],
+            ),
+        )
+        issuer = f"https://cognito-idp.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}/{pool.user_pool_id}"
+        names = UserPoolNames(
+            issuer=issuer, client=client.user_pool_client_id, admin_scope=f"{self.prefix}/{COGNITO_ADMIN_SCOPE}"
+        )
+        return pool, client, names
 
     def _function(
         self,
@@ -190,9 +230,11 @@ class StatusGateway(Construct):
         return backstop, rule
 
     def _publish(self, handler: lambda_.IFunction) -> tuple[apigateway.LambdaRestApi, apigateway.IApiKey | None]:
-        """One greedy proxy in front of the function, with IAM or API-key authorization on every method."""
+        """One greedy proxy in front of the function, with IAM or API-key authorization on every method
+        (none with sign-in: the function verifies the token)."""
         access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{self.prefix}", LOG_RETENTION_DAYS)
         iam_auth = self.settings.auth == "iam"
+        key_auth = self.settings.auth == "api_key"
         api = apigateway.LambdaRestApi(
             self,
             "RestApi",
@@ -204,7 +246,7 @@ class StatusGateway(Construct):
             cloud_watch_role=self.settings.cloudwatch_role,
             default_method_options=apigateway.MethodOptions(
                 authorization_type=apigateway.AuthorizationType.IAM if iam_auth else apigateway.AuthorizationType.NONE,
-                api_key_required=not iam_auth,
+                api_key_required=key_auth,
             ),
             deploy_options=apigateway.StageOptions(
                 stage_name=STAGE,
@@ -227,7 +269,7 @@ class StatusGateway(Construct):
         # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
         api.node.try_remove_child("Endpoint")
         self.agent_card = _open_agent_card(api, handler)
-        if iam_auth:
+        if not key_auth:
             return api, None
         plan = api.add_usage_plan(
             "UsagePlan",
@@ -258,7 +300,7 @@ def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) 
     ]
 
 
-def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, iam_auth: bool) -> None:
+def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, auth: str) -> None:
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
 
     bucket_arn = nag_arn(gateway, bucket)
@@ -287,10 +329,10 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
         "watched by an alarm.",
     )
     if isinstance(gateway.api, apigateway.RestApi):
-        _explain_rest_findings(gateway.api, gateway.agent_card, iam_auth)
+        _explain_rest_findings(gateway.api, gateway.agent_card, auth)
 
 
-def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.Method], iam_auth: bool) -> None:
+def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.Method], auth: str) -> None:
     """The REST API's deliberate findings (the HTTP API's are `asya_cdk.http_api`'s)."""
 
     _acknowledge(
@@ -302,14 +344,16 @@ def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.
     _acknowledge(
         api,
         "APIG3",
-        "Every method needs SigV4 or an API key of the mesh's usage plan, and API Gateway's throttling "
-        "applies; a web ACL can be associated with the stage where a deployment needs one.",
+        "Every method needs SigV4, an API key of the mesh's usage plan or a bearer token the function "
+        "verifies, and API Gateway's throttling applies; a web ACL can be associated with the stage where "
+        "a deployment needs one.",
     )
     _acknowledge(
         api,
         "COG4",
-        "Callers are AWS principals signing with SigV4 (IAM authorization), or services holding an API "
-        "key; there is no end-user pool to authorize against.",
+        "Callers are AWS principals signing with SigV4 (IAM authorization), services holding an API key, or "
+        "callers signed in with an OpenID Connect issuer (a Cognito pool or another) whose tokens the "
+        "function verifies itself, one code path for every issuer.",
     )
     for method in agent_card:
         _acknowledge(
@@ -319,7 +363,15 @@ def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.
             "authenticate to) the mesh. It says what the mesh offers; every other path needs authorization.",
         )
         _acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
-    if not iam_auth:
+    if auth == "jwt":
+        _acknowledge(
+            api,
+            "APIG4",
+            "gateway.auth is jwt: API Gateway does not verify a third party's tokens on a REST API, so the "
+            "function verifies every request's bearer token (signature, issuer, audience, expiry) before "
+            "routing it and answers 401 without one; /health and /.well-known/* are public.",
+        )
+    if auth == "api_key":
         _acknowledge(
             api,
             "APIG4",
@@ -336,3 +388,19 @@ def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.
 
 def _acknowledge(scope: Construct, finding: str, reason: str) -> None:
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason))
+
+
+def _explain_pool_findings(pool: cognito.UserPool) -> None:
+    """cdk-nag findings on the sign-in user pool that are the mesh owner's choice."""
+    _acknowledge(
+        pool,
+        "COG2",
+        "MFA is the pool owner's choice (users are added by an operator, no self sign-up); it can be made "
+        "required on the pool without changing the gateway, which verifies the tokens the pool issues.",
+    )
+    _acknowledge(
+        pool,
+        "COG8",
+        "The Plus feature plan (threat protection) is priced per user; the pool owner moves the pool to it "
+        "where wanted, and the gateway's verification does not depend on it.",
+    )

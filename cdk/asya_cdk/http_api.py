@@ -23,6 +23,7 @@ usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -62,7 +63,7 @@ class HttpGateway(Construct):
         namespace: str,
         settings: GatewayConfig,
         handler: lambda_.IFunction,
-        jwt_issuer: str | None = None,
+        jwt: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         prefix = mesh_prefix(namespace)
@@ -84,7 +85,7 @@ class HttpGateway(Construct):
             payload_format_version=apigatewayv2.PayloadFormatVersion.VERSION_1_0,
             timeout=INTEGRATION_TIMEOUT,
         )
-        authorizer = _authorizer(settings, jwt_issuer)
+        authorizer = _authorizer(settings.auth, jwt)
         for path in ("/", ANY_PATH):
             self.api.add_routes(
                 path=path, methods=[apigatewayv2.HttpMethod.ANY], integration=integration, authorizer=authorizer
@@ -99,16 +100,17 @@ class HttpGateway(Construct):
         _explain_findings(self, settings.auth)
 
 
-def _authorizer(settings: GatewayConfig, jwt_issuer: str | None) -> apigatewayv2.IHttpRouteAuthorizer:
-    """SigV4 on every route (`auth: iam`), or a token of the mesh's issuer naming one of its audiences."""
-    if settings.auth == "iam":
+def _authorizer(auth: str, jwt: dict[str, Any] | None) -> apigatewayv2.IHttpRouteAuthorizer:
+    """SigV4 on every route (`auth: iam`), or a token of the mesh's issuer naming one of its audiences
+    (`jwt`: the `ASYA_GATEWAY_AUTH` block the function gets, a Cognito pool's issuer and client included)."""
+    if auth == "iam":
         return authorizers.HttpIamAuthorizer()
-    if settings.auth != "jwt" or settings.jwt is None or jwt_issuer is None:
-        raise ValueError(f"gateway.auth: an HTTP API authorizes with iam or jwt, not {settings.auth!r}")
+    if auth != "jwt" or jwt is None:
+        raise ValueError(f"gateway.auth: an HTTP API authorizes with iam or jwt, not {auth!r}")
     return authorizers.HttpJwtAuthorizer(
         "Jwt",
-        jwt_issuer,
-        jwt_audience=list(settings.jwt.audiences),
+        jwt["issuer"],
+        jwt_audience=list(jwt["audiences"]),
         authorizer_name="jwt",
         identity_source=["$request.header.Authorization"],
     )

@@ -17,3 +17,6 @@ EMR_APPLICATION_ID_MAX = 64
 LONGEST_PARTITION = "aws-us-gov"
 ACCOUNT_DIGITS = 12
 ASSET_HASH_LENGTH = 64
+LONGEST_REGION = "ap-southeast-5"
+COGNITO_POOL_ID_MAX = 55  # Cognito's API: a user pool id, `<region>_<id>`
+COGNITO_CLIENT_ID_MAX = 128  # ... and an app client id

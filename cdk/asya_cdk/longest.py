@@ -24,16 +24,21 @@ from asya.names import (
     JOINS_TABLE,
     SUMP_TABLE,
     TASKS_TABLE,
+    mesh_prefix,
     resource_name,
 )
+from asya_cdk.config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
 from asya_cdk.limits import (
     ACCOUNT_DIGITS,
     ASSET_HASH_LENGTH,
     BUCKET_NAME_MAX,
+    COGNITO_CLIENT_ID_MAX,
+    COGNITO_POOL_ID_MAX,
     EMR_APPLICATION_ID_MAX,
     LAMBDA_ENVIRONMENT_MAX_BYTES,
     LONGEST_PARTITION,
+    LONGEST_REGION,
     ROLE_NAME_MAX,
 )
 
@@ -58,6 +63,11 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         batches_table=resource_name(namespace, BATCHES_TABLE),
         sump_table=resource_name(namespace, SUMP_TABLE),
         joins_table=resource_name(namespace, JOINS_TABLE),
+        user_pool=UserPoolNames(  # only read with gateway.jwt.cognito: the pool's issuer, client, admin scope
+            issuer=f"https://cognito-idp.{LONGEST_REGION}.amazonaws.com.cn/{'p' * COGNITO_POOL_ID_MAX}",
+            client="c" * COGNITO_CLIENT_ID_MAX,
+            admin_scope=f"{mesh_prefix(namespace)}/{COGNITO_ADMIN_SCOPE}",
+        ),
     )
 
 

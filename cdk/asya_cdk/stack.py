@@ -41,6 +41,11 @@ class MeshStack(cdk.Stack):
         cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
         if self.mesh.spark_batches is not None:
             cdk.CfnOutput(self, "SparkBatchesTable", value=self.mesh.spark_batches.table_name)
+        if gateway.user_pool is not None and gateway.user_pool_client is not None:
+            cdk.CfnOutput(self, "UserPoolId", value=gateway.user_pool.user_pool_id)
+            cdk.CfnOutput(self, "UserPoolClientId", value=gateway.user_pool_client.user_pool_client_id)
+            issuer = gateway.names.user_pool.issuer if gateway.names.user_pool is not None else ""
+            cdk.CfnOutput(self, "Issuer", value=issuer, description="the tokens' iss: the pool's OpenID issuer")
         if gateway.api_key is not None:
             cdk.CfnOutput(
                 self,

@@ -22,6 +22,10 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/sump/{id}:redrive        put it back in the mesh (`asya_gateway.sump`)
     POST   /mcp                             flows as MCP tools (`asya_gateway.mcp`)
     GET    /health
+    GET    /.well-known/oauth-protected-resource[/mcp]   where to sign in (`gateway.auth: jwt`)
+
+Every request but `GET /health` and `GET /.well-known/*` is someone's (`caller()`, `asya_gateway.callers`):
+with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.
 """
 
 from __future__ import annotations
@@ -49,16 +53,18 @@ from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a import A2aEndpoint, agent_card
-from asya_gateway.callers import OPERATOR, Caller, aws_caller
+from asya_gateway.callers import OPERATOR, Caller, caller_of
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
+from asya_gateway.signin import SignInRefusedError
 from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
 
 API = "/api/v1"
+WELL_KNOWN = "/.well-known"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
 # API Gateway ends every request this long after it arrived: the REST API's limit, and the HTTP API's
 # integration timeout as the stack sets it (asya_cdk.http_api; its own ceiling is 30 s)
@@ -159,12 +165,30 @@ class GatewayFunction:
         table = tasks.settings.sump_table
         self.sump_index = SumpIndex(table, client=tasks.tasks.client) if table else None
         self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
+        self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        refused = _not_json(event)
+        refused = self.sign_in(event) or _not_json(event)
         if refused is not None:
             return refused
         return app.resolve(event, context)
+
+    def sign_in(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Take the event's caller as the current one; the proxy response refusing it, if it must be
+        (`gateway.auth: jwt` without a valid token), before anything is routed."""
+        signed = self.caller_of(event)
+        if isinstance(signed, Caller):
+            self.caller = signed
+            return None
+        return signed
+
+    def caller_of(self, event: dict[str, Any]) -> Caller | dict[str, Any]:
+        """The event's caller, or the proxy response refusing it; keeps nothing, so the local server's
+        streams, served side by side in threads, each have their own."""
+        try:
+            return Caller(owner=None) if _open(event) else caller_of(event, self.service.settings.auth)
+        except SignInRefusedError as refusal:
+            return _signin_refused(event, refusal)
 
 
 # The API function's entry point (`asya.entry`): its settings are read at the first event.
@@ -173,15 +197,15 @@ lambda_handler: LambdaEntry[GatewayFunction] = LambdaEntry(
 )
 
 
-def caller() -> Caller:
-    """Who the current request's caller is (docs/callers.md)."""
-    return aws_caller(app.current_event.raw_event, lambda_handler.built.service.settings.auth)
-
-
 def service() -> TaskService:
     """The task service as the current request's caller sees it: every door that goes through it
     (REST, MCP, A2A) shows and changes the caller's own tasks only, an admin's every task."""
     return lambda_handler.built.service.as_caller(caller())
+
+
+def caller() -> Caller:
+    """Who sent the request being served (`asya_gateway.callers`)."""
+    return lambda_handler.built.caller
 
 
 def telemetry() -> Telemetry:
@@ -203,15 +227,18 @@ def sump() -> Sump:
 
 def base_url() -> str:
     """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
-    event = app.current_event
-    return _base_url(event.headers or {}, event.request_context.stage)
+    return _base_url_of(app.current_event.raw_event)
+
+
+def _base_url_of(event: dict[str, Any]) -> str:
+    return _base_url(event.get("headers") or {}, (event.get("requestContext") or {}).get("stage"))
 
 
 def _base_url(headers: Mapping[str, str], stage: str | None) -> str:
     configured = variables.PUBLIC_URL.read(os.environ)
     if configured:
         return configured.rstrip("/")
-    headers = {key.lower(): value for key, value in headers.items()}
+    headers = {str(key).lower(): value for key, value in headers.items()}
     host = headers.get("host", "localhost")
     local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
     scheme = headers.get("x-forwarded-proto", "http" if local else "https")
@@ -262,6 +289,30 @@ def _problem(problem: dict[str, Any]) -> dict[str, Any]:
 @app.get("/health", summary="Liveness")
 def health() -> dict[str, str]:
     return {"status": "ok", "namespace": service().settings.namespace}
+
+
+@app.get(f"{WELL_KNOWN}/oauth-protected-resource", summary="Where to sign in (RFC 9728)")
+def protected_resource() -> dict[str, Any]:
+    return _protected_resource("")
+
+
+@app.get(f"{WELL_KNOWN}/oauth-protected-resource/mcp", summary="Where to sign in, for the MCP endpoint")
+def protected_mcp() -> dict[str, Any]:
+    return _protected_resource("/mcp")
+
+
+def _protected_resource(path: str) -> dict[str, Any]:
+    """This API as an OAuth protected resource (`gateway.auth: jwt` only): the issuer to sign in with,
+    how to send the token, and the scopes that make a caller an admin."""
+    auth = service().settings.auth
+    if auth.mode != "jwt":
+        raise TaskError(404, "this gateway takes no sign-in (gateway.auth is not jwt)")
+    return {
+        "resource": f"{base_url()}{path}",
+        "authorization_servers": [auth.issuer.url],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": sorted(auth.admin_scopes),
+    }
 
 
 @app.get(f"{API}/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)
@@ -409,13 +460,16 @@ def _raw_body(event: dict[str, Any]) -> bytes:
     return str(body).encode("utf-8", "surrogatepass")
 
 
-def open_a2a_stream(body: bytes, headers: Mapping[str, str]) -> Iterator[str] | dict[str, Any] | None:
+def open_a2a_stream(
+    body: bytes, headers: Mapping[str, str], caller: Caller = OPERATOR
+) -> Iterator[str] | dict[str, Any] | None:
     """For the local server, which streams: a streaming A2A request's SSE chunks as they come (a
     JSON-RPC error answer if it is refused); None for any other request, which the function answers.
-    The task's URLs are made from the request's headers, as the function makes them (no stage)."""
+    The task's URLs are made from the request's headers, as the function makes them (no stage); its
+    tasks are `caller`'s (`sign_in`)."""
     lowered = {str(name).lower(): str(value) for name, value in headers.items()}
     base = _base_url(lowered, None)
-    endpoint = A2aEndpoint(service(), lambda task_id: task_urls(task_id, base))
+    endpoint = A2aEndpoint(lambda_handler.built.service.as_caller(caller), lambda task_id: task_urls(task_id, base))
     return endpoint.handle(body, lowered, streams_only=True)
 
 
@@ -515,6 +569,12 @@ def mcp_stream() -> Response[Any]:
     return Response(status_code=405, content_type=content_types.APPLICATION_JSON, body={"message": "use POST"})
 
 
+def sign_in(event: dict[str, Any]) -> Caller | dict[str, Any]:
+    """For the local stack's server, which serves streams itself: the proxy event's caller, as the
+    function would take it, or the response refusing it (`GatewayFunction.caller_of`)."""
+    return lambda_handler.built.caller_of(event)
+
+
 def open_event_stream(
     task_id: str,
     last_event_id: str | None,
@@ -524,13 +584,35 @@ def open_event_stream(
 ) -> Iterator[str] | None:
     """SSE chunks for a task (None if it is unknown, or not `caller`'s); the local HTTP server streams
     them as they come. It checks the id and cursor as the REST route does, since the local server calls
-    it directly, outside any request of the resolver's: as the operator, whose key it checked."""
+    it directly, outside any request of the resolver's, with the caller `sign_in` gave it."""
     if last_event_id is not None and not EVENT_CURSOR.fullmatch(last_event_id):
         raise TaskError(422, f"Last-Event-ID (or cursor): {last_event_id[:80]!r} is not an event's id")
     if len(task_id) > MAX_TASK_ID:
         raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
     tasks = lambda_handler.built.service.as_caller(caller)
     return tasks.follow(task_id, last_event_id, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds)
+
+
+def _open(event: dict[str, Any]) -> bool:
+    """What anyone may read: liveness, and where to sign in."""
+    path = str(event.get("path") or "")
+    return event.get("httpMethod") == "GET" and (path == "/health" or path.startswith(f"{WELL_KNOWN}/"))
+
+
+def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[str, Any]:
+    """401 naming why, with the challenge the MCP authorization spec asks for: where the protected
+    resource's metadata is, so a client finds the issuer to sign in with (503 if the keys are away)."""
+    challenge = {"WWW-Authenticate": _challenge(event, refusal)} if refusal.status == 401 else {}
+    return _answered_early(refusal.status, str(refusal), {"reason": refusal.reason}, challenge)
+
+
+def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
+    """`WWW-Authenticate` (RFC 6750, RFC 9728): no error code when no token was sent."""
+    metadata = f'resource_metadata="{_base_url_of(event)}{WELL_KNOWN}/oauth-protected-resource"'
+    if refusal.reason == "missing_token":
+        return f"Bearer {metadata}"
+    described = str(refusal).replace("\\", "/").replace('"', "'")
+    return f'Bearer error="invalid_token", error_description="{described}", {metadata}'
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -541,10 +623,16 @@ def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
     media_type = str(headers.get("content-type") or "").split(";")[0].strip().lower()
     if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
         return None
-    message = f"content-type: the body must be application/json, not {media_type[:80]!r}"
+    return _answered_early(415, f"content-type: the body must be application/json, not {media_type[:80]!r}")
+
+
+def _answered_early(
+    status: int, message: str, more: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A proxy response given before the resolver runs, in the shape of the routes' errors."""
     return {
-        "statusCode": 415,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": orjson.dumps({"statusCode": 415, "message": message}).decode(),
+        "statusCode": status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
+        "body": orjson.dumps({"statusCode": status, "message": message, **(more or {})}).decode(),
         "isBase64Encoded": False,
     }

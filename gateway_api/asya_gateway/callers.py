@@ -15,6 +15,7 @@ from typing import Any
 
 from asya import variables
 from asya.variables import ConfigError
+from asya_gateway.signin import Issuer, verifier
 
 OWNER_ATTRIBUTE = "owner"  # the task record's attribute that names its creator's identity
 
@@ -44,9 +45,10 @@ class AuthSettings:
     admin_roles: frozenset[str] = frozenset()
     admin_principals: tuple[str, ...] = ()
     jwt: dict[str, Any] = field(default_factory=dict)
+    jwks_url: str | None = None  # the local stack's issuer's keys (`ASYA_GATEWAY_JWKS_URL`): no discovery
 
     @classmethod
-    def parse(cls, raw: str) -> AuthSettings:
+    def parse(cls, raw: str, jwks_url: str | None = None) -> AuthSettings:
         name = variables.GATEWAY_AUTH.name
         try:
             document = json.loads(raw) if raw else {}
@@ -61,7 +63,16 @@ class AuthSettings:
             admin_roles=frozenset(admins.get("roles", ())),
             admin_principals=tuple(admins.get("principals", ())),
             jwt=document.get("jwt") or {},
+            jwks_url=jwks_url,
         )
+
+    @property
+    def issuer(self) -> Issuer:
+        """The issuer whose tokens sign callers in (`mode: jwt`)."""
+        issuer, audiences = self.jwt.get("issuer"), self.jwt.get("audiences")
+        if not issuer or not audiences:
+            raise ConfigError(f"{variables.GATEWAY_AUTH.name}: mode jwt needs jwt.issuer and jwt.audiences")
+        return Issuer(url=issuer, audiences=tuple(audiences), jwks_url=self.jwks_url)
 
 
 def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:
@@ -78,3 +89,35 @@ def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:
         return Caller(owner=None)
     admin = any(fnmatchcase(principal, pattern) for pattern in auth.admin_principals)
     return Caller(owner=f"iam:{principal}", admin=admin)
+
+
+def jwt_caller(claims: dict[str, Any], auth: AuthSettings) -> Caller:
+    """A signed-in caller: its subject owns its tasks; it is an admin when its token grants one of the
+    mesh's admin scopes (`scope`, space-separated, or `scp`, a list) or roles (`cognito:groups`,
+    `groups`, `roles`)."""
+    scope = claims.get("scope")
+    scopes = set(scope.split()) if isinstance(scope, str) else set()
+    scopes |= _names(claims.get("scp"))
+    roles = _names(claims.get("cognito:groups")) | _names(claims.get("groups")) | _names(claims.get("roles"))
+    admin = not scopes.isdisjoint(auth.admin_scopes) or not roles.isdisjoint(auth.admin_roles)
+    return Caller(owner=f"jwt:{claims['sub']}", admin=admin)
+
+
+def caller_of(event: dict[str, Any], auth: AuthSettings) -> Caller:
+    """Who sent this API Gateway proxy event, by the mesh's `gateway.auth`: a signed-in caller whose
+    bearer token the function verifies (`jwt`; `asya_gateway.signin.SignInRefusedError` if it does not
+    verify), or the caller API Gateway authorized (`iam`, `api_key`)."""
+    if auth.mode != "jwt":
+        return aws_caller(event, auth)
+    headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
+    claims = verifier(auth.issuer).verify(headers.get("authorization"))
+    return jwt_caller(claims, auth)
+
+
+def _names(value: Any) -> set[str]:
+    """A claim that lists names: a list of strings, or one string."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {item for item in value if isinstance(item, str)}
+    return set()

@@ -70,7 +70,7 @@ class GatewaySettings:
             sump_table=variables.SUMP_TABLE.read(env),
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
-            auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env)),
+            auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env), variables.GATEWAY_JWKS_URL.read(env)),
         )
 
     def queue_name(self, actor: str) -> str:

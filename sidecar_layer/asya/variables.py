@@ -388,6 +388,14 @@ GATEWAY_AUTH = Variable(
     _text,
     '`{"mode": "iam"}`',
 )
+GATEWAY_JWKS_URL = Variable(
+    "ASYA_GATEWAY_JWKS_URL",
+    _GATEWAY,
+    "local stack only: where the sign-in issuer's keys (JWKS) are, the local issuer's on loopback; the "
+    "deployed gateway finds them through the issuer's OpenID configuration",
+    None,
+    _text_or_none,
+)
 PUBLIC_URL = Variable(
     "ASYA_PUBLIC_URL",
     _GATEWAY,
@@ -517,6 +525,7 @@ ALL: tuple[Variable[Any], ...] = (
     FLOW_PROGRAMS,
     MCP_WAIT,
     GATEWAY_AUTH,
+    GATEWAY_JWKS_URL,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,
     SPARK_BATCHES_TABLE,

@@ -33,8 +33,10 @@ from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.function import MESH_CODE
 from asya_cdk.layer import GATEWAY_SOURCE, PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
+from asya_cdk.libraries import folder_size
 from asya_cdk.loading import load_mesh
 from asya_cdk.longest import longest_mesh_names, longest_spark_names
+from asya_cdk.packaging import LAMBDA_ZIP_MAX_BYTES
 from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
 from asya_spark.settings import job_environment
 
@@ -147,8 +149,15 @@ def test_layer_ships_tracing_and_no_sdk_or_bytecode(built: dict[str, Path]) -> N
 
 def test_the_gateway_code_brings_its_own_dependencies_and_nothing_the_layer_has(built: dict[str, Path]) -> None:
     names = {p.name for p in built["gateway"].iterdir()}
-    assert {"asya_gateway", "fastjsonschema", "mcp_types"} <= names
+    assert {"asya_gateway", "fastjsonschema", "mcp_types", "jwt", "cryptography"} <= names
     assert not names & {"pydantic", "pydantic_core", "typing_extensions.py", "asya"}
+
+
+def test_the_gateway_with_the_layer_stays_well_within_lambdas_size_limit(built: dict[str, Path]) -> None:
+    """Its own libraries (sign-in's cryptography the largest) and the layer, unzipped: under a fifth of
+    Lambda's 250 MB, so a mesh's programs file and later libraries have room."""
+    total = folder_size(built["gateway"]) + folder_size(built["layer"])
+    assert total < LAMBDA_ZIP_MAX_BYTES / 5, f"{total:,} bytes"
 
 
 def _code_folders() -> dict[Path, list[str]]:

@@ -130,7 +130,14 @@ def test_the_dashboard_charts_the_http_apis_own_metrics(with_iam: Synthesized) -
         assert f'["AWS/ApiGateway","{metric}","ApiId","{{"Ref": "{api_id}"}}"' in text, metric
 
 
-def test_a_cognito_pool_behind_the_http_api_is_refused_until_the_stack_makes_one(tmp_path: Path) -> None:
+def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_client_an_audience(
+    tmp_path: Path,
+) -> None:
     jwt = {"cognito": True, "audiences": ["asya-reviews"]}
-    with pytest.raises(ValueError, match=r"gateway\.jwt\.cognito: .*give jwt\.issuer"):
-        _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
+    _, document, _ = _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
+    [pool_id] = resources(document, "AWS::Cognito::UserPool")
+    [client_id] = resources(document, "AWS::Cognito::UserPoolClient")
+    [authorizer] = resources(document, "AWS::ApiGatewayV2::Authorizer").values()
+    configuration = authorizer["JwtConfiguration"]
+    assert configuration["Audience"] == [{"Ref": client_id}, "asya-reviews"]
+    assert {"Ref": pool_id} in configuration["Issuer"]["Fn::Join"][1]

@@ -50,7 +50,7 @@ class RunningMesh:
 
     def gateway(self) -> GatewayClient:
         """A client of the mesh's status gateway, as a user's program would create and follow tasks."""
-        return GatewayClient(self.stack.gateway_url or "", self.stack.api_key)
+        return self.stack.gateway_client()
 
     def queue_url(self, actor: str) -> str:
         return str(self.sqs.get_queue_url(QueueName=f"asya-{self.stack.namespace}-{actor}")["QueueUrl"])

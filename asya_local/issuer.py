@@ -1,0 +1,190 @@
+"""The local issuer: sign-in (`gateway.auth: jwt`) on this machine, without a network.
+
+The local stack plays the mesh's OpenID Connect issuer (or its Cognito pool): an RSA key pair in the
+stack's state folder, its public key served as a JWKS on loopback beside an OpenID configuration, and
+tokens signed with it that carry the issuer the deployed gateway trusts (`iss` as the mesh file says, or
+the pool's URL). The mesh file stays the one deployed: the local gateway function is told where this
+issuer's keys are through `ASYA_GATEWAY_JWKS_URL`, a local-only variable, instead of discovering them.
+
+`asya token` prints a token of it (`asya_local.token_cli`); the local stack's own tools sign in with one
+that grants every admin scope and role the mesh declares (`admin_token`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from asya_local.gateway_client import BearerAuth, GatewayClient
+
+ALGORITHM = "RS256"
+KEY_FILE = "local-issuer.pem"
+DISCOVERY = "/.well-known/openid-configuration"
+JWKS_PATH = "/.well-known/jwks.json"
+LOCAL_SUBJECT = "asya-local"  # who the local stack's own tools sign in as
+DEFAULT_EXPIRES_IN = 3600
+
+
+@dataclass(frozen=True)
+class LocalIssuer:
+    """Signs tokens as `issuer` for `audience`; `admin_scopes` and `admin_roles` are the mesh's. As a
+    Cognito pool (`cognito`), its tokens are shaped as the pool's access tokens: the app client in
+    `client_id` (no `aud`), `token_use: access`, groups in `cognito:groups`."""
+
+    issuer: str
+    audience: str
+    key_file: Path
+    admin_scopes: tuple[str, ...] = ()
+    admin_roles: tuple[str, ...] = ()
+    cognito: bool = False
+
+    @classmethod
+    def create(cls, folder: Path, auth: dict[str, Any]) -> LocalIssuer:
+        """A new key pair in `folder`, for the gateway's `ASYA_GATEWAY_AUTH` document (`mode: jwt`)."""
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key_file = folder / KEY_FILE
+        key_file.touch(mode=0o600)  # the private key: only its owner reads it
+        key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        return cls.of(key_file, auth)
+
+    @classmethod
+    def of(cls, key_file: Path, auth: dict[str, Any]) -> LocalIssuer:
+        """The issuer whose key is `key_file`, for the `ASYA_GATEWAY_AUTH` document `auth`."""
+        admins = auth.get("admins") or {}
+        return cls(
+            issuer=auth["jwt"]["issuer"],
+            audience=auth["jwt"]["audiences"][0],
+            key_file=key_file,
+            admin_scopes=tuple(admins.get("scopes", ())),
+            admin_roles=tuple(admins.get("roles", ())),
+            cognito=bool(auth["jwt"].get("cognito")),
+        )
+
+    def _private_key(self) -> Any:
+        return serialization.load_pem_private_key(self.key_file.read_bytes(), password=None)
+
+    @property
+    def key_id(self) -> str:
+        """The key's id (`kid`): its file's, stable for the stack's life."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, self.key_file.read_bytes().decode()))
+
+    def jwks(self) -> dict[str, Any]:
+        public = jwt.algorithms.RSAAlgorithm.to_jwk(self._private_key().public_key(), as_dict=True)
+        return {"keys": [{**public, "kid": self.key_id, "use": "sig", "alg": ALGORITHM}]}
+
+    def token(
+        self,
+        subject: str = LOCAL_SUBJECT,
+        scopes: Iterable[str] = (),
+        roles: Iterable[str] = (),
+        expires_in: float = DEFAULT_EXPIRES_IN,
+        **claims: Any,
+    ) -> str:
+        """A signed access token: `sub`, `scope` (space-separated), `groups`, valid `expires_in` seconds
+        from now (negative: already expired); `claims` add to or replace any of them."""
+        now = int(time.time())
+        audience = {"client_id": self.audience, "token_use": "access"} if self.cognito else {"aud": self.audience}
+        body: dict[str, Any] = {
+            "iss": self.issuer,
+            **audience,
+            "sub": subject,
+            "iat": min(now, now + int(expires_in)),
+            "exp": now + int(expires_in),
+            "jti": str(uuid.uuid4()),
+        }
+        if scopes := " ".join(scopes):
+            body["scope"] = scopes
+        if groups := list(roles):
+            body["cognito:groups" if self.cognito else "groups"] = groups
+        return jwt.encode({**body, **claims}, self._private_key(), algorithm=ALGORITHM, headers={"kid": self.key_id})
+
+    def admin_token(self) -> str:
+        """What the local stack's own tools send: every admin scope and role the mesh declares."""
+        return self.token(scopes=self.admin_scopes, roles=self.admin_roles)
+
+
+def local_gateway(url: str, api_key: str, issuer: LocalIssuer | None) -> GatewayClient:
+    """A client of the local stack's gateway as its own tools use it: with the API key, or signed in as
+    an admin by the local issuer when the mesh has sign-in (`issuer`)."""
+    if issuer is None:
+        return GatewayClient(url, api_key)
+    return GatewayClient(url, auth=BearerAuth(issuer.admin_token))
+
+
+def issuer_state(issuer: LocalIssuer | None, auth: dict[str, Any]) -> dict[str, str]:
+    """What the state file keeps of the local issuer (`asya_local.local_state`), for `of_state`."""
+    if issuer is None:
+        return {}
+    return {"issuer_key": str(issuer.key_file), "gateway_auth": json.dumps(auth)}
+
+
+def of_state(state: dict[str, str]) -> LocalIssuer | None:
+    """The local issuer a running stack's state file names; None when its mesh has no sign-in."""
+    if not state.get("issuer_key"):
+        return None
+    return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]))
+
+
+class IssuerServer:
+    """The issuer's OpenID configuration and JWKS on loopback, served by a thread until `stop`."""
+
+    def __init__(self, issuer: LocalIssuer, port: int = 0) -> None:
+        self.issuer = issuer
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, server_of=self))
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def jwks_url(self) -> str:
+        return f"{self.url}{JWKS_PATH}"
+
+    def documents(self) -> dict[str, dict[str, Any]]:
+        configuration = {
+            "issuer": self.issuer.issuer,
+            "jwks_uri": self.jwks_url,
+            "id_token_signing_alg_values_supported": [ALGORITHM],
+            "scopes_supported": list(self.issuer.admin_scopes),
+        }
+        return {DISCOVERY: configuration, JWKS_PATH: self.issuer.jwks()}
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def __init__(self, *args: Any, server_of: IssuerServer, **kwargs: Any) -> None:
+        self.server_of = server_of  # set first: the base class handles the request in __init__
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        document = self.server_of.documents().get(self.path.split("?")[0])
+        body = json.dumps(document if document is not None else {"message": "not found"}).encode()
+        self.send_response(200 if document is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the gateway fetches the keys once per execution environment."""

@@ -1,0 +1,128 @@
+"""The stack of a mesh with sign-in (`gateway.auth: jwt`): API Gateway lets every request through to the
+function, which verifies tokens (cdk-nag's findings acknowledged), with the issuer in its environment;
+with `cognito: true` the stack makes the user pool, its admin scope and app client, and the function
+trusts the pool's issuer. A bad `gateway.jwt` fails `cdk synth` naming the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.limits import COGNITO_CLIENT_ID_MAX
+from asya_cdk.longest import longest_environments
+from tests.support.templates import ROOT, cfn_lint, resources, run_cdk_app, synthesize
+
+EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
+ISSUER = "https://login.example.com/asya"
+
+
+def _mesh(jwt: dict[str, Any]) -> LoadedMesh:
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["gateway"] = {"auth": "jwt", "jwt": jwt, "admins": {"scopes": ["mesh/admin"], "roles": ["ops"]}}
+    return LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
+
+
+def _synthesized(tmp_path: Path, jwt: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    _, template, outdir = synthesize(_mesh(jwt), tmp_path)  # cdk-nag: every finding acknowledged, or it raises
+    return template, outdir
+
+
+@pytest.fixture(scope="module")
+def with_issuer(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    return _synthesized(tmp_path_factory.mktemp("cdk.out"), {"issuer": ISSUER, "audiences": ["asya-api"]})
+
+
+@pytest.fixture(scope="module")
+def with_cognito(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    return _synthesized(tmp_path_factory.mktemp("cdk.out"), {"cognito": True, "audiences": ["asya-api"]})
+
+
+def _gateway_auth(template: dict[str, Any]) -> Any:
+    [gateway] = [
+        f for f in resources(template, "AWS::Lambda::Function").values() if f["FunctionName"] == "asya-reviews-gateway"
+    ]
+    return gateway["Environment"]["Variables"]["ASYA_GATEWAY_AUTH"]
+
+
+@pytest.mark.parametrize("variant", ["with_issuer", "with_cognito"])
+def test_methods_let_requests_through_to_the_function_that_verifies_them(
+    variant: str, request: pytest.FixtureRequest
+) -> None:
+    template, _ = request.getfixturevalue(variant)
+    for method in resources(template, "AWS::ApiGateway::Method").values():
+        assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", False)
+    assert not resources(template, "AWS::ApiGateway::UsagePlan")
+    assert not resources(template, "AWS::ApiGateway::ApiKey")
+
+
+def test_the_function_trusts_the_mesh_files_issuer(with_issuer: tuple[dict[str, Any], Path]) -> None:
+    template, _ = with_issuer
+    auth = json.loads(_gateway_auth(template))
+    assert auth["mode"] == "jwt"
+    assert (auth["jwt"]["issuer"], auth["jwt"]["audiences"]) == (ISSUER, ["asya-api"])
+    assert auth["admins"]["scopes"] == ["mesh/admin"]
+    assert not resources(template, "AWS::Cognito::UserPool")
+    assert not {"UserPoolId", "UserPoolClientId", "Issuer"} & set(template["Outputs"])
+
+
+def test_cognito_makes_the_pool_its_admin_scope_and_client_and_the_function_trusts_it(
+    with_cognito: tuple[dict[str, Any], Path],
+) -> None:
+    template, outdir = with_cognito
+    [pool_id] = resources(template, "AWS::Cognito::UserPool")
+    pool = resources(template, "AWS::Cognito::UserPool")[pool_id]
+    assert pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
+    [server] = resources(template, "AWS::Cognito::UserPoolResourceServer").values()
+    assert server["UserPoolId"] == {"Ref": pool_id}
+    assert (server["Identifier"], server["Scopes"][0]["ScopeName"]) == ("asya-reviews", "admin")
+    [server_id] = resources(template, "AWS::Cognito::UserPoolResourceServer")
+    [client_id] = resources(template, "AWS::Cognito::UserPoolClient")
+    client = resources(template, "AWS::Cognito::UserPoolClient")[client_id]
+    assert client["GenerateSecret"] is False
+    admin_scope = {"Fn::Join": ["", [{"Ref": server_id}, "/admin"]]}
+    assert client["AllowedOAuthScopes"] == ["openid", admin_scope]
+    outputs = template["Outputs"]
+    assert outputs["UserPoolId"]["Value"] == {"Ref": pool_id}
+    assert outputs["UserPoolClientId"]["Value"] == {"Ref": client_id}
+    issuer = json.dumps(outputs["Issuer"]["Value"])
+    assert "https://cognito-idp." in issuer
+    assert '"Ref": "AWS::Region"' in issuer
+    assert f'"Ref": "{pool_id}"' in issuer
+    environment = json.dumps(_gateway_auth(template))  # built at deploy: the pool's id and the client's
+    assert f'"Ref": "{pool_id}"' in environment
+    assert f'"Ref": "{client_id}"' in environment
+    assert "asya-reviews/admin" in environment
+    assert "mesh/admin" in environment
+    result = cfn_lint(outdir / "asya-reviews.template.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("gateway", "named"),
+    [
+        ("{auth: jwt}", "'auth: jwt' needs a 'jwt' block"),
+        ("{auth: jwt, jwt: {issuer: 'http://login.example.com', audiences: [a]}}", "gateway.jwt.issuer"),
+        ("{auth: jwt, jwt: {issuer: 'https://login.example.com', cognito: true, audiences: [a]}}", "exactly one of"),
+        ("{auth: jwt, jwt: {issuer: 'https://login.example.com'}}", "gateway.jwt.audiences: Field required"),
+    ],
+    ids=["no-jwt-block", "http-issuer", "issuer-and-cognito", "no-audiences"],
+)
+def test_a_bad_sign_in_config_fails_synth_naming_the_field(tmp_path: Path, gateway: str, named: str) -> None:
+    bad = tmp_path / "mesh.yaml"
+    bad.write_text(f"namespace: demo\nactors:\n  a: {{handler: m.f, code: .}}\ngateway: {gateway}\n")
+    result = run_cdk_app(bad, tmp_path / "out")
+    assert result.returncode != 0
+    assert f"{bad}: gateway" in result.stderr
+    assert named in result.stderr, result.stderr[-2000:]
+
+
+def test_the_environment_size_check_counts_the_pool_at_its_longest() -> None:
+    """`asya check` and synth weigh each environment at its longest: the pool's issuer and client too."""
+    sizes = {f.function: size for f, size in longest_environments(_mesh({"cognito": True, "audiences": ["a"]}))}
+    plain = {f.function: size for f, size in longest_environments(_mesh({"issuer": ISSUER, "audiences": ["a"]}))}
+    assert sizes["asya-reviews-gateway"] - plain["asya-reviews-gateway"] > COGNITO_CLIENT_ID_MAX

@@ -1,0 +1,157 @@
+"""Sign-in end to end on the local stack: a mesh with `gateway.auth: jwt` whose issuer the local stack
+plays. Tokens from `asya token` and the local issuer are taken by REST, SSE and MCP alike; an expired
+one, one for another audience and a forged one are refused with 401s that say why and point at the
+protected resource's metadata, which anyone may read and which names the mesh file's issuer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+import yaml
+
+from asya_local import cli
+from asya_local.endpoint.process import LocalEndpoint
+from asya_local.issuer import LocalIssuer
+from asya_local.local_state import write_state
+from tests.support.stack import RunningMesh, running
+
+pytestmark = pytest.mark.integration
+MESH = Path(__file__).resolve().parent / "mesh" / "signin.yaml"
+ISSUER = "https://login.example.com/asya"  # as the mesh file says
+
+
+@pytest.fixture(scope="module")
+def signed_in(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
+    with running(endpoint, MESH) as mesh:
+        yield mesh
+
+
+@pytest.fixture(scope="module")
+def http(signed_in: RunningMesh) -> Iterator[httpx2.Client]:
+    assert signed_in.stack.gateway_url is not None
+    with httpx2.Client(base_url=signed_in.stack.gateway_url, timeout=30, trust_env=False) as client:
+        yield client
+
+
+def issuer(mesh: RunningMesh) -> LocalIssuer:
+    assert mesh.stack.issuer is not None, "a mesh with gateway.auth: jwt gets the local issuer"
+    return mesh.stack.issuer
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def asya_token(state_file: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """What `asya token` prints, for the stack the state file names."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASYA_LOCAL_STATE", str(state_file))
+        assert cli.main(["token", *args]) == 0
+    return capsys.readouterr().out.strip()
+
+
+def test_a_token_of_asya_token_creates_and_reads_a_task_and_follows_it(
+    signed_in: RunningMesh, http: httpx2.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state_file = tmp_path / "local.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASYA_LOCAL_STATE", str(state_file))
+        write_state(signed_in.stack, MESH)
+    token = asya_token(state_file, capsys, "--subject", "ana")
+    created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 2}}, headers=bearer(token))
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+    assert http.get(f"/api/v1/mesh/{task_id}", headers=bearer(token)).status_code == 200
+    with http.stream("GET", f"/api/v1/mesh/{task_id}/events", params={"cursor": "0"}, headers=bearer(token)) as sse:
+        assert sse.status_code == 200
+        statuses: list[Any] = [event.json() for event in httpx2.EventSource(sse) if event.event == "status"]
+    assert statuses[-1]["status"] == "succeeded"
+    assert statuses[-1]["output"] == {"n": 2, "prepped": True, "label": "even", "done": True}
+
+
+def test_mcp_lists_the_flows_for_a_signed_in_caller(signed_in: RunningMesh, http: httpx2.Client) -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = http.post("/mcp", json=call, headers=bearer(issuer(signed_in).token(subject="bo")))
+    assert answer.status_code == 200, answer.text
+    assert "pipeline" in {tool["name"] for tool in answer.json()["result"]["tools"]}
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [({"expires_in": -300}, "expired"), ({"aud": "another-api"}, "wrong_audience")],
+    ids=["expired", "wrong-audience"],
+)
+def test_a_refused_token_is_a_401_that_names_why_and_where_to_sign_in(
+    signed_in: RunningMesh, http: httpx2.Client, claims: dict[str, Any], reason: str
+) -> None:
+    refused = http.get("/api/v1/mesh", headers=bearer(issuer(signed_in).token(**claims)))
+    assert refused.status_code == 401
+    assert refused.json()["reason"] == reason
+    metadata = f"{http.base_url}/.well-known/oauth-protected-resource".replace("//.well", "/.well")
+    assert f'resource_metadata="{metadata}"' in refused.headers["www-authenticate"]
+
+
+def test_a_forged_token_and_no_token_are_refused_for_streams_and_mcp_too(
+    signed_in: RunningMesh, http: httpx2.Client, tmp_path: Path
+) -> None:
+    other = LocalIssuer.create(tmp_path, signed_in.stack.gateway_auth)  # the same claims, another key
+    forged = bearer(other.token(subject="mallory", scopes=["asya/admin"]))
+    assert http.get("/api/v1/mesh", headers=forged).json()["reason"] == "bad_signature"
+    stream = http.get("/api/v1/mesh/some-task/events", headers=forged)  # served by the local server itself
+    assert (stream.status_code, stream.json()["reason"]) == (401, "bad_signature")
+    mcp = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert (mcp.status_code, mcp.json()["reason"]) == (401, "missing_token")
+    assert "x-api-key" not in json.dumps(dict(mcp.headers)).lower()
+
+
+def test_the_protected_resource_metadata_is_read_without_a_token(signed_in: RunningMesh, http: httpx2.Client) -> None:
+    assert http.get("/health").status_code == 200
+    metadata = http.get("/.well-known/oauth-protected-resource")
+    assert metadata.status_code == 200
+    assert metadata.json()["authorization_servers"] == [ISSUER]
+    assert metadata.json()["scopes_supported"] == ["asya/admin"]
+    assert metadata.json()["resource"] == str(http.base_url).rstrip("/")
+
+
+def test_the_stacks_own_tools_sign_in_as_an_admin(signed_in: RunningMesh) -> None:
+    gateway = signed_in.gateway()  # what asya demo, the console and the tests use
+    assert gateway.health()["namespace"] == "itsignin"
+    created = gateway.create_task({"flow": "pipeline", "payload": {"n": 3}})
+    assert gateway.task(created["id"]) is not None
+
+
+def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: LocalEndpoint, tmp_path: Path) -> None:
+    """The pool, its server and client made through the local endpoint's Cognito API; the gateway trusts
+    the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
+    issuer (the app client in `client_id`, no `aud`) is taken."""
+    document = yaml.safe_load(MESH.read_text())
+    document["namespace"] = "itcognito"
+    document["gateway"]["jwt"] = {"cognito": True, "audiences": ["asya-itest"]}
+    for actor in document["actors"].values():
+        actor["code"] = str(MESH.parent)
+    mesh_file = tmp_path / "mesh.yaml"
+    mesh_file.write_text(yaml.safe_dump(document))
+    with running(endpoint, mesh_file) as mesh:
+        pool_id = mesh.stack.outputs["UserPoolId"]
+        assert mesh.stack.outputs["Issuer"] == f"https://cognito-idp.us-east-1.amazonaws.com/{pool_id}"
+        client = mesh.stack.client("cognito-idp").describe_user_pool_client(
+            UserPoolId=pool_id, ClientId=mesh.stack.outputs["UserPoolClientId"]
+        )
+        assert client["UserPoolClient"]["ClientName"] == "asya-itcognito"
+        local = issuer(mesh)
+        assert local.issuer == mesh.stack.outputs["Issuer"]
+        assert mesh.stack.gateway_url is not None
+        with httpx2.Client(base_url=mesh.stack.gateway_url, timeout=30, trust_env=False) as http:
+            metadata = http.get("/.well-known/oauth-protected-resource").json()
+            assert metadata["authorization_servers"] == [local.issuer]
+            assert "asya-itcognito/admin" in metadata["scopes_supported"]
+            token = local.token(subject="cy", scopes=["asya-itcognito/admin"])
+            assert "aud" not in jwt.decode(token, options={"verify_signature": False})
+            created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
+            assert created.status_code == 201, created.text
