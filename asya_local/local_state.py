@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from asya import variables
+from asya_local.discovery import BearerAuth
 from asya_local.gateway_client import GatewayClient
 from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.stack import LocalStack
@@ -105,10 +106,12 @@ def read_state() -> dict[str, str] | None:
     return state if state is not None and _alive(state) else None
 
 
-def gateway_of(state: dict[str, str]) -> GatewayClient:
+def gateway_of(state: dict[str, str], token: str | None = None) -> GatewayClient:
+    """The local stack's gateway, with its API key (and a bearer `token`, for a mesh whose gateway
+    verifies the caller's JWT)."""
     if "gateway_url" not in state:
         raise LocalStateError("the running stack serves no gateway (its mesh deploys none)")
-    return GatewayClient(state["gateway_url"], state["api_key"])
+    return GatewayClient(state["gateway_url"], state["api_key"], auth=BearerAuth(token) if token else None)
 
 
 def worker_log_folder() -> Path:
