@@ -188,12 +188,22 @@ def deploy(
     emr_serverless: Any = None,
     timeout: float = 60.0,
     s3: Any = None,
+    *,
+    served: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
     applications are created through their own API first (`emr_serverless`), as moto's CloudFormation
-    does not know them; in nested templates too, which are then published (`s3`) for moto to read."""
+    does not know them; in nested templates too, which are then published (`s3`) for moto to read.
+    `served`: outputs whose value is where the local stack serves what AWS would (`ApiUrl`: the local
+    gateway server, as API Gateway has no data plane here), so a client that finds the mesh from its
+    outputs reaches it."""
     template = dict(synthesized.template)
+    if "Outputs" in template:
+        outputs = template["Outputs"]
+        template["Outputs"] = outputs | {
+            name: {**outputs[name], "Value": value} for name, value in (served or {}).items() if name in outputs
+        }
     if emr_serverless is not None:
         template = create_emr_applications(emr_serverless, template)
     for key, nested in synthesized.nested.items():

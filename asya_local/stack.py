@@ -207,7 +207,11 @@ class LocalStack:
             endpoint_admin(self.endpoint, "spark-code", {"code": code, "libraries": libraries})
         self.stack_name = synthesized.stack_name
         self.outputs = create_stack(
-            self.client("cloudformation"), synthesized, self.client("emr-serverless"), s3=self.client("s3")
+            self.client("cloudformation"),
+            synthesized,
+            self.client("emr-serverless"),
+            s3=self.client("s3"),
+            served={"ApiUrl": f"http://127.0.0.1:{self.gateway_port}"},
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)
         fill_buckets(self.mesh, self.client("s3"))

@@ -27,7 +27,10 @@ does not wait for what streams use to be built. This import is also where a fail
 start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
-but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403.
+but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403. A request signed with SigV4
+is checked instead as API Gateway's IAM authorization checks it (`asya_local.functions.iam_auth`,
+against the credentials the local endpoint issued), and its signer reaches the function in
+`requestContext.identity`, so the local stack also plays a mesh deployed with `gateway.auth: iam`.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -49,6 +52,8 @@ from typing import Any
 
 from asya_local.functions import worker
 from asya_local.functions.environments import Environments
+from asya_local.functions.iam_auth import SignatureRefusedError, Signers, endpoint_signers, is_signed, verify
+from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
@@ -75,19 +80,30 @@ CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 class Gateway:
     """What API Gateway decides for one request: refuse it, stream it, or invoke the function."""
 
-    def __init__(self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None) -> None:
+    def __init__(
+        self, spec: dict[str, Any], open_event_stream: OpenEventStream | None = None, signers: Signers | None = None
+    ) -> None:
+        """`signers`: who holds the keys a signed request may use (default: the local endpoint's)."""
         self.spec = spec
         self.open_event_stream = open_event_stream
         self._api_key = spec["api_key"].encode()
         self.environments = Environments(spec, ENVIRONMENTS)
+        endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
+        self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
-        if not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
+        signer = None
+        if is_signed(request):  # IAM authorization, as API Gateway does it before the function runs
+            try:
+                signer = verify(request, self.signers, REGION).fields()
+            except SignatureRefusedError as exc:
+                return gateway_answer(403, str(exc), request.request_id)
+        elif not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
             return self._event_stream(request, events.group(1))
-        return self.invoke(request)
+        return self.invoke(request, signer)
 
     def _has_key(self, request: HttpRequest) -> bool:
         return hmac.compare_digest((request.header(API_KEY_HEADER) or "").encode(), self._api_key)
@@ -109,14 +125,14 @@ class Gateway:
             return HttpResponse(404, [("Content-Type", "application/json")], body)
         return stream
 
-    def invoke(self, request: HttpRequest) -> HttpResponse:
+    def invoke(self, request: HttpRequest, signer: dict[str, str] | None = None) -> HttpResponse:
         """Invoke the function, answering within API Gateway's integration timeout, counted from the
         request's arrival (a 504, whatever the function does; a request that cannot start in that time
         never runs). The function's own timeout counts from its invocation's start, as on Lambda: the
         environments' watchdog ends an invocation past it, and that is a function error (a 502)."""
         timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
         deadline = time.monotonic() + timeout
-        event = proxy_event(request, self.spec["rest_api_id"])
+        event = proxy_event(request, self.spec["rest_api_id"], signer)
         if len(json.dumps(event).encode()) > MAX_INVOKE_PAYLOAD_BYTES:  # Lambda refuses the invocation
             return gateway_answer(413, "Request Too Long", request.request_id)
         environment = self.environments.take(timeout)
