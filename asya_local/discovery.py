@@ -92,7 +92,7 @@ def discover(stack: str, local_state: dict[str, str] | None = None, token: str |
     except (BotoCoreError, ClientError) as exc:
         raise DiscoveryError(f"stack {stack!r}: {exc}") from None
     except GatewayUnreachableError as exc:
-        hint = " (a local stack is found through .asya/local.json: run this where `asya up` runs)" if endpoint else ""
+        hint = f" (is the local stack of {endpoint} still running?)" if endpoint else ""
         raise DiscoveryError(f"{exc}{hint}") from None
     except GatewayError as exc:
         raise DiscoveryError(f"the gateway of {stack!r} refused: {exc}") from None

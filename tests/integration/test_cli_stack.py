@@ -1,0 +1,77 @@
+"""The task commands against a mesh reached the way a deployed one is: `--stack` finds it from its
+CloudFormation outputs in the endpoint `AWS_ENDPOINT_URL` names, the requests are signed with SigV4 from
+the caller's credentials (the local administrator's key), and the local gateway checks them as API
+Gateway's IAM authorization would. What they print is what the same commands print on the local stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import pytest
+from botocore.credentials import Credentials
+
+from asya_local import cli, local_state
+from asya_local.functions.iam_auth import MISMATCH
+from asya_local.functions.lambda_shapes import REGION
+from asya_local.gateway_client import IamAuth
+from asya_local.roles import LOCAL_CREDENTIALS
+from tests.support.stack import MESH, RunningMesh
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+STACK = "asya-itest"
+
+
+def test_send_watch_status_results_and_tasks_through_the_aws_path_print_what_the_local_commands_print(
+    running_mesh: RunningMesh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = running_mesh.stack
+    recorded = tmp_path / "local.json"
+    monkeypatch.setenv("ASYA_LOCAL_STATE", str(recorded))
+    local_state.write_state(stack, MESH)  # what `asya up` records, for the local commands
+    for name, value in LOCAL_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+
+    def local(*argv: str) -> tuple[int, str]:
+        monkeypatch.setenv("ASYA_LOCAL_STATE", str(recorded))
+        monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+        return cli.main(list(argv)), capsys.readouterr().out
+
+    def deployed(*argv: str) -> tuple[int, str]:
+        monkeypatch.setenv("ASYA_LOCAL_STATE", str(tmp_path / "no-local-stack.json"))
+        monkeypatch.setenv("AWS_ENDPOINT_URL", stack.endpoint)
+        return cli.main([*argv, "--stack", STACK]), capsys.readouterr().out
+
+    code, printed = deployed("send", '{"n": 4}', "--flow", "pipeline")
+    assert code == 0, printed + running_mesh.errors()
+    task_id = printed.strip()
+    code, watched = deployed("watch", task_id)
+    assert code == 0, watched + running_mesh.errors()
+    assert "succeeded" in watched
+
+    shown = {}
+    for command in (("status", task_id), ("results", task_id), ("tasks", "--flow", "pipeline")):
+        code, shown[command[0]] = deployed(*command)
+        assert code == 0, shown[command[0]]
+        assert (0, shown[command[0]]) == local(*command), command
+    assert '"label": "even"' in shown["results"]
+    assert task_id[:8] in shown["status"]
+    assert task_id in shown["tasks"]
+
+
+def test_the_local_gateway_knows_the_keys_the_endpoint_issues_and_refuses_a_wrong_secret(
+    running_mesh: RunningMesh,
+) -> None:
+    """A user's key made with IAM on the endpoint after the stack started signs for that user at once;
+    the same key with a wrong secret gets API Gateway's 403 (the gateway asks the endpoint who holds a
+    key). The local gateway checks no `execute-api:Invoke` grant: the user needs none here."""
+    stack = running_mesh.stack
+    stack.client("iam").create_user(UserName="cli-stack-caller")
+    key = stack.client("iam").create_access_key(UserName="cli-stack-caller")["AccessKey"]
+    right = Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+    wrong = Credentials(key["AccessKeyId"], "not-the-secret")
+    with httpx2.Client(base_url=stack.gateway_url or "", trust_env=False, timeout=20) as client:
+        assert client.get("/api/v1/mesh", auth=IamAuth(right, REGION)).status_code == 200
+        refused = client.get("/api/v1/mesh", auth=IamAuth(wrong, REGION))
+        assert (refused.status_code, refused.json()) == (403, {"message": MISMATCH})
