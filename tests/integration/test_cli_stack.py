@@ -12,6 +12,9 @@ import pytest
 from botocore.credentials import Credentials
 
 from asya_local import cli, local_state
+from asya_local.console.deployed import deployed_console
+from asya_local.console.server import serve
+from asya_local.discovery import discover
 from asya_local.functions.iam_auth import MISMATCH
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import IamAuth
@@ -38,9 +41,12 @@ def test_send_watch_status_results_and_tasks_through_the_aws_path_print_what_the
         monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
         return cli.main(list(argv)), capsys.readouterr().out
 
-    def deployed(*argv: str) -> tuple[int, str]:
+    def the_aws_way() -> None:
         monkeypatch.setenv("ASYA_LOCAL_STATE", str(tmp_path / "no-local-stack.json"))
         monkeypatch.setenv("AWS_ENDPOINT_URL", stack.endpoint)
+
+    def deployed(*argv: str) -> tuple[int, str]:
+        the_aws_way()
         return cli.main([*argv, "--stack", STACK]), capsys.readouterr().out
 
     code, printed = deployed("send", '{"n": 4}', "--flow", "pipeline")
@@ -58,6 +64,15 @@ def test_send_watch_status_results_and_tasks_through_the_aws_path_print_what_the
     assert '"label": "even"' in shown["results"]
     assert task_id[:8] in shown["status"]
     assert task_id in shown["tasks"]
+
+    the_aws_way()
+    served = serve(deployed_console(discover(STACK)))  # `asya console --stack`, still the AWS way
+    try:
+        assert "Mesh itest" in httpx2.get(served.url, timeout=30).text
+        page = httpx2.get(f"{served.url}/tasks/{task_id}", timeout=30)
+        assert (page.status_code, "succeeded" in page.text) == (200, True), page.text[-2000:]
+    finally:
+        served.stop()
 
 
 def test_the_local_gateway_knows_the_keys_the_endpoint_issues_and_refuses_a_wrong_secret(
