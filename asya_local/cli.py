@@ -17,6 +17,10 @@
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
     asya flow show FLOW [--config FILE] [--image PATH]  a flow's route, or its program in words and drawn
 
+`send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun`, `queues`, `sump` and
+`console` take `--stack NAME [--token T]`: a deployed mesh, found from its stack's outputs and reached
+with the caller's AWS credentials (`asya_local.discovery`), instead of the local stack.
+
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
 URL, worker log, its own process) so the other commands find it, from any folder below
 (`asya_local.local_state`). While the mesh runs, `asya up` and `asya demo` show
