@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 STACK = "asya-itest"
 
 
-def test_send_watch_status_results_and_tasks_through_the_aws_path_print_what_the_local_commands_print(
+def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_show_locally(
     running_mesh: RunningMesh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stack = running_mesh.stack
@@ -57,7 +57,7 @@ def test_send_watch_status_results_and_tasks_through_the_aws_path_print_what_the
     assert "succeeded" in watched
 
     shown = {}
-    for command in (("status", task_id), ("results", task_id), ("tasks", "--flow", "pipeline")):
+    for command in (("status", task_id), ("results", task_id), ("tasks", "--flow", "pipeline"), ("sump", "list")):
         code, shown[command[0]] = deployed(*command)
         assert code == 0, shown[command[0]]
         assert (0, shown[command[0]]) == local(*command), command
