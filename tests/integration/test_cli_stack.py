@@ -57,7 +57,8 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
     assert "succeeded" in watched
 
     shown = {}
-    for command in (("status", task_id), ("results", task_id), ("tasks", "--flow", "pipeline"), ("sump", "list")):
+    listing = ("tasks", "--flow", "pipeline", "--since", "1h")  # a query with `:` in it, signed
+    for command in (("status", task_id), ("results", task_id), listing, ("sump", "list")):
         code, shown[command[0]] = deployed(*command)
         assert code == 0, shown[command[0]]
         assert (0, shown[command[0]]) == local(*command), command
