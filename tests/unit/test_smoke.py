@@ -1,5 +1,6 @@
-"""`asya smoke`: requests signed for an IAM-protected gateway, the mesh found from a stack's outputs, and
-the report and exit code when a flow fails, times out or has no example (a scripted gateway, moto's S3)."""
+"""`asya smoke`: requests signed for an IAM-protected gateway, and the report and exit code when a flow
+fails, times out or has no example (a scripted gateway, moto's S3). How the mesh is found from its
+stack's outputs, for every auth mode, is `test_discovery.py`'s."""
 
 from __future__ import annotations
 
