@@ -65,6 +65,9 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
     assert '"label": "even"' in shown["results"]
     assert task_id[:8] in shown["status"]
     assert task_id in shown["tasks"]
+    code, depths = deployed("queues")  # read from SQS with the caller's credentials, not through the gateway
+    assert code == 0, depths
+    assert "asya-itest-prep" in depths
 
     the_aws_way()
     served = serve(deployed_console(discover(STACK)))  # `asya console --stack`, still the AWS way
