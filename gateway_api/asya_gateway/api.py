@@ -42,12 +42,12 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.callers import OPERATOR, Caller, aws_caller
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_gateway.sse import follow
 from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
 
@@ -141,12 +141,13 @@ class RedriveRequest(_Model):
 
 
 class GatewayFunction:
-    """What the API function runs: the task service its routes use, x-sump's listing, and telemetry."""
+    """What the API function runs: the task service its routes use (each request's caller's view of it,
+    `service()`), x-sump's index, and telemetry."""
 
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
         table = tasks.settings.sump_table
-        self.sump = Sump(tasks, SumpIndex(table, client=tasks.tasks.client)) if table else None
+        self.sump_index = SumpIndex(table, client=tasks.tasks.client) if table else None
         self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -162,16 +163,29 @@ lambda_handler: LambdaEntry[GatewayFunction] = LambdaEntry(
 )
 
 
+def caller() -> Caller:
+    """Who the current request's caller is (docs/callers.md)."""
+    return aws_caller(app.current_event.raw_event, lambda_handler.built.service.settings.auth)
+
+
 def service() -> TaskService:
-    return lambda_handler.built.service
+    """The task service as the current request's caller sees it: every door that goes through it
+    (REST, MCP, A2A) shows and changes the caller's own tasks only, an admin's every task."""
+    return lambda_handler.built.service.as_caller(caller())
 
 
 def telemetry() -> Telemetry:
     return lambda_handler.built.telemetry
 
 
+def sump_or_none() -> Sump | None:
+    """x-sump's entries as the current request's caller sees them; None without a sump table."""
+    index = lambda_handler.built.sump_index
+    return Sump(service(), index) if index is not None else None
+
+
 def sump() -> Sump:
-    found = lambda_handler.built.sump
+    found = sump_or_none()
     if found is None:
         raise TaskError(404, "this gateway has no sump table (ASYA_SUMP_TABLE)")
     return found
@@ -374,7 +388,7 @@ def task_events(
     cursor: EventCursor = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", pattern=CURSOR_PATTERN, max_length=64)] = None,
 ) -> Response[str]:
-    chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS)
+    chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS, caller=caller())
     if chunks is None:
         raise TaskError(404, f"no task {task_id!r}")
     return Response(
@@ -413,7 +427,7 @@ def mcp() -> Response[Any]:
     endpoint = McpEndpoint(
         service(),
         lambda task_id: task_urls(task_id)["status_url"],
-        lambda_handler.built.sump,
+        sump_or_none(),
         wait_left=wait_left,
         idempotency_key=app.current_event.headers.get("idempotency-key"),
     )
@@ -440,21 +454,17 @@ def open_event_stream(
     last_event_id: str | None,
     keepalive_seconds: float = 15.0,
     max_seconds: float | None = None,
+    caller: Caller = OPERATOR,
 ) -> Iterator[str] | None:
-    """SSE chunks for a task (None if it is unknown); the local HTTP server streams them as they come.
-    It checks the id and cursor as the REST route does, since the local server calls it directly."""
+    """SSE chunks for a task (None if it is unknown, or not `caller`'s); the local HTTP server streams
+    them as they come. It checks the id and cursor as the REST route does, since the local server calls
+    it directly, outside any request of the resolver's: as the operator, whose key it checked."""
     if last_event_id is not None and not EVENT_CURSOR.fullmatch(last_event_id):
         raise TaskError(422, f"Last-Event-ID (or cursor): {last_event_id[:80]!r} is not an event's id")
     if len(task_id) > MAX_TASK_ID:
         raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
-    return follow(
-        service().tasks,
-        service().events,
-        task_id,
-        last_event_id,
-        keepalive_seconds=keepalive_seconds,
-        max_seconds=max_seconds,
-    )
+    tasks = lambda_handler.built.service.as_caller(caller)
+    return tasks.follow(task_id, last_event_id, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds)
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:

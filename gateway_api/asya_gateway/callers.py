@@ -66,12 +66,14 @@ class AuthSettings:
 
 def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:
     """The caller API Gateway authorized before the function ran: an AWS principal (IAM), or the holder
-    of the mesh's API key. The mesh has one key, handed to its operators, so its holder sees every task."""
+    of the mesh's API key. The mesh has one key, handed to its operators, so its holder sees every task.
+    A request with the key and no principal is the key's holder whatever the mode: on AWS an IAM-mode
+    request always names its principal, and the local stack's stand-in for API Gateway checks the key."""
     identity = (event.get("requestContext") or {}).get("identity") or {}
-    if auth.mode == "api_key":
-        key_id = identity.get("apiKeyId")
-        return Caller(owner=f"key:{key_id}" if key_id else None, admin=True)
     principal = identity.get("userArn")
+    key_id = identity.get("apiKeyId")
+    if auth.mode == "api_key" or (key_id and not principal):
+        return Caller(owner=f"key:{key_id}" if key_id else None, admin=True)
     if not principal:
         return Caller(owner=None)
     admin = any(fnmatchcase(principal, pattern) for pattern in auth.admin_principals)

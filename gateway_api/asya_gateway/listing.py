@@ -6,7 +6,12 @@ that index newest first. A listing of all statuses reads each status's index new
 them, taking the newest entry of any status each time, as a merge sort's last step does: the page is
 newest first across statuses, and its cursor (`TaskCursor`) says where each status's read goes on. A
 table scan would be cheaper by a query or so, but it returns tasks in no useful order, and a person
-looking for a task looks among the newest."""
+looking for a task looks among the newest.
+
+A caller who is not an admin is shown its own tasks only (`asya_gateway.ownership`): the records read
+are kept if they are its own (a branch if its root is), as the flow and actor filters keep theirs.
+The index is not narrowed by owner, so such a listing reads the entries of every owner to fill its
+page (up to `LISTING_READS`), and one batch of roots' owners for the branches among them."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from asya.envelope import parse_rfc3339
 from asya.task_record import RANKS
 from asya.task_store import TaskStore
 from asya_gateway.cursors import NOT_OURS, TaskCursor
+from asya_gateway.ownership import Ownership
 from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
 
@@ -90,8 +96,9 @@ class _StatusRead:
 class TaskListing:
     """The tasks of the mesh's table, as the gateway lists them (`GET /api/v1/mesh`)."""
 
-    def __init__(self, tasks: TaskStore) -> None:
+    def __init__(self, tasks: TaskStore, ownership: Ownership) -> None:
         self.tasks = tasks
+        self.ownership = ownership  # whose tasks the listing shows
 
     def page(
         self, status: str | None, limit: int, cursor: str | None, where: TaskFilter | None = None
@@ -150,13 +157,16 @@ class TaskListing:
         return len(answer.get("Items", []))
 
     def _records(self, where: TaskFilter, found: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
-        """The records of the index entries taken, in their order, those `where` admits."""
+        """The records of the index entries taken, in their order, those `where` admits and the caller
+        sees."""
         ids = [entry["id"]["S"] for entry in found]
         try:
             records = self.tasks.get_many(ids)
+            admitted = {task_id: record for task_id, record in records.items() if where.admits(record)}
+            seen = self.ownership.seen(admitted)
         except BatchIncompleteError as exc:  # a page must not leave tasks out unnoticed
             raise TaskError(503, f"{exc}; ask for this page again") from exc
-        return [records[task_id] for task_id in ids if task_id in records and where.admits(records[task_id])]
+        return [admitted[task_id] for task_id in ids if task_id in seen]
 
 
 def _merge(reads: list[_StatusRead], most: int) -> list[dict[str, Any]]:

@@ -8,12 +8,13 @@ forward only.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,12 @@ from asya.results import result_key, result_prefix
 from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.callers import OPERATOR, OWNER_ATTRIBUTE, Caller
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
+from asya_gateway.ownership import Ownership
 from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.sse import follow
 from asya_gateway.task_error import TaskError
 from asya_gateway.task_input import INPUT, INPUT_REF, RERUN_OF, STARTED_ROUTE, keep_input, read_input, rerun_request
 from asya_gateway.views import BRANCH_FAILED, task_view
@@ -63,9 +67,11 @@ IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _IDEMPOTENT_TASKS = uuid.UUID("5d1f3c52-0b6e-4c1e-9f1a-6f1c0a6b2e44")  # the namespace of ids made from keys
 
 
-def idempotent_task_id(namespace: str, key: str) -> str:
-    """The task id a create with this key makes, in this mesh: the same for every retry of it."""
-    return str(uuid.uuid5(_IDEMPOTENT_TASKS, f"{namespace}\n{key}"))
+def idempotent_task_id(namespace: str, key: str, owner: str | None = None) -> str:
+    """The task id a create with this key makes, in this mesh, for this caller (`owner`): the same for
+    every retry of it. Each caller's keys are its own, so one caller's key never finds another's task."""
+    scope = namespace if owner is None else f"{namespace}\n{owner}"
+    return str(uuid.uuid5(_IDEMPOTENT_TASKS, f"{scope}\n{key}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +82,19 @@ class Created:
     replayed: bool = False  # made by an earlier create with the same idempotency key
 
 
+class _Queues:
+    """The SQS client and the queue URLs found, shared by a service and its copies bound to callers."""
+
+    client: LazyClient[SQSClient] = LazyClient("sqs")
+
+    def __init__(self, client: SQSClient | None) -> None:
+        self._client = client
+        self.urls: dict[str, str] = {}
+
+
 class TaskService:
-    sqs: LazyClient[SQSClient] = LazyClient("sqs")
+    """Every door's tasks, as one caller sees them (`as_caller`); built for no caller, the operator's:
+    every task."""
 
     def __init__(
         self,
@@ -95,13 +112,35 @@ class TaskService:
         self.clock = clock
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
-        self._sqs = sqs
+        self.queues = _Queues(sqs)
         self.kept = KeptObjects(settings.results_bucket, s3)
-        self.listing = TaskListing(self.tasks)
-        self._queue_urls: dict[str, str] = {}
+        self.caller = OPERATOR
+        self.ownership = Ownership(self.tasks, OPERATOR)
+        self.listing = TaskListing(self.tasks, self.ownership)
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
         self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
+
+    @property
+    def sqs(self) -> SQSClient:
+        return self.queues.client
+
+    def as_caller(self, caller: Caller) -> TaskService:
+        """This service as `caller` sees it: its tasks are those it creates, and a task it may not see
+        is answered as unknown. The clients and what was found with them are shared, not made again."""
+        bound = copy.copy(self)
+        bound.caller = caller
+        bound.ownership = Ownership(self.tasks, caller)
+        bound.listing = TaskListing(self.tasks, bound.ownership)
+        return bound
+
+    def _task(self, task_id: str) -> dict[str, Any]:
+        """The task's record, if the caller sees it. A task it may not see is a task unknown, with the
+        same answer, so that a caller cannot tell another's task ids from ids never made."""
+        item = self.tasks.get(task_id)
+        if item is None or not self.ownership.sees(item):
+            raise TaskError(404, f"no task {task_id!r}")
+        return item
 
     # -- creating -------------------------------------------------------------------------------------
 
@@ -145,7 +184,7 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
             asked = {"route": actors, "flow": flow, "payload": payload, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        task_id = idempotent_task_id(self.settings.namespace, idempotency_key) if idempotency_key else str(uuid.uuid4())
+        task_id = self._new_id(idempotency_key)
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
         status["updated_at"] = rfc3339(now)
         if deadline:
@@ -157,7 +196,9 @@ class TaskService:
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
-            record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of})
+            record.update(
+                {STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of, OWNER_ATTRIBUTE: self.caller.owner}
+            )
             record["program_version"] = chosen.program["version"] if chosen and chosen.program else None
             started = keep_input(envelope, body, self.claims)
             record.update(started.kept)
@@ -175,6 +216,12 @@ class TaskService:
                 self.tasks.finish(task_id, task_id, TaskStatus.FAILED, failure)
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
         return Created(task_id, tracked, task_view(written) if written is not None else None)
+
+    def _new_id(self, idempotency_key: str | None) -> str:
+        """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry)."""
+        if idempotency_key is None:
+            return str(uuid.uuid4())
+        return idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
 
     def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], queue: str, key: str) -> Created:
         """A create whose key made this task before: the same request answers with the task; if its
@@ -268,20 +315,18 @@ class TaskService:
             raise TaskError(503, f"the envelope could not be sent to {actor!r}: {exc}") from exc
 
     def _queue_url(self, actor: str) -> str:
-        if actor not in self._queue_urls:
+        if actor not in self.queues.urls:
             try:
                 url = self.sqs.get_queue_url(QueueName=self.settings.queue_name(actor))["QueueUrl"]
             except self.sqs.exceptions.QueueDoesNotExist:
                 raise TaskError(400, f"no actor {actor!r} in namespace {self.settings.namespace!r}") from None
-            self._queue_urls[actor] = url
-        return self._queue_urls[actor]
+            self.queues.urls[actor] = url
+        return self.queues.urls[actor]
 
     # -- reading --------------------------------------------------------------------------------------
 
     def view(self, task_id: str) -> dict[str, Any]:
-        item = self.tasks.get(task_id)
-        if item is None:
-            raise TaskError(404, f"no task {task_id!r}")
+        item = self._task(task_id)
         return self._explained(self._with_input(task_view(item)))
 
     def _explained(self, view: dict[str, Any]) -> dict[str, Any]:
@@ -320,6 +365,17 @@ class TaskService:
             for branch in failed[:FAILED_BRANCHES_SHOWN]
         ]
 
+    def follow(
+        self, task_id: str, cursor: str | None, *, keepalive_seconds: float, max_seconds: float | None
+    ) -> Iterator[str] | None:
+        """The task's events as SSE chunks (`asya_gateway.sse.follow`), None if it is unknown. A caller
+        who is not an admin has the task read first, so that another's task is never marked watched."""
+        if not self.caller.admin:
+            self._task(task_id)
+        return follow(
+            self.tasks, self.events, task_id, cursor, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds
+        )
+
     def flows(self) -> dict[str, Any]:
         """The mesh's flows: route, description, timeout and input schema of each."""
         return {"flows": {name: flow.public() for name, flow in self.settings.flows.items()}}
@@ -334,10 +390,8 @@ class TaskService:
         log instead would cost a write for the watch mark and one per status change on top."""
         deadline = self.clock() + min(seconds, WAIT_MAX_SECONDS)
         pause = WAIT_FIRST_POLL_SECONDS
+        item = self._task(task_id)  # whose it is is asked once: a task's owner never changes
         while True:
-            item = self.tasks.get(task_id)
-            if item is None:
-                raise TaskError(404, f"no task {task_id!r}")
             view = task_view(item)
             left = deadline - self.clock()
             if view["terminal"]:  # the input from S3 is not added: with the output, it could pass 6 MB
@@ -346,6 +400,10 @@ class TaskService:
                 return False, view
             self.sleep(min(pause, left))
             pause = min(pause * 2, WAIT_POLL_SECONDS)
+            read = self.tasks.get(task_id)
+            if read is None:
+                raise TaskError(404, f"no task {task_id!r}")
+            item = read
 
     def _with_output(self, view: dict[str, Any], carried: Carried) -> dict[str, Any]:
         """The view with the result's payload as `output` when x-sink kept the result in S3 under this
@@ -390,25 +448,25 @@ class TaskService:
     def rerun(self, task_id: str, payload: Any = UNSET, idempotency_key: str | None = None) -> Created:
         """A new task of the ended task's flow (or the route it was started on), with the input it was
         started with or `payload`, recording which task it runs again; `idempotency_key` as for
-        `create` (a second click, a retried request: one new task)."""
-        item = self.tasks.get(task_id)
-        if item is None:
-            raise TaskError(404, f"no task {task_id!r}")
+        `create` (a second click, a retried request: one new task). The new task is the caller's, as
+        any task it creates (an admin's re-run of another's task is the admin's)."""
+        item = self._task(task_id)
         asked = rerun_request(item)
         given = read_input(item, self.claims) if payload is UNSET else payload
         return self.create(payload=given, rerun_of=task_id, idempotency_key=idempotency_key, **asked)
 
     def cancel(self, task_id: str) -> dict[str, Any]:
-        item = self.tasks.cancel(task_id)
+        """Cancel the task and its branches; a caller who is not an admin has its record read first
+        (the cancel reads it anyway, so it is given that read)."""
+        seen = None if self.caller.admin else self._task(task_id)
+        item = self.tasks.cancel(task_id, seen)
         if item is None:
             raise TaskError(404, f"no task {task_id!r}")
         return task_view(item)
 
     def resume(self, task_id: str, human_input: dict[str, Any]) -> dict[str, Any]:
         """Merge the human input into the kept envelope's payload and continue through x-resume."""
-        item = self.tasks.get(task_id)
-        if item is None:
-            raise TaskError(404, f"no task {task_id!r}")
+        item = self._task(task_id)
         if item.get("status") != TaskStatus.PAUSED:
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
         envelope = self._paused_envelope(task_id)
@@ -440,9 +498,7 @@ class TaskService:
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh. Returns whether it changed anything:
         a stale status (behind what the task already shows) is ignored, as docs/status.md requires."""
-        item = self.tasks.get(task_id)
-        if item is None:
-            raise TaskError(404, f"no task {task_id!r}")
+        item = self._task(task_id)
         if event["type"] == FLY:
             _writable(event["data"], MAX_FLY_BYTES, "the fly event's data")
             try:

@@ -12,6 +12,9 @@ sends. A redrive is done once per arrival in x-sump: asking again answers what w
 A branch that a join gathers (`asya.joins`) is not redriven on its own: its failure was counted by its
 join, which has gone on without it or failed. The join's own failure (`JoinFailed`) is redriven like
 any other: the join actor runs again on the branches as they were gathered when it failed.
+
+An entry belongs to its envelope's task (`task_id`, the root of a branch): a caller who is not an admin
+is shown the entries of its own tasks, and another's is answered as an envelope x-sump never kept.
 """
 
 from __future__ import annotations
@@ -47,10 +50,14 @@ class Sump:
     def list(
         self, *, reason: str | None, actor: str | None, since: str | None, limit: int, cursor: str | None
     ) -> dict[str, Any]:
-        """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor."""
+        """x-sump's arrivals that pass the filters, newest first within a page, and the next page's cursor.
+        Those of tasks the caller does not see are left out after the scan (their owners read in one
+        batch), so a caller's page may be short while the cursor goes on."""
         where = SumpFilter(reason, actor, moment("since", since) if since is not None else None)
         start = decode_cursor(cursor, "sump", numbers=("redrives",)) if cursor else None
         entries, last = self.index.page(where, limit, start)
+        seen = self.service.ownership.seen_roots(_task_of(entry) for entry in entries)
+        entries = [entry for entry in entries if _task_of(entry) in seen]
         return {"entries": entries, "next_cursor": encode_cursor(last, "sump") if last else None}
 
     def show(self, envelope_id: str, carried: Carried = IN_REST) -> dict[str, Any]:
@@ -107,7 +114,7 @@ class Sump:
 
     def _entry(self, envelope_id: str) -> dict[str, Any]:
         entry = self.index.latest(envelope_id)
-        if entry is None:
+        if entry is None or not self.service.ownership.seen_roots([_task_of(entry)]):
             raise TaskError(404, f"x-sump kept nothing for {envelope_id!r}")
         return entry
 
@@ -182,6 +189,11 @@ class Sump:
         if task is not None:
             answer["task"] = task
         return answer
+
+
+def _task_of(entry: dict[str, Any]) -> str:
+    """The task an x-sump entry belongs to: its envelope's root."""
+    return str(entry.get("task_id") or entry["id"])
 
 
 # reasons for a message that was not an envelope: x-sump kept what could be kept, not a sendable envelope

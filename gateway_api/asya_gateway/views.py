@@ -43,6 +43,7 @@ _SHOWN = (
     "joined_into",  # a branch a join gathered: the envelope its result went on in
     "rerun_of",  # a task run again: the task it runs again
     "program_version",  # a task of a flow program: the program it runs (docs/flows.md, "Versions")
+    "owner",  # whom the task belongs to: the caller that created it (docs/callers.md); a branch, its root's
 )
 MAX_LISTED_BRANCHES = 100
 BRANCH_FAILED = "BranchFailed"

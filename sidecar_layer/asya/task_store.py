@@ -329,10 +329,11 @@ class TaskStore(BranchCounting):
             aliases("reason", "error", "result", "output"),
         ) or self.get(task_id)
 
-    def cancel(self, task_id: str) -> dict[str, Any] | None:
+    def cancel(self, task_id: str, item: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Cancel a task and, through the root's branch list, its fan-out children. Idempotent: an
-        already terminal task is returned as it is. None if the task is unknown."""
-        item = self.get(task_id)
+        already terminal task is returned as it is. None if the task is unknown. `item`: the record
+        as the caller just read it, not read again."""
+        item = item or self.get(task_id)
         if item is None:
             return None
         if item.get("rank", 0) < Rank.TERMINAL:

@@ -66,6 +66,14 @@ class TaskTable:
         retries raise `BatchIncompleteError` (the gateway answers 503, and the client asks again)."""
         return {item["id"]["S"]: from_item(item) for item in self._batch_get(task_ids, ConsistentRead=True)}
 
+    def owners(self, task_ids: Iterable[str]) -> dict[str, str | None]:
+        """Whom each task belongs to (`owner`: the gateway's caller that created it; None for a task
+        started without the gateway), by id (missing ids are absent). Eventually consistent and only
+        the id and owner read (half a read unit per record): an owner is written with the record and
+        never changes."""
+        found = self._batch_get(task_ids, ProjectionExpression="id, #o", ExpressionAttributeNames={"#o": "owner"})
+        return {item["id"]["S"]: item["owner"]["S"] if "owner" in item else None for item in found}
+
     def page(
         self,
         status: str,

@@ -567,3 +567,24 @@ def test_a_create_retried_with_its_idempotency_key_makes_one_task(gateway: Gatew
     mcp_key = {"Idempotency-Key": f"mcp-{time.time_ns()}"}
     started = [gateway.http.post("/mcp", json=call, headers=mcp_key).json() for _ in range(2)]
     assert len({answer["result"]["structuredContent"]["id"] for answer in started}) == 1
+
+
+def test_the_api_keys_holder_owns_what_it_creates_and_sees_what_no_one_owns(
+    gateway: Gateway, running_mesh: RunningMesh
+) -> None:
+    """The local stack's tools call with the mesh's API key, whose holder is an admin (docs/callers.md):
+    a task it creates is its own, and it sees a task started straight in SQS, which belongs to nobody."""
+    created = gateway.create(flow="pipeline", payload={"n": 6})
+    assert created["task"]["owner"] == "key:local"
+    injected = f"sqs-started-{time.time_ns()}"
+    running_mesh.send(["prep", "infer", "post"], {"n": 6}, injected)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # its record is made by its first hop's claim
+        seen = gateway.http.get(f"/api/v1/mesh/{injected}")
+        if seen.status_code == 200 and seen.json()["terminal"]:
+            break
+        time.sleep(0.2)
+    assert seen.status_code == 200, seen.text
+    assert (seen.json()["status"], "owner" in seen.json()) == ("succeeded", False)
+    listed = gateway.http.get("/api/v1/mesh", params={"limit": 100}).json()["tasks"]
+    assert {created["id"], injected} <= {task["id"] for task in listed}

@@ -12,3 +12,5 @@ UNIT_ENVIRONMENT = {
     "POWERTOOLS_DEV": "false",
     "POWERTOOLS_METRICS_DISABLED": "true",
 }
+# The mesh's API key, as the local stack's own tools send it: its holder sees every task (docs/callers.md).
+OPERATOR_KEY = ("x-api-key", "unit-operator-key")

@@ -17,7 +17,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
 from asya_local.testing.tables import EVENTS, TASKS
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
+from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
 
 STATUSES = ("running", "succeeded", "failed", "pending", "paused", "canceled")
 ROUTE = ("split", "score", "triage")
@@ -48,7 +48,9 @@ def through_the_function(service: TaskService, monkeypatch: pytest.MonkeyPatch) 
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         target = request.url.raw_path.decode()
-        event = proxy_event(HttpRequest(request.method, target, list(request.headers.items()), request.content), "unit")
+        event = proxy_event(
+            HttpRequest(request.method, target, [OPERATOR_KEY, *request.headers.items()], request.content), "unit"
+        )
         answered = http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", 29)))
         return httpx2.Response(answered.status, headers=answered.headers, content=answered.body)
 

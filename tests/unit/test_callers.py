@@ -34,6 +34,14 @@ def test_the_api_keys_holder_is_the_operator_and_nobody_unnamed_sees_anything() 
     assert OPERATOR.sees(None)
 
 
+def test_a_request_with_the_key_and_no_principal_is_the_keys_holder_in_any_mode() -> None:
+    """The local stack's stand-in for API Gateway checks the mesh's key whatever `gateway.auth` says; on
+    AWS, a request IAM authorized always names its principal, which then decides."""
+    assert aws_caller(_event(apiKeyId="local"), AuthSettings()) == Caller(owner="key:local", admin=True)
+    signed = aws_caller(_event(apiKeyId="local", userArn="arn:aws:iam::111122223333:user/bo"), AuthSettings())
+    assert signed == Caller(owner="iam:arn:aws:iam::111122223333:user/bo", admin=False)
+
+
 @pytest.mark.parametrize("raw", ["{", '{"mode": "cognito"}', "[]"])
 def test_a_bad_auth_variable_is_refused_naming_it(raw: str) -> None:
     with pytest.raises(ConfigError, match="ASYA_GATEWAY_AUTH"):

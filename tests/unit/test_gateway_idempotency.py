@@ -22,7 +22,7 @@ from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
+from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
 
 FLOW = "f"
 JSON = ("content-type", "application/json")
@@ -34,7 +34,7 @@ class Gateway:
 
     def send(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
              arrived_seconds_ago: float = 0.0) -> HttpResponse:  # fmt: skip
-        given = [JSON, *(headers or {}).items()]
+        given = [JSON, OPERATOR_KEY, *(headers or {}).items()]
         event = proxy_event(HttpRequest(method, path, given, json.dumps(body).encode() if body else b""), "unit")
         event["requestContext"]["requestTimeEpoch"] = int((time.time() - arrived_seconds_ago) * 1000)
         return http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))

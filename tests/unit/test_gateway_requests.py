@@ -23,7 +23,7 @@ from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import UNIT_ENVIRONMENT
+from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
 from tests.support.hostile_gateway import API, CORPUS, FLOW, FLOW_SCHEMA, JSON_HEADERS, Request
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -38,7 +38,9 @@ class Gateway:
         assert self.send(HttpRequest("DELETE", f"{API}/{self.task_id}", [])).status == 200
 
     def send(self, request: HttpRequest) -> HttpResponse:
-        event = proxy_event(request, "unit")
+        event = proxy_event(
+            HttpRequest(request.method, request.target, [OPERATOR_KEY, *request.headers], request.body), "unit"
+        )
         return http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))
 
     def answer(self, case: Request) -> HttpResponse:

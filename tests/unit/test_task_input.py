@@ -164,14 +164,14 @@ def test_the_api_runs_an_ended_task_again(service: TaskService, monkeypatch: pyt
     from asya_gateway import api
     from asya_local.functions.lambda_shapes import LambdaContext
     from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
-    from tests.support.gateway_unit import UNIT_ENVIRONMENT
+    from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
 
     for name, value in UNIT_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
 
     def post(path: str, body: bytes | None) -> tuple[int, dict[str, Any]]:
-        headers = [("content-type", "application/json")] if body is not None else []
+        headers = [OPERATOR_KEY, *([("content-type", "application/json")] if body is not None else [])]
         request = HttpRequest("POST", f"/api/v1/mesh/{path}", headers, body or b"")
         event = proxy_event(request, "unit")
         answered = http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))
