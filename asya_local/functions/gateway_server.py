@@ -30,7 +30,8 @@ Locally the API is protected by an API key, as API Gateway does with `apiKeyRequ
 but `GET /health` needs the `x-api-key` header, or gets API Gateway's 403. A request signed with SigV4
 is checked instead as API Gateway's IAM authorization checks it (`asya_local.functions.iam_auth`,
 against the credentials the local endpoint issued), and its signer reaches the function in
-`requestContext.identity`, so the local stack also plays a mesh deployed with `gateway.auth: iam`.
+`requestContext.identity`, so the local stack also plays a mesh deployed with `gateway.auth: iam`; its
+event route is then the function's own bounded answer, as on AWS, so the function sees who follows.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -101,7 +102,9 @@ class Gateway:
         elif not (request.method == "GET" and request.path == "/health") and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
-        if request.method == "GET" and events and self.open_event_stream is not None:
+        # A signed request's events are the function's bounded answers, as on AWS, so that the function
+        # sees its signer and shows a caller its own tasks only; the stream served here is the operator's.
+        if request.method == "GET" and events and self.open_event_stream is not None and signer is None:
             return self._event_stream(request, events.group(1))
         return self.invoke(request, signer)
 

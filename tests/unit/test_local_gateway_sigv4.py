@@ -38,7 +38,9 @@ ISSUED = {  # what the local endpoint would answer for the keys it issued
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    server = GatewayServer(Gateway(SPEC, signers=lambda key, token: ISSUED.get((key, token))), free_port())
+    streamed = "event: status\ndata: {}\n\n"  # the server's own stream, for the key's holder
+    gateway = Gateway(SPEC, lambda _id, _cursor: iter([streamed]), signers=lambda key, token: ISSUED.get((key, token)))
+    server = GatewayServer(gateway, free_port())
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -133,3 +135,13 @@ def test_the_endpoint_names_the_holder_of_a_user_key_or_a_role_session_and_no_on
         assert signer(ACCOUNT, session["AccessKeyId"], "another-token") is None
         iam.update_access_key(UserName="bob", AccessKeyId=key["AccessKeyId"], Status="Inactive")
         assert signer(ACCOUNT, key["AccessKeyId"], None) is None, "a deactivated key signs nothing"
+
+
+def test_a_signed_follow_is_the_functions_bounded_answer_as_on_aws_and_a_keyed_one_the_servers_stream(
+    url: str,
+) -> None:
+    with httpx2.Client(base_url=url, trust_env=False, timeout=20) as client:
+        signed = client.get("/api/v1/mesh/t-1/events", auth=IamAuth(SESSION, REGION))
+        assert signed.json()["requestContext"]["identity"]["userArn"] == SESSION_ARN, "the function saw who asks"
+        keyed = client.get("/api/v1/mesh/t-1/events", headers={"x-api-key": KEY})
+        assert (keyed.headers["content-type"], keyed.text) == ("text/event-stream", "event: status\ndata: {}\n\n")
