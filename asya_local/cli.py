@@ -19,6 +19,10 @@
     asya token   [--subject S] [--scope SCOPE]... [--expires-in SECONDS]   a token of the local issuer
                                                  (a mesh with gateway.auth: jwt)
 
+`send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun`, `queues`, `sump` and
+`console` take `--stack NAME [--token T]`: a deployed mesh, found from its stack's outputs and reached
+with the caller's AWS credentials (`asya_local.discovery`), instead of the local stack.
+
 `asya up` writes `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console
 URL, worker log, its own process) so the other commands find it, from any folder below
 (`asya_local.local_state`). While the mesh runs, `asya up` and `asya demo` show
@@ -49,7 +53,18 @@ from rich.text import Text
 from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
-from asya_local import demo_report, deploy_cli, flow_cli, secrets_cli, smoke, sump_cli, task_cli, token_cli, worklog
+from asya_local import (
+    demo_report,
+    deploy_cli,
+    flow_cli,
+    secrets_cli,
+    smoke,
+    stack_option,
+    sump_cli,
+    task_cli,
+    token_cli,
+    worklog,
+)
 from asya_local.arguments import Parser, command, each_input, json_file, positive_int
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
@@ -57,6 +72,7 @@ from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.discovery import DiscoveryError
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.fixtures import LocalSecretError
 from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
@@ -65,7 +81,6 @@ from asya_local.gateway_client import GatewayError, GatewayUnreachableError, Sho
 from asya_local.live_view import LiveView
 from asya_local.local_state import (
     LocalStateError,
-    gateway_of,
     read_state,
     refuse_second_stack,
     running_state,
@@ -76,6 +91,7 @@ from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.screen import console
 from asya_local.smoke import SmokeError
 from asya_local.stack import LocalStack
+from asya_local.stack_option import add_stack_options
 from asya_local.sump_cli import SumpCommandError
 from asya_local.task_cli import TaskCommandError
 from asya_local.worklog import WorkerLog
@@ -134,7 +150,7 @@ def parser() -> Parser:
         "one task per flow through a deployed mesh: pass or fail per flow; cleans up its results",
         "asya smoke --stack asya-reviews --flow triage-reviews",
     )
-    smoke_test.add_argument("--stack", required=True, help="the mesh's stack name (asya-<namespace>)")
+    add_stack_options(smoke_test, required=True)
     smoke_test.add_argument("--flow", action="append", default=[], help="only this flow (repeatable; default: all)")
     smoke_test.add_argument(
         "--timeout",
@@ -150,9 +166,7 @@ def parser() -> Parser:
         "asya console",
         "asya console --stack asya-reviews   # a deployed mesh, with your AWS credentials",
     )
-    console_command.add_argument(
-        "--stack", help="a deployed mesh's stack (asya-<namespace>), with your AWS credentials; default: asya up's"
-    )
+    add_stack_options(console_command)
     console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
     sump_cli.add_parser(commands)
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
@@ -183,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         LocalStateError,
         GatewayUnreachableError,
         SmokeError,
+        DiscoveryError,
         SumpCommandError,
         TaskCommandError,
         LocalSecretError,
@@ -357,9 +372,7 @@ def _console(args: argparse.Namespace) -> int:
             follow_log(where.log, activity.take, stop)
         mesh_console = local_console(where, activity)
     else:
-        import boto3
-
-        mesh_console = deployed_console(smoke.discover(args.stack, state), boto3.Session())
+        mesh_console = deployed_console(stack_option.deployed(args))
     served = serve(mesh_console, args.port)
     console.print(f"console of {mesh_console.where}: {served.url}   (Ctrl-C stops it)", highlight=False)
     try:
@@ -407,12 +420,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _sump(args: argparse.Namespace) -> int:
-    return sump_cli.run(args, gateway_of(running_state()), console)
+    return sump_cli.run(args, stack_option.gateway(args), console)
 
 
 def _smoke(args: argparse.Namespace) -> int:
     """Find the mesh from its stack, run a task per flow, print the table; see `asya_local.smoke`."""
-    mesh = smoke.discover(args.stack, read_state())
+    mesh = stack_option.deployed(args)
     runs = smoke.plan(mesh, args.flow)
     console.print(f"smoke test of {mesh.stack} in {mesh.where}: {len(runs)} flow(s)", highlight=False)
     with Live(smoke.report(mesh, runs), console=console, refresh_per_second=2) as live:

@@ -192,19 +192,28 @@ def deploy(
     s3: Any = None,
     *,
     cognito: Any = None,
+    served: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
     applications (`emr_serverless`) and Cognito user pools (`cognito`) are created through their own
     APIs first, as moto's CloudFormation does not know them; in nested templates too, which are then
-    published (`s3`) for moto to read."""
+    published (`s3`) for moto to read. `served`: outputs whose value is where the local stack serves
+    what AWS would (`ApiUrl`: the local gateway server, as API Gateway has no data plane here), so a
+    client that finds the mesh from its outputs reaches it."""
 
     def created_apart(template: dict[str, Any]) -> dict[str, Any]:
         if emr_serverless is not None:
             template = create_emr_applications(emr_serverless, template)
         return create_user_pools(cognito, template) if cognito is not None else template
 
-    template = created_apart(dict(synthesized.template))
+    template = dict(synthesized.template)
+    if "Outputs" in template:
+        outputs = template["Outputs"]
+        template["Outputs"] = outputs | {
+            name: {**outputs[name], "Value": value} for name, value in (served or {}).items() if name in outputs
+        }
+    template = created_apart(template)
     for key, nested in synthesized.nested.items():
         if s3 is None:
             raise ValueError(f"stack {synthesized.stack_name} has nested stacks: deploying it needs an s3 client")

@@ -119,9 +119,12 @@ class LocalIssuer:
         return self.token(scopes=self.admin_scopes, roles=self.admin_roles)
 
 
-def local_gateway(url: str, api_key: str, issuer: LocalIssuer | None) -> GatewayClient:
+def local_gateway(url: str, api_key: str, issuer: LocalIssuer | None, token: str | None = None) -> GatewayClient:
     """A client of the local stack's gateway as its own tools use it: with the API key, or signed in as
-    an admin by the local issuer when the mesh has sign-in (`issuer`)."""
+    an admin by the local issuer when the mesh has sign-in (`issuer`); a bearer `token` given is sent
+    instead of the admin's (`--token`: a caller of the user's choosing)."""
+    if token:
+        return GatewayClient(url, api_key if issuer is None else None, auth=BearerAuth(lambda: token))
     if issuer is None:
         return GatewayClient(url, api_key)
     return GatewayClient(url, auth=BearerAuth(issuer.admin_token))

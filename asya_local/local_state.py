@@ -107,10 +107,12 @@ def read_state() -> dict[str, str] | None:
     return state if state is not None and _alive(state) else None
 
 
-def gateway_of(state: dict[str, str]) -> GatewayClient:
+def gateway_of(state: dict[str, str], token: str | None = None) -> GatewayClient:
+    """The local stack's gateway, with its API key (and a bearer `token`, for a mesh whose gateway
+    verifies the caller's JWT)."""
     if "gateway_url" not in state:
         raise LocalStateError("the running stack serves no gateway (its mesh deploys none)")
-    return issuer.local_gateway(state["gateway_url"], state["api_key"], issuer.of_state(state))
+    return issuer.local_gateway(state["gateway_url"], state["api_key"], issuer.of_state(state), token)
 
 
 def worker_log_folder() -> Path:

@@ -1,9 +1,8 @@
 """`asya smoke --stack NAME`: one task per flow through a deployed mesh, checked end to end.
 
-Everything is found from the stack: its CloudFormation outputs give the gateway (`ApiUrl`), the
-results bucket (`ResultsBucket`) and how the gateway is protected (`ApiKeyId` when `gateway.auth` is
-`api_key`, IAM otherwise); the gateway's MCP `tools/list` gives the flows, each with its input schema,
-whose first `examples` entry is the payload sent. For each flow:
+Everything is found from the stack (`asya_local.discovery`: the gateway, the results bucket and how
+the gateway is protected, from the stack's CloudFormation outputs); the gateway's MCP `tools/list` gives
+the flows, each with its input schema, whose first `examples` entry is the payload sent. For each flow:
 
 1. create a task (`POST /api/v1/mesh`) and poll it (`GET /api/v1/mesh/{id}`) until it is terminal or
    `timeout` has passed (then it is canceled); polling, not the event stream, so that every flow's
@@ -14,22 +13,17 @@ whose first `examples` entry is the payload sent. For each flow:
 3. delete what the task left under `results/<ns>/<id>/` for the task and each branch. The task records
    stay in the tasks table until `gateway.task_ttl_days` expires them; logs and metrics stay too.
 
-The AWS clients come from boto3's usual chain (profile, environment, SSO, role), so the same command
-runs against a local stack when `AWS_ENDPOINT_URL` points there. One thing differs locally: API
-Gateway has no data plane in the local endpoint, so the gateway is the one `asya up` serves on
-loopback, found with its API key in `.asya/local.json` (`discover`).
+The same command runs against a local stack, found as `asya_local.discovery` says.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.table import Table
 from rich.text import Text
@@ -37,9 +31,8 @@ from rich.text import Text
 from asya.live import STATUS
 from asya.results import result_prefix
 from asya.root_result import OWN_ENVELOPE
-from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, IamAuth
-from asya_local.issuer import local_gateway, of_state
-from asya_local.roles import local_client
+from asya_local.discovery import DeployedMesh
+from asya_local.gateway_client import GatewayError, GatewayUnreachableError
 
 DEFAULT_TIMEOUT_SECONDS = 900.0  # a Spark flow on AWS: an EMR Serverless job per Spark actor, minutes each
 POLL_SECONDS = 1.0
@@ -47,17 +40,7 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 
 class SmokeError(RuntimeError):
-    """The mesh could not be found or reached, or a flow named on the command line does not exist."""
-
-
-@dataclass
-class DeployedMesh:
-    stack: str
-    where: str  # said before anything is sent: which account and region, or which local stack
-    gateway: GatewayClient
-    s3: Any
-    bucket: str
-    namespace: str = ""
+    """A flow named on the command line does not exist."""
 
 
 @dataclass
@@ -78,75 +61,6 @@ class FlowRun:
 
     def fail(self, reason: str) -> None:
         self.outcome, self.reason = FAIL, reason
-
-
-def discover(stack: str, local_state: dict[str, str] | None = None) -> DeployedMesh:
-    """The mesh a stack deployed, and how to reach it. `local_state` is what `asya up` recorded; it is
-    used when it names this stack and boto3 points at its endpoint or nowhere in particular."""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    local = local_state or {}
-    try:
-        if local.get("stack") == stack and endpoint in (None, local.get("endpoint")):
-            mesh = _local(stack, local)
-        else:
-            mesh = _aws(stack, endpoint)
-        mesh.namespace = str(mesh.gateway.health()["namespace"])
-    except (BotoCoreError, ClientError) as exc:
-        raise SmokeError(f"stack {stack!r}: {exc}") from None
-    except GatewayUnreachableError as exc:
-        hint = " (a local stack is found through .asya/local.json: run this where `asya up` runs)" if endpoint else ""
-        raise SmokeError(f"{exc}{hint}") from None
-    except GatewayError as exc:
-        raise SmokeError(f"the gateway of {stack!r} refused: {exc}") from None
-    return mesh
-
-
-def _local(stack: str, state: dict[str, str]) -> DeployedMesh:
-    endpoint = state["endpoint"]
-    where = f"the local stack at {endpoint}"
-    outputs = _outputs(local_client("cloudformation", endpoint), stack, where)
-    return DeployedMesh(
-        stack=stack,
-        where=where,
-        gateway=local_gateway(state["gateway_url"], state["api_key"], of_state(state)),
-        s3=local_client("s3", endpoint),
-        bucket=outputs["ResultsBucket"],
-    )
-
-
-def _aws(stack: str, endpoint: str | None) -> DeployedMesh:
-    session = boto3.Session()
-    if session.region_name is None and os.environ.get("AWS_REGION"):  # the variable Lambda and the SDKs set
-        session = boto3.Session(region_name=os.environ["AWS_REGION"])
-    region = session.region_name
-    if region is None:
-        raise SmokeError("no AWS region: set AWS_DEFAULT_REGION or the profile's region (the stack's region)")
-    credentials = session.get_credentials()
-    if credentials is None:
-        raise SmokeError("no AWS credentials: configure a profile (`aws configure`, `aws sso login`) or AWS_PROFILE")
-    account = session.client("sts").get_caller_identity()["Account"]
-    where = f"account {account} in {region}" + (f" at {endpoint}" if endpoint else "")
-    outputs = _outputs(session.client("cloudformation"), stack, where)
-    if "ApiKeyId" in outputs:  # gateway.auth: api_key
-        key = session.client("apigateway").get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
-        gateway = GatewayClient(outputs["ApiUrl"], key)
-    else:  # gateway.auth: iam (the default)
-        gateway = GatewayClient(outputs["ApiUrl"], auth=IamAuth(credentials, region))
-    return DeployedMesh(stack, where, gateway, session.client("s3"), outputs["ResultsBucket"])
-
-
-def _outputs(cloudformation: Any, stack: str, where: str) -> dict[str, str]:
-    try:
-        described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
-    except ClientError as exc:
-        if "does not exist" in str(exc):
-            raise SmokeError(f"no stack {stack!r} in {where} (`cdk deploy` names it asya-<namespace>)") from None
-        raise
-    outputs = {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
-    missing = [name for name in ("ApiUrl", "ResultsBucket") if name not in outputs]
-    if missing:
-        raise SmokeError(f"stack {stack!r} has no output {', '.join(missing)}: is it an asya mesh?")
-    return outputs
 
 
 def plan(mesh: DeployedMesh, only: Iterable[str] = ()) -> list[FlowRun]:

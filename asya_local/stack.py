@@ -218,6 +218,7 @@ class LocalStack:
             self.client("emr-serverless"),
             s3=self.client("s3"),
             cognito=self.client("cognito-idp"),
+            served={"ApiUrl": f"http://127.0.0.1:{self.gateway_port}"},
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)
         fill_buckets(self.mesh, self.client("s3"))

@@ -18,6 +18,7 @@ from rich.table import Table
 from asya_local.arguments import command, json_value, moment_argument, some_id
 from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.moments import SHAPES
+from asya_local.stack_option import add_stack_options
 
 
 class SumpCommandError(ValueError):
@@ -47,6 +48,8 @@ def add_parser(commands: Any) -> None:
     redrive.add_argument(
         "--envelope", type=json_value, help="the fixed envelope (@file.json), for a message that never parsed"
     )
+    for action in (listing, show, redrive):
+        add_stack_options(action)
     for filtered in (listing, redrive):
         filtered.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
         filtered.add_argument("--actor", help="only failures at this actor")

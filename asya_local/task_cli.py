@@ -24,6 +24,7 @@ from asya.results import result_prefix
 from asya.task_record import TaskStatus
 from asya_cdk.config import FlowConfig, MeshConfig
 from asya_cdk.loading import load_mesh
+from asya_local import stack_option
 from asya_local.arguments import (
     command,
     each_input,
@@ -40,6 +41,7 @@ from asya_local.queues import queue_depths
 from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console, status_text
+from asya_local.stack_option import add_stack_options
 from asya_local.task_text import payload_summary, task_table
 
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
@@ -52,19 +54,19 @@ class TaskCommandError(ValueError):
 
 
 def send(args: argparse.Namespace) -> int:
-    state = running_state()
-    mesh = load_mesh(state["config"]).config
-    target: dict[str, Any] = {"flow": _flow(mesh, args.flow)} if args.flow else {"route": _route_of(mesh, args.route)}
-    if args.each:
-        payloads = each_input(args.payload, "with --each, the payload")
-    else:
-        if args.flow:
+    """Create tasks. Locally the mesh file is at hand, so a flow, route or list of inputs it would refuse
+    is explained first; a deployed mesh's gateway refuses them itself (`--stack`: no mesh file here)."""
+    target: dict[str, Any] = {"flow": args.flow} if args.flow else {"route": _actors(args.route)}
+    if not args.stack:
+        mesh = load_mesh(running_state()["config"]).config
+        target = {"flow": _flow(mesh, args.flow)} if args.flow else {"route": _route_of(mesh, args.route)}
+        if args.flow and not args.each:
             _one_input(args.flow, mesh.flows[args.flow], args.payload)
-        payloads = [args.payload]
+    payloads = each_input(args.payload, "with --each, the payload") if args.each else [args.payload]
     if args.timeout:
         target["timeout"] = args.timeout
     bodies = [{"payload": payload, **target} for payload in payloads for _ in range(args.count)]
-    gateway = gateway_of(state)
+    gateway = stack_option.gateway(args)
     if args.wait is not None:
         if len(bodies) != 1 or args.wait <= 0:
             raise TaskCommandError("--wait takes a number of seconds above 0, for one task (no --count, no --each)")
@@ -99,12 +101,17 @@ def _actor(mesh: MeshConfig, name: str) -> str:
 
 def _route_of(mesh: MeshConfig, given: str) -> list[str]:
     """`--route a,b,c` as the gateway takes it: actors of the mesh, and of the crew only x-pause."""
-    route = [actor.strip() for actor in given.split(",") if actor.strip()]
+    route = _actors(given)
     refused = [actor for actor in route if actor not in mesh.routed]
     if not route or refused:
         named = f"names what no route may: {', '.join(refused)}" if refused else "names no actor"
         raise TaskCommandError(f"--route {named} (a route may name: {', '.join(mesh.routed)})")
     return route
+
+
+def _actors(given: str) -> list[str]:
+    """`--route a,b,c` as a list of actors."""
+    return [actor.strip() for actor in given.split(",") if actor.strip()]
 
 
 def _one_input(name: str, flow: FlowConfig, payload: Any) -> None:
@@ -132,7 +139,7 @@ def rerun(args: argparse.Namespace) -> int:
     with or `--payload`; prints the new task's id, or with `--wait` the new task as it ended."""
     if args.wait is not None and args.wait <= 0:
         raise TaskCommandError("--wait takes a number of seconds above 0")
-    gateway = gateway_of(running_state())
+    gateway = stack_option.gateway(args)
     given = hasattr(args, "payload")  # `--payload null` is an input too
     task_id = gateway.task_id(args.id)
     started = gateway.rerun(task_id, getattr(args, "payload", None), given=given, idempotency_key=new_key())
@@ -148,7 +155,7 @@ def new_key() -> str:
 
 
 def status(args: argparse.Namespace) -> int:
-    gateway = gateway_of(running_state())
+    gateway = stack_option.gateway(args)
     task = gateway.task(gateway.task_id(args.id))
     if task is None:
         console.print(f"[red]no task {args.id}[/red]")
@@ -159,7 +166,7 @@ def status(args: argparse.Namespace) -> int:
 
 def watch(args: argparse.Namespace) -> int:
     """A bar for the task's progress, its FLY messages above it, then the task as it ended."""
-    gateway = gateway_of(running_state())
+    gateway = stack_option.gateway(args)
     args.id = gateway.task_id(args.id)
     if gateway.task(args.id) is None:
         console.print(f"[red]no task {args.id}[/red]")
@@ -191,7 +198,10 @@ def _fly_line(event: Any) -> Text:
 
 def results(args: argparse.Namespace) -> int:
     """What was kept for an envelope and its branches; the id whole, or the first characters of an
-    envelope that left a result or of a recent task (`GatewayClient.task_id`)."""
+    envelope that left a result or of a recent task (`GatewayClient.task_id`); with `--stack`, of a
+    recent task (`deployed_results`)."""
+    if args.stack:
+        return deployed_results(args)
     state = running_state()
     s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
     kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
@@ -208,6 +218,24 @@ def results(args: argparse.Namespace) -> int:
         console.print(_nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None))
         return 1
     for doc in [*own, *children]:
+        print_result(doc)
+    return 0
+
+
+def deployed_results(args: argparse.Namespace) -> int:
+    """`asya results --stack`: the task the gateway knows by the id given, and its branches (those its
+    record lists), each one's results read with the caller's credentials where the crew kept them: its
+    S3 prefix and its task record. A deployed mesh's tables are not scanned, so an envelope that is no
+    task (one put on a queue by hand) needs its whole id."""
+    mesh = stack_option.deployed(args)
+    task_id = mesh.gateway.task_id(args.id)
+    task = mesh.gateway.task(task_id)
+    kept = KeptResults(mesh.s3, mesh.bucket, mesh.namespace, mesh.client("dynamodb"), mesh.outputs.get("TasksTable"))
+    found = [doc for envelope_id in [task_id, *(task or {}).get("branch_ids", [])] for doc in kept.of(envelope_id)]
+    if not found:
+        console.print(_nothing_kept(task_id, task))
+        return 1
+    for doc in found:
         print_result(doc)
     return 0
 
@@ -229,11 +257,17 @@ def print_result(doc: dict[str, Any]) -> None:
 
 
 def queues(args: argparse.Namespace) -> int:
-    state = running_state()
-    sqs = local_client("sqs", state["endpoint"])
+    """Queue depths, read from SQS with the local administrator's credentials, or with `--stack` the
+    caller's (`sqs:ListQueues`, `sqs:GetQueueAttributes`)."""
+    if args.stack:
+        mesh = stack_option.deployed(args)
+        sqs, namespace = mesh.client("sqs"), mesh.namespace
+    else:
+        state = running_state()
+        sqs, namespace = local_client("sqs", state["endpoint"]), state["namespace"]
 
     def depths() -> dict[str, tuple[int, int, int]]:
-        return queue_depths(sqs, state["namespace"])
+        return queue_depths(sqs, namespace)
 
     if not args.watch:
         console.print(_queue_table(depths()))
@@ -276,14 +310,13 @@ def tasks(args: argparse.Namespace) -> int:
     """Tasks newest first, of every status unless one is asked for, fan-out branches left out: one page
     (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
     the next page."""
-    state = running_state()
-    if args.flow or args.actor:  # a name the mesh file lacks would list nothing, as if no task matched
-        mesh = load_mesh(state["config"]).config
+    if not args.stack and (args.flow or args.actor):  # a name the mesh file lacks would list nothing
+        mesh = load_mesh(running_state()["config"]).config
         if args.flow:
             _flow(mesh, args.flow)
         if args.actor:
             _actor(mesh, args.actor)
-    gateway = gateway_of(state)
+    gateway = stack_option.gateway(args)
     where = {name: getattr(args, name) for name in LISTING_FILTERS}
     found: list[dict[str, Any]] = []
     cursor = args.cursor
@@ -327,7 +360,7 @@ def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str
 def cancel(args: argparse.Namespace) -> int:
     """Cancel a task that has not ended; one that has is left as it is, and said so (the gateway's
     cancel would answer with it unchanged, as a cancel is idempotent there)."""
-    gateway = gateway_of(running_state())
+    gateway = stack_option.gateway(args)
     task_id = gateway.task_id(args.id)
     idle = _nothing_to(gateway.task(task_id), task_id, "cancel")
     if idle:
@@ -344,7 +377,7 @@ def cancel(args: argparse.Namespace) -> int:
 def resume(args: argparse.Namespace) -> int:
     """Resume a paused task; any other is said not to be paused, without asking the gateway (which would
     refuse it with 409)."""
-    gateway = gateway_of(running_state())
+    gateway = stack_option.gateway(args)
     task_id = gateway.task_id(args.id)
     idle = _nothing_to(gateway.task(task_id), task_id, "resume")
     if idle:
@@ -421,11 +454,13 @@ def add_parsers(commands: Any) -> None:
         ("results", "what x-sink and x-sump kept for an envelope and its branches", "asya results 5f0c9a2e-…"),
         ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e-…"),
     ):
-        command(commands, name, summary, example).add_argument(
+        by_id = command(commands, name, summary, example)
+        by_id.add_argument(
             "id",
             type=some_id,
             help="the task's id, or its first characters (a recent task's short id, as tables show it)",
         )
+        add_stack_options(by_id)
     resuming = command(
         commands,
         "resume",
@@ -455,6 +490,8 @@ def add_parsers(commands: Any) -> None:
     )
     queue_command = command(commands, "queues", "the mesh's queue depths", "asya queues --watch")
     queue_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    for deployable in (send_command, listing, resuming, again, queue_command):
+        add_stack_options(deployable)
 
 
 COMMANDS = {

@@ -30,7 +30,7 @@ from asya_local.console.aws_history import AwsHistory
 from asya_local.console.stats import AwsStats
 from asya_local.console.task_logs import CloudWatchTaskLogs
 from asya_local.console.topology import Node, Topology
-from asya_local.smoke import DeployedMesh
+from asya_local.discovery import DeployedMesh
 
 AWS_REFRESH_SECONDS = 5.0
 NESTED_STACK = "AWS::CloudFormation::Stack"
@@ -38,27 +38,26 @@ LOG_GROUP = "AWS::Logs::LogGroup"  # one per function of the mesh: where a task'
 NOT_ACTORS = (*CREW, SUMP_DEAD_LETTERS, GATEWAY_STREAM_DEAD_LETTERS)
 
 
-def deployed_console(mesh: DeployedMesh, session: Any) -> Console:
-    """The console of `mesh` (found by `asya_local.smoke.discover`), reading AWS through `session`."""
-    resources = list(stack_resources(session.client("cloudformation"), mesh.stack))
+def deployed_console(mesh: DeployedMesh) -> Console:
+    """The console of `mesh` (found by `asya_local.discovery.discover`), reading AWS with its clients."""
+    resources = list(stack_resources(mesh.client("cloudformation"), mesh.stack))
     routes, programs = listed_flows(mesh.gateway.listed_flows())
-    topology = stack_topology(mesh.namespace, resources, session.client("lambda"), routes, programs)
+    topology = stack_topology(mesh.namespace, resources, mesh.client("lambda"), routes, programs)
     spark = [node.name for node in topology.nodes if node.kind == "spark"]
-    outputs = stack_outputs(session.client("cloudformation"), mesh.stack)
     stats = AwsStats(
-        session,
+        mesh,  # `client(name)`, as a boto3 session gives
         mesh.namespace,
         actors=topology.actors,
         spark_actors=spark,
-        batches_table=outputs.get("SparkBatchesTable"),
+        batches_table=mesh.outputs.get("SparkBatchesTable"),
     )
     log_groups = sorted(
         str(resource["PhysicalResourceId"])
         for resource in resources
         if resource.get("ResourceType") == LOG_GROUP and resource.get("PhysicalResourceId")
     )
-    task_logs = CloudWatchTaskLogs(session.client("logs"), log_groups)
-    history = AwsHistory(session.client("cloudwatch"), mesh.namespace, spark_actors=spark)
+    task_logs = CloudWatchTaskLogs(mesh.client("logs"), log_groups)
+    history = AwsHistory(mesh.client("cloudwatch"), mesh.namespace, spark_actors=spark)
     return Console(
         topology, stats, mesh.gateway, mesh.where, refresh=AWS_REFRESH_SECONDS, history=history, task_logs=task_logs
     )
@@ -78,11 +77,6 @@ def stack_resources(cloudformation: Any, stack: str) -> Iterator[dict[str, Any]]
                 yield from stack_resources(cloudformation, resource["PhysicalResourceId"])
             else:
                 yield resource
-
-
-def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
-    described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
-    return {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
 
 
 def stack_topology(

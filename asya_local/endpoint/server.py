@@ -11,9 +11,10 @@ Spark runner), `POST spark-stop` (a stack stops: its job is killed), `GET reques
 `POST requests-reset` (what was asked of it, by service and operation, each with the CPU seconds its
 answers took, for `bench/local_mesh`), `GET queue-ages/<prefix>` (how long the oldest message of each
 queue has waited: CloudWatch's `ApproximateAgeOfOldestMessage`, which moto does not publish, for the
-console), `GET patches` (the patches of moto it runs with, `asya_local.endpoint.patches`, for the tests
-that prove them). The Spark runner's lines go to stdout as `<source>\\t<line>`; the endpoint prints
-`ready` once it serves.
+console), `POST signer` (who holds an access key, and its secret, for the local gateway's SigV4
+check: `asya_local.endpoint.signers`), `GET patches` (the patches of moto it runs with,
+`asya_local.endpoint.patches`, for the tests that prove them). The Spark runner's lines go to stdout
+as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
     python -m asya_local.endpoint.server <port>
 """
@@ -84,6 +85,15 @@ class _Admin:
             from asya_local.endpoint.moto_sqs import oldest_message_ages
 
             body = oldest_message_ages(action.removeprefix("queue-ages/"))
+        elif action == "signer":  # for the local gateway's SigV4 check (`asya_local.endpoint.signers`)
+            from asya_local.endpoint.signers import signer
+            from asya_local.functions.lambda_shapes import ACCOUNT
+
+            given = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+            body = signer(ACCOUNT, str(given.get("access_key_id")), given.get("session_token"))
+            if body is None:
+                start_response("404 Not Found", [("Content-Type", "application/json")])
+                return [b"null"]
         elif action == "patches":
             from asya_local.endpoint.patches import applied_in_this_process
 

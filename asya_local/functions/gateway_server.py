@@ -30,9 +30,14 @@ start (`worker.main`), so a function that cannot load stops the API and the stac
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` and the A2A agent card (`OPEN_PATHS`) needs the `x-api-key` header, or gets API
-Gateway's 403. With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the function
-verifies each request's bearer token. The streams served here are each signed in first through the
-module's `sign_in`, which gives the stream's caller (or the function's refusal), as the function does.
+Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
+checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
+signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
+with `gateway.auth: iam`. With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the
+function verifies each request's bearer token. The streams served here are each signed in first
+through the module's `sign_in`, which gives the stream's caller (the key's holder, the SigV4 signer, the
+token's subject) or the function's refusal, as the function does, so a stream shows a caller its own
+tasks only.
 
     python -m asya_local.functions.gateway_server '<json spec>'
 """
@@ -54,6 +59,8 @@ from typing import Any
 
 from asya_local.functions import worker
 from asya_local.functions.environments import Environments
+from asya_local.functions.iam_auth import SignatureRefusedError, Signers, endpoint_signers, is_signed, verify
+from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
@@ -93,27 +100,37 @@ class Gateway:
         open_event_stream: OpenEventStream | None = None,
         open_a2a_stream: OpenA2aStream | None = None,
         sign_in: SignIn | None = None,
+        signers: Signers | None = None,
     ) -> None:
+        """`signers`: who holds the keys a signed request may use (default: the local endpoint's)."""
         self.spec = spec
         self.open_event_stream = open_event_stream
         self.open_a2a_stream = open_a2a_stream
         self.sign_in = sign_in
         self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
         self.environments = Environments(spec, ENVIRONMENTS)
+        endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
+        self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
-        if not (request.method == "GET" and request.path in OPEN_PATHS) and not self._has_key(request):
+        signer = None
+        if is_signed(request):  # IAM authorization, as API Gateway does it before the function runs
+            try:
+                signer = verify(request, self.signers, REGION).fields()
+            except SignatureRefusedError as exc:
+                return gateway_answer(403, str(exc), request.request_id)
+        elif not (request.method == "GET" and request.path in OPEN_PATHS) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
-            caller, refused = self._caller(request)
+            caller, refused = self._caller(request, signer)
             return refused or self._event_stream(request, events.group(1), caller)
         if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
-            caller, refused = self._caller(request)
+            caller, refused = self._caller(request, signer)
             streamed = refused or self._a2a_stream(request, caller)
             if streamed is not None:
                 return streamed
-        return self.invoke(request)
+        return self.invoke(request, signer)
 
     def _has_key(self, request: HttpRequest) -> bool:
         """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""
@@ -121,13 +138,13 @@ class Gateway:
             return True
         return hmac.compare_digest((request.header(API_KEY_HEADER) or "").encode(), self._api_key)
 
-    def _caller(self, request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+    def _caller(self, request: HttpRequest, signer: dict[str, str] | None) -> tuple[Any, HttpResponse | None]:
         """The caller of a stream served here, as the function would take it (`sign_in`: the key's
         holder, a SigV4 signer, a bearer token's subject), or the function's refusal (a 401 without a
         valid token) as it would answer; (None, None) for a module that does not sign streams in."""
         if self.sign_in is None:
             return None, None
-        signed = self.sign_in(proxy_event(request, self.spec["rest_api_id"]))
+        signed = self.sign_in(proxy_event(request, self.spec["rest_api_id"], signer))
         return (None, http_response(signed)) if isinstance(signed, dict) else (signed, None)
 
     def _event_stream(self, request: HttpRequest, task_id: str, caller: Any) -> HttpResponse | Iterator[str]:
@@ -160,14 +177,14 @@ class Gateway:
             return HttpResponse(200, [("Content-Type", "application/json")], json.dumps(outcome).encode())
         return outcome
 
-    def invoke(self, request: HttpRequest) -> HttpResponse:
+    def invoke(self, request: HttpRequest, signer: dict[str, str] | None = None) -> HttpResponse:
         """Invoke the function, answering within API Gateway's integration timeout, counted from the
         request's arrival (a 504, whatever the function does; a request that cannot start in that time
         never runs). The function's own timeout counts from its invocation's start, as on Lambda: the
         environments' watchdog ends an invocation past it, and that is a function error (a 502)."""
         timeout = float(self.spec.get("integration_timeout", INTEGRATION_TIMEOUT_SECONDS))
         deadline = time.monotonic() + timeout
-        event = proxy_event(request, self.spec["rest_api_id"])
+        event = proxy_event(request, self.spec["rest_api_id"], signer)
         if len(json.dumps(event).encode()) > MAX_INVOKE_PAYLOAD_BYTES:  # Lambda refuses the invocation
             return gateway_answer(413, "Request Too Long", request.request_id)
         environment = self.environments.take(timeout)

@@ -66,8 +66,9 @@ class MalformedResponseError(ValueError):
     """The function returned something API Gateway cannot turn into a response (it answers 502)."""
 
 
-def proxy_event(request: HttpRequest, rest_api_id: str) -> dict[str, Any]:
-    """The event API Gateway hands a `/{proxy+}` Lambda proxy integration for this request."""
+def proxy_event(request: HttpRequest, rest_api_id: str, signer: dict[str, str] | None = None) -> dict[str, Any]:
+    """The event API Gateway hands a `/{proxy+}` Lambda proxy integration for this request; `signer`:
+    who signed it, when IAM authorized it (`accessKey`, `accountId`, `caller`, `userArn`)."""
     path, now = request.path, time.time()
     headers = [*request.headers, *_forwarded(request)]
     resource = "/" if path == "/" else "/{proxy+}"
@@ -99,6 +100,7 @@ def proxy_event(request: HttpRequest, rest_api_id: str) -> dict[str, Any]:
                 "caller": None,
                 "user": None,
                 "userArn": None,
+                **(signer or {}),
             },
             "path": path,
             "protocol": "HTTP/1.1",

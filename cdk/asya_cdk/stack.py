@@ -37,6 +37,12 @@ class MeshStack(cdk.Stack):
             value=gateway.url,
             description="the status gateway: REST under api/v1/, MCP at mcp, health at health",
         )
+        cdk.CfnOutput(
+            self,
+            "GatewayAuth",
+            value=mesh.config.gateway.auth,
+            description="how a caller proves who it is: iam (SigV4), api_key, or jwt (a bearer token)",
+        )
         cdk.CfnOutput(self, "TasksTable", value=self.mesh.task_tables.tasks.table_name)
         cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
         if self.mesh.spark_batches is not None:

@@ -481,6 +481,15 @@ LOCAL_STATE = Variable(
     _text_or_none,
     "the nearest `.asya/local.json`, from the current folder up",
 )
+TOKEN = Variable(
+    "ASYA_TOKEN",
+    _LOCAL,
+    "a bearer token the `asya` commands send a deployed mesh's gateway (`Authorization: Bearer`), for "
+    "`gateway.auth: jwt`; `--token` takes its place",
+    None,
+    _text_or_none,
+    "none",
+)
 CACHE = Variable(
     "ASYA_CACHE",
     _LOCAL,
@@ -540,5 +549,6 @@ ALL: tuple[Variable[Any], ...] = (
     LOCAL_SPEED_PATCHES,
     LOCAL_BACKSTOP_SECONDS,
     LOCAL_STATE,
+    TOKEN,
     CACHE,
 )

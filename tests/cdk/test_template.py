@@ -523,7 +523,8 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     assert json.loads(stage["AccessLogSetting"]["Format"]) == REST_ACCESS_LOG_FIELDS, "as the cost bench sizes it"
     assert stage["MethodSettings"][0]["LoggingLevel"] == "ERROR"
     outputs = document["Outputs"]
-    assert {"ResultsBucket", "Dashboard", "ApiUrl", "TasksTable", "EventsTable"} == set(outputs)
+    assert {"ResultsBucket", "Dashboard", "ApiUrl", "GatewayAuth", "TasksTable", "EventsTable"} == set(outputs)
+    assert outputs["GatewayAuth"]["Value"] == "iam", "how `asya --stack` knows to sign with SigV4"
     assert outputs["ApiUrl"]["Value"]["Fn::Join"][1][0] == "https://"
     [account] = resources(document, "AWS::ApiGateway::Account").values()
     assert "CloudWatchRoleArn" in account
@@ -545,6 +546,7 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     [link] = resources(document, "AWS::ApiGateway::UsagePlanKey").values()
     assert (link["KeyId"], link["UsagePlanId"], link["KeyType"]) == ({"Ref": key_id}, {"Ref": plan_key}, "API_KEY")
     assert document["Outputs"]["ApiKeyId"]["Value"] == {"Ref": key_id}
+    assert document["Outputs"]["GatewayAuth"]["Value"] == "api_key"
     functions = _functions(document)
     assert functions["asya-reviews-gateway"]["Environment"]["Variables"]["ASYA_TASK_TTL_SECONDS"] == str(2 * 86_400)
     assert functions["asya-reviews-score"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "every-point"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from asya.task_store import TaskStore
-from asya_local import cli, task_cli
+from asya_local import cli, stack_option, task_cli
 from asya_local.gateway_client import GatewayClient
 from tests.support.listed_tasks import through_the_function, twelve_tasks
 
@@ -20,8 +20,11 @@ REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.y
 @pytest.fixture
 def listed(task_store: TaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
     transport = through_the_function(twelve_tasks(task_store), monkeypatch)
-    monkeypatch.setattr(task_cli, "running_state", lambda: {"config": str(REVIEWS)})
-    monkeypatch.setattr(task_cli, "gateway_of", lambda _state: GatewayClient("http://gateway", "k", transport))
+    for module in (task_cli, stack_option):
+        monkeypatch.setattr(module, "running_state", lambda: {"config": str(REVIEWS)})
+    monkeypatch.setattr(
+        stack_option, "gateway_of", lambda _state, _token: GatewayClient("http://gateway", "k", transport)
+    )
     monkeypatch.setenv("COLUMNS", "200")
 
 

@@ -1,23 +1,22 @@
-"""`asya smoke`: requests signed for an IAM-protected gateway, the mesh found from a stack's outputs, and
-the report and exit code when a flow fails, times out or has no example (a scripted gateway, moto's S3)."""
+"""`asya smoke`: requests signed for an IAM-protected gateway, and the report and exit code when a flow
+fails, times out or has no example (a scripted gateway, moto's S3). How the mesh is found from its
+stack's outputs, for every auth mode, is `test_discovery.py`'s."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import httpx2
 import pytest
 from botocore.credentials import Credentials
-from botocore.stub import Stubber
 from moto import mock_aws
 from rich.console import Console
 
 from asya_local import smoke
-from asya_local.functions.lambda_shapes import REGION
+from asya_local.discovery import DeployedMesh
 from asya_local.gateway_client import GatewayClient, IamAuth
 
 BUCKET = "results-bucket"
@@ -53,77 +52,6 @@ def test_the_signature_covers_the_body() -> None:
     first = signed({"flow": "f", "payload": {"n": 1}}).headers["Authorization"]
     second = signed({"flow": "f", "payload": {"n": 2}}).headers["Authorization"]
     assert first.split("Signature=")[1] != second.split("Signature=")[1]
-
-
-class StubbedSession:
-    """What `boto3.Session()` gives `asya smoke`: real clients whose answers are scripted (botocore's
-    Stubber checks each call and answer against the service model)."""
-
-    region_name = REGION
-
-    def __init__(self, outputs: dict[str, str] | None, api_key: str = "") -> None:
-        self.clients = {
-            name: boto3.client(name, region_name=REGION) for name in ("cloudformation", "sts", "apigateway", "s3")
-        }
-        stubs = {name: Stubber(client) for name, client in self.clients.items()}
-        stubs["sts"].add_response("get_caller_identity", {"Account": "123456789012"})
-        if outputs is None:
-            stubs["cloudformation"].add_client_error(
-                "describe_stacks", "ValidationError", "Stack with id asya-nope does not exist"
-            )
-        else:
-            stack = {
-                "StackName": "asya-t",
-                "CreationTime": dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-                "StackStatus": "CREATE_COMPLETE",
-                "Outputs": [{"OutputKey": key, "OutputValue": value} for key, value in outputs.items()],
-            }
-            stubs["cloudformation"].add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "asya-t"})
-        if api_key:
-            expected = {"apiKey": outputs["ApiKeyId"] if outputs else "", "includeValue": True}
-            stubs["apigateway"].add_response("get_api_key", {"value": api_key}, expected)
-        for stub in stubs.values():
-            stub.activate()
-
-    def get_credentials(self) -> Credentials:
-        return Credentials("AKIDEXAMPLE", "secret")
-
-    def client(self, name: str) -> Any:
-        return self.clients[name]
-
-
-@pytest.fixture
-def session(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    monkeypatch.setattr(GatewayClient, "health", lambda _self: {"status": "ok", "namespace": NS})
-
-    def stub(outputs: dict[str, str] | None, api_key: str = "") -> None:
-        stubbed = StubbedSession(outputs, api_key)
-        monkeypatch.setattr(boto3, "Session", lambda **_kwargs: stubbed)
-
-    return stub
-
-
-def test_a_stack_without_an_api_key_is_called_with_iam_and_one_with_a_key_with_its_value(
-    session: Callable[..., None],
-) -> None:
-    session({"ApiUrl": API_URL, "ResultsBucket": BUCKET})
-    mesh = smoke.discover("asya-t")
-    assert isinstance(mesh.gateway.http.auth, IamAuth)
-    assert (mesh.bucket, mesh.namespace, str(mesh.gateway.http.base_url)) == (BUCKET, NS, API_URL)
-    assert mesh.where == f"account 123456789012 in {REGION}"
-
-    session({"ApiUrl": API_URL, "ResultsBucket": BUCKET, "ApiKeyId": "k1"}, api_key="the-key-value")
-    mesh = smoke.discover("asya-t")
-    assert mesh.gateway.http.headers["x-api-key"] == "the-key-value"
-
-
-def test_a_missing_stack_or_one_that_is_no_mesh_is_explained(session: Callable[..., None]) -> None:
-    session(None)
-    with pytest.raises(smoke.SmokeError, match=f"no stack 'asya-nope' in account 123456789012 in {REGION}"):
-        smoke.discover("asya-nope")
-    session({"Other": "x"})
-    with pytest.raises(smoke.SmokeError, match="has no output ApiUrl, ResultsBucket: is it an asya mesh"):
-        smoke.discover("asya-t")
 
 
 class Gateway:
@@ -175,17 +103,17 @@ class Gateway:
 
 
 @pytest.fixture
-def scripted() -> Iterator[tuple[smoke.DeployedMesh, Gateway]]:
+def scripted() -> Iterator[tuple[DeployedMesh, Gateway]]:
     with mock_aws():
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET)
         gateway = Gateway(s3)
         client = GatewayClient("http://gateway", "key", transport=httpx2.MockTransport(gateway))
-        yield smoke.DeployedMesh("asya-t", "a test", client, s3, BUCKET, NS), gateway
+        yield DeployedMesh("asya-t", "a test", client, s3, BUCKET, NS), gateway
 
 
 def test_a_failing_flow_a_stuck_one_and_one_without_an_example_fail_the_run(
-    scripted: tuple[smoke.DeployedMesh, Gateway],
+    scripted: tuple[DeployedMesh, Gateway],
 ) -> None:
     mesh, gateway = scripted
     now = [0.0]
@@ -220,7 +148,7 @@ def test_a_failing_flow_a_stuck_one_and_one_without_an_example_fail_the_run(
     assert "2 (2 removed)" in lines["ok"]
 
 
-def test_a_result_the_task_points_at_but_s3_lacks_fails_the_flow(scripted: tuple[smoke.DeployedMesh, Gateway]) -> None:
+def test_a_result_the_task_points_at_but_s3_lacks_fails_the_flow(scripted: tuple[DeployedMesh, Gateway]) -> None:
     mesh, _gateway = scripted
     runs = smoke.plan(mesh, ["ok"])
     original = mesh.s3.get_object
@@ -236,7 +164,7 @@ def test_a_result_the_task_points_at_but_s3_lacks_fails_the_flow(scripted: tuple
     assert runs[0].reason == f"task ok-2: result s3://{BUCKET}/results/{NS}/ok-2/succeeded.json not readable: NoSuchKey"
 
 
-def test_an_unknown_flow_on_the_command_line_is_refused(scripted: tuple[smoke.DeployedMesh, Gateway]) -> None:
+def test_an_unknown_flow_on_the_command_line_is_refused(scripted: tuple[DeployedMesh, Gateway]) -> None:
     mesh, _gateway = scripted
     with pytest.raises(smoke.SmokeError, match="no flow nope in asya-t"):
         smoke.plan(mesh, ["nope"])
