@@ -75,6 +75,31 @@ def test_a_token_of_asya_token_creates_and_reads_a_task_and_follows_it(
     assert statuses[-1]["output"] == {"n": 2, "prepped": True, "label": "even", "done": True}
 
 
+def test_one_subjects_task_is_a_404_for_another_at_every_door_and_an_admin_sees_it(
+    signed_in: RunningMesh, http: httpx2.Client
+) -> None:
+    """docs/callers.md: a task is its creator's; another subject gets the answer an unknown id gets (so
+    ids do not leak), over REST, the locally served stream and A2A alike; the admin scope sees it."""
+    ana, bo = (bearer(issuer(signed_in).token(subject=name)) for name in ("ana", "bo"))
+    admin = bearer(issuer(signed_in).token(subject="ops", scopes=["asya/admin"]))
+    created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 3}}, headers=ana)
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+    unknown = http.get("/api/v1/mesh/no-such-task", headers=bo)
+    for method, path in (("GET", ""), ("GET", "/events"), ("DELETE", "")):
+        answer = http.request(method, f"/api/v1/mesh/{task_id}{path}", headers=bo)
+        assert (answer.status_code, answer.json()["message"]) == (404, f"no task {task_id!r}"), (method, path)
+    assert unknown.json()["message"] == "no task 'no-such-task'"
+    listed = http.get("/api/v1/mesh", params={"flow": "pipeline"}, headers=bo).json()["tasks"]
+    assert task_id not in {task["id"] for task in listed}
+    a2a = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": task_id}}
+    assert http.post("/a2a", json=a2a, headers=bo).json()["error"]["code"] == -32001, "A2A's task not found"
+    for caller in (ana, admin):
+        seen = http.get(f"/api/v1/mesh/{task_id}", headers=caller)
+        assert (seen.status_code, seen.json()["owner"]) == (200, "jwt:ana")
+    assert task_id in {task["id"] for task in http.get("/api/v1/mesh", headers=admin).json()["tasks"]}
+
+
 def test_mcp_lists_the_flows_for_a_signed_in_caller(signed_in: RunningMesh, http: httpx2.Client) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     answer = http.post("/mcp", json=call, headers=bearer(issuer(signed_in).token(subject="bo")))
