@@ -31,10 +31,12 @@ OPERATOR_KEY = ("x-api-key", "unit-operator-key")
 
 
 @contextmanager
-def gateway_on_moto(flows: dict[str, Flow], **settings: Any) -> Iterator[tuple[Any, str, TaskStore]]:
-    """The gateway's function (`asya_gateway.api.lambda_handler`) on fresh moto tables, with actor `a`'s
-    queue to send tasks to and the unit environment set; yields the SQS client, that queue's URL and the
-    task store."""
+def function_on_moto(
+    settings: GatewaySettings, actors: tuple[str, ...] = ("a",), bucket: str | None = None
+) -> Iterator[TaskService]:
+    """The gateway's function (`asya_gateway.api.lambda_handler`) with `settings`, on fresh moto tables,
+    with the queues of `actors` and a results `bucket` made, and the unit environment set; yields the
+    task service the function runs (as the operator)."""
     with pytest.MonkeyPatch.context() as patch, mock_aws():
         for name, value in UNIT_ENVIRONMENT.items():
             patch.setenv(name, value)
@@ -42,9 +44,20 @@ def gateway_on_moto(flows: dict[str, Flow], **settings: Any) -> Iterator[tuple[A
         client = boto3.client("dynamodb")
         create_tables(client)
         sqs = boto3.client("sqs")
-        queue = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
-        config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, **settings)
-        tasks = TaskStore(TASKS, client=client)
-        service = TaskService(config, tasks=tasks, sqs=sqs)
+        for actor in actors:
+            sqs.create_queue(QueueName=settings.queue_name(actor))
+        s3 = boto3.client("s3") if bucket else None
+        if s3 is not None and bucket:
+            s3.create_bucket(Bucket=bucket)
+        service = TaskService(settings, tasks=TaskStore(TASKS, client=client), sqs=sqs, s3=s3)
         patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
-        yield sqs, queue, tasks
+        yield service
+
+
+@contextmanager
+def gateway_on_moto(flows: dict[str, Flow], **settings: Any) -> Iterator[tuple[Any, str, TaskStore]]:
+    """`function_on_moto` of namespace `n` with these flows and settings; yields the SQS client, actor
+    `a`'s queue URL and the task store."""
+    config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows, **settings)
+    with function_on_moto(config) as service:
+        yield service.sqs, service.sqs.get_queue_url(QueueName="asya-n-a")["QueueUrl"], service.tasks

@@ -17,12 +17,9 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import a2a_pb2
 from google.protobuf.json_format import ParseDict
-from moto import mock_aws
 
-from asya.entry import LambdaEntry
-from asya.live import FLY, SETTLE_SECONDS, STATUS, EventLog
+from asya.live import FLY, SETTLE_SECONDS, STATUS
 from asya.results import result_key
-from asya.task_store import TaskStore
 from asya_gateway import a2a_stream, api, sse
 from asya_gateway.a2a import (
     INPUT_SCHEMAS,
@@ -38,8 +35,8 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, TASKS, create_tables
-from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+from asya_local.testing.tables import EVENTS, TASKS
+from tests.support.gateway_unit import OPERATOR_KEY, function_on_moto
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 FLOWS = {
@@ -238,22 +235,9 @@ def message(data: Any = None, **fields: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
-    with mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        sqs = boto3.client("sqs")
-        for actor in ("a", "x-pause", "x-resume"):
-            sqs.create_queue(QueueName=f"asya-n-{actor}")
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=RESULTS)
-        config = settings(results_bucket=RESULTS)
-        service = TaskService(
-            config, tasks=TaskStore(TASKS, client=client), events=EventLog(EVENTS, client=client), sqs=sqs, s3=s3
-        )
-        monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    with function_on_moto(
+        settings(results_bucket=RESULTS), actors=("a", "x-pause", "x-resume"), bucket=RESULTS
+    ) as service:
         monkeypatch.setattr(api, "LAMBDA_FOLLOW_SECONDS", 1.0)
         yield Gateway(service)
 

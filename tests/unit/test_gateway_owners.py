@@ -11,22 +11,19 @@ from typing import Any
 import boto3
 import orjson
 import pytest
-from moto import mock_aws
 
-from asya.entry import LambdaEntry
 from asya.results import result_key
 from asya.sump import SumpIndex, sump_entry
 from asya.task_record import Report
 from asya.task_store import TaskStore
 from asya_gateway import api
 from asya_gateway.callers import AuthSettings, Caller
-from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.task_error import TaskError
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
-from asya_local.testing.tables import EVENTS, SUMP, TASKS, create_tables
-from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+from asya_local.testing.tables import EVENTS, SUMP, TASKS
+from tests.support.gateway_unit import OPERATOR_KEY, function_on_moto
 
 NS = "n"
 BUCKET = "results"
@@ -73,29 +70,16 @@ class Gateway:
 
 @pytest.fixture
 def gateway() -> Iterator[Gateway]:
-    with pytest.MonkeyPatch.context() as patch, mock_aws():
-        for name, value in UNIT_ENVIRONMENT.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        dynamodb = boto3.client("dynamodb")
-        create_tables(dynamodb)
-        sqs = boto3.client("sqs")
-        for actor in ("a", "x-resume"):
-            sqs.create_queue(QueueName=f"asya-{NS}-{actor}")
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        settings = GatewaySettings(
-            namespace=NS,
-            tasks_table=TASKS,
-            events_table=EVENTS,
-            sump_table=SUMP,
-            results_bucket=BUCKET,
-            auth=AuthSettings(mode="iam", admin_principals=(ADMINS,)),
-        )
-        tasks = TaskStore(TASKS, client=dynamodb)
-        service = TaskService(settings, tasks=tasks, sqs=sqs, s3=s3)
-        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
-        yield Gateway(tasks)
+    settings = GatewaySettings(
+        namespace=NS,
+        tasks_table=TASKS,
+        events_table=EVENTS,
+        sump_table=SUMP,
+        results_bucket=BUCKET,
+        auth=AuthSettings(mode="iam", admin_principals=(ADMINS,)),
+    )
+    with function_on_moto(settings, actors=("a", "x-resume"), bucket=BUCKET) as service:
+        yield Gateway(service.tasks)
 
 
 def unknown(task_id: str) -> dict[str, Any]:
