@@ -130,6 +130,7 @@ class StatusGateway(Construct):
             timeout=timeout,
             memory=memory,
             tracing=self.settings.tracing,
+            system_log_level=self.settings.system_log_level,
         )
 
     def _serve(self, tables: TaskTables, bucket: s3.IBucket) -> MeshFunction:

@@ -38,8 +38,10 @@ def with_api_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, d
         "tracing": True,
         "cloudwatch_role": False,
     }
+    document["gateway"]["system_log_level"] = "INFO"
     document["status"] = {"writes": "every-point"}
     document["actors"]["score"]["tracing"] = True
+    document["actors"]["score"]["system_log_level"] = "DEBUG"
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
     return synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
@@ -555,6 +557,30 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     assert stage["TracingEnabled"] is True
     for name in (*GATEWAY, "score"):
         assert functions[f"asya-reviews-{name}"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_every_function_keeps_lambdas_platform_lines_at_warn_and_its_own_at_the_default_level(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    """No start and report line per successful invocation (docs/cost.md); the application's level is
+    left to Lambda's default, so the functions' own lines and metric lines are kept as before."""
+    _, document, _ = synthesized
+    functions = _functions(document)
+    assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, *GATEWAY)}
+    for name, function in functions.items():
+        assert function["LoggingConfig"]["LogFormat"] == "JSON", name
+        assert function["LoggingConfig"]["SystemLogLevel"] == "WARN", name
+        assert "ApplicationLogLevel" not in function["LoggingConfig"], name
+
+
+def test_an_actor_and_the_gateway_take_the_system_log_level_the_mesh_gives_them(
+    with_api_keys: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = with_api_keys
+    levels = {name: f["LoggingConfig"]["SystemLogLevel"] for name, f in _functions(document).items()}
+    assert levels["asya-reviews-score"] == "DEBUG"
+    assert {levels[f"asya-reviews-{name}"] for name in GATEWAY} == {"INFO"}
+    assert levels["asya-reviews-split"] == levels["asya-reviews-x-sink"] == "WARN", "the others keep the default"
 
 
 def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(
