@@ -17,6 +17,8 @@ Each function has its own role (no managed policies) and log group, and runs on 
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
@@ -39,6 +41,7 @@ from asya.names import (
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
+from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
@@ -210,16 +213,8 @@ class StatusGateway(Construct):
             deploy_options=apigateway.StageOptions(
                 stage_name=STAGE,
                 access_log_destination=apigateway.LogGroupLogDestination(access_logs),
-                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
-                    caller=True,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=True,
+                access_log_format=apigateway.AccessLogFormat.custom(
+                    json.dumps(REST_ACCESS_LOG_FIELDS, separators=(",", ":"))
                 ),
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 tracing_enabled=self.settings.tracing,

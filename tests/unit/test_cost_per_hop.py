@@ -197,3 +197,19 @@ def test_the_bench_prices_platform_lines_only_for_functions_whose_level_lets_the
     [_, lines] = log_usage(levels, invocations, 0, 0)
     expected = platform_bytes("INFO", 3) + platform_bytes("DEBUG", 31)
     assert lines.amount == pytest.approx(expected / 1e9), "infer's start and report, all of the gateway's"
+
+
+def test_an_access_line_traces_a_request_and_carries_nothing_twice() -> None:
+    from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS, REST_ACCESS_LOG_FIELDS
+    from bench.cost_per_hop import HTTP_API, REST_API, api_requests
+
+    needed = {"requestId", "ip", "user", "requestTime", "httpMethod", "path", "status", "responseLength", "latency"}
+    for fields in (REST_ACCESS_LOG_FIELDS, HTTP_ACCESS_LOG_FIELDS):
+        assert needed | {"integrationError"} <= set(fields)
+        assert len(set(fields.values())) == len(fields)
+        said_elsewhere = {"$context.identity.caller", "$context.protocol", "$context.resourcePath"}
+        assert not said_elsewhere & set(fields.values()), "the principal again, HTTP/1.1, the greedy proxy"
+    assert "authorizerError" in HTTP_ACCESS_LOG_FIELDS, "why a JWT authorizer refused"
+    # an IAM caller's create, as the bench sizes it: the line, its newline, CloudWatch's 26 bytes
+    sizes = {kind: api_requests(kind, 1)[1].amount * 1e9 for kind in (REST_API, HTTP_API)}
+    assert sizes == {REST_API: pytest.approx(263 + 27), HTTP_API: pytest.approx(310 + 27)}
