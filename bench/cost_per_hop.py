@@ -10,8 +10,9 @@ Measured: every SQS, DynamoDB and S3 request; Lambda invocations (one per batch)
 (the sidecar's own time: the bench's handlers do nothing; the gateway function's whole request, from
 the REST API's event to its answer); log and EMF bytes written at the default log level. Modelled, and
 marked so in the output: the event source's empty long polls (they depend on idle time, not on hops: a
-floor per queue per month), Lambda's START/END/REPORT lines, the stream consumer's reads (free for
-Lambda triggers), API Gateway's request for each task and its access line. The plain pipeline is
+floor per queue per month), Lambda's platform lines (those the function's system log level lets
+through: none at the mesh's default, WARN, for invocations that succeed), the stream consumer's reads
+(free for Lambda triggers), API Gateway's request for each task and its access line. The plain pipeline is
 priced through the REST API, through the HTTP API (the same run: the function does the same work for
 either) and sent by the client straight to its first actor's queue (no gateway: the first hop's claim
 makes the task's record).
@@ -48,6 +49,7 @@ from asya_local.testing.metering import (
     per_million,
     step_functions,
 )
+from asya_local.testing.platform_lines import LOG_EVENT_OVERHEAD, platform_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "cost"
@@ -59,14 +61,6 @@ LONG_POLL_SECONDS = 20  # ...each a 20 s long poll, so an idle queue costs this 
 SECONDS_PER_MONTH = 30 * 86_400
 GATEWAY_MEMORY_MB = 512  # the API function (asya_cdk.gateway)
 STREAM_MEMORY_MB = 256  # the stream consumer
-LOG_EVENT_OVERHEAD = 26  # bytes CloudWatch Logs adds to each event's size
-REQUEST_ID = "00000000-0000-0000-0000-000000000000"
-PLATFORM_LINES = (  # what Lambda itself logs for every invocation
-    f"START RequestId: {REQUEST_ID} Version: $LATEST",
-    f"END RequestId: {REQUEST_ID}",
-    f"REPORT RequestId: {REQUEST_ID}\tDuration: 12.34 ms\tBilled Duration: 13 ms\tMemory Size: 512 MB\t"
-    "Max Memory Used: 95 MB\t",
-)
 # the in-process pump's empty receives (the event source's polling is modelled instead) and the
 # queues the bench itself creates
 NOT_BILLED = ("ReceiveMessage (empty)", "CreateQueue")
@@ -80,13 +74,11 @@ ACCESS_LOG_SAMPLE = {
     "$context.identity.sourceIp": "203.0.113.25",
     "$context.identity.user": "AROAEXAMPLEROLEID12345:producer-7",
     "$context.identity.userArn": "arn:aws:sts::123456789012:assumed-role/producer/producer-7",
-    "$context.identity.caller": "AROAEXAMPLEROLEID12345:producer-7",
-    "$context.requestTime": "27/Nov/2026:16:40:05 +0000",
+    "$context.requestTimeEpoch": "1795797605123",
+    "$context.responseLatency": "48",
     "$context.httpMethod": "POST",
-    "$context.resourcePath": "/{proxy+}",
     "$context.path": "/api/v1/mesh",
     "$context.status": "201",
-    "$context.protocol": "HTTP/1.1",
     "$context.responseLength": "412",
     "$context.integrationErrorMessage": "-",
     "$context.authorizer.error": "-",
@@ -205,11 +197,30 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     usage += calls.usage()
     if case.entry == GATEWAY_ENTRY:
         usage += api_requests(REST_API, tasks)
-    platform = sum(len(line) + 1 + LOG_EVENT_OVERHEAD for line in PLATFORM_LINES) * sum(calls.count.values())
-    usage.append(Usage("logs", "log lines + EMF", "GB ingested", (log_bytes + LOG_EVENT_OVERHEAD * log_events) / 1e9))
-    usage.append(Usage("logs", "START/END/REPORT (modelled)", "GB ingested", platform / 1e9))
+    usage += log_usage(system_log_levels(case.mesh.config), calls.count, log_bytes, log_events)
     hop_seconds = sum(seconds for name, seconds in calls.seconds.items() if name in mesh.functions)
     return Measurement(tasks, mesh.hops, usage, empty, len(handlers) + 2, hop_seconds, decisions.count)
+
+
+def log_usage(levels: dict[str, str], invocations: Counter[str], printed: int, lines: int) -> list[Usage]:
+    """What the functions printed (measured), and Lambda's platform lines for their invocations, counted
+    for each function only as far as its system log level lets them through (modelled)."""
+    platform = sum(platform_bytes(levels[name], count) for name, count in invocations.items())
+    return [
+        Usage("logs", "log lines + EMF", "GB ingested", (printed + LOG_EVENT_OVERHEAD * lines) / 1e9),
+        Usage("logs", "Lambda platform lines (modelled)", "GB ingested", platform / 1e9),
+    ]
+
+
+def system_log_levels(config: Any) -> dict[str, str]:
+    """Each function's system log level as the CDK app sets it (`LoggingConfig.SystemLogLevel`): what
+    decides which of Lambda's platform lines its invocations write."""
+    from asya.names import SINK, SUMP
+    from asya_cdk.actor_config import CREW_SETTINGS
+
+    levels = {actor: settings.system_log_level for actor, settings in config.actors.items()}
+    levels.update({SINK: CREW_SETTINGS.system_log_level, SUMP: CREW_SETTINGS.system_log_level})
+    return levels | {"gateway-api": config.gateway.system_log_level, "gateway-stream": config.gateway.system_log_level}
 
 
 class Decisions:

@@ -29,7 +29,8 @@ does not wait for what streams use to be built. This import is also where a fail
 start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
-but `GET /health` and the A2A agent card (`OPEN_PATHS`) needs the `x-api-key` header, or gets API
+but `GET /health` and `GET /.well-known/...` (`_open`: the A2A agent card, the OAuth protected-resource
+metadata, open on AWS too) needs the `x-api-key` header, or gets API
 Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
 checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
 signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
@@ -74,7 +75,7 @@ from asya_local.functions.rest_proxy import (
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 A2A_ROUTE = "/a2a"
 # read without a key: liveness, and the A2A agent card (what an agent reads before it has credentials)
-OPEN_PATHS = ("/health", "/.well-known/agent-card.json", "/.well-known/agent.json")
+WELL_KNOWN = "/.well-known/"  # API Gateway's open `GET /.well-known/{proxy+}` (asya_cdk.gateway)
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
 MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
 MAX_RESPONSE_PAYLOAD_BYTES = 6_291_456  # ... and its response (the proxy response, as JSON)
@@ -119,7 +120,7 @@ class Gateway:
                 signer = verify(request, self.signers, REGION).fields()
             except SignatureRefusedError as exc:
                 return gateway_answer(403, str(exc), request.request_id)
-        elif not (request.method == "GET" and request.path in OPEN_PATHS) and not self._has_key(request):
+        elif not _open(request) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
@@ -376,6 +377,11 @@ def build(spec: dict[str, Any]) -> GatewayServer:
     return GatewayServer(
         Gateway(spec, open_event_stream, getattr(module, "open_a2a_stream", None), sign_in), spec["port"]
     )
+
+
+def _open(request: HttpRequest) -> bool:
+    """What API Gateway lets through without credentials here: liveness, and what a caller reads first."""
+    return request.method == "GET" and (request.path == "/health" or request.path.startswith(WELL_KNOWN))
 
 
 def _as(caller: Any) -> dict[str, Any]:

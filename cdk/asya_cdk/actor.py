@@ -20,6 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
 from asya.names import resource_name
+from asya_cdk.actor_config import SYSTEM_LOG_LEVEL
 from asya_cdk.layer import RUNTIME, SidecarLayer
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class ActorFunction(Construct):
             tracing=settings.tracing,
             reserved_concurrency=settings.reserved_concurrency,
             options=options,
+            system_log_level=settings.system_log_level,
         )
         # with warm environments, the event source invokes them: the alias they are kept for
         self.invoked: lambda_.IFunction = self.function
@@ -156,10 +158,14 @@ def mesh_lambda(
     tracing: bool,
     reserved_concurrency: int | None = None,
     options: FunctionOptions | None = None,
+    system_log_level: str = SYSTEM_LOG_LEVEL,
 ) -> lambda_.Function:
     """Every Lambda function of the mesh, an actor's or the mesh's own: on the sidecar layer (or, for a
     container image, with the sidecar inside), with JSON logs into its own log group, its own role,
-    and X-Ray only when asked for."""
+    and X-Ray only when asked for. Lambda's own lines are kept at `system_log_level` (WARN unless the
+    mesh file says otherwise: no start and report line per successful invocation, whose numbers are
+    Lambda's `Duration` and `Errors` metrics already); the application's level is left unset, so the
+    function's own lines and metric lines are filtered at Lambda's default, INFO, as before."""
     options = options or FunctionOptions()
     image = isinstance(code, lambda_.AssetImageCode)
     function = lambda_.Function(
@@ -178,6 +184,7 @@ def mesh_lambda(
         role=role,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
+        system_log_level_v2=lambda_.SystemLogLevel(system_log_level),
         tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
         ephemeral_storage_size=cdk.Size.mebibytes(options.ephemeral_storage) if options.ephemeral_storage else None,
     )

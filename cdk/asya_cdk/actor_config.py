@@ -31,6 +31,11 @@ from asya_cdk.needs import (
 )
 
 NAME = ACTOR_NAME
+# Lambda's platform lines that reach the function's log group (`LoggingConfig.SystemLogLevel`): at WARN,
+# a successful invocation writes none (no platform.start, no platform.report) and a failed one, a timeout
+# or a failed init still writes its own; INFO adds a start and a report line per invocation, DEBUG more
+SystemLogLevel = Literal["DEBUG", "INFO", "WARN"]
+SYSTEM_LOG_LEVEL: SystemLogLevel = "WARN"
 
 
 class StrictModel(BaseModel):
@@ -109,6 +114,7 @@ class QueueFunctionConfig(StrictModel):
     retention: Annotated[Seconds, Field(ge=60, le=14 * 86_400)] = 4 * 86_400
     tracing: bool = False
     log_retention_days: Literal[1, 3, 7, 14, 30, 90, 180, 365, 731, 1827] = 30
+    system_log_level: SystemLogLevel = SYSTEM_LOG_LEVEL
 
     @model_validator(mode="after")
     def _large_batches_need_a_window(self) -> Self:

@@ -43,7 +43,7 @@ from asya.variables import (
     TASKS_TABLE,
     TRACING,
 )
-from asya_cdk.actor_config import CREW_SETTINGS, NAME, ActorConfig, StrictModel
+from asya_cdk.actor_config import CREW_SETTINGS, NAME, SYSTEM_LOG_LEVEL, ActorConfig, StrictModel, SystemLogLevel
 from asya_cdk.libraries import Requirements
 from asya_cdk.needs import (
     LAMBDA_EPHEMERAL_STORAGE_MB,
@@ -178,6 +178,7 @@ class GatewayConfig(StrictModel):
     backstop_minutes: int = Field(default=1, ge=1, le=60)
     tracing: bool = False
     cloudwatch_role: bool = True
+    system_log_level: SystemLogLevel = SYSTEM_LOG_LEVEL  # of its three functions (asya_cdk.actor_config)
 
     @model_validator(mode="after")
     def _auth_fits_api(self) -> GatewayConfig:

@@ -10,6 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from asya_cdk.actor import log_group, mesh_lambda
+from asya_cdk.actor_config import SYSTEM_LOG_LEVEL
 from asya_cdk.layer import SidecarLayer
 
 MESH_CODE = Path(__file__).resolve().parents[2] / "lambdas"  # the crew's and the Spark actors' functions
@@ -34,6 +35,7 @@ class MeshFunction(Construct):
         timeout: cdk.Duration,
         memory: int,
         tracing: bool,
+        system_log_level: str = SYSTEM_LOG_LEVEL,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = log_group(self, "Logs", f"/aws/lambda/{name}", LOG_RETENTION_DAYS)
@@ -53,6 +55,7 @@ class MeshFunction(Construct):
             memory=memory,
             timeout=timeout,
             tracing=tracing,
+            system_log_level=system_log_level,
         )
 
     def allow(self, actions: list[str], *resources: str) -> None:

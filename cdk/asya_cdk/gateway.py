@@ -7,7 +7,8 @@
   key of the mesh's usage plan (`auth: api_key`), or send a bearer token of an OpenID Connect issuer
   (`auth: jwt`), which the function verifies itself: a REST API verifies no third party's tokens, so
   its methods take every request and the function refuses what does not sign in. The A2A agent card
-  (`GET /.well-known/agent-card.json` and `/.well-known/agent.json`) has resources of its own, readable
+  (`GET /.well-known/agent-card.json` and `/.well-known/agent.json`, under `GET /.well-known/{proxy+}`)
+  has a method of its own, readable
   without credentials. With `jwt.cognito: true` the stack makes the issuer: a Cognito user pool with a
   resource server whose `admin` scope makes an admin, and an app client. With `api: http` the same
   function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
@@ -22,6 +23,7 @@ Each function has its own role (no managed policies) and log group, and runs on 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -46,6 +48,7 @@ from asya.names import (
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
+from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import COGNITO_ADMIN_SCOPE, LoadedMesh, UserPoolNames
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
@@ -170,6 +173,7 @@ class StatusGateway(Construct):
             timeout=timeout,
             memory=memory,
             tracing=self.settings.tracing,
+            system_log_level=self.settings.system_log_level,
         )
 
     def _serve(self, tables: TaskTables, bucket: s3.IBucket) -> MeshFunction:
@@ -251,16 +255,8 @@ class StatusGateway(Construct):
             deploy_options=apigateway.StageOptions(
                 stage_name=STAGE,
                 access_log_destination=apigateway.LogGroupLogDestination(access_logs),
-                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
-                    caller=True,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=True,
+                access_log_format=apigateway.AccessLogFormat.custom(
+                    json.dumps(REST_ACCESS_LOG_FIELDS, separators=(",", ":"))
                 ),
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 tracing_enabled=self.settings.tracing,
@@ -282,21 +278,18 @@ class StatusGateway(Construct):
         return api, key
 
 
-# The A2A agent card (docs/a2a.md), at A2A 1.0's path and 0.3's: what an agent reads before it has
-# credentials, so readable without them. Nothing else is: the greedy proxy keeps every other path.
-AGENT_CARD_PATHS = ("agent-card.json", "agent.json")
-
-
 def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> list[apigateway.Method]:
-    """`GET /.well-known/agent-card.json` and `/.well-known/agent.json` without authorization: more
-    specific than the greedy proxy, so API Gateway routes them here, to the same function."""
-    well_known = api.root.add_resource(".well-known")
-    integration = apigateway.LambdaIntegration(handler)
+    """`GET /.well-known/{proxy+}` without authorization: the A2A agent card, at A2A 1.0's path and
+    0.3's (docs/a2a.md), and with sign-in the OAuth protected-resource metadata (docs/callers.md), are
+    what a caller reads before it has credentials. More specific than the greedy proxy, so API Gateway
+    routes them here, to the same function, which serves nothing else under it (404); one method, as
+    the HTTP API's open route, and one invoke permission (no test invokes from the console)."""
+    integration = apigateway.LambdaIntegration(handler, allow_test_invoke=False)
+    well_known = api.root.add_resource(".well-known").add_proxy(any_method=False)
     return [
-        well_known.add_resource(name).add_method(
+        well_known.add_method(
             "GET", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
         )
-        for name in AGENT_CARD_PATHS
     ]
 
 

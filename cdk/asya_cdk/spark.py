@@ -185,6 +185,7 @@ class SparkActor(Construct):
             timeout=COLLECTOR_TIMEOUT,
             memory=1024,
             tracing=settings.tracing,
+            system_log_level=settings.system_log_level,
         )
         self.collector.role.add_to_policy(send_to_namespace(self, namespace))
         for statement in task_tables.reporting():

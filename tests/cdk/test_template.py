@@ -38,8 +38,10 @@ def with_api_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, d
         "tracing": True,
         "cloudwatch_role": False,
     }
+    document["gateway"]["system_log_level"] = "INFO"
     document["status"] = {"writes": "every-point"}
     document["actors"]["score"]["tracing"] = True
+    document["actors"]["score"]["system_log_level"] = "DEBUG"
     mesh = LoadedMesh(config=MeshConfig.model_validate(document), base=EXAMPLE.parent)
     return synthesize(mesh, tmp_path_factory.mktemp("cdk.out"))
 
@@ -500,7 +502,7 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     assert api["Name"] == "asya-reviews"
     assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
     parts = [r["PathPart"] for r in resources(document, "AWS::ApiGateway::Resource").values()]
-    assert sorted(parts) == sorted(["{proxy+}", ".well-known", "agent-card.json", "agent.json"])
+    assert sorted(parts) == sorted(["{proxy+}", ".well-known", "{proxy+}"])
     methods, cards = _card_methods(document)
     assert len(methods) == 2, "ANY / and ANY /{proxy+}"
     for method in methods:
@@ -510,7 +512,7 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
             False,
         )
         assert method["Integration"]["Type"] == "AWS_PROXY"
-    assert len(cards) == 2, "the A2A agent card, at A2A 1.0's path and 0.3's"
+    assert len(cards) == 1, "GET /.well-known/{proxy+}: the A2A agent card, at A2A 1.0's path and 0.3's"
     for method in cards:
         assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == ("GET", "NONE", False)
         assert method["Integration"]["Type"] == "AWS_PROXY"
@@ -537,7 +539,7 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     methods, cards = _card_methods(document)
     for method in methods:
         assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
-    assert [(method["AuthorizationType"], method["ApiKeyRequired"]) for method in cards] == [("NONE", False)] * 2
+    assert [(method["AuthorizationType"], method["ApiKeyRequired"]) for method in cards] == [("NONE", False)]
     [plan_key, *_] = resources(document, "AWS::ApiGateway::UsagePlan")
     plan = resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
     [api_key] = resources(document, "AWS::ApiGateway::RestApi")
@@ -557,6 +559,30 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     assert stage["TracingEnabled"] is True
     for name in (*GATEWAY, "score"):
         assert functions[f"asya-reviews-{name}"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_every_function_keeps_lambdas_platform_lines_at_warn_and_its_own_at_the_default_level(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    """No start and report line per successful invocation (docs/cost.md); the application's level is
+    left to Lambda's default, so the functions' own lines and metric lines are kept as before."""
+    _, document, _ = synthesized
+    functions = _functions(document)
+    assert set(functions) == {f"asya-reviews-{a}" for a in (*ACTORS, *CREW, *GATEWAY)}
+    for name, function in functions.items():
+        assert function["LoggingConfig"]["LogFormat"] == "JSON", name
+        assert function["LoggingConfig"]["SystemLogLevel"] == "WARN", name
+        assert "ApplicationLogLevel" not in function["LoggingConfig"], name
+
+
+def test_an_actor_and_the_gateway_take_the_system_log_level_the_mesh_gives_them(
+    with_api_keys: tuple[Template, dict[str, Any], Path],
+) -> None:
+    _, document, _ = with_api_keys
+    levels = {name: f["LoggingConfig"]["SystemLogLevel"] for name, f in _functions(document).items()}
+    assert levels["asya-reviews-score"] == "DEBUG"
+    assert {levels[f"asya-reviews-{name}"] for name in GATEWAY} == {"INFO"}
+    assert levels["asya-reviews-split"] == levels["asya-reviews-x-sink"] == "WARN", "the others keep the default"
 
 
 def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(

@@ -63,6 +63,9 @@ def test_metrics_are_emitted_in_emf_with_outcomes(mesh: Mesh, capsys: pytest.Cap
     assert totals["mesh"] == "unit"
     assert totals["actor"] == "a"
     assert len(totals["HandlerDuration"]) == 1  # type: ignore[arg-type]
+    for name in ("HandlerDuration", "ProcessingDuration"):
+        for value in totals[name]:  # type: ignore[attr-defined]
+            assert value == round(value, 3), f"{name} is kept to the microsecond: {value}"
 
 
 def test_handlers_can_record_custom_metrics(mesh: Mesh, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,6 +154,7 @@ def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_b
     assert not any("gateway-api" in op or " API " in op for op in lines)
     assert lines["UpdateItem asya-tasks"] == 8, "3 claims (the first makes the record) and x-sink's write, per task"
     assert lines["SendMessage"] == 2, "the client's own send"
+    assert lines["Lambda platform lines (modelled)"] == 0, "every function at WARN, every invocation a success"
     made = {operation: amount for (_, operation, _), amount in created.lines().items()}
     assert (made["PutItem asya-tasks"], made["Invoke gateway-api"], made["REST API request (modelled)"]) == (2, 2, 2)
     http = through_http_api(created)
@@ -161,3 +162,54 @@ def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_b
     assert _dollars(http, "HTTP API request (modelled)") == Decimal("1.00") * 2 / 1_000_000
     assert {op for (_, op, _) in http.lines()} >= {"HTTP API request (modelled)", "HTTP API access line (modelled)"}
     assert not any(op.startswith("REST API") for (_, op, _) in http.lines())
+
+
+def test_lambda_writes_a_start_and_a_report_at_info_more_at_debug_and_none_at_warn() -> None:
+    from asya_local.testing.platform_lines import LOG_EVENT_OVERHEAD, platform_bytes
+
+    info, debug = platform_bytes("INFO", 1), platform_bytes("DEBUG", 1)
+    assert platform_bytes("WARN", 1000) == 0, "a successful invocation's events are all below WARN"
+    assert 2 * (100 + LOG_EVENT_OVERHEAD) < info < debug, "two JSON lines at INFO, the runtime's end too at DEBUG"
+    assert platform_bytes("INFO", 3) == 3 * info
+    with pytest.raises(ValueError, match="not a Lambda system log level: 'ERROR'"):
+        platform_bytes("ERROR", 1)  # not a system log level Lambda has
+
+
+def test_the_bench_prices_platform_lines_only_for_functions_whose_level_lets_them_through() -> None:
+    from collections import Counter
+
+    from asya_local.testing.platform_lines import platform_bytes
+    from bench.cost_per_hop import PLAIN, log_usage, synthetic, system_log_levels
+
+    title, route, payload = PLAIN
+    case = synthetic(title, route, payload)
+    invocations = Counter({"prep": 3, "infer": 3, "post": 3, "x-sink": 3, "gateway-api": 30, "gateway-stream": 1})
+    default = system_log_levels(case.mesh.config)
+    assert set(default.values()) == {"WARN"}, "as the CDK app configures every function by default"
+    assert set(invocations) <= set(default)
+    platform = {item.operation: item.amount for item in log_usage(default, invocations, 500, 5)}
+    assert platform == {"log lines + EMF": (500 + 5 * 26) / 1e9, "Lambda platform lines (modelled)": 0}
+    actors = case.mesh.config.actors | {
+        "infer": case.mesh.config.actors["infer"].model_copy(update={"system_log_level": "INFO"})
+    }
+    gateway = case.mesh.config.gateway.model_copy(update={"system_log_level": "DEBUG"})
+    levels = system_log_levels(case.mesh.config.model_copy(update={"actors": actors, "gateway": gateway}))
+    [_, lines] = log_usage(levels, invocations, 0, 0)
+    expected = platform_bytes("INFO", 3) + platform_bytes("DEBUG", 31)
+    assert lines.amount == pytest.approx(expected / 1e9), "infer's start and report, all of the gateway's"
+
+
+def test_an_access_line_traces_a_request_and_carries_nothing_twice() -> None:
+    from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS, REST_ACCESS_LOG_FIELDS
+    from bench.cost_per_hop import HTTP_API, REST_API, api_requests
+
+    needed = {"requestId", "ip", "user", "requestTime", "httpMethod", "path", "status", "responseLength", "latency"}
+    for fields in (REST_ACCESS_LOG_FIELDS, HTTP_ACCESS_LOG_FIELDS):
+        assert needed | {"integrationError"} <= set(fields)
+        assert len(set(fields.values())) == len(fields)
+        said_elsewhere = {"$context.identity.caller", "$context.protocol", "$context.resourcePath"}
+        assert not said_elsewhere & set(fields.values()), "the principal again, HTTP/1.1, the greedy proxy"
+    assert "authorizerError" in HTTP_ACCESS_LOG_FIELDS, "why a JWT authorizer refused"
+    # an IAM caller's create, as the bench sizes it: the line, its newline, CloudWatch's 26 bytes
+    sizes = {kind: api_requests(kind, 1)[1].amount * 1e9 for kind in (REST_API, HTTP_API)}
+    assert sizes == {REST_API: pytest.approx(263 + 27), HTTP_API: pytest.approx(310 + 27)}
