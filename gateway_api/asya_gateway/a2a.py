@@ -1,9 +1,6 @@
-"""The mesh as an A2A agent (docs/a2a.md): its card, and A2A's JSON-RPC methods at `POST /a2a`.
+"""The mesh as an A2A agent (docs/a2a.md): A2A's JSON-RPC methods at `POST /a2a` (its card is
+`asya_gateway.a2a_card`'s, the task's A2A objects `asya_gateway.a2a_objects`').
 
-- The agent card (`agent_card`, `GET /.well-known/agent-card.json` and `/.well-known/agent.json`):
-  the namespace's name, the JSON-RPC endpoint, the mesh's flows as skills (each flow's input schema in
-  the card's extension `INPUT_SCHEMAS`, since A2A's skill has no field for one), and the security
-  scheme of the mesh's `gateway.auth`.
 - The methods (`A2aEndpoint`), in both versions the official SDK's clients speak: A2A 1.0
   (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`; the
   SDK's default, ProtoJSON shapes) and A2A 0.3 (`message/send`, `message/stream`, `tasks/get`,
@@ -30,55 +27,45 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from asya.envelope import rfc3339, utc_now
+from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
-from asya.root_result import no_single_result
 from asya.task_record import TERMINAL, TaskStatus
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.a2a_card import SKILL
+from asya_gateway.a2a_objects import (
+    CONTENT_TYPE_NOT_SUPPORTED,
+    EXTENDED_CARD_NOT_CONFIGURED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    JSON,
+    LISTED,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    PUSH_NOTIFICATION_NOT_SUPPORTED,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    UNSUPPORTED_OPERATION,
+    V03,
+    V1,
+    VERSION_NOT_SUPPORTED,
+    Answers,
+    Answers03,
+    Urls,
+    a2a_task,
+    artifact_update,
+    context_id,
+    fly_update,
+    output_artifact,
+    status_update,
+)
 from asya_gateway.a2a_stream import STOP_AT, JsonRpcRendering, stream
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.service import TaskService
-from asya_gateway.settings import GatewaySettings
 from asya_gateway.task_error import TaskError
 
-V1, V03 = "1.0", "0.3"
-AGENT_VERSION = "0.1.0"
-ENDPOINT = "/a2a"
-JSON = "application/json"
-SKILL = "skill"  # the message metadata's key that names the flow to run
-# The card's extension that carries each skill's input schema: params `{"skills": {id: {"inputSchema"}}}`
-INPUT_SCHEMAS = "urn:asya:a2a:skill-input-schemas:v1"
-OUTPUT_ARTIFACT = "output"
 MAX_TASK_ID = 256
 MAX_SAFE_INTEGER = 2**53  # a double holds every integer up to it
-
-# JSON-RPC's own errors, and A2A's (the SDK's `a2a.utils.errors`)
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-TASK_NOT_FOUND = -32001
-TASK_NOT_CANCELABLE = -32002
-PUSH_NOTIFICATION_NOT_SUPPORTED = -32003
-UNSUPPORTED_OPERATION = -32004
-CONTENT_TYPE_NOT_SUPPORTED = -32005
-EXTENDED_CARD_NOT_CONFIGURED = -32007
-VERSION_NOT_SUPPORTED = -32009
-# A2A 1.0 names each error's reason in a `google.rpc.ErrorInfo` detail
-REASONS = {
-    TASK_NOT_FOUND: "TASK_NOT_FOUND",
-    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
-    PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
-    CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
-    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
-    INVALID_PARAMS: "INVALID_PARAMS",
-    INVALID_REQUEST: "INVALID_REQUEST",
-    METHOD_NOT_FOUND: "METHOD_NOT_FOUND",
-    INTERNAL_ERROR: "INTERNAL_ERROR",
-}
 
 Operation = Literal["send", "stream", "get", "list", "cancel", "resubscribe"]
 METHODS: dict[str, tuple[str, Operation]] = {
@@ -103,26 +90,6 @@ PUSH_METHODS = (
     *("tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"),
 )
 EXTENDED_CARD_METHODS = ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard")
-
-# a task's status → A2A's task state (1.0's names; 0.3's are the same words, `Answers03.state`)
-STATES = {
-    TaskStatus.PENDING: "TASK_STATE_SUBMITTED",
-    TaskStatus.RUNNING: "TASK_STATE_WORKING",
-    TaskStatus.PAUSED: "TASK_STATE_INPUT_REQUIRED",
-    TaskStatus.SUCCEEDED: "TASK_STATE_COMPLETED",
-    TaskStatus.FAILED: "TASK_STATE_FAILED",
-    TaskStatus.CANCELED: "TASK_STATE_CANCELED",
-}
-# an A2A task state a listing asks for → the task status it lists (either version's name)
-LISTED = {
-    **{state: str(status) for status, state in STATES.items()},
-    **{state.removeprefix("TASK_STATE_").lower().replace("_", "-"): str(status) for status, state in STATES.items()},
-}
-# the view's fields a task's metadata carries (`metadata.asya`), for a client that wants more than A2A says
-SHOWN = (
-    *("status", "flow", "actor", "phase", "progress", "attempt", "reason"),
-    *("created_at", "updated_at", "deadline_at", "parent_id", "root_id", "rerun_of"),
-)
 _CURSOR = re.compile(CURSOR_PATTERN)  # an event's id (SSE `id:`), as `Last-Event-ID` gives it back
 _VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,251}$")  # the service's rule, with room for the prefix
@@ -136,312 +103,8 @@ class A2aError(Exception):
         self.code = code
 
 
-# -- the agent card -------------------------------------------------------------------------------
-
-
-def agent_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
-    """The mesh as an agent, in A2A 1.0's shape with A2A 0.3's fields beside it (`url`,
-    `preferredTransport`, `protocolVersion`, `security`, and each security scheme's 0.3 fields), as the
-    SDK's own servers write a card both versions read."""
-    url = f"{base}{ENDPOINT}"
-    flows = settings.flows
-    schemes, requirements = _security(settings)
-    names = ", ".join(sorted(flows)) or "none"
-    return {
-        "name": settings.namespace,
-        "description": (
-            f"The asya mesh {settings.namespace!r}: each skill is one of its flows ({names}). A message runs "
-            f"the flow named by its metadata's {SKILL!r} (a mesh of one flow needs none) on its data part, as a "
-            "task; a task waiting for a person's input (input-required) is resumed by a message naming it."
-        ),
-        "version": AGENT_VERSION,
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": V1},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": V03},
-        ],
-        "capabilities": {
-            "streaming": True,
-            "pushNotifications": False,
-            "extensions": [
-                {
-                    "uri": INPUT_SCHEMAS,
-                    "description": "Each skill's input: the JSON Schema its message's data part must match, "
-                    "at params.skills.<skill id>.inputSchema.",
-                    "required": False,
-                    "params": {
-                        "skills": {name: {"inputSchema": flow.input_schema} for name, flow in sorted(flows.items())}
-                    },
-                }
-            ],
-        },
-        "securitySchemes": schemes,
-        "securityRequirements": [{"schemes": {name: {"list": []}}} for name in requirements],
-        "defaultInputModes": [JSON],
-        "defaultOutputModes": [JSON],
-        "skills": [_skill(name, flow) for name, flow in sorted(flows.items())],
-        # A2A 0.3's fields: its clients read the first interface here
-        "url": url,
-        "preferredTransport": "JSONRPC",
-        "protocolVersion": "0.3.0",
-        "security": [{name: []} for name in requirements],
-    }
-
-
-def _skill(name: str, flow: Any) -> dict[str, Any]:
-    way = "a program whose path depends on the input" if flow.program else " → ".join(flow.route)
-    return {
-        "id": name,
-        "name": name,
-        "description": flow.description or f"Runs flow {name!r} ({way}) as a task.",
-        "tags": ["flow"],
-        "inputModes": [JSON],
-        "outputModes": [JSON],
-    }
-
-
-def _security(settings: GatewaySettings) -> tuple[dict[str, Any], list[str]]:
-    """The card's security schemes (each in 1.0's shape and 0.3's at once) and the names of those a
-    caller may use, any one of them: SigV4 (`iam`), the mesh's API key (`api_key`), or a bearer token
-    of the OpenID Connect issuer (`jwt`)."""
-    auth = settings.auth
-    if auth.mode == "api_key":
-        key = {"name": "x-api-key", "description": "The mesh's API key, in the x-api-key header."}
-        scheme = {"apiKeySecurityScheme": {"location": "header", **key}, "type": "apiKey", "in": "header", **key}
-        return {"apiKey": scheme}, ["apiKey"]
-    if auth.mode == "jwt":
-        bearer = {
-            "scheme": "bearer",
-            "bearerFormat": "JWT",
-            "description": "A token of the mesh's OpenID Connect issuer for one of its audiences.",
-        }
-        schemes: dict[str, Any] = {"bearer": {"httpAuthSecurityScheme": bearer, "type": "http", **bearer}}
-        issuer = auth.jwt.get("issuer")
-        if not isinstance(issuer, str) or not issuer:  # a pool the stack creates: its issuer is not told here
-            return schemes, ["bearer"]
-        oidc = {
-            "openIdConnectUrl": f"{issuer.rstrip('/')}/.well-known/openid-configuration",
-            "description": f"Sign in with {issuer}; send its token as a bearer token.",
-        }
-        schemes["oidc"] = {"openIdConnectSecurityScheme": oidc, "type": "openIdConnect", **oidc}
-        return schemes, ["oidc", "bearer"]
-    sigv4 = {
-        "scheme": "AWS4-HMAC-SHA256",
-        "description": "AWS Signature Version 4 (SigV4): sign each request with AWS credentials allowed to "
-        "invoke this API (service execute-api).",
-    }
-    return {"sigv4": {"httpAuthSecurityScheme": sigv4, "type": "http", **sigv4}}, ["sigv4"]
-
-
 def _but(document: dict[str, Any], *left_out: str) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key not in left_out}
-
-
-# -- a task as A2A objects (A2A 1.0's shapes) -------------------------------------------------------
-
-Urls = Callable[[str], dict[str, str]]
-
-
-def context_id(view: dict[str, Any]) -> str:
-    """A task is its own context; a fan-out branch is in its root's."""
-    return str(view.get("root_id") or view["id"])
-
-
-def a2a_task(view: dict[str, Any], urls: Urls | None = None) -> dict[str, Any]:
-    task: dict[str, Any] = {"id": view["id"], "contextId": context_id(view), "status": a2a_status(view)}
-    artifact = output_artifact(view)
-    if artifact is not None:
-        task["artifacts"] = [artifact]
-    task["metadata"] = {"asya": _asya(view, urls)}
-    return task
-
-
-def a2a_status(view: dict[str, Any]) -> dict[str, Any]:
-    status: dict[str, Any] = {"state": STATES.get(view["status"], "TASK_STATE_UNSPECIFIED")}
-    message = _status_message(view)
-    if message is not None:
-        status["message"] = message
-    moment = view.get("updated_at") or view.get("created_at")
-    if moment:
-        status["timestamp"] = moment
-    return status
-
-
-def status_update(view: dict[str, Any], urls: Urls | None = None) -> dict[str, Any]:
-    return {
-        "taskId": view["id"],
-        "contextId": context_id(view),
-        "status": a2a_status(view),
-        "metadata": {"asya": _asya(view, urls)},
-    }
-
-
-def artifact_update(view: dict[str, Any], artifact: dict[str, Any]) -> dict[str, Any]:
-    return {"taskId": view["id"], "contextId": context_id(view), "artifact": artifact, "lastChunk": True}
-
-
-def fly_update(task_id: str, context: str, data: dict[str, Any]) -> dict[str, Any]:
-    """A FLY event of the task (or of one of its branches, `envelope`) as a status update of a working
-    task, its data as the message's data part."""
-    ids = {"taskId": task_id, "contextId": context}
-    about = {"event": "fly", "actor": data.get("actor"), "envelope": data.get("id")}
-    asya = {key: value for key, value in about.items() if value is not None}
-    message = {
-        "messageId": f"{task_id}:fly:{utc_now().timestamp():.6f}",
-        "role": "ROLE_AGENT",
-        **ids,
-        "parts": [{"data": data.get("data"), "mediaType": JSON}],
-        "metadata": {"asya": asya},
-    }
-    status = {"state": STATES[TaskStatus.RUNNING], "message": message, "timestamp": rfc3339(utc_now())}
-    return {**ids, "status": status, "metadata": {"asya": asya}}
-
-
-def output_artifact(view: dict[str, Any]) -> dict[str, Any] | None:
-    """A task that succeeded: its output as a data part (or a link to it, when the answer could not
-    carry it; or, for a fan-out that ended in several envelopes, a sentence that says so)."""
-    if view.get("status") != TaskStatus.SUCCEEDED:
-        return None
-    artifact: dict[str, Any] = {"artifactId": OUTPUT_ARTIFACT, "name": OUTPUT_ARTIFACT}
-    if several := no_single_result(view):
-        branches = {key: view[key] for key in ("branches", "branch_ids") if key in view}
-        return {**artifact, "parts": [{"text": several}, {"data": branches, "mediaType": JSON}]}
-    if "output" in view:
-        return {**artifact, "parts": [{"data": view["output"], "mediaType": JSON}]}
-    if "output_url" in view:
-        link = {"url": view["output_url"], "mediaType": JSON, "filename": "output.json"}
-        return {**artifact, "description": "The output, larger than an answer carries: a link.", "parts": [link]}
-    return None
-
-
-def _status_message(view: dict[str, Any]) -> dict[str, Any] | None:
-    """What the agent says of the task's status: the prompt of a task waiting for input, the error of
-    one that failed (or why it was canceled)."""
-    status = view["status"]
-    if status == TaskStatus.PAUSED:
-        pause: dict[str, Any] = view["pause"] if isinstance(view.get("pause"), dict) else {}
-        prompt = pause.get("prompt") if isinstance(pause.get("prompt"), str) else "Waiting for input to continue."
-        parts = [{"text": prompt}, {"data": pause, "mediaType": JSON}]
-    elif status in (TaskStatus.FAILED, TaskStatus.CANCELED):
-        error: dict[str, Any] = view["error"] if isinstance(view.get("error"), dict) else {}
-        said = [str(view["reason"])] if view.get("reason") else []
-        said += [str(error["message"])] if error.get("message") else []
-        told = {key: view[key] for key in ("reason", "error", "failed_branches") if view.get(key) is not None}
-        parts = [{"text": ": ".join(said) or f"the task {status}"}]
-        parts += [{"data": told, "mediaType": JSON}] if told else []
-    else:
-        return None
-    return {
-        "messageId": f"{view['id']}:{status}:{view.get('updated_at', '')}",
-        "role": "ROLE_AGENT",
-        "taskId": view["id"],
-        "contextId": context_id(view),
-        "parts": parts,
-    }
-
-
-def _asya(view: dict[str, Any], urls: Urls | None) -> dict[str, Any]:
-    shown = {key: view[key] for key in SHOWN if view.get(key) is not None}
-    return {**shown, **(urls(view["id"]) if urls is not None else {})}
-
-
-# -- the two versions' answers --------------------------------------------------------------------
-
-
-class Answers:
-    """A2A 1.0 (ProtoJSON): the objects as made, each answer in its wrapper."""
-
-    version = V1
-
-    def task(self, task: dict[str, Any]) -> dict[str, Any]:
-        return task
-
-    def sent(self, task: dict[str, Any]) -> dict[str, Any]:
-        return {"task": task}
-
-    def streamed_task(self, task: dict[str, Any]) -> dict[str, Any]:
-        return {"task": task}
-
-    def status_update(self, update: dict[str, Any], final: bool) -> dict[str, Any]:  # noqa: ARG002
-        return {"statusUpdate": update}  # 1.0 has no `final`: the stream ends after the last
-
-    def artifact_update(self, update: dict[str, Any]) -> dict[str, Any]:
-        return {"artifactUpdate": update}
-
-    def listed(self, tasks: list[dict[str, Any]], next_token: str, page_size: int) -> dict[str, Any]:
-        # no `totalSize`: the listing reads pages, and never counts the tasks (docs/a2a.md)
-        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size}
-
-    def error_data(self, code: int) -> list[dict[str, Any]] | None:
-        reason = REASONS.get(code)
-        if reason is None:
-            return None
-        info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}
-        return [{**info, "metadata": {}}]
-
-
-class Answers03(Answers):
-    """A2A 0.3: the same objects rewritten as 0.3 has them (`kind`, lower-case states and roles, parts
-    by kind, a data part's data an object), as the SDK's `a2a.compat.v0_3.conversions` does."""
-
-    version = V03
-
-    def task(self, task: dict[str, Any]) -> dict[str, Any]:
-        told = {"kind": "task", "id": task["id"], "contextId": task["contextId"], "status": self.status(task["status"])}
-        if task.get("artifacts"):
-            told["artifacts"] = [self.artifact(artifact) for artifact in task["artifacts"]]
-        if task.get("metadata"):
-            told["metadata"] = task["metadata"]
-        return told
-
-    def sent(self, task: dict[str, Any]) -> dict[str, Any]:
-        return self.task(task)
-
-    def streamed_task(self, task: dict[str, Any]) -> dict[str, Any]:
-        return self.task(task)
-
-    def status_update(self, update: dict[str, Any], final: bool) -> dict[str, Any]:
-        return {"kind": "status-update", **update, "status": self.status(update["status"]), "final": final}
-
-    def artifact_update(self, update: dict[str, Any]) -> dict[str, Any]:
-        return {"kind": "artifact-update", **update, "artifact": self.artifact(update["artifact"])}
-
-    def listed(self, tasks: list[dict[str, Any]], next_token: str, page_size: int) -> dict[str, Any]:
-        return super().listed([self.task(task) for task in tasks], next_token, page_size)
-
-    def error_data(self, code: int) -> list[dict[str, Any]] | None:  # noqa: ARG002
-        return None
-
-    @staticmethod
-    def state(state: str) -> str:
-        return state.removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-    def status(self, status: dict[str, Any]) -> dict[str, Any]:
-        told = {**status, "state": self.state(status["state"])}
-        if "message" in status:
-            told["message"] = self.message(status["message"])
-        return told
-
-    def message(self, message: dict[str, Any]) -> dict[str, Any]:
-        role = "user" if message.get("role") == "ROLE_USER" else "agent"
-        return {"kind": "message", **message, "role": role, "parts": [self.part(part) for part in message["parts"]]}
-
-    def artifact(self, artifact: dict[str, Any]) -> dict[str, Any]:
-        return {**artifact, "parts": [self.part(part) for part in artifact["parts"]]}
-
-    @staticmethod
-    def part(part: dict[str, Any]) -> dict[str, Any]:
-        metadata = dict(part.get("metadata") or {})
-        if "text" in part:
-            told: dict[str, Any] = {"kind": "text", "text": part["text"]}
-        elif "data" in part:
-            data = part["data"]
-            if not isinstance(data, dict):  # 0.3's data is an object: a value is wrapped, and says so
-                data, metadata = {"value": data}, {**metadata, "data_part_compat": True}
-            told = {"kind": "data", "data": data}
-        else:
-            file = {"uri": part.get("url"), "mimeType": part.get("mediaType"), "name": part.get("filename")}
-            told = {"kind": "file", "file": {key: value for key, value in file.items() if value is not None}}
-        return {**told, "metadata": metadata} if metadata else told
 
 
 # -- requests -------------------------------------------------------------------------------------

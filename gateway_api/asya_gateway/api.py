@@ -52,7 +52,8 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
-from asya_gateway.a2a import A2aEndpoint, agent_card
+from asya_gateway.a2a import A2aEndpoint
+from asya_gateway.a2a_card import agent_card
 from asya_gateway.callers import OPERATOR, Caller, caller_of
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint

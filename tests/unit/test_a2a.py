@@ -21,15 +21,9 @@ from google.protobuf.json_format import ParseDict
 from asya.live import FLY, SETTLE_SECONDS, STATUS
 from asya.results import result_key
 from asya_gateway import a2a_stream, api, sse
-from asya_gateway.a2a import (
-    INPUT_SCHEMAS,
-    A2aEndpoint,
-    Answers,
-    Answers03,
-    a2a_task,
-    agent_card,
-    status_update,
-)
+from asya_gateway.a2a import A2aEndpoint
+from asya_gateway.a2a_card import INPUT_SCHEMAS, agent_card
+from asya_gateway.a2a_objects import Answers, Answers03, a2a_task, status_update
 from asya_gateway.callers import AuthSettings
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
