@@ -26,17 +26,10 @@ REST_ACCESS_LOG_FIELDS = {
     "latency": "$context.responseLatency",
     "integrationError": "$context.integrationErrorMessage",
 }
-# The HTTP API's stage (asya_cdk.http_api): the caller named by its ARN, and why an authorizer refused
+# The HTTP API's stage (asya_cdk.http_api): the same, with the caller named by its ARN, and why an
+# authorizer refused
 HTTP_ACCESS_LOG_FIELDS = {
-    "requestId": "$context.requestId",
-    "ip": "$context.identity.sourceIp",
+    **REST_ACCESS_LOG_FIELDS,
     "user": "$context.identity.userArn",
-    "requestTime": "$context.requestTimeEpoch",
-    "httpMethod": "$context.httpMethod",
-    "path": "$context.path",
-    "status": "$context.status",
-    "responseLength": "$context.responseLength",
-    "latency": "$context.responseLatency",
-    "integrationError": "$context.integrationErrorMessage",
     "authorizerError": "$context.authorizer.error",
 }
