@@ -47,10 +47,9 @@ from asya import variables
 from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
-from asya.names import ACTOR_NAME, GATEWAY
+from asya.names import ACTOR_NAME
 from asya.sump import SumpIndex
 from asya.task_record import stealthy
-from asya.telemetry import Telemetry
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a import A2aEndpoint
 from asya_gateway.a2a_card import agent_card
@@ -159,13 +158,12 @@ class RedriveRequest(_Model):
 
 class GatewayFunction:
     """What the API function runs: the task service its routes use (each request's caller's view of it,
-    `service()`), x-sump's index, and telemetry."""
+    `service()`), x-sump's index, and the current request's caller."""
 
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
         table = tasks.settings.sump_table
         self.sump_index = SumpIndex(table, client=tasks.tasks.client) if table else None
-        self.telemetry = Telemetry(tasks.settings.namespace, GATEWAY)
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -207,10 +205,6 @@ def service() -> TaskService:
 def caller() -> Caller:
     """Who sent the request being served (`asya_gateway.callers`)."""
     return lambda_handler.built.caller
-
-
-def telemetry() -> Telemetry:
-    return lambda_handler.built.telemetry
 
 
 def sump_or_none() -> Sump | None:
