@@ -54,12 +54,12 @@ from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a import A2aEndpoint
 from asya_gateway.a2a_card import agent_card
 from asya_gateway.callers import OPERATOR, Caller, caller_of
+from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_gateway.signin import SignInRefusedError
 from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
 

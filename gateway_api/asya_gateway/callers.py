@@ -15,7 +15,7 @@ from typing import Any
 
 from asya import variables
 from asya.variables import ConfigError
-from asya_gateway.signin import Issuer, verifier
+from asya_gateway.issuers import Issuer
 
 OWNER_ATTRIBUTE = "owner"  # the task record's attribute that names its creator's identity
 
@@ -105,10 +105,12 @@ def jwt_caller(claims: dict[str, Any], auth: AuthSettings) -> Caller:
 
 def caller_of(event: dict[str, Any], auth: AuthSettings) -> Caller:
     """Who sent this API Gateway proxy event, by the mesh's `gateway.auth`: a signed-in caller whose
-    bearer token the function verifies (`jwt`; `asya_gateway.signin.SignInRefusedError` if it does not
+    bearer token the function verifies (`jwt`; `asya_gateway.issuers.SignInRefusedError` if it does not
     verify), or the caller API Gateway authorized (`iam`, `api_key`)."""
     if auth.mode != "jwt":
         return aws_caller(event, auth)
+    from asya_gateway.signin import verifier  # PyJWT and its cryptography: loaded by jwt-mode meshes only
+
     headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
     claims = verifier(auth.issuer).verify(headers.get("authorization"))
     return jwt_caller(claims, auth)

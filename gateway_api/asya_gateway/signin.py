@@ -20,37 +20,19 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.error import URLError
 
 import jwt
 
+from asya_gateway.issuers import Issuer, SignInRefusedError
+
 ALGORITHMS = ("RS256", "ES256")
 LEEWAY_SECONDS = 60  # clocks differ: a token is taken this long before `nbf` and after `exp`
 KEYS_SECONDS = 3600.0  # how long the issuer's keys are kept before they are fetched again
 REFETCH_COOLDOWN_SECONDS = 10.0  # an unknown key fetches the keys again at most this often
 FETCH_TIMEOUT_SECONDS = 3.0
-
-
-class SignInRefusedError(Exception):
-    """A request the gateway refuses (401, or 503 when the issuer's keys cannot be had): `reason` is a
-    stable word (`missing_token`, `expired`, `wrong_audience`, ...) and the message says more."""
-
-    def __init__(self, reason: str, message: str, status: int = 401) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Issuer:
-    """What a token must carry: this issuer, one of these audiences; `jwks_url` skips discovery."""
-
-    url: str
-    audiences: tuple[str, ...]
-    jwks_url: str | None = None
 
 
 class TokenVerifier:

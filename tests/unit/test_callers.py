@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from asya.variables import ConfigError
@@ -46,3 +49,11 @@ def test_a_request_with_the_key_and_no_principal_is_the_keys_holder_in_any_mode(
 def test_a_bad_auth_variable_is_refused_naming_it(raw: str) -> None:
     with pytest.raises(ConfigError, match="ASYA_GATEWAY_AUTH"):
         AuthSettings.parse(raw)
+
+
+def test_a_mesh_without_sign_in_never_loads_the_token_library() -> None:
+    """PyJWT and its cryptography are about a sixth of the API function's import time: a cold start of
+    an `iam` or `api_key` mesh does not pay for them, only a `jwt` mesh's first verification does."""
+    loads = "import sys, asya_gateway.api; print('jwt' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", loads], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == "False"

@@ -16,9 +16,10 @@ import pytest
 from asya.entry import LambdaEntry
 from asya_gateway import api, signin
 from asya_gateway.callers import AuthSettings, Caller
+from asya_gateway.issuers import Issuer, SignInRefusedError
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_gateway.signin import Issuer, SignInRefusedError, TokenVerifier
+from asya_gateway.signin import TokenVerifier
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.issuer import IssuerServer, LocalIssuer

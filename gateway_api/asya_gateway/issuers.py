@@ -1,0 +1,27 @@
+"""What sign-in (`gateway.auth: jwt`, docs/callers.md) is made of, apart from the verification itself
+(`asya_gateway.signin`): the issuer a token must come from, and the refusal of a request that does not
+sign in. Apart so that what every request reads (`asya_gateway.callers`, the API's answers) does not
+import PyJWT and its cryptography: a mesh without sign-in never loads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SignInRefusedError(Exception):
+    """A request the gateway refuses (401, or 503 when the issuer's keys cannot be had): `reason` is a
+    stable word (`missing_token`, `expired`, `wrong_audience`, ...) and the message says more."""
+
+    def __init__(self, reason: str, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Issuer:
+    """What a token must carry: this issuer, one of these audiences; `jwks_url` skips discovery."""
+
+    url: str
+    audiences: tuple[str, ...]
+    jwks_url: str | None = None
