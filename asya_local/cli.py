@@ -11,7 +11,8 @@
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya check   [--config FILE] [--account]     AWS's limits checked, and what `cdk deploy` would create
-    asya deploy  [--config FILE] [-- CDK ARGS]   asya check, Docker for image actors, then cdk deploy
+    asya synth | diff | deploy | destroy [--config FILE] [-- CDK ARGS]   the CDK's commands, from this folder
+                                                 (deploy: asya check and Docker for image actors first)
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
@@ -50,12 +51,13 @@ from botocore.exceptions import EndpointConnectionError
 from rich.live import Live
 from rich.text import Text
 
+from asya.names import DISTRIBUTION
 from asya.task_record import TaskStatus
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_local import (
+    cdk_cli,
     demo_report,
-    deploy_cli,
     flow_cli,
     secrets_cli,
     smoke,
@@ -66,6 +68,7 @@ from asya_local import (
     worklog,
 )
 from asya_local.arguments import Parser, command, each_input, json_file, positive_int
+from asya_local.cdk_toolkit import ToolkitError
 from asya_local.check import check as check_mesh
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -96,8 +99,7 @@ from asya_local.sump_cli import SumpCommandError
 from asya_local.task_cli import TaskCommandError
 from asya_local.worklog import WorkerLog
 
-DEFAULT_CONFIG = Path("examples/catalogue/mesh.yaml")
-DISTRIBUTION = "asya-aws"  # the package `pip install` knows this project by
+DEFAULT_CONFIG = Path("mesh.yaml")  # a project's mesh file, in the folder a command runs in
 INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
 
 
@@ -143,7 +145,7 @@ def parser() -> Parser:
     check.add_argument(
         "--account", action="store_true", help="also the account's Lambda concurrency (your AWS credentials)"
     )
-    deploy_cli.add_parser(commands, DEFAULT_CONFIG)
+    cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
     smoke_test = command(
         commands,
         "smoke",
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "demo": _demo,
         **task_cli.COMMANDS,
         "check": _check,
-        "deploy": _deploy,
+        **dict.fromkeys(cdk_cli.VERBS, _cdk),
         "smoke": _smoke,
         "sump": _sump,
         "console": _console,
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         LibrariesError,
         argparse.ArgumentTypeError,
         ShortIdError,
+        ToolkitError,
     ) as exc:
         console.print(f"[red]asya: {exc}[/red]", highlight=False, soft_wrap=True)
         return 2
@@ -226,8 +229,8 @@ def _origin(url: object) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _deploy(args: argparse.Namespace) -> int:
-    return deploy_cli.run(args, console)
+def _cdk(args: argparse.Namespace) -> int:
+    return cdk_cli.run(args, console)
 
 
 def _flow(args: argparse.Namespace) -> int:

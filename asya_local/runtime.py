@@ -5,7 +5,7 @@ with the libraries bundled into it), its layers (`/opt/python`: here the sidecar
 layer's libraries) and the runtime itself (`/var/runtime`: the AWS SDK for Python, and the runtime
 interface that calls the handler). A local worker gets the same, in the same order, built for this
 machine's interpreter: the function's folder and its own libraries (an actor's declared ones, the
-gateway's extra), `sidecar_layer/` and the layer's libraries, `RUNTIME_SDK` and the local stand-ins
+gateway's extra), the sidecar's `asya` and the layer's libraries, `RUNTIME_SDK` and the local stand-ins
 (`asya_local`, which play the runtime interface). Its interpreter starts without site-packages
 (`python -S`), so the project's virtualenv is out of reach: an import the function does not ship
 fails here as it fails on Lambda.
@@ -23,11 +23,11 @@ from pathlib import Path
 
 from asya.names import GATEWAY_FUNCTIONS, resource_name
 from asya_cdk.config import LoadedMesh
-from asya_cdk.layer import LAYER_SOURCE, gateway_build, layer_build
-from asya_cdk.libraries import Build, Requirements, Target, cache_root, cached_folder, install
+from asya_cdk.layer import gateway_build, layer_build
+from asya_cdk.libraries import Build, Requirements, Target, install
 from asya_cdk.packaging import actor_build
+from asya_cdk.sources import shipped
 
-ROOT = Path(__file__).resolve().parents[1]
 # The AWS SDK the local runtime provides, as Lambda's Python runtime provides its own. AWS updates the
 # runtime's copy from time to time; an actor that needs a given SDK declares boto3 in its libraries.
 RUNTIME_SDK = ("boto3==1.44.5", "botocore==1.44.5")
@@ -42,15 +42,9 @@ def runtime_sdk_build(target: Target) -> Build:
 
 
 def runtime_interface() -> Path:
-    """A folder holding only `asya_local` (a link to this checkout's), so the workers' own modules are
-    importable and nothing else of the checkout is (`examples`, `tests`, `cdk`)."""
-
-    def make(staging: Path) -> None:
-        staging.mkdir(parents=True)
-        (staging / "asya_local").symlink_to(ROOT / "asya_local", target_is_directory=True)
-
-    checkout = str(ROOT).encode().hex()[-48:]
-    return cached_folder(cache_root() / "runtime-interface" / checkout, make)
+    """A folder holding only `asya_local`, so the workers' own modules are importable and nothing else
+    of the installation is (`asya_cdk`, the user's other libraries, a checkout's `examples`)."""
+    return shipped("asya_local")
 
 
 @dataclass(frozen=True)
@@ -75,6 +69,7 @@ class LocalPythons:
         self.layer = install(layer_build(self.target))
         self.sdk = install(runtime_sdk_build(self.target))
         self.interface = runtime_interface()
+        self.sidecar = shipped("asya")
         namespace = mesh.config.namespace
         self.own: dict[str, Path] = {}
         gateway = install(gateway_build(self.target)).path
@@ -99,4 +94,4 @@ class LocalPythons:
     def of(self, function: str, code: Path) -> FunctionPython:
         """The import path of the deployed function `function`, whose code is the folder `code`."""
         own = [self.own[function]] if function in self.own else []
-        return FunctionPython((code, *own, LAYER_SOURCE, self.layer.path, self.sdk.path, self.interface))
+        return FunctionPython((code, *own, self.sidecar, self.layer.path, self.sdk.path, self.interface))

@@ -6,7 +6,7 @@ comes down to the figures the issue asks for, all measured in one run with the t
 `bench.actors.touch` (so what is measured is the machinery around it):
 
   1. the Spark actor's rate: N small envelopes (`prev: [], curr: hop, next: [post]`) staged as JSON
-     lines, run by the real entry script (`spark_emr/entry.py` → `asya_spark_job.job.main`) in a
+     lines, run by the real entry script (`asya_spark_job/entry.py` → `asya_spark_job.job.main`) in a
      subprocess with `--master local[2]`, exactly as `asya_local.endpoint.spark_runner` runs a job; timed from
      process start to the output's `_SUCCESS` marker (process exit is shown too). The output must hold
      exactly N routed envelopes, all to `asya-bench-post`, or the benchmark fails.
@@ -45,7 +45,7 @@ from asya.config import SidecarConfig
 from bench.actors import touch
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = ROOT / "spark_emr" / "entry.py"
+ENTRY = ROOT / "spark_emr" / "asya_spark_job" / "entry.py"
 PYTHON_PATH = [ROOT / "sidecar_layer", ROOT / "spark_emr", ROOT]  # the core, the job, the handler's folder
 MASTER = "local[2]"
 ACTOR = "hop"

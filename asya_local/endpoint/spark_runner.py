@@ -30,12 +30,11 @@ from typing import Any
 from moto.core.utils import utcnow
 from moto.emrserverless.models import JobRun
 
+from asya_cdk.sources import shipped
 from asya_local.endpoint.moto_emr import apply_emr_fix
 from asya_local.roles import EMR_SERVERLESS, local_client, role_environment
 
-ROOT = Path(__file__).resolve().parents[2]
-ENTRY = ROOT / "spark_emr" / "entry.py"
-CORE_PATH = [ROOT / "sidecar_layer", ROOT / "spark_emr"]
+JOB_PACKAGES = ("asya", "asya_spark_job")  # what the job's archive holds besides libraries (asya_cdk.spark)
 MASTER = "local[2]"
 _TAIL_LINES = 40
 
@@ -116,8 +115,9 @@ class LocalSparkRunner:
             output_at = arguments.index("--output") + 1
             output_uri, arguments[output_at] = arguments[output_at], str(work / "output")
             own = self.libraries.get(_application_name(job_run), [])
-            python_path = [*self._code_for(str(driver.get("sparkSubmitParameters", ""))), *own, *CORE_PATH]
-            command = [sys.executable, str(ENTRY), *arguments, "--master", MASTER]
+            core = shipped(*JOB_PACKAGES)
+            python_path = [*self._code_for(str(driver.get("sparkSubmitParameters", ""))), *own, core]
+            command = [sys.executable, str(core / "asya_spark_job" / "entry.py"), *arguments, "--master", MASTER]
             environment = {
                 **os.environ,
                 **credentials,

@@ -22,10 +22,9 @@ from asya_cdk.actor import ActorFunction
 from asya_cdk.actor_config import CREW_SETTINGS
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, crew_environment
-from asya_cdk.function import MESH_CODE
+from asya_cdk.function import mesh_code
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
-from asya_cdk.packaging import code_folder
 
 
 class Crew:
@@ -54,7 +53,7 @@ class Crew:
                 namespace=namespace,
                 name=name,
                 settings=CREW_SETTINGS,
-                code=code_folder(MESH_CODE),
+                code=mesh_code(),
                 layer=layer,
                 environment=crew_environment(mesh, names, name),
                 dead_letter_queue=dead_letters,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -12,9 +10,16 @@ from constructs import Construct
 from asya_cdk.actor import log_group, mesh_lambda
 from asya_cdk.actor_config import SYSTEM_LOG_LEVEL
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.packaging import code_folder
+from asya_cdk.sources import shipped
 
-MESH_CODE = Path(__file__).resolve().parents[2] / "lambdas"  # the crew's and the Spark actors' functions
 LOG_RETENTION_DAYS = 30
+
+
+def mesh_code() -> lambda_.Code:
+    """The code of the mesh's own functions (the crew's, a Spark actor's dispatcher and collector):
+    `asya_crew` and `asya_spark`, and nothing else of the installation."""
+    return code_folder(shipped("asya_crew", "asya_spark"))
 
 
 class MeshFunction(Construct):

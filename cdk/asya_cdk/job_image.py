@@ -1,6 +1,6 @@
 """The Spark job's image, built by the stack for Spark actors that name no `spark.image_uri`.
 
-`spark_emr/image/Dockerfile` (the EMR Serverless release image plus Amazon Linux's python3.11) is built
+`asya_spark_job/image/Dockerfile` (the EMR Serverless release image plus Amazon Linux's python3.11) is built
 at `cdk deploy` as an image asset, one per (release, architecture) of the mesh, and copied into the
 mesh's own repository `asya-<ns>-spark-job`, tagged `<release>-<architecture>`. The copy is
 `cdk-ecr-deployment`'s function (a prebuilt binary, so synthesis needs neither Docker nor a network):
@@ -10,8 +10,6 @@ pull policy for EMR Serverless and goes away with the mesh.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -20,8 +18,8 @@ from cdk_ecr_deployment import DockerImageName, ECRDeployment
 from constructs import Construct
 
 from asya.names import resource_name
+from asya_cdk.sources import package_folder
 
-IMAGE_SOURCE = Path(__file__).resolve().parents[2] / "spark_emr" / "image"
 _PLATFORMS = {"arm64": ecr_assets.Platform.LINUX_ARM64, "x86_64": ecr_assets.Platform.LINUX_AMD64}
 _IMAGE_ARCHITECTURES = {"arm64": "arm64", "x86_64": "amd64"}  # as an image index names them
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
@@ -106,7 +104,7 @@ class JobImages(Construct):
             asset = ecr_assets.DockerImageAsset(
                 self,
                 f"Built-{tag}",
-                directory=str(IMAGE_SOURCE),
+                directory=str(package_folder("asya_spark_job") / "image"),
                 platform=_PLATFORMS[architecture],
                 build_args={"RELEASE": release},
             )

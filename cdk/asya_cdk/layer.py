@@ -2,8 +2,8 @@
 and the gateway functions' code, with the few packages only they need.
 
 Bundling installs on this machine for the target platform (`asya_cdk.libraries`: binary wheels only,
-cached by content), so no Docker is needed. The layer's dependencies are the project's own in
-`pyproject.toml` (tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages it
+cached by content), so no Docker is needed. The layer's dependencies are the installed distribution's
+own (`asya_cdk.sources`: tracing's X-Ray SDK included), minus the AWS SDK for Python and the packages it
 brings, which the Lambda runtime provides: a second, different botocore in the layer would shadow the
 runtime's and no longer match its boto3. The gateway's (its `gateway` extra: JSON Schema validation,
 the MCP types) ship in its functions' code, without their dependencies, which the layer has. Nothing
@@ -12,7 +12,6 @@ is byte-compiled on this machine.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -21,34 +20,28 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from asya_cdk.libraries import Build, Requirements, Target, copy_into, install
+from asya_cdk.sources import SOURCE_IGNORED, package_folder, requirements, shipped
 
-ROOT = Path(__file__).resolve().parents[2]
-LAYER_SOURCE = ROOT / "sidecar_layer"
-GATEWAY_SOURCE = ROOT / "gateway_api"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 LAMBDA_PYTHON = RUNTIME.name.removeprefix("python")
 # The AWS SDK for Python and what it depends on: Lambda's Python runtimes include them.
 PROVIDED_BY_RUNTIME = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six"})
-SOURCE_IGNORED = ("__pycache__", "*.pyc")
 
 
-def requirements(extra: str | None = None) -> list[str]:
-    """The project's dependencies for the layer (the AWS SDK left to the runtime), or an extra's."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    if extra is not None:
-        return list(project["optional-dependencies"][extra])
-    return [req for req in project["dependencies"] if not req.startswith("boto3")]
+def layer_requirements() -> list[str]:
+    """The project's dependencies for the layer: the AWS SDK is left to the runtime."""
+    return [line for line in requirements() if not line.startswith("boto3")]
 
 
 def layer_build(target: Target) -> Build:
     """The layer's dependencies: the project's, without what the Lambda runtime provides."""
-    declared = Requirements(tuple(requirements()), source="the sidecar layer (pyproject.toml)")
+    declared = Requirements(tuple(layer_requirements()), source="the sidecar layer (asya-aws's dependencies)")
     return Build(declared, target, without=PROVIDED_BY_RUNTIME)
 
 
 def gateway_build(target: Target) -> Build:
     """The gateway's own dependencies alone: the layer has what they depend on."""
-    declared = Requirements(tuple(requirements("gateway")), source="the gateway (pyproject.toml, extra gateway)")
+    declared = Requirements(tuple(requirements("gateway")), source="the gateway (asya-aws's extra gateway)")
     return Build(declared, target, no_deps=True)
 
 
@@ -86,7 +79,7 @@ class LibraryBundling:
 def layer_bundling(architecture: str, python: str = LAMBDA_PYTHON) -> LibraryBundling:
     """The layer's content: `asya` and the project's dependencies, under `python/`."""
     target = Target.linux(architecture, python)
-    return LibraryBundling([layer_build(target)], {"asya": LAYER_SOURCE / "asya"}, subdir="python")
+    return LibraryBundling([layer_build(target)], {"asya": package_folder("asya")}, subdir="python")
 
 
 def gateway_bundling(
@@ -95,7 +88,7 @@ def gateway_bundling(
     """The gateway functions' code: `asya_gateway` and the `gateway` extra, whose own dependencies the
     layer has."""
     target = Target.linux(architecture, python)
-    folders = {"asya_gateway": GATEWAY_SOURCE / "asya_gateway"}
+    folders = {"asya_gateway": package_folder("asya_gateway")}
     return LibraryBundling([gateway_build(target)], folders, files=files)
 
 
@@ -108,7 +101,7 @@ class SidecarLayer(Construct):
         self.layer = lambda_.LayerVersion(
             self,
             "Layer",
-            code=built_code(LAYER_SOURCE, layer_bundling(architecture)),
+            code=built_code(shipped("asya"), layer_bundling(architecture)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[arch],
             description="asya sidecar: envelope routing, resiliency and telemetry around actor handlers",
@@ -119,12 +112,14 @@ class SidecarLayer(Construct):
 def gateway_code(architecture: str, files: dict[str, str] | None = None) -> lambda_.Code:
     """The gateway functions' code: `asya_gateway` and its `gateway` extra, and `files` beside them
     (the mesh's compiled flow programs)."""
-    return built_code(GATEWAY_SOURCE, gateway_bundling(architecture, files=files))
+    return built_code(shipped("asya_gateway"), gateway_bundling(architecture, files=files))
 
 
 def built_code(source: Path, bundling: LibraryBundling) -> lambda_.Code:
     """Code built on this machine, identified by what the build puts in it: what is installed is not
-    in the source folder, so a changed pin must still make a new asset."""
+    in the source folder, so a changed pin must still make a new asset. `source` holds the packages
+    themselves (`asya_cdk.sources.shipped`): a synthesis without bundling (the local stack's) ships it
+    as it is."""
     return lambda_.Code.from_asset(
         str(source),
         exclude=["**/__pycache__", "*.md"],

@@ -48,12 +48,12 @@ from asya_cdk.config import LoadedMesh
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
-from asya_cdk.function import MESH_CODE
+from asya_cdk.function import mesh_code
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.grants import grant_permissions, grant_secrets, shipped_files
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
-from asya_cdk.packaging import ACTOR_ENTRY, code_folder, image_code, zip_code
+from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.spark_updates import ApplicationGuards
@@ -206,7 +206,7 @@ class Mesh(Construct):
         home = self._home(name)
         spark = settings.runtime == "spark"
         if spark:
-            code, handler, environment = code_folder(MESH_CODE), "asya_spark.dispatch.lambda_handler", {}
+            code, handler, environment = mesh_code(), "asya_spark.dispatch.lambda_handler", {}
             options = None
         else:
             package = image_code if settings.package == "image" else zip_code

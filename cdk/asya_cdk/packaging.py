@@ -34,12 +34,11 @@ from aws_cdk import aws_lambda as lambda_
 from asya_cdk.config import LoadedMesh
 from asya_cdk.layer import (
     LAMBDA_PYTHON,
-    LAYER_SOURCE,
     PROVIDED_BY_RUNTIME,
     RUNTIME,
     LibraryBundling,
     layer_build,
-    requirements,
+    layer_requirements,
 )
 from asya_cdk.libraries import (
     Build,
@@ -53,6 +52,7 @@ from asya_cdk.libraries import (
     folder_size,
     install,
 )
+from asya_cdk.sources import package_folder
 
 LAMBDA_ZIP_MAX_BYTES = 262_144_000  # "250 MB": a function's code and all its layers, unzipped
 LAMBDA_IMAGE_MAX_BYTES = 10 * 1024**3  # "10 GB": a container image, uncompressed
@@ -95,7 +95,7 @@ def actor_build(mesh: LoadedMesh, actor: str, target: Target, layer: Installed) 
     own = mesh.requirements(actor)
     if not own:
         return None
-    with_sidecar = own + Requirements(tuple(requirements()))
+    with_sidecar = own + Requirements(tuple(layer_requirements()))
     # the runtime's SDK is left to it, unless the actor names a part of it: then all of it ships, as
     # one boto3 beside another botocore would not work
     ships_sdk = bool(own.named() & PROVIDED_BY_RUNTIME)
@@ -173,7 +173,7 @@ def function_size(mesh: LoadedMesh, actor: str) -> FunctionSize:
     parts = {"code": code_size(mesh.code_dir(actor))}
     if own is not None:
         parts["libraries"] = own.size
-    parts["sidecar"] = layer.size + folder_size(LAYER_SOURCE / "asya", name_patterns(ACTOR_CODE_EXCLUDE))
+    parts["sidecar"] = layer.size + folder_size(package_folder("asya"), name_patterns(ACTOR_CODE_EXCLUDE))
     distributions = {**layer.distributions, **(own.distributions if own is not None else {})}
     return FunctionSize(actor, settings.package, parts, tuple(distributions.values()), len(settings.layers))
 
@@ -240,14 +240,14 @@ def image_folder(mesh: LoadedMesh, actor: str) -> Path:
         dockerfile,
         str(layer.path),
         str(own.path) if own else "",
-        cdk.FileSystem.fingerprint(str(LAYER_SOURCE / "asya"), exclude=list(ACTOR_CODE_EXCLUDE)),
+        cdk.FileSystem.fingerprint(str(package_folder("asya")), exclude=list(ACTOR_CODE_EXCLUDE)),
         cdk.FileSystem.fingerprint(str(code), exclude=list(ACTOR_CODE_EXCLUDE)),
     )
 
     def make(staging: Path) -> None:
         task = staging / "task"
         copy_into(layer.path, task)
-        copy_into(LAYER_SOURCE / "asya", task / "asya", name_patterns(ACTOR_CODE_EXCLUDE))
+        copy_into(package_folder("asya"), task / "asya", name_patterns(ACTOR_CODE_EXCLUDE))
         if own is not None:
             copy_into(own.path, task)
         copy_into(code, task, name_patterns(ACTOR_CODE_EXCLUDE))

@@ -5,7 +5,7 @@
   `spark.image_uri` or else on the image the mesh builds (`job_image.JobImages`).
 - The job role, assumed by EMR Serverless for this application only: it reads the job's code and the
   actor's staged input, writes the batch's output, writes its logs, and nothing else.
-- The job's code as assets: `spark_emr/entry.py` (the entry point), the actor's folder (`--py-files`),
+- The job's code as assets: `asya_spark_job/entry.py` (the entry point), the actor's folder (`--py-files`),
   and the `asya` core with its dependencies built for the application's platform (`--archives`).
 - The collector `asya-<ns>-x-collect-<actor>`, invoked by the application's job-state events and by
   the reconciliation schedule.
@@ -14,8 +14,6 @@
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -31,12 +29,13 @@ from asya.names import collector_name, mesh_prefix, resource_name
 from asya_cdk.actor import ActorFunction, log_group, nag_arn, send_to_namespace
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
-from asya_cdk.function import MESH_CODE, MeshFunction
+from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.grants import grant_permissions
 from asya_cdk.job_image import JobImages
-from asya_cdk.layer import LAYER_SOURCE, LibraryBundling, SidecarLayer, requirements
+from asya_cdk.layer import LibraryBundling, SidecarLayer, layer_requirements
 from asya_cdk.libraries import Build, Requirements, Target
-from asya_cdk.packaging import ACTOR_CODE_EXCLUDE, code_folder
+from asya_cdk.packaging import ACTOR_CODE_EXCLUDE
+from asya_cdk.sources import package_folder
 from asya_cdk.spark_updates import ApplicationGuards
 from asya_cdk.tasks import TaskTables, mesh_table, string_key
 from asya_spark.collect import JOB_STATE_CHANGE
@@ -44,8 +43,6 @@ from asya_spark.jobs import TERMINAL
 from asya_spark.ledger import OPEN_INDEX, key_prefix
 from asya_spark.staging import staging_prefix
 
-ROOT = Path(__file__).resolve().parents[2]
-SPARK_SOURCE = ROOT / "spark_emr"
 JOB_PYTHON_VERSION = "3.11"
 JOB_LEAVES_OUT = frozenset({"boto3", "botocore", "s3transfer"})
 COLLECTOR_TIMEOUT = cdk.Duration.minutes(10)
@@ -60,10 +57,10 @@ def spark_archive_bundling(
     calls AWS, so the SDK itself stays out (unless the actor names it); what Powertools imports
     (jmespath) stays in."""
     own = own or Requirements()
-    core = Requirements(tuple(requirements()), source="the Spark job's archive")
+    core = Requirements(tuple(layer_requirements()), source="the Spark job's archive")
     without = frozenset() if own.named() & JOB_LEAVES_OUT else JOB_LEAVES_OUT  # the SDK: all of it, or none
     build = Build(own + core, Target.linux(architecture, python), without=without)
-    packages = {"asya": LAYER_SOURCE / "asya", "asya_spark_job": SPARK_SOURCE / "asya_spark_job"}
+    packages = {package: package_folder(package) for package in ("asya", "asya_spark_job")}
     return LibraryBundling([build], packages)
 
 
@@ -148,12 +145,12 @@ class SparkActor(Construct):
             ),
             description=f"asya Spark job {namespace}/{name}",
         )
-        entry = s3_assets.Asset(self, "Entry", path=str(SPARK_SOURCE / "entry.py"))
+        entry = s3_assets.Asset(self, "Entry", path=str(package_folder("asya_spark_job") / "entry.py"))
         code = s3_assets.Asset(self, "Code", path=str(mesh.code_dir(name)), exclude=list(ACTOR_CODE_EXCLUDE))
         environment = s3_assets.Asset(
             self,
             "Environment",
-            path=str(SPARK_SOURCE),
+            path=str(package_folder("asya_spark_job")),
             exclude=["**/__pycache__", "*.md"],
             asset_hash_type=cdk.AssetHashType.OUTPUT,  # what pip installs is not in the source folder
             bundling=cdk.BundlingOptions(
@@ -178,7 +175,7 @@ class SparkActor(Construct):
             self,
             "Collector",
             name=collector_name(namespace, name),
-            code=code_folder(MESH_CODE),
+            code=mesh_code(),
             handler="asya_spark.collect.lambda_handler",
             environment=variables,
             layer=layer,

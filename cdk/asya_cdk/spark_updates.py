@@ -19,9 +19,8 @@ from constructs import Construct
 
 from asya.names import SPARK_GUARD, resource_name
 from asya_cdk.actor import nag_arn
-from asya_cdk.function import MESH_CODE, MeshFunction
+from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.layer import SidecarLayer
-from asya_cdk.packaging import code_folder
 
 GUARD_TYPE = "Custom::AsyaApplicationGuard"
 STOP_TIMEOUT = cdk.Duration.minutes(14)  # the provider's onEvent may run 15 minutes; an application stops in one or two
@@ -46,7 +45,7 @@ class ApplicationGuards(Construct):
             self,
             "Stopper",
             name=resource_name(namespace, SPARK_GUARD),
-            code=code_folder(MESH_CODE),
+            code=mesh_code(),
             handler="asya_spark.stopper.on_event",
             environment={},
             layer=layer,

@@ -46,7 +46,7 @@ class SparkSettings:
     batches_table: str
     application_id: str
     job_role_arn: str
-    entry_point: str  # s3:// URI of spark_emr/entry.py
+    entry_point: str  # s3:// URI of spark_emr/asya_spark_job/entry.py
     submit_parameters: str  # --py-files, --archives, --conf ...
     job_env: dict[str, str]  # the variables the job's handler runs with (`--actor-env`)
     job_timeout_minutes: int = variables.SPARK_JOB_TIMEOUT_MINUTES.default

@@ -5,6 +5,7 @@ route), the gateway's flows (x-pause) and the mesh file's checks all read them f
 
 from __future__ import annotations
 
+DISTRIBUTION = "asya-aws"  # the name `pip install` knows the project by: its version, its pins, its extras
 SINK = "x-sink"
 SUMP = "x-sump"
 PAUSE = "x-pause"

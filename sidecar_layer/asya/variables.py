@@ -422,7 +422,7 @@ SPARK_APPLICATION_ID = Variable(
 )
 SPARK_JOB_ROLE_ARN = Variable("ASYA_SPARK_JOB_ROLE_ARN", _SPARK, "the job's execution role", "", _text, "required")
 SPARK_ENTRY_POINT = Variable(
-    "ASYA_SPARK_ENTRY_POINT", _SPARK, "`s3://` URI of `spark_emr/entry.py`", "", _text, "required"
+    "ASYA_SPARK_ENTRY_POINT", _SPARK, "`s3://` URI of `spark_emr/asya_spark_job/entry.py`", "", _text, "required"
 )
 SPARK_SUBMIT_PARAMETERS = Variable(
     "ASYA_SPARK_SUBMIT_PARAMETERS", _SPARK, "`--py-files`, `--conf` for the job", "", _text, "none"

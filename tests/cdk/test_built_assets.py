@@ -31,13 +31,13 @@ import pytest
 
 from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import spark_environment
-from asya_cdk.function import MESH_CODE
-from asya_cdk.layer import GATEWAY_SOURCE, PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
+from asya_cdk.layer import PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
 from asya_cdk.libraries import folder_size
 from asya_cdk.loading import load_mesh
 from asya_cdk.longest import longest_mesh_names, longest_spark_names
 from asya_cdk.packaging import LAMBDA_ZIP_MAX_BYTES
-from asya_cdk.spark import SPARK_SOURCE, spark_archive_bundling
+from asya_cdk.sources import package_folder, shipped
+from asya_cdk.spark import spark_archive_bundling
 from asya_spark.settings import job_environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +49,14 @@ MESH_HANDLERS = [
     "asya_spark.collect.lambda_handler",
 ]
 GATEWAY_HANDLERS = [f"asya_gateway.{part}.lambda_handler" for part in ("api", "stream", "backstop")]
+MESH_CODE = shipped("asya_crew", "asya_spark")  # what asya_cdk.function.mesh_code ships
+GATEWAY_CODE = package_folder("asya_gateway")
+
+
+def _shown(folder: Path) -> str:
+    named = {MESH_CODE: "mesh-code", GATEWAY_CODE: "gateway"}
+    return named.get(folder) or folder.relative_to(ROOT).as_posix()
+
 
 pytestmark = pytest.mark.build
 
@@ -128,7 +136,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert all(pool.map(lambda item: item[1].try_bundle(str(item[0]), None), bundlings.items()))
     entry = root / "entry"
     entry.mkdir()
-    shutil.copy(SPARK_SOURCE / "entry.py", entry / "entry.py")
+    shutil.copy(package_folder("asya_spark_job") / "entry.py", entry / "entry.py")
     return {
         "layer": layer / "python",
         "gateway": gateway,
@@ -162,7 +170,7 @@ def test_the_gateway_with_the_layer_stays_well_within_lambdas_size_limit(built: 
 
 def _code_folders() -> dict[Path, list[str]]:
     """Each code asset folder of the mesh and the handlers its functions name."""
-    folders: dict[Path, list[str]] = {MESH_CODE: MESH_HANDLERS, GATEWAY_SOURCE: GATEWAY_HANDLERS}
+    folders: dict[Path, list[str]] = {MESH_CODE: MESH_HANDLERS, GATEWAY_CODE: GATEWAY_HANDLERS}
     for mesh in MESHES:
         for name, actor in mesh.config.actors.items():
             if actor.runtime == "lambda":
@@ -171,13 +179,13 @@ def _code_folders() -> dict[Path, list[str]]:
 
 
 @pytest.mark.parametrize(
-    ("folder", "handlers"), list(_code_folders().items()), ids=[f.relative_to(ROOT).as_posix() for f in _code_folders()]
+    ("folder", "handlers"), list(_code_folders().items()), ids=[_shown(f) for f in _code_folders()]
 )
 def test_every_lambda_handler_imports_with_tracing_on(
     built: dict[str, Path], folder: Path, handlers: list[str]
 ) -> None:
     environment = {"AWS_LAMBDA_FUNCTION_NAME": "asya-ns-actor", "AWS_REGION": "eu-west-1", "LAYER": str(built["layer"])}
-    code = built["gateway"] if folder == GATEWAY_SOURCE else folder  # the gateway's code is built, with its extra
+    code = built["gateway"] if folder == GATEWAY_CODE else folder  # the gateway's code is built, with its extra
     output = _run(LAMBDA_CHECK, [built["layer"], code, built["sdk"]], handlers, environment)
     assert output.strip() == f"ok {len(handlers)}"
 
@@ -211,18 +219,18 @@ def _layer_asset_hash(outdir: Path) -> str:
 
 
 def test_the_layer_is_a_new_asset_when_a_dependency_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The layer's dependencies are not in its source folder: hashed by source, a changed pin in
-    `pyproject.toml` would leave the deployed layer as it was."""
+    """The layer's dependencies are not in its source folder: hashed by source, a changed pin in the
+    installed distribution would leave the deployed layer as it was."""
     from asya_cdk import layer
 
-    declared = layer.requirements
+    declared = layer.layer_requirements
 
-    def one_fewer(extra: str | None = None) -> list[str]:
-        return [r for r in declared() if not r.startswith("orjson")] if extra is None else declared(extra)
+    def one_fewer() -> list[str]:
+        return [r for r in declared() if not r.startswith("orjson")]
 
     first = _layer_asset_hash(tmp_path / "declared")
     assert _layer_asset_hash(tmp_path / "again") == first, "the same dependencies make the same asset"
-    monkeypatch.setattr(layer, "requirements", one_fewer)
+    monkeypatch.setattr(layer, "layer_requirements", one_fewer)
     assert _layer_asset_hash(tmp_path / "changed") != first
 
 

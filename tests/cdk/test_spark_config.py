@@ -194,11 +194,11 @@ def test_cdk_app_refuses_a_bad_spark_mesh_naming_the_field(tmp_path: Path) -> No
 
 
 def test_the_job_image_provides_the_default_interpreter_for_the_default_release() -> None:
-    """`spark_emr/image/Dockerfile` is what docs/spark.md tells a deployment to build: the EMR
+    """`asya_spark_job/image/Dockerfile` is what docs/spark.md tells a deployment to build: the EMR
     Serverless base image of the default release, with Amazon Linux's python3.11 at `spark.python`."""
-    from asya_cdk.spark import SPARK_SOURCE
+    from asya_cdk.sources import package_folder
 
-    dockerfile = (SPARK_SOURCE / "image" / "Dockerfile").read_text()
+    dockerfile = (package_folder("asya_spark_job") / "image" / "Dockerfile").read_text()
     defaults = SparkConfig()
     assert f"ARG RELEASE={defaults.release}\n" in dockerfile
     assert "FROM public.ecr.aws/emr-serverless/spark/${RELEASE}:latest\n" in dockerfile

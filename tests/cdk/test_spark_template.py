@@ -598,7 +598,7 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
     [source] = _docker_images(outdir)
     assert (source["platform"], source["dockerBuildArgs"]) == ("linux/arm64", {"RELEASE": "emr-7.12.0"})
     assert (outdir / source["directory"] / "Dockerfile").read_text() == (
-        ROOT / "spark_emr/image/Dockerfile"
+        ROOT / "spark_emr/asya_spark_job/image/Dockerfile"
     ).read_text()
     [(copy_id, copy)] = _image_copies(document).items()
     assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == ":emr-7.12.0-arm64"
@@ -658,7 +658,7 @@ def test_the_job_runs_the_python_the_image_installs(catalogue: Synthesized) -> N
     python = SparkConfig().python
     assert (
         f"RUN dnf install -y python3.11 && dnf clean all && {python} --version"
-        in (ROOT / "spark_emr/image/Dockerfile").read_text()
+        in (ROOT / "spark_emr/asya_spark_job/image/Dockerfile").read_text()
     )
     for actor in SPARK:
         submit = _variables(document, f"asya-catalogue-{actor}")["ASYA_SPARK_SUBMIT_PARAMETERS"]["Fn::Join"][1][-1]

@@ -30,7 +30,7 @@ def cfn_lint(template: Path) -> subprocess.CompletedProcess[str]:
 def run_cdk_app(mesh: Path, outdir: Path) -> subprocess.CompletedProcess[str]:
     """The CDK app as `cdk synth -c mesh=<mesh>` runs it."""
     environment = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"mesh": str(mesh)}), "CDK_OUTDIR": str(outdir)}
-    command = [sys.executable, str(ROOT / "cdk" / "app.py")]
+    command = [sys.executable, "-m", "asya_cdk.app"]
     return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.layer import LAYER_SOURCE, layer_build
+from asya_cdk.layer import layer_build
 from asya_cdk.libraries import Target, install
+from asya_cdk.sources import shipped
 from asya_local import worklog
 from asya_local.functions import worker
 from asya_local.runtime import runtime_interface, runtime_sdk_build
@@ -72,7 +73,7 @@ def test_an_actors_failed_init_is_reported_and_ends_the_environment(tmp_path: Pa
     }
     target = Target.this_machine()
     layer, sdk = install(layer_build(target)).path, install(runtime_sdk_build(target)).path
-    path = os.pathsep.join(str(p) for p in (tmp_path, LAYER_SOURCE, layer, sdk, runtime_interface()))
+    path = os.pathsep.join(str(p) for p in (tmp_path, shipped("asya"), layer, sdk, runtime_interface()))
     finished = subprocess.run(
         [sys.executable, "-S", "-m", "asya_local.functions.scheduler", json.dumps(spec)],
         capture_output=True,

@@ -272,7 +272,7 @@ def test_a_reused_worker_drops_duplicates_within_a_batch_but_not_against_an_earl
 def _entry(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(str(path) for path in WORKER_PATH)}
     return subprocess.run(
-        [sys.executable, str(ROOT / "spark_emr" / "entry.py"), *arguments],
+        [sys.executable, str(ROOT / "spark_emr" / "asya_spark_job" / "entry.py"), *arguments],
         cwd=tmp_path,
         env=environment,
         capture_output=True,

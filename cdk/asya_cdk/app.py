@@ -1,4 +1,5 @@
-"""The CDK app: `cdk synth -c mesh=path/to/mesh.yaml` (default: the example mesh).
+"""The CDK app: `cdk synth --app "python -m asya_cdk.app" -c mesh=path/to/mesh.yaml` (default: `mesh.yaml`
+in the folder it runs in), as `asya synth` and `asya deploy` run it from a user's project folder.
 
 A bad mesh file stops synthesis with a message naming the file and the field. When the stack is
 synthesized for AWS (bundling on: `cdk synth`, `cdk deploy`), each actor's libraries are installed for
@@ -14,14 +15,12 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.packaging import docker_problem, function_sizes
 from asya_cdk.stack import MeshStack, stack_name
 
-DEFAULT_MESH = Path(__file__).resolve().parents[1] / "examples" / "catalogue" / "mesh.yaml"
+DEFAULT_MESH = Path("mesh.yaml")
 
 
 def main() -> None:
