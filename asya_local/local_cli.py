@@ -1,0 +1,260 @@
+"""`asya up`, `asya demo` and `asya console`: the mesh on this machine, as a person watches it.
+
+`asya up` starts the local stack (`asya_local.stack`) and writes `.asya/local.json` so the other
+commands find it; while the mesh runs, `asya up` and `asya demo` show it as a live view
+(`asya_local.live_view`), the workers' lines go to the worker log (`asya_local.worklog`) and only
+errors to the screen. `asya up` also serves the console (`asya_local.console`), which `asya console`
+serves alone, for the local stack or a deployed mesh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from rich.live import Live
+from rich.text import Text
+
+from asya.task_record import TaskStatus
+from asya_cdk.loading import load_mesh
+from asya_local import demo_report, stack_option, task_cli, worklog
+from asya_local.arguments import command, each_input, json_file, positive_int
+from asya_local.console.activity import ActivityCounter
+from asya_local.console.app import Console as MeshConsole
+from asya_local.console.deployed import deployed_console
+from asya_local.console.local import LocalMesh, follow_log, local_console
+from asya_local.console.server import serve
+from asya_local.endpoint.process import free_port, port_taken
+from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
+from asya_local.functions.lambda_shapes import REGION
+from asya_local.live_view import LiveView
+from asya_local.local_state import (
+    LocalStateError,
+    read_state,
+    refuse_second_stack,
+    running_state,
+    worker_log_folder,
+    write_state,
+)
+from asya_local.roles import LOCAL_CREDENTIALS
+from asya_local.screen import console
+from asya_local.stack import LocalStack
+from asya_local.stack_option import add_stack_options
+from asya_local.worklog import WorkerLog
+
+INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
+
+
+def add_parsers(commands: Any, default_config: Path) -> None:
+    up = command(
+        commands,
+        "up",
+        "start the mesh on the local stack, until Ctrl-C",
+        "asya up --config examples/reviews/mesh.yaml",
+        "asya up --port 0 --faults faults.yaml   # a second stack, with faults injected",
+    )
+    demo = command(
+        commands,
+        "demo",
+        "start the mesh, send its example inputs, show them flowing, print what came out, stop",
+        "asya demo --config examples/catalogue/mesh.yaml",
+    )
+    for started in (up, demo):
+        started.add_argument("--config", type=Path, default=default_config, help="mesh file")
+        started.add_argument(
+            "--port", type=int, default=4566 if started is up else 0, help="endpoint port; 0: any free"
+        )
+        started.add_argument("--workers", type=positive_int, default=1, help="execution environments per function")
+        started.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
+        started.add_argument(
+            "--faults", type=_fault_spec, help="fault spec (YAML/JSON file or inline) applied to the workers"
+        )
+    up.add_argument("--console-port", type=int, default=0, help="the console's port; 0: any free")
+    demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
+    demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
+    console_command = command(
+        commands,
+        "console",
+        "the mesh, its queues and tasks, live, in a browser",
+        "asya console",
+        "asya console --stack asya-reviews   # a deployed mesh, with your AWS credentials",
+    )
+    add_stack_options(console_command)
+    console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
+
+
+def _fault_spec(source: str) -> FaultSpec:
+    try:
+        return load_faults(source)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _print_error(source: str, line: str) -> None:
+    """A worker's error line, on screen (above the live view while one is shown)."""
+    console.print(Text.assemble((f"{source:>10}", "red"), " │ ", worklog.shown(line)), highlight=False)
+
+
+@dataclass
+class Started:
+    """A local stack as `asya up` and `asya demo` run it: its worker log and what the log's metric
+    lines count."""
+
+    stack: LocalStack
+    log: WorkerLog
+    activity: ActivityCounter
+
+    @cached_property
+    def console(self) -> MeshConsole:
+        """One for the web console and the live view, which then share each read of the figures."""
+        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity)
+
+    def live_view(self, header: list[str]) -> LiveView:
+        dynamodb = self.stack.client("dynamodb")
+        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header)
+
+    def stop(self) -> None:
+        self.stack.stop()
+        self.log.close()
+
+
+def _start(args: argparse.Namespace) -> Started:
+    mesh = load_mesh(args.config)
+    for option, port in (("--port", args.port), ("--gateway-port", args.gateway_port)):
+        if port and port_taken(port):
+            raise LocalStateError(
+                f"port {port} is taken (another asya up, or another local AWS endpoint?): "
+                f"{option} 0 takes any free port"
+            )
+    activity = ActivityCounter(mesh.config.namespace)
+    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
+    stack = LocalStack(
+        mesh,
+        port=args.port or free_port(),
+        workers_per_function=args.workers,
+        on_line=log,
+        gateway_port=args.gateway_port or free_port(),
+        faults=args.faults,
+    )
+    console.print(f"worker log: {log.path}", highlight=False)
+    with console.status("starting") as status:
+        try:
+            stack.start(progress=status.update)
+        except BaseException:
+            log.close()
+            raise
+    return Started(stack, log, activity)
+
+
+def up(args: argparse.Namespace) -> int:
+    refuse_second_stack()
+    started = _start(args)
+    stack = started.stack
+    served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
+    state_file = write_state(
+        stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {})
+    )
+    key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
+    header = [
+        f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it",
+        f"its clients sign with: {key}",
+    ]
+    if stack.gateway_url is not None and served is not None:
+        header += [
+            f"console: {served.url}",
+            f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
+            "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
+        ]
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        if console.is_terminal:
+            view = started.live_view([*header, f"worker log: {started.log.path} (errors are shown here too)"])
+            with Live(view, console=console, refresh_per_second=1):
+                stopped.wait()
+        else:  # a log, not a screen: the header once, errors as they come
+            for line in header:
+                console.print(line, highlight=False)
+            stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        console.print("stopping…")
+        if served is not None:
+            served.stop()
+        started.stop()
+        state_file.unlink(missing_ok=True)
+    return 0
+
+
+def _credential(stack: LocalStack) -> str:
+    """How a client of the local gateway proves itself: the API key, or a token (`asya token`)."""
+    if stack.issuer is None:
+        return f"API key: {stack.api_key}"
+    return f"sign-in: Authorization: Bearer $(asya token)   (issuer {stack.issuer.issuer})"
+
+
+def serve_console(args: argparse.Namespace) -> int:
+    """Serve the console of the local stack, or of a deployed one, until Ctrl-C."""
+    state = read_state()
+    stop = threading.Event()
+    if args.stack is None or (state is not None and state.get("stack") == args.stack):
+        where = LocalMesh.of_state(state if state is not None else running_state())
+        activity = ActivityCounter(where.mesh.config.namespace)
+        if where.log is not None:
+            follow_log(where.log, activity.take, stop)
+        mesh_console = local_console(where, activity)
+    else:
+        mesh_console = deployed_console(stack_option.deployed(args))
+    served = serve(mesh_console, args.port)
+    console.print(f"console of {mesh_console.where}: {served.url}   (Ctrl-C stops it)", highlight=False)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        served.stop()
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    inputs = str(args.inputs or args.config.parent / INPUTS_FILE)
+    payloads = each_input(json_file(inputs), inputs)
+    started = _start(args)
+    stack = started.stack
+    try:
+        flow_name = next(iter(stack.mesh.config.flows))
+        route = stack.mesh.flow_route(flow_name)  # a program flow's: the shortest way through it
+        if stack.gateway_url is None:
+            raise LocalStateError("this mesh deploys no gateway to send tasks through")
+        gateway = stack.gateway_client()
+        ids = [gateway.create_task({"flow": flow_name, "payload": payload})["id"] for payload in payloads]
+        shown = demo_report.flow_words(stack.mesh, flow_name)
+        console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shown}", highlight=False)
+        view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
+        with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
+            drained = stack.wait_until_idle(args.timeout)
+        console.print()
+        kept = stack.kept_results().all()
+        tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
+        console.print(task_cli.results_table(kept))
+        console.print(demo_report.tasks_table(tasks))
+        if flow_name in stack.mesh.programs:
+            console.print(demo_report.paths_table(tasks, kept))
+        ok = drained and all(task.get("status") == TaskStatus.SUCCEEDED for task in tasks)
+        for line in demo_report.summary(tasks, kept, route):
+            console.print(line, style="green" if ok else "red", highlight=False)
+        if not drained:
+            console.print("[red]the mesh did not drain within --timeout[/red]")
+        return 0 if ok else 1
+    finally:
+        started.stop()
+
+
+COMMANDS = {"up": up, "demo": demo, "console": serve_console}
