@@ -27,7 +27,8 @@ with the caller's AWS credentials (`asya_local.discovery`), instead of the local
 
 `asya up`, `asya demo` and `asya console` are `asya_local.local_cli`; `asya up` writes
 `.asya/local.json` (endpoint, namespace, bucket, gateway URL and API key, console URL, worker log, its
-own process) so the other commands find it, from any folder below (`asya_local.local_state`). Tasks are created and followed through the status gateway's API, as any
+own process) so the other commands find it, from any folder below (`asya_local.local_state`).
+Tasks are created and followed through the status gateway's API, as any
 client would on AWS. Argument parsing is the standard library's argparse (`asya_local.arguments`: a
 mistake is one line); HTTP is `httpx2`; tables,
 live views and progress bars are `rich`.

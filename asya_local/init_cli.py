@@ -1,8 +1,7 @@
 """`asya init [DIR] [--namespace NS] [--cdk]`: a project a team would commit, in a folder of its own.
 
 What it writes comes from `asya_local/project_template/` (shipped in the package): `mesh.yaml` (one
-flow through two actors, with comments pointing at the docs and the schema line editors read),
-`mesh.schema.json` (the mesh file's JSON Schema, `asya schema`), the actors' code in `actors/`, a test
+flow through two actors, with comments pointing at the docs), the actors' code in `actors/`, a test
 of each handler and one of the flow in `tests/`, a `pyproject.toml` pinning this release of asya-aws,
 a `.gitignore` and a README of the next commands; with `--cdk`, a `cdk.json` and an `app.py` for
 those who run `npx cdk deploy` themselves. Nothing is ever overwritten: if any of these files exists,
@@ -36,7 +35,6 @@ FILES = {
     ".gitignore": "gitignore",
 }
 CDK_FILES = {"cdk.json": "cdk/cdk.json", "app.py": "cdk/app.py"}
-SCHEMA_FILE = "mesh.schema.json"
 _NOT_IN_A_NAME = re.compile(r"[^a-z0-9]+")
 
 
@@ -78,7 +76,7 @@ def init_project(folder: Path, namespace: str, *, cdk: bool = False) -> list[str
     """Write the project into `folder` (made if missing); the files written, in order. Refuses, having
     written nothing, when any of them is there already."""
     files = {**FILES, **(CDK_FILES if cdk else {})}
-    existing = [name for name in [*files, SCHEMA_FILE] if (folder / name).exists()]
+    existing = [name for name in files if (folder / name).exists()]
     if existing:
         raise InitError(f"{folder} already has {', '.join(existing)}: asya init never overwrites a file")
     template = resources.files(TEMPLATE)
@@ -89,10 +87,4 @@ def init_project(folder: Path, namespace: str, *, cdk: bool = False) -> list[str
             text = Template(text).safe_substitute(names)
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         (folder / target).write_text(text)
-    (folder / SCHEMA_FILE).write_text(schema_text())
-    return [*files, SCHEMA_FILE]
-
-
-def schema_text() -> str:
-    """The mesh file's JSON Schema, as `asya schema` prints it."""
-    return "{}\n"
+    return list(files)

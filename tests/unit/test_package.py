@@ -50,7 +50,8 @@ def test_the_cdk_cli_is_the_version_the_repository_pins() -> None:
 def test_the_cdk_runs_the_shipped_app_on_the_mesh_file_with_the_users_arguments(tmp_path: Path) -> None:
     arguments = cdk_arguments("deploy", tmp_path / "mesh.yaml", ["--require-approval", "never"])
     assert arguments[:2] == ["deploy", "--app"]
-    assert arguments[2].endswith(" -m asya_cdk.app") and sys.executable in arguments[2]
+    assert arguments[2].endswith(" -m asya_cdk.app")
+    assert sys.executable in arguments[2]
     assert arguments[3:] == ["-c", f"mesh={tmp_path / 'mesh.yaml'}", "--require-approval", "never"]
 
 
@@ -74,7 +75,7 @@ def test_init_writes_a_project_whose_mesh_file_loads(tmp_path: Path) -> None:
     from asya_cdk.loading import load_mesh
 
     written = init_project(tmp_path / "shop", "shop", cdk=True)
-    assert {"mesh.yaml", "cdk.json", "app.py", ".gitignore", "mesh.schema.json"} <= set(written)
+    assert {"mesh.yaml", "cdk.json", "app.py", ".gitignore"} <= set(written)
     mesh = load_mesh(tmp_path / "shop" / "mesh.yaml")
     assert mesh.config.namespace == "shop"
     assert mesh.config.flows["count-words"].route == ["normalize", "count"]

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from asya_local.testing.inprocess import InProcessMesh
 
 HANDLERS = {"normalize": "text.normalize", "count": "text.count_words"}
+
+
+@pytest.fixture(autouse=True)
+def _region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sidecars' AWS clients need a region, as on Lambda; the queues are moto's, in memory."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
 def test_a_text_goes_through_the_flow_and_ends_counted() -> None:
