@@ -44,9 +44,14 @@ class MeshActor:
     """The function's role: grant it what the handler reads or writes in the team's own resources."""
 
     def grant_send(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let `grantee` put envelopes on this actor's queue (SendMessage, plus the key's use if the queue
-        is ever encrypted with a customer key): an envelope sent here must name this actor as `curr`."""
-        return self.queue.grant_send_messages(grantee)
+        """Let `grantee` put envelopes on this actor's queue: SendMessage only, plus the key's use if the
+        queue is encrypted with a customer key. An envelope sent here must name this actor as `curr`
+        (docs/spec/envelope.md), or the sidecar sends it to x-sump."""
+        grant = self.queue.grant(grantee, "sqs:SendMessage")  # not the queue's attributes or URL: a name is enough
+        key = self.queue.encryption_master_key
+        if key is not None:  # a customer key: sending encrypts with it (today's queues use SQS-managed keys)
+            key.grant(grantee, "kms:GenerateDataKey", "kms:Decrypt")
+        return grant
 
 
 def resolve_mesh(
