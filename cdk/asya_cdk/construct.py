@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
@@ -56,13 +57,16 @@ class MeshActor:
 
 def resolve_mesh(
     mesh_file: str | Path | None,
-    config: MeshConfig | LoadedMesh | None,
+    config: MeshConfig | LoadedMesh | dict[str, Any] | None,
     base_dir: str | Path | None,
 ) -> LoadedMesh:
     """The props' mesh: exactly one of a mesh file or a config object, checked like `load_mesh` checks a
     file, so a wrong prop fails before synthesis with the field it is about."""
     if (mesh_file is None) == (config is None):
-        raise AsyaMeshError("AsyaMesh: give exactly one of mesh_file (a path) or config (a MeshConfig or LoadedMesh)")
+        raise AsyaMeshError(
+            "AsyaMesh: give exactly one of mesh_file (a path) or config "
+            "(a MeshConfig, a mapping of its shape, or a LoadedMesh)"
+        )
     if isinstance(config, LoadedMesh):
         return config
     try:
@@ -80,8 +84,9 @@ class AsyaMesh(Mesh):
     """A whole mesh (every actor's queue and function, the crew, the results bucket, the task tables,
     the status gateway, the dashboard) in the team's own stack.
 
-    Props: `mesh_file`, the path of a mesh file, or `config`, a `MeshConfig` (its relative code paths
-    start at `base_dir`, the working folder unless given) or an already loaded `LoadedMesh`;
+    Props: `mesh_file`, the path of a mesh file, or `config`, a `MeshConfig` or a mapping of its shape
+    (its relative code paths start at `base_dir`, the working folder unless given) or an already
+    loaded `LoadedMesh`;
     `stack_budget` is the most resources put in the enclosing stack before actors move into nested
     stacks. Attributes: `actor(name)`, `tasks_table`, `results_bucket`, `api`, `url`; grants:
     `grant_send(grantee, flow=...)` and `actor(name).grant_send(grantee)`."""
@@ -92,7 +97,7 @@ class AsyaMesh(Mesh):
         construct_id: str,
         *,
         mesh_file: str | Path | None = None,
-        config: MeshConfig | LoadedMesh | None = None,
+        config: MeshConfig | LoadedMesh | dict[str, Any] | None = None,
         base_dir: str | Path | None = None,
         stack_budget: int = STACK_BUDGET,
     ) -> None:

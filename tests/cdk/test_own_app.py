@@ -131,7 +131,7 @@ def test_a_bad_config_object_is_refused_naming_the_field() -> None:
         AsyaMesh(
             cdk.Stack(cdk.App()),
             "Mesh",
-            config={"namespace": "uploads", "actors": {"inspect": {"handler": "actors.inspect", "memory": 1}}},  # type: ignore[arg-type]
+            config={"namespace": "uploads", "actors": {"inspect": {"handler": "actors.inspect", "memory": 1}}},
             base_dir=MESH_FILE.parent,
         )
 
