@@ -11,6 +11,7 @@ rule only.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,9 @@ ROOT = HERE.parents[1]
 for folder in ("cdk", "sidecar_layer", "gateway_api", "spark_emr", "lambdas"):  # inside this repository
     if str(ROOT / folder) not in sys.path:
         sys.path.append(str(ROOT / folder))
+
+# jsii prints a banner on Node releases past its support date unless told not to, before aws_cdk loads
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk  # noqa: E402
 from aws_cdk import aws_events as events  # noqa: E402
