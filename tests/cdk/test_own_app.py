@@ -4,6 +4,8 @@ with cdk-nag (AwsSolutions), and the construct's props refused with the field th
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,10 @@ def test_a_bad_config_object_is_refused_naming_the_field() -> None:
 def test_both_props_or_neither_is_refused() -> None:
     with pytest.raises(AsyaMeshError, match="exactly one of mesh_file"):
         AsyaMesh(cdk.Stack(cdk.App()), "Mesh")
+
+
+def test_the_light_modules_still_load_without_aws_cdk() -> None:
+    """The command-line tool imports asya_cdk.config and asya_cdk.loading; AsyaMesh is loaded on demand."""
+    probe = "import sys, asya_cdk.loading, asya_cdk.config; print('aws_cdk' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
