@@ -15,6 +15,7 @@ from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
 from asya_cdk import AsyaMesh, AsyaMeshError
+from asya_cdk.loading import load_mesh
 from examples.own_app.app import MESH_FILE, UploadsStack
 from tests.support.templates import resources
 
@@ -148,3 +149,11 @@ def test_the_light_modules_still_load_without_aws_cdk() -> None:
     probe = "import sys, asya_cdk.loading, asya_cdk.config; print('aws_cdk' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_typed_config_builds_the_same_mesh_as_its_file() -> None:
+    """A `MeshConfig` made in code is checked and loaded as its file would be (`mesh_from_config`)."""
+    config = load_mesh(MESH_FILE).config
+    mesh = AsyaMesh(cdk.Stack(cdk.App()), "Mesh", config=config, base_dir=MESH_FILE.parent)
+    assert mesh.mesh.config == config
+    assert mesh.flow_entry("label-uploads").name == "inspect"
