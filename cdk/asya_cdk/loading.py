@@ -31,10 +31,20 @@ def load_mesh(path: str | Path) -> LoadedMesh:
     resolve, what is missing on disk, and, once the rest is right, every AWS quota and naming rule the
     mesh could hit at deploy (`asya_cdk.rules`, `asya_cdk.plan`)."""
     file = Path(path)
-    document = _document(file)
+    return _loaded(_document(file), file.resolve().parent, where=str(file))
+
+
+def mesh_from_config(config: MeshConfig | dict[str, Any], base: str | Path) -> LoadedMesh:
+    """A mesh given as an object instead of a file (an `AsyaMesh` prop built in code), checked exactly as
+    `load_mesh` checks a file: `base` is the folder its relative code paths start from, and a problem is
+    a `MeshConfigError` naming the field (and `base`, where a file's name would stand)."""
+    document = config.model_dump(exclude_unset=True, by_alias=True) if isinstance(config, MeshConfig) else config
+    return _loaded(document, Path(base).resolve(), where=f"mesh config (base {base})")
+
+
+def _loaded(document: dict[str, Any], base: Path, *, where: str) -> LoadedMesh:
     config, problems = _validated(document)
     if config is not None:
-        base = file.resolve().parent
         references = config.reference_problems()
         programs, program_problems = compiled_programs(config, base) if not references else ({}, [])
         mesh = LoadedMesh.model_validate(
@@ -44,7 +54,7 @@ def load_mesh(path: str | Path) -> LoadedMesh:
         if not problems:  # the rules judge a mesh whose every field and name is right
             problems += mesh_problems(mesh) + _plan_problems(config)
     if problems:
-        raise MeshConfigError("\n".join(f"{file}: {problem}" for problem in problems))
+        raise MeshConfigError("\n".join(f"{where}: {problem}" for problem in problems))
     return mesh
 
 

@@ -9,8 +9,8 @@ from constructs import Construct
 
 from asya.names import mesh_prefix
 from asya_cdk.config import LoadedMesh
-from asya_cdk.mesh import Mesh
-from asya_cdk.plan import STACK_BUDGET, plan_stacks
+from asya_cdk.construct import AsyaMesh
+from asya_cdk.plan import STACK_BUDGET
 
 
 class MeshStack(cdk.Stack):
@@ -27,7 +27,7 @@ class MeshStack(cdk.Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, description=f"asya mesh '{mesh.config.namespace}'", **kwargs)
-        self.mesh = Mesh(self, "Mesh", mesh, plan=plan_stacks(mesh.config, budget=stack_budget))
+        self.mesh = AsyaMesh(self, "Mesh", config=mesh, stack_budget=stack_budget)  # the same construct teams add
         cdk.CfnOutput(self, "ResultsBucket", value=self.mesh.bucket.bucket_name)
         cdk.CfnOutput(self, "Dashboard", value=self.mesh.dashboard.dashboard.dashboard_name)
         gateway = self.mesh.gateway
