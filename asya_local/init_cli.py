@@ -1,11 +1,11 @@
 """`asya init [DIR] [--namespace NS] [--cdk]`: a project a team would commit, in a folder of its own.
 
 What it writes comes from `asya_local/project_template/` (shipped in the package): `mesh.yaml` (one
-flow through two actors, with comments pointing at the docs), the actors' code in `actors/`, a test
-of each handler and one of the flow in `tests/`, a `pyproject.toml` pinning this release of asya-aws,
-a `.gitignore` and a README of the next commands; with `--cdk`, a `cdk.json` and an `app.py` for
-those who run `npx cdk deploy` themselves. Nothing is ever overwritten: if any of these files exists,
-nothing is written and the command names them.
+flow through two actors, with comments pointing at the docs), the actors' code in `actors/`, in
+`tests/` a test of each handler, of the flow in one process and of it on the local stack, a
+`pyproject.toml` pinning this release of asya-aws, a `.gitignore` and a README of the next commands;
+with `--cdk`, a `cdk.json` and an `app.py` for those who run `npx cdk deploy` themselves. Nothing is
+ever overwritten: if any of these files exists, nothing is written and the command names them.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ FILES = {
     "actors/text.py": "actors/text.py",
     "tests/test_actors.py": "tests/test_actors.py",
     "tests/test_flow.py": "tests/test_flow.py",
+    "tests/test_on_local_stack.py": "tests/test_on_local_stack.py",
     "pyproject.toml": "pyproject.toml.tmpl",
     "README.md": "README.md.tmpl",
     ".gitignore": "gitignore",

@@ -115,14 +115,14 @@ class Poller:
         self._release_one(messages)
         try:
             with worker.invocation(self.spec) as context:
-                done, failed = invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context)
+                failed = len(invoke_with_batch(self.handler, self.sqs, self.queue_url, messages, context))
         except Exception:  # noqa: BLE001 - a function error: Lambda deletes nothing and the batch comes back
             worker.say(f"function error, {len(messages)} message(s) return after the visibility timeout")
             traceback.print_exc(file=sys.stdout)
             return
         elapsed = (time.perf_counter() - started) * 1000
         note = f", {failed} left for redelivery" if failed else ""
-        worker.say(f"{len(messages)} in, {done} done{note} ({elapsed:.0f} ms)")
+        worker.say(f"{len(messages)} in, {len(messages) - failed} done{note} ({elapsed:.0f} ms)")
 
     def _release_one(self, messages: list[dict[str, Any]]) -> None:
         """Fault: one message of the batch becomes visible again now, so it is delivered a second

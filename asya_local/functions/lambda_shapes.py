@@ -88,9 +88,9 @@ def invoke_with_batch(
     queue_url: str,
     messages: list[dict[str, Any]],
     context: LambdaContext,
-) -> tuple[int, int]:
+) -> frozenset[str]:
     """Invoke the function on one received batch, then delete every message its partial batch
-    response does not list; returns (done, left for redelivery). If the function raises, nothing is
+    response does not list; returns the ids of those it lists, left for redelivery. If the function raises, nothing is
     deleted and the exception propagates: the batch comes back after the visibility timeout. So it
     does when the function returns after its timeout (its environment was stopped and resumed):
     Lambda would have ended the invocation, which deletes nothing."""
@@ -98,13 +98,13 @@ def invoke_with_batch(
     response = handler(sqs_event_from_messages(queue, messages), context)
     if context.get_remaining_time_in_millis() <= 0:
         raise FunctionTimeoutError(f"returned after the function's {context.timeout_seconds:g} s timeout")
-    failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+    failed = frozenset(item["itemIdentifier"] for item in response["batchItemFailures"])
     done = [m for m in messages if m["MessageId"] not in failed]
     for start in range(0, len(done), 10):
         chunk = done[start : start + 10]
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
         sqs.delete_message_batch(QueueUrl=queue_url, Entries=entries)
-    return len(done), len(failed)
+    return failed
 
 
 def dynamodb_stream_event(stream_arn: str, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

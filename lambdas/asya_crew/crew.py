@@ -81,6 +81,7 @@ class CrewSettings:
     sump_table: str | None = None
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
+    sink_hooks: str = ""  # `ASYA_SINK_HOOKS`, read by x-sink only
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -99,6 +100,7 @@ class CrewSettings:
             variables.SUMP_TABLE.read(env),
             variables.CLAIM_BUCKET.read(env),
             variables.CLAIM_CHECK_BYTES.read(env),
+            variables.SINK_HOOKS.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -378,11 +380,16 @@ CONFLICT_RETRY_SECONDS = (0.1, 0.5)  # pauses before the 2nd and 3rd try of a co
 Decide = Callable[[SQSRecord, Telemetry], Keep]
 
 
+def crew_actor(
+    actor: str, build_decide: Callable[[CrewSettings], Decide], env: Mapping[str, str] | None = None
+) -> CrewActor:
+    """A crew function as its variables (`env`, the process's by default) make it: its entry point
+    builds it so, and so does the in-process mesh (`asya_local.testing.harness`) from the same
+    variables the CDK app gives the function."""
+    settings = CrewSettings.from_env(actor, env)
+    return CrewActor(settings, build_decide(settings))
+
+
 def crew_handler(actor: str, build_decide: Callable[[CrewSettings], Decide]) -> LambdaEntry[CrewActor]:
     """A crew function's entry point (`asya.entry`): its settings are read at the first event."""
-
-    def build() -> CrewActor:
-        settings = CrewSettings.from_env(actor)
-        return CrewActor(settings, build_decide(settings))
-
-    return LambdaEntry(build)
+    return LambdaEntry(lambda: crew_actor(actor, build_decide))

@@ -53,8 +53,8 @@ class Pause:
         return Keep(envelope.id, KEPT_AS, document)
 
 
-def _pause(settings: CrewSettings) -> Decide:
+def decider(settings: CrewSettings) -> Decide:
     return Pause(TaskStore(settings.tasks_table, settings.task_ttl) if settings.tasks_table else None).decide
 
 
-lambda_handler = crew_handler(PAUSE, _pause)
+lambda_handler = crew_handler(PAUSE, decider)

@@ -26,7 +26,7 @@ from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, fail, forward, to_sump
 from asya.telemetry import Telemetry
-from asya_crew.crew import Keep, crew_handler, pass_to_sump, rejected
+from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 
 
 def decide(record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None) -> Keep:
@@ -76,4 +76,8 @@ def _sent(envelope: Envelope, outbound: Outbound, claims: Claims | None) -> Keep
     return Keep(envelope.id, None, outbound.wire, [(outbound.destination, body)])
 
 
-lambda_handler = crew_handler(RESUME, lambda settings: partial(decide, claims=settings.claims()))
+def decider(settings: CrewSettings) -> Decide:
+    return partial(decide, claims=settings.claims())
+
+
+lambda_handler = crew_handler(RESUME, decider)

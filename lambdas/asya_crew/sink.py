@@ -14,20 +14,18 @@ the join's to judge (`on_failure`), and x-sump sees it only if the join fails.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import orjson
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya import variables
 from asya.envelope import EnvelopeError, Phase, parse_envelope, visited
 from asya.headers import HOOK_HEADER
 from asya.joins import bound_for
 from asya.names import SINK, SUMP
 from asya.routing import sump_body
 from asya.telemetry import Telemetry
-from asya_crew.crew import Keep, crew_handler, rejected
+from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, rejected
 
 OUTCOMES = (Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELED, Phase.PAUSED)
 
@@ -69,4 +67,8 @@ class Sink:
         return orjson.dumps(copy).decode()
 
 
-lambda_handler = crew_handler(SINK, lambda _: Sink(parse_hooks(variables.SINK_HOOKS.read(os.environ))).decide)
+def decider(settings: CrewSettings) -> Decide:
+    return Sink(parse_hooks(settings.sink_hooks)).decide
+
+
+lambda_handler = crew_handler(SINK, decider)

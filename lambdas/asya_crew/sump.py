@@ -20,7 +20,7 @@ from asya.names import SUMP
 from asya.reasons import Reason
 from asya.routing import error_details, sump_body
 from asya.telemetry import Telemetry
-from asya_crew.crew import Keep, crew_handler, rejected
+from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, rejected
 
 
 def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
@@ -66,4 +66,8 @@ def _annotate(record: SQSRecord) -> Keep:
     return Keep(envelope.id, "sump", document, final=Phase.FAILED.value)
 
 
-lambda_handler = crew_handler(SUMP, lambda _: decide)
+def decider(_settings: CrewSettings) -> Decide:
+    return decide
+
+
+lambda_handler = crew_handler(SUMP, decider)

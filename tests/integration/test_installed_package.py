@@ -1,7 +1,8 @@
 """The package as a user installs it: a wheel built from this checkout, installed with its `local` extra
 into a fresh virtualenv, used from an empty folder elsewhere with no checkout in reach.
 
-What a new team does on its first day, in order: `asya init`, the scaffold's own tests, `asya check`,
+What a new team does on its first day, in order: `asya init`, the scaffold's own tests (through the
+package's pytest plugin, one of them on the local stack), `asya check`,
 `asya synth` (the pinned CDK CLI, installed into the cache on first use), and `asya up` with a task sent
 through the gateway and ended. The virtualenv is made by uv (a dependency of the local tools) from its
 cache, so after the first run it takes seconds; nothing of this checkout is on the path: the commands
@@ -71,6 +72,7 @@ def test_asya_init_writes_a_project_and_never_overwrites_it(installed: Path, pro
         "pyproject.toml",
         "tests/test_actors.py",
         "tests/test_flow.py",
+        "tests/test_on_local_stack.py",
     }
     assert "namespace: word-counter " in (project / "mesh.yaml").read_text()
     again = _asya(installed, project.parent, "init", "word-counter")
@@ -78,10 +80,12 @@ def test_asya_init_writes_a_project_and_never_overwrites_it(installed: Path, pro
     assert "never overwrites" in again.stdout + again.stderr
 
 
-def test_the_scaffolds_own_tests_pass(installed: Path, project: Path) -> None:
+def test_the_scaffolds_own_tests_pass_with_the_packages_pytest_plugin(installed: Path, project: Path) -> None:
+    """Each handler alone, the flow in one process (`asya_mesh`) and on the local stack (`asya_stack`):
+    the fixtures come from the plugin the package registers, found by pytest with nothing configured."""
     done = _run([str(installed / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, installed)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "5 passed" in done.stdout
+    assert "7 passed" in done.stdout
 
 
 def test_asya_check_and_synth_from_the_users_folder(installed: Path, project: Path) -> None:

@@ -1,34 +1,32 @@
-"""The flow through the real sidecar code, in one process: no endpoint, no AWS, about a second."""
+"""The flow as the mesh runs it, in this process: the gateway creates the task, each actor's sidecar
+runs its handler, the crew ends the task. No endpoint and no AWS account; well under a second a test.
+
+`asya_mesh` is the asya-aws pytest plugin's fixture: `mesh.yaml` run in memory, fresh for each test.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from asya_local.testing.inprocess import InProcessMesh
-
-HANDLERS = {"normalize": "text.normalize", "count": "text.count_words"}
+from asya_local.testing import MeshHarness, TaskError
 
 
-@pytest.fixture(autouse=True)
-def _region(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sidecars' AWS clients need a region, as on Lambda; the queues are moto's, in memory."""
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+def test_a_text_goes_through_the_flow_and_ends_counted(asya_mesh: MeshHarness) -> None:
+    run = asya_mesh.run("count-words", {"text": "Hello, hello world"})
+    assert run.succeeded
+    assert run.output["counts"] == {"hello": 2, "world": 1}
+    assert run.actors == ["normalize", "count"]
 
 
-def test_a_text_goes_through_the_flow_and_ends_counted() -> None:
-    with InProcessMesh("test", HANDLERS) as mesh:
-        mesh.send(["normalize", "count"], {"text": "Hello, hello world"})
-        mesh.run_until_idle()
-        [ended] = mesh.drain("x-sink")
-        assert mesh.drain("x-sump") == []
-    assert ended["payload"]["counts"] == {"hello": 2, "world": 1}
-    assert ended["route"]["prev"] == ["normalize", "count"]
+def test_a_text_without_words_fails_with_the_handlers_error(asya_mesh: MeshHarness) -> None:
+    run = asya_mesh.run("count-words", {"text": "42"})
+    assert run.status == "failed"
+    assert run.error["type"] == "ValueError"
+    assert "no words" in run.error["message"]
+    assert run.actors == ["normalize"]  # count never saw it
 
 
-def test_a_text_without_words_fails_and_is_kept_with_its_reason() -> None:
-    with InProcessMesh("test", HANDLERS) as mesh:
-        mesh.send(["normalize", "count"], {"text": "42"})
-        mesh.run_until_idle()
-        [failed] = mesh.drain("x-sink")
-    assert failed["status"]["phase"] == "failed"
-    assert "no words" in str(failed["status"])
+def test_the_flow_refuses_an_input_without_text(asya_mesh: MeshHarness) -> None:
+    with pytest.raises(TaskError, match="input schema") as refused:
+        asya_mesh.run("count-words", {"words": ["hello"]})
+    assert refused.value.status == 400  # what the API answers
