@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
 from aws_cdk import aws_dynamodb as dynamodb
@@ -21,6 +22,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from asya import __version__
+from asya.names import VERSION_TAG
 from asya_cdk.actor import ActorFunction
 from asya_cdk.config import LoadedMesh, MeshConfig
 from asya_cdk.loading import MeshConfigError, load_mesh, mesh_from_config
@@ -89,7 +92,10 @@ class AsyaMesh(Mesh):
     loaded `LoadedMesh`;
     `stack_budget` is the most resources put in the enclosing stack before actors move into nested
     stacks. Attributes: `actor(name)`, `tasks_table`, `results_bucket`, `api`, `url`; grants:
-    `grant_send(grantee, flow=...)` and `actor(name).grant_send(grantee)`."""
+    `grant_send(grantee, flow=...)` and `actor(name).grant_send(grantee)`.
+
+    Every resource it makes is tagged `asya:version` with the release that built it, nested stacks
+    included: a mesh in a team's own stack records its version as one deployed by `asya deploy` does."""
 
     def __init__(
         self,
@@ -103,6 +109,7 @@ class AsyaMesh(Mesh):
     ) -> None:
         loaded = resolve_mesh(mesh_file, config, base_dir)
         super().__init__(scope, construct_id, loaded, plan=plan_stacks(loaded.config, budget=stack_budget))
+        cdk.Tags.of(self).add(VERSION_TAG, __version__)
 
     @property
     def tasks_table(self) -> dynamodb.ITable:

@@ -7,14 +7,19 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from asya.names import mesh_prefix
+from asya import __version__
+from asya.names import VERSION_OUTPUT, VERSION_TAG, mesh_prefix
 from asya_cdk.config import LoadedMesh
 from asya_cdk.construct import AsyaMesh
 from asya_cdk.plan import STACK_BUDGET
 
 
 class MeshStack(cdk.Stack):
-    """`stack_budget` is the most resources the mesh puts in one stack before it moves its actors into
+    """The stack records the release that built it (`asya.__version__`) twice: the `asya:version` tag,
+    on the stack itself as on each of its resources, and the `AsyaVersion` output, which
+    `aws cloudformation describe-stacks` shows beside the mesh's others.
+
+    `stack_budget` is the most resources the mesh puts in one stack before it moves its actors into
     nested stacks (`asya_cdk.plan`); lower it only to exercise the split with a small mesh."""
 
     def __init__(
@@ -28,6 +33,8 @@ class MeshStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, description=f"asya mesh '{mesh.config.namespace}'", **kwargs)
         self.mesh = AsyaMesh(self, "Mesh", config=mesh, stack_budget=stack_budget)  # the same construct teams add
+        cdk.Tags.of(self).add(VERSION_TAG, __version__)
+        cdk.CfnOutput(self, VERSION_OUTPUT, value=__version__, description="the asya-aws release that built the stack")
         cdk.CfnOutput(self, "ResultsBucket", value=self.mesh.bucket.bucket_name)
         cdk.CfnOutput(self, "Dashboard", value=self.mesh.dashboard.dashboard.dashboard_name)
         gateway = self.mesh.gateway

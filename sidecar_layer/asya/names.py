@@ -6,6 +6,10 @@ route), the gateway's flows (x-pause) and the mesh file's checks all read them f
 from __future__ import annotations
 
 DISTRIBUTION = "asya-aws"  # the name `pip install` knows the project by: its version, its pins, its extras
+# Where a deployed mesh records the release that built it (`asya.__version__`): a tag on every resource
+# `AsyaMesh` makes (and on `MeshStack` itself), and the stack's output of that name.
+VERSION_TAG = "asya:version"
+VERSION_OUTPUT = "AsyaVersion"
 SINK = "x-sink"
 SUMP = "x-sump"
 PAUSE = "x-pause"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,11 @@ import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
+from asya.names import DISTRIBUTION, VERSION_OUTPUT
 from asya_cdk import AsyaMesh, AsyaMeshError
 from asya_cdk.loading import load_mesh
 from examples.own_app.app import MESH_FILE, UploadsStack
-from tests.support.templates import resources
+from tests.support.templates import resources, version_tags
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +109,20 @@ def test_the_constructs_attributes_are_the_templates_resources(
     assert label_queue["Properties"]["QueueName"] == "asya-uploads-label"
     assert stack.mesh.actor("x-sink").queue is stack.mesh.actors["x-sink"].queue
     assert "ApiUrl" in document["Outputs"]
+
+
+def test_the_mesh_records_its_release_on_its_own_resources_in_the_teams_stack(
+    synthesized: tuple[UploadsStack, dict[str, Any]],
+) -> None:
+    """The construct tags what it makes and nothing of the team's (its uploads bucket), and adds no
+    output: the stack's outputs are the team's to choose."""
+    stack, document = synthesized
+    tagged = version_tags(document)
+    mesh_queue = _id(stack, stack.mesh.actor("inspect").queue)
+    assert tagged[mesh_queue] == version(DISTRIBUTION)
+    assert tagged[_id(stack, stack.mesh.actor("label").function)] == version(DISTRIBUTION)
+    assert tagged.get(_id(stack, stack.uploads)) is None
+    assert VERSION_OUTPUT not in document["Outputs"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ cdk-nag (AwsSolutions) and cfn-lint run on it; a mesh without Spark actors gets 
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import yaml
 from aws_cdk.assertions import Template
 
+from asya.names import DISTRIBUTION, VERSION_TAG
 from asya_cdk.actor_config import SparkConfig
 from asya_cdk.config import LoadedMesh, MeshConfig
 from asya_cdk.loading import load_mesh
@@ -29,6 +31,7 @@ CREW = ("x-sink", "x-sump", "x-pause", "x-resume")
 GATEWAY = ("gateway", "gateway-stream", "gateway-backstop")
 OWN_IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/asya-spark:1"
 ASSETS_BUCKET = "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"
+_VERSION_TAGS = [{"Key": VERSION_TAG, "Value": version(DISTRIBUTION)}]  # on every taggable resource the mesh makes
 Synthesized = tuple[Template, dict[str, Any], Path]
 
 
@@ -180,6 +183,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
     assert document["Resources"][logs]["Properties"] == {
         "LogGroupName": f"/aws/emr-serverless/asya-catalogue-{actor}",
         "RetentionInDays": 30,
+        "Tags": _VERSION_TAGS,
     }
     assert resources(document, "AWS::EMRServerless::Application")[_application(document, actor)] == {
         "Name": f"asya-catalogue-{actor}",
@@ -191,6 +195,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
         "MaximumCapacity": capacity,
         "MonitoringConfiguration": {"CloudWatchLoggingConfiguration": {"Enabled": True, "LogGroupName": {"Ref": logs}}},
         "ImageConfiguration": {"ImageUri": _job_image(document, "emr-7.12.0-arm64")},
+        "Tags": _VERSION_TAGS,
     }
 
 
@@ -327,6 +332,7 @@ def test_the_dispatcher_consumes_the_actors_queue_in_large_batches(
         "EventSourceArn": _arn(queue_key),
         "FunctionName": {"Ref": function_key},
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "Tags": _VERSION_TAGS,
     }
 
 

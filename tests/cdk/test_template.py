@@ -4,6 +4,7 @@ dashboard, alarms, with cdk-nag (AwsSolutions) and cfn-lint run on it."""
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,20 @@ import pytest
 import yaml
 from aws_cdk.assertions import Match, Template
 
+from asya.names import DISTRIBUTION, VERSION_OUTPUT, VERSION_TAG
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.config import LoadedMesh, MeshConfig
 from asya_cdk.loading import load_mesh
-from tests.support.templates import ROOT, actions_of, cfn_lint, resources, role_statements, run_cdk_app, synthesize
+from tests.support.templates import (
+    ROOT,
+    actions_of,
+    cfn_lint,
+    resources,
+    role_statements,
+    run_cdk_app,
+    synthesize,
+    version_tags,
+)
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
 ACTORS = ("split", "score", "triage", "escalate", "summarise")
@@ -525,7 +536,9 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     assert json.loads(stage["AccessLogSetting"]["Format"]) == REST_ACCESS_LOG_FIELDS, "as the cost bench sizes it"
     assert stage["MethodSettings"][0]["LoggingLevel"] == "ERROR"
     outputs = document["Outputs"]
-    assert {"ResultsBucket", "Dashboard", "ApiUrl", "GatewayAuth", "TasksTable", "EventsTable"} == set(outputs)
+    assert {"ResultsBucket", "Dashboard", "ApiUrl", "GatewayAuth", "TasksTable", "EventsTable", "AsyaVersion"} == set(
+        outputs
+    )
     assert outputs["GatewayAuth"]["Value"] == "iam", "how `asya --stack` knows to sign with SigV4"
     assert outputs["ApiUrl"]["Value"]["Fn::Join"][1][0] == "https://"
     [account] = resources(document, "AWS::ApiGateway::Account").values()
@@ -583,6 +596,22 @@ def test_an_actor_and_the_gateway_take_the_system_log_level_the_mesh_gives_them(
     assert levels["asya-reviews-score"] == "DEBUG"
     assert {levels[f"asya-reviews-{name}"] for name in GATEWAY} == {"INFO"}
     assert levels["asya-reviews-split"] == levels["asya-reviews-x-sink"] == "WARN", "the others keep the default"
+
+
+def test_the_stack_and_every_resource_record_the_installed_release(
+    synthesized: tuple[Template, dict[str, Any], Path],
+) -> None:
+    """The version `asya --version` prints: the stack's output, its own tag (which `cdk deploy` hands
+    CloudFormation from the assembly's manifest) and every taggable resource's tag."""
+    _, document, outdir = synthesized
+    installed = version(DISTRIBUTION)
+    assert document["Outputs"][VERSION_OUTPUT]["Value"] == installed
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    assert manifest["artifacts"]["asya-reviews"]["properties"]["tags"] == {VERSION_TAG: installed}
+    tagged = version_tags(document)
+    assert set(tagged.values()) == {installed}
+    kinds = {document["Resources"][key]["Type"] for key in tagged}
+    assert {"AWS::SQS::Queue", "AWS::Lambda::Function", "AWS::IAM::Role", "AWS::DynamoDB::Table"} <= kinds
 
 
 def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.build, pytest.mark.timeout(90
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
 STARTED_WITHIN = 180.0  # seconds for `asya up` to write its state file
+RELEASE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,14 @@ def test_what_runs_is_the_installed_package_not_this_checkout(installed: Path, p
     done = _run([str(installed / "python"), "-c", code], project, installed)
     assert done.returncode == 0, done.stderr
     assert all(path.startswith(str(installed.parent)) for path in done.stdout.split()), done.stdout
+
+
+def test_the_installed_release_is_the_one_every_name_reports(installed: Path, project: Path) -> None:
+    """`asya --version` and `asya.__version__` read the wheel's own metadata: the pyproject's version."""
+    assert _asya(installed, project, "--version").stdout.strip() == f"asya {RELEASE}"
+    code = "import asya; print(asya.__version__, asya.secret.__module__)"
+    done = _run([str(installed / "python"), "-c", code], project, installed)
+    assert done.stdout.split() == [RELEASE, "asya.startup"], done.stderr
 
 
 def test_asya_init_writes_a_project_and_never_overwrites_it(installed: Path, project: Path) -> None:
@@ -100,6 +110,7 @@ def test_asya_check_and_synth_from_the_users_folder(installed: Path, project: Pa
         if resource["Type"] == "AWS::Lambda::Function"
     }
     assert {"asya-word-counter-normalize", "asya-word-counter-count", "asya-word-counter-x-sink"} <= functions
+    assert template["Outputs"]["AsyaVersion"]["Value"] == RELEASE
 
 
 def test_asya_up_runs_a_task_end_to_end(installed: Path, project: Path) -> None:

@@ -14,7 +14,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from asya.names import mesh_prefix
+from asya.names import VERSION_TAG, mesh_prefix
 from asya_cdk.config import LoadedMesh
 from asya_cdk.stack import MeshStack
 
@@ -59,3 +59,16 @@ def role_statements(document: dict[str, Any], role_prefix: str) -> list[dict[str
 
 def actions_of(statements: list[dict[str, Any]]) -> set[str]:
     return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+
+
+def version_tags(document: dict[str, Any]) -> dict[str, str | None]:
+    """Each tagged resource of a template and its `asya:version` tag (None where it has other tags only);
+    tags are a list of `Key`/`Value` pairs on most resource types, a mapping on a few."""
+    found: dict[str, str | None] = {}
+    for key, resource in document["Resources"].items():
+        tags = resource.get("Properties", {}).get("Tags")
+        if isinstance(tags, list):
+            found[key] = {tag["Key"]: tag["Value"] for tag in tags}.get(VERSION_TAG)
+        elif isinstance(tags, dict):
+            found[key] = tags.get(VERSION_TAG)
+    return found
