@@ -22,7 +22,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya_cdk.actor import ActorFunction
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh, mesh_from_config
 from asya_cdk.mesh import Mesh
 from asya_cdk.plan import STACK_BUDGET, plan_stacks

@@ -12,8 +12,9 @@ import yaml
 from pydantic import ValidationError
 
 from asya.envelope import validation_problems
-from asya_cdk.config import REFERENCES_APART, REQUIREMENTS_FILE, LoadedMesh, MeshConfig
+from asya_cdk.config import REFERENCES_APART, MeshConfig
 from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
+from asya_cdk.loaded_mesh import REQUIREMENTS_FILE, LoadedMesh
 from asya_cdk.needs import (
     s3_location,
 )

@@ -8,8 +8,8 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from asya.names import mesh_prefix
-from asya_cdk.config import LoadedMesh
 from asya_cdk.construct import AsyaMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 
 

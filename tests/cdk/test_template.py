@@ -12,7 +12,8 @@ import yaml
 from aws_cdk.assertions import Match, Template
 
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from tests.support.templates import ROOT, actions_of, cfn_lint, resources, role_statements, run_cdk_app, synthesize
 
