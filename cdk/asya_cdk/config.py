@@ -7,7 +7,7 @@ strict: unknown fields are errors, and every error names the file, the field and
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
@@ -18,6 +18,11 @@ from asya_cdk.flow_config import FlowConfig
 from asya_cdk.gateway_config import GatewayConfig
 
 REFERENCES_APART = "references apart"  # validation context: `reference_problems` is asked for by the caller
+# The mesh file's format (`version:`; a file without one is version 1). A newer asya-aws reads every
+# older version, and the CHANGELOG says what changed when this number does; an older one refuses a newer
+# file (`asya_cdk.loading`) rather than misread fields it does not know.
+MESH_VERSION = 1
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"  # what pydantic's schemas are written in
 
 
 class SinkHook(StrictModel):
@@ -71,6 +76,10 @@ class LocalConfig(StrictModel):
 
 
 class MeshConfig(StrictModel):
+    """An asya-aws mesh file: a namespace, its actors, its flows and the mesh-wide settings
+    (docs/mesh.md)."""
+
+    version: int = Field(default=1, ge=1, le=MESH_VERSION)
     namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
     actors: dict[str, ActorConfig] = Field(min_length=1)
     flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)
@@ -182,3 +191,11 @@ class MeshConfig(StrictModel):
     def joins(self) -> dict[str, list[str]]:
         """Each join actor and the actors whose branches it gathers."""
         return {name: list(actor.join.branches_of) for name, actor in self.actors.items() if actor.join is not None}
+
+
+def mesh_schema() -> dict[str, Any]:
+    """The mesh file's JSON Schema (`asya schema`), made from the model that validates the file, so an
+    editor checks a file as `asya check` does, short of what the schema cannot say (names that resolve,
+    paths on disk, AWS's quotas)."""
+    schema = MeshConfig.model_json_schema()
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": f"asya-aws mesh file, version {MESH_VERSION}"}
