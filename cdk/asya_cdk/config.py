@@ -197,5 +197,21 @@ def mesh_schema() -> dict[str, Any]:
     """The mesh file's JSON Schema (`asya schema`), made from the model that validates the file, so an
     editor checks a file as `asya check` does, short of what the schema cannot say (names that resolve,
     paths on disk, AWS's quotas)."""
-    schema = MeshConfig.model_json_schema()
+    schema = _json_bounds(MeshConfig.model_json_schema())
     return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": f"asya-aws mesh file, version {MESH_VERSION}"}
+
+
+# pydantic leaves the bounds of a field written otherwise than its value (a duration: seconds or `30s`)
+# under their Python names; under JSON Schema's they hold for the numbers alone, as the model's do
+_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+
+
+def _json_bounds(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_json_bounds(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        _BOUNDS.get(key, key) if isinstance(value, int | float) else key: _json_bounds(value)
+        for key, value in node.items()
+    }

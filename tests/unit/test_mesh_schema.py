@@ -56,6 +56,7 @@ def test_the_project_asya_init_writes_matches_its_schema(tmp_path: Path) -> None
         ({"actors": {"a": {"handler": "mod.fn", "memory": "lots"}}}, "memory"),  # a wrong type
         ({"actors": {"a": {"handler": "mod.fn", "timeout": "soon"}}}, "timeout"),  # not a duration
         ({"version": MESH_VERSION + 1}, "version"),  # a format this release does not know
+        ({"actors": {"a": {"handler": "mod.fn", "retention": 30}}}, "retention"),  # under its 60 s
     ],
 )
 def test_what_the_model_refuses_the_schema_refuses(change: dict[str, Any], field: str) -> None:
