@@ -32,7 +32,7 @@ def add_parser(commands: Any) -> None:
         "asya schema > mesh.schema.json",
         f"asya schema --output {SCHEMA_FILE}",
     )
-    schema.add_argument("--output", type=Path, help="write it to this file instead of printing it")
+    schema.add_argument("--output", type=Path, metavar="FILE", help="write it to this file instead of printing it")
 
 
 def schema_text() -> str:
