@@ -195,7 +195,8 @@ def parse_envelope(body: str | bytes) -> Envelope:
     if not isinstance(raw, dict):
         raise EnvelopeError(Reason.INVALID_ENVELOPE, f"envelope must be a JSON object, got {type(raw).__name__}", raw)
     version = raw.get("version")
-    if type(version) is int and version > ENVELOPE_VERSION:  # its other fields may mean what this one cannot know
+    # before the fields: a later format's may mean what this sidecar cannot know (`true` is no version)
+    if type(version) is int and version > ENVELOPE_VERSION:
         raise EnvelopeError(
             Reason.NEWER_VERSION,
             f"version: envelope version {version} is newer than this sidecar reads (up to version "
