@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asya.names import CREW, resource_name
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 
 UNRESERVED_MINIMUM = 100  # Lambda keeps at least this much unreserved (all of a smaller account limit)
 BATCHES_PER_EVENT_SOURCE = 5  # what an SQS event source starts with when messages are there

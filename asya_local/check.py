@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from asya.names import resource_name
-from asya_cdk.config import LoadedMesh
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.longest import longest_environments
 from asya_cdk.packaging import FunctionSize, function_sizes

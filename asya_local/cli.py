@@ -12,6 +12,7 @@
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
     asya init    [DIR] [--namespace NS] [--cdk]   a new mesh project: mesh.yaml, actors, tests; never overwrites
     asya check   [--config FILE] [--account]     AWS's limits checked, and what `cdk deploy` would create
+    asya schema  [--output FILE]                 the mesh file's JSON Schema, for editors (docs/mesh.md)
     asya synth | diff | deploy | destroy [--config FILE] [-- CDK ARGS]   the CDK's commands, from this folder
                                                  (deploy: asya check and Docker for image actors first)
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
@@ -53,6 +54,7 @@ from asya_local import (
     flow_cli,
     init_cli,
     local_cli,
+    schema_cli,
     secrets_cli,
     smoke,
     stack_option,
@@ -100,6 +102,7 @@ def parser() -> Parser:
     )
     cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
+    schema_cli.add_parser(commands)
     smoke_test = command(
         commands,
         "smoke",
@@ -135,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "flow": _flow,
         "token": _token,
         "init": _init,
+        "schema": _schema,
     }
     try:
         return commands_run[args.command](args)
@@ -176,6 +180,10 @@ def _origin(url: object) -> str:
 
 def _init(args: argparse.Namespace) -> int:
     return init_cli.run(args, console)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    return schema_cli.run(args, console)
 
 
 def _cdk(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from asya.envelope import visited
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.screen import status_text
 from asya_local.task_text import branches_text, payload_summary
 

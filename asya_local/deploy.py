@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.cognito_pools import create_user_pools
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.needs import SecretReference
 
 SECRETS_FILE = Path(".asya") / "secrets.yaml"

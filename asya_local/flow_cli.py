@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from asya.names import SINK
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local.arguments import command, command_group
 from asya_local.console.drawing import graph_svg

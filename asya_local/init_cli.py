@@ -4,8 +4,10 @@ What it writes comes from `asya_local/project_template/` (shipped in the package
 flow through two actors, with comments pointing at the docs), the actors' code in `actors/`, in
 `tests/` a test of each handler, of the flow in one process and of it on the local stack, a
 `pyproject.toml` pinning this release of asya-aws, a `.gitignore` and a README of the next commands;
-with `--cdk`, a `cdk.json` and an `app.py` for those who run `npx cdk deploy` themselves. Nothing is
-ever overwritten: if any of these files exists, nothing is written and the command names them.
+with `--cdk`, a `cdk.json` and an `app.py` for those who run `npx cdk deploy` themselves. Beside
+mesh.yaml, `mesh.schema.json`: the file's JSON Schema (`asya schema`), which mesh.yaml's first line
+points an editor at. Nothing is ever overwritten: if any of these files exists, nothing is written
+and the command names them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.console import Console
 
 from asya.names import DISTRIBUTION
 from asya_local.arguments import command
+from asya_local.schema_cli import SCHEMA_FILE, schema_text
 
 TEMPLATE = "asya_local.project_template"
 # what a project is made of: its path in the project → where it is in the template
@@ -77,7 +80,8 @@ def init_project(folder: Path, namespace: str, *, cdk: bool = False) -> list[str
     """Write the project into `folder` (made if missing); the files written, in order. Refuses, having
     written nothing, when any of them is there already."""
     files = {**FILES, **(CDK_FILES if cdk else {})}
-    existing = [name for name in files if (folder / name).exists()]
+    written = [*files, SCHEMA_FILE]
+    existing = [name for name in written if (folder / name).exists()]
     if existing:
         raise InitError(f"{folder} already has {', '.join(existing)}: asya init never overwrites a file")
     template = resources.files(TEMPLATE)
@@ -88,4 +92,5 @@ def init_project(folder: Path, namespace: str, *, cdk: bool = False) -> list[str
             text = Template(text).safe_substitute(names)
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         (folder / target).write_text(text)
-    return list(files)
+    (folder / SCHEMA_FILE).write_text(schema_text())  # made, not copied: this release's mesh file schema
+    return written

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asya.names import GATEWAY_FUNCTIONS, resource_name
-from asya_cdk.config import LoadedMesh
 from asya_cdk.layer import gateway_build, layer_build
 from asya_cdk.libraries import Build, Requirements, Target, install
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import actor_build
 from asya_cdk.sources import shipped
 

@@ -44,8 +44,8 @@ from typing import Any
 from asya import variables
 from asya.names import resource_name
 from asya.variables import FLOW_PROGRAMS
-from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import PROGRAMS_FILE
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError
 from asya_cdk.packaging import function_sizes
 from asya_local.deploy import (

@@ -22,7 +22,8 @@ from asya.envelope import visited
 from asya.live import FLY
 from asya.results import result_prefix
 from asya.task_record import TaskStatus
-from asya_cdk.config import FlowConfig, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.flow_config import FlowConfig
 from asya_cdk.loading import load_mesh
 from asya_local import stack_option
 from asya_local.arguments import (

@@ -90,7 +90,7 @@ class FlowCase:
     """One flow to run: its mesh, its name in that mesh and the payloads its tasks start with."""
 
     title: str
-    mesh: Any  # asya_cdk.config.LoadedMesh
+    mesh: Any  # asya_cdk.loaded_mesh.LoadedMesh
     flow: str
     payloads: list[Any]
     entry: str = GATEWAY_ENTRY  # or QUEUE_ENTRY: the client sends the first envelope to the first queue itself
@@ -367,7 +367,8 @@ def stream_records(table: str) -> list[dict[str, Any]]:
 
 
 def synthetic(title: str, route: list[str], payload: dict[str, Any], entry: str = GATEWAY_ENTRY) -> FlowCase:
-    from asya_cdk.config import LoadedMesh, MeshConfig
+    from asya_cdk.config import MeshConfig
+    from asya_cdk.loaded_mesh import LoadedMesh
 
     actors = {actor: {"handler": SYNTHETIC_ACTORS[actor]} for actor in route}
     config = MeshConfig.model_validate({"namespace": NAMESPACE, "actors": actors, "flows": {"bench": {"route": route}}})

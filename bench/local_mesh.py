@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local.endpoint.process import endpoint_admin, free_port
 from asya_local.stack import LocalStack

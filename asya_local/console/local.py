@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local import issuer
 from asya_local.console.activity import ActivityCounter

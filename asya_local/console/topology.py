@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from asya.joins import JoinPolicy
 from asya.names import PAUSE, SINK, SUMP
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.console.program_steps import ProgramStep, call_lines, program_steps
 
 Kind = Literal["lambda", "spark", "crew"]

@@ -33,8 +33,8 @@ from asya.names import CREW, GATEWAY, PAUSE, RESUME, SINK, SUMP, SUMP_DEAD_LETTE
 from asya.startup import prepare
 from asya.variables import FLOW_PROGRAMS
 from asya_cdk.actor_config import CREW_SETTINGS, QueueFunctionConfig
-from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, crew_environment, gateway_environment, lambda_actor_environment
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_crew import pause, resume, sink, sump
 from asya_crew.crew import CrewSettings, Decide, crew_actor

@@ -31,6 +31,7 @@ from asya_cdk.needs import (
 )
 
 NAME = ACTOR_NAME
+ActorName = Annotated[str, Field(pattern=NAME)]
 # Lambda's platform lines that reach the function's log group (`LoggingConfig.SystemLogLevel`): at WARN,
 # a successful invocation writes none (no platform.start, no platform.report) and a failed one, a timeout
 # or a failed init still writes its own; INFO adds a start and a report line per invocation, DEBUG more
@@ -74,13 +75,13 @@ class JoinConfig(StrictModel):
     `fail_fast` (the first fails the join), `{tolerate: n}` or `{tolerate: "p%"}` (that many are left
     out of the list), or `collect` (each stays in the list as its error payload)."""
 
-    branches_of: list[Annotated[str, Field(pattern=NAME)]] = Field(min_length=1)
+    branches_of: list[ActorName] = Field(min_length=1)
     on_failure: str | dict[str, Any] = "fail_fast"
     # the widest fan it takes; by default the widest whose reading fits half its function timeout,
     # up to ASYA_JOIN_MAX_WIDTH's default (`ActorConfig.join_width`)
     max_width: int | None = Field(default=None, ge=1, le=100_000)
 
-    @field_validator("branches_of", mode="before")
+    @field_validator("branches_of", mode="before", json_schema_input_type=ActorName | list[ActorName])
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value

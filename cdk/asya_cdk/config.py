@@ -6,92 +6,23 @@ strict: unknown fields are errors, and every error names the file, the field and
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
-from asya.flow_program import Program
-from asya.names import CREW, PAUSE, RESERVED, ROUTED_CREW, SUMP, mesh_own, resource_name, routable
-from asya.resiliency import Seconds
-from asya.startup import FileKind, FileSource, encode_files, encode_secrets
+from asya.names import PAUSE, RESERVED, ROUTED_CREW, mesh_own, resource_name, routable
 from asya.transport import SQS_QUEUE_NAME_MAX
-from asya.variables import (
-    ACTOR,
-    ACTOR_TIMEOUT,
-    CLAIM_BUCKET,
-    CLAIM_CHECK_BYTES,
-    EVENTS_TABLE,
-    FILES,
-    HANDLER,
-    HANDLER_MODE,
-    IDEMPOTENCY_TABLE,
-    JOIN,
-    JOIN_MAX_WIDTH,
-    JOINED_BY,
-    JOINS_TABLE,
-    NAMESPACE,
-    RESILIENCY,
-    SECRETS,
-    STATUS_WRITES,
-    TASK_TTL,
-    TASKS_TABLE,
-    TRACING,
-)
-from asya_cdk.actor_config import CREW_SETTINGS, NAME, SYSTEM_LOG_LEVEL, ActorConfig, StrictModel, SystemLogLevel
-from asya_cdk.libraries import Requirements
-from asya_cdk.needs import (
-    LAMBDA_EPHEMERAL_STORAGE_MB,
-    TMP_SPARE_MB,
-    s3_location,
-)
+from asya_cdk.actor_config import NAME, ActorConfig, StrictModel
+from asya_cdk.flow_config import FlowConfig
+from asya_cdk.gateway_config import GatewayConfig
 
 REFERENCES_APART = "references apart"  # validation context: `reference_problems` is asked for by the caller
-REQUIREMENTS_FILE = "requirements.txt"  # in an actor's code folder: its libraries, unless the mesh file lists them
-
-
-class FlowConfig(StrictModel):
-    """What a user starts, and what the gateway and MCP expose as a tool: a fixed `route`, or a
-    `program`, a Python function of the mesh's code over the payload (`module.function`, from the mesh
-    file's folder) compiled ahead of time into decisions the sidecars take (docs/flows.md)."""
-
-    route: list[Annotated[str, Field(pattern=NAME)]] = Field(default_factory=list)
-    program: str | None = Field(default=None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
-    description: str = ""
-    timeout: Seconds | None = Field(default=None, gt=0)
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-
-    @model_validator(mode="after")
-    def _route_or_program(self) -> FlowConfig:
-        if bool(self.route) == bool(self.program):
-            raise ValueError("give a flow either a route (a list of actors) or a program (module.function)")
-        return self
-
-    @field_validator("input_schema")
-    @classmethod
-    def _schema_compiles_and_examples_match(cls, schema: dict[str, Any]) -> dict[str, Any]:
-        """The gateway compiles the schema at its first request and `asya smoke` sends the schema's
-        `examples`: a schema it cannot compile, or an example it would refuse, is a mistake in the file."""
-        import fastjsonschema
-
-        try:
-            validate = fastjsonschema.compile(schema)
-        except fastjsonschema.JsonSchemaDefinitionException as exc:
-            raise ValueError(f"not a valid JSON Schema: {exc}") from None
-        examples = schema.get("examples", [])
-        if not isinstance(examples, list):
-            raise ValueError("examples: a list of example payloads (JSON Schema's `examples` keyword)")
-        for index, example in enumerate(examples):
-            try:
-                validate(example)
-            except fastjsonschema.JsonSchemaValueException as exc:
-                raise ValueError(f"examples[{index}] does not match the schema: {exc.message}") from None
-        return schema
+# The mesh file's format (`version:`; a file without one is version 1). A newer asya-aws reads every
+# older version, and the CHANGELOG says what changed when this number does; an older one refuses a newer
+# file (`asya_cdk.loading`) rather than misread fields it does not know.
+MESH_VERSION = 1
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"  # what pydantic's schemas are written in
 
 
 class SinkHook(StrictModel):
@@ -125,93 +56,6 @@ class PayloadsConfig(StrictModel):
     claim_check_bytes: int = Field(default=458_752, ge=1024, le=786_432)
 
 
-class JwtConfig(StrictModel):
-    """Sign-in with an OpenID Connect provider (`gateway.auth: jwt`, docs/callers.md): the issuer whose
-    tokens the gateway accepts and the audiences a token must name one of. `cognito: true` has the
-    stack create a Cognito user pool and trust it instead of `issuer`."""
-
-    issuer: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$", max_length=512)] | None = None
-    audiences: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=10)
-    cognito: bool = False
-
-    @model_validator(mode="after")
-    def _one_issuer(self) -> JwtConfig:
-        if (self.issuer is None) == (not self.cognito):
-            raise ValueError("give exactly one of 'issuer' (an OIDC issuer's https URL) or 'cognito: true'")
-        return self
-
-
-COGNITO_ADMIN_SCOPE = "admin"  # the pool's resource server scope that makes an admin (`gateway.jwt.cognito`)
-
-
-@dataclass(frozen=True)
-class UserPoolNames:
-    """The Cognito user pool a stack made for sign-in (`gateway.jwt.cognito`), as the gateway is told."""
-
-    issuer: str
-    client: str  # the app client's id
-    admin_scope: str  # `<resource server>/<scope>`
-
-
-class AdminsConfig(StrictModel):
-    """Who sees every task of the namespace, not only its own (docs/callers.md): a signed-in caller whose
-    token grants one of `scopes` (`scope`/`scp`) or one of `roles` (`cognito:groups`, `groups`, `roles`),
-    or an AWS principal matching one of `principals` (ARNs, `*` allowed)."""
-
-    scopes: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
-    roles: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
-    principals: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:(iam|sts)::", max_length=512)]] = Field(
-        default_factory=list
-    )
-
-
-class GatewayConfig(StrictModel):
-    """The status gateway: who may call its API (`auth`), which kind of API fronts it (`api`: REST, or
-    the cheaper HTTP API), who sees every task (`admins`), how long task records outlive their task,
-    and how often the deadline backstop looks for overdue tasks."""
-
-    auth: Literal["iam", "api_key", "jwt"] = "iam"
-    api: Literal["rest", "http"] = "rest"
-    jwt: JwtConfig | None = None
-    admins: AdminsConfig = Field(default_factory=AdminsConfig)
-    task_ttl_days: int = Field(default=7, ge=1)
-    backstop_minutes: int = Field(default=1, ge=1, le=60)
-    tracing: bool = False
-    cloudwatch_role: bool = True
-    system_log_level: SystemLogLevel = SYSTEM_LOG_LEVEL  # of its three functions (asya_cdk.actor_config)
-
-    @model_validator(mode="after")
-    def _auth_fits_api(self) -> GatewayConfig:
-        if self.auth == "jwt" and self.jwt is None:
-            raise ValueError("jwt: 'auth: jwt' needs a 'jwt' block: the issuer (or 'cognito: true') and audiences")
-        if self.auth != "jwt" and self.jwt is not None:
-            raise ValueError(f"jwt: set only with 'auth: jwt' (auth is {self.auth!r})")
-        if self.api == "http" and self.auth == "api_key":
-            raise ValueError(
-                "auth: an HTTP API has no API keys or usage plans; with 'api: http' use 'auth: iam' or "
-                "'auth: jwt', or keep 'api: rest' for API keys"
-            )
-        return self
-
-    def auth_document(self, pool: UserPoolNames | None = None) -> dict[str, Any]:
-        """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are
-        (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
-        made: its issuer is trusted, its app client is an audience (a Cognito access token names its
-        client, not an audience) and its resource server's admin scope makes an admin."""
-        admins = self.admins.model_dump()
-        if self.jwt is None:
-            return {"mode": self.auth, "admins": admins}
-        jwt = self.jwt.model_dump(exclude_none=True)
-        if self.jwt.cognito and pool is not None:
-            jwt |= {"issuer": pool.issuer, "audiences": [pool.client, *self.jwt.audiences]}
-            admins["scopes"] = [*admins["scopes"], pool.admin_scope]
-        return {"mode": self.auth, "admins": admins, "jwt": jwt}
-
-    @property
-    def task_ttl_seconds(self) -> int:
-        return self.task_ttl_days * 86_400
-
-
 class StatusConfig(StrictModel):
     """How often actors write task status: `coalesced` (the default) keeps one write per hop, because
     every write is a paid DynamoDB request; `every-point` writes received, processing and completed."""
@@ -232,6 +76,10 @@ class LocalConfig(StrictModel):
 
 
 class MeshConfig(StrictModel):
+    """An asya-aws mesh file: a namespace, its actors, its flows and the mesh-wide settings
+    (docs/mesh.md)."""
+
+    version: int = Field(default=1, ge=1, le=MESH_VERSION)
     namespace: Annotated[str, Field(pattern=NAME, max_length=40)]
     actors: dict[str, ActorConfig] = Field(min_length=1)
     flows: dict[Annotated[str, Field(pattern=NAME)], FlowConfig] = Field(default_factory=dict)
@@ -345,169 +193,25 @@ class MeshConfig(StrictModel):
         return {name: list(actor.join.branches_of) for name, actor in self.actors.items() if actor.join is not None}
 
 
-class LoadedMesh(BaseModel):
-    """A validated mesh and the folder its relative code paths start from; `programs`: each program
-    flow compiled (`asya_cdk.flow_compiler`), by flow name."""
+def mesh_schema() -> dict[str, Any]:
+    """The mesh file's JSON Schema (`asya schema`), made from the model that validates the file, so an
+    editor checks a file as `asya check` does, short of what the schema cannot say (names that resolve,
+    paths on disk, AWS's quotas)."""
+    schema = _json_bounds(MeshConfig.model_json_schema())
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": f"asya-aws mesh file, version {MESH_VERSION}"}
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    config: MeshConfig
-    base: Path
-    programs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+# pydantic leaves the bounds of a field written otherwise than its value (a duration: seconds or `30s`)
+# under their Python names; under JSON Schema's they hold for the numbers alone, as the model's do
+_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
 
-    def flow_route(self, name: str) -> list[str]:
-        """A flow's route, or for a program the shortest way through it (what a task starts out on)."""
-        program = self.programs.get(name)
-        if program is None:
-            return list(self.config.flows[name].route)
-        return Program(program).shortest(int(program["start"]))
 
-    def flows_json(self) -> str:
-        """`ASYA_FLOWS`: `{flow: {route, description, timeout, input_schema}}`, compact to save bytes; a
-        program's flow names its program's version (the program itself is in `ASYA_FLOW_PROGRAMS`)."""
-        flows = {}
-        for name, flow in self.config.flows.items():
-            spec = flow.model_dump(mode="json", exclude={"program"})
-            spec["route"] = self.flow_route(name)
-            if name in self.programs:
-                spec["program"] = self.programs[name]["version"]
-            flows[name] = spec
-        return json.dumps(flows, separators=(",", ":"), ensure_ascii=False)
-
-    def programs_json(self) -> str:
-        """The file of compiled programs the gateway starts tasks of program flows with."""
-        return json.dumps(self.programs, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
-    def code_dir(self, actor: str) -> Path:
-        return (self.base / self.config.actors[actor].code).resolve()
-
-    def local_file(self, path: str) -> Path:
-        """A path the mesh file names (a file to ship, a folder to put in a bucket), from its folder."""
-        return (self.base / path).resolve()
-
-    def files_bytes(self, actor: str) -> int:
-        """What the actor's local files take in /tmp at their peak: a file its size, a folder twice its
-        size (its zip, then the folder unpacked beside it). `s3://` objects are not counted: their size
-        is not known before they are read."""
-        total = 0
-        for given in self.config.actors[actor].files.values():
-            path = self.local_file(given)
-            if s3_location(given) is None and path.is_file():
-                total += path.stat().st_size
-            elif s3_location(given) is None:
-                total += 2 * sum(file.stat().st_size for file in path.rglob("*") if file.is_file())
-        return total
-
-    def ephemeral_storage(self, actor: str) -> int | None:
-        """/tmp's size in MB: as the actor sets it, or, when its files need more than Lambda's default
-        leaves (with `TMP_SPARE_MB` to spare), enough for them; None keeps Lambda's default."""
-        settings = self.config.actors[actor]
-        if settings.ephemeral_storage is not None:
-            return settings.ephemeral_storage
-        needed = math.ceil(self.files_bytes(actor) / 2**20) + TMP_SPARE_MB
-        return needed if needed > LAMBDA_EPHEMERAL_STORAGE_MB[0] else None
-
-    def requirements(self, actor: str) -> Requirements:
-        """The actor's libraries: its `requirements` list, or its code folder's requirements.txt."""
-        settings = self.config.actors[actor]
-        if settings.requirements is not None:
-            return Requirements(tuple(settings.requirements), source=f"actors.{actor}.requirements")
-        file = self.code_dir(actor) / REQUIREMENTS_FILE
-        if file.is_file():
-            return Requirements(files=(file,), source=f"actors.{actor} ({file})")
-        return Requirements()
-
-    def queue_name(self, actor: str) -> str:
-        return resource_name(self.config.namespace, actor)
-
-    def redriven_retention(self) -> dict[str, float]:
-        """How long each queue that redrives into x-sump keeps messages, by the field that sets it."""
-        crew = {f"{name} (crew)": CREW_SETTINGS.retention for name in CREW if name != SUMP}
-        return {**{f"actors.{name}.retention": actor.retention for name, actor in self.config.actors.items()}, **crew}
-
-    def file_sources(self, actor: str, asset_url: Callable[[str, Path], str]) -> dict[str, FileSource]:
-        """Where each of the actor's files comes from at its start (`ASYA_FILES`): an `s3://` URL as the
-        mesh file gives it, or a local file or folder shipped as an asset, whose URL `asset_url(variable,
-        path)` gives (a folder's asset is a zip)."""
-        sources = {}
-        for variable, given in self.config.actors[actor].files.items():
-            location = s3_location(given)
-            if location is not None:
-                bucket, key = location
-                kind: FileKind = "prefix" if key.endswith("/") or not key else "file"
-                name = key.rstrip("/").rsplit("/", 1)[-1] or bucket
-                sources[variable] = FileSource(given, name, kind)
-            else:
-                path = self.local_file(given)
-                sources[variable] = FileSource(asset_url(variable, path), path.name, "zip" if path.is_dir() else "file")
-        return sources
-
-    def actor_environment(
-        self, actor: str, resources: dict[str, str], files: dict[str, FileSource] | None = None
-    ) -> dict[str, str]:
-        """The sidecar's variables for an actor's function; `resources` names the tables it may use,
-        `files` where its files come from (`file_sources`)."""
-        settings = self.config.actors[actor]
-        variables = {
-            **settings.environment,
-            NAMESPACE.name: self.config.namespace,
-            ACTOR.name: actor,
-            HANDLER.name: settings.handler,
-            HANDLER_MODE.name: settings.handler_mode,
-            ACTOR_TIMEOUT.name: f"{settings.timeout:g}",
-            "POWERTOOLS_SERVICE_NAME": actor,
-        }
-        if settings.resiliency.policies or settings.resiliency.rules:
-            variables[RESILIENCY.name] = settings.resiliency.model_dump_json(exclude_defaults=True)
-        if settings.secrets:
-            variables[SECRETS.name] = encode_secrets({v: ref.location() for v, ref in settings.secrets.items()})
-        if files:
-            variables[FILES.name] = encode_files(files)
-        if settings.idempotency and "idempotency_table" in resources:
-            variables[IDEMPOTENCY_TABLE.name] = resources["idempotency_table"]
-        if settings.tracing:
-            variables[TRACING.name] = "true"
-        variables.update(self.status_environment(resources))
-        variables[STATUS_WRITES.name] = self.config.status.writes
-        variables.update(self.join_environment(actor, resources))
-        if "bucket" in resources:
-            variables.update(self.claim_environment(resources["bucket"]))
-        return variables
-
-    def join_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:
-        """A source learns the joins that gather its branches; a join, its `on_failure` and its table."""
-        variables = {}
-        joins = self.config.joins_of(actor)
-        if joins:
-            variables[JOINED_BY.name] = ",".join(joins)
-        join = self.config.actors[actor].join
-        if join is not None:
-            variables[JOIN.name] = json.dumps(join.on_failure, separators=(",", ":"))
-            width = self.config.actors[actor].join_width
-            if width != JOIN_MAX_WIDTH.default:
-                variables[JOIN_MAX_WIDTH.name] = str(width)
-            if "joins_table" in resources:  # without it, the sidecar refuses to start, naming the variable
-                variables[JOINS_TABLE.name] = resources["joins_table"]
-        return variables
-
-    def claim_environment(self, bucket: str) -> dict[str, str]:
-        """Where payloads over the mesh's threshold travel, for everyone who sends or keeps envelopes."""
-        return {CLAIM_BUCKET.name: bucket, CLAIM_CHECK_BYTES.name: str(self.config.payloads.claim_check_bytes)}
-
-    @property
-    def joins(self) -> list[str]:
-        """The join actors (`join:`), which gather their branches in the mesh's joins table."""
-        return [name for name, actor in self.config.actors.items() if actor.join is not None]
-
-    @property
-    def spark_actors(self) -> list[str]:
-        return [name for name, actor in self.config.actors.items() if actor.runtime == "spark"]
-
-    def status_environment(self, resources: dict[str, str]) -> dict[str, str]:
-        """What every writer of task records shares (actors, crew, gateway): the tables, when `resources`
-        names them, and how long a finished task stays readable (the writers stamp `expires_at`)."""
-        variables = {TASK_TTL.name: str(self.config.gateway.task_ttl_seconds)}
-        for key, variable in (("tasks_table", TASKS_TABLE.name), ("events_table", EVENTS_TABLE.name)):
-            if key in resources:
-                variables[variable] = resources[key]
-        return variables
+def _json_bounds(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_json_bounds(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        _BOUNDS.get(key, key) if isinstance(value, int | float) else key: _json_bounds(value)
+        for key, value in node.items()
+    }

@@ -25,7 +25,8 @@ from constructs import Construct
 from asya import __version__
 from asya.names import VERSION_TAG
 from asya_cdk.actor import ActorFunction
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh, mesh_from_config
 from asya_cdk.mesh import Mesh
 from asya_cdk.plan import STACK_BUDGET, plan_stacks

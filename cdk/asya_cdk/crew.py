@@ -20,11 +20,11 @@ from asya.names import PAUSE, RESUME, SINK, SUMP
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import ActorFunction
 from asya_cdk.actor_config import CREW_SETTINGS
-from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, crew_environment
 from asya_cdk.function import mesh_code
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.limits import SUMP_RETENTION
+from asya_cdk.loaded_mesh import LoadedMesh
 
 
 class Crew:

@@ -50,7 +50,8 @@ from asya.variables import (
 if TYPE_CHECKING:
     from asya.startup import FileSource
     from asya_cdk.actor_config import SparkConfig
-    from asya_cdk.config import LoadedMesh, UserPoolNames
+    from asya_cdk.gateway_config import UserPoolNames
+    from asya_cdk.loaded_mesh import LoadedMesh
 
 ENVIRONMENT_ARCHIVE = "asya_env"  # where a Spark job's dependency archive is unpacked on every node
 

@@ -50,11 +50,12 @@ from asya.names import (
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
-from asya_cdk.config import COGNITO_ADMIN_SCOPE, LoadedMesh, UserPoolNames
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
+from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.http_api import HttpGateway
 from asya_cdk.layer import SidecarLayer, gateway_code
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.tasks import TaskTables
 
 STAGE = "api"

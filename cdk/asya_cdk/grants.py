@@ -19,7 +19,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from asya.startup import FileSource
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.needs import ManagedPolicy, SecretReference, Statement, s3_location
 
 

@@ -17,7 +17,7 @@ mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-kno
 authorizer, as the REST API's agent card methods do not: the A2A agent card (and, in jwt mode, the
 OAuth protected-resource metadata) is read before a caller has credentials; in jwt mode `GET /health`
 is open too. An HTTP API has no API keys or
-usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.config`).
+usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.gateway_config`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from constructs import Construct
 from asya.names import mesh_prefix
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
-from asya_cdk.config import GatewayConfig
 from asya_cdk.function import LOG_RETENTION_DAYS
+from asya_cdk.gateway_config import GatewayConfig
 
 DEFAULT_STAGE = "$default"  # served at the API's root: no stage in the URL
 ANY_PATH = "/{proxy+}"

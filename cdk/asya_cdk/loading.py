@@ -5,6 +5,7 @@ naming rule it could hit at deploy (`asya_cdk.rules`, `asya_cdk.plan`), each pro
 from __future__ import annotations
 
 from copy import deepcopy
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,10 @@ import yaml
 from pydantic import ValidationError
 
 from asya.envelope import validation_problems
-from asya_cdk.config import REFERENCES_APART, REQUIREMENTS_FILE, LoadedMesh, MeshConfig
+from asya.names import DISTRIBUTION
+from asya_cdk.config import MESH_VERSION, REFERENCES_APART, MeshConfig
 from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
+from asya_cdk.loaded_mesh import REQUIREMENTS_FILE, LoadedMesh
 from asya_cdk.needs import (
     s3_location,
 )
@@ -43,6 +46,9 @@ def mesh_from_config(config: MeshConfig | dict[str, Any], base: str | Path) -> L
 
 
 def _loaded(document: dict[str, Any], base: Path, *, where: str) -> LoadedMesh:
+    newer = _newer_version(document)
+    if newer:  # its other problems would be the fields this release does not know: noise
+        raise MeshConfigError(f"{where}: {newer}")
     config, problems = _validated(document)
     if config is not None:
         references = config.reference_problems()
@@ -56,6 +62,21 @@ def _loaded(document: dict[str, Any], base: Path, *, where: str) -> LoadedMesh:
     if problems:
         raise MeshConfigError("\n".join(f"{where}: {problem}" for problem in problems))
     return mesh
+
+
+def _newer_version(document: dict[str, Any]) -> str | None:
+    """Why a file written for a later format than `MESH_VERSION` is refused, naming both versions."""
+    version = document.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version <= MESH_VERSION:
+        return None  # a wrong type or a version below 1 is the model's to report
+    try:
+        release = metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        release = "not installed"
+    return (
+        f"version: mesh file version {version} is newer than this asya-aws ({release}) reads "
+        f"(up to version {MESH_VERSION}); upgrade asya-aws"
+    )
 
 
 def compiled_programs(config: MeshConfig, base: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:

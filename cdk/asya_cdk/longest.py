@@ -27,8 +27,8 @@ from asya.names import (
     mesh_prefix,
     resource_name,
 )
-from asya_cdk.config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.environment import FunctionEnvironment, MeshNames, SparkNames, every_function
+from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.limits import (
     ACCOUNT_DIGITS,
     ASSET_HASH_LENGTH,
@@ -43,7 +43,7 @@ from asya_cdk.limits import (
 )
 
 if TYPE_CHECKING:
-    from asya_cdk.config import LoadedMesh
+    from asya_cdk.loaded_mesh import LoadedMesh
 
 
 def longest_role_arn() -> str:

@@ -44,7 +44,6 @@ from asya.variables import FILES
 from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, nag_arn
 from asya_cdk.actor_config import CREW_SETTINGS, ActorConfig
 from asya_cdk.claims import grant_claims
-from asya_cdk.config import LoadedMesh
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
@@ -53,6 +52,7 @@ from asya_cdk.gateway import StatusGateway
 from asya_cdk.grants import grant_permissions, grant_secrets, shipped_files
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table

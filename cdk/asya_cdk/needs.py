@@ -10,7 +10,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetJsonSchemaHandler,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 PARTITION = r"(?:aws|aws-cn|aws-us-gov|\$\{AWS::Partition\})"
 # Placeholders a grant's resources may use; CloudFormation substitutes them at deploy (Fn::Sub).
@@ -168,6 +179,11 @@ class SecretReference(_Strict):
     @classmethod
     def _a_name_is_a_secret(cls, value: Any) -> Any:
         return {"secret": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """In the mesh file's JSON Schema (`asya schema`), a secret's name alone is a reference too."""
+        return {"anyOf": [{"type": "string", "minLength": 1}, handler(schema)]}
 
     @model_validator(mode="after")
     def _one_source(self) -> SecretReference:

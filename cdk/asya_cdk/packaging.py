@@ -31,7 +31,6 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_lambda as lambda_
 
-from asya_cdk.config import LoadedMesh
 from asya_cdk.layer import (
     LAMBDA_PYTHON,
     PROVIDED_BY_RUNTIME,
@@ -52,6 +51,7 @@ from asya_cdk.libraries import (
     folder_size,
     install,
 )
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.sources import package_folder
 
 LAMBDA_ZIP_MAX_BYTES = 262_144_000  # "250 MB": a function's code and all its layers, unzipped

@@ -24,7 +24,7 @@ from asya_cdk.needs import LAMBDA_EPHEMERAL_STORAGE_MB, TMP_SPARE_MB
 
 if TYPE_CHECKING:
     from asya_cdk.actor_config import ActorConfig
-    from asya_cdk.config import LoadedMesh
+    from asya_cdk.loaded_mesh import LoadedMesh
 
 # Fields that reach an integer AWS property, and that property.
 WHOLE_SECONDS = {

@@ -27,13 +27,13 @@ from constructs import Construct
 
 from asya.names import collector_name, mesh_prefix, resource_name
 from asya_cdk.actor import ActorFunction, log_group, nag_arn, send_to_namespace
-from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.grants import grant_permissions
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import LibraryBundling, SidecarLayer, layer_requirements
 from asya_cdk.libraries import Build, Requirements, Target
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import ACTOR_CODE_EXCLUDE
 from asya_cdk.sources import package_folder
 from asya_cdk.spark_updates import ApplicationGuards

@@ -9,8 +9,8 @@ from constructs import Construct
 
 from asya import __version__
 from asya.names import VERSION_OUTPUT, VERSION_TAG, mesh_prefix
-from asya_cdk.config import LoadedMesh
 from asya_cdk.construct import AsyaMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 
 

@@ -31,6 +31,7 @@ from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk import aws_s3 as s3  # noqa: E402
 from constructs import Construct  # noqa: E402
 
+from asya.envelope import ENVELOPE_VERSION  # noqa: E402
 from asya_cdk import AsyaMesh  # noqa: E402
 
 MESH_FILE = HERE / "mesh.yaml"
@@ -73,6 +74,7 @@ class UploadsStack(cdk.Stack):
                     entry.queue,
                     message=events.RuleTargetInput.from_object(
                         {
+                            "version": ENVELOPE_VERSION,  # the envelope format this release writes
                             "id": events.EventField.event_id,  # EventBridge's own id: unique per upload
                             "route": {"prev": [], "curr": route[0], "next": route[1:]},
                             "payload": {

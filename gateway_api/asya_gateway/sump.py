@@ -196,5 +196,6 @@ def _task_of(entry: dict[str, Any]) -> str:
     return str(entry.get("task_id") or entry["id"])
 
 
-# reasons for a message that was not an envelope: x-sump kept what could be kept, not a sendable envelope
-_NEVER_PARSED = (Reason.PARSE_ERROR.value, Reason.INVALID_ENVELOPE.value)
+# reasons for a message that was not an envelope: x-sump kept what could be kept, not a sendable envelope;
+# an envelope of a newer version is kept whole, but only a release that reads that version can resend it
+_NEVER_PARSED = (Reason.PARSE_ERROR.value, Reason.INVALID_ENVELOPE.value, Reason.NEWER_VERSION.value)

@@ -34,6 +34,10 @@ from asya.names import SINK, SUMP
 from asya.reasons import Reason
 
 NonEmptyStr = Annotated[StrictStr, StringConstraints(min_length=1)]
+# The envelope's format (`version`, docs/spec/envelope.md). One without it is version 1, so envelopes of
+# older producers keep working; one of a later version goes to x-sump with its body kept (`NewerVersion`)
+# rather than be misread, to be redriven once the mesh's sidecars read it.
+ENVELOPE_VERSION = 1
 _QUEUE_NAME_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -142,6 +146,7 @@ class Envelope(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    version: Annotated[StrictInt, Field(ge=1)] = 1
     id: NonEmptyStr
     parent_id: StrictStr | None = None
     route: Route
@@ -153,7 +158,7 @@ class Envelope(BaseModel):
         """The wire form, with the fields in `replacing` in place of the envelope's own. Built by hand
         so that `null`s inside the payload survive untouched; and a hop's output replaces most fields,
         so what it replaces is not built only to be thrown away (dumping the status is the dearest)."""
-        wire: dict[str, Any] = {"id": self.id}
+        wire: dict[str, Any] = {"version": ENVELOPE_VERSION, "id": self.id}  # what this sidecar writes
         if self.parent_id is not None:
             wire["parent_id"] = self.parent_id
         if "route" in replacing:
@@ -189,6 +194,15 @@ def parse_envelope(body: str | bytes) -> Envelope:
         raise EnvelopeError(Reason.PARSE_ERROR, f"message body is not valid JSON: {exc}", body) from exc
     if not isinstance(raw, dict):
         raise EnvelopeError(Reason.INVALID_ENVELOPE, f"envelope must be a JSON object, got {type(raw).__name__}", raw)
+    version = raw.get("version")
+    # before the fields: a later format's may mean what this sidecar cannot know (`true` is no version)
+    if type(version) is int and version > ENVELOPE_VERSION:
+        raise EnvelopeError(
+            Reason.NEWER_VERSION,
+            f"version: envelope version {version} is newer than this sidecar reads (up to version "
+            f"{ENVELOPE_VERSION}); upgrade asya-aws, then redrive it from x-sump",
+            raw,
+        )
     try:
         return Envelope.model_validate(raw)
     except ValidationError as exc:
@@ -222,6 +236,7 @@ def new_envelope(
     """A new envelope on the wire, at the first actor of `route`: what a producer (the gateway, the
     in-process mesh) puts on that actor's queue. The one place a route starts."""
     document: dict[str, Any] = {
+        "version": ENVELOPE_VERSION,
         "id": envelope_id,
         "route": {"prev": [], "curr": route[0], "next": list(route[1:])},
         "headers": dict(headers or {}),

@@ -36,7 +36,10 @@ def _jitter_fraction(value: Any) -> Any:
     return value
 
 
-Seconds = Annotated[NonNegativeFloat, BeforeValidator(_to_seconds)]
+# what a duration may be written as, in the mesh file's JSON Schema (`asya schema`): the validator turns
+# the string into seconds, so the schema of the number alone would refuse "30s"
+Duration = Annotated[str, Field(pattern=_DURATION.pattern)]
+Seconds = Annotated[NonNegativeFloat, BeforeValidator(_to_seconds, json_schema_input_type=NonNegativeFloat | Duration)]
 
 
 class Policy(BaseModel):
@@ -47,7 +50,9 @@ class Policy(BaseModel):
     initial_delay: Seconds = 1.0
     max_interval: Seconds | None = None
     max_duration: Seconds | None = None
-    jitter: Annotated[float, BeforeValidator(_jitter_fraction), Field(ge=0.0, le=1.0)] = 0.0
+    jitter: Annotated[
+        float, BeforeValidator(_jitter_fraction, json_schema_input_type=float | bool), Field(ge=0.0, le=1.0)
+    ] = 0.0
     on_exhausted: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float:

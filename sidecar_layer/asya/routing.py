@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from asya.abi import Frame
-from asya.envelope import Envelope, Phase, parse_rfc3339, rfc3339
+from asya.envelope import ENVELOPE_VERSION, Envelope, Phase, parse_rfc3339, rfc3339
 from asya.fans import bucket_of
 from asya.headers import FAN_HEADER, FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER, NOT_BEFORE_HEADER, ROOT_HEADER
 from asya.names import SINK, SUMP
@@ -348,6 +348,7 @@ def raw_to_sump(
     route = document.get("route")
     route_ok = isinstance(route, dict) and isinstance(route.get("curr"), str)
     wire = {
+        "version": ENVELOPE_VERSION,  # the failure envelope's own; the message's is in its original payload
         "id": task_id,
         "route": route if route_ok else {"prev": [], "curr": "", "next": []},
         "headers": document.get("headers") if isinstance(document.get("headers"), dict) else {},

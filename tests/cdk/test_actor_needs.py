@@ -16,7 +16,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from asya.gathering import completing_seconds
 from asya.startup import decode_files, decode_secrets
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.stack import MeshStack
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from asya_cdk.config import LoadedMesh
 from asya_cdk.environment import spark_environment
 from asya_cdk.layer import PROVIDED_BY_RUNTIME, gateway_bundling, layer_bundling
 from asya_cdk.libraries import folder_size
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_cdk.longest import longest_mesh_names, longest_spark_names
 from asya_cdk.packaging import LAMBDA_ZIP_MAX_BYTES

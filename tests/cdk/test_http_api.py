@@ -12,7 +12,8 @@ import yaml
 from aws_cdk.assertions import Template
 
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.deploy import HttpTrigger, http_api_triggers
 from tests.support.templates import ROOT, cfn_lint, resources, synthesize
 

@@ -51,6 +51,7 @@ def test_the_bucket_notifies_eventbridge_and_the_rule_sends_an_envelope_to_the_f
     (target,) = rule["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     template = target["InputTransformer"]["InputTemplate"]
+    assert '"version":1' in template, "an envelope written by hand says its version too"
     assert '"prev":[]' in template
     assert '"curr":"inspect"' in template
     assert '"next":["label"]' in template

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
 from asya_cdk.limits import COGNITO_CLIENT_ID_MAX
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.longest import longest_environments
 from tests.support.templates import ROOT, cfn_lint, resources, run_cdk_app, synthesize
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from asya_cdk.actor_config import SPARK_DISPATCH_TIMEOUT, SparkConfig
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
 from asya_cdk.environment import spark_environment
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.longest import longest_mesh_names, longest_spark_names
 from asya_spark.settings import job_environment

@@ -16,7 +16,8 @@ from aws_cdk.assertions import Template
 
 from asya.names import DISTRIBUTION, VERSION_TAG
 from asya_cdk.actor_config import SparkConfig
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import IMAGE_COPY, without_image_copies
 from asya_spark.settings import job_environment

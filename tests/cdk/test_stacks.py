@@ -13,7 +13,8 @@ import aws_cdk as cdk
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.plan import RESOURCE_LIMIT, STACK_BUDGET, TEMPLATE_LIMIT_BYTES, StackPlan, plan_stacks
 from asya_cdk.stack import MeshStack

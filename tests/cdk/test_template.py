@@ -14,7 +14,8 @@ from aws_cdk.assertions import Match, Template
 
 from asya.names import DISTRIBUTION, VERSION_OUTPUT, VERSION_TAG
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
-from asya_cdk.config import LoadedMesh, MeshConfig
+from asya_cdk.config import MeshConfig
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from tests.support.templates import (
     ROOT,

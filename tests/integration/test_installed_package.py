@@ -78,6 +78,7 @@ def test_asya_init_writes_a_project_and_never_overwrites_it(installed: Path, pro
         ".gitignore",
         "README.md",
         "actors/text.py",
+        "mesh.schema.json",
         "mesh.yaml",
         "pyproject.toml",
         "tests/test_actors.py",

@@ -15,7 +15,7 @@ from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
 from asya.names import VERSION_TAG, mesh_prefix
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.stack import MeshStack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -74,8 +74,11 @@ def test_init_writes_a_project_whose_mesh_file_loads(tmp_path: Path) -> None:
     from asya_cdk.loading import load_mesh
 
     written = init_project(tmp_path / "shop", "shop", cdk=True)
-    assert {"mesh.yaml", "cdk.json", "app.py", ".gitignore"} <= set(written)
+    assert {"mesh.yaml", "mesh.schema.json", "cdk.json", "app.py", ".gitignore"} <= set(written)
+    text = (tmp_path / "shop" / "mesh.yaml").read_text()
+    assert text.startswith("# yaml-language-server: $schema=./mesh.schema.json\n"), "an editor finds the schema"
     mesh = load_mesh(tmp_path / "shop" / "mesh.yaml")
+    assert mesh.config.version == 1
     assert mesh.config.namespace == "shop"
     assert mesh.config.flows["count-words"].route == ["normalize", "count"]
     assert ".asya/" in (tmp_path / "shop" / ".gitignore").read_text().splitlines()

@@ -13,7 +13,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from asya.names import SINK
-from asya_cdk.config import LoadedMesh
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_gateway.settings import Flow
 from asya_local.console.app import Console, create_app

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from asya.envelope import ENVELOPE_VERSION, new_envelope
 from tests.support import handlers
 from tests.support.mesh import Mesh, envelope
 
@@ -207,6 +208,40 @@ def test_malformed_bodies_go_to_sump_with_reason(mesh: Mesh, body: str, reason: 
     original = out["payload"]["original_payload"]
     assert original == (body if reason == "ParseError" else json.loads(body)), "the input is kept"
     mesh.assert_empty("b", "x-sink")
+
+
+def test_an_envelope_of_a_newer_version_goes_to_sump_whole_naming_its_version(mesh: Mesh) -> None:
+    """A later release's envelope may mean by its fields what this sidecar cannot know: it is not run,
+    and x-sump keeps it whole, to be redriven once the mesh reads its version."""
+    mesh.actor("enrich")
+    newer = envelope(version=ENVELOPE_VERSION + 1, novel={"meaning": "unknown here"})
+    assert mesh.deliver(json.dumps(newer)) == {"batchItemFailures": []}, "routed, never retried"
+
+    out = mesh.only("x-sump")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("failed", "NewerVersion")
+    assert out["payload"]["details"]["message"] == (
+        f"version: envelope version {ENVELOPE_VERSION + 1} is newer than this sidecar reads (up to version "
+        f"{ENVELOPE_VERSION}); upgrade asya-aws, then redrive it from x-sump"
+    )
+    assert out["payload"]["original_payload"] == newer, "nothing of it is lost"
+    assert (out["id"], out["route"], out["version"]) == ("env-1", newer["route"], ENVELOPE_VERSION)
+    mesh.assert_empty("b", "x-sink")
+
+
+@pytest.mark.parametrize("version", [None, ENVELOPE_VERSION])
+def test_an_envelope_without_a_version_is_version_1_and_goes_on_with_it(mesh: Mesh, version: int | None) -> None:
+    """Older producers write no version: theirs are version 1, and what a hop sends says so."""
+    mesh.actor("enrich")
+    sent = envelope()
+    if version is not None:
+        sent["version"] = version
+    mesh.deliver(sent)
+    assert mesh.only("b")["version"] == ENVELOPE_VERSION == 1
+
+
+def test_a_new_envelope_carries_its_version() -> None:
+    """What the gateway and the in-process mesh start a task with (`new_envelope`, the one builder)."""
+    assert new_envelope("t-1", ["a", "b"], {"n": 1})["version"] == ENVELOPE_VERSION
 
 
 def test_route_mismatch_goes_to_sump(mesh: Mesh) -> None:

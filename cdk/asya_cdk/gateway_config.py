@@ -1,0 +1,98 @@
+"""The gateway's part of the mesh file (`gateway:`): who may call it, through which kind of API, and who
+sees every task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from asya_cdk.actor_config import SYSTEM_LOG_LEVEL, StrictModel, SystemLogLevel
+
+
+class JwtConfig(StrictModel):
+    """Sign-in with an OpenID Connect provider (`gateway.auth: jwt`, docs/callers.md): the issuer whose
+    tokens the gateway accepts and the audiences a token must name one of. `cognito: true` has the
+    stack create a Cognito user pool and trust it instead of `issuer`."""
+
+    issuer: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$", max_length=512)] | None = None
+    audiences: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=10)
+    cognito: bool = False
+
+    @model_validator(mode="after")
+    def _one_issuer(self) -> JwtConfig:
+        if (self.issuer is None) == (not self.cognito):
+            raise ValueError("give exactly one of 'issuer' (an OIDC issuer's https URL) or 'cognito: true'")
+        return self
+
+
+COGNITO_ADMIN_SCOPE = "admin"  # the pool's resource server scope that makes an admin (`gateway.jwt.cognito`)
+
+
+@dataclass(frozen=True)
+class UserPoolNames:
+    """The Cognito user pool a stack made for sign-in (`gateway.jwt.cognito`), as the gateway is told."""
+
+    issuer: str
+    client: str  # the app client's id
+    admin_scope: str  # `<resource server>/<scope>`
+
+
+class AdminsConfig(StrictModel):
+    """Who sees every task of the namespace, not only its own (docs/callers.md): a signed-in caller whose
+    token grants one of `scopes` (`scope`/`scp`) or one of `roles` (`cognito:groups`, `groups`, `roles`),
+    or an AWS principal matching one of `principals` (ARNs, `*` allowed)."""
+
+    scopes: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
+    roles: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(default_factory=list)
+    principals: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:(iam|sts)::", max_length=512)]] = Field(
+        default_factory=list
+    )
+
+
+class GatewayConfig(StrictModel):
+    """The status gateway: who may call its API (`auth`), which kind of API fronts it (`api`: REST, or
+    the cheaper HTTP API), who sees every task (`admins`), how long task records outlive their task,
+    and how often the deadline backstop looks for overdue tasks."""
+
+    auth: Literal["iam", "api_key", "jwt"] = "iam"
+    api: Literal["rest", "http"] = "rest"
+    jwt: JwtConfig | None = None
+    admins: AdminsConfig = Field(default_factory=AdminsConfig)
+    task_ttl_days: int = Field(default=7, ge=1)
+    backstop_minutes: int = Field(default=1, ge=1, le=60)
+    tracing: bool = False
+    cloudwatch_role: bool = True
+    system_log_level: SystemLogLevel = SYSTEM_LOG_LEVEL  # of its three functions (asya_cdk.actor_config)
+
+    @model_validator(mode="after")
+    def _auth_fits_api(self) -> GatewayConfig:
+        if self.auth == "jwt" and self.jwt is None:
+            raise ValueError("jwt: 'auth: jwt' needs a 'jwt' block: the issuer (or 'cognito: true') and audiences")
+        if self.auth != "jwt" and self.jwt is not None:
+            raise ValueError(f"jwt: set only with 'auth: jwt' (auth is {self.auth!r})")
+        if self.api == "http" and self.auth == "api_key":
+            raise ValueError(
+                "auth: an HTTP API has no API keys or usage plans; with 'api: http' use 'auth: iam' or "
+                "'auth: jwt', or keep 'api: rest' for API keys"
+            )
+        return self
+
+    def auth_document(self, pool: UserPoolNames | None = None) -> dict[str, Any]:
+        """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are
+        (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
+        made: its issuer is trusted, its app client is an audience (a Cognito access token names its
+        client, not an audience) and its resource server's admin scope makes an admin."""
+        admins = self.admins.model_dump()
+        if self.jwt is None:
+            return {"mode": self.auth, "admins": admins}
+        jwt = self.jwt.model_dump(exclude_none=True)
+        if self.jwt.cognito and pool is not None:
+            jwt |= {"issuer": pool.issuer, "audiences": [pool.client, *self.jwt.audiences]}
+            admins["scopes"] = [*admins["scopes"], pool.admin_scope]
+        return {"mode": self.auth, "admins": admins, "jwt": jwt}
+
+    @property
+    def task_ttl_seconds(self) -> int:
+        return self.task_ttl_days * 86_400
