@@ -107,6 +107,17 @@ def read_state() -> dict[str, str] | None:
     return state if state is not None and _alive(state) else None
 
 
+def running_for(config: Path) -> tuple[Path, dict[str, str]] | None:
+    """The state file and state of an `asya up` of this mesh file still running, if there is one: the
+    file `ASYA_LOCAL_STATE` names, or the one beside the mesh file (where `asya up` run in the
+    project's folder writes it). The tests' `asya_stack` fixture uses it rather than start another."""
+    file = _named() or config.resolve().parent / STATE_NAME
+    state = _read(file)
+    if state is None or not _alive(state) or state.get("config") != str(config.resolve()):
+        return None
+    return file, state
+
+
 def gateway_of(state: dict[str, str], token: str | None = None) -> GatewayClient:
     """The local stack's gateway, with its API key (and a bearer `token`, for a mesh whose gateway
     verifies the caller's JWT)."""

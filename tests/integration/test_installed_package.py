@@ -1,10 +1,10 @@
 """The package as a user installs it: a wheel built from this checkout, installed with its `local` extra
 into a fresh virtualenv, used from an empty folder elsewhere with no checkout in reach.
 
-What a new team does on its first day, in order: `asya init`, the scaffold's own tests (through the
-package's pytest plugin, one of them on the local stack), `asya check`,
-`asya synth` (the pinned CDK CLI, installed into the cache on first use), and `asya up` with a task sent
-through the gateway and ended. The virtualenv is made by uv (a dependency of the local tools) from its
+What a new team does on its first day, in order: `asya init`, `asya check`, `asya synth` (the pinned
+CDK CLI, installed into the cache on first use), `asya up` with a task sent through the gateway and
+ended, and the scaffold's own tests (through the package's pytest plugin, one of them on the `asya
+up` running). The virtualenv is made by uv (a dependency of the local tools) from its
 cache, so after the first run it takes seconds; nothing of this checkout is on the path: the commands
 run with the new environment's interpreter, from a temporary folder, without PYTHONPATH.
 """
@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,14 +92,6 @@ def test_asya_init_writes_a_project_and_never_overwrites_it(installed: Path, pro
     assert "never overwrites" in again.stdout + again.stderr
 
 
-def test_the_scaffolds_own_tests_pass_with_the_packages_pytest_plugin(installed: Path, project: Path) -> None:
-    """Each handler alone, the flow in one process (`asya_mesh`) and on the local stack (`asya_stack`):
-    the fixtures come from the plugin the package registers, found by pytest with nothing configured."""
-    done = _run([str(installed / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, installed)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "7 passed" in done.stdout
-
-
 def test_asya_check_and_synth_from_the_users_folder(installed: Path, project: Path) -> None:
     checked = _asya(installed, project, "check")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
@@ -114,14 +107,32 @@ def test_asya_check_and_synth_from_the_users_folder(installed: Path, project: Pa
     assert template["Outputs"]["AsyaVersion"]["Value"] == RELEASE
 
 
-def test_asya_up_runs_a_task_end_to_end(installed: Path, project: Path) -> None:
+@pytest.fixture(scope="module")
+def running(installed: Path, project: Path) -> Iterator[None]:
+    """`asya up` in the project's folder, for the tests below."""
     with _Running(installed, project):
-        sent = _asya(
-            installed, project, "send", '{"text": "Hello, hello world"}', "--flow", "count-words", "--wait", "60"
-        )
-        assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-2000:]
-        assert "succeeded" in sent.stdout
-        assert '"hello": 2' in sent.stdout
+        yield
+
+
+def test_asya_up_runs_a_task_end_to_end(installed: Path, project: Path, running: None) -> None:
+    sent = _asya(installed, project, "send", '{"text": "Hello, hello world"}', "--flow", "count-words", "--wait", "60")
+    assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-2000:]
+    assert "succeeded" in sent.stdout
+    assert '"hello": 2' in sent.stdout
+
+
+def test_the_scaffolds_own_tests_pass_with_the_packages_pytest_plugin(
+    installed: Path, project: Path, running: None
+) -> None:
+    """Each handler alone, the flow in one process (`asya_mesh`) and on the local stack (`asya_stack`,
+    which finds the `asya up` running in the folder and uses it): the fixtures come from the plugin the
+    package registers, found by pytest with nothing configured."""
+    log = project / ".asya" / "word-counter.log"
+    counted_before = log.read_text().count("count | 1 in, 1 done")
+    done = _run([str(installed / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, installed)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "7 passed" in done.stdout
+    assert log.read_text().count("count | 1 in, 1 done") > counted_before, "the stack test ran on the asya up"
 
 
 class _Running:
