@@ -50,14 +50,19 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The unit and template tests run on every core, a file's tests on one worker (their module fixtures
+# made once); the integration tests, which start stacks and time what they wait for, one at a time.
+PARALLEL := -n auto --dist loadfile
+
 unit: install
-	$(BIN)/python -m pytest tests/unit tests/cdk
+	$(BIN)/python -m pytest $(PARALLEL) tests/unit tests/cdk
 
 integration: install $(CHROMIUM)
 	$(BIN)/python -m pytest tests/integration
 
 test: lint typecheck $(CHROMIUM)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL) tests/unit tests/cdk
+	$(BIN)/python -m pytest tests/integration
 
 synth: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk synth -q -c mesh=$(MESH)
