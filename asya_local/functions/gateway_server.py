@@ -71,6 +71,7 @@ from asya_local.functions.rest_proxy import (
     http_response,
     proxy_event,
 )
+from asya_local.functions.stage_throttle import StageThrottle
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
 A2A_ROUTE = "/a2a"
@@ -109,11 +110,15 @@ class Gateway:
         self.open_a2a_stream = open_a2a_stream
         self.sign_in = sign_in
         self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
+        throttle = spec.get("throttle")
+        self.throttle = StageThrottle(throttle["rate"], int(throttle["burst"])) if throttle else None
         self.environments = Environments(spec, ENVIRONMENTS)
         endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
+        if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
+            return gateway_answer(429, "Too Many Requests", request.request_id)
         signer = None
         if is_signed(request):  # IAM authorization, as API Gateway does it before the function runs
             try:

@@ -135,14 +135,15 @@ def http_response(result: Any) -> HttpResponse:
 
 
 def gateway_answer(status: int, message: str, request_id: str = "") -> HttpResponse:
-    """One of API Gateway's own responses (403 without an API key, 502 when the function failed)."""
+    """One of API Gateway's own responses (403 without an API key, 429 over the stage's throttle, 502
+    when the function failed)."""
     headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", _ERROR_TYPES.get(status, "Error"))]
     if request_id:
         headers.append(("x-amzn-RequestId", request_id))
     return HttpResponse(status, headers, json.dumps({"message": message}).encode())
 
 
-_ERROR_TYPES = {403: "ForbiddenException", 502: "InternalServerErrorException"}
+_ERROR_TYPES = {403: "ForbiddenException", 429: "ThrottlingException", 502: "InternalServerErrorException"}
 
 
 def _forwarded(request: HttpRequest) -> list[tuple[str, str]]:

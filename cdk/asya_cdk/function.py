@@ -41,6 +41,7 @@ class MeshFunction(Construct):
         memory: int,
         tracing: bool,
         system_log_level: str = SYSTEM_LOG_LEVEL,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = log_group(self, "Logs", f"/aws/lambda/{name}", LOG_RETENTION_DAYS)
@@ -61,6 +62,7 @@ class MeshFunction(Construct):
             timeout=timeout,
             tracing=tracing,
             system_log_level=system_log_level,
+            reserved_concurrency=reserved_concurrency,
         )
 
     def allow(self, actions: list[str], *resources: str) -> None:

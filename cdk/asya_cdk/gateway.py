@@ -162,6 +162,7 @@ class StatusGateway(Construct):
         *,
         timeout: cdk.Duration = DEFAULT_TIMEOUT,
         memory: int = 256,
+        reserved_concurrency: int | None = None,
     ) -> MeshFunction:
         return MeshFunction(
             self,
@@ -175,11 +176,19 @@ class StatusGateway(Construct):
             memory=memory,
             tracing=self.settings.tracing,
             system_log_level=self.settings.system_log_level,
+            reserved_concurrency=reserved_concurrency,
         )
 
     def _serve(self, tables: TaskTables, bucket: s3.IBucket) -> MeshFunction:
         """The API's function: creates, lists, follows, cancels and resumes tasks."""
-        gateway = self._function("Api", GATEWAY, "asya_gateway.api.lambda_handler", timeout=API_TIMEOUT, memory=512)
+        gateway = self._function(
+            "Api",
+            GATEWAY,
+            "asya_gateway.api.lambda_handler",
+            timeout=API_TIMEOUT,
+            memory=512,
+            reserved_concurrency=self.settings.reserved_concurrency,
+        )
         gateway.allow(
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem",
              "dynamodb:Query", "dynamodb:Scan"],
@@ -261,6 +270,8 @@ class StatusGateway(Construct):
                 ),
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 tracing_enabled=self.settings.tracing,
+                throttling_rate_limit=self.settings.throttle.rate,
+                throttling_burst_limit=self.settings.throttle.burst,
             ),
         )
         # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse

@@ -51,15 +51,28 @@ class AdminsConfig(StrictModel):
     )
 
 
+class ThrottleConfig(StrictModel):
+    """The API stage's throttle, for every route together: `rate` requests a second on average, `burst`
+    at once. A caller over it gets API Gateway's 429 before the function runs, so a flood costs no
+    invocation and cannot starve the mesh's other functions of the account's concurrency."""
+
+    rate: float = Field(default=100.0, gt=0, le=10_000)  # API Gateway's account limit: 10,000 a second
+    burst: int = Field(default=200, ge=1, le=5_000)  # and 5,000 at once
+
+
 class GatewayConfig(StrictModel):
     """The status gateway: who may call its API (`auth`), which kind of API fronts it (`api`: REST, or
-    the cheaper HTTP API), who sees every task (`admins`), how long task records outlive their task,
-    and how often the deadline backstop looks for overdue tasks."""
+    the cheaper HTTP API), who sees every task (`admins`), how many requests it takes (`throttle`,
+    and the API function's `reserved_concurrency`, left unset by default: reserving takes from the
+    account's pool, which a new account may not have), how long task records outlive their task, and
+    how often the deadline backstop looks for overdue tasks."""
 
     auth: Literal["iam", "api_key", "jwt"] = "iam"
     api: Literal["rest", "http"] = "rest"
     jwt: JwtConfig | None = None
     admins: AdminsConfig = Field(default_factory=AdminsConfig)
+    throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
+    reserved_concurrency: int | None = Field(default=None, ge=1, le=1_000)
     task_ttl_days: int = Field(default=7, ge=1)
     backstop_minutes: int = Field(default=1, ge=1, le=60)
     tracing: bool = False

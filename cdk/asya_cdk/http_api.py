@@ -9,8 +9,8 @@ resolver, its URLs and its waits work unchanged; its `requestContext.stage` is `
 Format 2.0 would need Powertools' HTTP API resolver, a second resolver for the same routes, and names
 an IAM caller elsewhere (`requestContext.authorizer.iam`); 1.0 keeps one function for both APIs. Either
 API buffers the function's answer and ends a request after 29 s here, so the bounded live follow
-(`asya_gateway.api.LAMBDA_FOLLOW_SECONDS`) answers the same. The stage sets no throttling of its own,
-as the REST stage does not: both take the account's limits.
+(`asya_gateway.api.LAMBDA_FOLLOW_SECONDS`) answers the same. Both stages are throttled as the mesh
+file's `gateway.throttle` says.
 
 Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or present a token of the
 mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-known/{proxy+}` takes no
@@ -76,7 +76,13 @@ class HttpGateway(Construct):
         )
         access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{prefix}", LOG_RETENTION_DAYS)
         self.stage = self.api.add_stage(
-            "Stage", stage_name=DEFAULT_STAGE, auto_deploy=True, access_log_settings=_AccessLogs(access_logs)
+            "Stage",
+            stage_name=DEFAULT_STAGE,
+            auto_deploy=True,
+            access_log_settings=_AccessLogs(access_logs),
+            throttle=apigatewayv2.ThrottleSettings(
+                rate_limit=settings.throttle.rate, burst_limit=settings.throttle.burst
+            ),
         )
         self.url = self.stage.url
         integration = integrations.HttpLambdaIntegration(
