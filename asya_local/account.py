@@ -1,6 +1,7 @@
-"""`asya check --account`: the account's Lambda concurrency against what the mesh reserves and starts.
+"""`asya check --account`: the account's Lambda concurrency against what the mesh reserves and starts,
+and (`asya_local.namespaces`) its namespace against the meshes the account already has.
 
-Two ways a real account breaks a mesh that is right on paper:
+Two ways a real account's concurrency breaks a mesh that is right on paper:
 
 - **Reserved concurrency.** Lambda lets a function reserve concurrency only while the account keeps a
   minimum unreserved (100, or the whole limit of an account whose limit is lower): a reservation past
@@ -12,7 +13,8 @@ Two ways a real account breaks a mesh that is right on paper:
   x-sump as `Redriven`. New accounts may start at a limit of 10.
 
 The account's settings are read with `lambda:GetAccountSettings` (and `GetFunctionConcurrency` per
-function) with the caller's credentials; without them, or without the right, it says what it skipped.
+function), its meshes with `sqs:ListQueues`, with the caller's credentials; without them, or without
+the rights, it says what it skipped.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from asya.names import CREW, resource_name
+from asya.names import CREW, GATEWAY, resource_name
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_local.namespaces import namespace_problems
 
 UNRESERVED_MINIMUM = 100  # Lambda keeps at least this much unreserved (all of a smaller account limit)
 BATCHES_PER_EVENT_SOURCE = 5  # what an SQS event source starts with when messages are there
@@ -37,28 +40,37 @@ class AccountFindings:
     skipped: str | None = None  # why nothing could be checked
 
 
-def account_findings(mesh: LoadedMesh, lambda_client: Any) -> AccountFindings:
+def account_findings(mesh: LoadedMesh, lambda_client: Any, sqs: Any = None) -> AccountFindings:
+    """The account's concurrency against the mesh; with `sqs`, its namespace against the meshes
+    deployed (`asya_local.namespaces`)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         settings = lambda_client.get_account_settings()
         reserved_now = _reserved_now(mesh, lambda_client)
+        named = namespace_problems(mesh, sqs) if sqs is not None else []
     except (BotoCoreError, ClientError) as exc:
         return AccountFindings(
-            skipped=f"the account's Lambda concurrency was not checked ({type(exc).__name__}: {exc}); it needs "
-            "credentials allowed lambda:GetAccountSettings and lambda:GetFunctionConcurrency"
+            skipped=f"the account was not checked ({type(exc).__name__}: {exc}); it needs credentials allowed "
+            "lambda:GetAccountSettings, lambda:GetFunctionConcurrency and sqs:ListQueues"
         )
     limit = int(settings["AccountLimit"]["ConcurrentExecutions"])
     unreserved = int(settings["AccountLimit"]["UnreservedConcurrentExecutions"])
-    findings = AccountFindings()
-    reserving = {name: a.reserved_concurrency for name, a in mesh.config.actors.items() if a.reserved_concurrency}
+    findings = AccountFindings(problems=named)
+    reserving = {
+        f"actors.{name}.reserved_concurrency": actor.reserved_concurrency
+        for name, actor in mesh.config.actors.items()
+        if actor.reserved_concurrency
+    }
+    if mesh.config.gateway.reserved_concurrency:
+        reserving["gateway.reserved_concurrency"] = mesh.config.gateway.reserved_concurrency
     minimum = min(UNRESERVED_MINIMUM, limit)
     available = unreserved + sum(reserved_now.values()) - minimum
     wanted = sum(reserving.values())
     if wanted > available:
-        named = ", ".join(f"actors.{name}.reserved_concurrency {value}" for name, value in reserving.items())
+        fields = ", ".join(f"{name} {value}" for name, value in reserving.items())
         findings.problems.append(
-            f"the mesh reserves {wanted} concurrent executions ({named}), but the account's limit of {limit} "
+            f"the mesh reserves {wanted} concurrent executions ({fields}), but the account's limit of {limit} "
             f"leaves {max(available, 0)} to reserve (Lambda keeps {minimum} unreserved): CreateFunction would "
             f"fail and the stack roll back; lower the reservations, or ask for more ({_quota_request(limit)})"
         )
@@ -77,7 +89,7 @@ def account_findings(mesh: LoadedMesh, lambda_client: Any) -> AccountFindings:
 def _reserved_now(mesh: LoadedMesh, lambda_client: Any) -> dict[str, int]:
     """What this mesh's functions reserve today (a stack deployed before): its deploy replaces it."""
     reserved = {}
-    for name in mesh.config.actors:
+    for name in [*mesh.config.actors, GATEWAY]:
         function = resource_name(mesh.config.namespace, name)
         try:
             answer = lambda_client.get_function_concurrency(FunctionName=function)

@@ -90,10 +90,11 @@ def _actions(document: dict[str, Any]) -> set[str]:
     return found
 
 
-def check(path: Path, console: Console, account: Any = None) -> int:
+def check(path: Path, console: Console, account: Any = None, queues: Any = None) -> int:
     """Print the plan for the mesh file at `path`; 0 when it is clean, 1 (with the problems) when not.
     With `account` (a Lambda client with the caller's credentials), the account's concurrency is
-    checked against the mesh too (`asya_local.account`)."""
+    checked against the mesh too (`asya_local.account`); with `queues` (an SQS client), the
+    namespace against the meshes deployed in the account (`asya_local.namespaces`)."""
     try:
         mesh = load_mesh(path)
     except MeshConfigError as exc:
@@ -117,7 +118,7 @@ def check(path: Path, console: Console, account: Any = None) -> int:
         console.print(_function_table(planned))
         return 1
     if account is not None:
-        findings = account_findings(mesh, account)
+        findings = account_findings(mesh, account, queues)
         for warning in [*findings.warnings, *([findings.skipped] if findings.skipped else [])]:
             console.print(f"[yellow]asya: {path}: {warning}[/yellow]", highlight=False)
         if findings.problems:

@@ -98,7 +98,7 @@ def parser() -> Parser:
     )
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
     check.add_argument(
-        "--account", action="store_true", help="also the account's Lambda concurrency (your AWS credentials)"
+        "--account", action="store_true", help="also the account's Lambda concurrency and deployed namespaces (your AWS credentials)"
     )
     cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
@@ -207,7 +207,7 @@ def _check(args: argparse.Namespace) -> int:
         return check_mesh(args.config, console)
     import boto3
 
-    return check_mesh(args.config, console, account=boto3.client("lambda"))
+    return check_mesh(args.config, console, account=boto3.client("lambda"), queues=boto3.client("sqs"))
 
 
 def _sump(args: argparse.Namespace) -> int:

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import NoCredentialsError
+from moto import mock_aws
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
@@ -89,5 +91,43 @@ def test_without_credentials_it_says_what_it_skipped(mesh: Path) -> None:
     console = Console(record=True, width=300)
     assert check(mesh, console, account=NoCredentials(0, 0)) == 0
     said = console.export_text()
-    assert "the account's Lambda concurrency was not checked (NoCredentialsError" in said
+    assert "the account was not checked (NoCredentialsError" in said
     assert "passes every check" in said
+
+
+@pytest.mark.parametrize(
+    ("deployed", "checked", "refused"),
+    [
+        ("red-prod", "red", "'red' is a prefix of the deployed mesh 'red-prod'"),
+        ("red", "red-prod", "the deployed mesh 'red' is a prefix of 'red-prod'"),
+        ("blue", "red", None),
+        ("red", "red", None),  # its own queues: a mesh deployed again
+        ("redder", "red", None),  # asya-red-* does not cover asya-redder-*
+    ],
+)
+def test_a_namespace_that_prefixes_a_deployed_meshs_or_that_one_prefixes_is_refused(
+    tmp_path: Path, deployed: str, checked: str, refused: str | None
+) -> None:
+    (tmp_path / "mod.py").write_text("def fn(p):\n    return p\n")
+    path = tmp_path / "mesh.yaml"
+    path.write_text(f"namespace: {checked}\nactors:\n  a: {{handler: mod.fn}}\n")
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        for name in ("a", "x-sink", "x-sump"):
+            sqs.create_queue(QueueName=f"asya-{deployed}-{name}")
+        findings = account_findings(load_mesh(path), Account(limit=1000, unreserved=1000), sqs)
+    if refused is None:
+        assert findings.problems == []
+    else:
+        [problem] = findings.problems
+        assert problem.startswith("namespace: ")
+        assert refused in problem
+
+
+def test_the_gateways_reservation_counts_with_the_actors(mesh: Path) -> None:
+    text = mesh.read_text() + "gateway: {reserved_concurrency: 15}\n"
+    mesh.write_text(text)
+    findings = account_findings(load_mesh(mesh), Account(limit=140, unreserved=140))
+    [problem] = findings.problems
+    assert "reserves 45 concurrent executions" in problem
+    assert "gateway.reserved_concurrency 15" in problem
