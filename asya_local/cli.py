@@ -98,7 +98,9 @@ def parser() -> Parser:
     )
     check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
     check.add_argument(
-        "--account", action="store_true", help="also the account's Lambda concurrency and deployed namespaces (your AWS credentials)"
+        "--account",
+        action="store_true",
+        help="also the account's Lambda concurrency and deployed namespaces (your AWS credentials)",
     )
     cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
