@@ -417,7 +417,7 @@ class TaskService:
         bucket = self.settings.results_bucket
         link = view.get("result")
         own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
-        if "output" in view or bucket is None or not isinstance(link, str) or not link.startswith(own):
+        if "output" in view or bucket is None or not isinstance(link, str) or not _own_key(link, own):
             return view
         if view["status"] == TaskStatus.FAILED:  # what x-sink kept is the error payload, said by `error`
             return view
@@ -440,7 +440,7 @@ class TaskService:
         bucket = self.claimed.bucket
         uri = reference.get("uri") if isinstance(reference, dict) else None
         own = f"s3://{bucket}/{claim_prefix(self.settings.namespace)}"
-        if self.claims is None or not isinstance(uri, str) or not uri.startswith(own) or ".." in uri:
+        if self.claims is None or not isinstance(uri, str) or not _own_key(uri, own):
             return view
         kept = self.claimed.answer(uri.removeprefix(f"s3://{bucket}/"), carried)
         if kept is None:
@@ -561,3 +561,9 @@ def _reporting_url(value: Any) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _own_key(link: str, own: str) -> bool:
+    """Whether a link names an object under `own`: a `..` is refused, as a client following the link's
+    URL would read it as a step out of the prefix (a presigned link is followed by HTTP clients)."""
+    return link.startswith(own) and ".." not in link

@@ -133,12 +133,18 @@ def test_an_mcp_answer_carries_less_than_a_rest_one(task_store: TaskStore) -> No
 
 @pytest.mark.parametrize(
     "link",
-    ["s3://results/results/n/other/succeeded.json", "s3://elsewhere/results/n/t1/succeeded.json", "https://x/y"],
+    [
+        "s3://results/results/n/other/succeeded.json",
+        "s3://elsewhere/results/n/t1/succeeded.json",
+        "https://x/y",
+        "s3://results/results/n/t1/../other/succeeded.json",  # under the task's prefix, but not a key of it
+    ],
 )
 def test_a_result_link_not_of_this_task_is_not_followed(task_store: TaskStore, link: str) -> None:
     """A result reported from outside the mesh (`POST /mesh/{id}/events`) is any text."""
     tasks = service(task_store)
-    tasks.kept.s3.put_object(Bucket=BUCKET, Key="results/n/other/succeeded.json", Body=b'{"payload": "secret"}')
+    for key in ("results/n/other/succeeded.json", "results/n/t1/../other/succeeded.json"):
+        tasks.kept.s3.put_object(Bucket=BUCKET, Key=key, Body=b'{"payload": "secret"}')
     task_store.create({"id": "t1"})
     task_store.finish("t1", "t1", "succeeded", {"result": link})
     ended, task = tasks.wait("t1", 1)
