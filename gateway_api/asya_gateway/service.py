@@ -36,6 +36,7 @@ from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.callers import OPERATOR, OWNER_ATTRIBUTE, Caller
+from asya_gateway.cursors import CursorKey
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
@@ -116,7 +117,9 @@ class TaskService:
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
         self.ownership = Ownership(self.tasks, OPERATOR)
-        self.listing = TaskListing(self.tasks, self.ownership)
+        self.cursor_key = CursorKey(settings.cursor_secret)
+        self.seal = self.cursor_key.bound(OPERATOR)  # the caller's cursors, sealed for it alone
+        self.listing = TaskListing(self.tasks, self.ownership, self.seal)
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
         self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
@@ -131,7 +134,8 @@ class TaskService:
         bound = copy.copy(self)
         bound.caller = caller
         bound.ownership = Ownership(self.tasks, caller)
-        bound.listing = TaskListing(self.tasks, bound.ownership)
+        bound.seal = self.cursor_key.bound(caller)
+        bound.listing = TaskListing(self.tasks, bound.ownership, bound.seal)
         return bound
 
     def _task(self, task_id: str) -> dict[str, Any]:
