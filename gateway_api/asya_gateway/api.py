@@ -603,11 +603,16 @@ def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[
 
 def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
     """`WWW-Authenticate` (RFC 6750, RFC 9728): no error code when no token was sent."""
-    metadata = f'resource_metadata="{_base_url_of(event)}{WELL_KNOWN}/oauth-protected-resource"'
+    metadata = f'resource_metadata="{_quotable(_base_url_of(event))}{WELL_KNOWN}/oauth-protected-resource"'
     if refusal.reason == "missing_token":
         return f"Bearer {metadata}"
-    described = str(refusal).replace("\\", "/").replace('"', "'")
-    return f'Bearer error="invalid_token", error_description="{described}", {metadata}'
+    return f'Bearer error="invalid_token", error_description="{_quotable(str(refusal))}", {metadata}'
+
+
+def _quotable(text: str) -> str:
+    """Text as RFC 6750 allows it in a quoted value (printable ASCII but `"` and `\\`): nothing a
+    request sends (a token, a Host) can end the header or start another."""
+    return "".join(c if " " <= c <= "~" and c not in '"\\' else " " for c in text.replace('"', "'"))[:200]
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
