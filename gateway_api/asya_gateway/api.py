@@ -57,6 +57,7 @@ from asya_gateway.callers import OPERATOR, Caller, caller_of
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
+from asya_gateway.nesting import MAX_NESTING, too_deep
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
@@ -167,7 +168,7 @@ class GatewayFunction:
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        refused = self.sign_in(event) or _not_json(event)
+        refused = self.sign_in(event) or _not_json(event) or _too_deep(event)
         if refused is not None:
             return refused
         return app.resolve(event, context)
@@ -462,6 +463,8 @@ def open_a2a_stream(
     JSON-RPC error answer if it is refused); None for any other request, which the function answers.
     The task's URLs are made from the request's headers, as the function makes them (no stage); its
     tasks are `caller`'s (`sign_in`)."""
+    if too_deep(body):
+        return None  # the function refuses it (`_too_deep`)
     lowered = {str(name).lower(): str(value) for name, value in headers.items()}
     base = _base_url(lowered, None)
     endpoint = A2aEndpoint(lambda_handler.built.service.as_caller(caller), lambda task_id: task_urls(task_id, base))
@@ -624,6 +627,13 @@ def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
     if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
         return None
     return _answered_early(415, f"content-type: the body must be application/json, not {media_type[:80]!r}")
+
+
+def _too_deep(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A body nested deeper than the gateway takes (`asya_gateway.nesting`) gets 400, at every door."""
+    if not event.get("body") or not too_deep(_raw_body(event)):
+        return None
+    return _answered_early(400, f"body: arrays and objects nest deeper than {MAX_NESTING} levels")
 
 
 def _answered_early(
