@@ -40,6 +40,7 @@ from asya_gateway.cursors import CursorKey
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
+from asya_gateway.pause_fields import check_input
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.task_error import TaskError
@@ -474,10 +475,12 @@ class TaskService:
         return task_view(item)
 
     def resume(self, task_id: str, human_input: dict[str, Any]) -> dict[str, Any]:
-        """Merge the human input into the kept envelope's payload and continue through x-resume."""
+        """Merge the human input, checked against the fields its pause asked for, into the kept
+        envelope's payload and continue through x-resume."""
         item = self._task(task_id)
         if item.get("status") != TaskStatus.PAUSED:
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
+        check_input(item.get("pause"), human_input)
         envelope = self._paused_envelope(task_id)
         payload = envelope.get("payload")
         envelope["payload"] = (
