@@ -100,8 +100,8 @@ class TokenVerifier:
             raise SignInRefusedError("keys_unavailable", f"the issuer's keys cannot be fetched: {exc}", 503) from None
         except (jwt.PyJWKClientError, jwt.PyJWKError):
             raise SignInRefusedError("bad_signature", "the token names no key of the issuer (kid)") from None
-        algorithm = KEY_ALGORITHM.get(found.key_type)
-        if algorithm != header["alg"]:
+        algorithm = KEY_ALGORITHM.get(str(found.key_type))
+        if algorithm is None or algorithm != header["alg"]:
             raise SignInRefusedError("bad_signature", "the token's algorithm is not its key's")
         return found.key, algorithm
 
