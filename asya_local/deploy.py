@@ -27,6 +27,7 @@ from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.cognito_pools import create_user_pools
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
+from asya_local.generated_secrets import create_generated_secrets
 from asya_local.template_refs import without_resources
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
@@ -192,12 +193,14 @@ def deploy(
     s3: Any = None,
     *,
     cognito: Any = None,
+    secretsmanager: Any = None,
     served: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
-    applications (`emr_serverless`) and Cognito user pools (`cognito`) are created through their own
-    APIs first, as moto's CloudFormation does not know them; in nested templates too, which are then
+    applications (`emr_serverless`), Cognito user pools (`cognito`) and generated secrets
+    (`secretsmanager`) are created through their own APIs first, as moto's CloudFormation does not know
+    them; in nested templates too, which are then
     published (`s3`) for moto to read. `served`: outputs whose value is where the local stack serves
     what AWS would (`ApiUrl`: the local gateway server, as API Gateway has no data plane here), so a
     client that finds the mesh from its outputs reaches it."""
@@ -205,6 +208,8 @@ def deploy(
     def created_apart(template: dict[str, Any]) -> dict[str, Any]:
         if emr_serverless is not None:
             template = create_emr_applications(emr_serverless, template)
+        if secretsmanager is not None:
+            template = create_generated_secrets(secretsmanager, template)
         return create_user_pools(cognito, template) if cognito is not None else template
 
     template = dict(synthesized.template)

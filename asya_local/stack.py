@@ -220,6 +220,7 @@ class LocalStack:
             self.client("emr-serverless"),
             s3=self.client("s3"),
             cognito=self.client("cognito-idp"),
+            secretsmanager=self.client("secretsmanager"),
             served={"ApiUrl": f"http://127.0.0.1:{self.gateway_port}"},
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)

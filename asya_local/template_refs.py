@@ -1,6 +1,6 @@
 """Resources the local stack creates through their own API, as moto's CloudFormation does not know them
-(EMR Serverless applications, Cognito user pools): taken out of a template, every reference to them
-replaced by what was created."""
+(EMR Serverless applications, Cognito user pools, generated secrets): taken out of a template, every
+reference to them replaced by what was created."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -48,6 +49,7 @@ from asya.names import (
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
+from asya.variables import GATEWAY_CURSOR_SECRET
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
@@ -202,7 +204,29 @@ class StatusGateway(Construct):
         # x-sump's arrivals: listed (Scan), shown (Query), marked redriven (UpdateItem)
         gateway.allow(["dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem"], tables.sump.table_arn)
         gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
+        self._seal_cursors(gateway)
         return gateway
+
+    def _seal_cursors(self, gateway: MeshFunction) -> None:
+        """The secret the gateway's cursor key is derived from (`asya_gateway.cursors`): made here,
+        random, read by the API function alone. It has no name of its own, so that a mesh deleted and
+        made again does not wait for the old secret's recovery window."""
+        secret = secretsmanager.Secret(
+            self,
+            "CursorSecret",
+            description=f"asya {self.namespace}: the gateway seals its listing cursors with a key derived from it",
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        secret.grant_read(gateway.function)
+        gateway.function.add_environment(GATEWAY_CURSOR_SECRET.name, secret.secret_arn)
+        _acknowledge(
+            secret,
+            "SMG4",
+            "The secret only keys the listings' cursors: replacing its value makes cursors handed out before "
+            "it a 400 (the client lists again from the first page), so it is rotated by putting a new random "
+            "value, without a rotation function.",
+        )
 
     def _follow_stream(self, tables: TaskTables) -> tuple[MeshFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""

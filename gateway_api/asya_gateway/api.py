@@ -57,6 +57,7 @@ from asya_gateway.callers import OPERATOR, Caller, caller_of
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
+from asya_gateway.nesting import MAX_NESTING, too_deep
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
@@ -167,7 +168,7 @@ class GatewayFunction:
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        refused = self.sign_in(event) or _not_json(event)
+        refused = self.sign_in(event) or _not_json(event) or _too_deep(event)
         if refused is not None:
             return refused
         return app.resolve(event, context)
@@ -462,6 +463,8 @@ def open_a2a_stream(
     JSON-RPC error answer if it is refused); None for any other request, which the function answers.
     The task's URLs are made from the request's headers, as the function makes them (no stage); its
     tasks are `caller`'s (`sign_in`)."""
+    if too_deep(body):
+        return None  # the function refuses it (`_too_deep`)
     lowered = {str(name).lower(): str(value) for name, value in headers.items()}
     base = _base_url(lowered, None)
     endpoint = A2aEndpoint(lambda_handler.built.service.as_caller(caller), lambda task_id: task_urls(task_id, base))
@@ -603,11 +606,16 @@ def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[
 
 def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
     """`WWW-Authenticate` (RFC 6750, RFC 9728): no error code when no token was sent."""
-    metadata = f'resource_metadata="{_base_url_of(event)}{WELL_KNOWN}/oauth-protected-resource"'
+    metadata = f'resource_metadata="{_quotable(_base_url_of(event))}{WELL_KNOWN}/oauth-protected-resource"'
     if refusal.reason == "missing_token":
         return f"Bearer {metadata}"
-    described = str(refusal).replace("\\", "/").replace('"', "'")
-    return f'Bearer error="invalid_token", error_description="{described}", {metadata}'
+    return f'Bearer error="invalid_token", error_description="{_quotable(str(refusal))}", {metadata}'
+
+
+def _quotable(text: str) -> str:
+    """Text as RFC 6750 allows it in a quoted value (printable ASCII but `"` and `\\`): nothing a
+    request sends (a token, a Host) can end the header or start another."""
+    return "".join(c if " " <= c <= "~" and c not in '"\\' else " " for c in text.replace('"', "'"))[:200]
 
 
 def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -619,6 +627,13 @@ def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
     if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
         return None
     return _answered_early(415, f"content-type: the body must be application/json, not {media_type[:80]!r}")
+
+
+def _too_deep(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A body nested deeper than the gateway takes (`asya_gateway.nesting`) gets 400, at every door."""
+    if not event.get("body") or not too_deep(_raw_body(event)):
+        return None
+    return _answered_early(400, f"body: arrays and objects nest deeper than {MAX_NESTING} levels")
 
 
 def _answered_early(

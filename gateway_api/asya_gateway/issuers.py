@@ -6,6 +6,7 @@ import PyJWT and its cryptography: a mesh without sign-in never loads them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 
 class SignInRefusedError(Exception):
@@ -25,3 +26,10 @@ class Issuer:
     url: str
     audiences: tuple[str, ...]
     jwks_url: str | None = None
+
+    @property
+    def cognito(self) -> bool:
+        """A Cognito user pool (`https://cognito-idp.<region>.amazonaws.com/<pool>`), made by the mesh or
+        not: its ID tokens are signed with the same keys as its access tokens, and an ID token's `aud`
+        is the app client, an audience; only `token_use` tells them apart."""
+        return (urlsplit(self.url).hostname or "").startswith("cognito-idp.")

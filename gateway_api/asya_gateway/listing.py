@@ -27,7 +27,7 @@ from asya.dynamo import BatchIncompleteError
 from asya.envelope import parse_rfc3339
 from asya.task_record import RANKS
 from asya.task_store import TaskStore
-from asya_gateway.cursors import NOT_OURS, TaskCursor
+from asya_gateway.cursors import NOT_OURS, CursorSeal, TaskCursor
 from asya_gateway.ownership import Ownership
 from asya_gateway.task_error import TaskError
 from asya_gateway.views import task_view
@@ -96,9 +96,10 @@ class _StatusRead:
 class TaskListing:
     """The tasks of the mesh's table, as the gateway lists them (`GET /api/v1/mesh`)."""
 
-    def __init__(self, tasks: TaskStore, ownership: Ownership) -> None:
+    def __init__(self, tasks: TaskStore, ownership: Ownership, seal: CursorSeal) -> None:
         self.tasks = tasks
         self.ownership = ownership  # whose tasks the listing shows
+        self.seal = seal  # its caller's: the cursor names entries the caller was not shown
 
     def page(
         self, status: str | None, limit: int, cursor: str | None, where: TaskFilter | None = None
@@ -113,7 +114,9 @@ class TaskListing:
         if status is not None and status not in RANKS:
             raise TaskError(400, f"status must be {ALL} or one of {', '.join(RANKS)}, got {status!r}")
         statuses = [status] if status else [str(name) for name in RANKS]
-        position = TaskCursor.decode(cursor, status, statuses) if cursor else TaskCursor.first(statuses, status)
+        position = (
+            TaskCursor.decode(cursor, status, statuses, self.seal) if cursor else TaskCursor.first(statuses, status)
+        )
         reads = [_StatusRead(name, after) for name, after in position.after.items()]
         before = position.before
         wanted = max(1, min(limit, MAX_PAGE))
@@ -136,7 +139,7 @@ class TaskListing:
         after = {stream.status: stream.after for stream in reads if stream.open}
         return {
             "tasks": [task_view(item) for item in items],
-            "next_cursor": TaskCursor(after, before, status).encode() if after else None,
+            "next_cursor": TaskCursor(after, before, status).encode(self.seal) if after else None,
         }
 
     def _read(self, stream: _StatusRead, where: TaskFilter, limit: int, before: str | None) -> int:

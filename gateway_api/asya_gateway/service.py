@@ -36,9 +36,11 @@ from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.callers import OPERATOR, OWNER_ATTRIBUTE, Caller
+from asya_gateway.cursors import CursorKey
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
+from asya_gateway.pause_fields import check_input
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.task_error import TaskError
@@ -116,7 +118,9 @@ class TaskService:
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
         self.ownership = Ownership(self.tasks, OPERATOR)
-        self.listing = TaskListing(self.tasks, self.ownership)
+        self.cursor_key = CursorKey(settings.cursor_secret)
+        self.seal = self.cursor_key.bound(OPERATOR)  # the caller's cursors, sealed for it alone
+        self.listing = TaskListing(self.tasks, self.ownership, self.seal)
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
         self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
@@ -131,7 +135,8 @@ class TaskService:
         bound = copy.copy(self)
         bound.caller = caller
         bound.ownership = Ownership(self.tasks, caller)
-        bound.listing = TaskListing(self.tasks, bound.ownership)
+        bound.seal = self.cursor_key.bound(caller)
+        bound.listing = TaskListing(self.tasks, bound.ownership, bound.seal)
         return bound
 
     def _task(self, task_id: str) -> dict[str, Any]:
@@ -470,10 +475,12 @@ class TaskService:
         return task_view(item)
 
     def resume(self, task_id: str, human_input: dict[str, Any]) -> dict[str, Any]:
-        """Merge the human input into the kept envelope's payload and continue through x-resume."""
+        """Merge the human input, checked against the fields its pause asked for, into the kept
+        envelope's payload and continue through x-resume."""
         item = self._task(task_id)
         if item.get("status") != TaskStatus.PAUSED:
             raise TaskError(409, f"task {task_id!r} is {item.get('status')}, not paused")
+        check_input(item.get("pause"), human_input)
         envelope = self._paused_envelope(task_id)
         payload = envelope.get("payload")
         envelope["payload"] = (

@@ -54,6 +54,7 @@ class GatewaySettings:
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     auth: AuthSettings = field(default_factory=AuthSettings)
+    cursor_secret: str | None = None  # the secret the cursors' key is derived from (`asya_gateway.cursors`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -71,6 +72,7 @@ class GatewaySettings:
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
             auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env), variables.GATEWAY_JWKS_URL.read(env)),
+            cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

@@ -1,9 +1,12 @@
 """Sign-in with an OpenID Connect issuer (`gateway.auth: jwt`, docs/callers.md): a request's bearer token
 checked by the gateway function itself, since a REST API does not verify a third party's tokens.
 
-A token is accepted when it is signed with one of the issuer's keys (RS256 or ES256 only: never `none`
-or a shared secret), names the issuer (`iss`), names one of the mesh's audiences (`aud`, or a Cognito
-access token's `client_id`), and is within its lifetime (`exp`, `nbf`, `LEEWAY_SECONDS` either way).
+A token is accepted when it is signed with one of the issuer's keys (RS256 with an RSA key, ES256 with
+an EC key: never `none`, a shared secret, or an algorithm its key is not for), names the issuer (`iss`),
+names one of the mesh's audiences (`aud`, or a Cognito access token's `client_id`), is an access token
+when the issuer is a Cognito user pool (`token_use: access`: its ID tokens are refused), and is within
+its lifetime (`exp`, `nbf`, `LEEWAY_SECONDS` either way). A refusal's message never repeats what the
+token says (a key id, a claim): it goes back in a header.
 
 The issuer's keys come from its JWKS, found through `<issuer>/.well-known/openid-configuration`, or
 from the URL `ASYA_GATEWAY_JWKS_URL` names (the local stack's issuer only). They are kept for the
@@ -29,6 +32,7 @@ import jwt
 from asya_gateway.issuers import Issuer, SignInRefusedError
 
 ALGORITHMS = ("RS256", "ES256")
+KEY_ALGORITHM = {"RSA": "RS256", "EC": "ES256"}  # the one algorithm a token signed with a key of that type uses
 LEEWAY_SECONDS = 60  # clocks differ: a token is taken this long before `nbf` and after `exp`
 KEYS_SECONDS = 3600.0  # how long the issuer's keys are kept before they are fetched again
 REFETCH_COOLDOWN_SECONDS = 10.0  # an unknown key fetches the keys again at most this often
@@ -45,12 +49,12 @@ class TokenVerifier:
     def verify(self, authorization: str | None) -> dict[str, Any]:
         """The token's claims, or `SignInRefusedError` saying why not."""
         token = _bearer(authorization)
-        key = self._key(token)
+        key, algorithm = self._key(token)
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
-                algorithms=list(ALGORITHMS),
+                algorithms=[algorithm],
                 issuer=self.issuer.url,
                 leeway=LEEWAY_SECONDS,
                 options={"require": ["exp", "iss", "sub"], "verify_aud": False},
@@ -63,10 +67,14 @@ class TokenVerifier:
             raise SignInRefusedError("wrong_issuer", f"the token is not from {self.issuer.url}") from None
         except jwt.InvalidSignatureError:
             raise SignInRefusedError("bad_signature", "the token's signature does not verify") from None
-        except jwt.PyJWTError as exc:
-            raise SignInRefusedError("invalid_token", f"the token is not accepted: {exc}") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise SignInRefusedError("invalid_token", f"the token lacks the {exc.claim!r} claim") from None
+        except (jwt.PyJWTError, TypeError, ValueError):  # a hostile token is a 401 whatever PyJWT makes of it
+            raise SignInRefusedError("invalid_token", "the token is not accepted") from None
         if not self._audience_matches(claims):
             raise SignInRefusedError("wrong_audience", "the token is not for this API (aud or client_id)")
+        if self.issuer.cognito and claims.get("token_use") != "access":
+            raise SignInRefusedError("not_an_access_token", "the token is not an access token (token_use)")
         return claims
 
     def _audience_matches(self, claims: dict[str, Any]) -> bool:
@@ -75,24 +83,27 @@ class TokenVerifier:
         named.add(claims.get("client_id"))  # a Cognito access token names its app client, not an audience
         return not named.isdisjoint(self.issuer.audiences)
 
-    def _key(self, token: str) -> Any:
-        """The issuer's key the token names (`kid`): fetched again once if the keys kept lack it."""
+    def _key(self, token: str) -> tuple[Any, str]:
+        """The issuer's key the token names (`kid`), fetched again once if the keys kept lack it, and
+        the algorithm the token must be signed with: the one of the key's type, whatever the token
+        says (an ES256 token under an RSA key's id is refused here, not passed to PyJWT)."""
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise SignInRefusedError("invalid_token", f"the token is not a JWT: {exc}") from None
-        algorithm = header.get("alg")
-        if algorithm not in ALGORITHMS:
+        except jwt.PyJWTError:
+            raise SignInRefusedError("invalid_token", "the token is not a JWT") from None
+        if header.get("alg") not in ALGORITHMS:
             accepted = ", ".join(ALGORITHMS)
-            raise SignInRefusedError("invalid_token", f"algorithm {algorithm!r} is not accepted (only {accepted})")
+            raise SignInRefusedError("invalid_token", f"the token's algorithm is not accepted (only {accepted})")
         try:
-            return self._client().get_signing_key_from_jwt(token).key
+            found = self._client().get_signing_key_from_jwt(token)
         except jwt.PyJWKClientConnectionError as exc:
             raise SignInRefusedError("keys_unavailable", f"the issuer's keys cannot be fetched: {exc}", 503) from None
-        except (jwt.PyJWKClientError, jwt.PyJWKError) as exc:
-            raise SignInRefusedError(
-                "bad_signature", f"the token is not signed by a key of the issuer: {exc}"
-            ) from None
+        except (jwt.PyJWKClientError, jwt.PyJWKError):
+            raise SignInRefusedError("bad_signature", "the token names no key of the issuer (kid)") from None
+        algorithm = KEY_ALGORITHM.get(str(found.key_type))
+        if algorithm is None or algorithm != header["alg"]:
+            raise SignInRefusedError("bad_signature", "the token's algorithm is not its key's")
+        return found.key, algorithm
 
     def _client(self) -> jwt.PyJWKClient:
         if self._keys is None:

@@ -54,11 +54,11 @@ class Sump:
         Those of tasks the caller does not see are left out after the scan (their owners read in one
         batch), so a caller's page may be short while the cursor goes on."""
         where = SumpFilter(reason, actor, moment("since", since) if since is not None else None)
-        start = decode_cursor(cursor, "sump", numbers=("redrives",)) if cursor else None
+        start = decode_cursor(cursor, "sump", self.service.seal, numbers=("redrives",)) if cursor else None
         entries, last = self.index.page(where, limit, start)
         seen = self.service.ownership.seen_roots(_task_of(entry) for entry in entries)
         entries = [entry for entry in entries if _task_of(entry) in seen]
-        return {"entries": entries, "next_cursor": encode_cursor(last, "sump") if last else None}
+        return {"entries": entries, "next_cursor": encode_cursor(last, "sump", self.service.seal) if last else None}
 
     def show(self, envelope_id: str, carried: Carried = IN_REST) -> dict[str, Any]:
         """The last arrival of an envelope and the message as x-sump kept it (`kept`), or, when the

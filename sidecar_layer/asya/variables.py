@@ -396,6 +396,16 @@ GATEWAY_JWKS_URL = Variable(
     None,
     _text_or_none,
 )
+
+GATEWAY_CURSOR_SECRET = Variable(
+    "ASYA_GATEWAY_CURSOR_SECRET",
+    _GATEWAY,
+    "the ARN of the Secrets Manager secret the gateway's cursors are sealed with (AES-GCM, a key derived "
+    "from it); unset: a key made for this process, whose cursors no other process opens",
+    None,
+    _text_or_none,
+)
+
 PUBLIC_URL = Variable(
     "ASYA_PUBLIC_URL",
     _GATEWAY,
@@ -535,6 +545,7 @@ ALL: tuple[Variable[Any], ...] = (
     MCP_WAIT,
     GATEWAY_AUTH,
     GATEWAY_JWKS_URL,
+    GATEWAY_CURSOR_SECRET,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,
     SPARK_BATCHES_TABLE,

@@ -387,6 +387,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_CLAIM_BUCKET": {"Ref": bucket},
         "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
+        "ASYA_GATEWAY_CURSOR_SECRET": {"Ref": next(iter(resources(document, "AWS::SecretsManager::Secret")))},
     }
     declared = yaml.safe_load(EXAMPLE.read_text())["flows"]
     assert json.loads(variables["ASYA_FLOWS"]) == {
@@ -485,6 +486,11 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
     assert read["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
     send = next(s for s in gateway if "sqs:SendMessage" in s["Action"])
     assert send["Resource"]["Fn::Join"][1][-1] == ":asya-reviews-*"
+    [secret] = resources(document, "AWS::SecretsManager::Secret")
+    assert actions_of(_on(gateway, {"Ref": secret})) == {
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+    }, "the cursors' secret"
     stream = role_statements(document, "MeshGatewayStreamRole")
     assert not _on(stream, tasks), "the stream consumer reads the stream, never the table"
     assert actions_of(_on(stream, events)) == {"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
@@ -492,6 +498,7 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
     assert actions_of(_on(backstop, tasks)) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
     assert actions_of(_on(backstop, _index(document, "by-deadline"))) == {"dynamodb:Query"}
     assert not _on(backstop, _index(document, "by-status"))
+    assert not any(a.startswith("secretsmanager:") for a in actions_of([*stream, *backstop]))
     for statements in (gateway, stream, backstop):
         actions = actions_of(statements)
         assert not any(a.endswith(":*") or a == "*" or "Delete" in a for a in actions)

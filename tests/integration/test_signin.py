@@ -100,6 +100,36 @@ def test_one_subjects_task_is_a_404_for_another_at_every_door_and_an_admin_sees_
     assert task_id in {task["id"] for task in http.get("/api/v1/mesh", headers=admin).json()["tasks"]}
 
 
+def test_a_listing_cursor_names_nothing_and_opens_only_for_its_caller(
+    signed_in: RunningMesh, http: httpx2.Client
+) -> None:
+    """The review's attack (docs/status.md, "Listing tasks"): bo pages his own listing while ana's task
+    is newer than his, and reads his cursor. Sealed, it shows no task id; handed to ana, or changed,
+    it is a 400; and A2A's `nextPageToken` is sealed the same way."""
+    import base64
+
+    ana, bo = (bearer(issuer(signed_in).token(subject=name)) for name in ("cursor-ana", "cursor-bo"))
+    mine = [http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": n}}, headers=bo) for n in (1, 2)]
+    theirs = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 3}}, headers=ana)
+    assert all(answer.status_code == 201 for answer in (*mine, theirs))
+    first = http.get("/api/v1/mesh", params={"limit": "1"}, headers=bo).json()
+    cursor = first["next_cursor"]
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    assert theirs.json()["id"].encode() not in raw
+    assert mine[0].json()["id"].encode() not in raw
+    assert http.get("/api/v1/mesh", params={"limit": "1", "cursor": cursor}, headers=bo).status_code == 200
+    for who, given in ((ana, cursor), (bo, cursor[:-2] + ("A" if cursor[-2] != "A" else "B") + cursor[-1])):
+        refused = http.get("/api/v1/mesh", params={"limit": "1", "cursor": given}, headers=who)
+        assert refused.status_code == 400, refused.text
+        assert "cursor is not one this API returned to this caller" in refused.json()["message"]
+    listed = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 1}}
+    token = http.post("/a2a", json=listed, headers=bo).json()["result"]["nextPageToken"]
+    assert token
+    again = {**listed, "params": {"pageSize": 1, "pageToken": token}}
+    assert "result" in http.post("/a2a", json=again, headers=bo).json()
+    assert http.post("/a2a", json=again, headers=ana).json()["error"]["code"] == -32602
+
+
 def test_mcp_lists_the_flows_for_a_signed_in_caller(signed_in: RunningMesh, http: httpx2.Client) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     answer = http.post("/mcp", json=call, headers=bearer(issuer(signed_in).token(subject="bo")))

@@ -88,7 +88,9 @@ def _creates() -> Iterator[Request]:
     )
     yield _create("a payload over the SQS limit", 413, "limit", payload="x" * hostile.SQS_LIMIT)
     deep_payload = b'{"route": ["a"], "payload": ' + hostile.nested(300).encode() + b"}"  # read, but never written
-    yield Request("create: a payload nested 300 deep", "POST", API, 422, deep_payload, names="JSON")
+    yield Request("create: a payload nested 300 deep", "POST", API, 400, deep_payload, names="nest deeper than 64")
+    at_the_bound = b'{"route": ["a"], "payload": ' + hostile.nested(63).encode() + b"}"  # 64 with the body's object
+    yield Request("create: a body nested 64 deep", "POST", API, 201, at_the_bound)
     yield _create("no actor of that name", 400, "ghost", route=["ghost"])
     yield _create("no actor of that name after an actor", 400, "no actor 'ghost'", route=["a", "ghost"])
     yield Request("create: no payload", "POST", API, 422, _json({"route": ["a"]}), names="payload")
@@ -108,7 +110,7 @@ def _creates() -> Iterator[Request]:
     yield Request("create: a number past a double", "POST", API, 422, b'{"route":["a"],"payload":1e400}', names="JSON")
     yield Request("create: a lone surrogate", "POST", API, 422, rb'{"route":["a"],"payload":"\ud800"}', names="JSON")
     deep = b'{"route": ["a"], "payload": ' + hostile.nested(100_000).encode() + b"}"
-    yield Request("create: 100,000 levels deep", "POST", API, 422, deep, names="JSON")
+    yield Request("create: 100,000 levels deep", "POST", API, 400, deep, names="nest deeper")
     yield Request(
         "create: a flow in invalid UTF-8", "POST", API, 400, b'{"flow": "\xff\xfe", "payload": {}}', names="flow"
     )
@@ -229,7 +231,7 @@ def _reports() -> Iterator[Request]:
     yield Request("report: a body that is a list", "POST", target, 422, _json([1]), names="body")
     yield Request("report: invalid JSON", "POST", target, 422, b"{", names="JSON")
     fly_deep = b'{"type": "fly", "data": ' + hostile.nested(600).encode() + b"}"
-    yield Request("report: fly data nested 600 deep", "POST", target, 422, fly_deep, names="JSON")
+    yield Request("report: fly data nested 600 deep", "POST", target, 400, fly_deep, names="nest deeper")
     fly_big = _json({"type": "fly", "data": "x" * 300_000})
     yield Request("report: fly data over its limit", "POST", target, 413, fly_big, names="limit")
     yield Request("report: fly data of any JSON", "POST", target, 202, _json({"type": "fly", "data": [None, 1.5]}))
@@ -262,7 +264,7 @@ def _mcps() -> Iterator[Request]:
         "arguments that are a string", 200, call | {"params": {"name": FLOW, "arguments": "x"}}, names="input schema"
     )
     deep = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": ' + hostile.nested(100_000).encode() + b"}}"
-    yield _mcp("100,000 levels deep", 400, deep, names="-32700")
+    yield _mcp("100,000 levels deep", 400, deep, names="nest deeper")
     yield Request("mcp: a GET", "GET", "/mcp", 405, names="POST")
 
 

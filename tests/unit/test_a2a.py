@@ -236,6 +236,17 @@ def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
         yield Gateway(service)
 
 
+def test_a_message_nested_past_the_bound_is_a_400_not_a_502(gateway: Gateway) -> None:
+    """A data part 985 lists deep was a RecursionError in the ProtoJSON number conversion (a 502)."""
+    deep = "[" * 985 + "]" * 985
+    sent = message({"n": 1}, metadata={"skill": "double"})
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": sent}})
+    response = gateway.post(body.replace(b'{"n":1}', deep.encode()))
+    assert response.status == 400
+    assert "nest deeper than 64" in orjson.loads(response.body)["message"]
+    assert api.open_a2a_stream(body.replace(b'{"n":1}', deep.encode()), {}) is None, "the function refuses it"
+
+
 def test_the_card_is_served_at_both_paths(gateway: Gateway) -> None:
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
         event = proxy_event(HttpRequest("GET", path, [("Host", "127.0.0.1:4566")]), "unit")

@@ -122,6 +122,48 @@ def test_unsigned_and_shared_secret_tokens_are_refused(signed_in: SignedIn) -> N
     assert refusal(signed_in.send("GET", "/api/v1/mesh", shared))[:2] == (401, "invalid_token")
 
 
+def test_a_key_id_is_never_reflected_into_a_header(signed_in: SignedIn) -> None:
+    """A `kid` made to split the response (CR/LF and headers of its own) is a 401 whose challenge holds
+    none of it: the refusal does not repeat what the token says."""
+    kid = 'k\r\nX-Red-Injected: yes\r\nSet-Cookie: red=1"\\'
+    token = jwt.encode({"sub": "x"}, signed_in.impostor._private_key(), algorithm="RS256", headers={"kid": kid})
+    response = signed_in.send("GET", "/api/v1/mesh", token)
+    status, reason, challenge = refusal(response)
+    assert (status, reason) == (401, "bad_signature")
+    assert "X-Red-Injected" not in challenge
+    assert "red=1" not in challenge
+    assert all(" " <= c <= "~" for c in challenge)
+    assert {name.lower() for name, _ in response.headers}.isdisjoint({"x-red-injected", "set-cookie"})
+
+
+def test_an_es256_token_under_the_issuers_rsa_key_id_is_a_401(signed_in: SignedIn) -> None:
+    """PyJWT given an RSA key for an ES256 token raises a TypeError: the gateway refuses the token
+    before (the algorithm must be its key's), not with a 502."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "mallory", "exp": 4_000_000_000}
+    token = jwt.encode(claims, ec.generate_private_key(ec.SECP256R1()), "ES256", {"kid": signed_in.issuer.key_id})
+    assert refusal(signed_in.send("GET", "/api/v1/mesh", token))[:2] == (401, "bad_signature")
+
+
+def test_a_cognito_pools_id_token_is_refused_where_access_tokens_are_meant(tmp_path: Path) -> None:
+    """A Cognito ID token is signed with the pool's keys and its `aud` is the app client: only
+    `token_use` tells it from an access token."""
+    pool = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool"
+    auth = {"mode": "jwt", "jwt": {"issuer": pool, "audiences": [AUDIENCE], "cognito": True}}
+    server = IssuerServer(LocalIssuer.create(tmp_path, auth))
+    try:
+        verifier = TokenVerifier(Issuer(url=pool, audiences=(AUDIENCE,), jwks_url=server.jwks_url))
+        assert verifier.verify(f"Bearer {server.issuer.token(subject='ana')}")["sub"] == "ana"
+        identity = server.issuer.token(subject="ana", token_use="id", client_id=None, aud=AUDIENCE)
+        with pytest.raises(SignInRefusedError, match="not an access token") as refused:
+            verifier.verify(f"Bearer {identity}")
+        assert refused.value.reason == "not_an_access_token"
+    finally:
+        server.stop()
+    assert not Issuer(url=ISSUER, audiences=(AUDIENCE,)).cognito, "another issuer's tokens have no token_use"
+
+
 def test_a_request_without_a_token_gets_the_challenge_without_an_error(signed_in: SignedIn) -> None:
     for method, path in (("GET", "/api/v1/mesh"), ("POST", "/mcp"), ("GET", "/api/v1/mesh/t1/events")):
         status, reason, challenge = refusal(signed_in.send(method, path))
@@ -182,7 +224,7 @@ def test_keys_are_discovered_kept_and_fetched_again_for_a_new_key(
         (tmp_path / "rotated").mkdir()
         server.issuer = LocalIssuer.create(tmp_path / "rotated", itself)
         assert verifier.verify(f"Bearer {server.issuer.token(subject='two')}")["sub"] == "two"
-        with pytest.raises(SignInRefusedError, match="not signed by a key of the issuer"):
+        with pytest.raises(SignInRefusedError, match="names no key of the issuer"):
             verifier.verify(f"Bearer {first.token()}")  # a retired key: the issuer no longer lists it
     finally:
         server.stop()

@@ -320,3 +320,26 @@ def test_a_kept_copy_too_large_for_an_answer_is_shown_as_a_link(world: World) ->
     assert shown["entry"]["id"] == "big-1"
     world.fail("small-1")
     assert world.sump.show("small-1")["kept"]["id"] == "small-1"
+
+
+def test_x_sumps_cursor_names_no_envelope_and_opens_only_for_its_caller(world: World) -> None:
+    """The review's finding 7: bo's first page of x-sump's list showed nothing of his, and its cursor
+    named one of ana's failed envelopes. Sealed, it names none, and ana cannot go on with it."""
+    import base64
+
+    from asya_gateway.callers import Caller
+
+    for number in range(3):
+        world.tasks.create({"id": f"ana{number}", "owner": "ana"})
+        world.fail(f"ana{number}")
+    as_bo = Sump(world.service.as_caller(Caller("bo")), world.index)
+    page = as_bo.list(reason=None, actor=None, since=None, limit=1, cursor=None)
+    cursor = page["next_cursor"]
+    assert page["entries"] == []
+    assert cursor is not None
+    assert b"ana" not in base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    as_bo.list(reason=None, actor=None, since=None, limit=1, cursor=cursor)
+    as_ana = Sump(world.service.as_caller(Caller("ana")), world.index)
+    with pytest.raises(TaskError, match="cursor is not one this API returned to this caller") as refused:
+        as_ana.list(reason=None, actor=None, since=None, limit=1, cursor=cursor)
+    assert refused.value.status == 400
