@@ -23,7 +23,6 @@ Each function has its own role (no managed policies) and log group, and runs on 
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
@@ -50,17 +49,17 @@ from asya.names import (
 )
 from asya.results import PREFIX as RESULTS_PREFIX
 from asya.variables import GATEWAY_CURSOR_SECRET
-from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
-from asya_cdk.actor import dead_letter_queue, log_group, nag_arn, send_to_namespace
+from asya_cdk.actor import dead_letter_queue, nag_arn, send_to_namespace
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
-from asya_cdk.function import LOG_RETENTION_DAYS, MeshFunction
+from asya_cdk.function import MeshFunction
 from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.http_api import HttpGateway
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_cdk.nag import acknowledge
+from asya_cdk.rest_api import explain_rest_findings, publish_rest_api
 from asya_cdk.tasks import TaskTables
 
-STAGE = "api"
 SIGN_IN_CALLBACK = "http://localhost:8080/callback"  # the app client's default redirect: a local client's
 DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
 API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
@@ -111,7 +110,14 @@ class StatusGateway(Construct):
             )
             self.api, self.url = http.api, http.url
         else:
-            self.api, self.api_key = self._publish(self.gateway.function)
+            rest = publish_rest_api(
+                self,
+                prefix=self.prefix,
+                namespace=self.namespace,
+                settings=self.settings,
+                handler=self.gateway.function,
+            )
+            self.api, self.api_key, self.agent_card = rest.api, rest.api_key, rest.agent_card
             self.url = self.api.url
         _explain_findings(self, self.namespace, bucket, self.settings.auth)
         if self.user_pool is not None:
@@ -220,7 +226,7 @@ class StatusGateway(Construct):
         )
         secret.grant_read(gateway.function)
         gateway.function.add_environment(GATEWAY_CURSOR_SECRET.name, secret.secret_arn)
-        _acknowledge(
+        acknowledge(
             secret,
             "SMG4",
             "The secret only keys the listings' cursors: replacing its value makes cursors handed out before "
@@ -267,167 +273,48 @@ class StatusGateway(Construct):
         )
         return backstop, rule
 
-    def _publish(self, handler: lambda_.IFunction) -> tuple[apigateway.LambdaRestApi, apigateway.IApiKey | None]:
-        """One greedy proxy in front of the function, with IAM or API-key authorization on every method
-        (none with sign-in: the function verifies the token)."""
-        access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{self.prefix}", LOG_RETENTION_DAYS)
-        iam_auth = self.settings.auth == "iam"
-        key_auth = self.settings.auth == "api_key"
-        api = apigateway.LambdaRestApi(
-            self,
-            "RestApi",
-            handler=handler,
-            proxy=True,
-            rest_api_name=self.prefix,
-            description=f"asya {self.namespace}: tasks, their status and live events, flows as MCP tools",
-            endpoint_types=[apigateway.EndpointType.REGIONAL],
-            cloud_watch_role=self.settings.cloudwatch_role,
-            default_method_options=apigateway.MethodOptions(
-                authorization_type=apigateway.AuthorizationType.IAM if iam_auth else apigateway.AuthorizationType.NONE,
-                api_key_required=key_auth,
-            ),
-            deploy_options=apigateway.StageOptions(
-                stage_name=STAGE,
-                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
-                access_log_format=apigateway.AccessLogFormat.custom(
-                    json.dumps(REST_ACCESS_LOG_FIELDS, separators=(",", ":"))
-                ),
-                logging_level=apigateway.MethodLoggingLevel.ERROR,
-                tracing_enabled=self.settings.tracing,
-                throttling_rate_limit=self.settings.throttle.rate,
-                throttling_burst_limit=self.settings.throttle.burst,
-            ),
-        )
-        # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
-        api.node.try_remove_child("Endpoint")
-        self.agent_card = _open_agent_card(api, handler)
-        if not key_auth:
-            return api, None
-        plan = api.add_usage_plan(
-            "UsagePlan",
-            name=self.prefix,
-            description=f"asya {self.namespace}: callers of the gateway API",
-            api_stages=[apigateway.UsagePlanPerApiStage(api=api, stage=api.deployment_stage)],
-        )
-        key = api.add_api_key("ApiKey", api_key_name=self.prefix)
-        plan.add_api_key(key)
-        return api, key
-
-
-def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> list[apigateway.Method]:
-    """`GET /.well-known/{proxy+}` without authorization: the A2A agent card, at A2A 1.0's path and
-    0.3's (docs/a2a.md), and with sign-in the OAuth protected-resource metadata (docs/callers.md), are
-    what a caller reads before it has credentials. More specific than the greedy proxy, so API Gateway
-    routes them here, to the same function, which serves nothing else under it (404); one method, as
-    the HTTP API's open route, and one invoke permission (no test invokes from the console)."""
-    integration = apigateway.LambdaIntegration(handler, allow_test_invoke=False)
-    well_known = api.root.add_resource(".well-known").add_proxy(any_method=False)
-    return [
-        well_known.add_method(
-            "GET", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
-        )
-    ]
-
 
 def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket, auth: str) -> None:
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
 
     bucket_arn = nag_arn(gateway, bucket)
-    _acknowledge(
+    acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:asya-{namespace}-*]",
         f"A task starts at the first actor of its route and a resume continues at x-resume, so the gateway "
         f"sends to queues of namespace '{namespace}' only, by name.",
     )
-    _acknowledge(
+    acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",
         "The gateway reads a task's result and a paused envelope, one object per envelope id, under its "
         "namespace's results prefix only (no write, no list).",
     )
-    _acknowledge(
+    acknowledge(
         gateway.stream.role,
         "IAM5[Resource::*]",
         "dynamodb:ListStreams cannot be scoped to a table; the event source needs it to find the tasks "
         "table's current stream, and every other stream action is scoped to that stream.",
     )
-    _acknowledge(
+    acknowledge(
         gateway.stream_dead_letters,
         "SQS3",
         "This queue is itself a dead-letter target (the stream event source's on-failure destination), "
         "watched by an alarm.",
     )
     if isinstance(gateway.api, apigateway.RestApi):
-        _explain_rest_findings(gateway.api, gateway.agent_card, auth)
-
-
-def _explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.Method], auth: str) -> None:
-    """The REST API's deliberate findings (the HTTP API's are `asya_cdk.http_api`'s)."""
-
-    _acknowledge(
-        api,
-        "APIG2",
-        "A greedy proxy has no per-path models; the function validates every request (Powertools "
-        "validation, each flow's input_schema) and answers 422 with the failing field.",
-    )
-    _acknowledge(
-        api,
-        "APIG3",
-        "Every method needs SigV4, an API key of the mesh's usage plan or a bearer token the function "
-        "verifies, and API Gateway's throttling applies; a web ACL can be associated with the stage where "
-        "a deployment needs one.",
-    )
-    _acknowledge(
-        api,
-        "COG4",
-        "Callers are AWS principals signing with SigV4 (IAM authorization), services holding an API key, or "
-        "callers signed in with an OpenID Connect issuer (a Cognito pool or another) whose tokens the "
-        "function verifies itself, one code path for every issuer.",
-    )
-    for method in agent_card:
-        _acknowledge(
-            method,
-            "APIG4",
-            "The A2A agent card is public by A2A's design: an agent reads it to learn how to call (and "
-            "authenticate to) the mesh. It says what the mesh offers; every other path needs authorization.",
-        )
-        _acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
-    if auth == "jwt":
-        _acknowledge(
-            api,
-            "APIG4",
-            "gateway.auth is jwt: API Gateway does not verify a third party's tokens on a REST API, so the "
-            "function verifies every request's bearer token (signature, issuer, audience, expiry) before "
-            "routing it and answers 401 without one; /health and /.well-known/* are public.",
-        )
-    if auth == "api_key":
-        _acknowledge(
-            api,
-            "APIG4",
-            "gateway.auth is api_key: every method requires a key of the mesh's usage plan instead of IAM "
-            "authorization, by the mesh owner's choice.",
-        )
-    _acknowledge(
-        api,
-        "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
-        "API Gateway's account-wide logging role (gateway.cloudwatch_role) must write to every API's log "
-        "groups; AWS's service-role policy is the documented one for it.",
-    )
-
-
-def _acknowledge(scope: Construct, finding: str, reason: str) -> None:
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{finding}", reason=reason))
+        explain_rest_findings(gateway.api, gateway.agent_card, auth)
 
 
 def _explain_pool_findings(pool: cognito.UserPool) -> None:
     """cdk-nag findings on the sign-in user pool that are the mesh owner's choice."""
-    _acknowledge(
+    acknowledge(
         pool,
         "COG2",
         "MFA is the pool owner's choice (users are added by an operator, no self sign-up); it can be made "
         "required on the pool without changing the gateway, which verifies the tokens the pool issues.",
     )
-    _acknowledge(
+    acknowledge(
         pool,
         "COG8",
         "The Plus feature plan (threat protection) is priced per user; the pool owner moves the pool to it "
