@@ -3,7 +3,8 @@
 Creating a task writes its record first (`pending`) and then sends the first envelope, stamped with
 `status` including `deadline_at`; a task that could not be sent is failed at once rather than left
 pending. Everything else goes through `TaskStore`, whose conditional writes keep each task moving
-forward only.
+forward only. What an answer carries beyond the record is `asya_gateway.answers`'s, the size rules of
+what the gateway writes `asya_gateway.bodies`'s, events posted from outside `asya_gateway.reported`'s.
 """
 
 from __future__ import annotations
@@ -22,43 +23,37 @@ import orjson
 from botocore.exceptions import ClientError
 
 from asya import names
-from asya.claims import Claims, claim_prefix
+from asya.claims import Claims
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
 from asya.flows import FlowError, start
 from asya.headers import CLIENT_HEADERS, FLOW_HEADER, GATEWAY_URL_HEADER, RESERVED_PREFIX
-from asya.joins import FAILED_BRANCHES
-from asya.live import FLY, EventLog, EventsNotAppendedError
-from asya.reasons import Reason
-from asya.results import result_key, result_prefix
-from asya.task_record import TERMINAL, Report, TaskStatus, progress_of, stealthy
+from asya.live import EventLog
+from asya.results import result_key
+from asya.task_record import TaskStatus, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
+from asya_gateway.answers import TaskAnswers
+from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, OWNER_ATTRIBUTE, Caller
 from asya_gateway.cursors import CursorKey
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
 from asya_gateway.pause_fields import check_input
+from asya_gateway.reported import apply_event
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.task_error import TaskError
-from asya_gateway.task_input import INPUT, INPUT_REF, RERUN_OF, STARTED_ROUTE, keep_input, read_input, rerun_request
-from asya_gateway.views import BRANCH_FAILED, task_view
+from asya_gateway.task_input import RERUN_OF, STARTED_ROUTE, keep_input, read_input, rerun_request
+from asya_gateway.views import task_view
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
-# A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
-MAX_FLY_BYTES = 256 * 1024
-FAILED_BRANCHES_SHOWN = 10
-FAILING = (TaskStatus.FAILED, TaskStatus.CANCELED)
 RESUME_STATUS_BYTES = 256
-# The largest envelope the gateway takes with its payload going to S3 (`asya.claims`): API Gateway
-# takes at most 10 MB a request, and Lambda 6 MB an invocation.
-MAX_CLAIMED_BYTES = 6 * 1024 * 1024
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
 UNSET: Any = object()  # a re-run given no payload: the one the task was started with
@@ -124,6 +119,7 @@ class TaskService:
         bucket = settings.claim_bucket
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
         self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
+        self.answers = TaskAnswers(settings, self.tasks, self.kept, self.claimed, self.claims)
 
     @property
     def sqs(self) -> SQSClient:
@@ -309,9 +305,9 @@ class TaskService:
         for what is added before it is sent."""
         limit = SQS_MAX_MESSAGE_BYTES - room
         if self.claims is None:
-            return _writable(envelope, limit, what)
-        body = self.claims.check_in(envelope, _writable(envelope, MAX_CLAIMED_BYTES, what))
-        return _within(body, limit, what)
+            return as_json(envelope, limit, what)
+        body = self.claims.check_in(envelope, as_json(envelope, MAX_CLAIMED_BYTES, what))
+        return within(body, limit, what)
 
     def send(self, actor: str, body: str) -> None:
         try:
@@ -332,43 +328,7 @@ class TaskService:
 
     def view(self, task_id: str) -> dict[str, Any]:
         item = self._task(task_id)
-        return self._explained(self._with_input(task_view(item)))
-
-    def _explained(self, view: dict[str, Any]) -> dict[str, Any]:
-        """A task failed by its branches, with the branches that failed and why (the first
-        `FAILED_BRANCHES_SHOWN` of them), read in one read of up to 50 records: for a fan-out root,
-        those its record names; for a task whose join gave up (`JoinFailed`), those its error names
-        (the join's branches are not registered on the root), each with its place in the fan."""
-        if view.get("reason") == BRANCH_FAILED and view.get("branch_ids"):
-            return {**view, "failed_branches": self._failed_branches(view["branch_ids"])}
-        error = view.get("error")
-        if view.get("reason") != Reason.JOIN_FAILED or not isinstance(error, dict):
-            return view
-        named = error.get(FAILED_BRANCHES)
-        places = {
-            branch["id"]: branch
-            for branch in (named if isinstance(named, list) else [])
-            if isinstance(branch, dict) and isinstance(branch.get("id"), str)
-        }
-        if not places:
-            return view
-        shown = [
-            {**branch, "branch": places[branch["id"]].get("branch"), "width": places[branch["id"]].get("width")}
-            for branch in self._failed_branches(list(places))
-        ]
-        shown.sort(key=lambda branch: branch["branch"] if isinstance(branch["branch"], int) else 0)
-        told = {name: value for name, value in error.items() if name != FAILED_BRANCHES}  # listed apart
-        return {**view, "error": told, "failed_branches": shown}
-
-    def _failed_branches(self, branch_ids: list[str]) -> list[dict[str, Any]]:
-        """Of these branches, those that did not succeed, each as its own view says it: id, status, the
-        actor it ended at, reason and error (its handler's own type, its traceback folded)."""
-        records = self.tasks.get_many(branch_ids)
-        failed = [task_view(record) for _, record in sorted(records.items()) if record.get("status") in FAILING]
-        return [
-            {name: branch[name] for name in ("id", "status", "actor", "reason", "error") if name in branch}
-            for branch in failed[:FAILED_BRANCHES_SHOWN]
-        ]
+        return self.answers.explained(self.answers.with_input(task_view(item)))
 
     def follow(
         self, task_id: str, cursor: str | None, *, keepalive_seconds: float, max_seconds: float | None
@@ -403,7 +363,7 @@ class TaskService:
             view = task_view(item)
             left = deadline - self.clock()
             if view["terminal"]:  # the input from S3 is not added: with the output, it could pass 6 MB
-                return True, self._explained(self._with_output(view, carried))
+                return True, self.answers.explained(self.answers.with_output(view, carried))
             if paused and view["status"] == TaskStatus.PAUSED:
                 return True, view
             if left <= 0:
@@ -414,44 +374,6 @@ class TaskService:
             if read is None:
                 raise TaskError(404, f"no task {task_id!r}")
             item = read
-
-    def _with_output(self, view: dict[str, Any], carried: Carried) -> dict[str, Any]:
-        """The view with the result's payload as `output` when x-sink kept the result in S3 under this
-        task's own key (a `result` reported from outside the mesh is any text, and is not followed), or
-        `output_url` when the answer could not carry it."""
-        bucket = self.settings.results_bucket
-        link = view.get("result")
-        own = f"s3://{bucket}/{result_prefix(self.settings.namespace, view['id'])}"
-        if "output" in view or bucket is None or not isinstance(link, str) or not _own_key(link, own):
-            return view
-        if view["status"] == TaskStatus.FAILED:  # what x-sink kept is the error payload, said by `error`
-            return view
-        kept = self.kept.answer(link.removeprefix(f"s3://{bucket}/"), carried, part="payload")
-        if kept is None:
-            return view
-        if kept.link is not None:
-            return {**view, "output_url": kept.link}
-        document = kept.document
-        if isinstance(document, dict) and "payload" in document:
-            return {**view, "output": document["payload"]}
-        return view
-
-    def _with_input(self, view: dict[str, Any], carried: Carried = IN_REST) -> dict[str, Any]:
-        """The view with the task's input as `input` when it is kept in S3 (`input_ref`), or `input_url`
-        when the answer could not carry it; an object not there (expired) leaves the reference. Only a
-        task's own view reads it: a wait's answer carries the output, and the two together could pass
-        what Lambda may answer."""
-        reference = view.get(INPUT_REF)
-        bucket = self.claimed.bucket
-        uri = reference.get("uri") if isinstance(reference, dict) else None
-        own = f"s3://{bucket}/{claim_prefix(self.settings.namespace)}"
-        if self.claims is None or not isinstance(uri, str) or not _own_key(uri, own):
-            return view
-        kept = self.claimed.answer(uri.removeprefix(f"s3://{bucket}/"), carried)
-        if kept is None:
-            return view
-        shown = {name: value for name, value in view.items() if name != INPUT_REF}
-        return {**shown, "input_url": kept.link} if kept.link is not None else {**shown, INPUT: kept.document}
 
     # -- changing -------------------------------------------------------------------------------------
 
@@ -508,56 +430,9 @@ class TaskService:
         return document
 
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
-        """A status or fly event from an actor outside the mesh. Returns whether it changed anything:
-        a stale status (behind what the task already shows) is ignored, as docs/status.md requires."""
-        item = self._task(task_id)
-        if event["type"] == FLY:
-            _writable(event["data"], MAX_FLY_BYTES, "the fly event's data")
-            try:
-                self.events.append(
-                    [(task_id, FLY, {"id": task_id, "actor": event.get("actor"), "data": event["data"]})]
-                )
-            except EventsNotAppendedError as exc:  # the poster hears it, and may send the event again
-                raise TaskError(503, f"the event was not logged: {exc}") from exc
-            return True
-        status = event["status"]
-        if status in TERMINAL:
-            if item.get("status") in TERMINAL:
-                return False
-            details = {"reason": event.get("reason"), "error": event.get("error"), "result": event.get("result")}
-            details["actor"] = event.get("actor")
-            root_id, parent_id = item.get("root_id") or task_id, item.get("parent_id")
-            self.tasks.finish(task_id, root_id, status, details, parent_id=parent_id, bucket=item.get("fan_bucket"))
-            return True
-        route = item.get("route") or {"prev": [], "curr": event.get("actor") or "", "next": []}
-        progress = event.get("progress")
-        report = Report(
-            task_id=task_id,
-            actor=event.get("actor") or item.get("actor") or "",
-            route=route,
-            phase=event.get("phase") or "processing",
-            progress=float(progress) if progress is not None else progress_of(route),
-            attempt=int(item.get("attempt", 1)),
-        )
-        return self.tasks.report(report)
-
-
-def _writable(document: Any, limit: int, what: str) -> str:
-    """`document` as JSON, as SQS or the event log will carry it. A request that can never be written is
-    the client's error: nested past the 254 levels JSON is written with (422), or over `limit` bytes
-    (413); a 5xx would tell the client to retry it for ever."""
-    try:
-        body = orjson.dumps(document).decode()
-    except TypeError as exc:  # nested too deep, or a lone surrogate from a `\\ud800` escape
-        raise TaskError(422, f"{what} cannot be written as JSON ({exc}; at most 250 levels)") from None
-    return _within(body, limit, what)
-
-
-def _within(body: str, limit: int, what: str) -> str:
-    size = len(body.encode())
-    if size > limit:
-        raise TaskError(413, f"{what} is {size} bytes, over the {limit}-byte limit")
-    return body
+        """A status or fly event from an actor outside the mesh (`asya_gateway.reported`); whether it
+        changed anything."""
+        return apply_event(self.tasks, self.events, self._task(task_id), event)
 
 
 def _reporting_url(value: Any) -> bool:
@@ -568,9 +443,3 @@ def _reporting_url(value: Any) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
-def _own_key(link: str, own: str) -> bool:
-    """Whether a link names an object under `own`: a `..` is refused, as a client following the link's
-    URL would read it as a step out of the prefix (a presigned link is followed by HTTP clients)."""
-    return link.startswith(own) and ".." not in link
