@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya.flow_program import ARITHMETIC, FUNCTIONS, Program
+from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, is_plain
 from asya.names import PAUSE
 
 # a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
@@ -250,7 +250,7 @@ class _Compiler:
     def condition(self, expression: ast.expr) -> list[Any]:
         if self._is_variable(expression):
             return ["var"]
-        if isinstance(expression, ast.Constant) and _plain(expression.value):
+        if isinstance(expression, ast.Constant) and is_plain(expression.value):
             return ["lit", expression.value]
         if isinstance(expression, ast.Subscript):
             if isinstance(expression.slice, ast.Slice):
@@ -388,6 +388,10 @@ def compile_flow(
             "a program travels in every envelope of its tasks; split it into flows, or move work into actors"
         )
     program = {**body, "version": hashlib.sha256(written.encode()).hexdigest()[:12]}
+    try:  # within the evaluator's bounds (a condition's depth and size): what a sidecar would refuse
+        Program(program).check()
+    except ValueError as exc:
+        raise FlowCompileError(str(exc)) from None
     Program(program).shortest(start)  # every node measured once: a program it cannot measure fails here
     return program
 
@@ -400,10 +404,6 @@ def program_location(reference: str) -> tuple[str, str]:
 
 def _is_count(value: ast.expr | None) -> bool:
     return isinstance(value, ast.Constant) and type(value.value) is int and 1 <= value.value <= MAX_ITERATIONS
-
-
-def _plain(value: Any) -> bool:
-    return value is None or type(value) in (bool, int, float, str)
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
