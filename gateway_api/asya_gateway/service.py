@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import hashlib
+import logging
 import re
 import time
 import uuid
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
+_log = logging.getLogger(__name__)
 # A FLY event is one item of the events table (at most 400 KB, with its keys); the watcher gets it whole.
 MAX_FLY_BYTES = 256 * 1024
 FAILED_BRANCHES_SHOWN = 10
@@ -248,8 +250,10 @@ class TaskService:
         assert flow.program is not None
         try:
             return start(flow.program, payload)
-        except FlowError as exc:
-            raise TaskError(400, f"flow {flow.name!r} cannot start on this payload: {exc}") from None
+        except FlowError as exc:  # an input a client chose: a 400 (a hostile one too), logged for the mesh's owner
+            refusal = f"flow {flow.name!r} cannot start on this payload: {exc}"
+            _log.warning(refusal)
+            raise TaskError(400, refusal) from None
 
     def validate(self, flow: Flow, payload: Any) -> None:
         """The flow's input schema decides what a payload may be (REST and MCP alike)."""
