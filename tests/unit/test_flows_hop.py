@@ -351,6 +351,48 @@ def test_an_unreadable_flow_header_goes_to_x_sump_before_the_handler_runs(header
     assert called == [], "the handler does not run on an envelope that cannot go on"
 
 
+def _forged(condition: list[Any]) -> dict[str, Any]:
+    """A producer's envelope to actor `a` whose header program decides on `condition` after it, looping
+    onto that decision while it holds (the review's forged programs, docs/flows.md "Safety")."""
+    nodes = [{"call": "a", "next": 1}, {"if": condition, "then": 1, "else": 2}, {"return": True}]
+    header = {"program": {"flow": "forged", "source": "forged", "start": 0, "nodes": nodes}, "at": 0}
+    return {"id": "t", "route": {"prev": [], "curr": "a", "next": []}, "headers": {FLOW_HEADER: header}, "payload": {}}
+
+
+def test_a_forged_program_nested_past_the_bound_goes_to_x_sump_before_the_handler_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    condition: list[Any] = ["var"]
+    for _ in range(700):
+        condition = ["not", condition]
+    called: list[Any] = []
+    [(to, out)] = sent("a", called.append, _forged(condition))
+    assert (to, out["status"]["reason"]) == ("x-sump", "InvalidEnvelope")
+    assert "the condition is nested deeper than 32" in out["status"]["error"]["message"]
+    assert called == []
+    assert "the flow header is refused" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("condition", "why"),
+    [
+        (["math", "*", ["lit", "a"], ["lit", 10**13]], "arithmetic takes numbers, not a str"),
+        (["fn", "round", ["lit", 1], ["neg", ["lit", 2_000_000]]], "round() takes at most 15 digits"),
+        (["math", "%", ["at", ["var"], ["lit", "n"]], ["lit", 2]], "arithmetic takes numbers, not a str"),
+    ],
+    ids=["memory bomb", "slow round", "string formatting"],
+)
+def test_a_forged_programs_hostile_decision_fails_the_task_at_once_saying_why(
+    condition: list[Any], why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    began = time.monotonic()
+    [(to, out)] = sent("a", lambda _: {"n": "%01000000000000d"}, _forged(condition))
+    assert time.monotonic() - began < 2.0, "no hang, no redelivery: the hop ends with the failure"
+    assert (to, out["status"]["phase"], out["status"]["reason"]) == ("x-sink", "failed", "FlowError")
+    assert why in out["payload"]["details"]["message"]
+    assert "the flow program cannot go on" in caplog.text
+
+
 def _paused(program: dict[str, Any], payload: Any) -> str:
     """The envelope x-pause kept, as the gateway sends it to x-resume with the person's input merged."""
     document = arriving(program, payload, PAUSE, done=2, loops={_loop_node(program): 1})
