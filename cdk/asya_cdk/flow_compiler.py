@@ -16,14 +16,13 @@ Conditions read the payload and constants only (`asya.flow_program`: subscripts,
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, is_plain
+from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, digest, is_plain
 from asya.names import PAUSE
 
 # a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
@@ -387,7 +386,7 @@ def compile_flow(
             f"{source}: {function}(…) compiles to {len(written.encode()):,} bytes, over {MAX_PROGRAM_BYTES:,}: "
             "a program travels in every envelope of its tasks; split it into flows, or move work into actors"
         )
-    program = {**body, "version": hashlib.sha256(written.encode()).hexdigest()[:12]}
+    program = {**body, "version": digest(body)}
     try:  # within the evaluator's bounds (a condition's depth and size): what a sidecar would refuse
         Program(program).check()
     except ValueError as exc:

@@ -34,6 +34,8 @@ plus the length of the strings and lists it reads whole.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -252,6 +254,14 @@ class Program:
             return bool(budget.evaluate(expression, payload))
         except FlowError as exc:
             raise FlowError(f"{self.where(node)}: {self.nodes[node].get('src', 'condition')}: {exc}") from None
+
+
+def digest(document: Mapping[str, Any]) -> str:
+    """A program's version: the digest of its compiled form (all but `version` itself), so a header
+    whose program was changed no longer carries the version it claims."""
+    body = {key: value for key, value in document.items() if key != "version"}
+    written = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(written.encode()).hexdigest()[:12]
 
 
 def _leave_loops(loops: dict[str, int], node: Mapping[str, Any]) -> None:

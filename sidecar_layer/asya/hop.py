@@ -192,11 +192,11 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
             )
             return HopOutcome.SUMPED
-        try:  # a corrupt flow header is the envelope's fault, found before its handler runs for nothing
-            flows.FlowPlace.of(envelope.headers)
+        try:  # a corrupt or foreign flow header is the envelope's fault, found before its handler runs
+            flows.FlowPlace.of(envelope.headers, self.config.flow_versions)
         except flows.FlowHeaderError as exc:
-            self.telemetry.log_failure("the flow header is refused", error_message=str(exc))
-            plan.outbound.append(routing.to_sump(envelope, actor, Reason.INVALID_ENVELOPE, error_details(exc), now))
+            self.telemetry.log_failure("the flow header is refused", error_message=str(exc), reason=exc.reason.value)
+            plan.outbound.append(routing.to_sump(envelope, actor, exc.reason, error_details(exc), now))
             return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
