@@ -4,7 +4,7 @@ through its decisions, to what happens next (an actor to call, branches to fan o
 
 The compiled form is JSON, made ahead of time by the flow compiler and carried by the task's
 envelopes (`asya.flows`), so every sidecar, x-resume and the gateway take decisions the same way and
-a task finishes under the program it started with. Nothing here runs user code: conditions are
+a task never changes program half-way (a deployed one: `asya.flows`). Nothing here runs user code: conditions are
 expression trees over the payload, read by `evaluate`.
 
     {"flow": name, "source": "flows.py", "version": "<12 hex>", "start": node,
