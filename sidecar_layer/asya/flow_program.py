@@ -303,19 +303,24 @@ def evaluate(expression: list[Any], payload: Any) -> Any:
 
 
 class _Budget:
-    """What one `advance` may still spend: each operation a step, and a step per item of the strings
-    and lists it reads whole (a comparison, `in`, `len`, `min`, `any`, …), so no payload makes one
-    decision cost more than `MAX_STEPS`, however large it is."""
+    """What one `advance` may still spend: each operation a step, and one an item (nested ones and
+    characters included) of what an operation reads whole (`==`, `<`, `in` on a list or a string,
+    `min`, `max`, `any`, `all`), so no payload makes one decision cost more than `MAX_STEPS`, however
+    large it is; what reads a value in one step (`len`, `in` an object, a subscript) costs one."""
 
     __slots__ = ("left",)
 
     def __init__(self) -> None:
         self.left = MAX_STEPS
 
-    def spend(self, *values: Any) -> None:
-        self.left -= 1 + sum(len(value) for value in values if isinstance(value, str | list | dict))
+    def spend(self, steps: int = 1) -> None:
+        self.left -= steps
         if self.left < 0:
             raise OverflowError(f"the decision took over {MAX_STEPS:,} steps")
+
+    def read_whole(self, value: Any) -> None:
+        """Spend what reading `value` whole costs, counted only as far as the budget goes."""
+        self.spend(_weight(value, self.left + 1))
 
     def evaluate(self, expression: list[Any], payload: Any) -> Any:
         """The condition's value as Python would compute it (numbers bounded, the module's docstring);
@@ -378,15 +383,34 @@ def _arithmetic(expression: list[Any], scope: _Scope) -> Any:
 
 
 def _compare(expression: list[Any], scope: _Scope) -> Any:
-    left, right = _value(expression[2], scope), _value(expression[3], scope)
-    scope.budget.spend(left, right)
-    return _COMPARE[expression[1]](left, right)
+    op, left, right = expression[1], _value(expression[2], scope), _value(expression[3], scope)
+    if op in ("in", "not in"):  # a search of a list or a string; an object's key is found at once
+        scope.budget.read_whole(left if isinstance(right, dict) else right)
+    elif op not in ("is", "is not") and type(left) is type(right):  # values of two types differ at once
+        scope.budget.read_whole(left)
+    return _COMPARE[op](left, right)
 
 
 def _function(expression: list[Any], scope: _Scope) -> Any:
-    arguments = [_value(item, scope) for item in expression[2:]]
-    scope.budget.spend(*arguments)
-    return FUNCTIONS[expression[1]](*arguments)
+    name, arguments = expression[1], [_value(item, scope) for item in expression[2:]]
+    if name in _READING_WHOLE:
+        for argument in arguments:
+            scope.budget.read_whole(argument)
+    return FUNCTIONS[name](*arguments)
+
+
+_READING_WHOLE = frozenset({"min", "max", "any", "all"})
+
+
+def _weight(value: Any, limit: int) -> int:
+    """The items of `value`, nested ones and characters included, counted up to `limit` at most."""
+    count, pending = 0, [value]
+    while pending and count < limit:
+        current = pending.pop()
+        count += len(current) if isinstance(current, str | list | dict) else 1
+        if count < limit and isinstance(current, dict | list):
+            pending.extend(current.values() if isinstance(current, dict) else current)
+    return count
 
 
 def _get(expression: list[Any], scope: _Scope) -> Any:

@@ -14,6 +14,8 @@ from asya.flow_program import MAX_DEPTH, Call, FlowError, Program, check_conditi
 from asya_cdk.flow_compiler import FlowCompileError
 from tests.support.flow_programs import compiled
 
+OVER_BUDGET = "the decision took over 200,000 steps"
+
 
 def _deciding(condition: list[Any]) -> Program:
     """A forged program: one actor, then a decision on `condition` that loops onto itself while true."""
@@ -49,7 +51,9 @@ def _written(tmp_path: Path, condition: str) -> Program:
         ('abs(p["n"])', {"n": -(10**20)}, "a number beyond ±2**53"),
         ("round(1, -2000000)", {}, "round() takes at most 15 digits either way, not -2000000"),
         ('round(p["f"], 20)', {"f": 0.5}, "round() takes at most 15 digits either way, not 20"),
-        ('p["l"] == p["l"]', {"l": list(range(10**6))}, "the decision took over 200,000 steps"),
+        ('p["l"] == p["l"]', {"l": list(range(10**6))}, OVER_BUDGET),
+        ('p["a"] == p["b"]', {"a": [[0] * 1000] * 300, "b": [[0] * 1000] * 300}, OVER_BUDGET),
+        ('"x" in p["s"]', {"s": "y" * 300_000}, OVER_BUDGET),
     ],
 )
 def test_a_hostile_condition_is_refused_at_once_saying_why(
@@ -63,14 +67,16 @@ def test_a_hostile_condition_is_refused_at_once_saying_why(
 
 
 def test_what_is_within_the_bounds_still_computes(tmp_path: Path) -> None:
-    program = _written(tmp_path, 'round(p["f"] * 4503599627370496 / 3, 15) > 0 and p["n"] % 2 == 0')
+    condition = 'round(p["f"] * 4503599627370496 / 3, 15) > 0 and p["n"] % 2 == 0 and len(p["l"]) > 0 and "k" in p'
+    program = _written(tmp_path, condition)
     [node] = [index for index, node in enumerate(program.nodes) if "if" in node]
-    assert isinstance(program.advance(node, {"f": 1.0, "n": 4}, {}), Call)
+    large = list(range(10**6))  # read in one step each: `len`, a key of an object, a subscript
+    assert isinstance(program.advance(node, {"f": 1.0, "n": 4, "l": large, "k": 1}, {}), Call)
 
 
 def test_a_condition_that_loops_onto_itself_runs_out_of_its_budget() -> None:
     program = _deciding(["cmp", "==", ["at", ["var"], ["lit", "s"]], ["at", ["var"], ["lit", "s"]]])
-    assert _refusal(program, {"s": "x" * 1000}).endswith("the decision took over 200,000 steps")
+    assert _refusal(program, {"s": "x" * 1000}).endswith(OVER_BUDGET)
 
 
 def test_a_payload_nested_too_deep_to_compare_is_a_flow_error() -> None:
