@@ -44,7 +44,7 @@ from typing import Any
 # more decisions than this between two actors is a program that loops without calling anyone
 MAX_DECISIONS = 10_000
 # the bounds of what one program may make the evaluator do, whoever wrote it (the module's docstring)
-MAX_NODES = 2_000  # a compiled program is at most 16 KB: a few hundred nodes
+MAX_NODES = 500  # a compiled program is at most 16 KB: fewer than 400 nodes
 MAX_DEPTH = 32
 MAX_CONDITION_NODES = 500
 MAX_MAGNITUDE = 2**53  # the largest integer a float (and so any JSON reader) still holds exactly
@@ -202,7 +202,11 @@ class Program:
                     raise ValueError(f"{self.where(index)}: {node.get('src', 'a condition')}: {exc}") from None
 
     def call(self, node: int) -> Call:
-        return Call(node, self.nodes[node]["call"], self.shortest(node))
+        try:
+            route = self.shortest(node)
+        except RecursionError:  # a chain of calls longer than any compiled program has: a forged one
+            raise FlowError(f"the program is too long to measure from {self.where(node)}") from None
+        return Call(node, self.nodes[node]["call"], route)
 
     def reaching(self, node: int, actor: str) -> int:
         """The call of `actor`: `node`'s, or the first on along its chain of calls. A join's envelope is

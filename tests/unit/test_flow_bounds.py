@@ -116,8 +116,17 @@ def test_a_condition_the_evaluator_would_not_take_is_refused_when_checked(condit
 
 def test_a_program_of_too_many_nodes_is_refused_when_checked() -> None:
     nodes: list[dict[str, Any]] = [{"call": "victim", "next": index + 1} for index in range(3000)]
-    with pytest.raises(ValueError, match="3,001 nodes, over the 2,000"):
+    with pytest.raises(ValueError, match="3,001 nodes, over the 500"):
         Program({"start": 0, "nodes": [*nodes, {"return": True}]}).check()
+
+
+def test_a_chain_of_calls_too_long_to_measure_is_a_flow_error_not_a_crash() -> None:
+    """Measuring the route ahead recurses along the chain: a program past the node bound (one that
+    skipped the check) fails its decision instead of crashing the hop."""
+    nodes: list[dict[str, Any]] = [{"call": "victim", "next": index + 1} for index in range(3000)]
+    program = Program({"source": "forged", "start": 0, "nodes": [*nodes, {"return": True}]})
+    with pytest.raises(FlowError, match="the program is too long to measure from forged"):
+        program.advance(0, {}, {})
 
 
 def test_the_compiler_refuses_a_condition_nested_past_the_bound_naming_its_line(tmp_path: Path) -> None:
