@@ -4,8 +4,8 @@ through its decisions, to what happens next (an actor to call, branches to fan o
 
 The compiled form is JSON, made ahead of time by the flow compiler and carried by the task's
 envelopes (`asya.flows`), so every sidecar, x-resume and the gateway take decisions the same way and
-a task never changes program half-way (a deployed one: `asya.flows`). Nothing here runs user code: conditions are
-expression trees over the payload, read by `evaluate`.
+a task never changes program half-way (only deployed ones run: `asya.flows`). Nothing here runs user
+code: conditions are expression trees over the payload, read by `evaluate`.
 
     {"flow": name, "source": "flows.py", "version": "<12 hex>", "start": node,
      "nodes": [node, ...]}
@@ -28,8 +28,8 @@ A program may come in an envelope a producer wrote, so the evaluator is bounded 
 (docs/flows.md, "Safety"): `check` refuses a program of more than `MAX_NODES` nodes or a condition
 deeper than `MAX_DEPTH` or larger than `MAX_CONDITION_NODES`; arithmetic takes numbers only, within
 ±`MAX_MAGNITUDE` (no string formatting with `%`, no repeating with `*`), `round` at most
-`MAX_NDIGITS` digits either way; and one `advance` spends at most `MAX_STEPS`, each operation one step
-plus the length of the strings and lists it reads whole.
+`MAX_NDIGITS` digits either way; and one `advance` spends at most `MAX_STEPS` (`_Budget`): each
+operation one step, plus the items, nested ones included, of what it reads whole.
 """
 
 from __future__ import annotations
