@@ -19,6 +19,7 @@ from asya.names import (
     GATEWAY,
     GATEWAY_BACKSTOP,
     GATEWAY_FUNCTIONS,
+    RESUME,
     SINK,
     SPARK_GUARD,
     SUMP,
@@ -27,6 +28,7 @@ from asya.names import (
 )
 from asya.variables import (
     FLOW_PROGRAMS,
+    FLOW_VERSIONS,
     FLOWS,
     GATEWAY_AUTH,
     IDEMPOTENCY_TABLE,
@@ -110,6 +112,8 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
         variables[SINK_HOOKS.name] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
         variables[RESULTS_INLINE_MAX_BYTES.name] = str(mesh.config.results.inline_max_bytes)
         variables[RESULTS_TTL.name] = str(mesh.config.results.retention_seconds)
+    if crew == RESUME and mesh.programs:  # x-resume runs a resumed task's program: only a deployed one
+        variables[FLOW_VERSIONS.name] = mesh.flow_versions()
     if crew == SUMP:  # x-sump lists what it keeps in the sump table, for as long as it keeps it
         variables[SUMP_TABLE.name] = names.sump_table
         variables[RESULTS_TTL.name] = str(mesh.config.results.retention_seconds)

@@ -16,14 +16,13 @@ Conditions read the payload and constants only (`asya.flow_program`: subscripts,
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya.flow_program import ARITHMETIC, FUNCTIONS, Program
+from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, digest, is_plain
 from asya.names import PAUSE
 
 # a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
@@ -250,7 +249,7 @@ class _Compiler:
     def condition(self, expression: ast.expr) -> list[Any]:
         if self._is_variable(expression):
             return ["var"]
-        if isinstance(expression, ast.Constant) and _plain(expression.value):
+        if isinstance(expression, ast.Constant) and is_plain(expression.value):
             return ["lit", expression.value]
         if isinstance(expression, ast.Subscript):
             if isinstance(expression.slice, ast.Slice):
@@ -387,7 +386,11 @@ def compile_flow(
             f"{source}: {function}(…) compiles to {len(written.encode()):,} bytes, over {MAX_PROGRAM_BYTES:,}: "
             "a program travels in every envelope of its tasks; split it into flows, or move work into actors"
         )
-    program = {**body, "version": hashlib.sha256(written.encode()).hexdigest()[:12]}
+    program = {**body, "version": digest(body)}
+    try:  # within the evaluator's bounds (a condition's depth and size): what a sidecar would refuse
+        Program(program).check()
+    except ValueError as exc:
+        raise FlowCompileError(str(exc)) from None
     Program(program).shortest(start)  # every node measured once: a program it cannot measure fails here
     return program
 
@@ -400,10 +403,6 @@ def program_location(reference: str) -> tuple[str, str]:
 
 def _is_count(value: ast.expr | None) -> bool:
     return isinstance(value, ast.Constant) and type(value.value) is int and 1 <= value.value <= MAX_ITERATIONS
-
-
-def _plain(value: Any) -> bool:
-    return value is None or type(value) in (bool, int, float, str)
 
 
 def _is_docstring(statement: ast.stmt) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import hashlib
+import logging
 import re
 import time
 import uuid
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
 ACTOR_NAME = re.compile(names.ACTOR_NAME)
+_log = logging.getLogger(__name__)
 RESUME_STATUS_BYTES = 256
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
@@ -249,8 +251,10 @@ class TaskService:
         assert flow.program is not None
         try:
             return start(flow.program, payload)
-        except FlowError as exc:
-            raise TaskError(400, f"flow {flow.name!r} cannot start on this payload: {exc}") from None
+        except FlowError as exc:  # an input a client chose: a 400 (a hostile one too), logged for the mesh's owner
+            refusal = f"flow {flow.name!r} cannot start on this payload: {exc}"
+            _log.warning(refusal)
+            raise TaskError(400, refusal) from None
 
     def validate(self, flow: Flow, payload: Any) -> None:
         """The flow's input schema decides what a payload may be (REST and MCP alike)."""

@@ -82,6 +82,7 @@ class CrewSettings:
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     sink_hooks: str = ""  # `ASYA_SINK_HOOKS`, read by x-sink only
+    flow_versions: frozenset[str] = frozenset()  # `ASYA_FLOW_VERSIONS`, read by x-resume only
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -101,6 +102,7 @@ class CrewSettings:
             variables.CLAIM_BUCKET.read(env),
             variables.CLAIM_CHECK_BYTES.read(env),
             variables.SINK_HOOKS.read(env),
+            variables.listed(variables.FLOW_VERSIONS.read(env)),
         )
 
     def queue_name(self, actor: str) -> str:

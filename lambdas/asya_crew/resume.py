@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.abi import Frame
 from asya.claims import Claims, referenced, unrestorable
 from asya.envelope import Envelope, EnvelopeError, parse_envelope, utc_now
-from asya.flows import FlowError, FlowHeaderError, continue_flow
+from asya.flows import FlowError, FlowHeaderError, FlowPlace, continue_flow
 from asya.headers import FLOW_HEADER, PAUSE_HEADER
 from asya.names import PAUSE, RESUME
 from asya.reasons import Reason
@@ -29,8 +29,11 @@ from asya.telemetry import Telemetry
 from asya_crew.crew import CrewSettings, Decide, Keep, crew_handler, pass_to_sump, rejected
 
 
-def decide(record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None) -> Keep:
-    """`claims`: the mesh's claim checks, if it has a bucket for them."""
+def decide(
+    record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None, deployed: frozenset[str] | None = None
+) -> Keep:
+    """`claims`: the mesh's claim checks, if it has a bucket for them; `deployed`: the versions of the
+    flow programs the mesh deployed, the only ones x-resume runs (`asya.flows.FlowPlace.of`)."""
     now = utc_now()
     try:
         envelope = parse_envelope(record.body)
@@ -50,9 +53,12 @@ def decide(record: SQSRecord, telemetry: Telemetry, claims: Claims | None = None
     status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
     frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
     try:  # a flow program decides on the resumed payload where it goes after the pause (docs/flows.md)
+        if deployed is not None:
+            FlowPlace.of(envelope.headers, deployed)
         (frame,) = continue_flow(envelope, [frame])
     except FlowHeaderError as exc:
-        return pass_to_sump(to_sump(envelope, RESUME, Reason.INVALID_ENVELOPE, error_details(exc), now).wire, record)
+        telemetry.log_failure("the flow header is refused", error_message=str(exc), reason=exc.reason.value)
+        return pass_to_sump(to_sump(envelope, RESUME, exc.reason, error_details(exc), now).wire, record)
     except FlowError as exc:
         details = error_details(None, str(exc))
         outbound = fail(
@@ -77,7 +83,7 @@ def _sent(envelope: Envelope, outbound: Outbound, claims: Claims | None) -> Keep
 
 
 def decider(settings: CrewSettings) -> Decide:
-    return partial(decide, claims=settings.claims())
+    return partial(decide, claims=settings.claims(), deployed=settings.flow_versions)
 
 
 lambda_handler = crew_handler(RESUME, decider)

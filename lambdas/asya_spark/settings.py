@@ -35,6 +35,7 @@ JOB_SIDECAR_VARIABLES = tuple(
         variables.TRACING,
         variables.SPARK_STYLE,
         variables.JOINED_BY,  # a Spark actor's branches may be joined: the job stamps their frames
+        variables.FLOW_VERSIONS,  # the job takes its batch's program decisions: only deployed programs
     )
 )
 

@@ -53,6 +53,7 @@ class SidecarConfig:
     claim_bucket: str | None = None
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     joined_by: frozenset[str] = frozenset()  # the joins that gather this actor's branches (`asya.joins`)
+    flow_versions: frozenset[str] = frozenset()  # the flow programs the mesh deployed (`asya.flows`)
     join: JoinPolicy | None = None  # this actor is a join: what it does with failed branches
     join_max_width: int = variables.JOIN_MAX_WIDTH.default  # and the widest fan it gathers
     joins_table: str | None = None
@@ -95,7 +96,8 @@ class SidecarConfig:
             tracing=variables.TRACING.read(env),
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
-            joined_by=frozenset(name.strip() for name in variables.JOINED_BY.read(env).split(",") if name.strip()),
+            joined_by=variables.listed(variables.JOINED_BY.read(env)),
+            flow_versions=variables.listed(variables.FLOW_VERSIONS.read(env)),
             join=join,
             join_max_width=variables.JOIN_MAX_WIDTH.read(env),
             joins_table=variables.JOINS_TABLE.read(env),

@@ -16,7 +16,7 @@ from typing import Any
 
 from asya.abi import Frame
 from asya.envelope import Envelope
-from asya.flow_program import Call, End, FlowError, Program, Step
+from asya.flow_program import Call, End, FlowError, Program, Step, digest
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
 from asya.reasons import Reason
 
@@ -29,6 +29,7 @@ __all__ = [
     "FlowError",
     "FlowHeaderError",
     "FlowPlace",
+    "UnknownProgramError",
     "caught",
     "continue_flow",
     "out_of_program",
@@ -41,6 +42,15 @@ class FlowHeaderError(FlowError):
     """The envelope's `x-asya-flow` is not a program's place: a corrupt envelope, not a flow that
     failed on its payload (the gateway writes the header, a handler cannot change it)."""
 
+    reason = Reason.INVALID_ENVELOPE
+
+
+class UnknownProgramError(FlowHeaderError):
+    """The header's program is not one the mesh deployed: written by whoever sent the envelope (a
+    producer may send to an actor's queue), so it is not run at all."""
+
+    reason = Reason.UNKNOWN_PROGRAM
+
 
 @dataclass(slots=True)
 class FlowPlace:
@@ -52,10 +62,13 @@ class FlowPlace:
     floor: float = 0.0  # the most progress the task has reported (docs/flows.md, "Progress")
 
     @classmethod
-    def of(cls, headers: Mapping[str, Any]) -> FlowPlace | None:
+    def of(cls, headers: Mapping[str, Any], deployed: frozenset[str] | None = None) -> FlowPlace | None:
         """The envelope's place, or None when no program runs it. A header the sidecar cannot read is
         a `FlowHeaderError`: the envelope cannot be taken on without it, and taken on with a program
-        that points nowhere it would fail half-way, at a hop that cannot say why."""
+        that points nowhere it would fail half-way, at a hop that cannot say why. Where an envelope
+        enters a function (`deployed` given: the versions the mesh deployed), a program of another
+        version, or whose nodes are not the ones its version was computed from, is an
+        `UnknownProgramError`."""
         header = headers.get(FLOW_HEADER)
         if header is None:
             return None
@@ -69,6 +82,8 @@ class FlowPlace:
             floor = float(header.get("floor", 0.0))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise FlowHeaderError(f"{FLOW_HEADER} is not a flow program's place: {exc!r}") from None
+        if deployed is not None:
+            _deployed(program.document, deployed)
         return cls(program, at, loops, floor)
 
     @classmethod
@@ -106,6 +121,15 @@ class FlowPlace:
 
     def _floor(self, done: int, call: Call) -> float:
         return max(self.floor, round(100.0 * done / (done + len(call.route)), 2))
+
+
+def _deployed(program: Mapping[str, Any], deployed: frozenset[str]) -> None:
+    """Refuse a header program the mesh did not deploy: its version unknown, or not its own digest."""
+    version = program.get("version")
+    if version not in deployed:
+        raise UnknownProgramError(f"{FLOW_HEADER} carries program version {version!r}, not one this mesh deployed")
+    if digest(program) != version:
+        raise UnknownProgramError(f"{FLOW_HEADER} carries a program that is not version {version!r} as deployed")
 
 
 def start(program: Mapping[str, Any], payload: Any) -> tuple[list[str], dict[str, Any]]:

@@ -192,10 +192,11 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.ROUTE_MISMATCH, error_details(None, message), now)
             )
             return HopOutcome.SUMPED
-        try:  # a corrupt flow header is the envelope's fault, found before its handler runs for nothing
-            flows.FlowPlace.of(envelope.headers)
+        try:  # a corrupt or foreign flow header is the envelope's fault, found before its handler runs
+            flows.FlowPlace.of(envelope.headers, self.config.flow_versions)
         except flows.FlowHeaderError as exc:
-            plan.outbound.append(routing.to_sump(envelope, actor, Reason.INVALID_ENVELOPE, error_details(exc), now))
+            self.telemetry.log_failure("the flow header is refused", error_message=str(exc), reason=exc.reason.value)
+            plan.outbound.append(routing.to_sump(envelope, actor, exc.reason, error_details(exc), now))
             return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:
@@ -296,7 +297,7 @@ class HopRunner:
         try:
             frames = flows.continue_flow(envelope, output.frames)
         except flows.FlowError as exc:
-            plan.outbound.append(_flow_failed(envelope, actor, exc, exc.payload, now))
+            plan.outbound.append(_flow_failed(envelope, actor, exc, exc.payload, now, telemetry=self.telemetry))
             return HopOutcome.FAILED
         too_wide = _too_wide(len(frames), ends_at)
         if too_wide is not None:
@@ -445,7 +446,7 @@ def _flow_catches(
     try:
         frames = flows.caught(envelope, details, reason.value, actor)
     except flows.FlowError as exc:
-        return [_flow_failed(envelope, actor, exc, envelope.payload, now)]
+        return [_flow_failed(envelope, actor, exc, envelope.payload, now, telemetry=telemetry)]
     if frames is None:
         return None
     taken = _forwarded(envelope, frames, actor, now)
@@ -458,10 +459,14 @@ def _flow_catches(
     return taken
 
 
-def _flow_failed(envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime) -> Outbound:
+def _flow_failed(
+    envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime, *, telemetry: Telemetry
+) -> Outbound:
     """x-sink, failed: the flow program cannot go on with `payload` (a loop over its bound, a condition
-    it cannot read). The error keeps the payload the program was deciding on, not the actor's input."""
+    it cannot read or that the evaluator's bounds refuse). The error keeps the payload the program was
+    deciding on, not the actor's input; the log says why, as the envelope does."""
     reason = Reason.LOOP_LIMIT if error.loop_limit else Reason.FLOW_ERROR
+    telemetry.log_failure("the flow program cannot go on", error_message=str(error), reason=reason.value)
     decided = envelope.model_copy(update={"payload": payload})
     return routing.fail(decided, actor, reason=reason, details=error_details(None, str(error)), now=now)
 

@@ -29,6 +29,7 @@ class Reason(StrEnum):
     JOIN_FAILED = "JoinFailed"  # more branches of a join failed than its `on_failure` tolerates
     LOOP_LIMIT = "LoopLimit"  # a flow program's loop would go round more than its max_iterations (`asya.flows`)
     FLOW_ERROR = "FlowError"  # a flow program's condition cannot be read on the payload (`asya.flows`)
+    UNKNOWN_PROGRAM = "UnknownProgram"  # an `x-asya-flow` program the mesh did not deploy (`asya.flows`)
     NEWER_VERSION = "NewerVersion"  # an envelope of a later format than this sidecar reads (`asya.envelope`)
 
     @property

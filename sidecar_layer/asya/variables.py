@@ -79,6 +79,11 @@ def _text_or_none(_name: str, raw: str) -> str | None:
 _NAME = re.compile(ACTOR_NAME)
 
 
+def listed(raw: str) -> frozenset[str]:
+    """The names of a comma-separated variable (`ASYA_JOINED_BY`, `ASYA_FLOW_VERSIONS`)."""
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
 def _mesh_name(name: str, raw: str) -> str:
     if not _NAME.match(raw):
         raise ConfigError(
@@ -220,6 +225,16 @@ STATUS_WRITES = Variable(
     "`coalesced` writes one claim per hop",
     "coalesced",
     choice("coalesced", "every-point"),
+)
+FLOW_VERSIONS = Variable(
+    "ASYA_FLOW_VERSIONS",
+    (Component.ACTOR, Component.CREW),
+    "the versions of the flow programs the mesh deployed, comma-separated: an envelope whose `x-asya-flow` "
+    'carries any other program goes to x-sump as `UnknownProgram` (docs/flows.md, "Safety"); none: no '
+    "program runs here",
+    "",
+    _text,
+    "none",
 )
 JOINED_BY = Variable(
     "ASYA_JOINED_BY",
@@ -524,6 +539,7 @@ ALL: tuple[Variable[Any], ...] = (
     SEND_ATTEMPTS,
     TRACING,
     STATUS_WRITES,
+    FLOW_VERSIONS,
     JOINED_BY,
     JOIN_MAX_WIDTH,
     SECRETS,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from asya_cdk.environment import MeshNames, crew_environment
 from asya_cdk.flow_compiler import FlowCompileError
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_local.cli import main
@@ -333,3 +334,27 @@ def test_a_program_too_large_to_carry_in_every_envelope_is_refused(tmp_path: Pat
     lines = "\n".join(f"    if p['step'] == {index}:\n        p = draft(p)" for index in range(200))
     with pytest.raises(FlowCompileError, match=r"flows.py: flow\(…\) compiles to [\d,]+ bytes, over 16,384"):
         compiled(tmp_path, f"def flow(p):\n    p = draft(p)\n{lines}\n    return p\n")
+
+
+def test_asya_check_names_the_flow_whose_condition_is_nested_past_the_evaluators_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    deep = "not " * 40
+    mesh = _mesh(tmp_path, f"def triage(p):\n    p = classify(p)\n    if {deep}p['ok']:\n        return accept(p)\n")
+    assert main(["check", "--config", str(mesh)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{mesh}: flows.triage.program: programs.py line 3:" in out
+    assert "the condition is nested deeper than 32" in out
+
+
+def test_every_function_that_runs_a_program_knows_the_deployed_versions(tmp_path: Path) -> None:
+    """The sidecars and x-resume run only the programs the mesh deployed (docs/flows.md, "Safety")."""
+    source = "def triage(p):\n    p = classify(p)\n    if p['ok']:\n        return p\n    return accept(p)\n"
+    mesh = load_mesh(_mesh(tmp_path, source))
+    version = mesh.programs["triage"]["version"]
+    assert mesh.actor_environment("classify", {})["ASYA_FLOW_VERSIONS"] == version
+    names = MeshNames("b", "tasks", "events", "idem", "batches", "sump")
+    assert crew_environment(mesh, names, "x-resume")["ASYA_FLOW_VERSIONS"] == version
+    assert "ASYA_FLOW_VERSIONS" not in crew_environment(mesh, names, "x-sink")

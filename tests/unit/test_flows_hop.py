@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.batch import BatchHops, raising
 from asya.config import SidecarConfig
 from asya.dedup import HopLedger
-from asya.flow_program import Program
+from asya.flow_program import Program, digest
 from asya.flows import start
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop import HopRunner
@@ -95,9 +95,19 @@ def hop(actor: str, handler: Callable[[Any], Any], document: dict[str, Any], **e
 def sent(
     actor: str, handler: Callable[[Any], Any], document: dict[str, Any], **env: str
 ) -> list[tuple[str, dict[str, Any]]]:
-    """What one hop at `actor` sends: (destination, envelope) for each output."""
+    """What one hop at `actor` sends: (destination, envelope) for each output. The sidecar knows the
+    envelope's program as deployed, as the mesh tells it (`ASYA_FLOW_VERSIONS`), unless `env` says."""
+    header = document.get("headers", {}).get(FLOW_HEADER)
+    program = header.get("program") if isinstance(header, dict) else None
+    deployed = digest(program) if isinstance(program, dict) else ""
     config = SidecarConfig.from_env(
-        {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": actor, "ASYA_HANDLER": "tests.support.handlers.echo", **env}
+        {
+            "ASYA_NAMESPACE": "unit",
+            "ASYA_ACTOR_NAME": actor,
+            "ASYA_HANDLER": "tests.support.handlers.echo",
+            "ASYA_FLOW_VERSIONS": deployed,
+            **env,
+        }
     )
     runner = HopRunner(config, handler, HopLedger(), Telemetry("unit", actor))
     runner.ledger.start_batch()
@@ -351,14 +361,87 @@ def test_an_unreadable_flow_header_goes_to_x_sump_before_the_handler_runs(header
     assert called == [], "the handler does not run on an envelope that cannot go on"
 
 
+def _forged(condition: list[Any]) -> dict[str, Any]:
+    """A producer's envelope to actor `a` whose header program decides on `condition` after it, looping
+    onto that decision while it holds (the review's forged programs, docs/flows.md "Safety")."""
+    nodes = [{"call": "a", "next": 1}, {"if": condition, "then": 1, "else": 2}, {"return": True}]
+    program = {"flow": "forged", "source": "forged", "start": 0, "nodes": nodes}
+    header = {"program": {**program, "version": digest(program)}, "at": 0}
+    return {"id": "t", "route": {"prev": [], "curr": "a", "next": []}, "headers": {FLOW_HEADER: header}, "payload": {}}
+
+
+def test_a_forged_program_nested_past_the_bound_goes_to_x_sump_before_the_handler_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    condition: list[Any] = ["var"]
+    for _ in range(700):
+        condition = ["not", condition]
+    called: list[Any] = []
+    [(to, out)] = sent("a", called.append, _forged(condition))
+    assert (to, out["status"]["reason"]) == ("x-sump", "InvalidEnvelope")
+    assert "the condition is nested deeper than 32" in out["status"]["error"]["message"]
+    assert called == []
+    assert "the flow header is refused" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("condition", "why"),
+    [
+        (["math", "*", ["lit", "a"], ["lit", 10**13]], "arithmetic takes numbers, not a str"),
+        (["fn", "round", ["lit", 1], ["neg", ["lit", 2_000_000]]], "round() takes at most 15 digits"),
+        (["math", "%", ["at", ["var"], ["lit", "n"]], ["lit", 2]], "arithmetic takes numbers, not a str"),
+    ],
+    ids=["memory bomb", "slow round", "string formatting"],
+)
+def test_a_forged_programs_hostile_decision_fails_the_task_at_once_saying_why(
+    condition: list[Any], why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    began = time.monotonic()
+    [(to, out)] = sent("a", lambda _: {"n": "%01000000000000d"}, _forged(condition))
+    assert time.monotonic() - began < 2.0, "no hang, no redelivery: the hop ends with the failure"
+    assert (to, out["status"]["phase"], out["status"]["reason"]) == ("x-sink", "failed", "FlowError")
+    assert why in out["payload"]["details"]["message"]
+    assert "the flow program cannot go on" in caplog.text
+
+
+def _rewritten(program: dict[str, Any]) -> dict[str, Any]:
+    """A producer's copy of a deployed program with its loop's bound lifted."""
+    return {**program, "nodes": [{**node, "max": 1000} if "while" in node else node for node in program["nodes"]]}
+
+
+@pytest.mark.parametrize("forge", ["new version", "deployed version"])
+def test_a_program_the_mesh_did_not_deploy_goes_to_x_sump_before_the_handler_runs(
+    tmp_path: Path, forge: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    program = _program(tmp_path, REFINING)
+    forged = _rewritten(program)
+    forged["version"] = digest(forged) if forge == "new version" else program["version"]
+    document = arriving(program, {"score": 0}, "draft")
+    document["headers"][FLOW_HEADER]["program"] = forged
+    called: list[Any] = []
+    [(to, out)] = sent("draft", called.append, document, ASYA_FLOW_VERSIONS=program["version"])
+    assert (to, out["status"]["reason"]) == ("x-sump", "UnknownProgram")
+    why = "not one this mesh deployed" if forge == "new version" else f"not version '{program['version']}' as deployed"
+    assert why in out["status"]["error"]["message"]
+    assert called == [], "the handler does not run for a program nobody deployed"
+    assert "the flow header is refused" in caplog.text
+
+
+def test_a_sidecar_the_mesh_gave_no_program_runs_none(tmp_path: Path) -> None:
+    document = arriving(_program(tmp_path, REFINING), {"score": 0}, "draft")
+    [(to, out)] = sent("draft", lambda p: p, document, ASYA_FLOW_VERSIONS="")
+    assert (to, out["status"]["reason"]) == ("x-sump", "UnknownProgram")
+
+
 def _paused(program: dict[str, Any], payload: Any) -> str:
     """The envelope x-pause kept, as the gateway sends it to x-resume with the person's input merged."""
     document = arriving(program, payload, PAUSE, done=2, loops={_loop_node(program): 1})
     return json.dumps({**document, "route": {**document["route"], "next": ["accept"]}})
 
 
-def _resumed(body: str) -> list[tuple[str, dict[str, Any]]]:
-    kept = resume.decide(SQSRecord(sqs_record("asya-unit-x-resume", body)), Telemetry("unit", "x-resume"))
+def _resumed(body: str, deployed: frozenset[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    record = SQSRecord(sqs_record("asya-unit-x-resume", body))
+    kept = resume.decide(record, Telemetry("unit", "x-resume"), deployed=deployed)
     return [(to, json.loads(out)) for to, out in kept.follow_ups]
 
 
@@ -379,6 +462,14 @@ def test_x_resume_fails_a_loop_over_its_bound_and_a_condition_it_cannot_read(tmp
     assert "p['approved'] > 0: no field 'approved'" in unread["payload"]["details"]["message"]
 
 
+def test_x_resume_runs_only_a_program_the_mesh_deployed(tmp_path: Path) -> None:
+    program = _program(tmp_path, REVIEWED)
+    [(to, out)] = _resumed(_paused(program, {"score": 1, "approved": 1}), frozenset({program["version"]}))
+    assert to == "accept", "the deployed program goes on"
+    [(to, out)] = _resumed(_paused(program, {"score": 1, "approved": 1}), frozenset({"0123456789ab"}))
+    assert (to, out["status"]["reason"]) == ("x-sump", "UnknownProgram")
+
+
 def test_x_resume_sends_an_unreadable_flow_header_to_x_sump(tmp_path: Path) -> None:
     program = _program(tmp_path, REVIEWED)
     document = json.loads(_paused(program, {"score": 1, "approved": 1}))
@@ -392,7 +483,7 @@ def test_a_spark_jobs_batch_goes_on_through_the_program_and_its_except(tmp_path:
     there, on the job's output; a job that failed as a whole is caught by the program's `except`."""
     program = _program(tmp_path, GUARDED.format(caught="SparkJobError"))
     env = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "evaluate", "ASYA_HANDLER": "tests.support.handlers.echo"}
-    config = SidecarConfig.from_env(env)
+    config = SidecarConfig.from_env({**env, "ASYA_FLOW_VERSIONS": program["version"]})
     body = json.dumps(arriving(program, {"draft": 1}, "evaluate"))
     [done] = BatchHops(config, handler=lambda p: {**p, "evaluated": True}).run([("m-1", body)])
     assert json.loads(done.body)["route"]["curr"] == "accept"

@@ -39,10 +39,14 @@ def program(tmp_path: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def service(task_store: TaskStore, program: dict[str, Any]) -> TaskService:
+    return _service(task_store, "triage", program)
+
+
+def _service(task_store: TaskStore, name: str, program: dict[str, Any]) -> TaskService:
     sqs = boto3.client("sqs")
     for actor in ("escalate", "classify", "accept"):
         sqs.create_queue(QueueName=f"asya-n-{actor}")
-    flows = {"triage": Flow(name="triage", route=["classify", "accept"], program=program)}
+    flows = {name: Flow(name=name, route=["classify", "accept"], program=program)}
     settings = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows)
     return TaskService(settings, tasks=task_store, sqs=sqs)
 
@@ -76,6 +80,30 @@ def test_an_input_the_first_decision_cannot_read_is_refused_naming_it(service: T
     assert refused.value.status == 400
     assert "flows.py line 3: p['urgent']: no field 'urgent'" in str(refused.value)
     assert _sent(service, "escalate") == _sent(service, "classify") == []
+
+
+PARITY = """
+def flow(p):
+    if p["n"] % 2 == 0:
+        p = classify(p)
+    else:
+        p = escalate(p)
+    return accept(p)
+"""
+
+
+@pytest.mark.parametrize("n", ["%01000000000000d", "%0600000000d", 10**400])
+def test_a_hostile_input_to_an_ordinary_condition_is_a_400_saying_why(
+    task_store: TaskStore, tmp_path: Path, n: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    parity = _service(task_store, "parity", compiled(tmp_path, PARITY))
+    with pytest.raises(TaskError) as refused:
+        parity.create(payload={"n": n}, flow="parity")
+    assert refused.value.status == 400
+    why = "a number beyond ±2**53" if isinstance(n, int) else "arithmetic takes numbers, not a str"
+    assert str(refused.value).endswith(f"flows.py line 3: p['n'] % 2 == 0: {why}")
+    assert str(refused.value) in caplog.text, "the refusal is logged"
+    assert _sent(parity, "classify") == _sent(parity, "escalate") == []
 
 
 def test_a_client_cannot_send_a_flow_header(service: TaskService, program: dict[str, Any]) -> None:

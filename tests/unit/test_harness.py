@@ -28,6 +28,8 @@ actors:
   signed: {handler: grading.signed, code: ., secrets: {SIGNING_KEY: graded/signing-key}}
 flows:
   grade: {program: programs.grade}
+  parity: {program: programs.parity}
+  parity-first: {program: programs.parity_first}
   retried: {route: [flaky]}
   sign: {route: [signed]}
 """
@@ -35,6 +37,21 @@ PROGRAMS = """\
 def grade(p):
     p = score(p)
     if p["passed"]:
+        p = accept(p)
+    else:
+        p = reject(p)
+    return p
+
+
+def parity(p):
+    p = score(p)
+    if p["n"] % 2 == 0:
+        p = accept(p)
+    return p
+
+
+def parity_first(p):
+    if p["n"] % 2 == 0:
         p = accept(p)
     else:
         p = reject(p)
@@ -121,6 +138,22 @@ def test_the_last_attempt_failing_fails_the_task_with_the_handlers_error(graded:
     assert run.status == "failed"
     assert run.error["type"] == "ConnectionError"
     assert run.actors == ["flaky", "flaky", "flaky"]  # max_attempts
+
+
+HOSTILE = "%01000000000000d"  # `% 2` would format it into a terabyte (docs/flows.md, "Safety")
+
+
+def test_a_hostile_value_for_a_programs_condition_fails_the_task_once_saying_why(graded: Path) -> None:
+    with MeshHarness(graded, secrets=SECRETS) as mesh:
+        run = mesh.run("parity", {"marks": 7, "n": HOSTILE})
+        with pytest.raises(TaskError, match="arithmetic takes numbers, not a str") as refused:
+            mesh.run("parity-first", {"n": HOSTILE})
+    assert run.status == "failed"
+    assert run.task["reason"] == "FlowError"
+    assert "p['n'] % 2 == 0: arithmetic takes numbers, not a str" in run.error["message"]
+    assert run.actors == ["score"], "the handler ran once: no redelivery"
+    assert not run.retried
+    assert refused.value.status == 400, "the gateway refuses it before the task starts"
 
 
 def test_an_input_the_flow_refuses_is_the_apis_answer() -> None:
