@@ -157,7 +157,7 @@ def up(args: argparse.Namespace) -> int:
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     state_file = write_state(
-        stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {})
+        stack, args.config, log=str(started.log.path), **({"console_url": served.opening_url} if served else {})
     )
     key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
     header = [
@@ -166,7 +166,7 @@ def up(args: argparse.Namespace) -> int:
     ]
     if stack.gateway_url is not None and served is not None:
         header += [
-            f"console: {served.url}",
+            f"console: {served.opening_url}",
             f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
@@ -212,7 +212,7 @@ def serve_console(args: argparse.Namespace) -> int:
     else:
         mesh_console = deployed_console(stack_option.deployed(args))
     served = serve(mesh_console, args.port)
-    console.print(f"console of {mesh_console.where}: {served.url}   (Ctrl-C stops it)", highlight=False)
+    console.print(f"console of {mesh_console.where}: {served.opening_url}   (Ctrl-C stops it)", highlight=False)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

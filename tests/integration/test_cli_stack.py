@@ -77,8 +77,8 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
     the_aws_way()
     served = serve(deployed_console(discover(STACK)))  # `asya console --stack`, still the AWS way
     try:
-        assert "Mesh itest" in httpx2.get(served.url, timeout=30).text
-        page = httpx2.get(f"{served.url}/tasks/{task_id}", timeout=30)
+        assert "Mesh itest" in httpx2.get(served.opening_url, timeout=30).text
+        page = httpx2.get(f"{served.url}/tasks/{task_id}?token={served.token}", timeout=30)
         assert (page.status_code, "succeeded" in page.text) == (200, True), page.text[-2000:]
     finally:
         served.stop()
