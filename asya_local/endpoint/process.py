@@ -63,7 +63,8 @@ class LocalEndpoint:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+            # no `Access-Control-Allow-Origin: *` on every answer: no web page reads the endpoint
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "MOTO_DISABLE_GLOBAL_CORS": "true", **self.env},
         )
         ready = threading.Event()
         threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()

@@ -16,6 +16,11 @@ check: `asya_local.endpoint.signers`), `GET patches` (the patches of moto it run
 `asya_local.endpoint.patches`, for the tests that prove them). The Spark runner's lines go to stdout
 as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
+It answers no web page: a request with an `Origin` header (a browser's cross-origin call or its
+preflight) is refused (403), and moto's global CORS, which would tell any page it may read the answer
+(`Access-Control-Allow-Origin: *`), is off (`LocalEndpoint` starts it with `MOTO_DISABLE_GLOBAL_CORS`).
+A page can still have the browser send a request whose answer it cannot read (an `<img>`, a form).
+
     python -m asya_local.endpoint.server <port>
 """
 
@@ -35,6 +40,7 @@ from typing import Any
 
 ADMIN = "/asya-local/"
 READY = "ready"
+NO_WEB_PAGES = b"The local AWS endpoint answers no web page: a request with an Origin header is refused.\n"
 
 StartResponse = Callable[..., Any]
 
@@ -52,6 +58,9 @@ class _Admin:
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if "HTTP_ORIGIN" in environ:
+            start_response("403 Forbidden", [("Content-Type", "text/plain")])
+            return [NO_WEB_PAGES]
         path = str(environ.get("PATH_INFO", ""))
         if path.startswith(ADMIN):
             return self._admin(path.removeprefix(ADMIN), environ, start_response)

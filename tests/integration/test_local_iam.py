@@ -117,3 +117,28 @@ def test_a_presigned_link_works_until_it_expires(endpoint: LocalEndpoint) -> Non
         )
         time.sleep(2.1)
         assert httpx2.get(short).status_code == 403
+
+
+def test_a_web_page_reads_nothing_from_the_endpoint(endpoint: LocalEndpoint) -> None:
+    """A page of another site asks the endpoint, through the operator's browser, for a presigned result
+    and for the buckets (the browser sends its `Origin`), or asks first whether it may (a preflight):
+    refused, and no answer says any origin may read it (moto's global CORS said `*`)."""
+    import httpx2
+
+    from asya_local.roles import local_client
+
+    s3 = local_client("s3", endpoint.url)
+    s3.create_bucket(Bucket="iiam-cors")
+    s3.put_object(Bucket="iiam-cors", Key="result.json", Body=b'{"secret": true}')
+    link = s3.generate_presigned_url("get_object", Params={"Bucket": "iiam-cors", "Key": "result.json"})
+    evil = {"Origin": "https://evil.example"}
+    with httpx2.Client(trust_env=False, timeout=20) as client:
+        for answer in (
+            client.get(link, headers=evil),
+            client.get(f"{endpoint.url}/", headers=evil),
+            client.options(link, headers={**evil, "Access-Control-Request-Method": "GET"}),
+        ):
+            assert answer.status_code == 403
+            assert "secret" not in answer.text
+            assert not [name for name in answer.headers if name.lower().startswith("access-control-")]
+        assert client.get(link).json() == {"secret": True}, "the link itself still works"
