@@ -22,7 +22,7 @@ from rich.text import Text
 
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local import demo_report, stack_option, task_cli, worklog
+from asya_local import admin_key, demo_report, stack_option, task_cli, worklog
 from asya_local.arguments import command, each_input, json_file, positive_int
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -41,7 +41,6 @@ from asya_local.local_state import (
     worker_log_folder,
     write_state,
 )
-from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.screen import console
 from asya_local.stack import LocalStack
 from asya_local.stack_option import add_stack_options
@@ -159,7 +158,7 @@ def up(args: argparse.Namespace) -> int:
     state_file = write_state(
         stack, args.config, log=str(started.log.path), **({"console_url": served.opening_url} if served else {})
     )
-    key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
+    key = " ".join(f"{name}={value}" for name, value in admin_key.credentials(stack.endpoint).items())
     header = [
         f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it",
         f"its clients sign with: {key}",
