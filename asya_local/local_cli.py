@@ -22,7 +22,7 @@ from rich.text import Text
 
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local import demo_report, stack_option, task_cli, worklog
+from asya_local import admin_key, demo_report, stack_option, task_cli, worklog
 from asya_local.arguments import command, each_input, json_file, positive_int
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -41,7 +41,6 @@ from asya_local.local_state import (
     worker_log_folder,
     write_state,
 )
-from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.screen import console
 from asya_local.stack import LocalStack
 from asya_local.stack_option import add_stack_options
@@ -157,16 +156,16 @@ def up(args: argparse.Namespace) -> int:
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     state_file = write_state(
-        stack, args.config, log=str(started.log.path), **({"console_url": served.url} if served else {})
+        stack, args.config, log=str(started.log.path), **({"console_url": served.opening_url} if served else {})
     )
-    key = " ".join(f"{name}={value}" for name, value in LOCAL_CREDENTIALS.items())
+    key = " ".join(f"{name}={value}" for name, value in admin_key.credentials(stack.endpoint).items())
     header = [
         f"mesh '{stack.namespace}' is up at {stack.endpoint} (region {REGION}); Ctrl-C stops it",
         f"its clients sign with: {key}",
     ]
     if stack.gateway_url is not None and served is not None:
         header += [
-            f"console: {served.url}",
+            f"console: {served.opening_url}",
             f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
@@ -212,7 +211,7 @@ def serve_console(args: argparse.Namespace) -> int:
     else:
         mesh_console = deployed_console(stack_option.deployed(args))
     served = serve(mesh_console, args.port)
-    console.print(f"console of {mesh_console.where}: {served.url}   (Ctrl-C stops it)", highlight=False)
+    console.print(f"console of {mesh_console.where}: {served.opening_url}   (Ctrl-C stops it)", highlight=False)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

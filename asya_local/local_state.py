@@ -16,9 +16,8 @@ import os
 from pathlib import Path
 
 from asya import variables
-from asya_local import issuer
+from asya_local import admin_key, issuer
 from asya_local.gateway_client import GatewayClient
-from asya_local.roles import LOCAL_CREDENTIALS
 from asya_local.stack import LocalStack
 
 STATE_NAME = Path(".asya") / "local.json"
@@ -52,10 +51,10 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> Path:
         "tasks_table": stack.outputs.get("TasksTable", ""),
         "spark_batches_table": stack.outputs.get("SparkBatchesTable", ""),
         "config": str(config.resolve()),
-        # the local administrator's key: what a client of this endpoint signs with (real AWS
-        # credentials in the environment are refused here, with InvalidClientTokenId)
-        "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        # the local administrator's key, its secret drawn for this endpoint: what a client of it signs
+        # with (real AWS credentials in the environment are refused here, with InvalidClientTokenId)
+        "aws_access_key_id": admin_key.credentials(stack.endpoint)["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": admin_key.credentials(stack.endpoint)["AWS_SECRET_ACCESS_KEY"],
         **more,
     }
     if stack.gateway_url is not None:
@@ -142,10 +141,17 @@ def _named() -> Path | None:
 
 
 def _read(file: Path) -> dict[str, str] | None:
+    """The state in `file`; its endpoint's administrator key is remembered for `roles.local_client`."""
     try:
-        return dict(json.loads(file.read_text()))
+        state = dict(json.loads(file.read_text()))
     except (OSError, ValueError, TypeError):
         return None
+    if {"endpoint", "aws_access_key_id", "aws_secret_access_key"} <= state.keys():
+        admin_key.remember(
+            state["endpoint"],
+            {"AWS_ACCESS_KEY_ID": state["aws_access_key_id"], "AWS_SECRET_ACCESS_KEY": state["aws_secret_access_key"]},
+        )
+    return state
 
 
 def _alive(state: dict[str, str]) -> bool:

@@ -19,13 +19,12 @@ import boto3
 from botocore.config import Config
 
 from asya import variables
+from asya_local import admin_key
 from asya_local.endpoint.moto_iam import trusted_services
 from asya_local.functions.lambda_shapes import REGION
 
 LAMBDA = "lambda.amazonaws.com"
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
-# The local endpoint's administrator: the stack, the CLI and the tests; every function works with a role session.
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "asya-local", "AWS_SECRET_ACCESS_KEY": "asya-local"}
 SESSION_SECONDS = 3600  # Lambda's own sessions last up to 12 h; the local endpoint does not expire them
 
 
@@ -56,9 +55,10 @@ def role_environment(client: Any, role_arn: str, service: str, session: str) -> 
 
 
 def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:
-    """A boto3 client for the local endpoint and region, with the administrator's credentials or the
-    given ones (a role session's three variables)."""
-    given = credentials or LOCAL_CREDENTIALS
+    """A boto3 client for the local endpoint and region, with the administrator's credentials (the stack,
+    the CLI and the tests: `asya_local.admin_key`) or the given ones (a role session's three
+    variables: every function works with one)."""
+    given = credentials or admin_key.credentials(endpoint)
     return boto3.client(
         service,  # type: ignore[call-overload]
         endpoint_url=endpoint,

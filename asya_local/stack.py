@@ -48,6 +48,7 @@ from asya_cdk.environment import PROGRAMS_FILE
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import MeshConfigError
 from asya_cdk.packaging import function_sizes
+from asya_local import admin_key
 from asya_local.deploy import (
     EMR_APPLICATION,
     HttpTrigger,
@@ -330,6 +331,8 @@ class LocalStack:
         if isinstance(function.trigger, HttpTrigger):
             extra = {"port": self.gateway_port, "api_key": None if self.issuer is not None else self.api_key}
             extra["throttle"] = self.throttle
+            # API Gateway's stand-in asks the endpoint who holds a key (`iam_auth.endpoint_signers`)
+            environment[admin_key.SECRET_VARIABLE] = admin_key.credentials(self.endpoint)["AWS_SECRET_ACCESS_KEY"]
         elif isinstance(function.trigger, ScheduleTrigger):
             extra = {"interval": self.schedule_seconds}
         elif isinstance(function.trigger, StreamTrigger):

@@ -49,6 +49,7 @@ from asya.live import FLY, STATUS
 from asya.task_record import TERMINAL
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
+from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
@@ -106,8 +107,10 @@ class Console:
 pages = Blueprint("console", __name__)
 
 
-def create_app(console: Console) -> Flask:
+def create_app(console: Console, token: str) -> Flask:
+    """The console's application, answering only requests that carry `token` (`asya_local.console.guard`)."""
     app = Flask(__name__, template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
+    guard(app, token)
     app.config["CONSOLE"] = console
     app.config["SEEN"] = SeenRoutes(console.gateway)
     app.jinja_env.globals.update(

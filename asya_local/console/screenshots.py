@@ -100,6 +100,7 @@ def photograph(folder: Path, mesh_file: Path, shots: Callable[[GatewayClient], l
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             for name, path, width, scheme in pages:
                 page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+                page.goto(served.opening_url)  # a new page is a new browser context: its cookie first
                 page.goto(served.url + path)
                 page.wait_for_timeout(1500)  # the first live update
                 page.screenshot(path=str(folder / f"{name}.png"), full_page=True)

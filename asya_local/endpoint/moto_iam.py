@@ -17,7 +17,8 @@ issued) but not its signature check, keeps its policy collection, and replaces t
 some Allow must match the action, every resource the request touches, and its conditions. The
 request's resources and condition keys come from `request_context`, for the services the mesh calls.
 `enforce()` turns authentication on after creating the local administrator (an IAM user allowed
-everything, with the local stack's fixed access key) that deploys stacks and drives tests; the
+everything, with the endpoint's administrator key: `asya_local.admin_key`, whose signatures the
+endpoint verifies itself, `asya_local.endpoint.admin_signature`) that deploys stacks and drives tests; the
 administrator also stands in for AWS services when it assumes a role whose trust policy names one
 (`asya_local.roles`). What is not modelled is listed in docs/local-stack.md ("IAM").
 """
@@ -427,7 +428,7 @@ def apply_iam_fix() -> None:
 
 
 def enforce(access_key_id: str, secret_access_key: str, account: str) -> None:
-    """Create the local administrator with this fixed key (while authentication is still off), then
+    """Create the local administrator with this key (while authentication is still off), then
     authenticate and authorize every request from now on."""
     iam = iam_backends[account]["aws"]
     iam.create_user(region_name="us-east-1", user_name=ADMIN_USER, path="/", tags=[])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asya_local import admin_key
 from asya_local.endpoint.server import ADMIN, READY
 
 ENDPOINT_START_SECONDS = 60.0
@@ -37,13 +38,15 @@ def port_taken(port: int) -> bool:
 class LocalEndpoint:
     """The local AWS endpoint (`asya_local.endpoint.server`) on loopback, as a process of its own, from a clean
     state: moto with the fixes the local stack relies on, enforcing IAM (unless `ASYA_LOCAL_IAM=off`):
-    only the administrator (`LOCAL_CREDENTIALS`) and sessions of deployed roles are let in, each as
+    only the administrator (`admin_credentials`, a secret of its own: `asya_local.admin_key`) and
+    sessions of deployed roles are let in, each as
     far as its policies allow. Stacks that must coexist (a test session's) share one endpoint, each
     deploying under its own names. `on_line` gets the lines of the Spark jobs it runs."""
 
     port: int
     on_line: Callable[[str, str], None] = lambda _source, _line: None
     env: dict[str, str] = field(default_factory=dict)  # variables of its own, over this process's
+    admin_credentials: dict[str, str] = field(default_factory=admin_key.new_credentials, repr=False)
     _process: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     @property
@@ -58,12 +61,15 @@ class LocalEndpoint:
         self.stop()
 
     def start(self) -> None:
+        admin_key.remember(self.url, self.admin_credentials)
+        secret = {admin_key.SECRET_VARIABLE: self.admin_credentials["AWS_SECRET_ACCESS_KEY"]}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "asya_local.endpoint.server", str(self.port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+            # no `Access-Control-Allow-Origin: *` on every answer: no web page reads the endpoint
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "MOTO_DISABLE_GLOBAL_CORS": "true", **secret, **self.env},
         )
         ready = threading.Event()
         threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()
@@ -103,6 +109,8 @@ def endpoint_admin(endpoint: str, action: str, body: Any = None) -> Any:
     requests, queue ages. Without a body it is a read (GET)."""
     data = None if body is None else json.dumps(body).encode()
     method = "GET" if body is None else "POST"
-    request = urllib.request.Request(f"{endpoint}{ADMIN}{action}", data=data, method=method)
+    request = urllib.request.Request(
+        f"{endpoint}{ADMIN}{action}", data=data, method=method, headers=admin_key.headers(endpoint)
+    )
     with urllib.request.urlopen(request, timeout=10) as answer:
         return json.loads(answer.read() or b"null")

@@ -16,12 +16,22 @@ check: `asya_local.endpoint.signers`), `GET patches` (the patches of moto it run
 `asya_local.endpoint.patches`, for the tests that prove them). The Spark runner's lines go to stdout
 as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
 
+It answers no web page: a request with an `Origin` header (a browser's cross-origin call or its
+preflight) is refused (403), and moto's global CORS, which would tell any page it may read the answer
+(`Access-Control-Allow-Origin: *`), is off (`LocalEndpoint` starts it with `MOTO_DISABLE_GLOBAL_CORS`).
+A page can still have the browser send a request whose answer it cannot read (an `<img>`, a form).
+The administrator's key has a secret drawn for this endpoint (`asya_local.admin_key`): a request
+naming it with a signature made without the secret is refused (403,
+`asya_local.endpoint.admin_signature`), and so is a call under `/asya-local/` without the secret in its
+`X-Asya-Local-Admin` header (the signer call would hand out any key's secret).
+
     python -m asya_local.endpoint.server <port>
 """
 
 from __future__ import annotations
 
 import collections
+import hmac
 import json
 import logging
 import os
@@ -30,11 +40,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from asya_local.admin_key import HEADER, KEY_ID, SECRET_VARIABLE
+from asya_local.endpoint.admin_signature import admin_signature_refused
+
 ADMIN = "/asya-local/"
 READY = "ready"
+ADMIN_HEADER = "HTTP_" + HEADER.upper().replace("-", "_")  # as WSGI names it
+NO_SECRET = b"The endpoint's own calls need the administrator's secret (its X-Asya-Local-Admin header).\n"
+NO_WEB_PAGES = b"The local AWS endpoint answers no web page: a request with an Origin header is refused.\n"
 
 StartResponse = Callable[..., Any]
 
@@ -44,17 +61,25 @@ class _Admin:
     the CPU time of its thread spent answering it (a thread waiting for the interpreter's lock, or in a
     long poll, uses none), which is what tells the endpoint's dear operations from its cheap ones."""
 
-    def __init__(self, moto_app: Any, spark: Any) -> None:
+    def __init__(self, moto_app: Any, spark: Any, admin_secret: str) -> None:
         self.moto_app = moto_app
         self.spark = spark
+        self.admin_secret = admin_secret
         # "service operation" -> [requests, CPU seconds answering them]
         self.asked: collections.defaultdict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if "HTTP_ORIGIN" in environ:
+            return _forbidden(start_response, NO_WEB_PAGES)
         path = str(environ.get("PATH_INFO", ""))
         if path.startswith(ADMIN):
+            if not hmac.compare_digest(str(environ.get(ADMIN_HEADER, "")), self.admin_secret):
+                return _forbidden(start_response, NO_SECRET)
             return self._admin(path.removeprefix(ADMIN), environ, start_response)
+        refused = admin_signature_refused(environ, KEY_ID, self.admin_secret, datetime.now(UTC))
+        if refused is not None:
+            return _forbidden(start_response, f"SignatureDoesNotMatch: {refused} (the administrator's key)\n".encode())
         scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("/")  # Credential=key/date/region/service/...
         service = scope[3] if len(scope) > 3 else "other"
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or "-"
@@ -105,6 +130,11 @@ class _Admin:
         return [json.dumps(body).encode()]
 
 
+def _forbidden(start_response: StartResponse, why: bytes) -> Iterable[bytes]:
+    start_response("403 Forbidden", [("Content-Type", "text/plain")])
+    return [why]
+
+
 def _quiet(handler: type[Any]) -> type[Any]:
     """The request handler without its access log: werkzeug formats each request's line (its time, its
     path decoded) before its logger, set to errors only, drops it, a twentieth of a cheap request."""
@@ -129,7 +159,7 @@ def main() -> None:
     from asya_local.endpoint.patches import apply_patches
     from asya_local.endpoint.spark_runner import local_spark_runner
     from asya_local.functions.lambda_shapes import ACCOUNT
-    from asya_local.roles import LOCAL_CREDENTIALS, iam_enforced
+    from asya_local.roles import iam_enforced
 
     port = int(sys.argv[1])
     url = f"http://127.0.0.1:{port}"
@@ -137,9 +167,9 @@ def main() -> None:
     logging.getLogger("moto").setLevel(logging.ERROR)
     apply_patches(speed=variables.LOCAL_SPEED_PATCHES.read(os.environ))
     if iam_enforced():
-        enforce(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"], ACCOUNT)
+        enforce(KEY_ID, os.environ[SECRET_VARIABLE], ACCOUNT)
     spark = local_spark_runner(url, _say)
-    application = _Admin(DomainDispatcherApplication(create_backend_app), spark)
+    application = _Admin(DomainDispatcherApplication(create_backend_app), spark, os.environ[SECRET_VARIABLE])
     server = make_server("127.0.0.1", port, application, threaded=True, request_handler=_quiet(MotoRequestHandler))
 
     def stop(_signum: int, _frame: Any) -> None:

@@ -28,6 +28,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from asya_local import admin_key
 from asya_local.functions.rest_proxy import HttpRequest
 
 SCHEME = "AWS4-HMAC-SHA256"
@@ -154,7 +155,9 @@ def endpoint_signers(endpoint: str) -> Signers:
     def signer(access_key_id: str, session_token: str | None) -> Signer | None:
         if (access_key_id, session_token) not in known:
             body = json.dumps({"access_key_id": access_key_id, "session_token": session_token}).encode()
-            asked = urllib.request.Request(f"{endpoint}{SIGNER_ACTION}", data=body, method="POST")
+            asked = urllib.request.Request(
+                f"{endpoint}{SIGNER_ACTION}", data=body, method="POST", headers=admin_key.headers(endpoint)
+            )
             try:
                 with urllib.request.urlopen(asked, timeout=10) as answer:
                     known[(access_key_id, session_token)] = Signer(**json.loads(answer.read()))

@@ -75,7 +75,9 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     assert f"is up at http://127.0.0.1:{port}" in output
     assert f"gateway: {written['gateway_url']}/api/v1   API key: {written['api_key']}" in output
     assert f"console: {written['console_url']}" in output
-    assert "its clients sign with: AWS_ACCESS_KEY_ID=asya-local AWS_SECRET_ACCESS_KEY=asya-local" in output
+    key, secret = written["aws_access_key_id"], written["aws_secret_access_key"]
+    assert (key, len(secret)) == ("asya-local", 43), "the administrator's secret is drawn for the stack"
+    assert f"its clients sign with: AWS_ACCESS_KEY_ID={key} AWS_SECRET_ACCESS_KEY={secret}" in output
     assert "worker log: .asya/itest.log" in output
     log = (tmp_path / ".asya" / "itest.log").read_text()
     assert " prep | 1 in, 1 done" in log, "each actor's activity is logged, in the worker log"

@@ -12,14 +12,13 @@ import httpx2
 import pytest
 from botocore.credentials import Credentials
 
-from asya_local import cli, local_state
+from asya_local import admin_key, cli, local_state
 from asya_local.console.deployed import deployed_console
 from asya_local.console.server import serve
 from asya_local.discovery import discover
 from asya_local.functions.iam_auth import MISMATCH
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.gateway_client import IamAuth
-from asya_local.roles import LOCAL_CREDENTIALS
 from tests.support.stack import MESH, RunningMesh
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -33,7 +32,7 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
     recorded = tmp_path / "local.json"
     monkeypatch.setenv("ASYA_LOCAL_STATE", str(recorded))
     local_state.write_state(stack, MESH)  # what `asya up` records, for the local commands
-    for name, value in LOCAL_CREDENTIALS.items():
+    for name, value in admin_key.credentials(stack.endpoint).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
 
@@ -77,8 +76,8 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
     the_aws_way()
     served = serve(deployed_console(discover(STACK)))  # `asya console --stack`, still the AWS way
     try:
-        assert "Mesh itest" in httpx2.get(served.url, timeout=30).text
-        page = httpx2.get(f"{served.url}/tasks/{task_id}", timeout=30)
+        assert "Mesh itest" in httpx2.get(served.opening_url, timeout=30).text
+        page = httpx2.get(f"{served.url}/tasks/{task_id}?token={served.token}", timeout=30)
         assert (page.status_code, "succeeded" in page.text) == (200, True), page.text[-2000:]
     finally:
         served.stop()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx2
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -53,13 +54,27 @@ def worker_log(tmp_path_factory: pytest.TempPathFactory, running_mesh: RunningMe
 
 
 @pytest.fixture(scope="module")
-def console_url(running_mesh: RunningMesh, worker_log: Path) -> Iterator[str]:
+def served(running_mesh: RunningMesh, worker_log: Path) -> Iterator[ConsoleServer]:
     activity = ActivityCounter(running_mesh.stack.namespace)
     running_mesh.taps.append(activity.take)
-    served: ConsoleServer = serve(local_console(LocalMesh.of_stack(running_mesh.stack, worker_log), activity))
-    yield served.url
-    served.stop()
+    console = serve(local_console(LocalMesh.of_stack(running_mesh.stack, worker_log), activity))
+    yield console
+    console.stop()
     running_mesh.taps.remove(activity.take)
+
+
+@pytest.fixture(scope="module")
+def console_url(served: ConsoleServer) -> str:
+    """Where the pages are; a page opened by `_signed_in` has the session cookie they ask for."""
+    return served.url
+
+
+def _signed_in(browser: Browser, served: ConsoleServer, **options: Any) -> Page:
+    """A new page (a new browser context) that opened the console's URL with its token, as a person
+    opens the one `asya up` prints."""
+    opened = browser.new_page(**options)
+    opened.goto(served.opening_url)
+    return opened
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +87,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def page(browser: Browser, console_url: str) -> Iterator[Page]:
-    opened = browser.new_page(viewport={"width": 1280, "height": 900})
+def page(browser: Browser, served: ConsoleServer, console_url: str) -> Iterator[Page]:
+    opened = _signed_in(browser, served, viewport={"width": 1280, "height": 900})
     requested: list[str] = []
     opened.on("request", lambda request: requested.append(request.url))
     yield opened
@@ -119,6 +134,49 @@ def test_a_running_task_is_canceled_from_its_page(page: Page, console_url: str, 
     page.get_by_role("button", name="Cancel task").click()
     expect(page.locator("#task-state .status").first).to_have_text("canceled", timeout=30_000)
     assert (gateway.task(created["id"]) or {})["status"] == "canceled"
+
+
+EVIL_PAGE = """<form id="f" method="post" action="{action}"><input name="csrf" value="guessed"></form>
+<script>document.getElementById("f").submit()</script>"""
+
+
+def test_a_page_of_another_site_cannot_cancel_a_task_through_the_console(
+    browser: Browser, served: ConsoleServer, running_mesh: RunningMesh
+) -> None:
+    """The operator's browser holds the console's cookie; a page of http://evil.example (served by the
+    browser's router: nothing leaves the machine) posts a cancel form to the console. Refused (the
+    SameSite=Strict cookie is not sent with it, its Origin is foreign, its CSRF field made up), and the
+    task runs on."""
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    created = gateway.create_task({"flow": "sleepy", "payload": {"sleep": 3}})
+    page = _signed_in(browser, served)
+    try:
+        evil = EVIL_PAGE.format(action=f"{served.url}/tasks/{created['id']}/cancel")
+        page.route("http://evil.example/", lambda route: route.fulfill(body=evil, content_type="text/html"))
+        with page.expect_navigation(url=f"{served.url}/tasks/{created['id']}/cancel"):
+            page.goto("http://evil.example/")
+        expect(page.locator("body")).to_contain_text(re.compile(r"session token|must come from one of its own pages"))
+    finally:
+        page.close()
+    ended = gateway.wait(dict(created["task"]), time.monotonic() + 30)
+    assert ended["status"] == "succeeded", "the task was not canceled"
+
+
+def test_the_console_refuses_a_foreign_host_and_a_request_without_its_token(served: ConsoleServer) -> None:
+    """DNS rebinding (a page of evil.example whose name now points at 127.0.0.1) reaches the console
+    with `Host: evil.example`; a local process that does not know the token gets nothing either."""
+    with httpx2.Client(trust_env=False, timeout=20) as client:
+        assert client.get(f"{served.url}/tasks").status_code == 403
+        assert client.get(f"{served.url}/tasks?token=guessed").status_code == 403
+        rebound = client.get(f"{served.url}/tasks?token={served.token}", headers={"Host": "evil.example"})
+        assert rebound.status_code == 400
+        assert "Mesh" not in rebound.text
+        opened = client.get(served.opening_url)
+        assert opened.status_code == 200
+        assert client.get(f"{served.url}/tasks").status_code == 200, "the cookie the token set suffices"
+        forged = client.post(f"{served.url}/tasks", data={"flow": "pipeline", "payload": "{}"})
+        assert forged.status_code == 403, "no Origin and no CSRF field: no task started"
 
 
 def test_an_x_sump_entry_is_shown_and_inspected(page: Page, console_url: str, running_mesh: RunningMesh) -> None:
@@ -224,8 +282,8 @@ COLOURS = """() => {
 
 
 @pytest.mark.parametrize("width", [1400, 390])
-def test_dark_mode_follows_the_system(browser: Browser, console_url: str, width: int) -> None:
-    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme="dark")
+def test_dark_mode_follows_the_system(browser: Browser, served: ConsoleServer, console_url: str, width: int) -> None:
+    page = _signed_in(browser, served, viewport={"width": width, "height": 900}, color_scheme="dark")
     try:
         page.goto(console_url)
         [(_, text, background), *others] = page.evaluate(COLOURS)
@@ -255,12 +313,12 @@ PAGE_OVERFLOW = "document.documentElement.scrollWidth - document.documentElement
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_at_a_phones_width_wide_tables_scroll_in_their_frame_and_a_join_is_not_in_the_pause_colour(
-    browser: Browser, console_url: str, scheme: Literal["light", "dark"]
+    browser: Browser, served: ConsoleServer, console_url: str, scheme: Literal["light", "dark"]
 ) -> None:
     """At 390 px: the mesh's actor table keeps its last columns, reached by scrolling inside its frame;
     x-sump's page fits; each task filter's label is on the line of its control. On the graph, the join
     (gather) is framed in its own colour, not the pause's, and x-pause is drawn."""
-    page = browser.new_page(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+    page = _signed_in(browser, served, viewport={"width": 390, "height": 844}, color_scheme=scheme)
     try:
         page.goto(console_url)
         join = page.evaluate("() => getComputedStyle(document.querySelector('#graph .node.join rect')).stroke")
@@ -408,13 +466,13 @@ TAKEN = """() => [...document.querySelectorAll('#graph .edge.route-taken')]
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1400, 390])
 def test_a_program_flows_task_page_draws_its_program_with_the_path_it_took(
-    browser: Browser, console_url: str, polished: dict[str, Any], width: int, scheme: Literal["light", "dark"]
+    browser: Browser, served: ConsoleServer, polished: dict[str, Any], width: int, scheme: Literal["light", "dark"]
 ) -> None:
     """The program's graph alone, the steps the task took in the colour of success, the loop's repeated
     step counted ("\u00d72"), the steps it did not take not; readable in both schemes, fitting at 390 px."""
-    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    page = _signed_in(browser, served, viewport={"width": width, "height": 900}, color_scheme=scheme)
     try:
-        page.goto(f"{console_url}/tasks/{polished['id']}")
+        page.goto(f"{served.url}/tasks/{polished['id']}")
         expect(page.locator("#graph[data-program]")).to_have_count(1)
         expect(page.locator('#graph .node[data-actor="fan"]')).to_have_count(0)  # the program's actors only
         expect(page.locator('#graph .node.route-visited[data-actor="polish"]')).to_have_count(1)

@@ -12,16 +12,22 @@ import httpx2
 import pytest
 from botocore.credentials import Credentials
 
+from asya_local import admin_key
 from asya_local.endpoint.moto_iam import ADMIN_USER
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.gateway_client import IamAuth
-from asya_local.roles import LOCAL_CREDENTIALS, local_client
+from asya_local.roles import local_client
 from tests.support.stack import RunningMesh, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 MESH = Path(__file__).resolve().parent / "mesh" / "http.yaml"
-SIGNER = Credentials(LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+
+
+def _admin(endpoint: str) -> Credentials:
+    """The endpoint's administrator, as a signer of the gateway's requests."""
+    given = admin_key.credentials(endpoint)
+    return Credentials(given["AWS_ACCESS_KEY_ID"], given["AWS_SECRET_ACCESS_KEY"])
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +49,7 @@ def test_a_signed_caller_runs_a_task_through_the_http_api_and_owns_it(behind_htt
             "api/v1/mesh",
             params={"wait": 20},
             json={"flow": "pipeline", "payload": {"n": 5}},
-            auth=IamAuth(SIGNER, REGION),
+            auth=IamAuth(_admin(stack.endpoint), REGION),
         )
         assert created.status_code == 200, created.text + behind_http_api.errors()
         task = created.json()["task"]

@@ -105,8 +105,8 @@ def test_a_presigned_link_works_until_it_expires(endpoint: LocalEndpoint) -> Non
         "s3",
         endpoint_url=endpoint.url,
         region_name="us-east-1",
-        aws_access_key_id="asya-local",
-        aws_secret_access_key="asya-local",
+        aws_access_key_id=endpoint.admin_credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=endpoint.admin_credentials["AWS_SECRET_ACCESS_KEY"],
         config=Config(signature_version="s3v4"),
     )
     for signer in (s3, v4):
@@ -117,3 +117,85 @@ def test_a_presigned_link_works_until_it_expires(endpoint: LocalEndpoint) -> Non
         )
         time.sleep(2.1)
         assert httpx2.get(short).status_code == 403
+
+
+def test_a_web_page_reads_nothing_from_the_endpoint(endpoint: LocalEndpoint) -> None:
+    """A page of another site asks the endpoint, through the operator's browser, for a presigned result
+    and for the buckets (the browser sends its `Origin`), or asks first whether it may (a preflight):
+    refused, and no answer says any origin may read it (moto's global CORS said `*`)."""
+    import httpx2
+
+    from asya_local.roles import local_client
+
+    s3 = local_client("s3", endpoint.url)
+    s3.create_bucket(Bucket="iiam-cors")
+    s3.put_object(Bucket="iiam-cors", Key="result.json", Body=b'{"secret": true}')
+    link = s3.generate_presigned_url("get_object", Params={"Bucket": "iiam-cors", "Key": "result.json"})
+    evil = {"Origin": "https://evil.example"}
+    with httpx2.Client(trust_env=False, timeout=20) as client:
+        for answer in (
+            client.get(link, headers=evil),
+            client.get(f"{endpoint.url}/", headers=evil),
+            client.options(link, headers={**evil, "Access-Control-Request-Method": "GET"}),
+        ):
+            assert answer.status_code == 403
+            assert "secret" not in answer.text
+            assert not [name for name in answer.headers if name.lower().startswith("access-control-")]
+        assert client.get(link).json() == {"secret": True}, "the link itself still works"
+
+
+def test_the_administrators_key_without_its_secret_is_refused(endpoint: LocalEndpoint) -> None:
+    """The administrator's key id is known to all (`asya-local`); its secret is drawn for the endpoint.
+    A request naming the key with a made-up signature (in the header, or a presigned link's), one signed
+    with the old fixed secret, and the endpoint's own calls without the secret (the signer call would
+    hand out the administrator's secret) are all refused; the right secret works."""
+    import boto3
+    import httpx2
+    from botocore.exceptions import ClientError
+
+    from asya_local.admin_key import HEADER
+    from asya_local.roles import local_client
+
+    s3 = local_client("s3", endpoint.url)
+    s3.create_bucket(Bucket="iiam-forged")
+    s3.put_object(Bucket="iiam-forged", Key="result.json", Body=b'{"secret": true}')
+    old = boto3.client(
+        "s3",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id="asya-local",
+        aws_secret_access_key="asya-local",
+    )
+    with pytest.raises(ClientError):
+        old.list_buckets()
+    link = s3.generate_presigned_url("get_object", Params={"Bucket": "iiam-forged", "Key": "result.json"})
+    forged_link = link.replace("Signature=", "Signature=0").replace("X-Amz-Signature=", "X-Amz-Signature=0")
+    zeros = "0" * 64
+    forged = {
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=asya-local/20260101/us-east-1/secretsmanager/aws4_request, "
+        f"SignedHeaders=host;x-amz-date, Signature={zeros}",
+        "X-Amz-Date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+        "X-Amz-Target": "secretsmanager.ListSecrets",
+        "Content-Type": "application/x-amz-json-1.1",
+    }
+    query = (
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=asya-local%2F20260101%2Fus-east-1%2Fs3%2Faws4_request"
+        f"&X-Amz-Date={forged['X-Amz-Date']}&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature={zeros}"
+    )
+    with httpx2.Client(trust_env=False, timeout=20) as client:
+        assert client.get(forged_link).status_code == 403
+        assert client.post(endpoint.url, headers=forged, content=b"{}").status_code == 403
+        listed = client.get(f"{endpoint.url}/?{query}")
+        assert listed.status_code == 403
+        assert "iiam-forged" not in listed.text
+        signer = client.post(f"{endpoint.url}/asya-local/signer", json={"access_key_id": "asya-local"})
+        assert signer.status_code == 403
+        assert endpoint.admin_credentials["AWS_SECRET_ACCESS_KEY"] not in signer.text
+        secret = {HEADER: endpoint.admin_credentials["AWS_SECRET_ACCESS_KEY"]}
+        assert (
+            client.post(
+                f"{endpoint.url}/asya-local/signer", json={"access_key_id": "asya-local"}, headers=secret
+            ).status_code
+            == 200
+        )
+        assert client.get(link).json() == {"secret": True}, "the rightly signed link works"

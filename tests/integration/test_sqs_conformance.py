@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya.transport import OutgoingMessage, SqsTransport
-from asya_local.roles import LOCAL_CREDENTIALS
+from asya_local import admin_key
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -31,8 +31,8 @@ def _client(endpoint: str) -> SQSClient:
         "sqs",
         endpoint_url=endpoint,
         region_name="us-east-1",
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_access_key_id=admin_key.credentials(endpoint)["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=admin_key.credentials(endpoint)["AWS_SECRET_ACCESS_KEY"],
     )
 
 

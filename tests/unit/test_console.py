@@ -20,12 +20,13 @@ from asya.names import PAUSE, SINK, SUMP
 from asya.telemetry import Telemetry
 from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
-from asya_local.console.app import Console, create_app
+from asya_local.console.app import Console
 from asya_local.console.graph import NODE_WIDTH, layout
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.worklog import WorkerLog, follow, is_error, shown
+from tests.support.console_client import console_client
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
 
@@ -284,7 +285,7 @@ def gateway() -> FakeGateway:
 def client(gateway: FakeGateway) -> FlaskClient:
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     console = Console(topology, FixedStats(), gateway, "the local stack at http://127.0.0.1:4566", refresh=0.01)  # type: ignore[arg-type]
-    return create_app(console).test_client()
+    return console_client(console)
 
 
 def test_the_mesh_page_draws_every_actor_with_its_stats_and_offers_each_flow(client: FlaskClient) -> None:
@@ -592,7 +593,7 @@ def test_the_terminal_live_view_shows_actors_tasks_and_results(gateway: FakeGate
 def test_spark_actors_are_marked_on_the_graph_with_their_jobs(gateway: FakeGateway) -> None:
     catalogue = Topology.of_mesh(load_mesh(REVIEWS.parents[1] / "catalogue" / "mesh.yaml"))
     console = Console(catalogue, FixedStats(), gateway, "here")  # type: ignore[arg-type]
-    page = create_app(console).test_client().get("/").get_data(as_text=True)
+    page = console_client(console).get("/").get_data(as_text=True)
     for actor in ("clean", "score"):
         assert f'<g class="node kind-spark" data-actor="{actor}"' in page
         own = page.split(f'data-actor="{actor}"', 1)[1].split("</g>", 1)[0]  # the actor's node

@@ -22,11 +22,12 @@ from flask.testing import FlaskClient
 from asya.telemetry import Telemetry
 from asya_cdk.loading import load_mesh
 from asya_local.console.activity import ActivityCounter
-from asya_local.console.app import Console, create_app
+from asya_local.console.app import Console
 from asya_local.console.aws_history import AwsHistory
 from asya_local.console.history import DAY, HOUR, History, Point
 from asya_local.console.local import follow_log
 from asya_local.console.topology import Topology
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 from tests.unit.test_console_deployed import client as aws_client
 
@@ -219,7 +220,7 @@ def history() -> KnownHistory:
 def page(history: KnownHistory) -> FlaskClient:
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     console = Console(topology, FixedStats(), FakeGateway(), "here", history=history)  # type: ignore[arg-type]
-    return create_app(console).test_client()
+    return console_client(console)
 
 
 def test_an_actors_page_charts_its_hour_and_day(page: FlaskClient, history: KnownHistory) -> None:
@@ -262,7 +263,7 @@ def test_an_actors_page_says_why_cloudwatch_gave_no_history() -> None:
 
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     console = Console(topology, FixedStats(), FakeGateway(), "here", history=Refused())  # type: ignore[arg-type]
-    answer = create_app(console).test_client().get("/actors/score")
+    answer = console_client(console).get("/actors/score")
     assert answer.status_code == 200
     shown = answer.get_data(as_text=True)
     assert "CloudWatch did not answer" in shown

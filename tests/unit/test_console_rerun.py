@@ -10,9 +10,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from asya_cdk.loading import load_mesh
-from asya_local.console.app import Console, create_app
+from asya_local.console.app import Console
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayError
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 
@@ -42,7 +43,7 @@ def gateway() -> RerunGateway:
 @pytest.fixture
 def client(gateway: RerunGateway) -> FlaskClient:
     console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here", refresh=0.01)  # type: ignore[arg-type]
-    return create_app(console).test_client()
+    return console_client(console)
 
 
 def test_an_ended_task_shows_its_input_and_runs_again_with_it(client: FlaskClient, gateway: RerunGateway) -> None:

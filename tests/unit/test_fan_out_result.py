@@ -19,6 +19,7 @@ from asya_local.console import app
 from asya_local.console.topology import Topology
 from asya_local.task_text import task_table
 from asya_local.testing.tables import TASKS
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 from tests.unit.test_gateway_wait import service, tool_call
 
@@ -109,7 +110,7 @@ def test_the_console_shows_the_branches_outcomes_and_the_own_output_as_a_branchs
     for number, branch in ((2, "b1"), (3, "b2")):
         gateway.known[branch] = {"id": branch, "status": "succeeded", "terminal": True, "output": {"review": number}}
     console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
-    client = app.create_app(console).test_client()
+    client = console_client(console)
     page = client.get("/tasks/root").get_data(as_text=True)
     result = page[page.index('id="result-heading"') :]
     assert "No single result: this task fanned out into 3 envelopes" in result
@@ -134,7 +135,7 @@ def _fan_out_page(branches: dict[str, dict[str, Any]]) -> str:
     }
     gateway.known.update(branches)
     console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
-    return app.create_app(console).test_client().get("/tasks/root").get_data(as_text=True)
+    return console_client(console).get("/tasks/root").get_data(as_text=True)
 
 
 def test_the_graph_fills_the_actors_a_fan_outs_branches_visited() -> None:

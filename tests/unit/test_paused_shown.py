@@ -17,6 +17,7 @@ from asya_cdk.loading import load_mesh
 from asya_gateway.views import task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 START = dt.datetime(2026, 11, 27, 10, 0, tzinfo=dt.UTC)
@@ -79,7 +80,7 @@ def _paused_page(known: dict[str, Any]) -> str:
     gateway = FakeGateway()
     gateway.known["t5"] = known
     console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
-    client = app.create_app(console).test_client()
+    client = console_client(console)
     return str(client.get("/tasks/t5").get_data(as_text=True))
 
 

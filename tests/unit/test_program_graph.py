@@ -16,13 +16,14 @@ from asya.names import SINK
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_gateway.settings import Flow
-from asya_local.console.app import Console, create_app
+from asya_local.console.app import Console
 from asya_local.console.deployed import listed_flows
 from asya_local.console.drawing import graph_svg
 from asya_local.console.graph import layout
 from asya_local.console.program_steps import program_steps
 from asya_local.console.topology import Node, Topology
 from asya_local.flow_text import program_lines
+from tests.support.console_client import console_client
 from tests.support.program_mesh import program_mesh
 from tests.unit.test_console import FakeGateway, FixedStats
 
@@ -76,7 +77,7 @@ def test_the_mesh_graph_draws_a_programs_steps_marked_and_never_as_undeclared(me
 def client(mesh: LoadedMesh) -> tuple[FlaskClient, FakeGateway]:
     gateway = FakeGateway()
     console = Console(Topology.of_mesh(mesh), FixedStats(), gateway, "here", refresh=0.01)  # type: ignore[arg-type]
-    return create_app(console).test_client(), gateway
+    return console_client(console), gateway
 
 
 def test_the_mesh_page_marks_a_programs_decisions_loops_and_excepts(client: tuple[FlaskClient, FakeGateway]) -> None:

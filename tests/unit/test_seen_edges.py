@@ -14,6 +14,7 @@ from asya_local.console.graph import NODE_WIDTH, layout
 from asya_local.console.seen import SeenRoutes, steps_of
 from asya_local.console.topology import Topology
 from asya_local.gateway_client import GatewayUnreachableError
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 ESCALATED: dict[str, Any] = {
@@ -79,7 +80,7 @@ def test_the_mesh_page_draws_the_seen_step_with_a_legend() -> None:
     gateway = FakeGateway()
     gateway.known["b1"] = ESCALATED
     console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
-    page = app.create_app(console).test_client().get("/").get_data(as_text=True)
+    page = console_client(console).get("/").get_data(as_text=True)
     assert '<path class="edge seen"' in page
     assert 'data-source="triage" data-target="escalate"' in page
     assert "a step recent tasks took that no flow declares" in page

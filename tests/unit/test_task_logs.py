@@ -12,9 +12,10 @@ from botocore.stub import ANY, Stubber
 from flask.testing import FlaskClient
 
 from asya_cdk.loading import load_mesh
-from asya_local.console.app import Console, create_app
+from asya_local.console.app import Console
 from asya_local.console.task_logs import CloudWatchTaskLogs, FoundLines, LocalTaskLogs, LogLine
 from asya_local.console.topology import Topology
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 TASK = "5f0c9a2e-0000-4000-8000-000000000001"
@@ -118,7 +119,7 @@ class Lines:
 def test_the_task_page_shows_its_log_lines() -> None:
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     console = Console(topology, FixedStats(), FakeGateway(), "here", task_logs=Lines())  # type: ignore[arg-type]
-    client: FlaskClient = create_app(console).test_client()
+    client: FlaskClient = console_client(console)
     page = client.get("/tasks/t3").get_data(as_text=True)
     assert "from the worker log x.log" in page
     assert "&lt;scored&gt; 4 reviews" in page

@@ -18,6 +18,7 @@ from asya_local.console import app
 from asya_local.console.topology import Topology
 from asya_local.task_text import task_table
 from asya_local.testing.tables import EVENTS, TASKS
+from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 from tests.unit.test_gateway_wait import service, tool_call
 from tests.unit.test_joins import fan_join
@@ -139,7 +140,7 @@ def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
     stand_in.known["root"] = root
     stand_in.known["b2"] = gateway.view("b2")
     console = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), stand_in, "here")  # type: ignore[arg-type]
-    page = app.create_app(console).test_client().get("/tasks/root").get_data(as_text=True)
+    page = console_client(console).get("/tasks/root").get_data(as_text=True)
     assert page.index('id="error-heading"') < page.index('id="branches-heading"') < page.index('id="result-heading"')
     branches = page[page.index('id="branches-heading"') :]
     assert re.search(r"<code>ValueError</code> <span[^>]*>could not convert string to float", branches)
@@ -149,7 +150,7 @@ def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
 
 
 def console_app_page(console: app.Console, task_id: str) -> str:
-    return app.create_app(console).test_client().get(f"/tasks/{task_id}").get_data(as_text=True)
+    return console_client(console).get(f"/tasks/{task_id}").get_data(as_text=True)
 
 
 def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
