@@ -1,7 +1,11 @@
-"""The mesh's queues as the local stack reads them: how deep each is, and which still holds work."""
+"""The mesh's queues as the local stack reads them: how deep each is, which still holds work, and
+when the whole mesh has gone quiet."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asya.names import resource_name
@@ -35,3 +39,47 @@ def busy_queue(sqs: Any, namespace: str, first: str | None = None) -> str | None
         urls.remove(first)
         urls.insert(0, first)
     return next((url for url in urls if sum(_queue_depth(sqs, url))), None)
+
+
+def open_spark_batches(dynamodb: Any, table: str | None) -> int:
+    """Spark batches staged or running, or ended but not routed yet, in the batches `table` (None: the
+    mesh has no Spark actor)."""
+    if table is None:
+        return 0
+    pages = dynamodb.get_paginator("scan").paginate(
+        TableName=table, Select="COUNT", FilterExpression="attribute_exists(open_actor)"
+    )
+    return sum(int(page["Count"]) for page in pages)
+
+
+@dataclass
+class Busy:
+    """Whether a mesh still holds work: a message in one of its queues, or an open Spark batch."""
+
+    sqs: Any
+    namespace: str
+    open_batches: Callable[[], int]
+    _busy_url: str | None = None  # the queue found busy last time, asked first
+
+    def __call__(self) -> bool:
+        self._busy_url = busy_queue(self.sqs, self.namespace, self._busy_url)
+        return self._busy_url is not None or self.open_batches() > 0
+
+
+def wait_until_idle(
+    busy: Callable[[], bool], timeout: float, settle: float, on_tick: Callable[[], None] | None
+) -> bool:
+    """True once `busy` has stayed false for `settle` s, False if `timeout` s pass first (`on_tick`
+    runs before each look)."""
+    deadline = time.monotonic() + timeout
+    quiet_since: float | None = None
+    while time.monotonic() < deadline:
+        if on_tick is not None:
+            on_tick()
+        still = busy()
+        now = time.monotonic()
+        quiet_since = None if still else (quiet_since or now)
+        if quiet_since is not None and now - quiet_since >= settle:
+            return True
+        time.sleep(0.25)
+    return False

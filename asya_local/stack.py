@@ -46,8 +46,7 @@ from asya.names import resource_name
 from asya.variables import FLOW_PROGRAMS
 from asya_cdk.environment import PROGRAMS_FILE
 from asya_cdk.loaded_mesh import LoadedMesh
-from asya_cdk.loading import MeshConfigError
-from asya_cdk.packaging import function_sizes
+from asya_cdk.packaging import refuse_oversized_functions
 from asya_local import admin_key
 from asya_local.deploy import (
     EMR_APPLICATION,
@@ -72,7 +71,7 @@ from asya_local.functions.stage_throttle import template_throttle
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.gateway_client import GatewayClient
 from asya_local.issuer import IssuerServer, LocalIssuer, local_gateway
-from asya_local.queues import busy_queue, queue_depths
+from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, local_client, role_environment
 from asya_local.runtime import LocalPythons
@@ -89,14 +88,6 @@ WORKERS = {
 RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
 GATEWAY_START_SECONDS = 60.0
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
-
-
-def refuse_oversized_functions(mesh: LoadedMesh) -> None:
-    """Fail as `cdk synth` fails for an actor that Lambda would refuse for its size (its libraries
-    installed for its Lambda platform, as for a deploy)."""
-    problems = [problem for size in function_sizes(mesh) if (problem := size.problem())]
-    if problems:
-        raise MeshConfigError("\n".join(problems))
 
 
 def backstop_seconds() -> float:
@@ -413,33 +404,12 @@ class LocalStack:
 
     def open_spark_batches(self) -> int:
         """Spark batches staged or running, or ended but not routed yet: their envelopes are in no queue."""
-        table = self.outputs.get("SparkBatchesTable")
-        if table is None:
-            return 0
-        pages = (
-            self.client("dynamodb")
-            .get_paginator("scan")
-            .paginate(TableName=table, Select="COUNT", FilterExpression="attribute_exists(open_actor)")
-        )
-        return sum(int(page["Count"]) for page in pages)
+        return open_spark_batches(self.client("dynamodb"), self.outputs.get("SparkBatchesTable"))
 
     def wait_until_idle(self, timeout: float, settle: float = 1.5, on_tick: Callable[[], None] | None = None) -> bool:
-        """True once every queue has stayed empty (nothing visible, in flight or delayed) and no Spark
-        batch has been open for `settle` s."""
-        deadline = time.monotonic() + timeout
-        quiet_since: float | None = None
-        busy_url: str | None = None
-        while time.monotonic() < deadline:
-            if on_tick is not None:
-                on_tick()
-            busy_url = busy_queue(self.client("sqs"), self.namespace, busy_url)
-            busy = busy_url is not None or self.open_spark_batches() > 0
-            now = time.monotonic()
-            quiet_since = None if busy else (quiet_since or now)
-            if quiet_since is not None and now - quiet_since >= settle:
-                return True
-            time.sleep(0.25)
-        return False
+        """True once every queue has stayed empty and no Spark batch has been open for `settle` s."""
+        busy = Busy(self.client("sqs"), self.namespace, self.open_spark_batches)
+        return wait_until_idle(busy, timeout, settle, on_tick)
 
     def stop(self) -> None:
         with self._lock:

@@ -31,6 +31,7 @@ from asya.variables import (
     FLOW_VERSIONS,
     FLOWS,
     GATEWAY_AUTH,
+    GATEWAY_CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
     NAMESPACE,
     RESULTS_BUCKET,
@@ -70,6 +71,7 @@ class MeshNames:
     sump_table: str
     joins_table: str = ""  # made when the mesh has a join actor
     user_pool: UserPoolNames | None = None  # made for sign-in when `gateway.jwt.cognito` (the gateway's)
+    cursor_secret: str = ""  # the ARN of the secret the gateway seals its cursors with (the gateway's)
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -132,6 +134,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             FLOWS.name: mesh.flows_json(),
             **({FLOW_PROGRAMS.name: PROGRAMS_FILE} if mesh.programs else {}),
             SUMP_TABLE.name: names.sump_table,
+            **({GATEWAY_CURSOR_SECRET.name: names.cursor_secret} if names.cursor_secret else {}),
             GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(names.user_pool), separators=(",", ":")),
             **mesh.claim_environment(names.bucket),
         },

@@ -48,7 +48,6 @@ from asya.names import (
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya.variables import GATEWAY_CURSOR_SECRET
 from asya_cdk.actor import dead_letter_queue, nag_arn, send_to_namespace
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import MeshFunction
@@ -88,7 +87,8 @@ class StatusGateway(Construct):
         self.settings = mesh.config.gateway
         self.prefix = mesh_prefix(self.namespace)
         self.user_pool, self.user_pool_client, pool = self._user_pool()
-        self.names = dataclasses.replace(names, user_pool=pool)
+        self.cursor_secret = self._cursor_secret()
+        self.names = dataclasses.replace(names, user_pool=pool, cursor_secret=self.cursor_secret.secret_arn)
         self.layer = layer
         # one asset (and one build) for the three functions, with the flows' programs the API starts tasks on
         programs = {PROGRAMS_FILE: mesh.programs_json()} if mesh.programs else None
@@ -210,10 +210,10 @@ class StatusGateway(Construct):
         # x-sump's arrivals: listed (Scan), shown (Query), marked redriven (UpdateItem)
         gateway.allow(["dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem"], tables.sump.table_arn)
         gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
-        self._seal_cursors(gateway)
+        self.cursor_secret.grant_read(gateway.function)  # the API function alone
         return gateway
 
-    def _seal_cursors(self, gateway: MeshFunction) -> None:
+    def _cursor_secret(self) -> secretsmanager.Secret:
         """The secret the gateway's cursor key is derived from (`asya_gateway.cursors`): made here,
         random, read by the API function alone. It has no name of its own, so that a mesh deleted and
         made again does not wait for the old secret's recovery window."""
@@ -224,8 +224,6 @@ class StatusGateway(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
             removal_policy=cdk.RemovalPolicy.DESTROY,
         )
-        secret.grant_read(gateway.function)
-        gateway.function.add_environment(GATEWAY_CURSOR_SECRET.name, secret.secret_arn)
         acknowledge(
             secret,
             "SMG4",
@@ -233,6 +231,7 @@ class StatusGateway(Construct):
             "it a 400 (the client lists again from the first page), so it is rotated by putting a new random "
             "value, without a rotation function.",
         )
+        return secret
 
     def _follow_stream(self, tables: TaskTables) -> tuple[MeshFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""

@@ -18,5 +18,7 @@ LONGEST_PARTITION = "aws-us-gov"
 ACCOUNT_DIGITS = 12
 ASSET_HASH_LENGTH = 64
 LONGEST_REGION = "ap-southeast-5"
+# A secret CloudFormation names: `<logical id, at most 255>-<12 random>`, then the ARN's `-<6 random>`
+GENERATED_SECRET_NAME_MAX = 255 + 1 + 12
 COGNITO_POOL_ID_MAX = 55  # Cognito's API: a user pool id, `<region>_<id>`
 COGNITO_CLIENT_ID_MAX = 128  # ... and an app client id

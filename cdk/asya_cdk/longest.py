@@ -9,7 +9,9 @@ passes here cannot fail `CreateFunction` on Lambda's 4 KB environment limit. The
 - a role ARN: `arn:<partition>:iam::<12 digits>:role/<name>`, a role name at most 64 characters,
   with the longest partition;
 - an asset URL: `s3://<bootstrap bucket>/<64 hex>.<ext>`, the bootstrap bucket a bucket name (63);
-- an EMR Serverless application id: at most 64 characters (the API's own limit).
+- an EMR Serverless application id: at most 64 characters (the API's own limit);
+- the gateway's cursor secret: an ARN whose name CloudFormation generates from the logical id (at
+  most 255 characters) and random characters.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from asya_cdk.limits import (
     COGNITO_CLIENT_ID_MAX,
     COGNITO_POOL_ID_MAX,
     EMR_APPLICATION_ID_MAX,
+    GENERATED_SECRET_NAME_MAX,
     LAMBDA_ENVIRONMENT_MAX_BYTES,
     LONGEST_PARTITION,
     LONGEST_REGION,
@@ -68,6 +71,8 @@ def longest_mesh_names(namespace: str) -> MeshNames:
             client="c" * COGNITO_CLIENT_ID_MAX,
             admin_scope=f"{mesh_prefix(namespace)}/{COGNITO_ADMIN_SCOPE}",
         ),
+        cursor_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"
+        f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",
     )
 
 

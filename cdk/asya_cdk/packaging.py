@@ -52,6 +52,7 @@ from asya_cdk.libraries import (
     install,
 )
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_cdk.loading import MeshConfigError
 from asya_cdk.sources import package_folder
 
 LAMBDA_ZIP_MAX_BYTES = 262_144_000  # "250 MB": a function's code and all its layers, unzipped
@@ -291,3 +292,11 @@ def docker_problem(mesh: LoadedMesh) -> str | None:
         said = (answer.stderr.strip().splitlines() or ["no answer"])[-1]
         return f"{named}: package: image needs Docker to build at cdk deploy, and its engine does not answer ({said})"
     return None
+
+
+def refuse_oversized_functions(mesh: LoadedMesh) -> None:
+    """Fail as `cdk synth` fails for an actor that Lambda would refuse for its size (its libraries
+    installed for its Lambda platform, as for a deploy): what the local stack does before it deploys."""
+    problems = [problem for size in function_sizes(mesh) if (problem := size.problem())]
+    if problems:
+        raise MeshConfigError("\n".join(problems))
