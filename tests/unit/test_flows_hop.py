@@ -16,29 +16,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.batch import BatchHops, raising
 from asya.config import SidecarConfig
-from asya.dedup import HopLedger
-from asya.flow_program import Program, digest
-from asya.flows import start
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
-from asya.hop import HopRunner
 from asya.names import PAUSE
 from asya.telemetry import Telemetry
 from asya_crew import resume
 from asya_local.functions.lambda_shapes import sqs_record
 from asya_spark.jobs import SparkJobError
+from tests.support.flow_hops import REFINING, arriving, hop, sent
 from tests.support.flow_programs import compiled
 
-REFINING = """
-def flow(p):
-    p = draft(p)
-    try:
-        while bounded(p["score"] < 8, max_iterations=2):
-            p = refine(p)
-            p = evaluate(p)
-    except (PolicyExhausted, KeyError):
-        p = fallback(p)
-    return accept(p)
-"""
 GUARDED = """
 def flow(p):
     try:
@@ -68,51 +54,6 @@ RETRY = '{"policies": {"retry": {"max_attempts": 3}}, "rules": [{"errors": ["Val
 
 def _program(tmp_path: Path, source: str) -> dict[str, Any]:
     return compiled(tmp_path, source)
-
-
-def arriving(program: dict[str, Any], payload: Any, at: str, *, done: int = 0, **fields: Any) -> dict[str, Any]:
-    """The envelope a task of `program` on `payload` brings to actor `at`, after `done` actors (the
-    program's own header, moved to `at`'s call: the first call of that actor in the program)."""
-    _, header = start(program, payload)
-    node = next(index for index, node in enumerate(program["nodes"]) if node.get("call") == at)
-    header = {**header, "at": node, **({"loops": fields.pop("loops")} if "loops" in fields else {})}
-    prev = [f"done-{index}" for index in range(done)]
-    document = {
-        "id": "task-1",
-        "route": {"prev": prev, "curr": at, "next": Program(program).shortest(node)[1:]},
-        "headers": {FLOW_HEADER: header},
-        "payload": payload,
-    }
-    document.update(fields)
-    return document
-
-
-def hop(actor: str, handler: Callable[[Any], Any], document: dict[str, Any], **env: str) -> list[dict[str, Any]]:
-    """The envelopes one hop at `actor` sends, as sent."""
-    return [out for _, out in sent(actor, handler, document, **env)]
-
-
-def sent(
-    actor: str, handler: Callable[[Any], Any], document: dict[str, Any], **env: str
-) -> list[tuple[str, dict[str, Any]]]:
-    """What one hop at `actor` sends: (destination, envelope) for each output. The sidecar knows the
-    envelope's program as deployed, as the mesh tells it (`ASYA_FLOW_VERSIONS`), unless `env` says."""
-    header = document.get("headers", {}).get(FLOW_HEADER)
-    program = header.get("program") if isinstance(header, dict) else None
-    deployed = digest(program) if isinstance(program, dict) else ""
-    config = SidecarConfig.from_env(
-        {
-            "ASYA_NAMESPACE": "unit",
-            "ASYA_ACTOR_NAME": actor,
-            "ASYA_HANDLER": "tests.support.handlers.echo",
-            "ASYA_FLOW_VERSIONS": deployed,
-            **env,
-        }
-    )
-    runner = HopRunner(config, handler, HopLedger(), Telemetry("unit", actor))
-    runner.ledger.start_batch()
-    plan = runner.run("m-1", json.dumps(document), None)
-    return [(out.destination, json.loads(body)) for out, body in zip(plan.outbound, plan.bodies, strict=True)]
 
 
 def _loop_node(program: dict[str, Any]) -> str:
@@ -335,102 +276,6 @@ def test_a_branch_goes_on_to_the_join_through_its_chain(tmp_path: Path) -> None:
     [joining] = hop("escalate", lambda p: p, on)
     assert joining["route"]["curr"] == "pick"
     assert _at(program, joining) == "pick"
-
-
-@pytest.mark.parametrize(
-    "header",
-    [
-        "not an object",
-        {"program": {"nodes": [], "start": 0}, "at": 0},
-        {"program": {"nodes": [{"call": "a", "next": 7}], "start": 0}, "at": 0},
-        {"program": {"nodes": [{"call": "a", "next": 1}, {"return": True}], "start": 0}, "at": 1},
-        {"program": {"nodes": [{"call": "a", "next": 1}, {"return": True}], "start": 0}, "at": -2},
-        {"program": {"nodes": [{"call": "a", "next": 1}, {"huh": True}], "start": 0}, "at": 0},
-        {
-            "program": {"nodes": [{"call": "a", "next": 1}, {"while": ["var"], "max": "3", "body": 0, "exit": 0}]},
-            "at": 0,
-        },
-    ],
-)
-def test_an_unreadable_flow_header_goes_to_x_sump_before_the_handler_runs(header: Any) -> None:
-    called: list[Any] = []
-    document = {"id": "t", "route": {"prev": [], "curr": "a", "next": []}, "headers": {FLOW_HEADER: header}}
-    [(to, out)] = sent("a", called.append, {**document, "payload": {"n": 1}})
-    assert (to, out["status"]["reason"]) == ("x-sump", "InvalidEnvelope")
-    assert "x-asya-flow is not a flow program's place" in out["status"]["error"]["message"]
-    assert called == [], "the handler does not run on an envelope that cannot go on"
-
-
-def _forged(condition: list[Any]) -> dict[str, Any]:
-    """A producer's envelope to actor `a` whose header program decides on `condition` after it, looping
-    onto that decision while it holds (the review's forged programs, docs/flows.md "Safety")."""
-    nodes = [{"call": "a", "next": 1}, {"if": condition, "then": 1, "else": 2}, {"return": True}]
-    program = {"flow": "forged", "source": "forged", "start": 0, "nodes": nodes}
-    header = {"program": {**program, "version": digest(program)}, "at": 0}
-    return {"id": "t", "route": {"prev": [], "curr": "a", "next": []}, "headers": {FLOW_HEADER: header}, "payload": {}}
-
-
-def test_a_forged_program_nested_past_the_bound_goes_to_x_sump_before_the_handler_runs(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    condition: list[Any] = ["var"]
-    for _ in range(700):
-        condition = ["not", condition]
-    called: list[Any] = []
-    [(to, out)] = sent("a", called.append, _forged(condition))
-    assert (to, out["status"]["reason"]) == ("x-sump", "InvalidEnvelope")
-    assert "the condition is nested deeper than 32" in out["status"]["error"]["message"]
-    assert called == []
-    assert "the flow header is refused" in caplog.text
-
-
-@pytest.mark.parametrize(
-    ("condition", "why"),
-    [
-        (["math", "*", ["lit", "a"], ["lit", 10**13]], "arithmetic takes numbers, not a str"),
-        (["fn", "round", ["lit", 1], ["neg", ["lit", 2_000_000]]], "round() takes at most 15 digits"),
-        (["math", "%", ["at", ["var"], ["lit", "n"]], ["lit", 2]], "arithmetic takes numbers, not a str"),
-    ],
-    ids=["memory bomb", "slow round", "string formatting"],
-)
-def test_a_forged_programs_hostile_decision_fails_the_task_at_once_saying_why(
-    condition: list[Any], why: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    began = time.monotonic()
-    [(to, out)] = sent("a", lambda _: {"n": "%01000000000000d"}, _forged(condition))
-    assert time.monotonic() - began < 2.0, "no hang, no redelivery: the hop ends with the failure"
-    assert (to, out["status"]["phase"], out["status"]["reason"]) == ("x-sink", "failed", "FlowError")
-    assert why in out["payload"]["details"]["message"]
-    assert "the flow program cannot go on" in caplog.text
-
-
-def _rewritten(program: dict[str, Any]) -> dict[str, Any]:
-    """A producer's copy of a deployed program with its loop's bound lifted."""
-    return {**program, "nodes": [{**node, "max": 1000} if "while" in node else node for node in program["nodes"]]}
-
-
-@pytest.mark.parametrize("forge", ["new version", "deployed version"])
-def test_a_program_the_mesh_did_not_deploy_goes_to_x_sump_before_the_handler_runs(
-    tmp_path: Path, forge: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    program = _program(tmp_path, REFINING)
-    forged = _rewritten(program)
-    forged["version"] = digest(forged) if forge == "new version" else program["version"]
-    document = arriving(program, {"score": 0}, "draft")
-    document["headers"][FLOW_HEADER]["program"] = forged
-    called: list[Any] = []
-    [(to, out)] = sent("draft", called.append, document, ASYA_FLOW_VERSIONS=program["version"])
-    assert (to, out["status"]["reason"]) == ("x-sump", "UnknownProgram")
-    why = "not one this mesh deployed" if forge == "new version" else f"not version '{program['version']}' as deployed"
-    assert why in out["status"]["error"]["message"]
-    assert called == [], "the handler does not run for a program nobody deployed"
-    assert "the flow header is refused" in caplog.text
-
-
-def test_a_sidecar_the_mesh_gave_no_program_runs_none(tmp_path: Path) -> None:
-    document = arriving(_program(tmp_path, REFINING), {"score": 0}, "draft")
-    [(to, out)] = sent("draft", lambda p: p, document, ASYA_FLOW_VERSIONS="")
-    assert (to, out["status"]["reason"]) == ("x-sump", "UnknownProgram")
 
 
 def _paused(program: dict[str, Any], payload: Any) -> str:
