@@ -37,26 +37,33 @@ class AccountFindings:
 
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    skipped: str | None = None  # why nothing could be checked
+    skipped: str | None = None  # what could not be checked, and why
 
 
 def account_findings(mesh: LoadedMesh, lambda_client: Any, sqs: Any = None) -> AccountFindings:
     """The account's concurrency against the mesh; with `sqs`, its namespace against the meshes
-    deployed (`asya_local.namespaces`)."""
+    deployed (`asya_local.namespaces`). Each is checked apart: one the credentials cannot read is
+    skipped, saying why, and the other still checked."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    findings = AccountFindings()
+    try:
+        findings.problems += namespace_problems(mesh, sqs) if sqs is not None else []
+    except (BotoCoreError, ClientError) as exc:
+        findings.warnings.append(
+            f"the deployed namespaces were not checked ({type(exc).__name__}: {exc}); it needs sqs:ListQueues"
+        )
     try:
         settings = lambda_client.get_account_settings()
         reserved_now = _reserved_now(mesh, lambda_client)
-        named = namespace_problems(mesh, sqs) if sqs is not None else []
     except (BotoCoreError, ClientError) as exc:
-        return AccountFindings(
-            skipped=f"the account was not checked ({type(exc).__name__}: {exc}); it needs credentials allowed "
-            "lambda:GetAccountSettings, lambda:GetFunctionConcurrency and sqs:ListQueues"
+        findings.skipped = (
+            f"the account's Lambda concurrency was not checked ({type(exc).__name__}: {exc}); it needs "
+            "credentials allowed lambda:GetAccountSettings and lambda:GetFunctionConcurrency"
         )
+        return findings
     limit = int(settings["AccountLimit"]["ConcurrentExecutions"])
     unreserved = int(settings["AccountLimit"]["UnreservedConcurrentExecutions"])
-    findings = AccountFindings(problems=named)
     reserving = {
         f"actors.{name}.reserved_concurrency": actor.reserved_concurrency
         for name, actor in mesh.config.actors.items()

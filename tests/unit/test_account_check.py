@@ -91,7 +91,7 @@ def test_without_credentials_it_says_what_it_skipped(mesh: Path) -> None:
     console = Console(record=True, width=300)
     assert check(mesh, console, account=NoCredentials(0, 0)) == 0
     said = console.export_text()
-    assert "the account was not checked (NoCredentialsError" in said
+    assert "the account's Lambda concurrency was not checked (NoCredentialsError" in said
     assert "passes every check" in said
 
 
