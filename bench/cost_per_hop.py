@@ -64,6 +64,11 @@ STREAM_MEMORY_MB = 256  # the stream consumer
 # the in-process pump's empty receives (the event source's polling is modelled instead) and the
 # queues the bench itself creates
 NOT_BILLED = ("ReceiveMessage (empty)", "CreateQueue")
+# What the envelopes are sealed with (`asya.seal`): read once per execution environment, so not per hop
+# (priced below as modelled); moto's secrets are found by name as well as by ARN.
+SEAL_SECRET = "bench-seal"
+SEAL_SECRET_ARN = SEAL_SECRET
+SECRET_READ_PRICE = Decimal("0.05") / 10_000  # Secrets Manager, per API call
 SYNTHETIC_ACTORS = {"prep": "bench.actors.touch", "infer": "bench.actors.touch", "post": "bench.actors.touch"}
 SYNTHETIC_ACTORS["fan"] = "bench.actors.fan"
 GATEWAY_ENTRY, QUEUE_ENTRY = "gateway", "queue"
@@ -158,6 +163,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     config = case.mesh.config
     code_root(case.mesh.base)
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
+    resources["seal_secret"] = SEAL_SECRET_ARN  # every envelope sealed and checked, as deployed
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
     handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
     lookups = ItemLookup()
@@ -170,11 +176,19 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
             create_tables(boto3.client("dynamodb"))
             create_idempotency_table(boto3.client("dynamodb"), IDEMPOTENCY)
             boto3.client("s3").create_bucket(Bucket=BUCKET)
+            boto3.client("secretsmanager").create_secret(Name=SEAL_SECRET, SecretString="bench-" + "s" * 58)
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
             mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
         names = MeshNames(
-            BUCKET, TASKS, EVENTS, IDEMPOTENCY, batches_table="", sump_table=SUMP_TABLE, joins_table=JOINS
+            BUCKET,
+            TASKS,
+            EVENTS,
+            IDEMPOTENCY,
+            batches_table="",
+            sump_table=SUMP_TABLE,
+            joins_table=JOINS,
+            seal_secret=SEAL_SECRET_ARN,
         )
         for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
@@ -324,7 +338,8 @@ def task_service(case: FlowCase) -> Any:
         )
         for name, flow in case.mesh.config.flows.items()
     }
-    return TaskService(GatewaySettings(case.mesh.config.namespace, TASKS, EVENTS, BUCKET, flows))
+    settings = GatewaySettings(case.mesh.config.namespace, TASKS, EVENTS, BUCKET, flows, seal_secret=SEAL_SECRET_ARN)
+    return TaskService(settings)
 
 
 def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
@@ -444,7 +459,8 @@ def report(case: FlowCase, measured: Measurement, out: Any) -> None:
         f"Modelled, not per hop: idle event-source polling ${floor:.2f} per queue per month "
         f"({POLLERS} pollers x {LONG_POLL_SECONDS} s long polls), {measured.queues} queues: "
         f"${floor * measured.queues:.2f} a month; {measured.empty_polls} empty receives of the in-process "
-        "pump not billed",
+        "pump not billed; the seal's secret read once per execution environment start, "
+        f"${SECRET_READ_PRICE * 1_000_000:.2f} per million starts",
         file=out,
     )
 

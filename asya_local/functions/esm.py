@@ -102,6 +102,7 @@ class Poller:
                     MaxNumberOfMessages=min(10, batch_size - len(messages)),
                     WaitTimeSeconds=math.ceil(wait),
                     AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
                 ).get("Messages", [])
             finally:
                 self.receiving = False

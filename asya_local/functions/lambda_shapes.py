@@ -64,7 +64,8 @@ def sqs_record(queue: str, body: str, message_id: str | None = None, receive_cou
 
 
 def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Turn `ReceiveMessage` results into the event Lambda would receive for them."""
+    """Turn `ReceiveMessage` results into the event Lambda would receive for them (message attributes
+    included: the mesh's seal is one, `asya.seal`; receive them with `MessageAttributeNames=["All"]`)."""
     records = []
     for message in messages:
         record = sqs_record(
@@ -74,6 +75,15 @@ def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -
             int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
         )
         record["receiptHandle"] = message["ReceiptHandle"]
+        record["messageAttributes"] = {
+            name: {
+                "stringValue": value.get("StringValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": value.get("DataType", "String"),
+            }
+            for name, value in message.get("MessageAttributes", {}).items()
+        }
         records.append(record)
     return {"Records": records}
 

@@ -16,6 +16,7 @@ and watchers' event streams, IAM, and the gateway's HTTP doors (REST, MCP, A2A, 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -25,6 +26,7 @@ import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from secrets import token_urlsafe
 from typing import Any, TypedDict, Unpack
 
 import boto3
@@ -49,6 +51,7 @@ from asya_local.testing.tables import EVENTS, JOINS, TASKS, create_idempotency_t
 from asya_local.testing.tables import SUMP as SUMP_TABLE
 
 BUCKET = "asya-harness-results"
+SEAL_SECRET = "asya-harness-seal"  # what the mesh seals its envelopes with (`asya.seal`)
 IDEMPOTENCY = "asya-hops"
 __all__ = ["HarnessError", "MeshHarness", "TaskError"]  # TaskError: a create the gateway refuses
 DECIDERS: dict[str, Callable[[CrewSettings], Decide]] = {
@@ -155,6 +158,8 @@ class MeshHarness(InProcessMesh):
         create_tables(dynamodb)
         create_idempotency_table(dynamodb, IDEMPOTENCY)
         boto3.client("s3").create_bucket(Bucket=BUCKET)
+        seal = boto3.client("secretsmanager").create_secret(Name=SEAL_SECRET, SecretString=token_urlsafe(48))
+        self.names = dataclasses.replace(self.names, seal_secret=seal["ARN"])  # envelopes sealed as deployed
         self._put_secrets()
         fill_buckets(self.mesh, boto3.client("s3"))
         for name in CREW:

@@ -133,7 +133,9 @@ class InProcessMesh:
 
     def _deliver_one_batch(self, actor: str) -> bool:
         url = self._urls[actor]
-        received = self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
+        received = self._sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+        )
         messages = received.get("Messages", [])
         if not messages:
             return False

@@ -37,6 +37,7 @@ from asya.variables import (
     RESULTS_BUCKET,
     RESULTS_INLINE_MAX_BYTES,
     RESULTS_TTL,
+    SEAL_SECRET,
     SINK_HOOKS,
     SPARK_APPLICATION_ID,
     SPARK_BATCHES_TABLE,
@@ -72,12 +73,15 @@ class MeshNames:
     joins_table: str = ""  # made when the mesh has a join actor
     user_pool: UserPoolNames | None = None  # made for sign-in when `gateway.jwt.cognito` (the gateway's)
     cursor_secret: str = ""  # the ARN of the secret the gateway seals its cursors with (the gateway's)
+    seal_secret: str = ""  # the ARN of the secret the mesh seals its envelopes with (`asya.seal`)
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
         tables = {"tasks_table": self.tasks_table, "events_table": self.events_table, "bucket": self.bucket}
         if self.joins_table:
             tables["joins_table"] = self.joins_table
+        if self.seal_secret:
+            tables["seal_secret"] = self.seal_secret
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
 
 
@@ -109,6 +113,8 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
         **mesh.status_environment(names.resources(idempotency=False)),
         **mesh.claim_environment(names.bucket),
     }
+    if names.seal_secret:  # the crew takes the mesh's own envelopes only, and seals what it sends
+        variables[SEAL_SECRET.name] = names.seal_secret
     if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
         variables[IDEMPOTENCY_TABLE.name] = names.idempotency_table
         variables[SINK_HOOKS.name] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
@@ -135,6 +141,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             **({FLOW_PROGRAMS.name: PROGRAMS_FILE} if mesh.programs else {}),
             SUMP_TABLE.name: names.sump_table,
             **({GATEWAY_CURSOR_SECRET.name: names.cursor_secret} if names.cursor_secret else {}),
+            **({SEAL_SECRET.name: names.seal_secret} if names.seal_secret else {}),
             GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(names.user_pool), separators=(",", ":")),
             **mesh.claim_environment(names.bucket),
         },

@@ -55,6 +55,7 @@ from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
 from asya_cdk.http_api import HttpGateway
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_cdk.mesh_secrets import generated_secret
 from asya_cdk.nag import acknowledge
 from asya_cdk.rest_api import explain_rest_findings, publish_rest_api
 from asya_cdk.tasks import TaskTables
@@ -214,24 +215,16 @@ class StatusGateway(Construct):
         return gateway
 
     def _cursor_secret(self) -> secretsmanager.Secret:
-        """The secret the gateway's cursor key is derived from (`asya_gateway.cursors`): made here,
-        random, read by the API function alone. It has no name of its own, so that a mesh deleted and
-        made again does not wait for the old secret's recovery window."""
-        secret = secretsmanager.Secret(
+        """The secret the gateway's cursor key is derived from (`asya_gateway.cursors`), read by the API
+        function alone."""
+        return generated_secret(
             self,
             "CursorSecret",
             description=f"asya {self.namespace}: the gateway seals its listing cursors with a key derived from it",
-            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
-            removal_policy=cdk.RemovalPolicy.DESTROY,
+            rotation="The secret only keys the listings' cursors: replacing its value makes cursors handed out "
+            "before it a 400 (the client lists again from the first page), so it is rotated by putting a new "
+            "random value, without a rotation function.",
         )
-        acknowledge(
-            secret,
-            "SMG4",
-            "The secret only keys the listings' cursors: replacing its value makes cursors handed out before "
-            "it a 400 (the client lists again from the first page), so it is rotated by putting a new random "
-            "value, without a rotation function.",
-        )
-        return secret
 
     def _follow_stream(self, tables: TaskTables) -> tuple[MeshFunction, sqs.Queue]:
         """Task changes become `status` events, whoever wrote them; what cannot be written is kept."""

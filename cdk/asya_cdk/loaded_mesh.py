@@ -31,6 +31,7 @@ from asya.variables import (
     JOINS_TABLE,
     NAMESPACE,
     RESILIENCY,
+    SEAL_SECRET,
     SECRETS,
     STATUS_WRITES,
     TASK_TTL,
@@ -182,6 +183,8 @@ class LoadedMesh(BaseModel):
         variables.update(self.join_environment(actor, resources))
         if "bucket" in resources:
             variables.update(self.claim_environment(resources["bucket"]))
+        if "seal_secret" in resources:  # what its envelopes are sealed with (`asya.seal`)
+            variables[SEAL_SECRET.name] = resources["seal_secret"]
         return variables
 
     def join_environment(self, actor: str, resources: dict[str, str]) -> dict[str, str]:

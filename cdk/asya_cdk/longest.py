@@ -73,6 +73,8 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         ),
         cursor_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"
         f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",
+        seal_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"
+        f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",
     )
 
 

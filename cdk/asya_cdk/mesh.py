@@ -53,6 +53,7 @@ from asya_cdk.grants import grant_permissions, grant_secrets, shipped_files
 from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_cdk.mesh_secrets import seal_secret
 from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.spark import SparkActor, batches_table
@@ -96,6 +97,7 @@ class Mesh(Construct):
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
         self.joins = joins_table(self, namespace) if mesh.joins else None
         self._layers: dict[str, SidecarLayer] = {}
+        self.seal = seal_secret(self, namespace)
         self.names = MeshNames(
             bucket=self.bucket.bucket_name,
             tasks_table=self.task_tables.tasks.table_name,
@@ -104,6 +106,7 @@ class Mesh(Construct):
             batches_table=self.spark_batches.table_name if self.spark_batches is not None else "",
             sump_table=self.task_tables.sump.table_name,
             joins_table=self.joins.table_name if self.joins is not None else "",
+            seal_secret=self.seal.secret_arn,
         )
         crew = Crew(
             self,
@@ -134,6 +137,7 @@ class Mesh(Construct):
         for name, actor in self.actors.items():
             for statement in self.task_tables.reporting():
                 actor.role.add_to_policy(statement)
+            self.seal.grant_read(actor.role)  # it checks the seals of what it receives, and seals what it sends
             # large payloads (`asya.claims`): actors send and read them (a Spark actor's dispatcher reads
             # them to stage them whole, its collector writes the job's large outputs; the job never calls
             # AWS), the keepers read them to keep them, and x-resume reads one for a flow program to
@@ -142,6 +146,7 @@ class Mesh(Construct):
             grant_claims(actor.role, self.bucket, namespace, write=sender)
         for spark in self.spark.values():
             grant_claims(spark.collector.role, self.bucket, namespace, read=False, write=True)
+            self.seal.grant_read(spark.collector.role)
         self.gateway = StatusGateway(
             self,
             "Gateway",
@@ -152,6 +157,7 @@ class Mesh(Construct):
             names=self.names,
         )
         grant_claims(self.gateway.gateway.role, self.bucket, namespace, write=True)  # large payloads it starts
+        self.seal.grant_read(self.gateway.gateway.role)  # the tasks it starts, resumes and redrives
         self.dashboard = MeshDashboard(
             self,
             "Dashboard",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asya.seal import secret_value
 from asya_gateway.callers import Caller
 from asya_gateway.task_error import TaskError
 
@@ -42,7 +43,7 @@ class CursorKey:
 
     def __init__(self, secret_arn: str | None, read_secret: Callable[[str], str] | None = None) -> None:
         self.secret_arn = secret_arn
-        self.read_secret = read_secret or _secret_value
+        self.read_secret = read_secret or secret_value
         self._aead: AESGCM | None = None
         self._lock = threading.Lock()
 
@@ -66,12 +67,6 @@ class CursorKey:
 
     def bound(self, caller: Caller) -> CursorSeal:
         return CursorSeal(self, caller)
-
-
-def _secret_value(arn: str) -> str:
-    import boto3
-
-    return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
 
 
 @dataclass(frozen=True, slots=True)

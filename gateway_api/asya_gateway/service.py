@@ -25,13 +25,13 @@ from botocore.exceptions import ClientError
 
 from asya import names
 from asya.claims import Claims
-from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
 from asya.flows import FlowError, start
 from asya.headers import CLIENT_HEADERS, FLOW_HEADER, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import EventLog
 from asya.results import result_key
+from asya.seal import SEAL_ROOM, EnvelopeSeal
 from asya.task_record import TaskStatus, stealthy
 from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
@@ -43,6 +43,7 @@ from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
 from asya_gateway.pause_fields import check_input
+from asya_gateway.queues import MeshQueues
 from asya_gateway.reported import apply_event
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.sse import follow
@@ -81,16 +82,6 @@ class Created:
     replayed: bool = False  # made by an earlier create with the same idempotency key
 
 
-class _Queues:
-    """The SQS client and the queue URLs found, shared by a service and its copies bound to callers."""
-
-    client: LazyClient[SQSClient] = LazyClient("sqs")
-
-    def __init__(self, client: SQSClient | None) -> None:
-        self._client = client
-        self.urls: dict[str, str] = {}
-
-
 class TaskService:
     """Every door's tasks, as one caller sees them (`as_caller`); built for no caller, the operator's:
     every task."""
@@ -111,7 +102,7 @@ class TaskService:
         self.clock = clock
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
-        self.queues = _Queues(sqs)
+        self.queues = MeshQueues(sqs, settings.namespace, settings.queue_name, EnvelopeSeal(settings.seal_secret))
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
         self.ownership = Ownership(self.tasks, OPERATOR)
@@ -172,9 +163,9 @@ class TaskService:
         headers = self.client_headers(headers or {})
         if chosen is not None and chosen.program is not None:
             actors, headers[FLOW_HEADER] = self._program_start(chosen, payload)
-        queue = self._queue_url(actors[0])
+        self.queues.url(actors[0])
         for later in actors[1:] if chosen is None else ():  # a flow's actors were checked when it was deployed
-            self._queue_url(later)
+            self.queues.url(later)
         now = utc_now()
         seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
         deadline = rfc3339(now + dt.timedelta(seconds=seconds)) if seconds else None
@@ -208,11 +199,11 @@ class TaskService:
             body = started.body
             written = self.tasks.create({key: value for key, value in record.items() if value is not None})
             if written is None and digest is not None:
-                return self._created_before(task_id, digest, envelope, queue, idempotency_key or "")
+                return self._created_before(task_id, digest, envelope, actors[0], idempotency_key or "")
             if written is None:  # a fresh uuid4 taken: never seen, but never a second task under one id
                 raise TaskError(409, f"task id {task_id} is taken; create the task again")
         try:
-            self.sqs.send_message(QueueUrl=queue, MessageBody=body)
+            self.queues.send(actors[0], body)
         except Exception as exc:
             if tracked:
                 failure = {"reason": "NotSent", "error": {"message": str(exc)}}
@@ -226,7 +217,7 @@ class TaskService:
             return str(uuid.uuid4())
         return idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
 
-    def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], queue: str, key: str) -> Created:
+    def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], first: str, key: str) -> Created:
         """A create whose key made this task before: the same request answers with the task; if its
         first actor has not picked it up yet, it is sent again, as it was first (its deadline kept)."""
         existing = self.tasks.get(task_id)
@@ -239,9 +230,7 @@ class TaskService:
             status.pop("deadline_at", None)
             if existing.get("deadline_at"):
                 status["deadline_at"] = existing["deadline_at"]
-            self.sqs.send_message(
-                QueueUrl=queue, MessageBody=self.writable({**envelope, "status": status}, "the task's envelope")
-            )
+            self.queues.send(first, self.writable({**envelope, "status": status}, "the task's envelope"))
         return Created(task_id, True, task_view(existing), replayed=True)
 
     @staticmethod
@@ -300,14 +289,14 @@ class TaskService:
         """An actor a client names (`field` says where) that a task may be sent to: a deployed one, not
         the crew's (x-pause aside)."""
         self._route([name], field)
-        self._queue_url(name)
+        self.queues.url(name)
         return name
 
     def writable(self, envelope: dict[str, Any], what: str, room: int = 0) -> str:
         """The envelope as the body SQS will carry, its payload in S3 when it is over the mesh's
         claim-check threshold (`asya.claims`); a 4xx if it never could be sent. `room`: bytes to leave
         for what is added before it is sent."""
-        limit = SQS_MAX_MESSAGE_BYTES - room
+        limit = SQS_MAX_MESSAGE_BYTES - room - (SEAL_ROOM if self.queues.seal.enabled else 0)
         if self.claims is None:
             return as_json(envelope, limit, what)
         body = self.claims.check_in(envelope, as_json(envelope, MAX_CLAIMED_BYTES, what))

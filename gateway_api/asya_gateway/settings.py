@@ -55,6 +55,7 @@ class GatewaySettings:
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     auth: AuthSettings = field(default_factory=AuthSettings)
     cursor_secret: str | None = None  # the secret the cursors' key is derived from (`asya_gateway.cursors`)
+    seal_secret: str | None = None  # the secret the mesh's envelopes are sealed with (`asya.seal`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -73,6 +74,7 @@ class GatewaySettings:
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
             auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env), variables.GATEWAY_JWKS_URL.read(env)),
             cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
+            seal_secret=variables.SEAL_SECRET.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

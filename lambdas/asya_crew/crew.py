@@ -52,8 +52,10 @@ from asya.fans import bucket_of
 from asya.headers import ROOT_HEADER
 from asya.joins import given_up_hop
 from asya.names import SUMP, resource_name
+from asya.reasons import Reason
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
+from asya.seal import EnvelopeSeal
 from asya.sending import Delivery, return_when_free, send_all
 from asya.sump import SumpIndex, sump_entry
 from asya.task_record import Ending, Tally, redrives, root_of, stealthy
@@ -83,6 +85,7 @@ class CrewSettings:
     claim_check_bytes: int = variables.CLAIM_CHECK_BYTES.default
     sink_hooks: str = ""  # `ASYA_SINK_HOOKS`, read by x-sink only
     flow_versions: frozenset[str] = frozenset()  # `ASYA_FLOW_VERSIONS`, read by x-resume only
+    seal_secret: str | None = None  # what the mesh's envelopes are sealed with (`asya.seal`)
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -103,6 +106,7 @@ class CrewSettings:
             variables.CLAIM_CHECK_BYTES.read(env),
             variables.SINK_HOOKS.read(env),
             variables.listed(variables.FLOW_VERSIONS.read(env)),
+            variables.SEAL_SECRET.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -201,7 +205,8 @@ class CrewActor:
         )
         self.sump = SumpIndex(settings.sump_table) if settings.sump_table else None  # x-sump's listing
         self.claims = settings.claims()
-        self.transport = transport or SqsTransport()
+        self.seal = EnvelopeSeal(settings.seal_secret)
+        self.transport = transport or SqsTransport(seal=self.seal)
         self.ledger = ledger or hop_ledger(settings.idempotency_table, settings.idempotency_ttl, settings.namespace)
         # a record that fails (say, S3 refuses the result) is logged with its exception before it is retried
         self._processor = BatchProcessor(
@@ -220,7 +225,8 @@ class CrewActor:
         remaining = context.get_remaining_time_in_millis() if context is not None else None
 
         def on_record(record: SQSRecord) -> None:
-            keep = self.decide(record, self.telemetry)
+            sealed = self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
+            keep = self.decide(record, self.telemetry) if sealed else self._refused(record)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
             if keep.final is not None and not keep.follow_ups:
                 counted_by[keep.envelope_id] = record.message_id
@@ -254,6 +260,28 @@ class CrewActor:
         finally:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
+
+    def _refused(self, record: SQSRecord) -> Keep:
+        """A message without the mesh's seal (`asya.seal`): the crew takes only the mesh's own. It is
+        kept in x-sump under its message's id, naming no task (`asya.admission`), so it ends nothing."""
+        self.telemetry.log_failure("a message from outside the mesh is refused", reason=Reason.NOT_ADMITTED.value)
+        try:
+            raw: Any = orjson.loads(record.body)
+        except orjson.JSONDecodeError:
+            raw = record.body
+        message = f"not admitted: {self.settings.actor} takes the mesh's own envelopes only (no good seal)"
+        wire = raw_to_sump(
+            raw,
+            record.message_id,
+            self.settings.actor,
+            reason=Reason.NOT_ADMITTED,
+            details=error_details(None, message),
+            now=utc_now(),
+            foreign=True,
+        ).wire
+        if self.settings.actor == SUMP:
+            return Keep(wire["id"], "sump", wire, final=Phase.FAILED.value)
+        return pass_to_sump(wire, record)
 
     def _count(self, tally: Tally, counted_by: Mapping[str, str]) -> set[str]:
         """Count the batch's branch endings on their roots; the messages whose count failed."""

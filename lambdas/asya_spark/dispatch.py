@@ -28,10 +28,14 @@ from typing import Any
 import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
+from asya import routing
+from asya.admission import admit
 from asya.claims import REF_FIELD, PayloadUnreadableError
 from asya.dedup import Hop
-from asya.envelope import Envelope, EnvelopeError, parse_envelope
+from asya.envelope import Envelope, EnvelopeError, parse_envelope, utc_now
 from asya.outcomes import HopOutcome
+from asya.routing import error_details, raw_to_sump
+from asya.sending import Delivery, send_all
 from asya.task_record import HALTING
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
@@ -59,14 +63,48 @@ class Dispatcher:
         self.parts = parts
 
     def handle(self, event: dict[str, Any], _context: Any = None) -> dict[str, Any]:
-        """Stage and start one batch. Any failure raises, so the whole batch is redelivered."""
-        records = [(str(r["messageId"]), str(r["body"])) for r in event.get("Records", [])]
+        """Stage and start one batch of the mesh's own envelopes, once those from outside the mesh are
+        admitted or refused (`asya.admission`). Any failure raises, so the whole batch is redelivered."""
+        seal = self.parts.seal
+        sealed: list[tuple[str, str]] = []
+        foreign: list[tuple[str, str]] = []
+        for record in event.get("Records", []):
+            message = (str(record["messageId"]), str(record["body"]))
+            (sealed if seal.opens(message[1], record.get("messageAttributes")) else foreign).append(message)
         try:
-            if records:
-                self.dispatch(records)
+            if foreign:
+                self.admit(foreign)
+            if sealed:
+                self.dispatch(sealed)
         finally:
             self.parts.telemetry.flush()
         return {"batchItemFailures": []}
+
+    def admit(self, records: list[tuple[str, str]]) -> None:
+        """Envelopes from outside the mesh: each round this queue again as a new task, sealed, or to
+        x-sump, naming no task; none joins a batch as it came. Admitting again is harmless, so a send
+        that fails raises and the whole batch comes back."""
+        parts, now = self.parts, utc_now()
+        config = parts.settings.sidecar
+        deliveries = []
+        for message_id, body in records:
+            try:
+                envelope = parse_envelope(body)
+            except EnvelopeError as exc:
+                details = error_details(None, str(exc))
+                outbound = raw_to_sump(
+                    exc.raw, message_id, config.actor, reason=exc.reason, details=details, now=now, foreign=True
+                )
+                outcome = HopOutcome.SUMPED
+            else:
+                outcome, outbound = admit(envelope, message_id, config.actor, parts.reporter.store, now)
+            parts.telemetry.count("MessagesProcessed", "outcome", outcome)
+            # written as x-sump's bodies are: what cannot be written whole is cut down, never left unsent
+            text = routing.sump_body(outbound.wire, body)
+            deliveries.append(Delivery(message_id, config.queue_name(outbound.destination), text))
+        unsent = send_all(parts.transport, deliveries, config.send_attempts, lambda _: None)
+        if unsent:
+            raise RuntimeError(f"{len(unsent)} envelope(s) from outside the mesh could not be admitted or refused")
 
     def dispatch(self, records: list[tuple[str, str]]) -> Batch | None:
         parts = self.parts

@@ -22,6 +22,7 @@ from asya.handler import HandlerMode
 from asya.joins import JoinPolicy
 from asya.names import resource_name
 from asya.resiliency import Resiliency
+from asya.seal import SEAL_ROOM
 from asya.variables import ConfigError
 
 SQS_MAX_MESSAGE_BYTES = variables.MAX_MESSAGE_BYTES.default
@@ -57,6 +58,12 @@ class SidecarConfig:
     join: JoinPolicy | None = None  # this actor is a join: what it does with failed branches
     join_max_width: int = variables.JOIN_MAX_WIDTH.default  # and the widest fan it gathers
     joins_table: str | None = None
+    seal_secret: str | None = None  # what the mesh's envelopes are sealed with (`asya.seal`)
+
+    @property
+    def body_limit(self) -> int:
+        """The largest body this actor may send: SQS's limit counts the seal's attribute too."""
+        return self.max_message_bytes - (SEAL_ROOM if self.seal_secret else 0)
 
     def claims(self) -> Claims | None:
         """Where payloads over the threshold travel (`asya.claims`), if the mesh says."""
@@ -101,6 +108,7 @@ class SidecarConfig:
             join=join,
             join_max_width=variables.JOIN_MAX_WIDTH.read(env),
             joins_table=variables.JOINS_TABLE.read(env),
+            seal_secret=variables.SEAL_SECRET.read(env),
         )
 
 

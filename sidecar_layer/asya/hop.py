@@ -18,6 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing
 from asya.abi import EnvelopeState, Frame
+from asya.admission import admit
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
@@ -92,9 +93,12 @@ class HopRunner:
         *,
         known: Mapping[str, str] = NOTHING_KNOWN,
         handler: Handler | None = None,
+        sealed: bool = True,
     ) -> HopPlan:
         """One record. `known`: the pre-flight's task statuses for its batch (canceled, paused);
-        `handler` stands in for the configured one (a DataFrame job replays its rows through it)."""
+        `handler` stands in for the configured one (a DataFrame job replays its rows through it);
+        `sealed`: whether the record carries the mesh's seal (`asya.seal`): one that does not came from
+        outside the mesh, and starts a task or is refused (`asya.admission`) without running."""
         telemetry = self.telemetry
         started = time.perf_counter()
         now = utc_now()
@@ -112,6 +116,7 @@ class HopRunner:
                     reason=exc.reason,
                     details=error_details(None, str(exc)),
                     now=now,
+                    foreign=not sealed,  # from outside the mesh: the id it names is not taken for its task
                 )
             )
             return self._finish(plan, None, HopOutcome.SUMPED, started, body)
@@ -119,10 +124,21 @@ class HopRunner:
         plan.envelope = envelope
         task_id = root_of(envelope.id, envelope.headers)
         with hop_names(envelope.id, task_id, self.config.actor, telemetry.logger):  # on every log line of the hop
+            if not sealed:
+                return self._admit(envelope, plan, now, started, body)
             used = handler or self.handler
             return self._run_envelope(
                 envelope, plan, now, remaining_ms, started=started, body=body, known=known, handler=used
             )
+
+    def _admit(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, started: float, body: str) -> HopPlan:
+        """An envelope from outside the mesh (`asya.admission`): a new task, or refused; never run here."""
+        outcome, outbound = admit(envelope, plan.message_id, self.config.actor, self.reporter.store, now)
+        if outcome is HopOutcome.REFUSED:
+            problem = outbound.wire["status"]["error"]["message"]
+            self.telemetry.log_failure("an envelope from outside the mesh is refused", error_message=problem)
+        plan.outbound.append(outbound)
+        return self._finish(plan, envelope, outcome, started, body)
 
     def _run_envelope(
         self,
@@ -359,7 +375,7 @@ class HopRunner:
         What x-sump itself gets is always written (`routing.sump_body`): parsed JSON may still be
         unwritable (orjson reads 1,024 levels of nesting but writes 254), and a record whose failure
         envelope cannot be written would otherwise be redelivered until SQS gives up on it."""
-        limit = self.config.max_message_bytes
+        limit = self.config.body_limit
         try:
             bodies = [orjson.dumps(outbound.wire).decode() for outbound in plan.outbound]
         except TypeError as exc:

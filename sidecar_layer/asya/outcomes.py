@@ -24,6 +24,8 @@ class HopOutcome(StrEnum):
     JOINED = "joined"  # a join's last branch: the joined envelope went on
     JOIN_FAILED = "join failed"  # a join gave up on its fan: the failure went on
     ABSORBED = "absorbed"  # a branch of a fan another arrival already gave up on
+    ADMITTED = "admitted"  # from outside the mesh, a new task: round its queue again, sealed (`asya.admission`)
+    REFUSED = "refused"  # from outside the mesh, not a new task: to x-sump as `NotAdmitted`
 
 
 class BatchOutcome(StrEnum):

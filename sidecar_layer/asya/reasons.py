@@ -30,6 +30,7 @@ class Reason(StrEnum):
     LOOP_LIMIT = "LoopLimit"  # a flow program's loop would go round more than its max_iterations (`asya.flows`)
     FLOW_ERROR = "FlowError"  # a flow program's condition cannot be read on the payload (`asya.flows`)
     UNKNOWN_PROGRAM = "UnknownProgram"  # an `x-asya-flow` program the mesh did not deploy (`asya.flows`)
+    NOT_ADMITTED = "NotAdmitted"  # an envelope from outside the mesh that cannot start a task (`asya.admission`)
     NEWER_VERSION = "NewerVersion"  # an envelope of a later format than this sidecar reads (`asya.envelope`)
 
     @property

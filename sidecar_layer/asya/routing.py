@@ -24,7 +24,7 @@ import hashlib
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -296,6 +296,13 @@ def defer_if_early(envelope: Envelope, actor: str, now: dt.datetime) -> Outbound
     return Outbound(actor, envelope.to_dict(), decision, delay=min(remaining, SQS_MAX_DELAY_SECONDS))
 
 
+def admitted(envelope: Envelope, actor: str) -> Outbound:
+    """An envelope from outside the mesh, admitted (`asya.admission`): round its queue once more, as
+    it came, to be run as a sealed hop. No status is written for it: its record was just made."""
+    phase = envelope.status.phase if envelope.status else Phase.PENDING
+    return Outbound(actor, envelope.to_dict(), replace(_decided(envelope, Kind.SELF, phase), tracked=False))
+
+
 def fail(
     envelope: Envelope,
     actor: str,
@@ -339,10 +346,19 @@ def unknown_actor(envelope: Envelope, actor: str, queue: str, now: dt.datetime) 
 
 
 def raw_to_sump(
-    raw: Any, message_id: str, actor: str, *, reason: Reason, details: dict[str, Any], now: dt.datetime
+    raw: Any,
+    message_id: str,
+    actor: str,
+    *,
+    reason: Reason,
+    details: dict[str, Any],
+    now: dt.datetime,
+    foreign: bool = False,
 ) -> Outbound:
-    """A message that is not a valid envelope still reaches x-sump, keeping whatever can be kept."""
-    document = raw if isinstance(raw, dict) else {}
+    """A message that is not a valid envelope still reaches x-sump, keeping whatever can be kept.
+    `foreign`: one from outside the mesh that was refused (`asya.admission`): kept under its message's
+    id, its route and headers only in the original, so that it names and touches no task."""
+    document = raw if isinstance(raw, dict) and not foreign else {}
     raw_id = document.get("id")
     task_id = raw_id if isinstance(raw_id, str) and raw_id else f"sqs-{message_id}"
     route = document.get("route")

@@ -28,6 +28,7 @@ from asya.handler import load_handler
 from asya.hop import HopPlan, HopRunner
 from asya.hop_logging import quiet_sdk_loggers
 from asya.reporting import Registered, status_reporter
+from asya.seal import EnvelopeSeal
 from asya.sending import Delivery, return_when_free, send_all
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
@@ -38,7 +39,8 @@ class Sidecar:
     def __init__(self, config: SidecarConfig, transport: Transport | None = None) -> None:
         quiet_sdk_loggers()  # before the handler's module is imported: a level it sets is the user's
         self.config = config
-        self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes)
+        self.seal = EnvelopeSeal(config.seal_secret)
+        self.transport = transport or SqsTransport(max_batch_bytes=config.max_message_bytes, seal=self.seal)
         self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
         self.ledger = hop_ledger(config.idempotency_table, config.idempotency_ttl, config.namespace)
         self.reporter = status_reporter(config, self.telemetry)
@@ -66,7 +68,8 @@ class Sidecar:
 
         def on_record(record: SQSRecord) -> HopPlan:
             remaining = context.get_remaining_time_in_millis() if context is not None else None
-            return self.hops.run(record.message_id, record.body, remaining, known=known)
+            sealed = self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
+            return self.hops.run(record.message_id, record.body, remaining, known=known, sealed=sealed)
 
         try:
             with alarm_installed(), self._processor(records=records, handler=on_record, lambda_context=context):

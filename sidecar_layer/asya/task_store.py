@@ -53,6 +53,30 @@ class TaskStore(BranchCounting):
         )
         return from_item(written) if created else None
 
+    def admit(self, task_id: str, message_id: str) -> bool:
+        """The record of a task a producer starts by sending its first envelope straight to a queue
+        (`asya.admission`), made before its first hop runs: `pending`, as the gateway makes one, and
+        no one's (only admins see it). False if the id is another task's: an envelope from outside the
+        mesh is never a hop of an existing task. The SQS message it came in (`admitted_by`) may admit it
+        again, so a redelivery of the same message is not refused; what the record already says is kept."""
+        now = rfc3339(utc_now())
+        sets = [
+            "admitted_by = if_not_exists(admitted_by, :message)",
+            "#s = if_not_exists(#s, :pending)",
+            "#r = if_not_exists(#r, :rank)",
+            "progress = if_not_exists(progress, :none)",
+            "created_at = if_not_exists(created_at, :now)",
+            "updated_at = if_not_exists(updated_at, :now)",
+        ]
+        values = {":message": message_id, ":pending": TaskStatus.PENDING, ":rank": int(Rank.PENDING), ":none": 0}
+        return self._update(
+            task_id,
+            "SET " + ", ".join(sets),
+            "attribute_not_exists(id) OR admitted_by = :message",
+            values | {":now": now},
+            names=aliases(),
+        )
+
     def report(self, report: Report, deadline_at: str | None = None, *, hop: int | None = None) -> bool:
         """`running` at an actor, with progress that never decreases, or at a hop further on than the
         last one claimed: a flow program's loop lengthens the route ahead, so the progress of a later

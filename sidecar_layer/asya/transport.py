@@ -1,6 +1,7 @@
 """Sending envelopes to queues.
 
-`SqsTransport` is what runs on AWS and against the local endpoint (boto3 reads `AWS_ENDPOINT_URL`).
+`SqsTransport` is what runs on AWS and against the local endpoint (boto3 reads `AWS_ENDPOINT_URL`);
+it seals every body it sends (`asya.seal`), so every sender of the mesh seals in one place.
 `MemoryTransport` keeps messages in process: for unit tests of actors and for measuring the
 sidecar without a network. Both take whole groups of messages, so callers never send one at a time.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from asya.clients import LazyClient
+from asya.seal import SEAL_ROOM, EnvelopeSeal
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
@@ -47,13 +49,17 @@ class Transport(Protocol):
 
 
 class SqsTransport:
-    """`SendMessageBatch` in chunks of at most 10 entries and at most `max_batch_bytes` of bodies."""
+    """`SendMessageBatch` in chunks of at most 10 entries and at most `max_batch_bytes` of messages,
+    each sealed with `seal` (when it has a key)."""
 
     client: LazyClient[SQSClient] = LazyClient("sqs")
 
-    def __init__(self, client: SQSClient | None = None, max_batch_bytes: int = 1_048_576) -> None:
+    def __init__(
+        self, client: SQSClient | None = None, max_batch_bytes: int = 1_048_576, seal: EnvelopeSeal | None = None
+    ) -> None:
         self._client = client
         self._max_batch_bytes = max_batch_bytes
+        self.seal = seal or EnvelopeSeal(None)
         self._queue_urls: dict[str, str] = {}
 
     def queue_url(self, queue: str) -> str:
@@ -94,10 +100,14 @@ class SqsTransport:
             LOGGER.warning("could not resolve queue %s: %s", queue, exc)
             return {message.entry_id for message in messages}
         failed: set[str] = set()
-        for chunk in _chunks(messages, self._max_batch_bytes):
+        room = SEAL_ROOM if self.seal.enabled else 0
+        for chunk in _chunks(messages, self._max_batch_bytes, room):
             entries: list[Any] = [
                 {"Id": m.entry_id, "MessageBody": m.body, "DelaySeconds": m.delay_seconds} for m in chunk
             ]
+            if room:
+                for entry in entries:
+                    entry["MessageAttributes"] = self.seal.attributes(entry["MessageBody"])
             try:
                 response = self.client.send_message_batch(QueueUrl=url, Entries=entries)
             except Exception as exc:  # noqa: BLE001 - botocore already retried; report the chunk as not sent
@@ -108,11 +118,12 @@ class SqsTransport:
         return failed
 
 
-def _chunks(messages: Sequence[OutgoingMessage], max_bytes: int) -> Iterator[list[OutgoingMessage]]:
+def _chunks(messages: Sequence[OutgoingMessage], max_bytes: int, room: int = 0) -> Iterator[list[OutgoingMessage]]:
+    """`room`: what each message's attributes add to its size."""
     chunk: list[OutgoingMessage] = []
     size = 0
     for message in messages:
-        body_size = len(message.body.encode())
+        body_size = len(message.body.encode()) + room
         if chunk and (len(chunk) == SQS_BATCH_ENTRIES or size + body_size > max_bytes):
             yield chunk
             chunk, size = [], 0

@@ -421,6 +421,16 @@ GATEWAY_CURSOR_SECRET = Variable(
     _text_or_none,
 )
 
+SEAL_SECRET = Variable(
+    "ASYA_SEAL_SECRET",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "the ARN of the Secrets Manager secret the mesh seals its envelopes with (an HMAC, `asya.seal`): an "
+    "envelope without a good seal came from outside the mesh and is admitted as a new task or refused "
+    '(docs/security.md, "The queue door"); unset: nothing is sealed and every envelope is trusted',
+    None,
+    _text_or_none,
+)
+
 PUBLIC_URL = Variable(
     "ASYA_PUBLIC_URL",
     _GATEWAY,
@@ -562,6 +572,7 @@ ALL: tuple[Variable[Any], ...] = (
     GATEWAY_AUTH,
     GATEWAY_JWKS_URL,
     GATEWAY_CURSOR_SECRET,
+    SEAL_SECRET,
     PUBLIC_URL,
     SPARK_STAGING_BUCKET,
     SPARK_BATCHES_TABLE,

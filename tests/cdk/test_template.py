@@ -296,6 +296,12 @@ def test_dashboard_and_alarms_exist(synthesized: tuple[Template, dict[str, Any],
     assert '"Asya","TasksCreated","actor","gateway-stream","mesh","reviews"' in text
 
 
+def _secret(document: dict[str, Any], name: str) -> str:
+    """The logical id of the mesh's generated secret whose id contains `name`."""
+    [found] = [logical for logical in resources(document, "AWS::SecretsManager::Secret") if name in logical]
+    return found
+
+
 def _table(document: dict[str, Any], prefix: str) -> str:
     return next(key for key in resources(document, "AWS::DynamoDB::Table") if key.startswith(f"Mesh{prefix}"))
 
@@ -387,7 +393,8 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_CLAIM_BUCKET": {"Ref": bucket},
         "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
-        "ASYA_GATEWAY_CURSOR_SECRET": {"Ref": next(iter(resources(document, "AWS::SecretsManager::Secret")))},
+        "ASYA_GATEWAY_CURSOR_SECRET": {"Ref": _secret(document, "CursorSecret")},
+        "ASYA_SEAL_SECRET": {"Ref": _secret(document, "SealSecret")},
     }
     declared = yaml.safe_load(EXAMPLE.read_text())["flows"]
     assert json.loads(variables["ASYA_FLOWS"]) == {
@@ -486,11 +493,11 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
     assert read["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
     send = next(s for s in gateway if "sqs:SendMessage" in s["Action"])
     assert send["Resource"]["Fn::Join"][1][-1] == ":asya-reviews-*"
-    [secret] = resources(document, "AWS::SecretsManager::Secret")
-    assert actions_of(_on(gateway, {"Ref": secret})) == {
-        "secretsmanager:GetSecretValue",
-        "secretsmanager:DescribeSecret",
-    }, "the cursors' secret"
+    for secret in ("CursorSecret", "SealSecret"):  # the cursors' key, the envelopes' seal
+        assert actions_of(_on(gateway, {"Ref": _secret(document, secret)})) == {
+            "secretsmanager:GetSecretValue",
+            "secretsmanager:DescribeSecret",
+        }, secret
     stream = role_statements(document, "MeshGatewayStreamRole")
     assert not _on(stream, tasks), "the stream consumer reads the stream, never the table"
     assert actions_of(_on(stream, events)) == {"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
