@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from botocore.exceptions import ClientError
 
 from asya import names
 from asya.claims import Claims
@@ -303,19 +302,7 @@ class TaskService:
         return within(body, limit, what)
 
     def send(self, actor: str, body: str) -> None:
-        try:
-            self.sqs.send_message(QueueUrl=self._queue_url(actor), MessageBody=body)
-        except ClientError as exc:
-            raise TaskError(503, f"the envelope could not be sent to {actor!r}: {exc}") from exc
-
-    def _queue_url(self, actor: str) -> str:
-        if actor not in self.queues.urls:
-            try:
-                url = self.sqs.get_queue_url(QueueName=self.settings.queue_name(actor))["QueueUrl"]
-            except self.sqs.exceptions.QueueDoesNotExist:
-                raise TaskError(400, f"no actor {actor!r} in namespace {self.settings.namespace!r}") from None
-            self.queues.urls[actor] = url
-        return self.queues.urls[actor]
+        self.queues.send_or_503(actor, body)
 
     # -- reading --------------------------------------------------------------------------------------
 

@@ -45,17 +45,19 @@ from botocore.exceptions import ClientError
 from asya import variables
 from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya.clients import LazyClient
+from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dedup import Claim, Hop, HopLedger, hop_ledger
 from asya.entry import LambdaEntry
 from asya.envelope import EnvelopeError, Phase, utc_now
 from asya.fans import bucket_of
 from asya.headers import ROOT_HEADER
+from asya.hop_bodies import preview_original_payload
 from asya.joins import given_up_hop
 from asya.names import SUMP, resource_name
 from asya.reasons import Reason
 from asya.results import result_key
 from asya.routing import error_details, raw_to_sump, sump_body
-from asya.seal import EnvelopeSeal
+from asya.seal import SEAL_ROOM, EnvelopeSeal
 from asya.sending import Delivery, return_when_free, send_all
 from asya.sump import SumpIndex, sump_entry
 from asya.task_record import Ending, Tally, redrives, root_of, stealthy
@@ -170,8 +172,13 @@ def rejected(record: SQSRecord, actor: str, error: EnvelopeError) -> dict[str, A
 
 
 def pass_to_sump(wire: dict[str, Any], record: SQSRecord) -> Keep:
-    """Nothing to keep here: x-sump keeps it and records the failure."""
-    return Keep(wire["id"], None, wire, [(SUMP, sump_body(wire, record.body))])
+    """Nothing to keep here: x-sump keeps it and records the failure. One that quotes a body too large
+    to send on whole goes with a preview of it, as an actor's failure does (`asya.hop_bodies`)."""
+    body = sump_body(wire, record.body)
+    size = len(body.encode())
+    if size > SQS_MAX_MESSAGE_BYTES - SEAL_ROOM and "original_payload" in (wire.get("payload") or {}):
+        body = preview_original_payload(wire, size)
+    return Keep(wire["id"], None, wire, [(SUMP, body)])
 
 
 def stored_body(document: dict[str, Any], record: SQSRecord) -> bytes:

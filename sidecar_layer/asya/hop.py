@@ -13,33 +13,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing
-from asya.abi import EnvelopeState, Frame
+from asya.abi import EnvelopeState
 from asya.admission import admit
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
-from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, parse_rfc3339, rfc3339, utc_now
-from asya.fans import HEADER_ROOM, INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
+from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
+from asya.fans import INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
 from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
+from asya.hop_bodies import HopBodies, carries_error_payload
 from asya.hop_logging import hop_names
+from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
 from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.reporting import NOTHING_KNOWN, StatusReporter
-from asya.resiliency import Retry, decide
-from asya.routing import Kind, Outbound, error_details
+from asya.routing import Outbound, error_details
 from asya.task_record import HALTING, TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
-
-_TRUNCATED_PREVIEW_CHARS = 4_096
 
 
 @dataclass(slots=True)
@@ -74,6 +72,7 @@ class HopRunner:
         self.telemetry = telemetry
         self.reporter = reporter or StatusReporter(None, None, telemetry)  # a job's hops: nothing reported
         self.claims = config.claims()
+        self.bodies = HopBodies(config.actor, config.body_limit, self.claims)
         self.gathering = (
             Gathering(
                 config,
@@ -283,7 +282,7 @@ class HopRunner:
         except TimedOut as exc:
             discard_event_loop()
             details = error_details(exc)
-            taken = _flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now, telemetry=self.telemetry)
+            taken = flow_catches(envelope, details, Reason.HANDLER_TIMEOUT, actor, now, telemetry=self.telemetry)
             if taken is not None:
                 plan.outbound.extend(taken)
                 return HopOutcome.FORWARDED
@@ -313,7 +312,7 @@ class HopRunner:
         try:
             frames = flows.continue_flow(envelope, output.frames)
         except flows.FlowError as exc:
-            plan.outbound.append(_flow_failed(envelope, actor, exc, exc.payload, now, telemetry=self.telemetry))
+            plan.outbound.append(flow_failed(envelope, actor, exc, exc.payload, now, telemetry=self.telemetry))
             return HopOutcome.FAILED
         too_wide = _too_wide(len(frames), ends_at)
         if too_wide is not None:
@@ -321,7 +320,7 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
             )
             return HopOutcome.SUMPED
-        outputs = _forwarded(envelope, frames, actor, now)
+        outputs = forwarded(envelope, frames, actor, now)
         if self.config.joined_by:
             stamp(envelope, outputs, self.config.joined_by)
         plan.outbound.extend(outputs)
@@ -361,130 +360,14 @@ class HopRunner:
     def _finish(
         self, plan: HopPlan, envelope: Envelope | None, outcome: HopOutcome, started: float, body: str
     ) -> HopPlan:
-        self._serialize(plan, envelope, body)
+        plan.outbound, plan.bodies = self.bodies.written(plan.outbound, envelope, body)
         for outbound in plan.outbound:
-            if _carries_error_payload(outbound):
+            if carries_error_payload(outbound):
                 reason = outbound.decision.reason
                 self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
         self.telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
         return plan
-
-    def _serialize(self, plan: HopPlan, envelope: Envelope | None, original: str) -> None:
-        """Turn outputs into bodies; an unserializable or oversized output sends the hop to x-sump instead.
-        What x-sump itself gets is always written (`routing.sump_body`): parsed JSON may still be
-        unwritable (orjson reads 1,024 levels of nesting but writes 254), and a record whose failure
-        envelope cannot be written would otherwise be redelivered until SQS gives up on it."""
-        limit = self.config.body_limit
-        try:
-            bodies = [orjson.dumps(outbound.wire).decode() for outbound in plan.outbound]
-        except TypeError as exc:
-            if envelope is not None and any(outbound.kind is not Kind.SUMP for outbound in plan.outbound):
-                self._replace_with_sump(plan, envelope, Reason.UNSERIALIZABLE_OUTPUT, error_details(exc), original)
-                return
-            bodies = [routing.sump_body(outbound.wire, original) for outbound in plan.outbound]
-        if self.claims is not None:
-            claims = self.claims
-            bodies = [
-                claims.check_in(outbound.wire, body) for outbound, body in zip(plan.outbound, bodies, strict=True)
-            ]
-        for index, body in enumerate(bodies):
-            size = len(body.encode())
-            # a branch may yet name its bucket (`asya.fans`): its body leaves room for that header
-            if size <= limit - (HEADER_ROOM if plan.outbound[index].decision.branch else 0):
-                continue
-            if _carries_error_payload(plan.outbound[index]):
-                bodies[index] = _preview_original_payload(plan.outbound[index].wire, size)
-            elif envelope is not None:
-                message = f"output {index} is {size} bytes, over the {limit}-byte SQS message limit"
-                self._replace_with_sump(plan, envelope, Reason.OVERSIZED_OUTPUT, error_details(None, message), original)
-                return
-        plan.bodies = bodies
-
-    def _replace_with_sump(
-        self, plan: HopPlan, envelope: Envelope, reason: Reason, details: dict[str, Any], original: str
-    ) -> None:
-        plan.outbound = [routing.to_sump(envelope, self.config.actor, reason, details, utc_now())]
-        self._serialize(plan, envelope, original)
-
-
-def handler_failure(
-    config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
-) -> tuple[HopOutcome, list[Outbound]]:
-    """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
-    a failure (x-sink, or the policy's `on_exhausted` actors), unless the envelope's flow program has
-    an `except` for it (`asya.flows.caught`), where the task goes on instead. Also the answer for
-    every envelope of a Spark batch whose DataFrame handler raised."""
-    actor = config.actor
-    now = utc_now()
-    policy = config.resiliency.policy_for(error)
-    attempt = envelope.status.attempt if envelope.status else 1
-    first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
-    decision = decide(policy, attempt, first_attempt, now)
-    if isinstance(decision, Retry):
-        assert policy is not None  # decide() only retries under a policy
-        telemetry.count("Retries")
-        retry = routing.retry(
-            envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
-        )
-        return HopOutcome.RETRIED, [retry]
-    telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
-    details = error_details(error)
-    taken = _flow_catches(envelope, details, Reason(decision.reason), actor, now, telemetry=telemetry)
-    if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
-        return HopOutcome.FORWARDED, taken
-    failure = routing.fail(
-        flows.out_of_program(envelope) if decision.on_exhausted else envelope,
-        actor,
-        reason=Reason(decision.reason),
-        details=details,
-        now=now,
-        on_exhausted=decision.on_exhausted,
-    )
-    return HopOutcome.FAILED, [failure]
-
-
-def _forwarded(envelope: Envelope, frames: list[Frame], actor: str, now: dt.datetime) -> list[Outbound]:
-    """The outputs of a hop that produced `frames` (more than one: a fan-out)."""
-    fanned_out = len(frames) > 1
-    return [
-        routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out) for index, frame in enumerate(frames)
-    ]
-
-
-def _flow_catches(
-    envelope: Envelope, details: dict[str, Any], reason: Reason, actor: str, now: dt.datetime, *, telemetry: Telemetry
-) -> list[Outbound] | None:
-    """The outputs of a failure its flow's `except` takes (`asya.flows.caught`), if one does; a flow
-    that cannot go on from the `except` fails the envelope with why. A failure taken leaves a line in
-    the task's log: the one trace of it once the task has ended (the header that carries it goes with
-    the envelopes), which the console's task page shows."""
-    try:
-        frames = flows.caught(envelope, details, reason.value, actor)
-    except flows.FlowError as exc:
-        return [_flow_failed(envelope, actor, exc, envelope.payload, now, telemetry=telemetry)]
-    if frames is None:
-        return None
-    taken = _forwarded(envelope, frames, actor, now)
-    telemetry.log_failure(
-        "the flow's except takes the failure",
-        error_type=details["type"],
-        error_message=details["message"],
-        goes_to=taken[0].destination,
-    )
-    return taken
-
-
-def _flow_failed(
-    envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime, *, telemetry: Telemetry
-) -> Outbound:
-    """x-sink, failed: the flow program cannot go on with `payload` (a loop over its bound, a condition
-    it cannot read or that the evaluator's bounds refuse). The error keeps the payload the program was
-    deciding on, not the actor's input; the log says why, as the envelope does."""
-    reason = Reason.LOOP_LIMIT if error.loop_limit else Reason.FLOW_ERROR
-    telemetry.log_failure("the flow program cannot go on", error_message=str(error), reason=reason.value)
-    decided = envelope.model_copy(update={"payload": payload})
-    return routing.fail(decided, actor, reason=reason, details=error_details(None, str(error)), now=now)
 
 
 def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
@@ -496,17 +379,6 @@ def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
     if TaskStatus.CANCELED in (own, root):
         return Phase.CANCELED
     return HALTING.get(own or "")
-
-
-def _carries_error_payload(outbound: Outbound) -> bool:
-    return outbound.decision.phase is Phase.FAILED
-
-
-def _preview_original_payload(wire: dict[str, Any], size: int) -> str:
-    """A failure must still be delivered: keep the error, replace the original payload by a preview."""
-    preview = orjson.dumps(wire["payload"].get("original_payload")).decode()[:_TRUNCATED_PREVIEW_CHARS]
-    wire["payload"]["original_payload"] = {"truncated": True, "size_bytes": size, "preview": preview}
-    return orjson.dumps(wire).decode()
 
 
 def _too_wide(width: int, ends_at: float | None) -> str | None:

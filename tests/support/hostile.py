@@ -33,6 +33,9 @@ class Case:
     body: str
     reason: str | None  # `status.reason` where it lands; None: forwarded to `b`
     lands: str = "x-sump"
+    # its reason when it comes from outside the mesh (no seal: the local stack's queues), if another:
+    # an envelope a producer may not send is `NotAdmitted` before anything else is checked
+    at_the_door: str | None = None
 
 
 def envelope(**changes: Any) -> dict[str, Any]:
@@ -168,6 +171,7 @@ def _duplicates_and_legacy() -> Iterator[Case]:
             f"legacy {key} current at the end",
             text(envelope(route={key: ["z", "a"], "current": 2})),
             "RouteMismatch",
+            at_the_door="NotAdmitted",  # two positions on: a producer's starts at its route's start
         )
         for label, current in {
             "past the end": 3,

@@ -24,6 +24,7 @@ actors:
   second: {handler: steps.second, code: .}
 flows:
   two: {route: [first, second]}
+  review: {route: [first, x-pause, second]}
 """
 STEPS = """\
 def first(p):
@@ -124,6 +125,26 @@ def test_a_producer_cannot_set_the_meshs_own_headers(mesh: MeshHarness, headers:
     assert run.output == {"owner": "ana", "first": True, "second": True}
     assert run.branches == ()
     assert "the mesh's own headers" in refusal["error"]["message"]
+
+
+def test_an_untracked_forgery_does_not_change_what_a_paused_task_resumes_with(mesh: MeshHarness) -> None:
+    with mesh:
+        victim = mesh.start("review", {"owner": "ana"})
+        mesh.run_until_idle()
+        assert mesh.run_of(victim).status == "paused"
+        forged = {
+            "id": victim,
+            "route": {"curr": "second", "next": []},
+            "headers": {"x-asya-mesh-status": "off"},
+            "payload": {"forged": "by-bob"},
+        }
+        message_id = _inject(mesh, "second", forged)
+        mesh.run_until_idle()
+        run = mesh.resume(victim, {"approved": True})
+        refusal = _refusal(mesh, message_id)
+    assert run.status == "succeeded"
+    assert run.output == {"owner": "ana", "first": True, "approved": True, "second": True}
+    assert "x-asya-mesh-status" in refusal["error"]["message"]
 
 
 def test_the_crew_takes_only_the_meshs_own_envelopes(mesh: MeshHarness) -> None:

@@ -478,3 +478,28 @@ def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
     history = activity.history.history(ACTOR, HOUR)
     assert any(point.p50 is not None for point in history.points[-2:]), "the job's duration, this minute"
     assert open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR]) == {}, "routed: no job open"
+
+
+def test_an_envelope_from_outside_the_mesh_is_admitted_before_it_joins_a_batch(harness: SparkActorHarness) -> None:
+    """A producer's envelope (no seal, `asya.seal`) is made a task and put back on the actor's queue,
+    sealed; only then does a batch take it. A forged one never reaches a job."""
+    arn = boto3.client("secretsmanager", region_name=REGION).create_secret(Name="seal", SecretString="s" * 64)["ARN"]
+    settings = SparkSettings.from_env({**harness.variables, "ASYA_SEAL_SECRET": arn, "ASYA_TASKS_TABLE": TASKS})
+    harness.parts = SparkParts.build(settings)
+    harness.dispatcher = Dispatcher(harness.parts)
+    forged = envelope({"n": 2}, id="env-2")
+    forged["route"] = {"prev": ["x"], "curr": ACTOR, "next": ["b"]}
+    harness.dispatch(("m1", envelope({"n": 1}, id="env-1")), ("m2", forged))
+    assert harness.runs == [], "nothing from outside the mesh is staged as it came"
+    url = harness.sqs.get_queue_url(QueueName=f"asya-{NS}-{ACTOR}")["QueueUrl"]
+    [again] = harness.sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])["Messages"]
+    assert json.loads(again["Body"])["id"] == "env-1"
+    [refused] = harness.messages("x-sump")
+    assert (refused["id"], refused["status"]["reason"]) == ("sqs-m2", "NotAdmitted")
+    record = sqs_record(f"asya-{NS}-{ACTOR}", again["Body"], "m3")
+    record["messageAttributes"] = {
+        name: {"stringValue": value["StringValue"]} for name, value in again["MessageAttributes"].items()
+    }
+    harness.dispatcher.handle({"Records": [record]}, LambdaContext(f"asya-{NS}-{ACTOR}"))
+    [run] = harness.runs
+    assert harness.staged_ids(run) == ["env-1"]

@@ -1,0 +1,98 @@
+"""What a hop's handler outcome becomes, apart from the hop's own checks (`asya.hop`): its outputs
+sent on, a failure met by the resiliency policy, a failure a flow program's `except` takes, and a flow
+program that cannot go on. Shared with a Spark actor's collector, whose batch meets the same policy."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from asya import flows, routing
+from asya.abi import Frame
+from asya.config import SidecarConfig
+from asya.envelope import Envelope, parse_rfc3339, utc_now
+from asya.headers import FIRST_ATTEMPT_HEADER
+from asya.outcomes import HopOutcome
+from asya.reasons import Reason
+from asya.resiliency import Retry, decide
+from asya.routing import Outbound, error_details
+from asya.telemetry import Telemetry
+
+
+def handler_failure(
+    config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
+) -> tuple[HopOutcome, list[Outbound]]:
+    """The resiliency policy's answer to a handler error: a delayed retry on the actor's own queue, or
+    a failure (x-sink, or the policy's `on_exhausted` actors), unless the envelope's flow program has
+    an `except` for it (`asya.flows.caught`), where the task goes on instead. Also the answer for
+    every envelope of a Spark batch whose DataFrame handler raised."""
+    actor = config.actor
+    now = utc_now()
+    policy = config.resiliency.policy_for(error)
+    attempt = envelope.status.attempt if envelope.status else 1
+    first_attempt = parse_rfc3339(str(envelope.headers.get(FIRST_ATTEMPT_HEADER))) or now
+    decision = decide(policy, attempt, first_attempt, now)
+    if isinstance(decision, Retry):
+        assert policy is not None  # decide() only retries under a policy
+        telemetry.count("Retries")
+        retry = routing.retry(
+            envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
+        )
+        return HopOutcome.RETRIED, [retry]
+    telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
+    details = error_details(error)
+    taken = flow_catches(envelope, details, Reason(decision.reason), actor, now, telemetry=telemetry)
+    if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
+        return HopOutcome.FORWARDED, taken
+    failure = routing.fail(
+        flows.out_of_program(envelope) if decision.on_exhausted else envelope,
+        actor,
+        reason=Reason(decision.reason),
+        details=details,
+        now=now,
+        on_exhausted=decision.on_exhausted,
+    )
+    return HopOutcome.FAILED, [failure]
+
+
+def forwarded(envelope: Envelope, frames: list[Frame], actor: str, now: dt.datetime) -> list[Outbound]:
+    """The outputs of a hop that produced `frames` (more than one: a fan-out)."""
+    fanned_out = len(frames) > 1
+    return [
+        routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out) for index, frame in enumerate(frames)
+    ]
+
+
+def flow_catches(
+    envelope: Envelope, details: dict[str, Any], reason: Reason, actor: str, now: dt.datetime, *, telemetry: Telemetry
+) -> list[Outbound] | None:
+    """The outputs of a failure its flow's `except` takes (`asya.flows.caught`), if one does; a flow
+    that cannot go on from the `except` fails the envelope with why. A failure taken leaves a line in
+    the task's log: the one trace of it once the task has ended (the header that carries it goes with
+    the envelopes), which the console's task page shows."""
+    try:
+        frames = flows.caught(envelope, details, reason.value, actor)
+    except flows.FlowError as exc:
+        return [flow_failed(envelope, actor, exc, envelope.payload, now, telemetry=telemetry)]
+    if frames is None:
+        return None
+    taken = forwarded(envelope, frames, actor, now)
+    telemetry.log_failure(
+        "the flow's except takes the failure",
+        error_type=details["type"],
+        error_message=details["message"],
+        goes_to=taken[0].destination,
+    )
+    return taken
+
+
+def flow_failed(
+    envelope: Envelope, actor: str, error: flows.FlowError, payload: Any, now: dt.datetime, *, telemetry: Telemetry
+) -> Outbound:
+    """x-sink, failed: the flow program cannot go on with `payload` (a loop over its bound, a condition
+    it cannot read or that the evaluator's bounds refuse). The error keeps the payload the program was
+    deciding on, not the actor's input; the log says why, as the envelope does."""
+    reason = Reason.LOOP_LIMIT if error.loop_limit else Reason.FLOW_ERROR
+    telemetry.log_failure("the flow program cannot go on", error_message=str(error), reason=reason.value)
+    decided = envelope.model_copy(update={"payload": payload})
+    return routing.fail(decided, actor, reason=reason, details=error_details(None, str(error)), now=now)
