@@ -64,12 +64,19 @@ class Sidecar:
     def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         records = event.get("Records", [])
         self.ledger.start_batch()
-        known = self.reporter.preflight(str(record.get("body", "")) for record in records)
+        # a record without the mesh's seal is admitted or refused (`asya.admission`): no task to check
+        sealed = {
+            str(record.get("messageId")): self.seal.opens(str(record.get("body", "")), record.get("messageAttributes"))
+            for record in records
+        }
+        known = self.reporter.preflight(
+            str(record.get("body", "")) for record in records if sealed[str(record.get("messageId"))]
+        )
 
         def on_record(record: SQSRecord) -> HopPlan:
             remaining = context.get_remaining_time_in_millis() if context is not None else None
-            sealed = self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
-            return self.hops.run(record.message_id, record.body, remaining, known=known, sealed=sealed)
+            opened = sealed[record.message_id]
+            return self.hops.run(record.message_id, record.body, remaining, known=known, sealed=opened)
 
         try:
             with alarm_installed(), self._processor(records=records, handler=on_record, lambda_context=context):

@@ -60,3 +60,17 @@ def test_every_character_sqs_allows_goes_through_and_comes_back(queue: tuple[Any
     sqs.send_message(QueueUrl=url, MessageBody=body)
     (message,) = sqs.receive_message(QueueUrl=url)["Messages"]
     assert message["Body"] == body
+
+
+def test_the_size_limit_counts_the_message_attributes_as_sqs_does(queue: tuple[Any, str]) -> None:
+    """A body at the limit goes alone, not with the seal the mesh puts on every message (`asya.seal`):
+    the attribute's name, type and value count toward the same limit."""
+    sqs, url = queue
+    seal = {"asya-seal": {"DataType": "String", "StringValue": "s" * 43}}
+    body = "x" * LIMIT
+    with pytest.raises(ClientError) as refused:
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageAttributes=seal)
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
+    sqs.send_message(QueueUrl=url, MessageBody=body[: LIMIT - 64], MessageAttributes=seal)
+    sqs.send_message(QueueUrl=url, MessageBody=body)
+    assert _depth(sqs, url) == 2
