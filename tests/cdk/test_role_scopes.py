@@ -118,7 +118,7 @@ def test_a_mesh_of_many_queues_is_granted_them_in_several_managed_policies(tmp_p
     queues = [f"actor-{index:02d}-" + "n" * 60 for index in range(90)]
     policies = sending_policies(stack, "Send", "ns", queues)
     assert len(policies) == 3
-    template = Template.from_stack(stack).to_json()
+    template = dict(Template.from_stack(stack).to_json())
     listed: list[str] = []
     for managed in resources(template, "AWS::IAM::ManagedPolicy").values():
         [statement] = managed["PolicyDocument"]["Statement"]
