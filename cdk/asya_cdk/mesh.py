@@ -55,7 +55,8 @@ from asya_cdk.layer import SidecarLayer
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
-from asya_cdk.queue_grants import actor_destinations, every_queue, sending_policies
+from asya_cdk.queue_grants import sending_policies
+from asya_cdk.queue_lists import actor_destinations, every_queue
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.spark_updates import ApplicationGuards
 from asya_cdk.tasks import TaskTables, gathering, joins_table, mesh_table, string_key

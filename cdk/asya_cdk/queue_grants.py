@@ -18,28 +18,14 @@ queue name), and a mesh with more queues gets several; a role takes 10 managed p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya.names import CREW, PAUSE, SINK, SUMP, resource_name
+from asya.names import resource_name
+from asya_cdk.queue_lists import QUEUES_PER_POLICY
 
-QUEUES_PER_POLICY = 40  # 40 ARNs of 118 characters and the statement's own: well under 6,144
 SENDING = ["sqs:SendMessage", "sqs:GetQueueUrl", "sqs:GetQueueAttributes"]
-ACTOR_CREW = (SINK, SUMP, PAUSE)  # the crew an actor's envelopes may be routed to
-
-
-def actor_destinations(actors: Iterable[str]) -> list[str]:
-    """The queues an actor (or a Spark actor's collector) may send to: every actor's, and the crew's
-    it routes to."""
-    return sorted({*(a for a in actors if a not in CREW), *ACTOR_CREW})
-
-
-def every_queue(actors: Iterable[str]) -> list[str]:
-    """The queues the gateway and the crew may send to: every actor's and the whole crew's."""
-    return sorted({*actors, *CREW})
 
 
 def queue_arn(scope: Construct, namespace: str, name: str) -> str:

@@ -13,7 +13,8 @@ from aws_cdk.assertions import Template
 
 from asya.task_attributes import CALLER_OWNED, CREATED_BY_GATEWAY, HOP_READS, HOP_WRITES, KEY
 from asya_cdk.loading import load_mesh
-from asya_cdk.queue_grants import QUEUES_PER_POLICY, sending_policies
+from asya_cdk.queue_grants import sending_policies
+from asya_cdk.queue_lists import QUEUES_PER_POLICY
 from asya_local.endpoint.dynamodb_conditions import condition_keys
 from asya_local.endpoint.moto_iam import Request, decide
 from tests.support.templates import ROOT, actions_of, resources, role_statements, synthesize
