@@ -1,11 +1,11 @@
 """`asya check --account`: a namespace that shares its prefix with a deployed mesh's.
 
-Every name a mesh makes starts `asya-<namespace>-`, and the grants that let an actor or the gateway
-send to the mesh's queues name them by that prefix (`asya-<namespace>-*`: a route is decided at run
-time, so any queue of the mesh may be next). Beside a mesh `red`, a mesh `red-prod` would have its
-queues under `red`'s prefix, and `red`'s actors and callers could put work on them. So a namespace is
-refused when a deployed mesh's names start with its prefix, or its own names would start with a
-deployed mesh's prefix. A deployed mesh is known by its x-sink queue, which every mesh has.
+Every name a mesh makes starts `asya-<namespace>-`. The mesh's queue grants name each queue exactly
+(`asya_cdk.queue_grants`), but names shared under one prefix still confuse people and tools that
+select by prefix (dashboards, `list-queues`, an operator's own policies): beside a mesh `red`, a mesh
+`red-prod` would have its queues under `red`'s prefix. So a namespace is refused when a deployed
+mesh's names start with its prefix, or its own names would start with a deployed mesh's prefix. A
+deployed mesh is known by its x-sink queue, which every mesh has.
 """
 
 from __future__ import annotations
@@ -29,16 +29,16 @@ def namespace_problems(mesh: LoadedMesh, sqs: Any) -> list[str]:
     )
     if under:
         problems.append(
-            f"namespace: {namespace!r} is a prefix of the deployed mesh {under[0]!r}: the grants of "
-            f"{namespace!r} name its queues as asya-{namespace}-*, which covers {under[0]!r}'s too; "
+            f"namespace: {namespace!r} is a prefix of the deployed mesh {under[0]!r}: names under "
+            f"asya-{namespace}-* would cover {under[0]!r}'s too; "
             "choose a namespace that is no deployed mesh's prefix"
         )
     shorter = [namespace[:cut] for cut in range(len(namespace)) if namespace[cut] == "-"]
     covering = [other for other in shorter if _deployed(sqs, other)]
     if covering:
         problems.append(
-            f"namespace: the deployed mesh {covering[0]!r} is a prefix of {namespace!r}: its grants name its "
-            f"queues as asya-{covering[0]}-*, which would cover this mesh's; choose a namespace that does not "
+            f"namespace: the deployed mesh {covering[0]!r} is a prefix of {namespace!r}: names under "
+            f"asya-{covering[0]}-* would cover this mesh's; choose a namespace that does not "
             f"start with '{covering[0]}-'"
         )
     return problems

@@ -41,12 +41,15 @@ from moto.core.authorization import ActionAuthenticatorMixin
 from moto.iam.access_control import IAMRequestBase, IAMUserAccessKey
 from moto.iam.models import iam_backends
 
+from asya_local.endpoint.dynamodb_conditions import condition_keys
 from asya_local.functions.lambda_shapes import REGION
 
 ADMIN_USER = "asya-local-admin"
 ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 # Condition keys this evaluator computes from the request; a condition on any other key is taken as met.
-KNOWN_KEYS = frozenset({"dynamodb:leadingkeys", "s3:prefix"})
+KNOWN_KEYS = frozenset(
+    {"dynamodb:leadingkeys", "dynamodb:attributes", "dynamodb:select", "dynamodb:returnvalues", "s3:prefix"}
+)
 # Operations IAM authorizes under another action's name (moto checks the operation's own name).
 IAM_ACTIONS = {
     "sqs:SendMessageBatch": "sqs:SendMessage",
@@ -125,7 +128,9 @@ def _operator_holds(operator: str, expected: list[str], actual: str) -> bool:
 
 def _conditions_hold(conditions: Mapping[str, Mapping[str, Any]], context: Mapping[str, tuple[str, ...]]) -> bool:
     """AWS's rules for the keys in `KNOWN_KEYS`: a key absent from the request fails the condition,
-    except under `ForAllValues:` (vacuously true) or `…IfExists`; other keys are taken as met."""
+    except under `ForAllValues:` (vacuously true) or `…IfExists`; other keys are taken as met. A key
+    with several values (`dynamodb:Attributes`) holds under `ForAllValues:` if every value matches,
+    under `ForAnyValue:` (or no qualifier) if one does."""
     for qualified, keys in conditions.items():
         quantifier, _, operator = qualified.rpartition(":")
         if_exists = operator.endswith("IfExists")
@@ -223,7 +228,8 @@ def request_context(
         payload = json.loads(body or b"{}")
         resources = tuple(_dynamodb_resources(payload, region, account)) or (resource,)
         leading = tuple(_leading_keys(payload, region, account))
-        return Request(qualified, resources, {"dynamodb:leadingkeys": leading} if leading else {})
+        context = {"dynamodb:leadingkeys": leading} if leading else {}
+        return Request(qualified, resources, context | condition_keys(action, payload))
     if service == "emr-serverless":
         parts = urlparse(path).path.strip("/").split("/")
         if parts[:1] == ["applications"] and len(parts) >= 2:
@@ -255,8 +261,9 @@ def _transaction_action(item: Mapping[str, Any], region: str, account: str) -> R
     ((kind, action),) = item.items()
     table = str(action["TableName"])
     keys = tuple(_partition_values(table, None, [action.get("Key") or action.get("Item") or {}], region, account))
-    qualified = f"dynamodb:{TRANSACTION_ACTIONS[kind]}"
-    return Request(qualified, (_table_arn(region, account, table),), {"dynamodb:leadingkeys": keys} if keys else {})
+    operation = TRANSACTION_ACTIONS[kind]
+    context = ({"dynamodb:leadingkeys": keys} if keys else {}) | condition_keys(operation, action)
+    return Request(f"dynamodb:{operation}", (_table_arn(region, account, table),), context)
 
 
 def _secret_arn(secret_id: str, region: str, account: str) -> str:

@@ -118,6 +118,13 @@ PATCHES = (
         "moto.iam.access_control:IAMRequestBase.check_action_permitted",
     ),
     Patch(
+        "moto_roles",
+        "apply_managed_policy_fix",
+        Purpose.FIDELITY,
+        "tests/integration/test_actor_role_scope.py",
+        "moto.iam.models:Role.create_from_cloudformation_json",
+    ),
+    Patch(
         "moto_emr",
         "apply_emr_fix",
         Purpose.FIDELITY,

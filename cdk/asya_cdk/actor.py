@@ -2,8 +2,8 @@
 
 Safe defaults: the queue is encrypted and TLS-only, its visibility timeout is six times the function
 timeout, repeated delivery failures are redriven to a dead-letter target (never dropped), the event
-source reports partial batch failures, and the function's role can only consume its own queue, send
-to its namespace's queues and write its own log group.
+source reports partial batch failures, and the function's role can only consume its own queue and
+write its own log group; the mesh grants it the queues it sends to (`asya_cdk.queue_grants`).
 """
 
 from __future__ import annotations
@@ -103,7 +103,6 @@ class ActorFunction(Construct):
             description=f"asya actor {namespace}/{name}",
         )
         self.log_group.grant_write(self.role)
-        self.role.add_to_policy(send_to_namespace(self, namespace))
         self.function = mesh_lambda(
             self,
             name=function_name,
@@ -230,15 +229,6 @@ def log_group(scope: Construct, construct_id: str, name: str, retention_days: in
         log_group_name=name,
         retention=LOG_RETENTION[retention_days],
         removal_policy=cdk.RemovalPolicy.DESTROY,
-    )
-
-
-def send_to_namespace(scope: Construct, namespace: str) -> iam.PolicyStatement:
-    """Actors route by envelope, so they may send to any queue of their namespace, and only those."""
-    stack = cdk.Stack.of(scope)
-    return iam.PolicyStatement(
-        actions=["sqs:SendMessage", "sqs:GetQueueUrl", "sqs:GetQueueAttributes"],
-        resources=[f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:asya-{namespace}-*"],
     )
 
 

@@ -48,7 +48,7 @@ from asya.names import (
     resource_name,
 )
 from asya.results import PREFIX as RESULTS_PREFIX
-from asya_cdk.actor import dead_letter_queue, nag_arn, send_to_namespace
+from asya_cdk.actor import dead_letter_queue, nag_arn
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import MeshFunction
 from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
@@ -210,7 +210,7 @@ class StatusGateway(Construct):
         gateway.allow(["s3:GetObject"], bucket.arn_for_objects(f"{RESULTS_PREFIX}/{self.namespace}/*"))
         # x-sump's arrivals: listed (Scan), shown (Query), marked redriven (UpdateItem)
         gateway.allow(["dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem"], tables.sump.table_arn)
-        gateway.role.add_to_policy(send_to_namespace(self, self.namespace))
+        # the queues it sends to (every queue of the mesh, by name): `Mesh`, `asya_cdk.queue_grants`
         self.cursor_secret.grant_read(gateway.function)  # the API function alone
         return gateway
 
@@ -270,12 +270,6 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
 
     bucket_arn = nag_arn(gateway, bucket)
-    acknowledge(
-        gateway.gateway.role,
-        f"IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:asya-{namespace}-*]",
-        f"A task starts at the first actor of its route and a resume continues at x-resume, so the gateway "
-        f"sends to queues of namespace '{namespace}' only, by name.",
-    )
     acknowledge(
         gateway.gateway.role,
         f"IAM5[Resource::{bucket_arn}/{RESULTS_PREFIX}/{namespace}/*]",

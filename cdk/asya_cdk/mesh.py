@@ -56,6 +56,8 @@ from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.mesh_secrets import seal_secret
 from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
+from asya_cdk.queue_grants import sending_policies
+from asya_cdk.queue_lists import actor_destinations, every_queue
 from asya_cdk.spark import SparkActor, batches_table
 from asya_cdk.spark_updates import ApplicationGuards
 from asya_cdk.tasks import TaskTables, gathering, joins_table, mesh_table, string_key
@@ -135,7 +137,8 @@ class Mesh(Construct):
         for name, settings in mesh.config.actors.items():
             self.actors[name] = self._actor(name, settings, crew.sump.queue)
         for name, actor in self.actors.items():
-            for statement in self.task_tables.reporting():
+            reporting = self.task_tables.crew_reporting() if name in CREW else self.task_tables.hop_reporting()
+            for statement in reporting:
                 actor.role.add_to_policy(statement)
             self.seal.grant_read(actor.role)  # it checks the seals of what it receives, and seals what it sends
             # large payloads (`asya.claims`): actors send and read them (a Spark actor's dispatcher reads
@@ -158,6 +161,7 @@ class Mesh(Construct):
         )
         grant_claims(self.gateway.gateway.role, self.bucket, namespace, write=True)  # large payloads it starts
         self.seal.grant_read(self.gateway.gateway.role)  # the tasks it starts, resumes and redrives
+        self._grant_queues()
         self.dashboard = MeshDashboard(
             self,
             "Dashboard",
@@ -172,6 +176,20 @@ class Mesh(Construct):
         if mesh.config.alarm_topic_arn:
             self.dashboard.notify(mesh.config.alarm_topic_arn)
         _explain_findings(self, namespace)
+
+    def _grant_queues(self) -> None:
+        """Each role may send to the queues it needs, named one by one (`asya_cdk.queue_grants`): an
+        actor (and a Spark actor's collector) to every actor and the crew it routes to, the crew and
+        the gateway to every queue of the mesh."""
+        names = list(self.mesh.config.actors)
+        to_actors = sending_policies(self, "SendToActors", self.namespace, actor_destinations(names))
+        to_all = sending_policies(self, "SendToMesh", self.namespace, every_queue(names))
+        roles = [(actor.role, name in CREW) for name, actor in self.actors.items()]
+        roles += [(spark.collector.role, False) for spark in self.spark.values()]
+        roles.append((self.gateway.gateway.role, True))
+        for role, everywhere in roles:
+            for policy in to_all if everywhere else to_actors:
+                role.add_managed_policy(policy)
 
     def _home(self, actor: str) -> Construct:
         """Where an actor's resources go: this construct, or its nested stack."""
@@ -318,14 +336,6 @@ def _explain_findings(mesh: Mesh, namespace: str) -> None:
     )
     bucket_arn = nag_arn(mesh, mesh.bucket)
     for name, actor in mesh.actors.items():
-        cdk.Validations.of(actor.role).acknowledge(
-            cdk.Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:"
-                f"<AWS::AccountId>:asya-{namespace}-*]",
-                reason=f"Envelopes carry their own route: an actor sends to whichever queue of namespace "
-                f"'{namespace}' its envelopes name, so sending is scoped to asya-{namespace}-* and nothing wider.",
-            )
-        )
         if name in (SINK, SUMP, PAUSE):
             cdk.Validations.of(actor.role).acknowledge(
                 cdk.Acknowledgment(

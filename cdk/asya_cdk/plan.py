@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from asya.names import mesh_prefix
+from asya_cdk.queue_lists import queue_policies
 
 if TYPE_CHECKING:
     from asya_cdk.actor_config import ActorConfig
@@ -54,7 +55,8 @@ FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expres
 # Template bytes as CDK writes them (indented JSON), measured, rounded up by a tenth; each taggable
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
 MESH_BYTES = 75_000
-ACTOR_BYTES = {"lambda": 7_200, "spark": 30_000}  # in a nested stack, whose references are parameters
+ACTOR_BYTES = {"lambda": 8_200, "spark": 32_500}  # in a nested stack, whose references are parameters;
+# a role on the tasks table lists the hop's attributes (`asya.task_attributes`): a Spark actor has two
 DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000}  # what an actor adds to the main stack: widgets, alarms
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters
 NESTED_TEMPLATE_BYTES = 1_000  # a nested template's own parameters
@@ -154,7 +156,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
 
 def _mesh_resources(config: MeshConfig) -> int:
     """The main stack's own resources, whatever the split: the mesh's part, a layer per extra
-    architecture, and an alarm per ten functions."""
+    architecture, an alarm per ten functions, and the managed policies that grant its queues."""
     actors = config.actors.values()
     functions = MESH_FUNCTIONS + sum(FUNCTIONS_PER_ACTOR[a.runtime] for a in actors)
     architectures = {"arm64", *(a.architecture for a in actors)}  # the crew runs on arm64
@@ -167,6 +169,7 @@ def _mesh_resources(config: MeshConfig) -> int:
         + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)
         + math.ceil(functions / FUNCTIONS_PER_ERROR_ALARM)
+        + queue_policies(config.actors)
     )
 
 

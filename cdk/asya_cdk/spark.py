@@ -25,8 +25,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from asya.names import collector_name, mesh_prefix, resource_name
-from asya_cdk.actor import ActorFunction, log_group, nag_arn, send_to_namespace
+from asya.names import collector_name, resource_name
+from asya_cdk.actor import ActorFunction, log_group, nag_arn
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.grants import grant_permissions
@@ -184,8 +184,8 @@ class SparkActor(Construct):
             tracing=settings.tracing,
             system_log_level=settings.system_log_level,
         )
-        self.collector.role.add_to_policy(send_to_namespace(self, namespace))
-        for statement in task_tables.reporting():
+        # the queues it sends to: the mesh's actors' and the crew's it routes to (`asya_cdk.queue_grants`)
+        for statement in task_tables.hop_reporting():
             self.collector.role.add_to_policy(statement)
         self._function_permissions(
             dispatcher=dispatcher.role,
@@ -214,9 +214,9 @@ class SparkActor(Construct):
             schedule=events.Schedule.rate(cdk.Duration.minutes(spark.reconcile_minutes)),
             targets=[target],
         )
-        self._explain_findings(dispatcher.role, bucket, prefix, namespace)
+        self._explain_findings(dispatcher.role, bucket, prefix)
 
-    def _explain_findings(self, dispatcher: iam.IRole, bucket: s3.IBucket, prefix: str, namespace: str) -> None:
+    def _explain_findings(self, dispatcher: iam.IRole, bucket: s3.IBucket, prefix: str) -> None:
         """cdk-nag's wildcard findings here are prefixes of this actor's own, each acknowledged."""
         bucket_arn = nag_arn(self, bucket)
         application_arn = nag_arn(self, self.application)
@@ -234,9 +234,6 @@ class SparkActor(Construct):
             "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
             "log-group:*]": "logs:DescribeLogGroups takes no narrower resource; EMR Serverless calls it before it "
             "writes the job's logs to the application's own log group.",
-            "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:"
-            f"{mesh_prefix(namespace)}-*]": "The collector sends each envelope to the queue its route names: "
-            f"sending is scoped to {mesh_prefix(namespace)}-* and nothing wider.",
         }
         for role in (dispatcher, self.collector.role, self.job_role):
             for finding, reason in reasons.items():

@@ -15,6 +15,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, JOINS_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
+from asya.task_attributes import CREATED_BY_GATEWAY, HOP_READS, HOP_RETURN_VALUES, HOP_WRITES
 
 TTL_ATTRIBUTE = "expires_at"
 
@@ -97,19 +98,61 @@ class TaskTables(Construct):
     def index_arn(self, index: str) -> str:
         return f"{self.tasks.table_arn}/index/{index}"
 
-    def reporting(self) -> list[iam.PolicyStatement]:
-        """What a hop needs, actor or crew: move its task forward (conditional updates, which create the
-        record of a task not started through the gateway), read statuses for the pre-flight check, and
-        append FLY events. Nothing can delete, scan or query."""
+    def hop_reporting(self) -> list[iam.PolicyStatement]:
+        """What an actor's hop needs (`asya.task_attributes`): move its task forward (conditional
+        updates, which create the record of a task not started through the gateway) naming only the
+        hop's attributes and returning none of the others, read the statuses of the pre-flight check
+        by name, and append FLY events. Nothing can delete, scan or query, read the caller's input,
+        owner or result, or write them.
+
+        IAM's `dynamodb:Attributes` is every top-level attribute a request names, the key included
+        (`asya_local.endpoint.dynamodb_conditions` computes it the same way); under
+        `ForAllValues:StringEquals` each must be listed. A read must project (`dynamodb:Select` is
+        `ALL_ATTRIBUTES` without a projection), and an update may return only what it wrote."""
+        return [
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"],
+                resources=[self.tasks.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:Attributes": sorted(HOP_WRITES)},
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": list(HOP_RETURN_VALUES)},
+                },
+            ),
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:BatchGetItem"],
+                resources=[self.tasks.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:Attributes": sorted(HOP_READS)},
+                    "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+                },
+            ),
+            self._appending(),
+        ]
+
+    def crew_reporting(self) -> list[iam.PolicyStatement]:
+        """What the crew needs: x-sink and x-sump end tasks with their results and count branches on
+        roots (writes that return the root, reads of whole records), x-pause and x-resume move a task
+        in and out of `paused`. Its attribute list would be as long as the record's and change with
+        every feature, so the crew may read and update any attribute but those the gateway wrote when
+        it created the task (`CREATED_BY_GATEWAY`: the owner above all), which an explicit Deny keeps."""
         return [
             iam.PolicyStatement(
                 actions=["dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"],
                 resources=[self.tasks.table_arn],
             ),
             iam.PolicyStatement(
-                actions=["dynamodb:PutItem", "dynamodb:BatchWriteItem"], resources=[self.events.table_arn]
+                effect=iam.Effect.DENY,
+                actions=["dynamodb:UpdateItem"],
+                resources=[self.tasks.table_arn],
+                conditions={"ForAnyValue:StringEquals": {"dynamodb:Attributes": sorted(CREATED_BY_GATEWAY)}},
             ),
+            self._appending(),
         ]
+
+    def _appending(self) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            actions=["dynamodb:PutItem", "dynamodb:BatchWriteItem"], resources=[self.events.table_arn]
+        )
 
 
 def joins_table(scope: Construct, namespace: str) -> dynamodb.Table:

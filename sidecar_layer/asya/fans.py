@@ -249,7 +249,17 @@ class FanBuckets:
         transact(self.client, [_action(closing), _action(self._counter_change(root_id, bucket.outcomes, -1, now))])
 
     def counts(self, root_id: str) -> FanCounts:
-        return FanCounts.of(self._get(counter_key(root_id)))
+        """The root's counter, its counts only: an actor registering buckets reads it, and its role
+        reads named attributes only (`asya.task_attributes`)."""
+        names = {f"#{name}": name for name in ("v", "branches", "open", *OUTCOMES)}
+        response = self.client.get_item(
+            TableName=self.table,
+            Key={"id": {"S": counter_key(root_id)}},
+            ConsistentRead=True,
+            ProjectionExpression=", ".join(names),
+            ExpressionAttributeNames=names,
+        )
+        return FanCounts.of(from_item(response["Item"]) if "Item" in response else None)
 
     # -- redriving ------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from asya.envelope import rfc3339, utc_now
 from asya.fans import INLINE_BRANCHES, FanCounts, assign, member_terms
@@ -44,12 +44,12 @@ class BranchCounting(TaskTable):
             return {}
         assigned = assign(ids)
         self.fans.register(root_id, assigned, utc_now())
-        self._copy_fans(root_id)
+        self._copy_fans(root_id, returns="NONE")  # an actor's role may not read the root back
         return assigned
 
-    def _copy_fans(self, root_id: str) -> dict[str, Any] | None:
-        """The root's copy of its fan counter brought up to date; the root as the write left it, None
-        if it held this version or a later one already (or is gone)."""
+    def _copy_fans(self, root_id: str, returns: Literal["ALL_NEW", "NONE"] = "ALL_NEW") -> dict[str, Any] | None:
+        """The root's copy of its fan counter brought up to date; the root as the write left it (empty
+        with `returns="NONE"`), None if it held this version or a later one already (or is gone)."""
         counts = self.fans.counts(root_id)
         return self._update_returning(
             root_id,
@@ -57,6 +57,7 @@ class BranchCounting(TaskTable):
             "attribute_exists(id) AND (attribute_not_exists(fans) OR fans.v < :v)",
             {":fans": counts.as_copy(), ":v": counts.version, ":now": rfc3339(utc_now())},
             {},
+            returns=returns,
         )
 
     def count(

@@ -17,13 +17,14 @@ from asya.dynamo import BatchIncompleteError, from_item, to_item
 from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
 from asya.names import BY_DEADLINE
 from asya.reasons import Reason
+from asya.task_attributes import CLAIM_REFUSAL
 from asya.task_counting import BranchCounting
 from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus, progress_of
 from asya.task_table import HOP_HISTORY, STATUS_RANK, aliases
 
 
 def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim:
-    """Why a hop's claim was refused, from the record as it was (DynamoDB returns it with the refusal)."""
+    """Why a hop's claim was refused, from the record as read right after the refusal."""
     if record.get("rank", 0) > Rank.RUNNING:
         return HopClaim(Claim.HALTED, halted=str(record.get("status")))
     if (record.get("hop_position", -1), record.get("hop_attempt", 0)) == (position, attempt):
@@ -122,10 +123,11 @@ class TaskStore(BranchCounting):
         update = "SET " + ", ".join(sets)
         arguments = self._update_arguments(report.task_id, update, condition, values, aliases("route"))
         try:
-            self.client.update_item(**arguments, ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        except self.client.exceptions.ConditionalCheckFailedException as exc:
-            held = from_item(exc.response.get("Item", {}))  # type: ignore[arg-type]
-            return _refused(held, position, report.attempt)
+            self.client.update_item(**arguments)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            # read back, not returned with the refusal: `ReturnValuesOnConditionCheckFailure` returns the
+            # whole record (the caller's input too) and IAM has no condition key to hold it to less
+            return _refused(self.read(report.task_id, CLAIM_REFUSAL), position, report.attempt)
         return HopClaim(Claim.NEW)
 
     @staticmethod

@@ -60,6 +60,19 @@ class TaskTable:
         item = response.get("Item")
         return from_item(item) if item is not None and not is_fan_item(item) else None
 
+    def read(self, task_id: str, attributes: Iterable[str]) -> dict[str, Any]:
+        """Only these attributes of the task's record (empty for an unknown id), strongly consistent: what
+        an actor's role may read (`asya.task_attributes`) is a named few, never the whole record."""
+        names = {f"#a{index}": name for index, name in enumerate(attributes)}
+        response = self.client.get_item(
+            TableName=self.table,
+            Key={"id": {"S": task_id}},
+            ConsistentRead=True,
+            ProjectionExpression=", ".join(names),
+            ExpressionAttributeNames=names,
+        )
+        return from_item(response.get("Item", {}))
+
     def get_many(self, task_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Whole records by id (missing ids are absent), for listings read through a keys-only index.
         A listing must not leave tasks out unnoticed: ids DynamoDB leaves unprocessed after the bounded

@@ -21,7 +21,15 @@ from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local.deploy import IMAGE_COPY, without_image_copies
 from asya_spark.settings import job_environment
-from tests.support.templates import actions_of, cfn_lint, resources, role_statements, synthesize
+from tests.support.templates import (
+    actions_of,
+    cfn_lint,
+    managed_statements,
+    queue_names,
+    resources,
+    role_statements,
+    synthesize,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "examples" / "catalogue" / "mesh.yaml"
@@ -465,8 +473,11 @@ def test_the_collector_settles_its_own_actors_batches(catalogue: Synthesized, ac
     assert set(ledger["Action"]) == {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}
     assert ledger["Resource"] == [batches, _under(batches, "/index/open")]
     assert ledger["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"catalogue#{actor}#*"]}}
-    [send] = [s for s in statements if "sqs:SendMessage" in s["Action"]]
-    assert send["Resource"]["Fn::Join"][1][-1] == ":asya-catalogue-*"
+    assert not [s for s in statements if "sqs:SendMessage" in s["Action"]], "queues come in the mesh's managed policy"
+    [send] = managed_statements(document, f"MeshSpark{actor}CollectorRole")
+    assert "asya-catalogue-x-sink" in queue_names(send)
+    assert "asya-catalogue-x-resume" not in queue_names(send)
+    assert not [name for name in queue_names(send) if "*" in name]
     text = json.dumps(statements)
     for foreign in (_application(document, other), _job_role(document, other), f"/spark/catalogue/{other}/"):
         assert foreign not in text

@@ -72,3 +72,18 @@ def version_tags(document: dict[str, Any]) -> dict[str, str | None]:
         elif isinstance(tags, dict):
             found[key] = tags.get(VERSION_TAG)
     return found
+
+
+def managed_statements(document: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    """The statements of the customer-managed policies the template attaches to a role (a mesh's queue
+    grants: `asya_cdk.queue_grants`)."""
+    managed = resources(document, "AWS::IAM::ManagedPolicy")
+    roles = {key: r for key, r in resources(document, "AWS::IAM::Role").items() if key.startswith(role_prefix)}
+    refs = {arn["Ref"] for r in roles.values() for arn in r.get("ManagedPolicyArns", []) if "Ref" in arn}
+    return [s for key in sorted(refs & managed.keys()) for s in managed[key]["PolicyDocument"]["Statement"]]
+
+
+def queue_names(statement: dict[str, Any]) -> list[str]:
+    """The queue names a statement's resources end with (`arn:...:<account>:<queue name>`)."""
+    listed = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+    return [r["Fn::Join"][1][-1].removeprefix(":") if isinstance(r, dict) else r.rsplit(":", 1)[-1] for r in listed]
