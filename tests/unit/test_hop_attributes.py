@@ -86,3 +86,12 @@ def test_a_branch_ending_at_its_join(task_store: TaskStore, sent: Sent) -> None:
     details = {"reason": "Joined", "actor": "join", "route": {"prev": [], "curr": "join", "next": []}}
     assert task_store.finish_gathered("branch", "succeeded", {**details, "joined_into": "j1", "root_id": "root"})
     assert_within_the_hops_grant(sent)
+
+
+def test_a_producers_task_admitted(task_store: TaskStore, sent: Sent) -> None:
+    """An envelope from outside the mesh makes its record (`asya.admission`), again on a redelivery of
+    the same message, never over another task's."""
+    assert task_store.admit("p1", "m1")
+    assert task_store.admit("p1", "m1")
+    assert not task_store.admit("p1", "m2")
+    assert_within_the_hops_grant(sent)
