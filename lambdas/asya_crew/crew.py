@@ -43,12 +43,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from asya import variables
+from asya.admission import admission_problem
 from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
 from asya.clients import LazyClient
 from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.dedup import Claim, Hop, HopLedger, hop_ledger
 from asya.entry import LambdaEntry
-from asya.envelope import EnvelopeError, Phase, utc_now
+from asya.envelope import EnvelopeError, Phase, parse_envelope, utc_now
 from asya.fans import bucket_of
 from asya.headers import ROOT_HEADER
 from asya.hop_bodies import preview_original_payload
@@ -233,7 +234,7 @@ class CrewActor:
 
         def on_record(record: SQSRecord) -> None:
             sealed = self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
-            keep = self.decide(record, self.telemetry) if sealed else self._refused(record)
+            keep = self.decide(record, self.telemetry) if sealed else self._unsealed(record)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
             if keep.final is not None and not keep.follow_ups:
                 counted_by[keep.envelope_id] = record.message_id
@@ -268,23 +269,30 @@ class CrewActor:
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 
-    def _refused(self, record: SQSRecord) -> Keep:
-        """A message without the mesh's seal (`asya.seal`): the crew takes only the mesh's own. It is
-        kept in x-sump under its message's id, naming no task (`asya.admission`), so it ends nothing."""
-        self.telemetry.log_failure("a message from outside the mesh is refused", reason=Reason.NOT_ADMITTED.value)
+    def _unsealed(self, record: SQSRecord) -> Keep:
+        """A message without the mesh's seal (`asya.seal`). x-sump takes one that starts a task as an
+        actor admits it (`asya.admission`): a producer's envelope a dead-letter queue brought from an
+        actor's queue, whose function failed before it could admit it (an import error at init), or
+        while it did (the record remembers the message). Everything else the crew refuses: kept in
+        x-sump under its message's id, naming no task, so it ends nothing."""
         try:
-            raw: Any = orjson.loads(record.body)
-        except orjson.JSONDecodeError:
-            raw = record.body
-        message = f"not admitted: {self.settings.actor} takes the mesh's own envelopes only (no good seal)"
+            envelope = parse_envelope(record.body)
+        except EnvelopeError as exc:
+            return self._refused(record, exc.raw, exc.reason, str(exc))
+        problem = admission_problem(envelope)
+        if self.settings.actor != SUMP:
+            problem = f"{self.settings.actor} takes the mesh's own envelopes only (no good seal)"
+        elif problem is None and self.tasks is not None and not self.tasks.admit(envelope.id, record.message_id):
+            problem = f"id: {envelope.id!r} is a task the mesh already has; a new task needs a new id"
+        if problem is None:
+            return self.decide(record, self.telemetry)
+        return self._refused(record, envelope.to_dict(), Reason.NOT_ADMITTED, f"not admitted: {problem}")
+
+    def _refused(self, record: SQSRecord, raw: Any, reason: Reason, message: str) -> Keep:
+        self.telemetry.log_failure("a message from outside the mesh is refused", reason=reason.value, error=message)
+        details = error_details(None, message)
         wire = raw_to_sump(
-            raw,
-            record.message_id,
-            self.settings.actor,
-            reason=Reason.NOT_ADMITTED,
-            details=error_details(None, message),
-            now=utc_now(),
-            foreign=True,
+            raw, record.message_id, self.settings.actor, reason=reason, details=details, now=utc_now(), foreign=True
         ).wire
         if self.settings.actor == SUMP:
             return Keep(wire["id"], "sump", wire, final=Phase.FAILED.value)

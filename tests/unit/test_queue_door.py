@@ -165,6 +165,22 @@ def test_the_crew_takes_only_the_meshs_own_envelopes(mesh: MeshHarness) -> None:
     assert refusal["reason"] == "NotAdmitted"
 
 
+def test_x_sump_takes_a_producers_envelope_its_actor_never_admitted_as_that_task(mesh: MeshHarness) -> None:
+    """What a dead-letter queue brings when an actor's function cannot even start (an import error):
+    the producer's envelope, unsealed. x-sump ends it as its own task, and never as another's."""
+    with mesh:
+        victim = mesh.start("two", {"owner": "ana"})
+        _inject(mesh, "x-sump", {"id": "produced-2", "route": {"curr": "first"}, "payload": {}})
+        stolen = _inject(mesh, "x-sump", {"id": victim, "route": {"curr": "first"}, "payload": {"forged": 1}})
+        mesh.run_until_idle()
+        redriven = mesh.run_of("produced-2")
+        run = mesh.run_of(victim)
+        refusal = _refusal(mesh, stolen)
+    assert (redriven.status, redriven.task["reason"]) == ("failed", "Redriven")
+    assert run.output == {"owner": "ana", "first": True, "second": True}
+    assert "is a task the mesh already has" in refusal["error"]["message"]
+
+
 def test_a_seal_opens_only_its_own_body() -> None:
     seal = EnvelopeSeal("arn:secret", read_secret=lambda _: "s3cret")
     body = '{"id":"t1"}'
