@@ -50,24 +50,17 @@ from asya_local.testing.metering import (
     step_functions,
 )
 from asya_local.testing.platform_lines import LOG_EVENT_OVERHEAD, platform_bytes
+from bench.cost_gateway import BUCKET, NAMESPACE, SEAL_SECRET, follow_stream, gateway
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMESPACE = "cost"
-BUCKET = "cost-results"
 IDEMPOTENCY = "asya-idempotency"
-STREAM_BATCH = 100  # the stream consumer's event source batch size (asya_cdk.gateway)
 POLLERS = 5  # an SQS event source polls with at least five pollers...
 LONG_POLL_SECONDS = 20  # ...each a 20 s long poll, so an idle queue costs this many receives
 SECONDS_PER_MONTH = 30 * 86_400
 GATEWAY_MEMORY_MB = 512  # the API function (asya_cdk.gateway)
-STREAM_MEMORY_MB = 256  # the stream consumer
 # the in-process pump's empty receives (the event source's polling is modelled instead) and the
 # queues the bench itself creates
 NOT_BILLED = ("ReceiveMessage (empty)", "CreateQueue")
-# What the envelopes are sealed with (`asya.seal`): read once per execution environment, so not per hop
-# (priced below as modelled); moto's secrets are found by name as well as by ARN.
-SEAL_SECRET = "bench-seal"
-SEAL_SECRET_ARN = SEAL_SECRET
 SECRET_READ_PRICE = Decimal("0.05") / 10_000  # Secrets Manager, per API call
 SYNTHETIC_ACTORS = {"prep": "bench.actors.touch", "infer": "bench.actors.touch", "post": "bench.actors.touch"}
 SYNTHETIC_ACTORS["fan"] = "bench.actors.fan"
@@ -163,7 +156,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     config = case.mesh.config
     code_root(case.mesh.base)
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
-    resources["seal_secret"] = SEAL_SECRET_ARN  # every envelope sealed and checked, as deployed
+    resources["seal_secret"] = SEAL_SECRET  # every envelope sealed and checked, as deployed
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
     handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
     lookups = ItemLookup()
@@ -188,7 +181,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
             batches_table="",
             sump_table=SUMP_TABLE,
             joins_table=JOINS,
-            seal_secret=SEAL_SECRET_ARN,
+            seal_secret=SEAL_SECRET,
         )
         for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
@@ -293,89 +286,6 @@ def through_http_api(measured: Measurement) -> Measurement:
     The function gets the same event (payload format 1.0) and does the same work."""
     kept = [item for item in measured.usage if not item.operation.startswith(f"{REST_API} API ")]
     return replace(measured, usage=kept + api_requests(HTTP_API, measured.tasks))
-
-
-@contextmanager
-def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
-    """Creates a task as API Gateway's proxy integration does: the gateway function's entry point given
-    the request's event, so its routing, validation and lines are counted with the create. The module's
-    entry point serves this case's task service while the run lasts, then is put back."""
-    from asya.entry import LambdaEntry
-    from asya_gateway import api
-    from asya_local.functions.lambda_shapes import LambdaContext
-    from asya_local.functions.rest_proxy import HttpRequest, proxy_event
-
-    service = task_service(case)
-    entry: LambdaEntry[api.GatewayFunction] = LambdaEntry(lambda: api.GatewayFunction(service))
-    context = LambdaContext(f"asya-{NAMESPACE}-gateway", timeout_seconds=30)
-
-    def create(flow: str, payload: Any) -> None:
-        body = json.dumps({"flow": flow, "payload": payload}).encode()
-        request = HttpRequest("POST", "/api/v1/mesh", [("content-type", "application/json")], body)
-        answer = entry(proxy_event(request, "bench"), context)
-        if answer["statusCode"] != 201:
-            raise RuntimeError(f"the gateway did not create the task: {answer}")
-
-    served, api.lambda_handler = api.lambda_handler, entry
-    try:
-        yield create
-    finally:
-        api.lambda_handler = served
-
-
-def task_service(case: FlowCase) -> Any:
-    from asya_gateway.service import TaskService
-    from asya_gateway.settings import Flow, GatewaySettings
-    from asya_local.testing.tables import EVENTS, TASKS
-
-    flows = {
-        name: Flow(
-            name=name,
-            route=case.mesh.flow_route(name),
-            timeout=flow.timeout,
-            input_schema=flow.input_schema,
-            program=case.mesh.programs.get(name),
-        )
-        for name, flow in case.mesh.config.flows.items()
-    }
-    settings = GatewaySettings(case.mesh.config.namespace, TASKS, EVENTS, BUCKET, flows, seal_secret=SEAL_SECRET_ARN)
-    return TaskService(settings)
-
-
-def follow_stream(meter: Meter, calls: Invocations, namespace: str) -> None:
-    """The stream consumer, fed the tasks table's whole stream in batches as its event source would;
-    reading the stream is free for a Lambda trigger, so only what the consumer writes is counted."""
-    from asya.live import EventLog
-    from asya.telemetry import Telemetry
-    from asya_gateway.stream import follow
-    from asya_local.functions.lambda_shapes import dynamodb_stream_event
-    from asya_local.testing.tables import EVENTS, TASKS
-
-    with meter.paused():
-        arn = boto3.client("dynamodb").describe_table(TableName=TASKS)["Table"]["LatestStreamArn"]
-        records = stream_records(TASKS)
-    log, telemetry = EventLog(EVENTS), Telemetry(namespace, "gateway-stream")
-
-    def consume(batch: list[dict[str, Any]]) -> None:
-        try:
-            follow(dynamodb_stream_event(arn, batch)["Records"], log, telemetry)
-        finally:
-            telemetry.flush()
-
-    invoke = calls.timed("gateway-stream", STREAM_MEMORY_MB, consume)
-    for start in range(0, len(records), STREAM_BATCH):
-        invoke(records[start : start + STREAM_BATCH])
-
-
-def stream_records(table: str) -> list[dict[str, Any]]:
-    """The table's stream records, read from moto's memory: its in-process mock does not serve the
-    DynamoDB Streams API (a Lambda trigger's reads are not billed anyway)."""
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.dynamodb.models import dynamodb_backends
-    from moto.dynamodb.models.utilities import dynamo_json_dump
-
-    shard = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(table).stream_shard
-    return [json.loads(dynamo_json_dump(item.record)) for item in (shard.items if shard else [])]
 
 
 # -- the cases ------------------------------------------------------------------------------------------

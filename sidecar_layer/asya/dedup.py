@@ -33,6 +33,7 @@ class Claim(Enum):
     DUPLICATE = "duplicate"  # the hop already completed: drop this delivery
     IN_PROGRESS = "in_progress"  # another delivery is running it right now: retry this one later
     HALTED = "halted"  # the task is paused or has ended: the hop does not run (claims on the task record)
+    TAKEN = "taken"  # the id is another task's, and the envelope came from outside the mesh (`asya.admission`)
 
 
 @dataclass(frozen=True, slots=True)

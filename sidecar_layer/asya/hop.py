@@ -17,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing
 from asya.abi import EnvelopeState
-from asya.admission import admit
+from asya.admission import admission_problem, refused, taken
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
@@ -52,6 +52,7 @@ class HopPlan:
     redeliver: bool = False
     follows: str | None = None  # in-batch duplicate: shares the fate of this record
     held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
+    foreign: bool = False  # no seal: a new task from outside the mesh, its record made by its claim
 
 
 class HopRunner:
@@ -123,21 +124,21 @@ class HopRunner:
         plan.envelope = envelope
         task_id = root_of(envelope.id, envelope.headers)
         with hop_names(envelope.id, task_id, self.config.actor, telemetry.logger):  # on every log line of the hop
-            if not sealed:
-                return self._admit(envelope, plan, now, started, body)
+            problem = None if sealed else admission_problem(envelope)
+            if problem is not None:
+                return self._finish(plan, envelope, self._refuse(plan, envelope, problem, now), started, body)
+            plan.foreign = not sealed
             used = handler or self.handler
             return self._run_envelope(
                 envelope, plan, now, remaining_ms, started=started, body=body, known=known, handler=used
             )
 
-    def _admit(self, envelope: Envelope, plan: HopPlan, now: dt.datetime, started: float, body: str) -> HopPlan:
-        """An envelope from outside the mesh (`asya.admission`): a new task, or refused; never run here."""
-        outcome, outbound = admit(envelope, plan.message_id, self.config.actor, self.reporter.store, now)
-        if outcome is HopOutcome.REFUSED:
-            problem = outbound.wire["status"]["error"]["message"]
-            self.telemetry.log_failure("an envelope from outside the mesh is refused", error_message=problem)
-        plan.outbound.append(outbound)
-        return self._finish(plan, envelope, outcome, started, body)
+    def _refuse(self, plan: HopPlan, envelope: Envelope, problem: str, now: dt.datetime) -> HopOutcome:
+        """An envelope from outside the mesh that cannot start a task (`asya.admission`): x-sump, naming
+        no task, before anything else is done with it."""
+        self.telemetry.log_failure("an envelope from outside the mesh is refused", error_message=problem)
+        plan.outbound.append(refused(envelope, plan.message_id, self.config.actor, problem, now))
+        return HopOutcome.REFUSED
 
     def _run_envelope(
         self,
@@ -227,7 +228,9 @@ class HopRunner:
             return HopOutcome.REDELIVERED
         key = Hop.of(envelope).key()
         self.reporter.write_received(envelope, actor)
-        found = self._claim(envelope, key, plan.message_id, remaining_ms)
+        found = self._claim(envelope, key, plan, remaining_ms)
+        if found.claim is Claim.TAKEN:
+            return self._refuse(plan, envelope, taken(envelope), now)
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
             return HopOutcome(found.halted)
@@ -326,16 +329,19 @@ class HopRunner:
         plan.outbound.extend(outputs)
         return HopOutcome.FORWARDED
 
-    def _claim(self, envelope: Envelope, key: dict[str, Any], message_id: str, remaining_ms: int | None) -> HopClaim:
+    def _claim(self, envelope: Envelope, key: dict[str, Any], plan: HopPlan, remaining_ms: int | None) -> HopClaim:
         """Claim the hop before its handler runs. A tracked envelope's hop is claimed in its task record,
         by the one status write the hop makes (docs/status.md, "One write per hop"); any other in the
         ledger's idempotency table, if the function keeps one. A second record of the same hop in
-        one batch is a duplicate either way."""
+        one batch is a duplicate either way. An envelope from outside the mesh claims a new record,
+        or the one its own message made (`asya.admission`); it is no one's duplicate in its batch, so
+        that a forgery under a hop's id cannot make the hop follow its refusal."""
         if not self.reporter.tracks(envelope):
-            return self.ledger.claim(key, message_id, remaining_ms)
-        if not self.ledger.first_in_batch(key, message_id):
+            return self.ledger.claim(key, plan.message_id, remaining_ms)
+        if not plan.foreign and not self.ledger.first_in_batch(key, plan.message_id):
             return HopClaim(Claim.DUPLICATE)
-        return self.reporter.claim_hop(envelope, self.config.actor, remaining_ms)
+        admitted_by = plan.message_id if plan.foreign else None
+        return self.reporter.claim_hop(envelope, self.config.actor, remaining_ms, admitted_by=admitted_by)
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""

@@ -109,14 +109,16 @@ class StatusReporter:
         if self.every_point:
             self.write_processing(envelope, actor, "received")
 
-    def claim_hop(self, envelope: Envelope, actor: str, remaining_ms: int | None) -> HopClaim:
+    def claim_hop(
+        self, envelope: Envelope, actor: str, remaining_ms: int | None, *, admitted_by: str | None = None
+    ) -> HopClaim:
         """Claim the hop in the task record and report it `processing` at `actor`, in one write. The
         claim holds until this invocation ends (`remaining_ms`; unknown outside Lambda: Lambda's
         longest timeout). A write that fails raises: the record is redelivered rather than run
-        unclaimed."""
+        unclaimed. `admitted_by`: the message of an envelope from outside the mesh (`asya.admission`)."""
         report = self._report_at(envelope, actor, "processing")
         held_until = int(time.time() * 1000) + (LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms)
-        found = self._tasks.claim_hop(report, envelope.route.position, held_until)
+        found = self._tasks.claim_hop(report, envelope.route.position, held_until, admitted_by=admitted_by)
         self.telemetry.count("StatusWrites")
         return found
 

@@ -57,11 +57,11 @@ HOP_WRITES = HOP_STATUS | FAN_REGISTRATION | JOINED_ENDING
 
 # What an actor's role may read: the pre-flight's statuses, a refused claim's reason, a fan counter.
 HOP_READS = frozenset(
-    {KEY, "status", "rank", "hop_position", "hop_attempt", "hop_held_until", "v", "branches", "open"}
+    {KEY, "status", "rank", "hop_position", "hop_attempt", "hop_held_until", "admitted_by", "v", "branches", "open"}
     | {"succeeded", "failed", "canceled"}
 )
 # Read back after a claim is refused: why (`asya.task_store._refused`).
-CLAIM_REFUSAL = ("rank", "status", "hop_position", "hop_attempt", "hop_held_until")
+CLAIM_REFUSAL = ("rank", "status", "hop_position", "hop_attempt", "hop_held_until", "admitted_by")
 
 # The caller's attributes, written when the gateway creates a task (`asya_gateway.service`) or by the
 # crew at its end: no actor's role may name them. The crew's roles may read them, and may not write

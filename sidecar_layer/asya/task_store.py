@@ -98,7 +98,9 @@ class TaskStore(BranchCounting):
             names=aliases("route"),
         )
 
-    def claim_hop(self, report: Report, position: int, held_until_ms: int) -> HopClaim:
+    def claim_hop(
+        self, report: Report, position: int, held_until_ms: int, *, admitted_by: str | None = None
+    ) -> HopClaim:
         """Claim one hop of a tracked envelope and report it `running` there, in one conditional write
         (docs/status.md, "One write per hop"). The record keeps the furthest hop claimed (route
         position, then attempt) and until when its delivery holds it (`held_until_ms`, epoch ms: the
@@ -108,7 +110,11 @@ class TaskStore(BranchCounting):
         halted. The next hop's claim is what marks this one done, so a hop costs one write.
 
         The same write appends the hop to the record's history (`hops`: [position, attempt, epoch ms
-        claimed], about 17 bytes each), which is what shows each hop's time (`hop_times`)."""
+        claimed], about 17 bytes each), which is what shows each hop's time (`hop_times`).
+
+        `admitted_by`: the SQS message of an envelope from outside the mesh (`asya.admission`): its claim
+        makes the task's record, or finds the one that message made on an earlier delivery; a record
+        another message made is `TAKEN`."""
         sets, values = self._running_sets(report, None)
         now_ms = int(utc_now().timestamp() * 1000)
         sets += ["hop_position = :position", "hop_attempt = :attempt", "hop_held_until = :held"]
@@ -120,6 +126,10 @@ class TaskStore(BranchCounting):
             " OR hop_position < :position OR (hop_position = :position AND (hop_attempt < :attempt"
             " OR (hop_attempt = :attempt AND hop_held_until < :now_ms))))"
         )
+        if admitted_by is not None:
+            sets.append("admitted_by = if_not_exists(admitted_by, :message)")
+            values[":message"] = admitted_by
+            condition = f"(attribute_not_exists(id) OR admitted_by = :message) AND {condition}"
         update = "SET " + ", ".join(sets)
         arguments = self._update_arguments(report.task_id, update, condition, values, aliases("route"))
         try:
@@ -127,7 +137,10 @@ class TaskStore(BranchCounting):
         except self.client.exceptions.ConditionalCheckFailedException:
             # read back, not returned with the refusal: `ReturnValuesOnConditionCheckFailure` returns the
             # whole record (the caller's input too) and IAM has no condition key to hold it to less
-            return _refused(self.read(report.task_id, CLAIM_REFUSAL), position, report.attempt)
+            held = self.read(report.task_id, CLAIM_REFUSAL)
+            if admitted_by is not None and held.get("admitted_by") != admitted_by:
+                return HopClaim(Claim.TAKEN)
+            return _refused(held, position, report.attempt)
         return HopClaim(Claim.NEW)
 
     @staticmethod

@@ -136,7 +136,7 @@ def _under(module: object, folder: Path) -> bool:
     return str(getattr(module, "__file__", None) or "").startswith(str(folder))
 
 
-def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_by_its_admission(
+def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_by_the_first_claim(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from bench.cost_per_hop import PLAIN, QUEUE_ENTRY, LogCounter, run, synthetic, through_http_api
@@ -152,8 +152,8 @@ def test_a_task_sent_to_its_first_queue_pays_no_gateway_and_its_record_is_made_b
     lines = {operation: amount for (_, operation, _), amount in queued.lines().items()}
     assert "PutItem asya-tasks" not in lines
     assert not any("gateway-api" in op or " API " in op for op in lines)
-    # the admission makes the record (`asya.admission`), then 3 claims and x-sink's write, per task
-    assert lines["UpdateItem asya-tasks"] == 10
+    # 3 claims (the first makes the record, admitting the producer's envelope) and x-sink's write, per task
+    assert lines["UpdateItem asya-tasks"] == 8
     assert lines["SendMessage"] == 2, "the client's own send"
     assert lines["Lambda platform lines (modelled)"] == 0, "every function at WARN, every invocation a success"
     made = {operation: amount for (_, operation, _), amount in created.lines().items()}

@@ -94,4 +94,8 @@ def test_a_producers_task_admitted(task_store: TaskStore, sent: Sent) -> None:
     assert task_store.admit("p1", "m1")
     assert task_store.admit("p1", "m1")
     assert not task_store.admit("p1", "m2")
+    report = _report("p2")
+    assert task_store.claim_hop(report, 0, held_until_ms=2**62, admitted_by="m1").claim is Claim.NEW
+    assert task_store.claim_hop(report, 0, held_until_ms=0, admitted_by="m1").claim is Claim.IN_PROGRESS
+    assert task_store.claim_hop(report, 0, held_until_ms=2**62, admitted_by="m2").claim is Claim.TAKEN
     assert_within_the_hops_grant(sent)

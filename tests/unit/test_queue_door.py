@@ -97,6 +97,23 @@ def test_an_envelope_that_reuses_a_victims_id_at_the_start_is_refused(mesh: Mesh
     assert "is a task the mesh already has" in refusal["error"]["message"]
 
 
+def test_a_forgery_ahead_of_the_victims_envelope_in_one_batch_does_not_drop_it(mesh: MeshHarness) -> None:
+    """The same hop twice in a batch is run once, the other record sharing its fate; a forgery under
+    the victim's id must not be the one run, or the victim's envelope would follow its refusal."""
+    with mesh:
+        victim = mesh.start("two", {"owner": "ana"})
+        sqs, url = boto3.client("sqs"), mesh.queue_url("first")
+        [sealed] = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])["Messages"]
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=sealed["ReceiptHandle"])
+        message_id = _inject(mesh, "first", {"id": victim, "route": {"curr": "first"}, "payload": {"forged": 1}})
+        sqs.send_message(QueueUrl=url, MessageBody=sealed["Body"], MessageAttributes=sealed["MessageAttributes"])
+        mesh.run_until_idle()
+        run = mesh.run_of(victim)
+        refusal = _refusal(mesh, message_id)
+    assert run.output == {"owner": "ana", "first": True, "second": True}
+    assert "is a task the mesh already has" in refusal["error"]["message"]
+
+
 @pytest.mark.parametrize(
     "headers",
     [
