@@ -27,6 +27,9 @@ TAIL_BYTES = 4 * 1024 * 1024
 QUERY_SECONDS = 8.0  # how long a page waits for CloudWatch Logs Insights' answer
 QUERY_POLL_SECONDS = 0.5
 LOG_GROUPS_PER_QUERY = 50  # CloudWatch Logs Insights' limit
+# Logs Insights bills each GB a query scans, over every group for the whole span: a task page searches
+# the task's newest day, however long the task ran (a 30-day deadline, a paused task)
+QUERY_WINDOW_SECONDS = 86_400
 # a task id as the mesh makes them (uuids, or ids a producer chose): what a query may hold unquoted
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -138,6 +141,7 @@ class CloudWatchTaskLogs:
     ) -> None:
         self.logs = logs
         self.log_groups = log_groups[:LOG_GROUPS_PER_QUERY]
+        self.left_out = len(log_groups) - len(self.log_groups)
         self.sleep = sleep
         self.clock = clock
 
@@ -147,6 +151,12 @@ class CloudWatchTaskLogs:
         if not TASK_ID.match(task_id) or not self.log_groups:
             return FoundLines([], where)
         begins, ends = _span(task)
+        notes = []
+        if begins < ends - QUERY_WINDOW_SECONDS:
+            begins = ends - QUERY_WINDOW_SECONDS
+            notes.append("only the task's newest 24 hours are searched")
+        if self.left_out:
+            notes.append(f"{self.left_out} log groups past Logs Insights' {LOG_GROUPS_PER_QUERY} are not searched")
         query = (
             "fields @timestamp, @log, @message"
             f' | filter task_id = "{task_id}" or envelope_id = "{task_id}" or correlation_id = "{task_id}"'
@@ -162,8 +172,9 @@ class CloudWatchTaskLogs:
                 break
             self.sleep(QUERY_POLL_SECONDS)
         found = [_insights_line(row) for row in answer.get("results", [])]
-        note = "" if answer["status"] == "Complete" else f"the query was {answer['status'].lower()}: reload for more"
-        return FoundLines(list(reversed(found)), where, note)
+        if answer["status"] != "Complete":
+            notes.append(f"the query was {answer['status'].lower()}: reload for more")
+        return FoundLines(list(reversed(found)), where, "; ".join(notes))
 
 
 def _size(count: int) -> str:

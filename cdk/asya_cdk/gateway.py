@@ -37,6 +37,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from asya.fans import FAN_ROOT
 from asya.names import (
     BY_DEADLINE,
     BY_STATUS,
@@ -242,6 +243,13 @@ class StatusGateway(Construct):
                 bisect_batch_on_error=True,
                 retry_attempts=5,
                 on_failure=sources.SqsDlq(dead_letters),
+                # a wide fan-out's buckets and counters are items of the table, not tasks: filtered out
+                # before an invocation (the consumer skips them too, `asya_gateway.stream`)
+                filters=[
+                    lambda_.FilterCriteria.filter(
+                        {"dynamodb": {"NewImage": {FAN_ROOT: {"S": lambda_.FilterRule.not_exists()}}}}
+                    )
+                ],
             )
         )
         return stream, dead_letters

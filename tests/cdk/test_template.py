@@ -638,6 +638,9 @@ def test_the_stream_consumer_bisects_reports_and_keeps_what_it_cannot_write(
     assert mapping["MaximumRetryAttempts"] == 5
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+    # a wide fan-out's buckets and counters are filtered out before an invocation (H15)
+    [criterion] = mapping["FilterCriteria"]["Filters"]
+    assert json.loads(criterion["Pattern"]) == {"dynamodb": {"NewImage": {"fan_root": {"S": [{"exists": False}]}}}}
 
 
 def test_the_backstop_runs_on_a_schedule(synthesized: tuple[Template, dict[str, Any], Path]) -> None:

@@ -125,3 +125,31 @@ def test_the_task_page_shows_its_log_lines() -> None:
     assert "&lt;scored&gt; 4 reviews" in page
     assert f"<code>{BRANCH[:8]}</code>" in page
     assert "No log lines found for this task." in client.get("/tasks/t1").get_data(as_text=True)
+
+
+class AskedLogs:
+    """A Logs client that keeps the query it is asked and answers it at once, with nothing found."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, Any] = {}
+
+    def start_query(self, **asked: Any) -> dict[str, str]:
+        self.asked = asked
+        return {"queryId": "q-1"}
+
+    def get_query_results(self, queryId: str) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        return {"status": "Complete", "results": []}
+
+
+def test_a_long_task_is_searched_over_its_newest_day_and_the_page_says_what_was_left_out() -> None:
+    """Logs Insights bills each GB a query scans (H14): a task open for a month is searched over its
+    newest day, and groups past the query's 50 are named as not searched."""
+    logs = AskedLogs()
+    groups = [f"/aws/lambda/asya-n-a{number:02d}" for number in range(52)]
+    task = {"id": TASK, "created_at": "2026-10-01T00:00:00Z", "updated_at": "2026-11-01T00:00:00Z", "terminal": True}
+    found = CloudWatchTaskLogs(logs, groups).lines(task)
+    assert logs.asked["logGroupNames"] == groups[:50]
+    assert logs.asked["endTime"] - logs.asked["startTime"] == 86_400
+    assert found.note == (
+        "only the task's newest 24 hours are searched; 2 log groups past Logs Insights' 50 are not searched"
+    )
