@@ -226,6 +226,15 @@ def test_a_paused_task_is_resumed_from_its_page(page: Page, console_url: str, ru
     )
     expect(more_input).to_have_value('{"approved": true}')
     expect(more_input).to_be_focused()
+    # ...and the caret stays where the user left it, not at the end (nor a selection lost mid-edit)
+    page.evaluate("() => document.getElementById('input').setSelectionRange(1, 11)")
+    page.evaluate(
+        "() => { const state = document.getElementById('task-state'); replaceKeepingInput(state, state.innerHTML); }"
+    )
+    caret = (
+        "() => { const field = document.getElementById('input'); return [field.selectionStart, field.selectionEnd]; }"
+    )
+    assert page.evaluate(caret) == [1, 11]
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#task-state .status").first).to_have_text("succeeded", timeout=30_000)
     expect(page.locator("#task-state pre.json")).to_contain_text('"approved": true')

@@ -62,6 +62,10 @@ function replaceKeepingInput(holder, html) {
   }
   const focused = holder.contains(document.activeElement) ? document.activeElement : null;
   const focusKey = focused && focused.name ? fieldKey(focused) : null;
+  // where the caret (or the selection) was: setting a field's value moves the caret to its end, so a
+  // status event arriving while someone types would otherwise send their next keys to the end
+  const selection = focused && typeof focused.selectionStart === "number"
+    ? [focused.selectionStart, focused.selectionEnd, focused.selectionDirection] : null;
   holder.innerHTML = html;
   for (const field of holder.querySelectorAll("input[name], textarea[name], select[name]")) {
     const key = fieldKey(field);
@@ -69,7 +73,12 @@ function replaceKeepingInput(holder, html) {
       if (field.type === "checkbox") field.checked = typed.get(key);
       else field.value = typed.get(key);
     }
-    if (key === focusKey) field.focus();
+    if (key === focusKey) {
+      field.focus();
+      if (selection && typeof field.setSelectionRange === "function") {
+        try { field.setSelectionRange(...selection); } catch (_) { /* a field kind without a caret */ }
+      }
+    }
   }
 }
 
