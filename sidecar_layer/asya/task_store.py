@@ -2,8 +2,8 @@
 
 Every writer (gateway, sidecar, crew, backstop) goes through `TaskStore`: the record's statuses and
 their order are in `asya.task_record`, the counting of a fan-out's branches in `asya.task_counting`,
-the reads and the writes they share in `asya.task_table`. A task without branches becomes terminal
-with a single write.
+the deadline backstop's sweep in `asya.task_expiry`, the reads and the writes they share in
+`asya.task_table`. A task without branches becomes terminal with a single write.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import BatchIncompleteError, from_item, to_item
 from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
-from asya.names import BY_DEADLINE
 from asya.reasons import Reason
 from asya.task_attributes import CLAIM_REFUSAL
 from asya.task_counting import BranchCounting
+from asya.task_expiry import DeadlineExpiry
 from asya.task_record import OPEN, WATCH_SECONDS, Ending, Rank, Report, Tally, TaskStatus, progress_of
 from asya.task_table import HOP_HISTORY, STATUS_RANK, aliases
 
@@ -32,7 +32,7 @@ def _refused(record: Mapping[str, Any], position: int, attempt: int) -> HopClaim
     return HopClaim(Claim.DUPLICATE)
 
 
-class TaskStore(BranchCounting):
+class TaskStore(BranchCounting, DeadlineExpiry):
     def create(self, item: dict[str, Any]) -> dict[str, Any] | None:
         """A new task as the gateway starts it: the record as written, None if the id is taken. The
         record is what a read would return right after, so the gateway answers without reading it
@@ -380,40 +380,6 @@ class TaskStore(BranchCounting):
         for child in sorted(item.get("branch_ids", ())):
             self._terminal(child, TaskStatus.CANCELED, {"reason": Reason.CANCELED.value, "root_id": task_id})
         return self.get(task_id)
-
-    def expire(self, now: dt.datetime, limit: int = 500) -> list[str]:
-        """The deadline backstop: fail every open task whose deadline passed. Driven by the table (a
-        sparse index of open tasks by deadline), not by timers, so it survives any restart."""
-        expired: list[str] = []
-        paginator = self.client.get_paginator("query")
-        pages = paginator.paginate(
-            TableName=self.table,
-            IndexName=BY_DEADLINE,
-            KeyConditionExpression="open_shard = :open AND deadline_at < :now",
-            ExpressionAttributeValues={":open": {"S": OPEN}, ":now": {"S": rfc3339(now)}},
-        )
-        for page in pages:
-            for key in page.get("Items", []):
-                task_id = key["id"]["S"]
-                message = "the task's deadline passed before it finished (gateway backstop)"
-                if self._update(task_id, *self._expire_update(now, message)):
-                    expired.append(task_id)
-                if len(expired) >= limit:
-                    return expired
-        return expired
-
-    def _expire_update(self, now: dt.datetime, message: str) -> tuple[str, str, dict[str, Any], dict[str, str]]:
-        sets, values, names = self._terminal_sets(
-            TaskStatus.FAILED, {"reason": Reason.TIMEOUT.value, "error": {"message": message}}
-        )
-        values[":deadline_now"] = rfc3339(now)
-        values[":paused_rank"] = int(Rank.PAUSED)
-        return (
-            f"SET {', '.join(sets)} REMOVE open_shard",
-            "#r < :paused_rank AND deadline_at < :deadline_now",
-            values,
-            names,
-        )
 
     def statuses(
         self, task_ids: Iterable[str], unread: Callable[[BatchIncompleteError], None] | None = None
