@@ -1,6 +1,6 @@
 """`asya send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun` and `queues`: tasks of the
-running local stack, created, found, followed and changed through its gateway as any client would, and
-what the crew kept."""
+running local stack, created, found, followed and changed through its gateway as any client would (what
+the crew kept is `results_cli`'s)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,17 @@ import time
 import uuid
 from typing import Any
 
-import orjson
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from asya.envelope import visited
 from asya.live import FLY
-from asya.results import result_prefix
 from asya.task_record import TaskStatus
 from asya_cdk.config import MeshConfig
 from asya_cdk.flow_config import FlowConfig
 from asya_cdk.loading import load_mesh
-from asya_local import stack_option
+from asya_local import results_cli, stack_option
 from asya_local.arguments import (
     command,
     each_input,
@@ -36,14 +33,13 @@ from asya_local.arguments import (
     positive_int,
     some_id,
 )
-from asya_local.local_state import gateway_of, running_state
+from asya_local.local_state import running_state
 from asya_local.moments import SHAPES
 from asya_local.queues import queue_depths
-from asya_local.results import KeptResults
 from asya_local.roles import local_client
 from asya_local.screen import console, status_text
 from asya_local.stack_option import add_stack_options
-from asya_local.task_text import payload_summary, task_table
+from asya_local.task_text import task_table
 
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
 LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
@@ -197,66 +193,6 @@ def _fly_line(event: Any) -> Text:
     return Text.assemble((f"{actor}: ", "cyan"), line) if actor else Text(line)
 
 
-def results(args: argparse.Namespace) -> int:
-    """What was kept for an envelope and its branches; the id whole, or the first characters of an
-    envelope that left a result or of a recent task (`GatewayClient.task_id`); with `--stack`, of a
-    recent task (`deployed_results`)."""
-    if args.stack:
-        return deployed_results(args)
-    state = running_state()
-    s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
-    kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
-    gateway = gateway_of(state) if "gateway_url" in state else None
-    named = {str(doc["envelope"].get("id")) for doc in kept if str(doc["envelope"].get("id")).startswith(args.id)}
-    if len(named) == 1:  # a short id, as the tables show, of an envelope that left a result
-        args.id = named.pop()
-    elif not named and gateway is not None:  # a task that left none: which one, and why
-        args.id = gateway.task_id(args.id)
-    own_prefix = result_prefix(state["namespace"], args.id)
-    own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
-    children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
-    if not own and not children:
-        console.print(_nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None))
-        return 1
-    for doc in [*own, *children]:
-        print_result(doc)
-    return 0
-
-
-def deployed_results(args: argparse.Namespace) -> int:
-    """`asya results --stack`: the task the gateway knows by the id given, and its branches (those its
-    record lists), each one's results read with the caller's credentials where the crew kept them: its
-    S3 prefix and its task record. A deployed mesh's tables are not scanned, so an envelope that is no
-    task (one put on a queue by hand) needs its whole id."""
-    mesh = stack_option.deployed(args)
-    task_id = mesh.gateway.task_id(args.id)
-    task = mesh.gateway.task(task_id)
-    kept = KeptResults(mesh.s3, mesh.bucket, mesh.namespace, mesh.client("dynamodb"), mesh.outputs.get("TasksTable"))
-    found = [doc for envelope_id in [task_id, *(task or {}).get("branch_ids", [])] for doc in kept.of(envelope_id)]
-    if not found:
-        console.print(_nothing_kept(task_id, task))
-        return 1
-    for doc in found:
-        print_result(doc)
-    return 0
-
-
-def _nothing_kept(given: str, task: dict[str, Any] | None) -> str:
-    """Why there is nothing to show: a task that ended will keep nothing more; a running one may."""
-    if task is None:
-        return f"no results for {given}"
-    if task.get("terminal"):
-        return f"no results for task {given} (it is {task.get('status')})"
-    return f"no results yet for task {given} (it is {task.get('status')})"
-
-
-def print_result(doc: dict[str, Any]) -> None:
-    try:
-        console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
-    except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
-        console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
-
-
 def queues(args: argparse.Namespace) -> int:
     """Queue depths, read from SQS with the local administrator's credentials, or with `--stack` the
     caller's (`sqs:ListQueues`, `sqs:GetQueueAttributes`)."""
@@ -288,22 +224,6 @@ def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
         table.add_column(column, justify="left" if column == "queue" else "right")
     for name, (visible, in_flight, delayed) in sorted(depths.items()):
         table.add_row(name, str(visible), str(in_flight), str(delayed))
-    return table
-
-
-def results_table(kept: list[dict[str, Any]]) -> Table:
-    table = Table(title="results: one per envelope that ended (kept by x-sink, x-sump)", title_justify="left")
-    for column in ("envelope", "parent", "outcome", "hops", "payload"):
-        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
-    for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
-        envelope = doc["envelope"]
-        table.add_row(
-            envelope["id"][:8],
-            (envelope.get("parent_id") or "")[:8],
-            doc["outcome"],
-            " ".join(visited(envelope["route"])),
-            payload_summary(envelope["payload"]),
-        )
     return table
 
 
@@ -500,7 +420,7 @@ COMMANDS = {
     "tasks": tasks,
     "status": status,
     "watch": watch,
-    "results": results,
+    "results": results_cli.results,
     "cancel": cancel,
     "resume": resume,
     "rerun": rerun,

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya_local import cli, stack_option, task_cli
+from asya_local import cli, results_cli, stack_option
 from asya_local.gateway_client import GatewayClient
 from asya_local.local_state import STATE_NAME
 from asya_local.results import KeptResults
@@ -244,7 +244,7 @@ def gateway(project: Path, monkeypatch: pytest.MonkeyPatch) -> Gateway:
     _state(project)
     server = Gateway()
     client = GatewayClient("http://gateway", "k", httpx2.MockTransport(server))
-    monkeypatch.setattr(task_cli, "gateway_of", lambda _state: client)  # `asya results`
+    monkeypatch.setattr(results_cli, "gateway_of", lambda _state: client)  # `asya results`
     monkeypatch.setattr(stack_option, "gateway_of", lambda _state, _token: client)
     monkeypatch.setattr(KeptResults, "all", lambda _self: [])
     return server

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from asya_local import task_cli
+from asya_local import results_cli
 from asya_local.results import read_objects
 from tests.support import hostile
 
@@ -30,7 +30,7 @@ def test_a_kept_body_of_any_depth_is_read_and_shown(s3: Any, depth: int, capsys:
     s3.put_object(Bucket=BUCKET, Key=key, Body=hostile.nested(depth).join(['{"payload": ', "}"]).encode())
     [doc] = read_objects(s3, BUCKET, "results/n/")
     assert (doc["key"], doc["outcome"]) == (key, "sump")
-    task_cli.print_result(doc)
+    results_cli.print_result(doc)
     shown = capsys.readouterr().out
     assert key in shown
     assert shown.count("[") >= depth

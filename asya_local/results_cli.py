@@ -1,0 +1,97 @@
+"""`asya results`: what x-sink and x-sump kept for an envelope and its branches, read from the local
+stack's bucket and tasks table, or with `--stack` a deployed mesh's with the caller's credentials; and the
+table `asya demo` prints of them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import orjson
+from rich.table import Table
+
+from asya.envelope import visited
+from asya.results import result_prefix
+from asya_local import stack_option
+from asya_local.local_state import gateway_of, running_state
+from asya_local.results import KeptResults
+from asya_local.roles import local_client
+from asya_local.screen import console
+from asya_local.task_text import payload_summary
+
+
+def results(args: argparse.Namespace) -> int:
+    """What was kept for an envelope and its branches; the id whole, or the first characters of an
+    envelope that left a result or of a recent task (`GatewayClient.task_id`); with `--stack`, of a
+    recent task (`deployed_results`)."""
+    if args.stack:
+        return deployed_results(args)
+    state = running_state()
+    s3, dynamodb = local_client("s3", state["endpoint"]), local_client("dynamodb", state["endpoint"])
+    kept = KeptResults(s3, state["bucket"], state["namespace"], dynamodb, state.get("tasks_table")).all()
+    gateway = gateway_of(state) if "gateway_url" in state else None
+    named = {str(doc["envelope"].get("id")) for doc in kept if str(doc["envelope"].get("id")).startswith(args.id)}
+    if len(named) == 1:  # a short id, as the tables show, of an envelope that left a result
+        args.id = named.pop()
+    elif not named and gateway is not None:  # a task that left none: which one, and why
+        args.id = gateway.task_id(args.id)
+    own_prefix = result_prefix(state["namespace"], args.id)
+    own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
+    children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
+    if not own and not children:
+        console.print(_nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None))
+        return 1
+    for doc in [*own, *children]:
+        print_result(doc)
+    return 0
+
+
+def deployed_results(args: argparse.Namespace) -> int:
+    """`asya results --stack`: the task the gateway knows by the id given, and its branches (those its
+    record lists), each one's results read with the caller's credentials where the crew kept them: its
+    S3 prefix and its task record. A deployed mesh's tables are not scanned, so an envelope that is no
+    task (one put on a queue by hand) needs its whole id."""
+    mesh = stack_option.deployed(args)
+    task_id = mesh.gateway.task_id(args.id)
+    task = mesh.gateway.task(task_id)
+    kept = KeptResults(mesh.s3, mesh.bucket, mesh.namespace, mesh.client("dynamodb"), mesh.outputs.get("TasksTable"))
+    found = [doc for envelope_id in [task_id, *(task or {}).get("branch_ids", [])] for doc in kept.of(envelope_id)]
+    if not found:
+        console.print(_nothing_kept(task_id, task))
+        return 1
+    for doc in found:
+        print_result(doc)
+    return 0
+
+
+def _nothing_kept(given: str, task: dict[str, Any] | None) -> str:
+    """Why there is nothing to show: a task that ended will keep nothing more; a running one may."""
+    if task is None:
+        return f"no results for {given}"
+    if task.get("terminal"):
+        return f"no results for task {given} (it is {task.get('status')})"
+    return f"no results yet for task {given} (it is {task.get('status')})"
+
+
+def print_result(doc: dict[str, Any]) -> None:
+    try:
+        console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
+    except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
+        console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
+
+
+def results_table(kept: list[dict[str, Any]]) -> Table:
+    table = Table(title="results: one per envelope that ended (kept by x-sink, x-sump)", title_justify="left")
+    for column in ("envelope", "parent", "outcome", "hops", "payload"):
+        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
+    for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
+        envelope = doc["envelope"]
+        table.add_row(
+            envelope["id"][:8],
+            (envelope.get("parent_id") or "")[:8],
+            doc["outcome"],
+            " ".join(visited(envelope["route"])),
+            payload_summary(envelope["payload"]),
+        )
+    return table
