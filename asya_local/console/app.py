@@ -27,7 +27,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,13 +41,13 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 
-from asya.live import FLY, STATUS
+from asya.live import FLY
 from asya.task_record import TERMINAL
 from asya_local.console.actor_page import actor_pages
+from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
@@ -61,8 +61,6 @@ from asya_local.console.wording import ago, how_far, moment, one_line, pretty
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
 HERE = Path(__file__).resolve().parent
-KEEP_ALIVE_SECONDS = 15.0
-KEEP_ALIVE = "keep-alive"
 
 
 @dataclass
@@ -319,14 +317,14 @@ def mesh_events() -> Response:
     def frames() -> Iterator[str]:
         while True:
             stats = {actor: s.to_json() for actor, s in console.actor_stats().items()}
-            yield _event("stats", json.dumps(stats))
+            yield sse_event("stats", json.dumps(stats))
             if with_tasks:
                 page, _ = task_list(console.gateway, query)
-                yield _event("tasks", render_template("_task_rows.html", tasks=page["tasks"]))
-                yield _event("pager", render_template("_task_pager.html", page=page, query=query))
+                yield sse_event("tasks", render_template("_task_rows.html", tasks=page["tasks"]))
+                yield sse_event("pager", render_template("_task_pager.html", page=page, query=query))
             time.sleep(console.refresh)
 
-    return _stream(frames)
+    return event_stream(frames)
 
 
 @pages.get("/events/tasks/<task_id>")
@@ -335,78 +333,24 @@ def task_events(task_id: str) -> Response:
     console = _console()
 
     def frames() -> Iterator[str]:
-        for kind, data in _followed(console.gateway, task_id):
+        for kind, data in followed(console.gateway, task_id):
             if kind == KEEP_ALIVE:
                 yield ": keep-alive\n\n"
                 continue
             if kind == FLY:
-                yield _event("fly", render_template("_fly.html", event=data))
+                yield sse_event("fly", render_template("_fly.html", event=data))
                 continue
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
-            yield _event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
-            yield _event("route", json.dumps(_route_classes(found, branches)))
+            yield sse_event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
+            yield sse_event("route", json.dumps(_route_classes(found, branches)))
             if found.get("flow") in console.topology.programs:
-                yield _event("steps", json.dumps(steps_counted(found, branches)))
+                yield sse_event("steps", json.dumps(steps_counted(found, branches)))
             if found.get("status") in TERMINAL:
-                yield _event("end", "")
+                yield sse_event("end", "")
                 return
 
-    return _stream(frames)
-
-
-def _stream(frames: Callable[[], Iterator[str]]) -> Response:
-    """An event stream with keep-alive comments, so that proxies and the browser keep it open."""
-
-    def with_keep_alive() -> Iterator[str]:
-        yield "retry: 2000\n\n"
-        yield from frames()
-
-    response = Response(stream_with_context(with_keep_alive()), mimetype="text/event-stream")
-    response.headers["Cache-Control"] = "no-cache"
-    response.headers["X-Accel-Buffering"] = "no"
-    return response
-
-
-def _event(name: str, data: str) -> str:
-    lines = "".join(f"data: {line}\n" for line in (data.splitlines() or [""]))
-    return f"event: {name}\n{lines}\n"
-
-
-def _followed(gateway: GatewayClient, task_id: str) -> Iterator[tuple[str, Any]]:
-    """The task's events from the gateway, a `status` event with the task as it is first (the gateway
-    sends its current status first too), keep-alives in between while nothing happens."""
-    events: list[tuple[str, Any]] = []
-    done = threading.Event()
-    ready = threading.Condition()
-
-    def follow() -> None:
-        try:
-            for event in gateway.follow(task_id):
-                with ready:
-                    events.append(event)
-                    ready.notify()
-        except (GatewayError, GatewayUnreachableError):
-            pass
-        finally:
-            done.set()
-            with ready:
-                ready.notify()
-
-    threading.Thread(target=follow, daemon=True).start()
-    while True:
-        with ready:
-            if not events and not done.is_set():
-                ready.wait(KEEP_ALIVE_SECONDS)
-            taken, events[:] = list(events), []
-        if not taken and not done.is_set():
-            yield (KEEP_ALIVE, None)
-        for event in taken:
-            yield event
-            if event[0] == STATUS and event[1].get("status") in TERMINAL:
-                return
-        if done.is_set() and not taken:
-            return
+    return event_stream(frames)
 
 
 def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
