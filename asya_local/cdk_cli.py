@@ -6,9 +6,12 @@ mesh file (`--config`, default `mesh.yaml` here), in the current folder: `cdk.ou
 and the user's AWS credentials, profile and region are the CLI's as usual. Whatever follows `--` goes
 to the CDK CLI as it is (`asya deploy -- --require-approval never`).
 
-`asya deploy` first does what would make a deploy fail half-way: `asya check` (AWS's limits, each
-actor's size with its libraries), then, when an actor is `package: image`, whether a Docker engine
-answers, since the deploy builds its image with Docker (`asya synth` and `asya check` need none).
+`asya deploy` first does what would make a deploy fail half-way: `asya check --account` (AWS's limits,
+each actor's size with its libraries, and, with the caller's credentials, the account's concurrency,
+namespaces and deployed package types; `--no-account` leaves the account out), then, when an actor is
+`package: image`, whether a Docker engine answers, since the deploy builds its image with Docker
+(`asya synth` and `asya check` need none). Every verb runs the CDK CLI with BuildKit's default
+attestations off (`asya_local.cdk_toolkit.cdk_environment`), so an image is pushed as Lambda takes it.
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ from typing import Any
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
-from asya_cdk.packaging import docker_problem
+from asya_cdk.packaging import NO_ATTESTATIONS, docker_problem
 from asya_local.arguments import command
-from asya_local.cdk_toolkit import cdk_arguments, cdk_cli, run_cdk
-from asya_local.check import check
+from asya_local.cdk_toolkit import cdk_arguments, cdk_cli, cdk_environment, run_cdk
+from asya_local.check import check, check_against_account
 
 VERBS = {
     "synth": ("the stack's CloudFormation template, cdk-nag checked, into cdk.out/", "asya synth -- --quiet"),
     "diff": ("what a deploy would change in the deployed stack (your AWS credentials)", "asya diff"),
     "deploy": (
-        "asya check, Docker checked for image actors, then cdk deploy (your AWS credentials)",
+        "asya check --account, Docker checked for image actors, then cdk deploy (your AWS credentials)",
         "asya deploy -- --require-approval never",
     ),
     "destroy": ("delete the deployed stack and what it made (your AWS credentials)", "asya destroy -- --force"),
@@ -40,21 +43,30 @@ def add_parsers(commands: Any, default_config: Path) -> None:
     for verb, (summary, example) in VERBS.items():
         parser = command(commands, verb, summary, example, f"asya {verb} --config meshes/prod.yaml")
         parser.add_argument("--config", type=Path, default=default_config, help="mesh file")
+        if verb == "deploy":
+            parser.add_argument(
+                "--no-account",
+                action="store_true",
+                help="check the mesh file alone, not the account's concurrency, namespaces and package types",
+            )
         parser.add_argument("cdk_arguments", nargs=argparse.REMAINDER, help=f"passed on to cdk {verb}, after --")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    load_mesh(args.config)  # a bad mesh file is one line here, before Node.js starts
+    mesh = load_mesh(args.config)  # a bad mesh file is one line here, before Node.js starts
+    environment = cdk_environment()
     if args.command == "deploy":
-        checked = check(args.config, console)
+        checked = check(args.config, console) if args.no_account else check_against_account(args.config, console)
         if checked != 0:
             return checked
-        docker = docker_problem(load_mesh(args.config))
+        docker = docker_problem(mesh, environment)
         if docker is not None:
-            console.print(f"[red]asya: {docker}; start Docker, or deploy from a machine that has it[/red]")
+            console.print(f"[red]asya: {docker}[/red]", highlight=False)
             return 2
     cli = cdk_cli(announce=lambda line: console.print(line, highlight=False))
     extra = [argument for argument in args.cdk_arguments if argument != "--"]
     arguments = cdk_arguments(args.command, args.config, extra)
-    console.print(f"cdk {' '.join(arguments)}", highlight=False, soft_wrap=True)
+    images = any(actor.package == "image" for actor in mesh.config.actors.values())
+    shown = f"{NO_ATTESTATIONS}={environment[NO_ATTESTATIONS]} " if images else ""
+    console.print(f"{shown}cdk {' '.join(arguments)}", highlight=False, soft_wrap=True)
     return run_cdk(cli, arguments, Path.cwd())

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from asya_cdk.libraries import cache_root, cached_folder
+from asya_cdk.packaging import NO_ATTESTATIONS
 
 CDK_CLI_VERSION = "2.1148.1"  # the same as package.json's, which the repository's own `npx cdk` uses
 # the jsii kernel's banner on Node releases past its support date, and the CLI's version notices (a network call)
@@ -61,7 +62,13 @@ def cdk_arguments(verb: str, config: Path, extra: list[str]) -> list[str]:
     return [verb, "--app", app_command(), "-c", f"mesh={config.resolve()}", *extra]
 
 
+def cdk_environment() -> dict[str, str]:
+    """The user's environment (their credentials, profile and region) with the notices off and
+    BuildKit's default attestations off, so a `package: image` actor's image is pushed as the single
+    manifest Lambda takes (`asya_cdk.packaging.NO_ATTESTATIONS`)."""
+    return {**os.environ, **QUIET, NO_ATTESTATIONS: "1"}
+
+
 def run_cdk(cli: Path, arguments: list[str], cwd: Path) -> int:
-    """The CLI in `cwd` (where `cdk.out/` is written), with the user's environment (their credentials,
-    profile and region) and the notices off."""
-    return subprocess.call([str(cli), *arguments], cwd=cwd, env={**os.environ, **QUIET})
+    """The CLI in `cwd` (where `cdk.out/` is written), in `cdk_environment()`."""
+    return subprocess.call([str(cli), *arguments], cwd=cwd, env=cdk_environment())

@@ -133,6 +133,21 @@ def check(path: Path, console: Console, account: Any = None, queues: Any = None)
     return 0
 
 
+def check_against_account(path: Path, console: Console) -> int:
+    """`check` with the account it would deploy to (the caller's credentials and region): what
+    `asya check --account` and `asya deploy` run alike. Without a region there is no account to ask:
+    it says so and checks the mesh alone, as it does without credentials."""
+    import boto3
+    from botocore.exceptions import NoRegionError
+
+    try:
+        account, queues = boto3.client("lambda"), boto3.client("sqs")
+    except NoRegionError as exc:
+        console.print(f"[yellow]asya: {path}: the account was not checked ({exc})[/yellow]", highlight=False)
+        return check(path, console)
+    return check(path, console, account=account, queues=queues)
+
+
 def _resource_table(resources: dict[str, int]) -> Table:
     table = Table(title=f"cdk deploy creates {sum(resources.values())} resources")
     table.add_column("type")

@@ -14,7 +14,8 @@
     asya check   [--config FILE] [--account]     AWS's limits checked, and what `cdk deploy` would create
     asya schema  [--output FILE]                 the mesh file's JSON Schema, for editors (docs/mesh.md)
     asya synth | diff | deploy | destroy [--config FILE] [-- CDK ARGS]   the CDK's commands, from this folder
-                                                 (deploy: asya check and Docker for image actors first)
+                                                 (deploy: asya check --account and Docker for image actors
+                                                 first; --no-account skips the account)
     asya smoke   --stack NAME [--flow NAME]...    one task per flow through a deployed mesh (AWS or local)
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
@@ -65,6 +66,7 @@ from asya_local import (
 from asya_local.arguments import Parser, command
 from asya_local.cdk_toolkit import ToolkitError
 from asya_local.check import check as check_mesh
+from asya_local.check import check_against_account
 from asya_local.discovery import DiscoveryError
 from asya_local.fixtures import LocalSecretError
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError, ShortIdError
@@ -100,7 +102,7 @@ def parser() -> Parser:
     check.add_argument(
         "--account",
         action="store_true",
-        help="also the account's Lambda concurrency and deployed namespaces (your AWS credentials)",
+        help="also the account: its Lambda concurrency, deployed namespaces and package types (your AWS credentials)",
     )
     cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
@@ -205,11 +207,7 @@ def _secrets(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if not args.account:
-        return check_mesh(args.config, console)
-    import boto3
-
-    return check_mesh(args.config, console, account=boto3.client("lambda"), queues=boto3.client("sqs"))
+    return check_against_account(args.config, console) if args.account else check_mesh(args.config, console)
 
 
 def _sump(args: argparse.Namespace) -> int:

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +76,12 @@ ACTOR_CODE_EXCLUDE = (
 )
 IMAGE_PLATFORMS = {"arm64": ecr_assets.Platform.LINUX_ARM64, "x86_64": ecr_assets.Platform.LINUX_AMD64}
 IMAGE_FORMAT = 1  # bump when the prepared folder's layout or its Dockerfile changes
+# BuildKit attaches a provenance attestation to every build unless this is set, which makes the pushed
+# artifact an image index that Lambda refuses. The CDK's image assets have no option for BuildKit's
+# `--provenance=false` (and an `--output` option cannot drop attestations), so the CDK CLI is run with
+# this in its environment: cdk-assets runs `docker build` with it.
+NO_ATTESTATIONS = "BUILDX_NO_DEFAULT_ATTESTATIONS"
+CONTAINERD_SNAPSHOTTER = "io.containerd.snapshotter.v1"  # `docker info`'s driver type with the containerd store
 
 
 def name_patterns(excludes: tuple[str, ...]) -> tuple[str, ...]:
@@ -275,23 +283,49 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps([str(part) for part in parts]).encode()).hexdigest()[:32]
 
 
-def docker_problem(mesh: LoadedMesh) -> str | None:
-    """Why `cdk deploy` could not build this mesh's container images here, or None (no image actor, or
-    a Docker engine answers)."""
+def docker_problem(mesh: LoadedMesh, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why `cdk deploy`, run with `environ`, could not build this mesh's container images here, or would
+    push images Lambda refuses; None when there is no image actor, or the Docker engine answers and its
+    images will be single manifests."""
     images = [name for name, actor in mesh.config.actors.items() if actor.package == "image"]
     if not images:
         return None
     named = ", ".join(f"actors.{name}" for name in images)
     docker = shutil.which("docker")
     if docker is None:
-        return f"{named}: package: image needs Docker to build at cdk deploy, and there is no docker command here"
+        return (
+            f"{named}: package: image needs Docker to build at cdk deploy, and there is no docker command here; "
+            "deploy from a machine that has it"
+        )
     answer = subprocess.run(
-        [docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, check=False
+        [docker, "info", "--format", "{{json .DriverStatus}}"], capture_output=True, text=True, check=False
     )
     if answer.returncode != 0:
         said = (answer.stderr.strip().splitlines() or ["no answer"])[-1]
-        return f"{named}: package: image needs Docker to build at cdk deploy, and its engine does not answer ({said})"
+        return (
+            f"{named}: package: image needs Docker to build at cdk deploy, and its engine does not answer ({said}); "
+            "start Docker, or deploy from a machine that has it"
+        )
+    if _containerd_store(answer.stdout) and not _attestations_off(environ):
+        return (
+            f"{named}: this Docker keeps images in the containerd image store, whose builds push an image index "
+            "with a provenance attestation beside the image, and Lambda refuses a function on an index; "
+            f"run cdk deploy with {NO_ATTESTATIONS}=1 in its environment (asya deploy sets it)"
+        )
     return None
+
+
+def _containerd_store(driver_status: str) -> bool:
+    """Whether `docker info`'s driver status names the containerd snapshotter (the containerd image store)."""
+    try:
+        pairs = json.loads(driver_status or "null") or []
+    except ValueError:
+        return False
+    return any(CONTAINERD_SNAPSHOTTER in str(value) for pair in pairs for value in pair)
+
+
+def _attestations_off(environ: Mapping[str, str]) -> bool:
+    return environ.get(NO_ATTESTATIONS, "").strip().lower() in {"1", "true"}
 
 
 def refuse_oversized_functions(mesh: LoadedMesh) -> None:

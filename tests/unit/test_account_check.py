@@ -1,46 +1,21 @@
-"""`asya check --account`: a mesh whose reservations an account cannot grant is refused before the
-deploy rolls back; an account limit below what the event sources start with is a warning with the
-quota request; without credentials it says what it skipped."""
+"""`asya check --account`, which `asya deploy` runs too: a mesh whose reservations or provisioned
+concurrency an account cannot grant, or that switches a deployed actor's package type, is refused
+before the deploy rolls back; an account limit below what the event sources start with is a warning
+with the quota request; without credentials it says what it skipped."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import NoCredentialsError
 from moto import mock_aws
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
 from asya_local.account import account_findings
 from asya_local.check import check
-
-
-class Account:
-    """Lambda's answers for an account: its limit and unreserved concurrency, and what the mesh's
-    functions reserve today (a stack deployed before)."""
-
-    class exceptions:  # noqa: N801 - the shape of a boto3 client's `exceptions`
-        class ResourceNotFoundException(Exception):  # noqa: N818 - boto3's name
-            pass
-
-    def __init__(self, limit: int, unreserved: int, reserved: dict[str, int] | None = None) -> None:
-        self.limit, self.unreserved, self.reserved = limit, unreserved, reserved or {}
-
-    def get_account_settings(self) -> dict[str, Any]:
-        return {"AccountLimit": {"ConcurrentExecutions": self.limit, "UnreservedConcurrentExecutions": self.unreserved}}
-
-    def get_function_concurrency(self, FunctionName: str) -> dict[str, Any]:  # noqa: N803 - boto3's name
-        if FunctionName not in self.reserved:
-            raise self.exceptions.ResourceNotFoundException(FunctionName)
-        return {"ReservedConcurrentExecutions": self.reserved[FunctionName]}
-
-
-class NoCredentials(Account):
-    def get_account_settings(self) -> dict[str, Any]:
-        raise NoCredentialsError
+from tests.support.lambda_account import Account, NoCredentials
 
 
 @pytest.fixture
@@ -54,6 +29,10 @@ def mesh(tmp_path: Path) -> Path:
         "  c: {handler: mod.fn}\n"
     )
     return path
+
+
+def _edit(mesh: Path, line: str, instead: str) -> None:
+    mesh.write_text(mesh.read_text().replace(line, instead))
 
 
 def test_a_roomy_account_passes(mesh: Path) -> None:
@@ -92,6 +71,7 @@ def test_without_credentials_it_says_what_it_skipped(mesh: Path) -> None:
     assert check(mesh, console, account=NoCredentials(0, 0)) == 0
     said = console.export_text()
     assert "the account's Lambda concurrency was not checked (NoCredentialsError" in said
+    assert "the deployed functions' package types were not checked (NoCredentialsError" in said
     assert "passes every check" in said
 
 
@@ -131,3 +111,48 @@ def test_the_gateways_reservation_counts_with_the_actors(mesh: Path) -> None:
     [problem] = findings.problems
     assert "reserves 45 concurrent executions" in problem
     assert "gateway.reserved_concurrency 15" in problem
+
+
+def test_provisioned_concurrency_without_a_reservation_counts_against_the_unreserved_pool(mesh: Path) -> None:
+    """30 reserved and 15 provisioned on an actor without a reservation: 45 of the 40 a limit of 140
+    leaves, so the actor's alias would fail where reservations alone would pass."""
+    _edit(mesh, "c: {handler: mod.fn}", "c: {handler: mod.fn, provisioned_concurrency: 15}")
+    findings = account_findings(load_mesh(mesh), Account(limit=140, unreserved=140))
+    [problem] = findings.problems
+    assert problem.startswith("the mesh reserves 45 concurrent executions (")
+    assert "actors.c.provisioned_concurrency 15" in problem
+    assert "leaves 40 to reserve" in problem
+    assert "live alias would fail" in problem
+
+
+def test_provisioned_concurrency_within_a_reservation_is_not_counted_twice(mesh: Path) -> None:
+    _edit(mesh, "reserved_concurrency: 20}", "reserved_concurrency: 20, provisioned_concurrency: 20}")
+    assert account_findings(load_mesh(mesh), Account(limit=130, unreserved=130)).problems == []
+
+
+def test_what_the_mesh_keeps_provisioned_today_counts_as_available_again(mesh: Path) -> None:
+    """The stack deployed before keeps 15 warm on c's alias, out of the unreserved pool: its deploy replaces them."""
+    _edit(mesh, "c: {handler: mod.fn}", "c: {handler: mod.fn, provisioned_concurrency: 15}")
+    held = Account(limit=145, unreserved=130, provisioned={"asya-acct-c": 15})
+    assert account_findings(load_mesh(mesh), held).problems == []
+
+
+@pytest.mark.parametrize(("deployed", "package"), [("Zip", "image"), ("Image", "zip")])
+def test_switching_a_deployed_actors_package_type_is_refused_with_the_two_deploys_that_make_it(
+    mesh: Path, deployed: str, package: str
+) -> None:
+    _edit(mesh, "c: {handler: mod.fn}", f"c: {{handler: mod.fn, package: {package}}}")
+    account = Account(limit=1000, unreserved=1000, package_types={"asya-acct-c": deployed, "asya-acct-a": "Zip"})
+    [problem] = account_findings(load_mesh(mesh), account).problems
+    assert problem.startswith(
+        f"actors.c.package is {package}, but its function asya-acct-c is deployed with package type {deployed}"
+    )
+    assert "deploy the mesh without actors.c" in problem
+    assert "wait 60 seconds" in problem
+    assert "the queue is deleted with the actor" in problem
+
+
+def test_an_actor_not_deployed_yet_may_take_either_package(mesh: Path) -> None:
+    _edit(mesh, "c: {handler: mod.fn}", "c: {handler: mod.fn, package: image}")
+    account = Account(limit=1000, unreserved=1000, package_types={"asya-acct-a": "Zip"})
+    assert account_findings(load_mesh(mesh), account).problems == []
