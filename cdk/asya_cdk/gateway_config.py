@@ -51,6 +51,15 @@ class AdminsConfig(StrictModel):
     )
 
 
+class A2aConfig(StrictModel):
+    """The mesh as an A2A agent (docs/a2a.md): what its card at `/.well-known/agent-card.json` tells a
+    caller without credentials. `minimal`: how to call the mesh and sign in, no skills; `full`: every
+    flow as a skill with its input schema; `off`: no card (404). A caller with credentials gets the full
+    card from A2A's authenticated extended card whatever this says."""
+
+    public_card: Literal["full", "minimal", "off"] = "minimal"
+
+
 class ThrottleConfig(StrictModel):
     """The API stage's throttle, for every route together: `rate` requests a second on average, `burst`
     at once. A caller over it gets API Gateway's 429 before the function runs, so a flood costs no
@@ -71,6 +80,8 @@ class GatewayConfig(StrictModel):
     api: Literal["rest", "http"] = "rest"
     jwt: JwtConfig | None = None
     admins: AdminsConfig = Field(default_factory=AdminsConfig)
+    ownership: Literal["role", "session"] = "role"  # whose tasks an assumed role's session's are (docs/callers.md)
+    a2a: A2aConfig = Field(default_factory=A2aConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     reserved_concurrency: int | None = Field(default=None, ge=1, le=1_000)
     task_ttl_days: int = Field(default=7, ge=1)
@@ -93,18 +104,26 @@ class GatewayConfig(StrictModel):
         return self
 
     def auth_document(self, pool: UserPoolNames | None = None) -> dict[str, Any]:
-        """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are
+        """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are, what their
+        tasks belong to and what the agent card tells one without credentials
         (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
         made: its issuer is trusted, its app client is an audience (a Cognito access token names its
         client, not an audience) and its resource server's admin scope makes an admin."""
         admins = self.admins.model_dump()
+        shown = {"ownership": self.ownership, "public_card": self.a2a.public_card}
         if self.jwt is None:
-            return {"mode": self.auth, "admins": admins}
+            return {"mode": self.auth, "admins": admins, **shown}
         jwt = self.jwt.model_dump(exclude_none=True)
         if self.jwt.cognito and pool is not None:
             jwt |= {"issuer": pool.issuer, "audiences": [pool.client, *self.jwt.audiences]}
             admins["scopes"] = [*admins["scopes"], pool.admin_scope]
-        return {"mode": self.auth, "admins": admins, "jwt": jwt}
+        return {"mode": self.auth, "admins": admins, **shown, "jwt": jwt}
+
+    @property
+    def open_well_known(self) -> bool:
+        """Whether `GET /.well-known/...` is read without credentials: for the public agent card, and
+        with sign-in for where to sign in. With neither, API Gateway refuses it before the function runs."""
+        return self.auth == "jwt" or self.a2a.public_card != "off"
 
     @property
     def task_ttl_seconds(self) -> int:

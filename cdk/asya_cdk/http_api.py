@@ -96,7 +96,8 @@ class HttpGateway(Construct):
             self.api.add_routes(
                 path=path, methods=[apigatewayv2.HttpMethod.ANY], integration=integration, authorizer=authorizer
             )
-        for path in OPEN_PATHS_JWT if settings.auth == "jwt" else (WELL_KNOWN,):
+        opened = (WELL_KNOWN,) if settings.open_well_known else ()  # `gateway.a2a.public_card: off`: none
+        for path in OPEN_PATHS_JWT if settings.auth == "jwt" else opened:
             self.api.add_routes(
                 path=path,
                 methods=[apigatewayv2.HttpMethod.GET],

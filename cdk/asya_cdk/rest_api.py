@@ -66,7 +66,7 @@ def publish_rest_api(
     )
     # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
     api.node.try_remove_child("Endpoint")
-    agent_card = _open_agent_card(api, handler)
+    agent_card = _open_agent_card(api, handler) if settings.open_well_known else []
     if not key_auth:
         return RestApi(api, None, agent_card)
     plan = api.add_usage_plan(
@@ -123,7 +123,8 @@ def explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.M
             method,
             "APIG4",
             "The A2A agent card is public by A2A's design: an agent reads it to learn how to call (and "
-            "authenticate to) the mesh. It says what the mesh offers; every other path needs authorization.",
+            "authenticate to) the mesh. By default it names no flow (gateway.a2a.public_card); every other "
+            "path needs authorization.",
         )
         acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
     if auth == "jwt":

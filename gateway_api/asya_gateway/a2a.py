@@ -4,7 +4,9 @@
 - The methods (`A2aEndpoint`), in both versions the official SDK's clients speak: A2A 1.0
   (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`; the
   SDK's default, ProtoJSON shapes) and A2A 0.3 (`message/send`, `message/stream`, `tasks/get`,
-  `tasks/list`, `tasks/cancel`, `tasks/resubscribe`; the SDK's `a2a.compat.v0_3`). One mapping makes
+  `tasks/list`, `tasks/cancel`, `tasks/resubscribe`; the SDK's `a2a.compat.v0_3`), and the
+  authenticated extended card (`GetExtendedAgentCard`, 0.3's `agent/getAuthenticatedExtendedCard`):
+  the whole card, skills and input schemas, for a caller with the mesh's credentials. One mapping makes
   A2A objects of a task's view, in 1.0's shapes (`a2a_task`, `status_update`, ...); the 0.3 answers
   are those objects rewritten (`Answers03`), as the SDK's own compatibility layer does.
 - A message runs one flow (the skill named in its metadata, `metadata.skill`; a mesh of one flow needs
@@ -67,7 +69,7 @@ from asya_gateway.task_error import TaskError
 MAX_TASK_ID = 256
 MAX_SAFE_INTEGER = 2**53  # a double holds every integer up to it
 
-Operation = Literal["send", "stream", "get", "list", "cancel", "resubscribe"]
+Operation = Literal["send", "stream", "get", "list", "cancel", "resubscribe", "card"]
 METHODS: dict[str, tuple[str, Operation]] = {
     "SendMessage": (V1, "send"),
     "SendStreamingMessage": (V1, "stream"),
@@ -75,12 +77,14 @@ METHODS: dict[str, tuple[str, Operation]] = {
     "ListTasks": (V1, "list"),
     "CancelTask": (V1, "cancel"),
     "SubscribeToTask": (V1, "resubscribe"),
+    "GetExtendedAgentCard": (V1, "card"),
     "message/send": (V03, "send"),
     "message/stream": (V03, "stream"),
     "tasks/get": (V03, "get"),
     "tasks/list": (V03, "list"),
     "tasks/cancel": (V03, "cancel"),
     "tasks/resubscribe": (V03, "resubscribe"),
+    "agent/getAuthenticatedExtendedCard": (V03, "card"),
 }
 STREAMING = ("stream", "resubscribe")
 PUSH_METHODS = (
@@ -89,7 +93,6 @@ PUSH_METHODS = (
     *("tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get"),
     *("tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"),
 )
-EXTENDED_CARD_METHODS = ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard")
 _CURSOR = re.compile(CURSOR_PATTERN)  # an event's id (SSE `id:`), as `Last-Event-ID` gives it back
 _VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,251}$")  # the service's rule, with room for the prefix
@@ -181,7 +184,9 @@ Answer = dict[str, Any] | Iterator[str]
 class A2aEndpoint:
     """One JSON-RPC request to `POST /a2a`. `urls(task_id)`: the task's REST URLs, for a task's metadata;
     `wait_left(seconds)`: how long a `message/send` may still wait for its task; `follow_seconds()`: how
-    long a stream may run (None: until the task stops, where the server streams as it goes)."""
+    long a stream may run (None: until the task stops, where the server streams as it goes); `card()`:
+    the extended card (`asya_gateway.a2a_card.extended_card`), which every request here may read: it
+    came through the mesh's credentials, as no `/.well-known/` read does."""
 
     def __init__(
         self,
@@ -190,11 +195,13 @@ class A2aEndpoint:
         *,
         wait_left: Callable[[float], float] = lambda seconds: seconds,
         follow_seconds: Callable[[], float | None] = lambda: None,
+        card: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.service = service
         self.urls = urls
         self.wait_left = wait_left
         self.follow_seconds = follow_seconds
+        self.card = card
 
     def handle(
         self, body: bytes | str | None, headers: Mapping[str, str], *, streams_only: bool = False
@@ -225,6 +232,10 @@ class A2aEndpoint:
             return error(request_id, *_refused(exc), wire)
 
     def _answer(self, operation: Operation, wire: Answers, params: dict[str, Any]) -> dict[str, Any]:
+        if operation == "card":  # one card both versions read, as the public one
+            if self.card is None:
+                raise A2aError(EXTENDED_CARD_NOT_CONFIGURED, "this endpoint has no extended card")
+            return self.card()
         if operation == "send":
             return wire.sent(a2a_task(self._send(_params(SendParams, params), wire), self.urls))
         if operation == "get":
@@ -395,8 +406,6 @@ def _method(method: str) -> tuple[str, Operation]:
         return found
     if method in PUSH_METHODS:
         raise A2aError(PUSH_NOTIFICATION_NOT_SUPPORTED, "push notifications are not supported: stream, or poll")
-    if method in EXTENDED_CARD_METHODS:
-        raise A2aError(EXTENDED_CARD_NOT_CONFIGURED, "this agent has no extended card")
     raise A2aError(METHOD_NOT_FOUND, f"method {method[:80]!r} is not supported")
 
 

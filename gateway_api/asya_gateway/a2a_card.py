@@ -1,7 +1,13 @@
-"""The mesh's A2A agent card (docs/a2a.md, `GET /.well-known/agent-card.json` and `/.well-known/agent.json`):
-the namespace's name, the JSON-RPC endpoint, the mesh's flows as skills (each flow's input schema in
-the card's extension `INPUT_SCHEMAS`, since A2A's skill has no field for one), and the security scheme
-of the mesh's `gateway.auth`, in A2A 1.0's shape with 0.3's fields beside it."""
+"""The mesh's A2A agent card (docs/a2a.md): the namespace's name, the JSON-RPC endpoint, the mesh's flows
+as skills (each flow's input schema in the card's extension `INPUT_SCHEMAS`, since A2A's skill has no
+field for one), and the security scheme of the mesh's `gateway.auth`, in A2A 1.0's shape with 0.3's
+fields beside it.
+
+The card at `/.well-known/agent-card.json` is read without credentials, and the API's URL is reachable
+from the internet: by default (`gateway.a2a.public_card: minimal`) it tells how to call the mesh and
+sign in, and leaves the skills, their descriptions and input schemas (examples included) to A2A's
+authenticated extended card, which a caller with the mesh's credentials reads through the JSON-RPC
+endpoint (`extended_card`)."""
 
 from __future__ import annotations
 
@@ -17,20 +23,41 @@ SKILL = "skill"  # the message metadata's key that names the flow to run
 INPUT_SCHEMAS = "urn:asya:a2a:skill-input-schemas:v1"
 
 
-def agent_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
+def public_card(settings: GatewaySettings, base: str) -> dict[str, Any] | None:
+    """The card a caller without credentials reads, as `gateway.a2a.public_card` says: every skill
+    (`full`), none (`minimal`), or no card at all (`off`: None)."""
+    shown = settings.auth.public_card
+    if shown == "off":
+        return None
+    return extended_card(settings, base) if shown == "full" else _card(settings, base, skills=False)
+
+
+def extended_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
+    """The whole card, every flow a skill with its input schema: for a caller with credentials."""
+    return _card(settings, base, skills=True)
+
+
+def _card(settings: GatewaySettings, base: str, *, skills: bool) -> dict[str, Any]:
     """The mesh as an agent, in A2A 1.0's shape with A2A 0.3's fields beside it (`url`,
-    `preferredTransport`, `protocolVersion`, `security`, and each security scheme's 0.3 fields), as the
-    SDK's own servers write a card both versions read."""
+    `preferredTransport`, `protocolVersion`, `security`, `supportsAuthenticatedExtendedCard` and each
+    security scheme's 0.3 fields), as the SDK's own servers write a card both versions read. Without
+    `skills`, the card names no flow anywhere."""
     url = f"{base}{ENDPOINT}"
-    flows = settings.flows
+    flows = settings.flows if skills else {}
     schemes, requirements = _security(settings)
     names = ", ".join(sorted(flows)) or "none"
+    which = (
+        f"each skill is one of its flows ({names})"
+        if skills
+        else "its skills (flows) are in its authenticated extended card, for a caller with its credentials"
+    )
+    extensions = [_input_schemas(flows)] if skills else []
     return {
         "name": settings.namespace,
         "description": (
-            f"The asya mesh {settings.namespace!r}: each skill is one of its flows ({names}). A message runs "
-            f"the flow named by its metadata's {SKILL!r} (a mesh of one flow needs none) on its data part, as a "
-            "task; a task waiting for a person's input (input-required) is resumed by a message naming it."
+            f"The asya mesh {settings.namespace!r}: {which}. A message runs the flow named by its metadata's "
+            f"{SKILL!r} (a mesh of one flow needs none) on its data part, as a task; a task waiting for a "
+            "person's input (input-required) is resumed by a message naming it."
         ),
         "version": AGENT_VERSION,
         "supportedInterfaces": [
@@ -40,17 +67,8 @@ def agent_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
         "capabilities": {
             "streaming": True,
             "pushNotifications": False,
-            "extensions": [
-                {
-                    "uri": INPUT_SCHEMAS,
-                    "description": "Each skill's input: the JSON Schema its message's data part must match, "
-                    "at params.skills.<skill id>.inputSchema.",
-                    "required": False,
-                    "params": {
-                        "skills": {name: {"inputSchema": flow.input_schema} for name, flow in sorted(flows.items())}
-                    },
-                }
-            ],
+            "extendedAgentCard": True,
+            "extensions": extensions,
         },
         "securitySchemes": schemes,
         "securityRequirements": [{"schemes": {name: {"list": []}}} for name in requirements],
@@ -62,6 +80,17 @@ def agent_card(settings: GatewaySettings, base: str) -> dict[str, Any]:
         "preferredTransport": "JSONRPC",
         "protocolVersion": "0.3.0",
         "security": [{name: []} for name in requirements],
+        "supportsAuthenticatedExtendedCard": True,
+    }
+
+
+def _input_schemas(flows: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "uri": INPUT_SCHEMAS,
+        "description": "Each skill's input: the JSON Schema its message's data part must match, "
+        "at params.skills.<skill id>.inputSchema.",
+        "required": False,
+        "params": {"skills": {name: {"inputSchema": flow.input_schema} for name, flow in sorted(flows.items())}},
     }
 
 

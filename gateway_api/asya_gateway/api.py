@@ -11,11 +11,12 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
     POST   /api/v1/mesh/{id}/rerun          run an ended task again, with its input or a new one
-    GET    /.well-known/agent-card.json     the mesh as an A2A agent: its card, flows as skills (`asya_gateway.a2a`);
+    GET    /.well-known/agent-card.json     the mesh as an A2A agent: its public card (`asya_gateway.a2a_card`);
     GET    /.well-known/agent.json          the same card at A2A 0.3's path; both readable without credentials
     POST   /a2a                             A2A, JSON-RPC: 1.0's SendMessage, SendStreamingMessage, GetTask,
                                             ListTasks, CancelTask, SubscribeToTask and 0.3's message/send,
-                                            message/stream, tasks/get, tasks/list, tasks/cancel, tasks/resubscribe
+                                            message/stream, tasks/get, tasks/list, tasks/cancel, tasks/resubscribe;
+                                            the extended card, flows as skills (GetExtendedAgentCard)
     POST   /a2a/tasks/{id}:cancel           cancel, A2A style
     GET    /api/v1/sump                     what x-sump kept (?reason=, ?actor=, ?since=, ?limit=, ?cursor=)
     GET    /api/v1/sump/{id}                one message x-sump kept, as it was kept
@@ -52,7 +53,7 @@ from asya.sump import SumpIndex
 from asya.task_record import stealthy
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a import A2aEndpoint
-from asya_gateway.a2a_card import agent_card
+from asya_gateway.a2a_card import extended_card, public_card
 from asya_gateway.callers import OPERATOR, Caller, caller_of
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
@@ -414,12 +415,20 @@ def cancel_task_a2a(task_id: TaskId) -> dict[str, Any]:
 
 @app.get("/.well-known/agent-card.json", summary="The mesh as an A2A agent: its card (A2A 1.0's path)")
 def a2a_agent_card() -> dict[str, Any]:
-    return agent_card(service().settings, base_url())
+    return _public_card()
 
 
 @app.get("/.well-known/agent.json", summary="The mesh as an A2A agent: its card (A2A 0.3's path)")
 def a2a_agent_card_v03() -> dict[str, Any]:
-    return agent_card(service().settings, base_url())
+    return _public_card()
+
+
+def _public_card() -> dict[str, Any]:
+    """What a caller without credentials reads of the mesh as an agent (`gateway.a2a.public_card`)."""
+    card = public_card(service().settings, base_url())
+    if card is None:
+        raise TaskError(404, "this mesh publishes no agent card (gateway.a2a.public_card: off)")
+    return card
 
 
 @app.post(
@@ -435,6 +444,7 @@ def a2a() -> Response[Any]:
         lambda task_id: task_urls(task_id, base),
         wait_left=wait_left,
         follow_seconds=lambda: wait_left(LAMBDA_FOLLOW_SECONDS),
+        card=lambda: extended_card(service().settings, base),
     )
     event = app.current_event
     headers = {str(name).lower(): str(value) for name, value in (event.headers or {}).items()}

@@ -36,7 +36,7 @@ from asya.task_store import TaskStore
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
-from asya_gateway.callers import OPERATOR, OWNER_ATTRIBUTE, Caller
+from asya_gateway.callers import OPERATOR, Caller
 from asya_gateway.cursors import CursorKey
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
@@ -68,7 +68,9 @@ _IDEMPOTENT_TASKS = uuid.UUID("5d1f3c52-0b6e-4c1e-9f1a-6f1c0a6b2e44")  # the nam
 
 def idempotent_task_id(namespace: str, key: str, owner: str | None = None) -> str:
     """The task id a create with this key makes, in this mesh, for this caller (`owner`): the same for
-    every retry of it. Each caller's keys are its own, so one caller's key never finds another's task."""
+    every retry of it. Each caller's keys are its own, so one caller's key never finds another's task;
+    an assumed role's sessions are one caller (`gateway.ownership: role`), so a retry from a new session
+    finds the task."""
     scope = namespace if owner is None else f"{namespace}\n{owner}"
     return str(uuid.uuid5(_IDEMPOTENT_TASKS, f"{scope}\n{key}"))
 
@@ -189,9 +191,7 @@ class TaskService:
         if tracked:
             record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
-            record.update(
-                {STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of, OWNER_ATTRIBUTE: self.caller.owner}
-            )
+            record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of, **self.caller.creator()})
             record["program_version"] = chosen.program["version"] if chosen and chosen.program else None
             started = keep_input(envelope, body, self.claims)
             record.update(started.kept)

@@ -44,6 +44,7 @@ _SHOWN = (
     "rerun_of",  # a task run again: the task it runs again
     "program_version",  # a task of a flow program: the program it runs (docs/flows.md, "Versions")
     "owner",  # whom the task belongs to: the caller that created it (docs/callers.md); a branch, its root's
+    "created_by",  # the role session that created it, when its owner is the role (docs/callers.md)
 )
 MAX_LISTED_BRANCHES = 100
 BRANCH_FAILED = "BranchFailed"

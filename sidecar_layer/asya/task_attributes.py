@@ -67,7 +67,8 @@ CLAIM_REFUSAL = ("rank", "status", "hop_position", "hop_attempt", "hop_held_unti
 # crew at its end: no actor's role may name them. The crew's roles may read them, and may not write
 # the gateway's (`CREATED_BY_GATEWAY`).
 CREATED_BY_GATEWAY = frozenset(
-    {"owner", "input", "input_ref", "request_digest", "rerun_of", "started_route", "flow", "program_version"}
+    {"owner", "created_by", "input", "input_ref", "request_digest", "rerun_of", "started_route", "flow"}
+    | {"program_version"}
 )
 CALLER_OWNED = CREATED_BY_GATEWAY | {"output", "result", "pause"}
 

@@ -397,8 +397,10 @@ MCP_WAIT = Variable(
 GATEWAY_AUTH = Variable(
     "ASYA_GATEWAY_AUTH",
     _GATEWAY,
-    "JSON `{mode, admins: {scopes, roles, principals}, jwt: {issuer, audiences}}`: how callers prove who "
-    "they are and who sees every task (the mesh's `gateway.auth`, `gateway.jwt`, `gateway.admins`)",
+    "JSON `{mode, admins: {scopes, roles, principals}, ownership, public_card, jwt: {issuer, audiences}}`: "
+    "how callers prove who they are, who sees every task, whose an assumed role's session's tasks are and "
+    "what the agent card shows without credentials (the mesh's `gateway.auth`, `gateway.jwt`, "
+    "`gateway.admins`, `gateway.ownership`, `gateway.a2a.public_card`)",
     "",
     _text,
     '`{"mode": "iam"}`',

@@ -104,6 +104,15 @@ def test_jwt_checks_the_issuer_and_audiences_except_where_a_caller_learns_to_sig
         assert "AuthorizerId" not in routes[key]
 
 
+def test_without_a_public_card_nothing_is_open_to_a_caller_without_credentials(tmp_path: Path) -> None:
+    """`gateway.a2a.public_card: off` with IAM: API Gateway refuses an unsigned read of the card, before
+    the function runs."""
+    _, document, _ = _synthesize({"api": "http", "a2a": {"public_card": "off"}}, tmp_path)
+    routes = _routes(document)
+    assert set(routes) == GREEDY
+    assert {route["AuthorizationType"] for route in routes.values()} == {"AWS_IAM"}
+
+
 @pytest.mark.parametrize("variant", ["with_iam", "with_jwt"])
 def test_cfn_lint_passes(variant: str, request: pytest.FixtureRequest) -> None:
     _, _, outdir = request.getfixturevalue(variant)

@@ -51,6 +51,8 @@ def with_api_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, d
         "backstop_minutes": 5,
         "tracing": True,
         "cloudwatch_role": False,
+        "ownership": "session",
+        "a2a": {"public_card": "off"},
     }
     document["gateway"]["system_log_level"] = "INFO"
     document["status"] = {"writes": "every-point"}
@@ -381,7 +383,8 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "ASYA_RESULTS_BUCKET": {"Ref": bucket},
         "ASYA_FLOWS": variables["ASYA_FLOWS"],
         "ASYA_SUMP_TABLE": {"Ref": _table(document, "StatusSump")},
-        "ASYA_GATEWAY_AUTH": '{"mode":"iam","admins":{"scopes":[],"roles":[],"principals":[]}}',
+        "ASYA_GATEWAY_AUTH": '{"mode":"iam","admins":{"scopes":[],"roles":[],"principals":[]},'
+        '"ownership":"role","public_card":"minimal"}',
         "ASYA_CLAIM_BUCKET": {"Ref": bucket},
         "ASYA_CLAIM_CHECK_BYTES": "458752",
         "POWERTOOLS_SERVICE_NAME": "gateway",
@@ -560,7 +563,7 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     methods, cards = _card_methods(document)
     for method in methods:
         assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
-    assert [(method["AuthorizationType"], method["ApiKeyRequired"]) for method in cards] == [("NONE", False)]
+    assert cards == [], "public_card: off: nothing is read without the key, API Gateway refuses it unasked"
     [plan_key, *_] = resources(document, "AWS::ApiGateway::UsagePlan")
     plan = resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
     [api_key] = resources(document, "AWS::ApiGateway::RestApi")
@@ -572,6 +575,8 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     assert document["Outputs"]["GatewayAuth"]["Value"] == "api_key"
     functions = _functions(document)
     assert functions["asya-reviews-gateway"]["Environment"]["Variables"]["ASYA_TASK_TTL_SECONDS"] == str(2 * 86_400)
+    auth = json.loads(functions["asya-reviews-gateway"]["Environment"]["Variables"]["ASYA_GATEWAY_AUTH"])
+    assert (auth["ownership"], auth["public_card"]) == ("session", "off")
     assert functions["asya-reviews-score"]["Environment"]["Variables"]["ASYA_STATUS_WRITES"] == "every-point"
     [rule] = resources(document, "AWS::Events::Rule").values()
     assert rule["ScheduleExpression"] == "rate(5 minutes)"

@@ -1,7 +1,8 @@
 """The mesh as an A2A agent on the local stack, driven by the official SDK's own clients (`a2a-sdk`):
-its card read without credentials, flows run as tasks by message (waited for, and streamed with their
-FLY events and output), listed, canceled, resubscribed to, paused for a person and resumed by a
-message naming the task, an unknown task refused as A2A says; A2A 0.3's client too (docs/a2a.md)."""
+its card read without credentials (no flows in it) and its extended card with them, flows run as tasks
+by message (waited for, and streamed with their FLY events and output), listed, canceled, resubscribed
+to, paused for a person and resumed by a message naming the task, an unknown task refused as A2A says;
+A2A 0.3's client too (docs/a2a.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from a2a.helpers.proto_helpers import get_data_parts, new_data_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -91,20 +93,31 @@ def output(task: Task) -> Any:
     return data
 
 
-def test_the_card_is_read_without_credentials_and_its_skills_are_the_flows(running_mesh: RunningMesh) -> None:
+def test_the_card_is_read_without_credentials_and_the_skills_are_the_extended_cards(
+    running_mesh: RunningMesh,
+) -> None:
+    """By default (`gateway.a2a.public_card: minimal`) the card anyone reads names no flow; the SDK's
+    client, with the mesh's key, reads the flows as skills from the authenticated extended card."""
     assert running_mesh.stack.gateway_url is not None
 
     async def card() -> AgentCard:
         async with httpx.AsyncClient(timeout=30) as anonymous:  # no API key
             return await A2ACardResolver(anonymous, running_mesh.stack.gateway_url or "").get_agent_card()
 
-    found = run(card)
+    async def extended() -> AgentCard:
+        async with agent(running_mesh, streaming=False) as client:
+            return await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+
+    public = run(card)
+    assert (list(public.skills), list(public.capabilities.extensions)) == ([], [])
+    assert public.capabilities.streaming
+    assert public.capabilities.extended_agent_card
+    assert {face.url for face in public.supported_interfaces} == {f"{running_mesh.stack.gateway_url}/a2a"}
+    found = run(extended)
     flows = httpx.get(
         f"{running_mesh.stack.gateway_url}/api/v1/flows", headers={"x-api-key": running_mesh.stack.api_key}
     ).json()["flows"]
     assert sorted(skill.id for skill in found.skills) == sorted(flows)
-    assert found.capabilities.streaming
-    assert {face.url for face in found.supported_interfaces} == {f"{running_mesh.stack.gateway_url}/a2a"}
     (schemas,) = found.capabilities.extensions
     assert schemas.params["skills"]["pipeline"]["inputSchema"]["required"] == ["n"]
 

@@ -4,6 +4,8 @@ codes, and the methods through the gateway's function against moto."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import time
@@ -11,8 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx
 import orjson
 import pytest
+from a2a.client import ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import a2a_pb2
@@ -22,7 +26,7 @@ from asya.live import FLY, SETTLE_SECONDS, STATUS
 from asya.results import result_key
 from asya_gateway import a2a_stream, api, sse
 from asya_gateway.a2a import A2aEndpoint
-from asya_gateway.a2a_card import INPUT_SCHEMAS, agent_card
+from asya_gateway.a2a_card import INPUT_SCHEMAS, extended_card
 from asya_gateway.a2a_objects import Answers, Answers03, a2a_task, status_update
 from asya_gateway.callers import AuthSettings
 from asya_gateway.service import TaskService
@@ -54,7 +58,7 @@ def view(status: str, **fields: Any) -> dict[str, Any]:
 
 
 def test_the_card_is_one_both_versions_of_the_sdk_read_with_the_flows_as_skills() -> None:
-    card = agent_card(settings(), BASE)
+    card = extended_card(settings(), BASE)
     parsed = parse_agent_card(orjson.loads(orjson.dumps(card)))  # what the SDK's client makes of it
     assert parsed.name == "n"
     assert [skill.id for skill in parsed.skills] == ["double", "review"]
@@ -94,7 +98,7 @@ def test_the_card_is_one_both_versions_of_the_sdk_read_with_the_flows_as_skills(
     ],
 )
 def test_the_card_names_the_security_scheme_of_the_mesh(auth: AuthSettings, expected: dict[str, Any]) -> None:
-    card = agent_card(settings(auth=auth), BASE)
+    card = extended_card(settings(auth=auth), BASE)
     parsed = parse_agent_card(orjson.loads(orjson.dumps(card)))
     found = {}
     for name, scheme in parsed.security_schemes.items():
@@ -247,12 +251,73 @@ def test_a_message_nested_past_the_bound_is_a_400_not_a_502(gateway: Gateway) ->
     assert api.open_a2a_stream(body.replace(b'{"n":1}', deep.encode()), {}) is None, "the function refuses it"
 
 
+def read_card(path: str = "/.well-known/agent-card.json") -> HttpResponse:
+    """The card as anyone reads it: no credentials."""
+    event = proxy_event(HttpRequest("GET", path, [("Host", "127.0.0.1:4566")]), "unit")
+    return http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))
+
+
 def test_the_card_is_served_at_both_paths(gateway: Gateway) -> None:
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
-        event = proxy_event(HttpRequest("GET", path, [("Host", "127.0.0.1:4566")]), "unit")
-        response = http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))
+        response = read_card(path)
         assert response.status == 200
         assert orjson.loads(response.body)["url"] == "http://127.0.0.1:4566/a2a"
+
+
+async def _extended_by_the_sdk(public: dict[str, Any], *, legacy: bool) -> a2a_pb2.AgentCard:
+    """What the SDK's client makes of the public card and then, with the mesh's key, of the extended
+    card it points to (`legacy`: through the card's A2A 0.3 interface, as a 0.3 client)."""
+
+    def through_the_function(request: httpx.Request) -> httpx.Response:
+        headers = [(name, value) for name, value in request.headers.items()]
+        event = proxy_event(HttpRequest(request.method, request.url.raw_path.decode(), headers, request.content), "u")
+        answered = http_response(api.lambda_handler(event, LambdaContext("asya-n-gateway", timeout_seconds=29)))
+        return httpx.Response(answered.status, headers=answered.headers, content=answered.body)
+
+    card = parse_agent_card(public)
+    if legacy:
+        kept = [face for face in card.supported_interfaces if face.protocol_version == "0.3"]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(kept)
+    transport = httpx.MockTransport(through_the_function)
+    async with httpx.AsyncClient(transport=transport, headers=dict([OPERATOR_KEY])) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        return await client.get_extended_agent_card(a2a_pb2.GetExtendedAgentCardRequest())
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_an_anonymous_card_names_no_flow_and_a_caller_with_credentials_gets_them_in_the_extended_card(
+    gateway: Gateway, legacy: bool
+) -> None:
+    """The API's URL is reachable from the internet: by default the card read without credentials says
+    how to call the mesh and that there is more, not which flows it runs or what they take."""
+    response = read_card()
+    assert response.status == 200
+    text = response.body.decode()
+    assert not any(word in text for word in ("double", "review", "Doubles n.", INPUT_SCHEMAS)), text
+    public = orjson.loads(response.body)
+    assert (public["skills"], public["capabilities"]["extensions"]) == ([], [])
+    assert "sigv4" in public["securitySchemes"], "how to sign in is public"
+    assert public["capabilities"]["extendedAgentCard"], "A2A 1.0: there is more, for a caller with credentials"
+    assert public["supportsAuthenticatedExtendedCard"], "A2A 0.3's way of saying it"
+    extended = asyncio.run(_extended_by_the_sdk(public, legacy=legacy))
+    assert [skill.id for skill in extended.skills] == ["double", "review"]
+    (schemas,) = extended.capabilities.extensions
+    assert (schemas.uri, schemas.params["skills"]["double"]["inputSchema"]["required"]) == (INPUT_SCHEMAS, ["n"])
+
+
+@pytest.mark.parametrize(("shown", "status", "skills"), [("full", 200, ["double", "review"]), ("off", 404, None)])
+def test_the_public_card_is_what_the_mesh_says(
+    monkeypatch: pytest.MonkeyPatch, gateway: Gateway, shown: str, status: int, skills: list[str] | None
+) -> None:
+    auth = AuthSettings.parse(orjson.dumps({"mode": "iam", "public_card": shown}).decode())
+    monkeypatch.setattr(gateway.service, "settings", dataclasses.replace(gateway.service.settings, auth=auth))
+    for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+        response = read_card(path)
+        assert response.status == status
+        if skills is not None:
+            assert [skill["id"] for skill in orjson.loads(response.body)["skills"]] == skills
+    assert [skill["id"] for skill in gateway.result("GetExtendedAgentCard", {})["skills"]] == ["double", "review"]
 
 
 @pytest.mark.parametrize(("method", "v1"), [("SendMessage", True), ("message/send", False)])
@@ -393,7 +458,6 @@ def test_a_live_stream_has_the_task_then_its_changes_its_fly_events_and_its_outp
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": "nope"}}', -32001),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": "nope"}}', -32001),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/set", "params": {}}', -32003),
-        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}', -32007),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageToken": "bad"}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}', -32602),
     ],

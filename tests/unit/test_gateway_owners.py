@@ -31,6 +31,8 @@ ACCOUNT = "arn:aws:iam::111122223333"
 ANA, BO = f"{ACCOUNT}:user/ana", f"{ACCOUNT}:user/bo"
 ADMIN = "arn:aws:sts::111122223333:assumed-role/MeshAdmin/cy"
 ADMINS = "arn:aws:sts::111122223333:assumed-role/MeshAdmin/*"
+ADMIN_ROLE = "arn:aws:sts::111122223333:assumed-role/MeshAdmin"
+LOADER = "arn:aws:sts::111122223333:assumed-role/Loader"  # a role an ECS service's tasks run as
 JSON = ("content-type", "application/json")
 
 
@@ -40,9 +42,14 @@ class Gateway:
     def __init__(self, tasks: TaskStore) -> None:
         self.tasks = tasks
 
-    def send(self, principal: str | None, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        """(status, JSON body) of a request signed by `principal` (None: with the mesh's API key)."""
+    def send(
+        self, principal: str | None, method: str, path: str, body: Any = None, key: str | None = None
+    ) -> tuple[int, Any]:
+        """(status, JSON body) of a request signed by `principal` (None: with the mesh's API key);
+        `key`: its `Idempotency-Key`."""
         headers = [JSON] if body is not None else []
+        if key is not None:
+            headers.append(("Idempotency-Key", key))
         if principal is None:
             headers.append(OPERATOR_KEY)
         content = orjson.dumps(body) if body is not None else b""
@@ -146,7 +153,9 @@ def test_an_admin_acts_on_another_callers_task(gateway: Gateway) -> None:
     assert (status, task["status"]) == (200, "canceled")
     status, rerun = gateway.send(ADMIN, "POST", f"/api/v1/mesh/{task_id}/rerun", {})
     assert status == 201, rerun
-    assert gateway.record(rerun["id"])["owner"] == f"iam:{ADMIN}", "a re-run is its creator's, as any new task"
+    rerun_record = gateway.record(rerun["id"])
+    assert rerun_record["owner"] == f"iam:{ADMIN_ROLE}", "a re-run is its creator's, as any new task"
+    assert rerun_record["created_by"] == ADMIN
     assert gateway.listed(ANA) == {task_id}
 
 
@@ -169,17 +178,56 @@ def test_a_fan_out_branch_is_its_roots_owners(gateway: Gateway) -> None:
 def test_an_idempotency_key_is_each_callers_own(gateway: Gateway) -> None:
     """Two callers who happen to use the same key make a task each; neither finds the other's."""
     body = {"route": ["a"], "payload": {"n": 1}}
-    answers = []
-    for principal in (ANA, BO):
-        event_body = orjson.dumps(body)
-        event = proxy_event(HttpRequest("POST", "/api/v1/mesh", [JSON, ("Idempotency-Key", "k1")], event_body), "u")
-        event["requestContext"]["identity"]["userArn"] = principal
-        answered = http_response(api.lambda_handler(event, LambdaContext(f"asya-{NS}-gateway", timeout_seconds=29)))
-        answers.append((answered.status, orjson.loads(answered.body)))
-    (ana_status, ana), (bo_status, bo) = answers
+    (ana_status, ana), (bo_status, bo) = (
+        gateway.send(who, "POST", "/api/v1/mesh", body, key="k1") for who in (ANA, BO)
+    )
     assert (ana_status, bo_status) == (201, 201)
     assert ana["id"] != bo["id"]
     assert not bo["replayed"]
+
+
+def test_a_roles_task_is_its_next_sessions_too(gateway: Gateway) -> None:
+    """An ECS task, an EC2 instance or a CI job assumes its role under a new session name each time it
+    starts: restarted, it still finds, lists and cancels the tasks it created, and the record says which
+    session created each."""
+    first, restarted = f"{LOADER}/ecs-task-0b7c", f"{LOADER}/ecs-task-91fe"
+    task_id = gateway.create(first)
+    record = gateway.record(task_id)
+    assert (record["owner"], record["created_by"]) == (f"iam:{LOADER}", first)
+    status, task = gateway.send(restarted, "GET", f"/api/v1/mesh/{task_id}")
+    assert (status, task["owner"], task["created_by"]) == (200, f"iam:{LOADER}", first)
+    assert gateway.listed(restarted) == {task_id}
+    assert gateway.send(restarted, "DELETE", f"/api/v1/mesh/{task_id}")[0] == 200
+    other_role = "arn:aws:sts::111122223333:assumed-role/Reporter/ecs-task-0b7c"
+    assert gateway.send(other_role, "GET", f"/api/v1/mesh/{task_id}") == (404, unknown(task_id))
+
+
+def test_a_create_retried_from_a_new_session_of_its_role_finds_the_first_task(gateway: Gateway) -> None:
+    """A CI job whose create's answer was lost retries from its next run, under another session name,
+    with the same key: one task."""
+    body = {"route": ["a"], "payload": {"n": 1}}
+    status, made = gateway.send(f"{LOADER}/ci-run-1", "POST", "/api/v1/mesh", body, key="deploy-812")
+    assert status == 201
+    status, again = gateway.send(f"{LOADER}/ci-run-2", "POST", "/api/v1/mesh", body, key="deploy-812")
+    assert (status, again["id"], again["replayed"]) == (200, made["id"], True)
+    assert gateway.listed(f"{LOADER}/ci-run-3") == {made["id"]}
+
+
+def test_with_ownership_session_a_new_session_finds_nothing() -> None:
+    """`gateway.ownership: session` keeps each session apart (people sharing a role through IAM
+    Identity Center, say, whose session names are their own)."""
+    settings = GatewaySettings(
+        namespace=NS,
+        tasks_table=TASKS,
+        events_table=EVENTS,
+        auth=AuthSettings.parse('{"mode": "iam", "ownership": "session"}'),
+    )
+    with function_on_moto(settings) as service:
+        gateway = Gateway(service.tasks)
+        task_id = gateway.create(f"{LOADER}/ana@example.com")
+        assert gateway.record(task_id)["owner"] == f"iam:{LOADER}/ana@example.com"
+        assert "created_by" not in gateway.record(task_id)
+        assert gateway.send(f"{LOADER}/bo@example.com", "GET", f"/api/v1/mesh/{task_id}") == (404, unknown(task_id))
 
 
 def failed_in_sump(gateway: Gateway, task_id: str) -> None:
