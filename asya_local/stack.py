@@ -67,7 +67,7 @@ from asya_local.endpoint.process import LocalEndpoint, endpoint_admin, free_port
 from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.functions.stage_throttle import template_throttle
+from asya_local.functions.stage_throttle import template_opens_well_known, template_throttle
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.gateway_client import GatewayClient
 from asya_local.issuer import IssuerServer, LocalIssuer, local_gateway
@@ -121,6 +121,7 @@ class LocalStack:
     issuer: LocalIssuer | None = None  # the local issuer, when the mesh has sign-in (`gateway.auth: jwt`)
     gateway_auth: dict[str, Any] = field(default_factory=dict)  # the API function's ASYA_GATEWAY_AUTH
     throttle: dict[str, float] | None = None  # the API stage's, which the local gateway applies
+    well_known_open: bool = True  # whether the API has its open `GET /.well-known/{proxy+}`
     _issuer_server: IssuerServer | None = None
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
@@ -220,6 +221,7 @@ class LocalStack:
         store_secrets(self.mesh, self.client("secretsmanager"), self.client("ssm"))
         self.functions = deployed_functions(self.client, synthesized)
         self.throttle = template_throttle(synthesized.templates)
+        self.well_known_open = template_opens_well_known(synthesized.templates)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
             raise RuntimeError("the local stack serves one REST API function; this stack integrates several")
@@ -321,7 +323,7 @@ class LocalStack:
         extra: dict[str, Any] = {}
         if isinstance(function.trigger, HttpTrigger):
             extra = {"port": self.gateway_port, "api_key": None if self.issuer is not None else self.api_key}
-            extra["throttle"] = self.throttle
+            extra |= {"throttle": self.throttle, "well_known_open": self.well_known_open}
             # API Gateway's stand-in asks the endpoint who holds a key (`iam_auth.endpoint_signers`)
             environment[admin_key.SECRET_VARIABLE] = admin_key.credentials(self.endpoint)["AWS_SECRET_ACCESS_KEY"]
         elif isinstance(function.trigger, ScheduleTrigger):

@@ -30,7 +30,7 @@ start (`worker.main`), so a function that cannot load stops the API and the stac
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
 but `GET /health` and `GET /.well-known/...` (`_open`: the A2A agent card, the OAuth protected-resource
-metadata, open on AWS too) needs the `x-api-key` header, or gets API
+metadata, open on AWS too unless the API has no such route) needs the `x-api-key` header, or gets API
 Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
 checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
 signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
@@ -110,11 +110,19 @@ class Gateway:
         self.open_a2a_stream = open_a2a_stream
         self.sign_in = sign_in
         self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
+        self.well_known_open = bool(spec.get("well_known_open", True))
         throttle = spec.get("throttle")
         self.throttle = StageThrottle(throttle["rate"], int(throttle["burst"])) if throttle else None
         self.environments = Environments(spec, ENVIRONMENTS)
         endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
+
+    def _open(self, request: HttpRequest) -> bool:
+        """What API Gateway lets through without credentials here: liveness, and what a caller reads
+        first, unless the API has no open `.well-known` route."""
+        if request.method != "GET":
+            return False
+        return request.path == "/health" or (self.well_known_open and request.path.startswith(WELL_KNOWN))
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
@@ -125,7 +133,7 @@ class Gateway:
                 signer = verify(request, self.signers, REGION).fields()
             except SignatureRefusedError as exc:
                 return gateway_answer(403, str(exc), request.request_id)
-        elif not _open(request) and not self._has_key(request):
+        elif not self._open(request) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
         events = EVENTS_ROUTE.fullmatch(request.path)
         if request.method == "GET" and events and self.open_event_stream is not None:
@@ -382,11 +390,6 @@ def build(spec: dict[str, Any]) -> GatewayServer:
     return GatewayServer(
         Gateway(spec, open_event_stream, getattr(module, "open_a2a_stream", None), sign_in), spec["port"]
     )
-
-
-def _open(request: HttpRequest) -> bool:
-    """What API Gateway lets through without credentials here: liveness, and what a caller reads first."""
-    return request.method == "GET" and (request.path == "/health" or request.path.startswith(WELL_KNOWN))
 
 
 def _as(caller: Any) -> dict[str, Any]:

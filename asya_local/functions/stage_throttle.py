@@ -1,8 +1,12 @@
-"""API Gateway's stage throttle, as the local gateway applies it: a token bucket of `burst` tokens
-refilled at `rate` a second, one token a request; a request that finds none gets API Gateway's 429
-before the function runs. Read from the synthesized template (the REST stage's method settings, or
-the HTTP API stage's default route settings), so the local stack refuses what the deployed stage
-would."""
+"""What the local gateway reads of the deployed API's stage and routes before the function runs.
+
+- The stage throttle: a token bucket of `burst` tokens refilled at `rate` a second, one token a request;
+  a request that finds none gets API Gateway's 429. Read from the REST stage's method settings or the
+  HTTP API stage's default route settings.
+- Whether `GET /.well-known/...` is open: without the route (`gateway.a2a.public_card: off` under `iam`
+  or `api_key`) API Gateway refuses an unsigned, keyless read before the function runs.
+
+Both come from the synthesized template, so the local stack refuses what the deployed API would."""
 
 from __future__ import annotations
 
@@ -51,3 +55,19 @@ def template_throttle(templates: Iterable[dict[str, Any]]) -> dict[str, float] |
                         "burst": float(setting["ThrottlingBurstLimit"]),
                     }
     return None
+
+
+def template_opens_well_known(templates: Iterable[dict[str, Any]]) -> bool:
+    """Whether the API has its open `GET /.well-known/{proxy+}`: the REST API's `.well-known` resource,
+    or the HTTP API's route of that key."""
+    for template in templates:
+        for resource in template.get("Resources", {}).values():
+            properties = resource.get("Properties", {})
+            kind = resource.get("Type")
+            if kind == "AWS::ApiGateway::Resource" and properties.get("PathPart") == ".well-known":
+                return True
+            if kind == "AWS::ApiGatewayV2::Route" and str(properties.get("RouteKey", "")).startswith(
+                "GET /.well-known/"
+            ):
+                return True
+    return False

@@ -15,6 +15,7 @@ from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.deploy import HttpTrigger, http_api_triggers
+from asya_local.functions.stage_throttle import template_opens_well_known
 from tests.support.templates import ROOT, cfn_lint, resources, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
@@ -111,6 +112,7 @@ def test_without_a_public_card_nothing_is_open_to_a_caller_without_credentials(t
     routes = _routes(document)
     assert set(routes) == GREEDY
     assert {route["AuthorizationType"] for route in routes.values()} == {"AWS_IAM"}
+    assert not template_opens_well_known([document]), "the local gateway refuses it too"
 
 
 @pytest.mark.parametrize("variant", ["with_iam", "with_jwt"])

@@ -17,6 +17,7 @@ from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
+from asya_local.functions.stage_throttle import template_opens_well_known
 from tests.support.templates import (
     ROOT,
     actions_of,
@@ -535,6 +536,7 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
         )
         assert method["Integration"]["Type"] == "AWS_PROXY"
     assert len(cards) == 1, "GET /.well-known/{proxy+}: the A2A agent card, at A2A 1.0's path and 0.3's"
+    assert template_opens_well_known([document]), "the local gateway lets the card be read without the key"
     for method in cards:
         assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == ("GET", "NONE", False)
         assert method["Integration"]["Type"] == "AWS_PROXY"
@@ -564,6 +566,7 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     for method in methods:
         assert (method["AuthorizationType"], method["ApiKeyRequired"]) == ("NONE", True)
     assert cards == [], "public_card: off: nothing is read without the key, API Gateway refuses it unasked"
+    assert not template_opens_well_known([document]), "and the local gateway refuses it as well"
     [plan_key, *_] = resources(document, "AWS::ApiGateway::UsagePlan")
     plan = resources(document, "AWS::ApiGateway::UsagePlan")[plan_key]
     [api_key] = resources(document, "AWS::ApiGateway::RestApi")

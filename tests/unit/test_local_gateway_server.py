@@ -307,6 +307,15 @@ def test_the_a2a_agent_card_needs_no_key(served: tuple[StandIn, httpx2.Client]) 
     assert client.post("/.well-known/agent.json", headers={"x-api-key": ""}).status_code == 403, "only reading it"
 
 
+def test_without_the_apis_open_route_the_agent_card_needs_the_key_too() -> None:
+    """`gateway.a2a.public_card: off` under `iam` or `api_key`: the API has no open `.well-known` route,
+    so API Gateway refuses a keyless read before the function runs, and so does the local gateway."""
+    with serving(well_known_open=False) as (_, client):
+        assert client.get("/.well-known/agent-card.json", headers={"x-api-key": ""}).status_code == 403
+        assert client.get("/.well-known/agent-card.json").json()["path"] == "/.well-known/agent-card.json"
+        assert client.get("/health", headers={"x-api-key": ""}).status_code == 200, "liveness stays open"
+
+
 def test_a_stream_that_cannot_open_is_a_502(served: tuple[StandIn, httpx2.Client]) -> None:
     _, client = served
     assert client.get("/api/v1/mesh/broken/events").status_code == 502
