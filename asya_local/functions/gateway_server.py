@@ -58,6 +58,8 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from asya import variables
+from asya.cors import allowed_origin, answer_headers, parse_origins, preflight_headers
 from asya_local.functions import worker
 from asya_local.functions.environments import Environments
 from asya_local.functions.iam_auth import SignatureRefusedError, Signers, endpoint_signers, is_signed, verify
@@ -110,15 +112,20 @@ class Gateway:
         self.open_a2a_stream = open_a2a_stream
         self.sign_in = sign_in
         self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
+        environment = spec.get("environment", {})
+        self.cors_origins = parse_origins(environment.get(variables.GATEWAY_CORS_ORIGINS.name, ""))
         throttle = spec.get("throttle")
         self.throttle = StageThrottle(throttle["rate"], int(throttle["burst"])) if throttle else None
         self.environments = Environments(spec, ENVIRONMENTS)
-        endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
+        endpoint = environment.get("AWS_ENDPOINT_URL")
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
             return gateway_answer(429, "Too Many Requests", request.request_id)
+        preflight = preflight_headers(request.method, dict(request.headers), self.cors_origins)
+        if preflight is not None:  # the API answers it, without credentials (asya_cdk's CORS settings)
+            return HttpResponse(204, list(preflight.items()), b"")
         signer = None
         if is_signed(request):  # IAM authorization, as API Gateway does it before the function runs
             try:
@@ -137,6 +144,11 @@ class Gateway:
             if streamed is not None:
                 return streamed
         return self.invoke(request, signer)
+
+    def cors_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """What a stream served here carries for an allowed origin, as the function's answers do."""
+        origin = allowed_origin(headers, self.cors_origins)
+        return answer_headers(origin) if origin is not None else {}
 
     def _has_key(self, request: HttpRequest) -> bool:
         """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""
@@ -332,6 +344,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in self.gateway.cors_headers(dict(self.headers.items())).items():
+            self.send_header(name, value)
         self.end_headers()
         sent = 0
         try:
