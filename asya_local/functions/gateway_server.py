@@ -34,7 +34,9 @@ metadata, open on AWS too) needs the `x-api-key` header, or gets API
 Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
 checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
 signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
-with `gateway.auth: iam`. With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the
+with `gateway.auth: iam`. A browser's preflight from one of `gateway.cors_origins` (the function's
+`ASYA_GATEWAY_CORS_ORIGINS`) is answered here without a key, as the deployed API answers it (`asya.cors`).
+With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the
 function verifies each request's bearer token. The streams served here are each signed in first
 through the module's `sign_in`, which gives the stream's caller (the key's holder, the SigV4 signer, the
 token's subject) or the function's refusal, as the function does, so a stream shows a caller its own
