@@ -122,6 +122,7 @@ def _aws(stack: str, endpoint: str | None, token: str | None) -> DeployedMesh:
         raise DiscoveryError(
             f"the gateway of {stack!r} takes a signed-in caller's token (gateway.auth: jwt): "
             f"give --token or set {variables.TOKEN.name}"
+            + (f" (`asya token --stack {stack}` gets one of its pool)" if "MachineClientId" in outputs else "")
         )
     elif mode == API_KEY:
         key = session.client("apigateway").get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
