@@ -20,8 +20,9 @@
     asya console [--stack NAME] [--port N]       the mesh, its queues and tasks, live, in a browser
     asya secrets set NAME [VALUE] [--config FILE]  a secret's local value (stdin if VALUE is left out)
     asya flow show FLOW [--config FILE] [--image PATH]  a flow's route, or its program in words and drawn
-    asya token   [--subject S] [--scope SCOPE]... [--expires-in SECONDS]   a token of the local issuer
-                                                 (a mesh with gateway.auth: jwt)
+    asya token   [--subject S] [--scope SCOPE]... [--role R]... [--client-credentials] [--stack NAME]
+                                                 a token for a mesh with gateway.auth: jwt: the local
+                                                 issuer's, or a deployed Cognito pool's machine client's
 
 `send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun`, `queues`, `sump` and
 `console` take `--stack NAME [--token T]`: a deployed mesh, found from its stack's outputs and reached
@@ -199,7 +200,7 @@ def _flow(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    return token_cli.run(args, running_state())
+    return token_cli.run(args, None if args.stack else running_state())
 
 
 def _secrets(args: argparse.Namespace) -> int:

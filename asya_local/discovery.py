@@ -91,7 +91,7 @@ def discover(stack: str, local_state: dict[str, str] | None = None, token: str |
 def _local(stack: str, state: dict[str, str], token: str | None) -> DeployedMesh:
     endpoint = state["endpoint"]
     where = f"the local stack at {endpoint}"
-    outputs = _outputs(local_client("cloudformation", endpoint), stack, where)
+    outputs = stack_outputs(local_client("cloudformation", endpoint), stack, where)
     gateway = local_gateway(state["gateway_url"], state["api_key"], of_state(state), token)
 
     def client(service: str) -> Any:
@@ -114,7 +114,7 @@ def _aws(stack: str, endpoint: str | None, token: str | None) -> DeployedMesh:
         )
     account = session.client("sts").get_caller_identity()["Account"]
     where = f"account {account} in {region}" + (f" at {endpoint}" if endpoint else "")
-    outputs = _outputs(session.client("cloudformation"), stack, where)
+    outputs = stack_outputs(session.client("cloudformation"), stack, where)
     mode = outputs.get("GatewayAuth") or (API_KEY if "ApiKeyId" in outputs else IAM)
     if token:
         gateway = GatewayClient(outputs["ApiUrl"], auth=BearerAuth(lambda: token))
@@ -122,6 +122,7 @@ def _aws(stack: str, endpoint: str | None, token: str | None) -> DeployedMesh:
         raise DiscoveryError(
             f"the gateway of {stack!r} takes a signed-in caller's token (gateway.auth: jwt): "
             f"give --token or set {variables.TOKEN.name}"
+            + (f" (`asya token --stack {stack}` gets one of its pool)" if "MachineClientId" in outputs else "")
         )
     elif mode == API_KEY:
         key = session.client("apigateway").get_api_key(apiKey=outputs["ApiKeyId"], includeValue=True)["value"]
@@ -143,7 +144,7 @@ def _aws(stack: str, endpoint: str | None, token: str | None) -> DeployedMesh:
     )
 
 
-def _outputs(cloudformation: Any, stack: str, where: str) -> dict[str, str]:
+def stack_outputs(cloudformation: Any, stack: str, where: str) -> dict[str, str]:
     try:
         described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
     except ClientError as exc:

@@ -7,7 +7,11 @@ the pool's URL). The mesh file stays the one deployed: the local gateway functio
 issuer's keys are through `ASYA_GATEWAY_JWKS_URL`, a local-only variable, instead of discovering them.
 
 `asya token` prints a token of it (`asya_local.token_cli`); the local stack's own tools sign in with one
-that grants every admin scope and role the mesh declares (`admin_token`).
+that grants every admin scope and role the mesh declares (`admin_token`). As a Cognito pool it mints only
+what the pool would (`clients`, read from the local endpoint's pool, `asya_local.cognito_pools`): a
+user's token (the code-flow client's) carries no scope that client may not ask for, so no custom scope;
+the admin scope comes only in a client credentials token of the machine client (`client_token`), which
+names no user and no group; and the local tools sign in as a user of the `admins` group.
 """
 
 from __future__ import annotations
@@ -37,6 +41,23 @@ LOCAL_SUBJECT = "asya-local"  # who the local stack's own tools sign in as
 DEFAULT_EXPIRES_IN = 3600
 
 
+class NotGrantedError(ValueError):
+    """The pool would not issue such a token: the message says what it grants instead."""
+
+
+@dataclass(frozen=True)
+class PoolClient:
+    """An app client of the pool: its id, OAuth flows (`code`, `client_credentials`) and allowed scopes."""
+
+    id: str
+    flows: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, described: dict[str, Any]) -> PoolClient:
+        return cls(described["id"], tuple(described.get("flows", ())), tuple(described.get("scopes", ())))
+
+
 @dataclass(frozen=True)
 class LocalIssuer:
     """Signs tokens as `issuer` for `audience`; `admin_scopes` and `admin_roles` are the mesh's. As a
@@ -49,9 +70,10 @@ class LocalIssuer:
     admin_scopes: tuple[str, ...] = ()
     admin_roles: tuple[str, ...] = ()
     cognito: bool = False
+    clients: tuple[PoolClient, ...] = ()  # as a Cognito pool, its clients; none: any claims are minted
 
     @classmethod
-    def create(cls, folder: Path, auth: dict[str, Any]) -> LocalIssuer:
+    def create(cls, folder: Path, auth: dict[str, Any], clients: Iterable[PoolClient] = ()) -> LocalIssuer:
         """A new key pair in `folder`, for the gateway's `ASYA_GATEWAY_AUTH` document (`mode: jwt`)."""
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         key_file = folder / KEY_FILE
@@ -61,10 +83,10 @@ class LocalIssuer:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
             )
         )
-        return cls.of(key_file, auth)
+        return cls.of(key_file, auth, clients)
 
     @classmethod
-    def of(cls, key_file: Path, auth: dict[str, Any]) -> LocalIssuer:
+    def of(cls, key_file: Path, auth: dict[str, Any], clients: Iterable[PoolClient] = ()) -> LocalIssuer:
         """The issuer whose key is `key_file`, for the `ASYA_GATEWAY_AUTH` document `auth`."""
         admins = auth.get("admins") or {}
         return cls(
@@ -74,6 +96,7 @@ class LocalIssuer:
             admin_scopes=tuple(admins.get("scopes", ())),
             admin_roles=tuple(admins.get("roles", ())),
             cognito=bool(auth["jwt"].get("cognito")),
+            clients=tuple(clients),
         )
 
     def _private_key(self) -> Any:
@@ -97,9 +120,14 @@ class LocalIssuer:
         **claims: Any,
     ) -> str:
         """A signed access token: `sub`, `scope` (space-separated), `groups`, valid `expires_in` seconds
-        from now (negative: already expired); `claims` add to or replace any of them."""
+        from now (negative: already expired); `claims` add to or replace any of them. As a pool with
+        clients, a user's token of its code-flow client, with only the scopes that client may ask for."""
         now = int(time.time())
         audience = {"client_id": self.audience, "token_use": "access"} if self.cognito else {"aud": self.audience}
+        people = self._client("code")
+        if people is not None:
+            audience["client_id"] = people.id
+            scopes = _granted(people, scopes, "a user's token (the code-flow client's)")
         body: dict[str, Any] = {
             "iss": self.issuer,
             **audience,
@@ -114,9 +142,38 @@ class LocalIssuer:
             body["cognito:groups" if self.cognito else "groups"] = groups
         return jwt.encode({**body, **claims}, self._private_key(), algorithm=ALGORITHM, headers={"kid": self.key_id})
 
+    def client_token(self, scopes: Iterable[str] = (), expires_in: float = DEFAULT_EXPIRES_IN) -> str:
+        """A client credentials token of the pool's machine client, as its token endpoint answers: the
+        client is the subject, no groups, the scopes asked for (all it may have when none are)."""
+        machine = self._client("client_credentials")
+        if machine is None:
+            raise NotGrantedError("the issuer has no client credentials client (a Cognito pool of the mesh's has)")
+        granted = _granted(machine, scopes, "a client credentials token") or machine.scopes
+        claims = {"client_id": machine.id, "token_use": "access", "scope": " ".join(granted)}
+        return self.token(subject=machine.id, expires_in=expires_in, **claims)
+
     def admin_token(self) -> str:
-        """What the local stack's own tools send: every admin scope and role the mesh declares."""
+        """What the local stack's own tools send: every admin scope and role the mesh declares; as a
+        pool with clients, a user of its admin groups (a user's token carries no custom scope)."""
+        if self._client("code") is not None:
+            return self.token(roles=self.admin_roles)
         return self.token(scopes=self.admin_scopes, roles=self.admin_roles)
+
+    def _client(self, flow: str) -> PoolClient | None:
+        return next((client for client in self.clients if flow in client.flows), None)
+
+
+def _granted(client: PoolClient, scopes: Iterable[str], what: str) -> list[str]:
+    """`scopes`, when the client may have them all (Cognito refuses a request for any other)."""
+    asked = list(scopes)
+    refused = [scope for scope in asked if scope not in client.scopes]
+    if refused:
+        allowed = ", ".join(client.scopes) or "none"
+        raise NotGrantedError(
+            f"the pool does not grant {', '.join(refused)} in {what}: its scopes are {allowed}. A user is an "
+            "admin by a group (--role admins); the admin scope is the machine client's (--client-credentials)"
+        )
+    return asked
 
 
 def local_gateway(url: str, api_key: str, issuer: LocalIssuer | None, token: str | None = None) -> GatewayClient:
@@ -134,14 +191,16 @@ def issuer_state(issuer: LocalIssuer | None, auth: dict[str, Any]) -> dict[str, 
     """What the state file keeps of the local issuer (`asya_local.local_state`), for `of_state`."""
     if issuer is None:
         return {}
-    return {"issuer_key": str(issuer.key_file), "gateway_auth": json.dumps(auth)}
+    clients = [{"id": c.id, "flows": list(c.flows), "scopes": list(c.scopes)} for c in issuer.clients]
+    return {"issuer_key": str(issuer.key_file), "gateway_auth": json.dumps(auth), "issuer_clients": json.dumps(clients)}
 
 
 def of_state(state: dict[str, str]) -> LocalIssuer | None:
     """The local issuer a running stack's state file names; None when its mesh has no sign-in."""
     if not state.get("issuer_key"):
         return None
-    return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]))
+    clients = [PoolClient.of(described) for described in json.loads(state.get("issuer_clients") or "[]")]
+    return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]), clients)
 
 
 class IssuerServer:

@@ -48,6 +48,7 @@ from asya_cdk.environment import PROGRAMS_FILE
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import refuse_oversized_functions
 from asya_local import admin_key
+from asya_local.cognito_pools import pool_clients
 from asya_local.deploy import (
     EMR_APPLICATION,
     HttpTrigger,
@@ -70,7 +71,7 @@ from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.stage_throttle import template_opens_well_known, template_throttle
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.gateway_client import GatewayClient
-from asya_local.issuer import IssuerServer, LocalIssuer, local_gateway
+from asya_local.issuer import IssuerServer, LocalIssuer, PoolClient, local_gateway
 from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, local_client, role_environment
@@ -234,7 +235,9 @@ class LocalStack:
         raw = api.environment.get(variables.GATEWAY_AUTH.name, "") if api is not None else ""
         self.gateway_auth = json.loads(raw) if raw else {}
         if self.gateway_auth.get("mode") == "jwt":
-            self.issuer = LocalIssuer.create(Path(self._state.name), self.gateway_auth)
+            pool = self.outputs.get("UserPoolId")  # the pool's clients: the local issuer mints what it would
+            clients = [PoolClient.of(c) for c in pool_clients(self.client("cognito-idp"), pool)] if pool else []
+            self.issuer = LocalIssuer.create(Path(self._state.name), self.gateway_auth, clients)
             self._issuer_server = IssuerServer(self.issuer)
 
     def gateway_client(self) -> GatewayClient:

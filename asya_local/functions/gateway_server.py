@@ -34,7 +34,9 @@ metadata, open on AWS too unless the API has no such route) needs the `x-api-key
 Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
 checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
 signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
-with `gateway.auth: iam`. With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the
+with `gateway.auth: iam`. A browser's preflight from one of `gateway.cors_origins` (the function's
+`ASYA_GATEWAY_CORS_ORIGINS`) is answered here without a key, as the deployed API answers it (`asya.cors`).
+With `gateway.auth: jwt` (the spec has no `api_key`) no key is asked for: the
 function verifies each request's bearer token. The streams served here are each signed in first
 through the module's `sign_in`, which gives the stream's caller (the key's holder, the SigV4 signer, the
 token's subject) or the function's refusal, as the function does, so a stream shows a caller its own
@@ -58,6 +60,8 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from asya import variables
+from asya.cors import allowed_origin, answer_headers, parse_origins, preflight_headers
 from asya_local.functions import worker
 from asya_local.functions.environments import Environments
 from asya_local.functions.iam_auth import SignatureRefusedError, Signers, endpoint_signers, is_signed, verify
@@ -111,10 +115,12 @@ class Gateway:
         self.sign_in = sign_in
         self._api_key = spec["api_key"].encode() if spec.get("api_key") else None
         self.well_known_open = bool(spec.get("well_known_open", True))
+        environment = spec.get("environment", {})
+        self.cors_origins = parse_origins(environment.get(variables.GATEWAY_CORS_ORIGINS.name, ""))
         throttle = spec.get("throttle")
         self.throttle = StageThrottle(throttle["rate"], int(throttle["burst"])) if throttle else None
         self.environments = Environments(spec, ENVIRONMENTS)
-        endpoint = spec.get("environment", {}).get("AWS_ENDPOINT_URL")
+        endpoint = environment.get("AWS_ENDPOINT_URL")
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def _open(self, request: HttpRequest) -> bool:
@@ -127,6 +133,9 @@ class Gateway:
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
             return gateway_answer(429, "Too Many Requests", request.request_id)
+        preflight = preflight_headers(request.method, dict(request.headers), self.cors_origins)
+        if preflight is not None:  # the API answers it, without credentials (asya_cdk's CORS settings)
+            return HttpResponse(204, list(preflight.items()), b"")
         signer = None
         if is_signed(request):  # IAM authorization, as API Gateway does it before the function runs
             try:
@@ -145,6 +154,11 @@ class Gateway:
             if streamed is not None:
                 return streamed
         return self.invoke(request, signer)
+
+    def cors_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """What a stream served here carries for an allowed origin, as the function's answers do."""
+        origin = allowed_origin(headers, self.cors_origins)
+        return answer_headers(origin) if origin is not None else {}
 
     def _has_key(self, request: HttpRequest) -> bool:
         """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""
@@ -340,6 +354,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in self.gateway.cors_headers(dict(self.headers.items())).items():
+            self.send_header(name, value)
         self.end_headers()
         sent = 0
         try:

@@ -9,8 +9,9 @@
   its methods take every request and the function refuses what does not sign in. The A2A agent card
   (`GET /.well-known/agent-card.json` and `/.well-known/agent.json`, under `GET /.well-known/{proxy+}`)
   has a method of its own, readable
-  without credentials. With `jwt.cognito: true` the stack makes the issuer: a Cognito user pool with a
-  resource server whose `admin` scope makes an admin, and an app client. With `api: http` the same
+  without credentials. With `jwt.cognito: true` the stack makes the issuer: a Cognito user pool with its
+  hosted domain, an app client for people, a machine client for scripts and an `admins` group
+  (`asya_cdk.user_pool`). With `api: http` the same
   function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
@@ -27,7 +28,6 @@ import dataclasses
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigatewayv2
-from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
@@ -52,7 +52,7 @@ from asya.results import PREFIX as RESULTS_PREFIX
 from asya_cdk.actor import dead_letter_queue, nag_arn
 from asya_cdk.environment import PROGRAMS_FILE, MeshNames, gateway_environment
 from asya_cdk.function import MeshFunction
-from asya_cdk.gateway_config import COGNITO_ADMIN_SCOPE, UserPoolNames
+from asya_cdk.gateway_config import UserPoolNames
 from asya_cdk.http_api import HttpGateway
 from asya_cdk.layer import SidecarLayer, gateway_code
 from asya_cdk.loaded_mesh import LoadedMesh
@@ -60,8 +60,8 @@ from asya_cdk.mesh_secrets import generated_secret
 from asya_cdk.nag import acknowledge
 from asya_cdk.rest_api import explain_rest_findings, publish_rest_api
 from asya_cdk.tasks import TaskTables
+from asya_cdk.user_pool import SignInPool, sign_in_pool
 
-SIGN_IN_CALLBACK = "http://localhost:8080/callback"  # the app client's default redirect: a local client's
 DEFAULT_TIMEOUT = cdk.Duration.minutes(1)  # the stream consumer's and the backstop's
 API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integration timeout
 
@@ -69,8 +69,8 @@ API_TIMEOUT = cdk.Duration.seconds(30)  # just over API Gateway's 29 s integrati
 class StatusGateway(Construct):
     """Exposes `api` (the REST API, or the HTTP API with `api: http`), `url` (its base URL), `api_key`
     (None unless `auth: api_key`), `agent_card` (the A2A card's open methods on the REST API), the
-    functions `gateway`, `stream` and `backstop`, `stream_dead_letters`, `schedule`, and `user_pool`
-    with its `user_pool_client` (None unless `jwt.cognito`)."""
+    functions `gateway`, `stream` and `backstop`, `stream_dead_letters`, `schedule`, and `sign_in`, the
+    Cognito pool with its clients and domain (None unless `jwt.cognito`)."""
 
     def __init__(
         self,
@@ -88,7 +88,7 @@ class StatusGateway(Construct):
         self.namespace = mesh.config.namespace
         self.settings = mesh.config.gateway
         self.prefix = mesh_prefix(self.namespace)
-        self.user_pool, self.user_pool_client, pool = self._user_pool()
+        self.sign_in, pool = self._user_pool()
         self.cursor_secret = self._cursor_secret()
         self.names = dataclasses.replace(names, user_pool=pool, cursor_secret=self.cursor_secret.secret_arn)
         self.layer = layer
@@ -122,47 +122,14 @@ class StatusGateway(Construct):
             self.api, self.api_key, self.agent_card = rest.api, rest.api_key, rest.agent_card
             self.url = self.api.url
         _explain_findings(self, self.namespace, bucket, self.settings.auth)
-        if self.user_pool is not None:
-            _explain_pool_findings(self.user_pool)
 
-    def _user_pool(self) -> tuple[cognito.UserPool | None, cognito.UserPoolClient | None, UserPoolNames | None]:
-        """With `jwt.cognito: true`, the issuer the gateway trusts: a user pool (no self sign-up: an
-        operator adds users), a resource server with the scope that makes an admin, and an app client
-        (no secret: a CLI, a browser, an MCP client) that may ask for it."""
+    def _user_pool(self) -> tuple[SignInPool | None, UserPoolNames | None]:
+        """With `jwt.cognito: true`, the issuer the gateway trusts (`asya_cdk.user_pool`)."""
         jwt = self.settings.jwt
         if jwt is None or not jwt.cognito:
-            return None, None, None
-        pool = cognito.UserPool(
-            self,
-            "UserPool",
-            user_pool_name=self.prefix,
-            self_sign_up_enabled=False,
-            sign_in_aliases=cognito.SignInAliases(email=True),
-            password_policy=cognito.PasswordPolicy(
-                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True, require_symbols=True
-            ),
-            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-        )
-        admin = cognito.ResourceServerScope(
-            scope_name=COGNITO_ADMIN_SCOPE, scope_description="sees every task of the mesh"
-        )
-        server = pool.add_resource_server("ResourceServer", identifier=self.prefix, scopes=[admin])
-        client = pool.add_client(
-            "AppClient",
-            user_pool_client_name=self.prefix,
-            generate_secret=False,
-            auth_flows=cognito.AuthFlow(user_srp=True),
-            o_auth=cognito.OAuthSettings(
-                flows=cognito.OAuthFlows(authorization_code_grant=True),
-                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.resource_server(server, admin)],
-                callback_urls=[SIGN_IN_CALLBACK],
-            ),
-        )
-        issuer = f"https://cognito-idp.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}/{pool.user_pool_id}"
-        names = UserPoolNames(
-            issuer=issuer, client=client.user_pool_client_id, admin_scope=f"{self.prefix}/{COGNITO_ADMIN_SCOPE}"
-        )
-        return pool, client, names
+            return None, None
+        made = sign_in_pool(self, prefix=self.prefix, jwt=jwt)
+        return made, made.names
 
     def _function(
         self,
@@ -298,19 +265,3 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
     )
     if isinstance(gateway.api, apigateway.RestApi):
         explain_rest_findings(gateway.api, gateway.agent_card, auth)
-
-
-def _explain_pool_findings(pool: cognito.UserPool) -> None:
-    """cdk-nag findings on the sign-in user pool that are the mesh owner's choice."""
-    acknowledge(
-        pool,
-        "COG2",
-        "MFA is the pool owner's choice (users are added by an operator, no self sign-up); it can be made "
-        "required on the pool without changing the gateway, which verifies the tokens the pool issues.",
-    )
-    acknowledge(
-        pool,
-        "COG8",
-        "The Plus feature plan (threat protection) is priced per user; the pool owner moves the pool to it "
-        "where wanted, and the gateway's verification does not depend on it.",
-    )

@@ -8,26 +8,54 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from asya.cors import ORIGIN_PATTERN
 from asya_cdk.actor_config import SYSTEM_LOG_LEVEL, StrictModel, SystemLogLevel
+
+# Cognito's prefix domains: lowercase letters, digits and '-' (not first or last), without these words
+COGNITO_DOMAIN_PREFIX = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+COGNITO_RESERVED_WORDS = ("aws", "amazon", "cognito")
 
 
 class JwtConfig(StrictModel):
     """Sign-in with an OpenID Connect provider (`gateway.auth: jwt`, docs/callers.md): the issuer whose
     tokens the gateway accepts and the audiences a token must name one of. `cognito: true` has the
-    stack create a Cognito user pool and trust it instead of `issuer`."""
+    stack create a Cognito user pool and trust it instead of `issuer`; its hosted sign-in pages are at
+    `https://<domain_prefix>.auth.<region>.amazoncognito.com` (default prefix: `asya-<ns>-<account>`)."""
 
     issuer: Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$", max_length=512)] | None = None
     audiences: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=10)
     cognito: bool = False
+    domain_prefix: Annotated[str, Field(pattern=COGNITO_DOMAIN_PREFIX, max_length=63)] | None = None
 
     @model_validator(mode="after")
     def _one_issuer(self) -> JwtConfig:
         if (self.issuer is None) == (not self.cognito):
             raise ValueError("give exactly one of 'issuer' (an OIDC issuer's https URL) or 'cognito: true'")
+        if self.domain_prefix is not None and not self.cognito:
+            raise ValueError("domain_prefix: the hosted sign-in domain of the pool 'cognito: true' makes")
+        if self.domain_prefix is not None and (reserved := _reserved_word(self.domain_prefix)):
+            raise ValueError(f"domain_prefix: Cognito refuses a prefix containing {reserved!r}")
         return self
+
+    def domain_problems(self, namespace: str) -> list[str]:
+        """The default prefix, `asya-<ns>-<account>`, breaks Cognito's rule when the namespace holds a
+        word it reserves: the mesh then names its own prefix."""
+        reserved = _reserved_word(namespace) if self.cognito and self.domain_prefix is None else None
+        if reserved is None:
+            return []
+        return [
+            f"gateway.jwt.domain_prefix: the pool's sign-in domain would be asya-{namespace}-<account>, and "
+            f"Cognito refuses a prefix containing {reserved!r}; give a domain_prefix (lowercase letters, "
+            "digits, '-', unique in the region)"
+        ]
+
+
+def _reserved_word(prefix: str) -> str | None:
+    return next((word for word in COGNITO_RESERVED_WORDS if word in prefix), None)
 
 
 COGNITO_ADMIN_SCOPE = "admin"  # the pool's resource server scope that makes an admin (`gateway.jwt.cognito`)
+COGNITO_ADMINS_GROUP = "admins"  # the pool's group whose users are admins (in `cognito:groups`)
 
 
 @dataclass(frozen=True)
@@ -35,7 +63,8 @@ class UserPoolNames:
     """The Cognito user pool a stack made for sign-in (`gateway.jwt.cognito`), as the gateway is told."""
 
     issuer: str
-    client: str  # the app client's id
+    client: str  # the app client's id: users signing in (authorization code flow)
+    machine_client: str  # the machine client's id: scripts (client credentials)
     admin_scope: str  # `<resource server>/<scope>`
 
 
@@ -73,8 +102,8 @@ class GatewayConfig(StrictModel):
     """The status gateway: who may call its API (`auth`), which kind of API fronts it (`api`: REST, or
     the cheaper HTTP API), who sees every task (`admins`), how many requests it takes (`throttle`,
     and the API function's `reserved_concurrency`, left unset by default: reserving takes from the
-    account's pool, which a new account may not have), how long task records outlive their task, and
-    how often the deadline backstop looks for overdue tasks."""
+    account's pool, which a new account may not have), how long task records outlive their task,
+    how often the deadline backstop looks for overdue tasks, and which browser origins may call it."""
 
     auth: Literal["iam", "api_key", "jwt"] = "iam"
     api: Literal["rest", "http"] = "rest"
@@ -89,6 +118,10 @@ class GatewayConfig(StrictModel):
     tracing: bool = False
     cloudwatch_role: bool = True
     system_log_level: SystemLogLevel = SYSTEM_LOG_LEVEL  # of its three functions (asya_cdk.actor_config)
+    # browser origins that may call the API (asya.cors); none: no CORS, as for callers that are not browsers
+    cors_origins: list[Annotated[str, Field(pattern=ORIGIN_PATTERN, max_length=256)]] = Field(
+        default_factory=list, max_length=20
+    )
 
     @model_validator(mode="after")
     def _auth_fits_api(self) -> GatewayConfig:
@@ -107,16 +140,18 @@ class GatewayConfig(StrictModel):
         """`ASYA_GATEWAY_AUTH`: what the gateway function reads of who its callers are, what their
         tasks belong to and what the agent card tells one without credentials
         (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
-        made: its issuer is trusted, its app client is an audience (a Cognito access token names its
-        client, not an audience) and its resource server's admin scope makes an admin."""
+        made: its issuer is trusted, its two clients are audiences (a Cognito access token names its
+        client, not an audience), its resource server's admin scope (the machine client's) and its
+        `admins` group (users') make an admin."""
         admins = self.admins.model_dump()
         shown = {"ownership": self.ownership, "public_card": self.a2a.public_card}
         if self.jwt is None:
             return {"mode": self.auth, "admins": admins, **shown}
-        jwt = self.jwt.model_dump(exclude_none=True)
+        jwt = self.jwt.model_dump(exclude_none=True, exclude={"domain_prefix"})
         if self.jwt.cognito and pool is not None:
-            jwt |= {"issuer": pool.issuer, "audiences": [pool.client, *self.jwt.audiences]}
+            jwt |= {"issuer": pool.issuer, "audiences": [pool.client, pool.machine_client, *self.jwt.audiences]}
             admins["scopes"] = [*admins["scopes"], pool.admin_scope]
+            admins["roles"] = [*admins["roles"], COGNITO_ADMINS_GROUP]
         return {"mode": self.auth, "admins": admins, **shown, "jwt": jwt}
 
     @property

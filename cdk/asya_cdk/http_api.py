@@ -16,7 +16,9 @@ Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or pre
 mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-known/{proxy+}` takes no
 authorizer, as the REST API's agent card methods do not: the A2A agent card (and, in jwt mode, the
 OAuth protected-resource metadata) is read before a caller has credentials; in jwt mode `GET /health`
-is open too. An HTTP API has no API keys or
+is open too. With `gateway.cors_origins` the API answers browsers from those origins (`asya.cors`): its
+CORS configuration, and `OPTIONS` routes without an authorizer, so a preflight (which carries no
+credentials) does not meet the authorizer of the `ANY` routes. An HTTP API has no API keys or
 usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.gateway_config`).
 """
 
@@ -35,6 +37,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from asya import cors
 from asya.names import mesh_prefix
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
@@ -73,6 +76,7 @@ class HttpGateway(Construct):
             api_name=prefix,
             description=f"asya {namespace}: tasks, their status and live events, flows as MCP tools",
             create_default_stage=False,
+            cors_preflight=_cors(settings.cors_origins),
         )
         access_logs = log_group(self, "AccessLogs", f"/aws/apigateway/{prefix}", LOG_RETENTION_DAYS)
         self.stage = self.api.add_stage(
@@ -104,7 +108,31 @@ class HttpGateway(Construct):
                 integration=integration,
                 authorizer=apigatewayv2.HttpNoneAuthorizer(),
             )
+        if settings.cors_origins:
+            # a preflight carries no credentials, and `ANY` would take it to the authorizer: its own
+            # route, which the function answers (asya.cors) and API Gateway adds the CORS headers to
+            for path in ("/", ANY_PATH):
+                self.api.add_routes(
+                    path=path,
+                    methods=[apigatewayv2.HttpMethod.OPTIONS],
+                    integration=integration,
+                    authorizer=apigatewayv2.HttpNoneAuthorizer(),
+                )
         _explain_findings(self, settings.auth)
+
+
+def _cors(origins: list[str]) -> apigatewayv2.CorsPreflightOptions | None:
+    """The API's CORS configuration for `gateway.cors_origins` (none without): API Gateway then puts
+    these headers on every answer to those origins, in place of the function's."""
+    if not origins:
+        return None
+    return apigatewayv2.CorsPreflightOptions(
+        allow_origins=origins,
+        allow_methods=[apigatewayv2.CorsHttpMethod(method) for method in cors.ALLOW_METHODS],
+        allow_headers=list(cors.ALLOW_HEADERS),
+        expose_headers=list(cors.EXPOSE_HEADERS),
+        max_age=cdk.Duration.seconds(cors.MAX_AGE_SECONDS),
+    )
 
 
 def _authorizer(auth: str, jwt: dict[str, Any] | None) -> apigatewayv2.IHttpRouteAuthorizer:
@@ -142,6 +170,7 @@ class _AccessLogs:
 def _explain_findings(gateway: HttpGateway, auth: str) -> None:
     """cdk-nag findings that are deliberate, each acknowledged with its reason."""
     opened = "GET /health and GET /.well-known/..." if auth == "jwt" else "GET /.well-known/..."
+    opened += ", and OPTIONS (a browser's preflight, with gateway.cors_origins)"
     cdk.Validations.of(gateway.api).acknowledge(
         cdk.Acknowledgment(
             id="AwsSolutions::AwsSolutions-APIG4",

@@ -69,6 +69,7 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         user_pool=UserPoolNames(  # only read with gateway.jwt.cognito: the pool's issuer, client, admin scope
             issuer=f"https://cognito-idp.{LONGEST_REGION}.amazonaws.com.cn/{'p' * COGNITO_POOL_ID_MAX}",
             client="c" * COGNITO_CLIENT_ID_MAX,
+            machine_client="c" * COGNITO_CLIENT_ID_MAX,
             admin_scope=f"{mesh_prefix(namespace)}/{COGNITO_ADMIN_SCOPE}",
         ),
         cursor_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"

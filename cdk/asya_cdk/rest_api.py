@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from asya import cors
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
 from asya_cdk.function import LOG_RETENTION_DAYS
@@ -47,6 +49,7 @@ def publish_rest_api(
         rest_api_name=prefix,
         description=f"asya {namespace}: tasks, their status and live events, flows as MCP tools",
         endpoint_types=[apigateway.EndpointType.REGIONAL],
+        default_cors_preflight_options=_cors(settings.cors_origins),
         cloud_watch_role=settings.cloudwatch_role,
         default_method_options=apigateway.MethodOptions(
             authorization_type=apigateway.AuthorizationType.IAM if iam_auth else apigateway.AuthorizationType.NONE,
@@ -78,6 +81,20 @@ def publish_rest_api(
     key = api.add_api_key("ApiKey", api_key_name=prefix)
     plan.add_api_key(key)
     return RestApi(api, key, agent_card)
+
+
+def _cors(origins: list[str]) -> apigateway.CorsOptions | None:
+    """`OPTIONS` on every resource for `gateway.cors_origins` (none without): a mock integration that
+    answers a preflight without credentials or an invocation; the function's own answers carry the
+    allowed origin (`asya.cors`)."""
+    if not origins:
+        return None
+    return apigateway.CorsOptions(
+        allow_origins=origins,
+        allow_methods=list(cors.ALLOW_METHODS),
+        allow_headers=list(cors.ALLOW_HEADERS),
+        max_age=cdk.Duration.seconds(cors.MAX_AGE_SECONDS),
+    )
 
 
 def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> list[apigateway.Method]:

@@ -43,6 +43,8 @@ def mesh_problems(mesh: LoadedMesh) -> list[str]:
         problems += storage_problems(mesh, name)
         problems += join_width_problems(name, actor)
     problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
+    if (jwt := mesh.config.gateway.jwt) is not None:
+        problems += jwt.domain_problems(mesh.config.namespace)
     return problems + environment_problems(mesh)
 
 

@@ -12,6 +12,7 @@ from asya.names import VERSION_OUTPUT, VERSION_TAG, mesh_prefix
 from asya_cdk.construct import AsyaMesh
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
+from asya_cdk.user_pool import SignInPool
 
 
 class MeshStack(cdk.Stack):
@@ -54,11 +55,8 @@ class MeshStack(cdk.Stack):
         cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
         if self.mesh.spark_batches is not None:
             cdk.CfnOutput(self, "SparkBatchesTable", value=self.mesh.spark_batches.table_name)
-        if gateway.user_pool is not None and gateway.user_pool_client is not None:
-            cdk.CfnOutput(self, "UserPoolId", value=gateway.user_pool.user_pool_id)
-            cdk.CfnOutput(self, "UserPoolClientId", value=gateway.user_pool_client.user_pool_client_id)
-            issuer = gateway.names.user_pool.issuer if gateway.names.user_pool is not None else ""
-            cdk.CfnOutput(self, "Issuer", value=issuer, description="the tokens' iss: the pool's OpenID issuer")
+        if gateway.sign_in is not None:
+            _sign_in_outputs(self, gateway.sign_in)
         if gateway.api_key is not None:
             cdk.CfnOutput(
                 self,
@@ -70,3 +68,20 @@ class MeshStack(cdk.Stack):
 
 def stack_name(mesh: LoadedMesh) -> str:
     return mesh_prefix(mesh.config.namespace)
+
+
+def _sign_in_outputs(stack: cdk.Stack, made: SignInPool) -> None:
+    """What a caller needs to get a token of the pool (docs/callers.md): `asya token --stack` reads them."""
+    cdk.CfnOutput(stack, "UserPoolId", value=made.pool.user_pool_id)
+    cdk.CfnOutput(stack, "UserPoolClientId", value=made.client.user_pool_client_id)
+    cdk.CfnOutput(
+        stack,
+        "MachineClientId",
+        value=made.machine_client.user_pool_client_id,
+        description="the client credentials client: aws cognito-idp describe-user-pool-client prints its secret",
+    )
+    cdk.CfnOutput(stack, "Issuer", value=made.names.issuer, description="the tokens' iss: the pool's OpenID issuer")
+    cdk.CfnOutput(stack, "TokenUrl", value=made.token_url, description="the pool's OAuth token endpoint")
+    cdk.CfnOutput(
+        stack, "AuthorizeUrl", value=made.authorize_url, description="the pool's hosted sign-in (code flow, PKCE)"
+    )

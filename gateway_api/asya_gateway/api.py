@@ -45,6 +45,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from pydantic import BaseModel, ConfigDict, Field
 
 from asya import variables
+from asya.cors import allowed_origin, answer_headers, preflight_headers
 from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
@@ -169,10 +170,17 @@ class GatewayFunction:
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        origins = self.service.settings.cors_origins
+        headers = event.get("headers") or {}
+        preflight = preflight_headers(str(event.get("httpMethod")), headers, origins) if origins else None
+        if preflight is not None:  # before sign-in: a browser sends no credentials with a preflight
+            return {"statusCode": 204, "headers": preflight, "body": "", "isBase64Encoded": False}
         refused = self.sign_in(event) or _not_json(event) or _too_deep(event)
-        if refused is not None:
-            return refused
-        return app.resolve(event, context)
+        answer = refused if refused is not None else app.resolve(event, context)
+        origin = allowed_origin(headers, origins) if origins else None
+        if origin is not None:  # every answer, a refusal too: the page reads why it was refused
+            answer["headers"] = {**(answer.get("headers") or {}), **answer_headers(origin)}
+        return answer
 
     def sign_in(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """Take the event's caller as the current one; the proxy response refusing it, if it must be

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from asya import variables
+from asya.cors import parse_origins
 from asya.names import resource_name
 from asya.variables import ConfigError
 from asya_gateway.callers import AuthSettings
@@ -56,6 +57,7 @@ class GatewaySettings:
     auth: AuthSettings = field(default_factory=AuthSettings)
     cursor_secret: str | None = None  # the secret the cursors' key is derived from (`asya_gateway.cursors`)
     seal_secret: str | None = None  # the secret the mesh's envelopes are sealed with (`asya.seal`)
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed to call (`asya.cors`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -75,6 +77,7 @@ class GatewaySettings:
             auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env), variables.GATEWAY_JWKS_URL.read(env)),
             cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
             seal_secret=variables.SEAL_SECRET.read(env),
+            cors_origins=parse_origins(variables.GATEWAY_CORS_ORIGINS.read(env)),
         )
 
     def queue_name(self, actor: str) -> str:

@@ -413,6 +413,15 @@ GATEWAY_JWKS_URL = Variable(
     None,
     _text_or_none,
 )
+GATEWAY_CORS_ORIGINS = Variable(
+    "ASYA_GATEWAY_CORS_ORIGINS",
+    _GATEWAY,
+    "the browser origins allowed to call the gateway, comma-separated (the mesh's `gateway.cors_origins`): "
+    "its answers to them carry `Access-Control-Allow-Origin`, and it answers their preflights",
+    "",
+    _text,
+    "none",
+)
 
 GATEWAY_CURSOR_SECRET = Variable(
     "ASYA_GATEWAY_CURSOR_SECRET",
@@ -573,6 +582,7 @@ ALL: tuple[Variable[Any], ...] = (
     MCP_WAIT,
     GATEWAY_AUTH,
     GATEWAY_JWKS_URL,
+    GATEWAY_CORS_ORIGINS,
     GATEWAY_CURSOR_SECRET,
     SEAL_SECRET,
     PUBLIC_URL,

@@ -144,14 +144,17 @@ def test_the_dashboard_charts_the_http_apis_own_metrics(with_iam: Synthesized) -
         assert f'["AWS/ApiGateway","{metric}","ApiId","{{"Ref": "{api_id}"}}"' in text, metric
 
 
-def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_client_an_audience(
+def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_clients_audiences(
     tmp_path: Path,
 ) -> None:
+    """A client credentials token names the machine client in `client_id`: the authorizer takes it too."""
     jwt = {"cognito": True, "audiences": ["asya-reviews"]}
     _, document, _ = _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
     [pool_id] = resources(document, "AWS::Cognito::UserPool")
-    [client_id] = resources(document, "AWS::Cognito::UserPoolClient")
+    clients = resources(document, "AWS::Cognito::UserPoolClient")
+    [people] = [name for name, client in clients.items() if client["AllowedOAuthFlows"] == ["code"]]
+    [machine] = [name for name, client in clients.items() if client["AllowedOAuthFlows"] == ["client_credentials"]]
     [authorizer] = resources(document, "AWS::ApiGatewayV2::Authorizer").values()
     configuration = authorizer["JwtConfiguration"]
-    assert configuration["Audience"] == [{"Ref": client_id}, "asya-reviews"]
+    assert configuration["Audience"] == [{"Ref": people}, {"Ref": machine}, "asya-reviews"]
     assert {"Ref": pool_id} in configuration["Issuer"]["Fn::Join"][1]

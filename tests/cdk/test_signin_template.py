@@ -15,6 +15,7 @@ import yaml
 from asya_cdk.config import MeshConfig
 from asya_cdk.limits import COGNITO_CLIENT_ID_MAX
 from asya_cdk.loaded_mesh import LoadedMesh
+from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.longest import longest_environments
 from tests.support.templates import ROOT, cfn_lint, resources, run_cdk_app, synthesize
 
@@ -71,9 +72,12 @@ def test_the_function_trusts_the_mesh_files_issuer(with_issuer: tuple[dict[str, 
     assert not {"UserPoolId", "UserPoolClientId", "Issuer"} & set(template["Outputs"])
 
 
-def test_cognito_makes_the_pool_its_admin_scope_and_client_and_the_function_trusts_it(
+def test_cognito_makes_the_pool_its_clients_group_and_domain_and_the_function_trusts_it(
     with_cognito: tuple[dict[str, Any], Path],
 ) -> None:
+    """Usable on AWS: a domain (no OAuth endpoints without one), a code-flow client for people that
+    cannot ask for the admin scope (Cognito would grant it to any user who asks), a client credentials
+    client with a secret that may, and the `admins` group the function takes as admins."""
     template, outdir = with_cognito
     [pool_id] = resources(template, "AWS::Cognito::UserPool")
     pool = resources(template, "AWS::Cognito::UserPool")[pool_id]
@@ -82,25 +86,70 @@ def test_cognito_makes_the_pool_its_admin_scope_and_client_and_the_function_trus
     assert server["UserPoolId"] == {"Ref": pool_id}
     assert (server["Identifier"], server["Scopes"][0]["ScopeName"]) == ("asya-reviews", "admin")
     [server_id] = resources(template, "AWS::Cognito::UserPoolResourceServer")
-    [client_id] = resources(template, "AWS::Cognito::UserPoolClient")
-    client = resources(template, "AWS::Cognito::UserPoolClient")[client_id]
+    clients = resources(template, "AWS::Cognito::UserPoolClient")
+    [client_id] = [name for name, client in clients.items() if client["AllowedOAuthFlows"] == ["code"]]
+    [machine_id] = [name for name, client in clients.items() if client["AllowedOAuthFlows"] == ["client_credentials"]]
+    client, machine = clients[client_id], clients[machine_id]
     assert client["GenerateSecret"] is False
+    assert client["AllowedOAuthScopes"] == ["openid"]
+    assert client["CallbackURLs"] == ["http://localhost:8080/callback"]
     admin_scope = {"Fn::Join": ["", [{"Ref": server_id}, "/admin"]]}
-    assert client["AllowedOAuthScopes"] == ["openid", admin_scope]
+    assert (machine["GenerateSecret"], machine["AllowedOAuthScopes"]) == (True, [admin_scope])
+    [group] = resources(template, "AWS::Cognito::UserPoolGroup").values()
+    assert (group["GroupName"], group["UserPoolId"]) == ("admins", {"Ref": pool_id})
+    [domain] = resources(template, "AWS::Cognito::UserPoolDomain").values()
+    assert domain["Domain"] == {"Fn::Join": ["", ["asya-reviews-", {"Ref": "AWS::AccountId"}]]}
     outputs = template["Outputs"]
     assert outputs["UserPoolId"]["Value"] == {"Ref": pool_id}
     assert outputs["UserPoolClientId"]["Value"] == {"Ref": client_id}
+    assert outputs["MachineClientId"]["Value"] == {"Ref": machine_id}
+    for name, path in (("TokenUrl", "/oauth2/token"), ("AuthorizeUrl", "/oauth2/authorize")):
+        url = json.dumps(outputs[name]["Value"])
+        for part in ("https://", ".auth.", ".amazoncognito.com", path):
+            assert part in url, (name, part)
     issuer = json.dumps(outputs["Issuer"]["Value"])
     assert "https://cognito-idp." in issuer
     assert '"Ref": "AWS::Region"' in issuer
     assert f'"Ref": "{pool_id}"' in issuer
-    environment = json.dumps(_gateway_auth(template))  # built at deploy: the pool's id and the client's
+    environment = json.dumps(_gateway_auth(template))  # built at deploy: the pool's id and the clients'
     assert f'"Ref": "{pool_id}"' in environment
     assert f'"Ref": "{client_id}"' in environment
+    assert f'"Ref": "{machine_id}"' in environment
+    assert 'roles\\":[\\"ops\\",\\"admins\\"]' in environment
     assert "asya-reviews/admin" in environment
     assert "mesh/admin" in environment
     result = cfn_lint(outdir / "asya-reviews.template.json")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_pool_outlives_the_stack_as_the_docs_say(with_cognito: tuple[dict[str, Any], Path]) -> None:
+    """docs/callers.md and docs/deploy.md: `cdk destroy` leaves the pool and its users (a new deploy
+    makes a new pool, new issuer, new client ids)."""
+    template, _ = with_cognito
+    [pool] = [r for r in template["Resources"].values() if r["Type"] == "AWS::Cognito::UserPool"]
+    assert (pool["DeletionPolicy"], pool["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert "retained" in (ROOT / "docs" / "callers.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("namespace", "jwt", "named"),
+    [
+        ("laws", {"cognito": True, "audiences": ["a"]}, "gateway.jwt.domain_prefix: the pool's sign-in domain"),
+        ("demo", {"cognito": True, "audiences": ["a"], "domain_prefix": "my-cognito"}, "containing 'cognito'"),
+        ("demo", {"cognito": True, "audiences": ["a"], "domain_prefix": "Demo"}, "gateway.jwt.domain_prefix"),
+        ("demo", {"issuer": ISSUER, "audiences": ["a"], "domain_prefix": "demo"}, "the pool 'cognito: true' makes"),
+    ],
+    ids=["reserved-word-in-namespace", "reserved-word-in-prefix", "uppercase", "prefix-without-pool"],
+)
+def test_a_domain_prefix_cognito_would_refuse_fails_at_load(
+    tmp_path: Path, namespace: str, jwt: dict[str, Any], named: str
+) -> None:
+    bad = tmp_path / "mesh.yaml"
+    document = {"namespace": namespace, "actors": {"a": {"handler": "m.f", "code": "."}}}
+    bad.write_text(yaml.safe_dump({**document, "gateway": {"auth": "jwt", "jwt": jwt}}))
+    with pytest.raises(MeshConfigError) as refused:
+        load_mesh(bad)
+    assert named in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,7 @@ def test_the_stacks_own_tools_sign_in_as_an_admin(signed_in: RunningMesh) -> Non
 def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: LocalEndpoint, tmp_path: Path) -> None:
     """The pool, its server and client made through the local endpoint's Cognito API; the gateway trusts
     the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
-    issuer (the app client in `client_id`, no `aud`) is taken."""
+    issuer (the app client in `client_id`, no `aud`) is taken, as is the machine client's, an admin's."""
     document = yaml.safe_load(MESH.read_text())
     document["namespace"] = "itcognito"
     document["gateway"]["jwt"] = {"cognito": True, "audiences": ["asya-itest"]}
@@ -206,7 +206,9 @@ def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: L
             metadata = http.get("/.well-known/oauth-protected-resource").json()
             assert metadata["authorization_servers"] == [local.issuer]
             assert "asya-itcognito/admin" in metadata["scopes_supported"]
-            token = local.token(subject="cy", scopes=["asya-itcognito/admin"])
+            token = local.token(subject="cy")  # a user's: the people's client may not ask for the admin scope
             assert "aud" not in jwt.decode(token, options={"verify_signature": False})
             created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
             assert created.status_code == 201, created.text
+            machine = bearer(local.client_token())  # the machine client's, with the pool's admin scope
+            assert http.get(f"/api/v1/mesh/{created.json()['id']}", headers=machine).status_code == 200

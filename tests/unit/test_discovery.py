@@ -85,6 +85,12 @@ def test_a_jwt_mesh_needs_a_token_and_gets_it_as_a_bearer(monkeypatch: pytest.Mo
     assert request.headers["Authorization"] == "Bearer from-the-flag", "--token wins over ASYA_TOKEN"
 
 
+def test_a_mesh_with_a_pool_of_its_own_says_where_a_token_comes_from() -> None:
+    deploy({**MESH_OUTPUTS, "GatewayAuth": "jwt", "MachineClientId": "machine"})
+    with pytest.raises(DiscoveryError, match=r"`asya token --stack asya-t` gets one of its pool"):
+        discover("asya-t")
+
+
 def test_a_missing_stack_or_one_without_a_meshs_outputs_is_explained() -> None:
     with pytest.raises(DiscoveryError, match=f"no stack 'asya-nope' in account 123456789012 in {REGION}"):
         discover("asya-nope")
