@@ -186,7 +186,7 @@ def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: L
     the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
     issuer (the app client in `client_id`, no `aud`) is taken, as is the machine client's, an admin's."""
     document = yaml.safe_load(MESH.read_text())
-    document["namespace"] = "itcognito"
+    document["namespace"] = "itpool"
     document["gateway"]["jwt"] = {"cognito": True, "audiences": ["asya-itest"]}
     for actor in document["actors"].values():
         actor["code"] = str(MESH.parent)
@@ -198,14 +198,14 @@ def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: L
         client = mesh.stack.client("cognito-idp").describe_user_pool_client(
             UserPoolId=pool_id, ClientId=mesh.stack.outputs["UserPoolClientId"]
         )
-        assert client["UserPoolClient"]["ClientName"] == "asya-itcognito"
+        assert client["UserPoolClient"]["ClientName"] == "asya-itpool"
         local = issuer(mesh)
         assert local.issuer == mesh.stack.outputs["Issuer"]
         assert mesh.stack.gateway_url is not None
         with httpx2.Client(base_url=mesh.stack.gateway_url, timeout=30, trust_env=False) as http:
             metadata = http.get("/.well-known/oauth-protected-resource").json()
             assert metadata["authorization_servers"] == [local.issuer]
-            assert "asya-itcognito/admin" in metadata["scopes_supported"]
+            assert "asya-itpool/admin" in metadata["scopes_supported"]
             token = local.token(subject="cy")  # a user's: the people's client may not ask for the admin scope
             assert "aud" not in jwt.decode(token, options={"verify_signature": False})
             created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
