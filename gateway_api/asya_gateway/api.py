@@ -308,7 +308,7 @@ def protected_mcp() -> dict[str, Any]:
 
 def _protected_resource(path: str) -> dict[str, Any]:
     """This API as an OAuth protected resource (`gateway.auth: jwt` only): the issuer to sign in with,
-    how to send the token, and the scopes that make a caller an admin."""
+    how to send the token, and the scopes a client may ask for (`AuthSettings.requestable_scopes`)."""
     auth = service().settings.auth
     if auth.mode != "jwt":
         raise TaskError(404, "this gateway takes no sign-in (gateway.auth is not jwt)")
@@ -316,7 +316,7 @@ def _protected_resource(path: str) -> dict[str, Any]:
         "resource": f"{base_url()}{path}",
         "authorization_servers": [auth.issuer.url],
         "bearer_methods_supported": ["header"],
-        "scopes_supported": sorted(auth.admin_scopes),
+        "scopes_supported": auth.requestable_scopes,
     }
 
 

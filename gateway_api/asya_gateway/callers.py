@@ -92,6 +92,14 @@ class AuthSettings:
             public_card=_one_of(document, "public_card", PublicCard, "minimal"),
         )
 
+    @property
+    def requestable_scopes(self) -> list[str]:
+        """The scopes a client signing in may ask for (`scopes_supported` of the protected-resource
+        metadata). The stack's Cognito pool lets its people's client ask for `openid` only: the admin
+        scope is its machine client's, and Cognito refuses an authorization request that names it.
+        Another issuer's clients may ask for the admin scopes the mesh lists."""
+        return ["openid"] if self.jwt.get("cognito") else sorted(self.admin_scopes)
+
     @cached_property
     def admin_patterns(self) -> tuple[str, ...]:
         """`admins.principals`, and each IAM role among them as its sessions' role is named
