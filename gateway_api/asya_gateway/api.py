@@ -31,20 +31,13 @@ with `gateway.auth: jwt` it carries a bearer token the function verifies before 
 
 from __future__ import annotations
 
-import base64
-import os
-import re
 import time
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-import orjson
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
-from asya import variables
 from asya.cors import allowed_origin, answer_headers, preflight_headers
 from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
@@ -52,14 +45,38 @@ from asya.live import CURSOR_PATTERN
 from asya.names import ACTOR_NAME
 from asya.sump import SumpIndex
 from asya.task_record import stealthy
-from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a import A2aEndpoint
 from asya_gateway.a2a_card import extended_card, public_card
+from asya_gateway.api_models import (
+    EVENT_CURSOR,
+    MAX_TASK_ID,
+    CreateTask,
+    EventCursor,
+    FlyEvent,
+    IdempotencyKey,
+    RedriveRequest,
+    RerunTask,
+    ResumeTask,
+    StatusEvent,
+    TaskId,
+    WaitSeconds,
+)
 from asya_gateway.callers import OPERATOR, Caller, caller_of
+from asya_gateway.early_answers import (
+    WELL_KNOWN,
+    base_url_of,
+    is_open,
+    not_json,
+    raw_body,
+    signin_refused,
+    too_deep_body,
+    url_base,
+)
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.mcp import McpEndpoint
-from asya_gateway.nesting import MAX_NESTING, too_deep
+from asya_gateway.nesting import too_deep
+from asya_gateway.resolver import app
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
@@ -67,96 +84,11 @@ from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
 
 API = "/api/v1"
-WELL_KNOWN = "/.well-known"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
 # API Gateway ends every request this long after it arrived: the REST API's limit, and the HTTP API's
 # integration timeout as the stack sets it (asya_cdk.http_api; its own ceiling is 30 s)
 INTEGRATION_TIMEOUT_SECONDS = 29.0
-DEFAULT_STAGE = "$default"  # an HTTP API's stage (`gateway.api: http`): not part of its URL
 ANSWER_SECONDS = 3.0  # kept back from a wait for the answer: a GetItem, an S3 read, the JSON
-MAX_TASK_ID = 256
-TaskId = Annotated[str, Path(min_length=1, max_length=MAX_TASK_ID, description="The task's (envelope's) id")]
-EVENT_CURSOR = re.compile(CURSOR_PATTERN)  # an event's id as the event log hands it out
-EventCursor = Annotated[str | None, Query(pattern=CURSOR_PATTERN, max_length=64)]
-WaitSeconds = Annotated[
-    float | None, Query(gt=0, le=WAIT_MAX_SECONDS, description="Seconds to wait for the task to end")
-]
-
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        max_length=255,
-        description="a key of the client's for this create: retried with it, the create answers with "
-        "the task it made the first time (`replayed`), never a second one",
-    ),
-]
-# orjson parses bodies: a body nested past its 1,024 levels, a number out of a double's range or a lone
-# surrogate is invalid JSON (422), where the standard library would raise RecursionError or ValueError
-# past the validation and the client would get a 502.
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=orjson.loads)
-
-
-class _Model(BaseModel):
-    """Request bodies are strict: a boolean is not a number, a number is not a string (docs/status.md)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class TaskFailure(_Model):
-    """Why a task outside the mesh failed, in the shape the mesh's own failures have."""
-
-    type: str | None = Field(default=None, max_length=256)
-    message: str | None = Field(default=None, max_length=4096)
-    ancestors: list[Annotated[str, Field(max_length=256)]] | None = Field(default=None, max_length=50, alias="mro")
-    traceback: str | None = Field(default=None, max_length=32_768)
-
-
-class CreateTask(_Model):
-    """Either `flow` (a named route of the mesh) or `route` (actor names), and the payload."""
-
-    flow: str | None = Field(default=None, max_length=128)
-    route: list[Annotated[str, Field(max_length=80)]] | None = Field(default=None, max_length=100)
-    payload: Any = Field(description="Any JSON value; validated against the flow's input schema")
-    headers: dict[str, Any] = Field(default_factory=dict, description="Travel with the envelope on every hop")
-    timeout: float | None = Field(default=None, gt=0, le=30 * 86_400, description="Seconds until the deadline")
-
-
-class StatusEvent(_Model):
-    type: Literal["status"]
-    status: Literal["running", "succeeded", "failed", "canceled"]
-    actor: str | None = Field(default=None, max_length=80)
-    phase: str | None = Field(default=None, max_length=40)
-    progress: float | None = Field(default=None, ge=0, le=100)
-    reason: str | None = Field(default=None, max_length=80)
-    error: TaskFailure | None = None
-    result: str | None = Field(default=None, max_length=2048)
-
-
-class FlyEvent(_Model):
-    type: Literal["fly"]
-    actor: str | None = Field(default=None, max_length=80)
-    data: Any
-
-
-class ResumeTask(_Model):
-    input: dict[str, Any] = Field(default_factory=dict, description="Merged into the paused envelope's payload")
-
-
-class RerunTask(_Model):
-    """Without `payload`, the task runs again with the input it was started with."""
-
-    payload: Any = Field(default=None, description="A new input instead (JSON null is an input: give it)")
-
-
-class RedriveRequest(_Model):
-    """All optional: by default the envelope goes back where it failed, with the payload it had there."""
-
-    to: str | None = Field(default=None, max_length=80, description="The actor to send it to instead")
-    payload: Any = Field(default=None, description="A new payload (JSON null is no payload: give `{}` or a value)")
-    envelope: dict[str, Any] | None = Field(
-        default=None, description="The fixed envelope, for a message that never parsed"
-    )
 
 
 class GatewayFunction:
@@ -175,7 +107,7 @@ class GatewayFunction:
         preflight = preflight_headers(str(event.get("httpMethod")), headers, origins) if origins else None
         if preflight is not None:  # before sign-in: a browser sends no credentials with a preflight
             return {"statusCode": 204, "headers": preflight, "body": "", "isBase64Encoded": False}
-        refused = self.sign_in(event) or _not_json(event) or _too_deep(event)
+        refused = self.sign_in(event) or not_json(event) or too_deep_body(event)
         answer = refused if refused is not None else app.resolve(event, context)
         origin = allowed_origin(headers, origins) if origins else None
         if origin is not None:  # every answer, a refusal too: the page reads why it was refused
@@ -195,9 +127,9 @@ class GatewayFunction:
         """The event's caller, or the proxy response refusing it; keeps nothing, so the local server's
         streams, served side by side in threads, each have their own."""
         try:
-            return Caller(owner=None) if _open(event) else caller_of(event, self.service.settings.auth)
+            return Caller(owner=None) if is_open(event) else caller_of(event, self.service.settings.auth)
         except SignInRefusedError as refusal:
-            return _signin_refused(event, refusal)
+            return signin_refused(event, refusal)
 
 
 # The API function's entry point (`asya.entry`): its settings are read at the first event.
@@ -232,63 +164,12 @@ def sump() -> Sump:
 
 def base_url() -> str:
     """Where this API is reachable, for the URLs it hands out (`ASYA_PUBLIC_URL` overrides)."""
-    return _base_url_of(app.current_event.raw_event)
-
-
-def _base_url_of(event: dict[str, Any]) -> str:
-    return _base_url(event.get("headers") or {}, (event.get("requestContext") or {}).get("stage"))
-
-
-def _base_url(headers: Mapping[str, str], stage: str | None) -> str:
-    configured = variables.PUBLIC_URL.read(os.environ)
-    if configured:
-        return configured.rstrip("/")
-    headers = {str(key).lower(): value for key, value in headers.items()}
-    host = headers.get("host", "localhost")
-    local = host.startswith(("127.0.0.1", "localhost", "[::1]"))
-    scheme = headers.get("x-forwarded-proto", "http" if local else "https")
-    # a REST API's stage is in its URL; an HTTP API's `$default` stage is served at the root
-    prefix = f"/{stage}" if ".execute-api." in host and stage and stage != DEFAULT_STAGE else ""
-    return f"{scheme}://{host}{prefix}"
+    return base_url_of(app.current_event.raw_event)
 
 
 def task_urls(task_id: str, base: str | None = None) -> dict[str, str]:
     status = f"{base if base is not None else base_url()}{API}/mesh/{task_id}"
     return {"status_url": status, "events_url": f"{status}/events"}
-
-
-def _error(status: int, message: str) -> Response[Any]:
-    return Response(
-        status_code=status,
-        content_type=content_types.APPLICATION_JSON,
-        body={"statusCode": status, "message": message},
-    )
-
-
-@app.exception_handler(TaskError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-def _refused(error: TaskError) -> Response[Any]:
-    return _error(error.status, str(error))
-
-
-@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
-def _invalid(error: RequestValidationError) -> Response[Any]:
-    """422 naming each field and what is wrong with it (Powertools' own answer gives only the field
-    and an error code). Pydantic's messages name the expected type, never the code or the input."""
-    detail = [_problem(problem) for problem in error.errors()]
-    message = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in detail[:5])
-    return Response(
-        status_code=422,
-        content_type=content_types.APPLICATION_JSON,
-        body={"statusCode": 422, "message": message, "detail": detail},
-    )
-
-
-def _problem(problem: dict[str, Any]) -> dict[str, Any]:
-    if problem["type"] == "json_invalid":  # Powertools puts the character's position where a field would be
-        position = problem["loc"][1] if len(problem["loc"]) > 1 else 0
-        why = problem.get("ctx", {}).get("error", "")
-        return {"loc": ["body"], "type": "json_invalid", "msg": f"invalid JSON at character {position}: {why}"}
-    return {"loc": list(problem["loc"]), "type": problem["type"], "msg": problem["msg"]}
 
 
 @app.get("/health", summary="Liveness")
@@ -456,22 +337,12 @@ def a2a() -> Response[Any]:
     )
     event = app.current_event
     headers = {str(name).lower(): str(value) for name, value in (event.headers or {}).items()}
-    answer = endpoint.handle(_raw_body(event.raw_event), headers)
+    answer = endpoint.handle(raw_body(event.raw_event), headers)
     if isinstance(answer, dict) or answer is None:
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=answer or {})
     return Response(
         status_code=200, content_type="text/event-stream", body="".join(answer), headers={"Cache-Control": "no-cache"}
     )
-
-
-def _raw_body(event: dict[str, Any]) -> bytes:
-    body = event.get("body") or ""
-    if event.get("isBase64Encoded"):
-        try:
-            return base64.b64decode(body)
-        except ValueError:
-            return b"\x00"  # not JSON: a parse error
-    return str(body).encode("utf-8", "surrogatepass")
 
 
 def open_a2a_stream(
@@ -484,7 +355,7 @@ def open_a2a_stream(
     if too_deep(body):
         return None  # the function refuses it (`_too_deep`)
     lowered = {str(name).lower(): str(value) for name, value in headers.items()}
-    base = _base_url(lowered, None)
+    base = url_base(lowered, None)
     endpoint = A2aEndpoint(lambda_handler.built.service.as_caller(caller), lambda task_id: task_urls(task_id, base))
     return endpoint.handle(body, lowered, streams_only=True)
 
@@ -607,60 +478,3 @@ def open_event_stream(
         raise TaskError(422, f"task_id: at most {MAX_TASK_ID} characters, got {len(task_id)}")
     tasks = lambda_handler.built.service.as_caller(caller)
     return tasks.follow(task_id, last_event_id, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds)
-
-
-def _open(event: dict[str, Any]) -> bool:
-    """What anyone may read: liveness, and where to sign in."""
-    path = str(event.get("path") or "")
-    return event.get("httpMethod") == "GET" and (path == "/health" or path.startswith(f"{WELL_KNOWN}/"))
-
-
-def _signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[str, Any]:
-    """401 naming why, with the challenge the MCP authorization spec asks for: where the protected
-    resource's metadata is, so a client finds the issuer to sign in with (503 if the keys are away)."""
-    challenge = {"WWW-Authenticate": _challenge(event, refusal)} if refusal.status == 401 else {}
-    return _answered_early(refusal.status, str(refusal), {"reason": refusal.reason}, challenge)
-
-
-def _challenge(event: dict[str, Any], refusal: SignInRefusedError) -> str:
-    """`WWW-Authenticate` (RFC 6750, RFC 9728): no error code when no token was sent."""
-    metadata = f'resource_metadata="{_quotable(_base_url_of(event))}{WELL_KNOWN}/oauth-protected-resource"'
-    if refusal.reason == "missing_token":
-        return f"Bearer {metadata}"
-    return f'Bearer error="invalid_token", error_description="{_quotable(str(refusal))}", {metadata}'
-
-
-def _quotable(text: str) -> str:
-    """Text as RFC 6750 allows it in a quoted value (printable ASCII but `"` and `\\`): nothing a
-    request sends (a token, a Host) can end the header or start another."""
-    return "".join(c if " " <= c <= "~" and c not in '"\\' else " " for c in text.replace('"', "'"))[:200]
-
-
-def _not_json(event: dict[str, Any]) -> dict[str, Any] | None:
-    """A body that says it is not JSON gets 415 before Powertools would read it as a form."""
-    if not event.get("body"):
-        return None
-    headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
-    media_type = str(headers.get("content-type") or "").split(";")[0].strip().lower()
-    if not media_type or media_type == content_types.APPLICATION_JSON or media_type.endswith("+json"):
-        return None
-    return _answered_early(415, f"content-type: the body must be application/json, not {media_type[:80]!r}")
-
-
-def _too_deep(event: dict[str, Any]) -> dict[str, Any] | None:
-    """A body nested deeper than the gateway takes (`asya_gateway.nesting`) gets 400, at every door."""
-    if not event.get("body") or not too_deep(_raw_body(event)):
-        return None
-    return _answered_early(400, f"body: arrays and objects nest deeper than {MAX_NESTING} levels")
-
-
-def _answered_early(
-    status: int, message: str, more: dict[str, Any] | None = None, headers: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """A proxy response given before the resolver runs, in the shape of the routes' errors."""
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
-        "body": orjson.dumps({"statusCode": status, "message": message, **(more or {})}).decode(),
-        "isBase64Encoded": False,
-    }
