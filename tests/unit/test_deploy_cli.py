@@ -35,12 +35,17 @@ class NoQueues:
         return [{}]
 
 
+def _mesh_file(folder: Path, namespace: str, actor: str) -> Path:
+    """A mesh of one actor, `actor` its name and settings in YAML's flow style, beside its handler."""
+    (folder / "mod.py").write_text("def fn(p):\n    return p\n")
+    path = folder / "mesh.yaml"
+    path.write_text(f"namespace: {namespace}\nactors:\n  {actor}\n")
+    return path
+
+
 @pytest.fixture
 def mesh(tmp_path: Path) -> Path:
-    (tmp_path / "mod.py").write_text("def fn(p):\n    return p\n")
-    path = tmp_path / "mesh.yaml"
-    path.write_text("namespace: dep\nactors:\n  a: {handler: mod.fn, reserved_concurrency: 50}\n")
-    return path
+    return _mesh_file(tmp_path, "dep", "a: {handler: mod.fn, reserved_concurrency: 50}")
 
 
 @pytest.fixture
@@ -114,10 +119,7 @@ def test_the_cdk_cli_runs_with_buildkits_default_attestations_off(
 
 @pytest.fixture
 def image_mesh(tmp_path: Path) -> Path:
-    (tmp_path / "mod.py").write_text("def fn(p):\n    return p\n")
-    path = tmp_path / "mesh.yaml"
-    path.write_text("namespace: img\nactors:\n  report: {handler: mod.fn, package: image}\n")
-    return path
+    return _mesh_file(tmp_path, "img", "report: {handler: mod.fn, package: image}")
 
 
 def _docker(monkeypatch: pytest.MonkeyPatch, returncode: int, stdout: str, stderr: str = "") -> None:
