@@ -53,6 +53,8 @@ typecheck: install
 # The unit and template tests run on every core, a file's tests on one worker (their module fixtures
 # made once); the integration tests, which start stacks and time what they wait for, one at a time.
 PARALLEL := -n auto --dist loadfile
+# the slowest tests of each run, so that where the suite's time goes is in every CI log
+DURATIONS := --durations=15
 
 unit: install
 	$(BIN)/python -m pytest $(PARALLEL) tests/unit tests/cdk
@@ -61,8 +63,8 @@ integration: install $(CHROMIUM)
 	$(BIN)/python -m pytest tests/integration
 
 test: lint typecheck $(CHROMIUM)
-	$(BIN)/python -m pytest $(PARALLEL) tests/unit tests/cdk
-	$(BIN)/python -m pytest tests/integration
+	$(BIN)/python -m pytest $(PARALLEL) $(DURATIONS) tests/unit tests/cdk
+	$(BIN)/python -m pytest $(DURATIONS) tests/integration
 
 synth: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk synth -q -c mesh=$(MESH)
