@@ -11,13 +11,14 @@ call this one handler, and CloudFormation's ordering puts each where it is neede
   the running jobs finish (cancels those still unfinished four minutes before its time runs out), stops
   the application and waits until it is STOPPED;
 - the **after** resource (`Custom::AsyaApplicationAfter`), which depends on the application, is
-  updated *after* it (its properties carry the same settings) and lifts the hold; and, since
+  updated *after* it (its properties carry the same settings) and lifts the hold (on create too: the
+  deploy that adds it may follow a guard's update, as the first deploy with holds does); and, since
   CloudFormation deletes a resource before what it depends on, it is deleted *before* the application:
   it holds the starts, cancels every unfinished run at once (the actor's queue and functions go too),
   stops the application and waits until it is STOPPED.
 
 A hold whose lifter never runs (the deploy failed and rolled back) lapses by itself ten minutes after
-the guard's time. Create does nothing, nor does any event for an application that is not running.
+the guard's time. Nothing is stopped on create, nor for an application that is not running.
 
 The guard finds the application by its name (`asya-<ns>-<actor>`), not its id: it comes before the
 application and must not refer to it. The after resource refers to it by id.
@@ -51,7 +52,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if request == "Delete":
             _hold(ledger, seconds)
             stop_for_deletion(emr_client(), application_id, seconds)
-        elif request == "Update" and ledger is not None:
+        elif ledger is not None:  # created or updated after the application: a guard's hold is over
             ledger.lift()
         return {"PhysicalResourceId": f"stopped-for-deletion-{application_id}"}
     name = str(properties["ApplicationName"])

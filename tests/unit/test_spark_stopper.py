@@ -254,14 +254,21 @@ def test_the_after_resource_stops_the_application_before_it_is_deleted(
     assert batches.held(), "no job starts the application again while CloudFormation deletes it"
 
 
-@pytest.mark.parametrize(
-    ("resource_type", "request_type"),
-    [(stopper.GUARD_TYPE, "Create"), (stopper.GUARD_TYPE, "Delete"), (stopper.AFTER_TYPE, "Create")],
-)
-def test_nothing_else_stops_or_holds_anything(
-    resource_type: str, request_type: str, batches: BatchLedger, monkeypatch: pytest.MonkeyPatch
+def test_an_after_resource_created_after_a_guards_update_lifts_its_hold(
+    batches: BatchLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    invoke(monkeypatch, Emr(), event(resource_type, request_type))  # any call to EMR Serverless would fail
+    """The first deploy with holds updates every guard (it gains the hold's properties) and creates the
+    after resources: their creation, not a later update, ends the hold."""
+    batches.hold(time.time() + 600)
+    invoke(monkeypatch, Emr(), event(stopper.AFTER_TYPE, "Create"))
+    assert not batches.held()
+
+
+@pytest.mark.parametrize("request_type", ["Create", "Delete"])
+def test_nothing_else_stops_or_holds_anything(
+    request_type: str, batches: BatchLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    invoke(monkeypatch, Emr(), event(stopper.GUARD_TYPE, request_type))  # any call to EMR Serverless would fail
     assert not batches.held()
 
 
