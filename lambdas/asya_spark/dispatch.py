@@ -160,7 +160,7 @@ def start(parts: SparkParts, batch: Batch) -> str | None:
     """Start a staged batch's job (or find it again: the batch id is the client token), and record it;
     None while starts are on hold (`BatchLedger.held`): the batch stays staged, its messages are deleted
     as for any staged batch, and the reconciler starts it once the hold is gone."""
-    if parts.ledger.held():
+    if parts.ledger.held(parts.settings.application_id):
         parts.telemetry.count("SparkBatchesHeld")
         return None
     staging = parts.staging

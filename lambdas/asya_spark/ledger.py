@@ -193,13 +193,15 @@ class BatchLedger:
 
     # the start hold
 
-    def hold(self, until: float) -> None:
-        """No job of this actor starts before `until` (epoch seconds) unless `lift` comes first: a hold
-        whose lifter never runs (a deploy rolled back) lapses by itself."""
+    def hold(self, application_id: str, until: float) -> None:
+        """No job of this actor starts on application `application_id` before `until` (epoch seconds)
+        unless `lift` comes first. A hold whose lifter never runs (a deploy rolled back) lapses by itself;
+        one for another application (one being replaced) holds nothing back."""
         self.client.put_item(
             TableName=self.table,
             Item={
                 "pk": {"S": self.prefix + HOLD},
+                "application_id": {"S": application_id},
                 "until": {"N": f"{until:.3f}"},
                 "expires_at": {"N": str(int(until) + 86_400)},  # DynamoDB's TTL removes it a day later
             },
@@ -208,12 +210,17 @@ class BatchLedger:
     def lift(self) -> None:
         self.client.delete_item(TableName=self.table, Key={"pk": {"S": self.prefix + HOLD}})
 
-    def held(self) -> bool:
-        """Whether job starts are on hold now (read consistently: a hold written a moment ago counts)."""
+    def held(self, application_id: str) -> bool:
+        """Whether job starts on this application are on hold now (read consistently: a hold written a
+        moment ago counts)."""
         item = self.client.get_item(
             TableName=self.table, Key={"pk": {"S": self.prefix + HOLD}}, ConsistentRead=True
         ).get("Item")
-        return item is not None and float(item["until"]["N"]) > time.time()
+        return (
+            item is not None
+            and item["application_id"]["S"] == application_id
+            and float(item["until"]["N"]) > time.time()
+        )
 
     def _batch_key(self, batch_id: str) -> str:
         return f"{self.prefix}batch#{batch_id}"

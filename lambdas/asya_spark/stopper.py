@@ -50,15 +50,18 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event["ResourceType"] == AFTER_TYPE:
         application_id = str(properties["ApplicationId"])
         if request == "Delete":
-            _hold(ledger, seconds)
+            _hold(ledger, application_id, seconds)
             stop_for_deletion(emr_client(), application_id, seconds)
         elif ledger is not None:  # created or updated after the application: a guard's hold is over
             ledger.lift()
         return {"PhysicalResourceId": f"stopped-for-deletion-{application_id}"}
     name = str(properties["ApplicationName"])
     if request == "Update":
-        _hold(ledger, seconds)
-        stop_for_update(emr_client(), name, seconds)
+        client = emr_client()
+        application = find_application(client, name)
+        if application is not None:  # none yet: nothing runs to hold or stop
+            _hold(ledger, str(application["id"]), seconds)
+            stop_for_update(client, name, seconds)
     return {"PhysicalResourceId": event.get("PhysicalResourceId") or f"stopped-for-updates-{name}"}
 
 
@@ -108,9 +111,9 @@ def find_application(client: Any, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _hold(ledger: BatchLedger | None, seconds: float) -> None:
+def _hold(ledger: BatchLedger | None, application_id: str, seconds: float) -> None:
     if ledger is not None:
-        ledger.hold(time.time() + seconds + HOLD_AFTER_SECONDS)
+        ledger.hold(application_id, time.time() + seconds + HOLD_AFTER_SECONDS)
 
 
 def _ledger(properties: dict[str, Any]) -> BatchLedger | None:

@@ -237,12 +237,12 @@ def test_the_guard_holds_job_starts_and_the_after_resource_lifts_the_hold(
 ) -> None:
     """Between the guard's stop and the application's update, a job start (auto start) would start the
     application again and EMR Serverless would refuse the update: starts wait until the update is done."""
-    emr = Emr().listed().state("STARTED").runs().stop().state("STOPPED")
+    emr = Emr().listed().listed().state("STARTED").runs().stop().state("STOPPED")
     answer = invoke(monkeypatch, emr, event(stopper.GUARD_TYPE, "Update"))
     assert answer == {"PhysicalResourceId": f"stopped-for-updates-{NAME}"}
-    assert batches.held()
+    assert batches.held(APP)
     invoke(monkeypatch, Emr(), event(stopper.AFTER_TYPE, "Update"))  # after the application's update
-    assert not batches.held()
+    assert not batches.held(APP)
 
 
 def test_the_after_resource_stops_the_application_before_it_is_deleted(
@@ -251,7 +251,7 @@ def test_the_after_resource_stops_the_application_before_it_is_deleted(
     emr = Emr().state("STARTED").runs("RUNNING").cancel("run-1").state("STARTED").runs().stop().state("STOPPED")
     answer = invoke(monkeypatch, emr, event(stopper.AFTER_TYPE, "Delete"))
     assert answer == {"PhysicalResourceId": f"stopped-for-deletion-{APP}"}
-    assert batches.held(), "no job starts the application again while CloudFormation deletes it"
+    assert batches.held(APP), "no job starts the application again while CloudFormation deletes it"
 
 
 def test_an_after_resource_created_after_a_guards_update_lifts_its_hold(
@@ -259,9 +259,9 @@ def test_an_after_resource_created_after_a_guards_update_lifts_its_hold(
 ) -> None:
     """The first deploy with holds updates every guard (it gains the hold's properties) and creates the
     after resources: their creation, not a later update, ends the hold."""
-    batches.hold(time.time() + 600)
+    batches.hold(APP, time.time() + 600)
     invoke(monkeypatch, Emr(), event(stopper.AFTER_TYPE, "Create"))
-    assert not batches.held()
+    assert not batches.held(APP)
 
 
 @pytest.mark.parametrize("request_type", ["Create", "Delete"])
@@ -269,9 +269,9 @@ def test_nothing_else_stops_or_holds_anything(
     request_type: str, batches: BatchLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     invoke(monkeypatch, Emr(), event(stopper.GUARD_TYPE, request_type))  # any call to EMR Serverless would fail
-    assert not batches.held()
+    assert not batches.held(APP)
 
 
 def test_a_hold_nobody_lifts_lapses(batches: BatchLedger) -> None:
-    batches.hold(time.time() - 1)
-    assert not batches.held()
+    batches.hold(APP, time.time() - 1)
+    assert not batches.held(APP)
