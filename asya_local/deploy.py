@@ -29,6 +29,7 @@ from asya_local.cognito_pools import create_user_pools
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.generated_secrets import create_generated_secrets
 from asya_local.template_refs import without_resources
+from asya_spark.stopper import AFTER_TYPE, GUARD_TYPE
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 _INTEGRATION_TARGET = re.compile(r"/functions/(arn:[^/]+)/invocations")  # in a Lambda integration's URI
@@ -97,19 +98,19 @@ def local_template(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
 
 
 IMAGE_COPY = "Custom::CDKECRDeployment"
-APPLICATION_GUARD = "Custom::AsyaApplicationGuard"  # asya_cdk.spark_updates
+APPLICATION_GUARDS = (GUARD_TYPE, AFTER_TYPE)  # a Spark application's, `asya_cdk.spark_updates`
 
 
 def without_image_copies(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """The template without the Spark job image's copies and the function that makes them, and without
-    the guards that stop a Spark application before it is updated; and the object keys of the copy
+    the guards that stop a Spark application before it is updated or deleted; and the object keys of the copy
     function's code. Locally a Spark job runs in Spark local mode on this machine, not in the image:
     the image asset is never built (only file assets are published here), and the copy function (a
     Linux binary calling ECR's registry API) could not run under moto anyway. A guard acts only on a
-    stack's update, which the local stack never makes (it deploys afresh), and moto would try to run
-    its provider in Docker."""
+    stack's update or deletion, which the local stack never makes (it deploys afresh and ends with its
+    endpoint), and moto would try to run its provider in Docker."""
     resources = dict(template["Resources"])
-    custom = {logical_id for logical_id, r in resources.items() if r["Type"] in (IMAGE_COPY, APPLICATION_GUARD)}
+    custom = {logical_id for logical_id, r in resources.items() if r["Type"] in (IMAGE_COPY, *APPLICATION_GUARDS)}
     tokens = [resources[c]["Properties"]["ServiceToken"].get("Fn::GetAtt", [None])[0] for c in custom]
     functions = {token for token in tokens if token in resources}  # a nested stack's comes as a parameter
     # and CDK's provider framework behind the guards, the one function the mesh does not name

@@ -2,7 +2,13 @@
 
 `asya_spark_job/image/Dockerfile` (the EMR Serverless release image plus Amazon Linux's python3.11) is built
 at `cdk deploy` as an image asset, one per (release, architecture) of the mesh, and copied into the
-mesh's own repository `asya-<ns>-spark-job`, tagged `<release>-<architecture>`. The copy is
+mesh's own repository `asya-<ns>-spark-job`, tagged `<release>-<architecture>-<content>`: `<content>`
+is the start of the asset's hash (the Dockerfile's folder, the build arguments, the platform), so a
+changed image is a new URI. EMR Serverless resolves an application's image to a digest when the
+application starts, so an image pushed again under the same tag would not be used until it happened to
+restart; a new URI changes the application's settings, and its guard (`asya_cdk.spark_updates`) stops
+it for the update. The repository keeps the newest `KEPT_IMAGES` of each (release, architecture), the
+one in use and those a rolled-back deploy may return to. The copy is
 `cdk-ecr-deployment`'s function (a prebuilt binary, so synthesis needs neither Docker nor a network):
 the bootstrap's asset repository is shared by every stack of the account, while this one carries a
 pull policy for EMR Serverless and goes away with the mesh.
@@ -27,9 +33,12 @@ EMR_SERVERLESS = "emr-serverless.amazonaws.com"
 # `<stack>-CustomCDKECRDeployment<id>-<suffix>`, so its log group is known only up to that suffix
 COPY_PURPOSE = "CustomCDKECRDeployment"
 PULL_ACTIONS = ["ecr:BatchGetImage", "ecr:DescribeImages", "ecr:GetDownloadUrlForLayer"]
+CONTENT_DIGITS = 16  # of the asset's hash, in the tag
+KEPT_IMAGES = 3
 
 
 def image_tag(release: str, architecture: str) -> str:
+    """What the images of one (release, architecture) are tagged with, before their content."""
     return f"{release}-{architecture}"
 
 
@@ -108,7 +117,12 @@ class JobImages(Construct):
                 platform=_PLATFORMS[architecture],
                 build_args={"RELEASE": release},
             )
-            uri = self.repository.repository_uri_for_tag(tag)
+            uri = self.repository.repository_uri_for_tag(f"{tag}-{asset.asset_hash[:CONTENT_DIGITS]}")
+            self.repository.add_lifecycle_rule(
+                description=f"the newest {KEPT_IMAGES} job images for {tag}",
+                tag_prefix_list=[f"{tag}-"],
+                max_image_count=KEPT_IMAGES,
+            )
             asset.repository.grant_pull(self.copy_role)
             copy = ECRDeployment(
                 self,

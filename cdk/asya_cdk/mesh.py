@@ -126,12 +126,16 @@ class Mesh(Construct):
         self.job_images = (
             JobImages(self, "SparkJobImages", namespace=namespace) if mesh.config.built_job_images() else None
         )
-        # every Spark application is stopped before CloudFormation updates it (`asya_cdk.spark_updates`)
+        # every Spark application is stopped before CloudFormation updates or deletes it (`asya_cdk.spark_updates`)
         self.application_guards = (
             ApplicationGuards(
-                self, "ApplicationGuards", namespace=namespace, layer=self._layer(CREW_SETTINGS.architecture)
+                self,
+                "ApplicationGuards",
+                namespace=namespace,
+                layer=self._layer(CREW_SETTINGS.architecture),
+                table=self.spark_batches,
             )
-            if mesh.spark_actors
+            if self.spark_batches is not None
             else None
         )
         for name, settings in mesh.config.actors.items():

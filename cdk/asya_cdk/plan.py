@@ -1,9 +1,9 @@
 """How a mesh is spread over CloudFormation stacks, decided before anything is synthesized.
 
 CloudFormation takes at most 500 resources and a 1 MB template (uploaded through S3) per stack.
-A Lambda actor costs 7 resources, a Spark actor 19, and the mesh's own part (bucket, tables, crew,
-status gateway, dashboard, alarms) about 75, so one stack holds some 45 Lambda actors or 17 Spark
-actors with room to spare, and a nested stack 57 Lambda or 21 Spark actors. A mesh whose
+A Lambda actor costs 7 resources, a Spark actor 21, and the mesh's own part (bucket, tables, crew,
+status gateway, dashboard, alarms) about 75, so one stack holds some 45 Lambda actors or 14 Spark
+actors with room to spare, and a nested stack 57 Lambda or 19 Spark actors. A mesh whose
 estimate stays within `STACK_BUDGET` is one stack, exactly as before; a larger one keeps its own
 part in the main stack and puts its actors, in the order of the mesh file, into nested stacks
 (`AWS::CloudFormation::Stack`) of at most `STACK_BUDGET` resources and `TEMPLATE_BUDGET_BYTES`
@@ -48,14 +48,14 @@ JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
 JOB_IMAGE_BYTES = 6_000
 LAYER_RESOURCES = 1  # a sidecar layer for each architecture beyond the first
 STACK_OVERHEAD_RESOURCES = 1  # CDK's metadata resource, where the CDK CLI adds it
-ACTOR_RESOURCES = {"lambda": 7, "spark": 20}  # queue and policy, function, role, policy, logs, mapping; Spark more
+ACTOR_RESOURCES = {"lambda": 7, "spark": 21}  # queue and policy, function, role, policy, logs, mapping; Spark more
 FUNCTIONS_PER_ACTOR = {"lambda": 1, "spark": 2}  # a Spark actor's collector is a function too
 MESH_FUNCTIONS = 7  # the crew's four and the gateway's three
 FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expression
 # Template bytes as CDK writes them (indented JSON), measured, rounded up by a tenth; each taggable
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
 MESH_BYTES = 75_000
-ACTOR_BYTES = {"lambda": 8_200, "spark": 32_500}  # in a nested stack, whose references are parameters;
+ACTOR_BYTES = {"lambda": 8_200, "spark": 34_500}  # in a nested stack, whose references are parameters;
 # a role on the tasks table lists the hop's attributes (`asya.task_attributes`): a Spark actor has two
 DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000}  # what an actor adds to the main stack: widgets, alarms
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters

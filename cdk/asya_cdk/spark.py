@@ -131,7 +131,7 @@ class SparkActor(Construct):
         if copy is not None:
             self.application.node.add_dependency(copy)  # EMR Serverless checks the image on creation
         if guards is not None:
-            guards.guard(self.application)  # stopped before an update, which EMR Serverless refuses while it runs
+            guards.guard(self.application, name)  # stopped before an update or deletion, refused while it runs
         self.job_role = iam.Role(
             self,
             "JobRole",

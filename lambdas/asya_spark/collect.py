@@ -84,8 +84,7 @@ class Collector:
         if batch.job_run_id is None:  # staged, not started
             if age < settings.start_grace_seconds:
                 return BatchOutcome.STAGED
-            start(parts, batch)
-            return BatchOutcome.STARTED
+            return BatchOutcome.STARTED if start(parts, batch) is not None else BatchOutcome.HELD
         run = run or parts.jobs.get(batch.job_run_id)
         if run.state not in TERMINAL:
             if age > settings.job_deadline_seconds:

@@ -16,7 +16,10 @@ The batch id is a digest of the records' message ids, so the same batch delivere
 record and its own job run instead of starting a second one. If the function fails before the end,
 the whole batch is redelivered and resumes where it stopped; a batch left staged but not started is
 started by the reconciler. Once the job is started the messages are deleted: from here on the batch
-record, not the queue, holds them until the collector has routed every envelope.
+record, not the queue, holds them until the collector has routed every envelope. While the actor's
+application is stopped for a deploy, starts are on hold (`BatchLedger.held`): the batch is staged and
+left to the reconciler, as one whose start failed, rather than sent back to the queue, where each
+redelivery would count towards the queue's dead-letter limit.
 """
 
 from __future__ import annotations
@@ -135,8 +138,7 @@ class Dispatcher:
             parts.ledger.claim((claims[message_id][0] for message_id, _ in members), batch_id)
             envelopes = [claims[message_id][1] for message_id, _ in members]
             waiting = [e for e in envelopes if e is not None and statuses.get(e.id) not in HALTING]
-        if batch.state == State.STAGED:
-            start(parts, batch)
+        if batch.state == State.STAGED and start(parts, batch) is not None:
             for envelope in waiting:
                 parts.reporter.write_processing(envelope, parts.settings.actor, started=True)
         return batch
@@ -154,8 +156,13 @@ class Dispatcher:
             return body
 
 
-def start(parts: SparkParts, batch: Batch) -> str:
-    """Start a staged batch's job (or find it again: the batch id is the client token), and record it."""
+def start(parts: SparkParts, batch: Batch) -> str | None:
+    """Start a staged batch's job (or find it again: the batch id is the client token), and record it;
+    None while starts are on hold (`BatchLedger.held`): the batch stays staged, its messages are deleted
+    as for any staged batch, and the reconciler starts it once the hold is gone."""
+    if parts.ledger.held(parts.settings.application_id):
+        parts.telemetry.count("SparkBatchesHeld")
+        return None
     staging = parts.staging
     job_run_id = parts.jobs.start(
         batch.batch_id,

@@ -12,6 +12,11 @@ Items (partition key `pk`, all under `<namespace>#<actor>#`, so IAM scopes an ac
 
 Routing is guarded by a lease (`lease_until`), taken with a conditional write: the job-state event
 and the reconciler may both arrive for the same batch, and only one of them may send its envelopes.
+
+One more item, `...#hold`, exists only while the actor's application is being stopped for a deploy
+(`asya_spark.stopper`): until its `until`, neither the dispatcher nor the reconciler starts a job, since
+StartJobRun on a stopped application starts it again (auto start) and EMR Serverless would then refuse
+the update the stop was for. Batches staged meanwhile wait in the table, not in the queue.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from types_boto3_dynamodb.client import DynamoDBClient
 
 OPEN_INDEX = "open"
+HOLD = "hold"  # the key suffix of the actor's start hold
 CLAIM_TTL_SECONDS = 15 * 86_400  # SQS keeps a message at most 14 days
 
 
@@ -183,6 +189,37 @@ class BatchLedger:
             UpdateExpression="SET #state = :routed, outcome = :outcome REMOVE open_actor, lease_until",
             ExpressionAttributeNames={"#state": "state"},
             ExpressionAttributeValues={":routed": {"S": State.ROUTED}, ":outcome": {"S": outcome}},
+        )
+
+    # the start hold
+
+    def hold(self, application_id: str, until: float) -> None:
+        """No job of this actor starts on application `application_id` before `until` (epoch seconds)
+        unless `lift` comes first. A hold whose lifter never runs (a deploy rolled back) lapses by itself;
+        one for another application (one being replaced) holds nothing back."""
+        self.client.put_item(
+            TableName=self.table,
+            Item={
+                "pk": {"S": self.prefix + HOLD},
+                "application_id": {"S": application_id},
+                "until": {"N": f"{until:.3f}"},
+                "expires_at": {"N": str(int(until) + 86_400)},  # DynamoDB's TTL removes it a day later
+            },
+        )
+
+    def lift(self) -> None:
+        self.client.delete_item(TableName=self.table, Key={"pk": {"S": self.prefix + HOLD}})
+
+    def held(self, application_id: str) -> bool:
+        """Whether job starts on this application are on hold now (read consistently: a hold written a
+        moment ago counts)."""
+        item = self.client.get_item(
+            TableName=self.table, Key={"pk": {"S": self.prefix + HOLD}}, ConsistentRead=True
+        ).get("Item")
+        return (
+            item is not None
+            and item["application_id"]["S"] == application_id
+            and float(item["until"]["N"]) > time.time()
         )
 
     def _batch_key(self, batch_id: str) -> str:

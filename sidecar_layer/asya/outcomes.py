@@ -33,6 +33,7 @@ class BatchOutcome(StrEnum):
 
     STAGED = "staged"  # staged, its job not yet started: left to the dispatcher a while longer
     STARTED = "started"  # staged and never started: started now
+    HELD = "held"  # staged, and starts are on hold while its application is stopped for a deploy
     RUNNING = "running"  # its job still runs
     CANCELED = "canceled"  # its job ran past the deadline: canceled now
     LEASED = "leased"  # another collector is routing it

@@ -158,6 +158,19 @@ def _image_copies(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: r for k, r in document["Resources"].items() if r["Type"] == IMAGE_COPY}
 
 
+def _built(outdir: Path, release: str, architecture: str) -> str:
+    """The tag of the job image built for a release and architecture: `<release>-<architecture>-<content>`,
+    the content being the start of the image asset's hash (the asset manifest's key)."""
+    assets = json.loads((outdir / "asya-catalogue.assets.json").read_text())
+    platform = {"arm64": "linux/arm64", "x86_64": "linux/amd64"}[architecture]
+    [content] = [
+        key
+        for key, image in assets["dockerImages"].items()
+        if (image["source"]["platform"], image["source"]["dockerBuildArgs"]["RELEASE"]) == (platform, release)
+    ]
+    return f"{release}-{architecture}-{content[:16]}"
+
+
 def _docker_images(outdir: Path) -> list[dict[str, Any]]:
     assets = json.loads((outdir / "asya-catalogue.assets.json").read_text())
     return [image["source"] for image in assets.get("dockerImages", {}).values()]
@@ -187,7 +200,7 @@ def _asset_keys(variables: dict[str, Any]) -> set[str]:
 def test_each_spark_actor_has_its_emr_serverless_application(
     catalogue: Synthesized, actor: str, capacity: dict[str, str]
 ) -> None:
-    _, document, _ = catalogue
+    _, document, outdir = catalogue
     logs = _key(document, "AWS::Logs::LogGroup", f"MeshSpark{actor}JobLogs")
     assert document["Resources"][logs]["Properties"] == {
         "LogGroupName": f"/aws/emr-serverless/asya-catalogue-{actor}",
@@ -203,7 +216,7 @@ def test_each_spark_actor_has_its_emr_serverless_application(
         "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 15},
         "MaximumCapacity": capacity,
         "MonitoringConfiguration": {"CloudWatchLoggingConfiguration": {"Enabled": True, "LogGroupName": {"Ref": logs}}},
-        "ImageConfiguration": {"ImageUri": _job_image(document, "emr-7.12.0-arm64")},
+        "ImageConfiguration": {"ImageUri": _job_image(document, _built(outdir, "emr-7.12.0", "arm64"))},
         "Tags": _VERSION_TAGS,
     }
 
@@ -214,7 +227,7 @@ def test_only_spark_actors_have_applications(catalogue: Synthesized) -> None:
     assert names == {"asya-catalogue-clean", "asya-catalogue-score"}
     expected = {f"asya-catalogue-{name}" for name in (*SPARK, *LAMBDA, *CREW, *GATEWAY)}
     expected |= {f"asya-catalogue-x-collect-{name}" for name in SPARK}
-    expected.add("asya-catalogue-x-spark-guard")  # stops an application before it is updated
+    expected.add("asya-catalogue-x-spark-guard")  # stops an application before it is updated or deleted
     assert set(_functions(document)) == expected
     for name in LAMBDA:
         variables = _variables(document, f"asya-catalogue-{name}")
@@ -566,14 +579,16 @@ def test_a_mesh_without_spark_actors_has_no_spark_resources(reviews: Synthesized
 
 
 def test_every_spark_setting_reaches_the_template(tuned: Synthesized) -> None:
-    _, document, _ = tuned
+    _, document, outdir = tuned
     [copy] = _image_copies(document).values()  # score's own, on x86_64 (clean names an image of its own)
     assert copy["Properties"]["ImageArch"] == "amd64"
     application = resources(document, "AWS::EMRServerless::Application")[_application(document, "score")]
     assert (application["ReleaseLabel"], application["Architecture"]) == ("emr-7.9.0", "X86_64")
     assert application["AutoStopConfiguration"] == {"Enabled": True, "IdleTimeoutMinutes": 3}
     assert application["MaximumCapacity"] == {"Cpu": "4 vCPU", "Memory": "16 GB", "Disk": "40 GB"}
-    assert application["ImageConfiguration"] == {"ImageUri": _job_image(document, "emr-7.9.0-x86_64")}
+    assert application["ImageConfiguration"] == {
+        "ImageUri": _job_image(document, _built(outdir, "emr-7.9.0", "x86_64"))
+    }
     clean = resources(document, "AWS::EMRServerless::Application")[_application(document, "clean")]
     assert clean["ImageConfiguration"] == {"ImageUri": OWN_IMAGE}
     dispatcher = _functions(document)["asya-catalogue-score"]
@@ -619,7 +634,8 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
         ROOT / "spark_emr/asya_spark_job/image/Dockerfile"
     ).read_text()
     [(copy_id, copy)] = _image_copies(document).items()
-    assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == ":emr-7.12.0-arm64"
+    tag = _built(outdir, "emr-7.12.0", "arm64")
+    assert copy["Properties"]["DestImage"]["Fn::Join"][1][-1] == f":{tag}"
     # from an image index (Docker's containerd store pushes one) the copy takes this architecture, not amd64
     assert copy["Properties"]["ImageArch"] == "arm64"
     assert resources(document, "AWS::ECR::Repository")[_repository(document)]["RepositoryName"] == (
@@ -627,8 +643,25 @@ def test_the_mesh_builds_one_job_image_per_release_and_architecture(catalogue: S
     )
     for actor in SPARK:
         application = document["Resources"][_application(document, actor)]
-        assert application["Properties"]["ImageConfiguration"] == {"ImageUri": _job_image(document, "emr-7.12.0-arm64")}
+        assert application["Properties"]["ImageConfiguration"] == {"ImageUri": _job_image(document, tag)}
         assert copy_id in application["DependsOn"], "EMR Serverless checks the image when the application is made"
+
+
+def test_a_rebuilt_job_image_is_a_new_uri_and_old_ones_are_expired(catalogue: Synthesized) -> None:
+    """EMR Serverless resolves the image to a digest when an application starts: an image pushed again
+    under the same tag would be used only once it happened to restart. Tagged by content, a changed
+    image changes the application's settings, so its guard stops it for the update."""
+    _, document, outdir = catalogue
+    [image] = json.loads((outdir / "asya-catalogue.assets.json").read_text())["dockerImages"]
+    assert _built(outdir, "emr-7.12.0", "arm64") == f"emr-7.12.0-arm64-{image[:16]}"
+    repository = resources(document, "AWS::ECR::Repository")[_repository(document)]
+    [rule] = json.loads(repository["LifecyclePolicy"]["LifecyclePolicyText"])["rules"]
+    assert rule["selection"] == {
+        "tagStatus": "tagged",
+        "tagPrefixList": ["emr-7.12.0-arm64-"],
+        "countType": "imageCountMoreThan",
+        "countNumber": 3,
+    }
 
 
 def test_emr_serverless_may_pull_the_job_image_for_this_accounts_applications_only(catalogue: Synthesized) -> None:
@@ -705,7 +738,7 @@ def test_the_local_stack_leaves_out_the_image_copy_and_its_function(catalogue: S
         if r["Type"] == "AWS::Lambda::Function" and "FunctionName" not in r["Properties"] and k != copier
     ]
     assert framework not in template["Resources"], "the guards' provider framework goes with the guards"
-    assert not [r for r in template["Resources"].values() if r["Type"] == "Custom::AsyaApplicationGuard"]
+    assert not [r for r in template["Resources"].values() if r["Type"].startswith("Custom::AsyaApplication")]
     assert unused_code == {document["Resources"][f]["Properties"]["Code"]["S3Key"] for f in (copier, framework)}
     assert all("DependsOn" not in template["Resources"][_application(document, a)] for a in SPARK)
 
@@ -726,3 +759,29 @@ def test_each_application_is_stopped_by_its_guard_before_an_update(catalogue: Sy
             settings.setdefault(actor, []).append(json.dumps(guard["Properties"]["Settings"], sort_keys=True))
     assert settings["score"][0] != settings["score"][1], "score's spark settings changed: its guard is updated"
     assert settings["clean"][0] != settings["clean"][1], "clean's image changed: its guard is updated too"
+
+
+def test_each_application_is_stopped_by_its_after_resource_before_it_is_deleted(catalogue: Synthesized) -> None:
+    """EMR Serverless refuses to delete a STARTED application, and CloudFormation deletes a resource
+    before what it depends on: the after resource names the application's id (so depends on it), and
+    is deleted first. It carries the guard's settings, so it is updated after the application (and
+    lifts the guard's hold on job starts), and where the hold is kept."""
+    _, document, _ = catalogue
+    by_type = {
+        kind: {r["Properties"]["Actor"]: r for r in document["Resources"].values() if r["Type"] == kind}
+        for kind in ("Custom::AsyaApplicationGuard", "Custom::AsyaApplicationAfter")
+    }
+    guards, afters = by_type.values()
+    for actor in SPARK:
+        guard, after = guards[actor]["Properties"], afters[actor]["Properties"]
+        assert after["ApplicationId"] == {"Fn::GetAtt": [_application(document, actor), "ApplicationId"]}
+        assert after["Settings"] == guard["Settings"]
+        hold = {"BatchesTable": {"Ref": _batches(document)}, "Namespace": "catalogue", "Actor": actor}
+        assert {k: guard[k] for k in hold} == {k: after[k] for k in hold} == hold
+        assert after["ServiceToken"] == guard["ServiceToken"]
+    statements = role_statements(document, "MeshApplicationGuardsStopper")
+    emr = actions_of(_with(statements, "emr-serverless:"))
+    assert {"emr-serverless:ListJobRuns", "emr-serverless:CancelJobRun", "emr-serverless:StopApplication"} <= emr
+    [table] = _with(statements, "dynamodb:")
+    assert sorted(actions_of([table])) == ["dynamodb:DeleteItem", "dynamodb:PutItem"]
+    assert table["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["catalogue#*#hold"]}}

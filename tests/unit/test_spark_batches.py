@@ -299,6 +299,27 @@ def test_the_reconciler_starts_a_batch_whose_dispatcher_stopped_after_staging(ha
     assert (run.name, batch.state, batch.job_run_id) == ("orphan", State.STARTED, run.id)
 
 
+def test_no_job_starts_while_the_application_is_held_for_a_deploy(harness: SparkActorHarness) -> None:
+    """StartJobRun on a stopped application starts it again (auto start), and EMR Serverless would
+    then refuse the update it was stopped for: while the guard's hold stands, batches wait staged."""
+    ledger, application = harness.parts.ledger, harness.settings.application_id
+    ledger.hold(application, time.time() + 600)
+    assert harness.dispatch(*numbered(1, 2)) == {"batchItemFailures": []}  # the messages are deleted: staged
+    assert harness.runs == []
+    harness.parts.settings = replace(harness.settings, start_grace_seconds=0)
+    assert harness.reconcile() == {"held": 1}
+    assert harness.runs == []
+    ledger.lift()
+    assert harness.reconcile() == {"started": 1}
+    [run] = harness.runs
+    assert sorted(harness.staged_ids(run)) == ["env-1", "env-2"]
+    ledger.hold(application, time.time() - 1)  # a hold whose lifter never ran (a rolled-back deploy) lapses
+    harness.dispatch(*numbered(3))
+    ledger.hold("replaced-application", time.time() + 600)  # a hold for another application holds nothing
+    harness.dispatch(*numbered(4))
+    assert len(harness.runs) == 3
+
+
 def test_a_job_whose_state_change_event_never_came_is_settled_by_the_reconciler(harness: SparkActorHarness) -> None:
     """EventBridge delivers EMR Serverless job-state events best effort; the schedule must not need them."""
     harness.dispatch(*numbered(1, 2))
