@@ -8,6 +8,11 @@ and handed to a `JobRunner` (the local Spark runner), which moves it through `RU
 application with auto start starts the application, which then stays STARTED (locally nothing stops
 it when idle), so an update of it is refused, as AWS refuses it, until it is stopped
 (`asya_spark.stopper`). Dispatchers and collectors call the same APIs as on AWS and see the same states.
+
+Two more of moto's answers differ from AWS's: a new application is STARTED (AWS: CREATED, until a job or
+a `StartApplication` starts it), and `ListJobRuns` of an application that never ran a job is
+`ResourceNotFoundException` (AWS: no runs). The patch answers as AWS does, so the guard's drain
+(`asya_spark.draining`) meets here what it meets there.
 """
 
 from __future__ import annotations
@@ -33,6 +38,21 @@ class _Patch:
 
 _ORIGINAL_START = EMRServerlessBackend.start_job_run
 _ORIGINAL_CANCEL = EMRServerlessBackend.cancel_job_run
+_ORIGINAL_CREATE = EMRServerlessBackend.create_application
+_ORIGINAL_LIST_RUNS = EMRServerlessBackend.list_job_runs
+
+
+def _create_application(self: EMRServerlessBackend, *args: Any, **kwargs: Any) -> Any:
+    created = _ORIGINAL_CREATE(self, *args, **kwargs)
+    created.state = "CREATED"
+    return created
+
+
+def _list_job_runs(self: EMRServerlessBackend, application_id: str, *args: Any, **kwargs: Any) -> list[JobRun]:
+    if application_id in self.applications and application_id not in self.job_runs:
+        return []  # an application that never ran a job has no runs; moto calls it unknown
+    found: list[JobRun] = _ORIGINAL_LIST_RUNS(self, application_id, *args, **kwargs)
+    return found
 
 
 def _start_job_run(
@@ -70,5 +90,7 @@ def apply_emr_fix(runner: JobRunner | None = None) -> JobRunner | None:
     if not getattr(EMRServerlessBackend, "_asya_emr_fix", False):
         setattr(EMRServerlessBackend, "start_job_run", _start_job_run)  # noqa: B010 - mypy: no method-assign
         setattr(EMRServerlessBackend, "cancel_job_run", _cancel_job_run)  # noqa: B010
+        setattr(EMRServerlessBackend, "create_application", _create_application)  # noqa: B010
+        setattr(EMRServerlessBackend, "list_job_runs", _list_job_runs)  # noqa: B010
         setattr(EMRServerlessBackend, "_asya_emr_fix", True)  # noqa: B010
     return previous
