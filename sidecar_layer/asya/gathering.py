@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from asya import routing
-from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
+from asya.claims import READS_AT_ONCE, REF_FIELD, Claims, PayloadUnreadableError
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
 from asya.headers import JOINED_HEADER
@@ -47,7 +47,7 @@ from asya.task_store import TaskStore
 # A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
 # an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).
 SLOT_INLINE_BYTES = 8_192
-RESTORE_THREADS = 16  # S3 reads of kept payloads at once, when a fan completes
+RESTORE_THREADS = READS_AT_ONCE  # S3 reads of kept payloads at once, when a fan completes
 # What a completing arrival's reading takes, for the bound `join.max_width` is checked against: an S3
 # read of a kept payload (tens of milliseconds at the median; its tail), and a page of the fan's query
 # (DynamoDB answers 1 MB a page, at most `SLOT_INLINE_BYTES` a branch).
