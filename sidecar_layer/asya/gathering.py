@@ -64,6 +64,24 @@ def completing_seconds(width: int) -> float:
     return restores + pages
 
 
+# What a completing arrival holds in memory per branch, for the bound `memory` is checked against: the
+# branch's payload as read (JSON bytes) and as parsed (Python objects take about as much again), on top
+# of what the runtime, boto3 and the handler's module take before any branch is read.
+RESTORED_COPIES = 2
+RUNTIME_MB = 150
+
+
+def completing_megabytes(width: int, branch_bytes: int) -> float:
+    """What the completing arrival of a fan of `width` branches of `branch_bytes` each holds at its
+    peak: every branch restored at once (`Gatherer._gathered`), read and parsed."""
+    return RUNTIME_MB + width * branch_bytes * RESTORED_COPIES / 2**20
+
+
+def widest_in_memory(megabytes: int, branch_bytes: int) -> int:
+    """The widest fan of `branch_bytes` branches whose completing arrival fits `megabytes` (at least 1)."""
+    return max(1, int((megabytes - RUNTIME_MB) * 2**20 // (branch_bytes * RESTORED_COPIES)))
+
+
 def widest_fan(seconds: float, most: int) -> int:
     """The widest fan, up to `most`, whose completing arrival reads it back within `seconds` (at least 1)."""
     low, high = 1, most
