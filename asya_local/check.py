@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from asya.names import resource_name
+from asya_cdk.cautions import mesh_warnings
 from asya_cdk.libraries import LibrariesError
 from asya_cdk.limits import LAMBDA_ENVIRONMENT_MAX_BYTES
 from asya_cdk.loaded_mesh import LoadedMesh
@@ -117,14 +118,17 @@ def check(path: Path, console: Console, account: Any = None, queues: Any = None)
             console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
         console.print(_function_table(planned))
         return 1
+    warnings, problems = mesh_warnings(mesh), []  # the mesh's own (`asya_cdk.cautions`), then the account's
     if account is not None:
         findings = account_findings(mesh, account, queues)
-        for warning in [*findings.warnings, *([findings.skipped] if findings.skipped else [])]:
-            console.print(f"[yellow]asya: {path}: {warning}[/yellow]", highlight=False)
-        if findings.problems:
-            for problem in findings.problems:
-                console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
-            return 1
+        warnings += [*findings.warnings, *([findings.skipped] if findings.skipped else [])]
+        problems = findings.problems
+    for warning in warnings:
+        console.print(f"[yellow]asya: {path}: {warning}[/yellow]", highlight=False)
+    if problems:
+        for problem in problems:
+            console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
+        return 1
     console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
     for line in planned.stacks:
         console.print(line, highlight=False)

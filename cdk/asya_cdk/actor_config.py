@@ -22,12 +22,12 @@ from asya_cdk.needs import (
     LAMBDA_EPHEMERAL_STORAGE_MB,
     LAMBDA_MAX_LAYERS,
     LAMBDA_RESERVED,
+    FileEntry,
     Grant,
     SecretReference,
     VariableName,
     VpcSettings,
     layer_arn_problem,
-    s3_location,
 )
 
 NAME = ACTOR_NAME
@@ -162,7 +162,7 @@ class ActorConfig(QueueFunctionConfig):
     # What a real actor needs beyond its code (docs/actors.md, "Shipping a real actor"; `asya_cdk.needs`).
     package: Literal["zip", "image"] = "zip"
     requirements: list[str] | None = None
-    files: dict[VariableName, str] = Field(default_factory=dict)
+    files: dict[VariableName, FileEntry] = Field(default_factory=dict)
     permissions: list[Grant] = Field(default_factory=list)
     secrets: dict[VariableName, SecretReference] = Field(default_factory=dict)
     vpc: VpcSettings | None = None
@@ -186,16 +186,6 @@ class ActorConfig(QueueFunctionConfig):
                     f"[{index}]: {line!r} is not a requirement (PEP 508, e.g. numpy==2.3.1): {why}"
                 ) from None
         return lines
-
-    @field_validator("files")
-    @classmethod
-    def _file_sources(cls, files: dict[str, str]) -> dict[str, str]:
-        for variable, source in files.items():
-            if source.startswith("s3://") and s3_location(source) is None:
-                raise ValueError(f"{variable}: {source!r} is not an s3://<bucket>/<key> URL")
-            if not source.strip():
-                raise ValueError(f"{variable}: a path or an s3:// URL")
-        return files
 
     @field_validator("layers")
     @classmethod

@@ -3,10 +3,10 @@
 
 Each grant is exactly what the field names: a secret by its name (Secrets Manager adds a six-character
 suffix to every secret's ARN, hence `-??????`) or its ARN, a parameter by its name, a KMS key only
-when named; a shipped file by its asset object, an `s3://` object by its key, a prefix by its objects
-and a listing of that prefix only. cdk-nag's findings on them are acknowledged with the reason the mesh
-file gives, or, for a wildcard it needs no reason for (a prefix, a secret's suffix), with the field
-that asked for it.
+when named (a secret's or a file's `kms_key`, used through that service only); a shipped file by its
+asset object, an `s3://` object by its key, a prefix by its objects and a listing of that prefix only.
+cdk-nag's findings on them are acknowledged with the reason the mesh file gives, or, for a wildcard it
+needs no reason for (a prefix, a secret's suffix), with the field that asked for it.
 """
 
 from __future__ import annotations
@@ -82,16 +82,33 @@ def _here(service: str) -> str:
 
 
 def grant_secrets(role: iam.IRole, secrets: dict[str, SecretReference]) -> None:
-    """Reading exactly the named secrets and parameters, and decrypting with the keys named for them."""
+    """Reading exactly the named secrets and parameters (parameters ten a call, `GetParameters`: see
+    `asya.secret_reads`), and decrypting with the keys named for them, through their service only."""
     by_action: dict[str, list[str]] = {}
+    keys: dict[str, set[str]] = {}
     for reference in secrets.values():
-        action = "secretsmanager:GetSecretValue" if reference.secret is not None else "ssm:GetParameter"
+        service = "secretsmanager" if reference.secret is not None else "ssm"
+        action = "secretsmanager:GetSecretValue" if reference.secret is not None else "ssm:GetParameters"
         by_action.setdefault(action, []).append(secret_arn(reference))
+        if reference.kms_key:
+            keys.setdefault(service, set()).add(reference.kms_key)
     for action, resources in sorted(by_action.items()):
         role.add_to_principal_policy(iam.PolicyStatement(actions=[action], resources=sorted(set(resources))))
-    keys = sorted({reference.kms_key for reference in secrets.values() if reference.kms_key})
+    for service, service_keys in sorted(keys.items()):
+        grant_decrypt(role, service_keys, service)
+
+
+def grant_decrypt(role: iam.IRole, keys: set[str], service: str) -> None:
+    """kms:Decrypt on customer managed keys, only when `service` (of the stack's region) asks KMS for
+    the role: the role reads what those keys encrypt, it does not decrypt their ciphertext itself."""
     if keys:
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["kms:Decrypt"], resources=keys))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt"],
+                resources=sorted(keys),
+                conditions={"StringEquals": {"kms:ViaService": f"{service}.{cdk.Aws.REGION}.amazonaws.com"}},
+            )
+        )
 
 
 def shipped_files(scope: Construct, mesh: LoadedMesh, actor: str, role: iam.IRole) -> dict[str, FileSource]:
@@ -126,4 +143,6 @@ def shipped_files(scope: Construct, mesh: LoadedMesh, actor: str, role: iam.IRol
         _acknowledge(role, f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{key}*]", None, field)
     if objects:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=objects))
+    entries = mesh.config.actors[actor].files.values()
+    grant_decrypt(role, {entry.kms_key for entry in entries if entry.kms_key}, "s3")
     return sources

@@ -99,7 +99,8 @@ class LoadedMesh(BaseModel):
         size (its zip, then the folder unpacked beside it). `s3://` objects are not counted: their size
         is not known before they are read."""
         total = 0
-        for given in self.config.actors[actor].files.values():
+        for entry in self.config.actors[actor].files.values():
+            given = entry.source
             path = self.local_file(given)
             if s3_location(given) is None and path.is_file():
                 total += path.stat().st_size
@@ -139,7 +140,8 @@ class LoadedMesh(BaseModel):
         mesh file gives it, or a local file or folder shipped as an asset, whose URL `asset_url(variable,
         path)` gives (a folder's asset is a zip)."""
         sources = {}
-        for variable, given in self.config.actors[actor].files.items():
+        for variable, entry in self.config.actors[actor].files.items():
+            given = entry.source
             location = s3_location(given)
             if location is not None:
                 bucket, key = location

@@ -165,7 +165,8 @@ def path_problems(mesh: LoadedMesh) -> list[str]:
                 f"actors.{name}.requirements: {code / REQUIREMENTS_FILE} declares this actor's libraries too; "
                 "keep one of the two"
             )
-        for variable, source in actor.files.items():
+        for variable, entry in actor.files.items():
+            source = entry.source
             if s3_location(source) is None and not mesh.local_file(source).exists():
                 problems.append(
                     f"actors.{name}.files.{variable}: {source!r} is neither an s3:// URL nor a file or folder "

@@ -193,10 +193,7 @@ class SecretReference(_Strict):
             raise ValueError(f"secret: {self.secret!r} is not a secret's name or ARN")
         if self.parameter is not None and not _PARAMETER_NAME.match(self.parameter):
             raise ValueError(f"parameter: {self.parameter!r} is not a parameter's name (/path/name)")
-        if self.kms_key is not None and not _KMS_KEY_ARN.match(self.kms_key):
-            raise ValueError(
-                f"kms_key: {self.kms_key!r} is not a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<id>)"
-            )
+        _check_kms_key(self.kms_key)
         return self
 
     @property
@@ -214,10 +211,43 @@ class SecretReference(_Strict):
         return f"{where}#{self.key}" if self.key else where
 
 
+def _check_kms_key(kms_key: str | None) -> None:
+    if kms_key is not None and not _KMS_KEY_ARN.match(kms_key):
+        raise ValueError(f"kms_key: {kms_key!r} is not a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<id>)")
+
+
 def s3_location(url: str) -> tuple[str, str] | None:
     """(bucket, key) of an `s3://` URL, or None if `url` is not one."""
     match = _S3_URL.match(url)
     return (match.group("bucket"), match.group("key")) if match else None
+
+
+class FileEntry(_Strict):
+    """One of an actor's files: a local file or folder, or an `s3://` object or prefix (`source`; the
+    string alone is an entry too), and the customer managed KMS key its objects are encrypted with, when
+    the bucket's encryption is not S3's own (`kms_key`: reading an SSE-KMS object needs kms:Decrypt)."""
+
+    source: str = Field(min_length=1)
+    kms_key: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_source_is_an_entry(cls, value: Any) -> Any:
+        return {"source": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """In the mesh file's JSON Schema (`asya schema`), a path or URL alone is an entry too."""
+        return {"anyOf": [{"type": "string", "minLength": 1}, handler(schema)]}
+
+    @model_validator(mode="after")
+    def _a_source(self) -> FileEntry:
+        if self.source.startswith("s3://") and s3_location(self.source) is None:
+            raise ValueError(f"{self.source!r} is not an s3://<bucket>/<key> URL")
+        if not self.source.strip():
+            raise ValueError("a path or an s3:// URL")
+        _check_kms_key(self.kms_key)
+        return self
 
 
 class VpcSettings(_Strict):

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics
 
     from asya.abi import AbiError
+    from asya.secret_reads import SecretError
     from asya.sidecar import lambda_handler
-    from asya.startup import SecretError, secret
+    from asya.startup import secret
 
     metrics: Metrics
     __version__: str
@@ -27,7 +28,7 @@ __all__ = ["AbiError", "SecretError", "lambda_handler", "metrics", "secret"]
 # Each public name and the module it lives in: imported the first time it is asked for, then kept.
 _HOMES = {
     "AbiError": "asya.abi",
-    "SecretError": "asya.startup",
+    "SecretError": "asya.secret_reads",
     "lambda_handler": "asya.sidecar",
     "secret": "asya.startup",
 }

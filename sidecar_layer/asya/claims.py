@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 REF_FIELD = "payload_ref"
 PREFIX = "claims"
 MISSING = ("NoSuchKey", "AccessDenied", "404", "403")  # without s3:ListBucket a missing key is a 403
+# Reads at once a join's completing arrival makes (`asya.gathering`): the client keeps that many
+# connections, where botocore keeps 10 and would open and drop the rest on every round.
+READS_AT_ONCE = 16
 
 
 class PayloadUnreadableError(Exception):
@@ -47,7 +50,7 @@ def claim_prefix(namespace: str) -> str:
 class Claims:
     """The mesh's claim checks, for one namespace and bucket."""
 
-    s3: LazyClient[S3Client] = LazyClient("s3")
+    s3: LazyClient[S3Client] = LazyClient("s3", max_pool_connections=READS_AT_ONCE)
 
     def __init__(self, bucket: str, namespace: str, threshold: int, s3: S3Client | None = None) -> None:
         self.bucket = bucket

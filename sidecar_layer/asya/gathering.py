@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from asya import routing
-from asya.claims import REF_FIELD, Claims, PayloadUnreadableError
+from asya.claims import READS_AT_ONCE, REF_FIELD, Claims, PayloadUnreadableError
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
 from asya.headers import JOINED_HEADER
@@ -47,7 +47,7 @@ from asya.task_store import TaskStore
 # A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
 # an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).
 SLOT_INLINE_BYTES = 8_192
-RESTORE_THREADS = 16  # S3 reads of kept payloads at once, when a fan completes
+RESTORE_THREADS = READS_AT_ONCE  # S3 reads of kept payloads at once, when a fan completes
 # What a completing arrival's reading takes, for the bound `join.max_width` is checked against: an S3
 # read of a kept payload (tens of milliseconds at the median; its tail), and a page of the fan's query
 # (DynamoDB answers 1 MB a page, at most `SLOT_INLINE_BYTES` a branch).
@@ -62,6 +62,24 @@ def completing_seconds(width: int) -> float:
     restores = -(-width // RESTORE_THREADS) * RESTORE_SECONDS
     pages = -(-width * SLOT_INLINE_BYTES // QUERY_PAGE_BYTES) * QUERY_PAGE_SECONDS
     return restores + pages
+
+
+# What a completing arrival holds in memory per branch, for the bound `memory` is checked against: the
+# branch's payload as read (JSON bytes) and as parsed (Python objects take about as much again), on top
+# of what the runtime, boto3 and the handler's module take before any branch is read.
+RESTORED_COPIES = 2
+RUNTIME_MB = 150
+
+
+def completing_megabytes(width: int, branch_bytes: int) -> float:
+    """What the completing arrival of a fan of `width` branches of `branch_bytes` each holds at its
+    peak: every branch restored at once (`Gatherer._gathered`), read and parsed."""
+    return RUNTIME_MB + width * branch_bytes * RESTORED_COPIES / 2**20
+
+
+def widest_in_memory(megabytes: int, branch_bytes: int) -> int:
+    """The widest fan of `branch_bytes` branches whose completing arrival fits `megabytes` (at least 1)."""
+    return max(1, int((megabytes - RUNTIME_MB) * 2**20 // (branch_bytes * RESTORED_COPIES)))
 
 
 def widest_fan(seconds: float, most: int) -> int:

@@ -81,7 +81,7 @@ class EnvelopeSeal:
 
 def secret_value(arn: str) -> str:
     """A Secrets Manager secret's text: what the mesh's generated secrets (the seal's, the gateway's
-    cursors') are read with."""
-    import boto3
+    cursors') are read with; connecting briefly, as an actor's start does (`asya.clients.init_client`)."""
+    from asya.clients import init_client
 
-    return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+    return str(init_client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])

@@ -3,8 +3,10 @@ files (the mesh file's `secrets` and `files`), each put in the environment varia
 
 It runs in Lambda's init phase (`asya.actor`), so a model file is on disk and an API key is set before
 the handler's class is created, and a provisioned environment has done all of it before its first
-envelope. Secrets are read with Powertools' parameters (cached, so `secret()` re-reads a rotated one
-at most every `SECRET_MAX_AGE` seconds); their values go into this process's environment only, never
+envelope. Secrets are read by `asya.secret_reads` (kept, so `secret()` re-reads a rotated one at most
+every `SECRET_MAX_AGE` seconds; parameters ten a call); its clients connect briefly
+(`asya.clients.init_client`), so a VPC without a route to a service fails the start in seconds, naming
+the service. Their values go into this process's environment only, never
 into the function's configuration, a log line, an envelope or a task record. Files are fetched from
 S3 into the execution environment's temporary folder (Lambda's /tmp, `ephemeral_storage` in size): an
 object, a folder the mesh shipped as a zip (unpacked), or every object under an `s3://` prefix.
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from asya.clients import UnreachableError, connect_failures, init_client, unreachable
+from asya.secret_reads import SecretError, SecretReader
 from asya.variables import FILES, SECRETS, ConfigError
 
 SECRET_MAX_AGE = 300  # seconds a secret's value is reused before `secret()` reads it again
@@ -89,19 +93,19 @@ def _json_object(name: str, raw: str) -> dict[str, Any]:
     return value
 
 
-class SecretError(RuntimeError):
-    """A secret could not be read; the message names the variable and the secret, never a value."""
+READER = SecretReader(SECRET_MAX_AGE)  # this execution environment's secrets, kept SECRET_MAX_AGE seconds
 
 
 def prepare(env: MutableMapping[str, str] | None = None) -> None:
     """Fetch the actor's secrets and files and set their variables in `env` (the process environment)."""
     env = os.environ if env is None else env
     secrets = decode_secrets(env[SECRETS.name]) if env.get(SECRETS.name) else {}
-    for variable, location in secrets.items():
-        env[variable] = _read_secret(variable, location)
+    env.update(_read_secrets(secrets))
     files = decode_files(env[FILES.name]) if env.get(FILES.name) else {}
-    for variable, source in files.items():
-        env[variable] = str(fetch_file(variable, source))
+    if files:
+        s3 = init_client("s3")
+        for variable, source in files.items():
+            env[variable] = str(fetch_file(variable, source, s3))
 
 
 def secret(variable: str) -> str:
@@ -110,40 +114,34 @@ def secret(variable: str) -> str:
     secrets = decode_secrets(os.environ.get(SECRETS.name, "") or "{}")
     if variable not in secrets:
         raise KeyError(f"{variable} is not one of this actor's secrets (the mesh file's `secrets`)")
-    value = _read_secret(variable, secrets[variable])
+    value = _read_secrets({variable: secrets[variable]})[variable]
     os.environ[variable] = value
     return value
 
 
-def _read_secret(variable: str, location: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
+def _read_secrets(locations: Mapping[str, str]) -> dict[str, str]:
+    """`{variable: value}` for `{variable: location}`: every secret read at once (`SecretReader`), then
+    the field a location names (`#<key>`) taken from its JSON value."""
+    wanted: dict[str, tuple[str, str]] = {}
+    for variable, location in locations.items():
+        service, _, rest = location.partition(":")
+        wanted[variable] = (service, rest.partition("#")[0])
+    raw = READER.read(wanted)
+    return {variable: _field(variable, location, raw[variable]) for variable, location in locations.items()}
 
+
+def _field(variable: str, location: str, raw: str) -> str:
     service, _, rest = location.partition(":")
     name, _, key = rest.partition("#")
+    if not key:
+        return raw
     try:
-        if service == "secretsmanager":
-            value: Any = parameters.get_secret(name, max_age=SECRET_MAX_AGE, transform="json" if key else None)
-        else:
-            value = parameters.get_parameter(
-                name, decrypt=True, max_age=SECRET_MAX_AGE, transform="json" if key else None
-            )
-    except parameters.exceptions.TransformParameterError:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
         raise SecretError(f"{variable}: {location} is not a JSON object, so it has no field {key!r}") from None
-    except parameters.exceptions.GetParameterError as exc:
-        raise SecretError(f"{variable}: cannot read {service} {name!r}: {_cause(exc)}") from None
-    if key:
-        if not isinstance(value, dict) or key not in value:
-            raise SecretError(f"{variable}: {service} {name!r} has no field {key!r}")
-        value = value[key]
-    if isinstance(value, str):
-        return value
-    return json.dumps(value) if key else str(value)
-
-
-def _cause(exc: BaseException) -> str:
-    """The AWS error behind a Powertools error (its code and message name the secret, not its value)."""
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+    if not isinstance(value, dict) or key not in value:
+        raise SecretError(f"{variable}: {service} {name!r} has no field {key!r}")
+    return value[key] if isinstance(value[key], str) else json.dumps(value[key])
 
 
 def files_folder() -> Path:
@@ -152,10 +150,15 @@ def files_folder() -> Path:
 
 
 def fetch_file(variable: str, source: FileSource, s3: Any = None) -> Path:
-    """Download one file (or folder) into the files folder and return its path."""
-    import boto3
+    """Download one file (or folder) into the files folder and return its path; a bucket that cannot
+    be reached is an `UnreachableError` naming the variable and S3."""
+    try:
+        return _fetch(variable, source, s3 or init_client("s3"))
+    except connect_failures() as exc:
+        raise UnreachableError(f"{variable}: {unreachable('s3', exc)}") from None
 
-    s3 = s3 or boto3.client("s3")
+
+def _fetch(variable: str, source: FileSource, s3: Any) -> Path:
     bucket, _, key = source.url.removeprefix("s3://").partition("/")
     home = files_folder() / variable
     shutil.rmtree(home, ignore_errors=True)  # a second init in the same environment starts clean

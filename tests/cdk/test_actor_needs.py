@@ -82,6 +82,10 @@ def _mesh(tmp_path: Path, actors: str, more: str = "") -> Path:
             "  a: {handler: mod.fn, code: code, files: {MODEL: s3://}}",
             "MODEL: 's3://' is not an s3://<bucket>/<key> URL",
         ),
+        (
+            "  a: {handler: mod.fn, code: code, files: {MODEL: {source: s3://models/m.bin, kms_key: alias/mine}}}",
+            "actors.a.files.MODEL: kms_key: 'alias/mine' is not a KMS key ARN",
+        ),
         ("  a: {handler: mod.fn, code: code, files: {MODEL: missing.bin}}", "actors.a.files.MODEL: 'missing.bin' is"),
         (
             "  a: {handler: mod.fn, code: code, vpc: {subnets: [subnet-12], security_groups: [sg-0123456789abcdef0]}}",
@@ -150,7 +154,9 @@ NEEDS = """\
       MODEL_PATH: model.bin
       VOCAB_DIR: vocab
       LABELS: s3://their-bucket/labels/v3.json
-      SHARDS: s3://their-bucket/shards/
+      SHARDS:
+        source: s3://their-bucket/shards/
+        kms_key: arn:aws:kms:eu-west-1:123456789012:key/9f8e7d6c-1111-2222-3333-444455556666
     secrets:
       API_KEY: vendor/api-key
       DB_PASSWORD:
@@ -238,10 +244,8 @@ def test_the_role_reads_exactly_its_secrets_files_and_granted_resources(needs: d
     assert "SealSecret" in json.dumps(seal["Resource"])  # the mesh's own, every function's (`asya.seal`)
     assert "secret:vendor/api-key-??????" in json.dumps(secrets["Resource"])
     assert "arn:aws:secretsmanager:eu-west-1:123456789012:secret:shared/token-AbCdEf" in json.dumps(secrets["Resource"])
-    (parameter,) = _by_action(statements, "ssm:GetParameter")
+    (parameter,) = _by_action(statements, "ssm:GetParameters")  # ten a call, at every cold start
     assert ":parameter/real/db-password" in json.dumps(parameter["Resource"])
-    (decrypt,) = _by_action(statements, "kms:Decrypt")
-    assert decrypt["Resource"] == "arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d-1111-2222-3333-444455556666"
     (listing,) = _by_action(statements, "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["shards/*"]}}
     objects = json.dumps([s["Resource"] for s in _by_action(statements, "s3:GetObject")])
@@ -252,6 +256,22 @@ def test_the_role_reads_exactly_its_secrets_files_and_granted_resources(needs: d
     managed = json.dumps(needs["Resources"][role]["Properties"]["ManagedPolicyArns"])
     assert "AmazonTextractFullAccess" in managed
     assert "service-role/AWSLambdaVPCAccessExecutionRole" in managed
+
+
+def test_customer_keys_decrypt_through_their_service_only(needs: dict[str, Any]) -> None:
+    """A parameter's key and a bucket's key are each usable by the role only as SSM or S3 reads."""
+    _, function = _function(needs, "asya-real-reader")
+    decrypts = _by_action(_statements(needs, function["Role"]["Fn::GetAtt"][0]), "kms:Decrypt")
+    via = {
+        statement["Resource"]: json.dumps(statement["Condition"]["StringEquals"]["kms:ViaService"])
+        for statement in decrypts
+    }
+    assert via.keys() == {
+        "arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d-1111-2222-3333-444455556666",
+        "arn:aws:kms:eu-west-1:123456789012:key/9f8e7d6c-1111-2222-3333-444455556666",
+    }
+    assert '"ssm."' in via["arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d-1111-2222-3333-444455556666"]
+    assert '"s3."' in via["arn:aws:kms:eu-west-1:123456789012:key/9f8e7d6c-1111-2222-3333-444455556666"]
 
 
 def test_network_capacity_storage_and_layers_reach_the_function(needs: dict[str, Any]) -> None:

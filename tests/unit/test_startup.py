@@ -14,18 +14,18 @@ from pathlib import Path
 
 import boto3
 import pytest
-from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
-from asya.startup import FileSource, SecretError, encode_files, encode_secrets, fetch_file, prepare, secret
+from asya.secret_reads import SecretError
+from asya.startup import READER, FileSource, encode_files, encode_secrets, fetch_file, prepare, secret
 from asya.variables import ConfigError
 
 VALUE = "v4lue-nobody-else-sees"
 
 
 def forget_cached_secrets() -> None:
-    """Powertools' parameter cache emptied: a new execution environment, or `SECRET_MAX_AGE` passed."""
-    parameters.clear_caches()  # type: ignore[no-untyped-call]
+    """The kept secrets dropped: a new execution environment, or `SECRET_MAX_AGE` passed."""
+    READER.forget()
 
 
 @pytest.fixture

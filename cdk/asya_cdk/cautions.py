@@ -1,0 +1,95 @@
+"""What a valid mesh file may still cost or break on AWS, said as warnings when `asya check` reads it:
+settings that deploy, and work locally, but that an account shows at its first scale-out.
+
+Unlike `asya_cdk.rules` (refused: AWS would refuse them or the mesh could never work), each of these
+depends on what only the account or the traffic knows (routes in a VPC, an object's size, a branch's
+payload), so the mesh file is told, not refused. Each warning is `<field>: <what may happen>; <what to do>`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from asya.gathering import completing_megabytes, widest_in_memory
+
+if TYPE_CHECKING:
+    from asya_cdk.actor_config import ActorConfig
+    from asya_cdk.loaded_mesh import LoadedMesh
+
+# Lambda's init phase: 10 s on demand; with provisioned concurrency 130 s or the function's timeout,
+# whichever is higher (Lambda developer guide, "execution environment lifecycle").
+INIT_SECONDS = 10.0
+PROVISIONED_INIT_SECONDS = 130.0
+INIT_SHARE = 0.8  # the share of the init a download may take: secrets, imports and the handler's class need the rest
+DOWNLOAD_BYTES_PER_SECOND = 100 * 2**20  # an S3 download into /tmp from Lambda, roughly
+
+
+def mesh_warnings(mesh: LoadedMesh) -> list[str]:
+    """Every warning, each on its own, actor by actor."""
+    warnings = []
+    for name, actor in mesh.config.actors.items():
+        warnings += vpc_warnings(name, actor)
+        warnings += init_download_warnings(mesh, name)
+        warnings += join_memory_warnings(name, actor, mesh.config.payloads.claim_check_bytes)
+    return warnings
+
+
+def vpc_warnings(name: str, actor: ActorConfig) -> list[str]:
+    """A function in a VPC has no route to AWS services but those its subnets' endpoints or NAT give
+    it: the services the sidecar calls, named, so the network can be checked before the first envelope."""
+    if actor.vpc is None:
+        return []
+    interface = ["SQS", "Secrets Manager (the mesh's seal, and secrets)"]
+    if any(reference.parameter is not None for reference in actor.secrets.values()):
+        interface.append("SSM (secrets read from Parameter Store)")
+    return [
+        f"actors.{name}.vpc: the function reaches AWS only through its subnets' routes; it needs gateway "
+        f"endpoints for S3 and DynamoDB and interface endpoints for {', '.join(interface)} (or a NAT gateway "
+        "route for all of them), KMS only if the handler calls it, and its security groups must allow "
+        "outbound HTTPS (443); without them its start fails, naming the service"
+    ]
+
+
+def init_download_warnings(mesh: LoadedMesh, name: str) -> list[str]:
+    """An actor's files are fetched in Lambda's init phase: a download longer than the init is cut off
+    and done again inside the first invocation, in every new execution environment (every scale-out),
+    and since August 2025 the init phase is billed. Only local files' sizes are known here."""
+    actor = mesh.config.actors[name]
+    size = mesh.files_bytes(name)
+    seconds = size / DOWNLOAD_BYTES_PER_SECOND
+    provisioned = actor.provisioned_concurrency is not None
+    limit = max(PROVISIONED_INIT_SECONDS, actor.lambda_timeout) if provisioned else INIT_SECONDS
+    if seconds <= limit * INIT_SHARE:
+        return []
+    advice = (
+        "bake them into a container image (package: image, the code folder) instead"
+        if provisioned
+        else "set provisioned_concurrency (its init may take 130 s) or bake them into a container image "
+        "(package: image, the code folder)"
+    )
+    return [
+        f"actors.{name}.files: about {math.ceil(size / 2**20):,} MB to fetch and unpack at every execution "
+        f"environment's start, about {seconds:.0f} s at {DOWNLOAD_BYTES_PER_SECOND // 2**20} MB/s, past "
+        f"{limit * INIT_SHARE:.0f} s of the {limit:.0f} s init; each new environment would be cut off and start "
+        f"again inside its first invocation, billed both times; {advice}"
+    ]
+
+
+def join_memory_warnings(name: str, actor: ActorConfig, branch_bytes: int) -> list[str]:
+    """The arrival that completes a join's widest fan holds every branch's payload at once. A branch's
+    payload is taken to be as large as the mesh lets a payload travel inline (`claim_check_bytes`):
+    larger ones are kept in S3 and restored too, so this is an assumption, not a bound."""
+    if actor.join is None:
+        return []
+    width = actor.join_width
+    needed = completing_megabytes(width, branch_bytes)
+    if needed <= actor.memory:
+        return []
+    fits = widest_in_memory(actor.memory, branch_bytes)
+    return [
+        f"actors.{name}.join.max_width: the completing arrival of a fan of {width:,} branches of up to "
+        f"{branch_bytes // 1024:,} KB each (payloads.claim_check_bytes) holds them all at once, about "
+        f"{needed:,.0f} MB, more than its memory ({actor.memory:,} MB); lower join.max_width (about "
+        f"{fits:,} fit) or raise memory, or the join ends out of memory and its envelopes in x-sump"
+    ]
