@@ -2,7 +2,8 @@
 
 1. A moto server on loopback, in a process of its own, is the AWS endpoint (`asya_local.endpoint`:
    the server and the fixes it needs to behave as AWS does).
-2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`).
+2. The mesh's CDK stack is synthesized and deployed into it (`asya_local.deploy`), and what it made is
+   read back (`asya_local.deployed_functions`).
 3. Every deployed function gets a worker process per thing that invokes it on AWS
    (`asya_local.functions`), which invokes the real handler with the function's deployed
    environment and temporary credentials of its own execution role (`asya_local.roles`; the
@@ -51,19 +52,21 @@ from asya_local import admin_key
 from asya_local.cognito_pools import pool_clients
 from asya_local.deploy import (
     EMR_APPLICATION,
+    Synthesized,
+    publish_assets,
+    refuse_oversized_environments,
+    synthesize,
+)
+from asya_local.deploy import deploy as create_stack
+from asya_local.deployed_functions import (
     HttpTrigger,
     LocalFunction,
     QueueTrigger,
     ScheduleTrigger,
     StreamTrigger,
-    Synthesized,
     deployed_functions,
-    publish_assets,
-    refuse_oversized_environments,
-    synthesize,
     take_over_event_sources,
 )
-from asya_local.deploy import deploy as create_stack
 from asya_local.endpoint.process import LocalEndpoint, endpoint_admin, free_port
 from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec

@@ -14,7 +14,7 @@ from aws_cdk.assertions import Template
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
-from asya_local.deploy import HttpTrigger, http_api_triggers
+from asya_local.deployed_functions import HttpTrigger, http_api_triggers
 from asya_local.functions.stage_throttle import template_opens_well_known
 from tests.support.templates import ROOT, cfn_lint, resources, synthesize
 

@@ -20,7 +20,8 @@ import httpx2
 import pytest
 
 from asya_cdk.loading import load_mesh
-from asya_local.deploy import HttpTrigger, ScheduleTrigger, StreamTrigger, synthesize_app
+from asya_local.deploy import synthesize_app
+from asya_local.deployed_functions import HttpTrigger, ScheduleTrigger, StreamTrigger
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.stack import LocalStack
 
