@@ -19,7 +19,9 @@ requests are built as on AWS, and nothing is sent.
 - Powertools API: `bench.powertools_api`, one route on `APIGatewayRestResolver`, validation on.
 
 The cases run interleaved (one process of each per round) and each figure is the best of its rounds,
-so a busy moment of the machine costs every case alike. `--before DIR` runs the mesh's two functions
+so a busy moment of the machine costs every case alike. A first round, not counted, leaves every
+copy's bytecode compiled, so no side pays for compiling its sources (on AWS the layer carries no
+bytecode: docs/performance.md says what that adds). `--before DIR` runs the mesh's two functions
 from another copy of the code as well (DIR holds its `sidecar_layer`, `gateway_api`, `cdk` and
 `lambdas`, e.g. `git archive <commit> sidecar_layer gateway_api cdk lambdas | tar -x -C DIR`), in the
 same rounds, so a change is measured side by side with what it changed.
@@ -131,7 +133,6 @@ def cold_start(case: str, variables: dict[str, str], event: dict[str, Any], code
     env = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join([*(str(code / package) for package in PACKAGES), str(ROOT)]),
-        "PYTHONDONTWRITEBYTECODE": "1",
         **AWS,
         **variables,
         "COLD_START_EVENT": json.dumps(event),
@@ -166,6 +167,8 @@ def main() -> None:
     if args.before is not None:
         runs += [(f"{case} before", case, args.before.resolve()) for case in MESH_CASES]
     best = {name: float("inf") for name, _, _ in runs}
+    for _, case, code in runs:  # a first round, not counted, compiles every copy's bytecode
+        cold_start(case, *setups[case], code)
     for _ in range(args.rounds):
         for name, case, code in runs:
             variables, event = setups[case]
