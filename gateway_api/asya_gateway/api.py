@@ -27,7 +27,7 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
 
 The MCP and A2A doors are imported by their routes at their first request, not at every cold start:
 MCP's protocol types (`mcp_types`, a hundred-odd pydantic models) and the A2A endpoint and card cost a
-new execution environment about 150 ms (`python -m bench.cold_start`), and a REST request needs none.
+new execution environment over 100 ms (`python -m bench.cold_start`), and a REST request needs none.
 
 Every request but `GET /health` and `GET /.well-known/*` is someone's (`caller()`, `asya_gateway.callers`):
 with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.

@@ -49,7 +49,7 @@ def kept_for_life() -> Iterator[None]:
     """Import a function's own modules with Python's cyclic garbage collector paused, then freeze what
     they made (`gc.freeze`). What an init imports lives as long as the execution environment, so the
     collections its allocations set off find nothing to free, yet they walked the whole heap: about
-    40 ms of an actor's cold start (`python -m bench.cold_start`). Frozen, it is never walked again,
+    30 ms of an actor's cold start (`python -m bench.cold_start`). Frozen, it is never walked again,
     by the first event's collections or any later one. Code outside the block (a handler's module, a
     model its `__init__` loads) runs with the collector as it was."""
     collecting = gc.isenabled()
