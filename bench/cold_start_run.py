@@ -4,8 +4,8 @@
 
 The clock starts before anything of the case is imported and stops when its first invocation
 returns: the handler module's import (Lambda's init) and the first event, which is where lazily
-imported code and the first AWS clients are paid. Nothing but `sys` and `time` is imported before the
-clock starts, so a module either side needs is counted on that side.
+imported code and the first AWS clients are paid. Nothing but `sys`, `time` and `typing` (which both
+sides import) is imported before the clock starts, so a module either side needs is counted on that side.
 
 Every AWS call is answered in process (`answer_aws_in_process`), so nothing leaves the machine and
 each side pays for building its clients and requests exactly as on AWS, but not for the network.
