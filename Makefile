@@ -79,6 +79,7 @@ bench: install
 	$(BIN)/python -m bench.claim_check
 	$(BIN)/python -m bench.local_start
 	$(BIN)/python -m bench.wide_fan
+	$(BIN)/python -m bench.cold_start
 
 # the local-stack tests against an endpoint with moto's fidelity patches alone (asya_local/endpoint/patches.py):
 # what to run first when moto is upgraded

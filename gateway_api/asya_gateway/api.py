@@ -25,6 +25,10 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     GET    /health
     GET    /.well-known/oauth-protected-resource[/mcp]   where to sign in (`gateway.auth: jwt`)
 
+The MCP and A2A doors are imported by their routes at their first request, not at every cold start:
+MCP's protocol types (`mcp_types`, a hundred-odd pydantic models) and the A2A endpoint and card cost a
+new execution environment over 100 ms (`python -m bench.cold_start`), and a REST request needs none.
+
 Every request but `GET /health` and `GET /.well-known/*` is someone's (`caller()`, `asya_gateway.callers`):
 with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.
 """
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -45,8 +50,6 @@ from asya.live import CURSOR_PATTERN
 from asya.names import ACTOR_NAME
 from asya.sump import SumpIndex
 from asya.task_record import stealthy
-from asya_gateway.a2a import A2aEndpoint
-from asya_gateway.a2a_card import extended_card, public_card
 from asya_gateway.api_models import (
     EVENT_CURSOR,
     MAX_TASK_ID,
@@ -74,7 +77,6 @@ from asya_gateway.early_answers import (
 )
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.listing import TaskFilter, moment
-from asya_gateway.mcp import McpEndpoint
 from asya_gateway.nesting import too_deep
 from asya_gateway.resolver import app
 from asya_gateway.service import UNSET as UNSET_INPUT
@@ -97,9 +99,15 @@ class GatewayFunction:
 
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
-        table = tasks.settings.sump_table
-        self.sump_index = SumpIndex(table, client=tasks.tasks.client) if table else None
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
+
+    @cached_property
+    def sump_index(self) -> SumpIndex | None:
+        """x-sump's index (None without a sump table), on the task store's DynamoDB client. Made by the
+        first request that reads x-sump: the client is the store's, made at its first use, and a request
+        that uses neither (`GET /health`) imports no boto3 and builds no client at all."""
+        table = self.service.settings.sump_table
+        return SumpIndex(table, client=self.service.tasks.client) if table else None
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         origins = self.service.settings.cors_origins
@@ -314,6 +322,8 @@ def a2a_agent_card_v03() -> dict[str, Any]:
 
 def _public_card() -> dict[str, Any]:
     """What a caller without credentials reads of the mesh as an agent (`gateway.a2a.public_card`)."""
+    from asya_gateway.a2a_card import public_card  # at its first request: see the module's note
+
     card = public_card(service().settings, base_url())
     if card is None:
         raise TaskError(404, "this mesh publishes no agent card (gateway.a2a.public_card: off)")
@@ -327,6 +337,9 @@ def _public_card() -> dict[str, Any]:
 )
 def a2a() -> Response[Any]:
     """On AWS a stream is bounded: it ends before the integration timeout, and the client resubscribes."""
+    from asya_gateway.a2a import A2aEndpoint  # at its first request: see the module's note
+    from asya_gateway.a2a_card import extended_card
+
     base = base_url()
     endpoint = A2aEndpoint(
         service(),
@@ -352,6 +365,8 @@ def open_a2a_stream(
     JSON-RPC error answer if it is refused); None for any other request, which the function answers.
     The task's URLs are made from the request's headers, as the function makes them (no stage); its
     tasks are `caller`'s (`sign_in`)."""
+    from asya_gateway.a2a import A2aEndpoint  # at its first request: see the module's note
+
     if too_deep(body):
         return None  # the function refuses it (`_too_deep`)
     lowered = {str(name).lower(): str(value) for name, value in headers.items()}
@@ -431,6 +446,8 @@ def redrive_sump(envelope_id: TaskId, request: Annotated[RedriveRequest, Body()]
 
 @app.post("/mcp", summary="MCP (streamable HTTP, stateless JSON responses)")
 def mcp() -> Response[Any]:
+    from asya_gateway.mcp import McpEndpoint  # at its first request: see the module's note
+
     endpoint = McpEndpoint(
         service(),
         lambda task_id: task_urls(task_id)["status_url"],

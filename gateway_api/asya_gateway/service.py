@@ -24,16 +24,14 @@ import orjson
 
 from asya import names
 from asya.claims import Claims
-from asya.config import SQS_MAX_MESSAGE_BYTES
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
-from asya.flows import FlowError, start
 from asya.headers import CLIENT_HEADERS, FLOW_HEADER, GATEWAY_URL_HEADER, RESERVED_PREFIX
 from asya.live import EventLog
 from asya.results import result_key
 from asya.seal import SEAL_ROOM, EnvelopeSeal
 from asya.task_record import TaskStatus, stealthy
 from asya.task_store import TaskStore
-from asya.variables import WAIT_MAX_SECONDS
+from asya.variables import MAX_MESSAGE_BYTES, WAIT_MAX_SECONDS
 from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, Caller
@@ -235,7 +233,10 @@ class TaskService:
     @staticmethod
     def _program_start(flow: Flow, payload: Any) -> tuple[list[str], dict[str, Any]]:
         """A program flow's route and flow header for this input (`asya.flows.start`); a condition it
-        cannot read on the input refuses the task."""
+        cannot read on the input refuses the task. The program evaluator is imported here, by the
+        first task of a program flow: a gateway's cold start does without it."""
+        from asya.flows import FlowError, start
+
         assert flow.program is not None
         try:
             return start(flow.program, payload)
@@ -295,7 +296,7 @@ class TaskService:
         """The envelope as the body SQS will carry, its payload in S3 when it is over the mesh's
         claim-check threshold (`asya.claims`); a 4xx if it never could be sent. `room`: bytes to leave
         for what is added before it is sent."""
-        limit = SQS_MAX_MESSAGE_BYTES - room - (SEAL_ROOM if self.queues.seal.enabled else 0)
+        limit = MAX_MESSAGE_BYTES.default - room - (SEAL_ROOM if self.queues.seal.enabled else 0)
         if self.claims is None:
             return as_json(envelope, limit, what)
         body = self.claims.check_in(envelope, as_json(envelope, MAX_CLAIMED_BYTES, what))

@@ -15,8 +15,11 @@ sets the environment after importing it.
 
 from __future__ import annotations
 
-from asya.sidecar import lambda_handler
-from asya.startup import prepare
+from asya.entry import kept_for_life
+
+with kept_for_life():  # the sidecar's modules are the environment's for life: no collection among them
+    from asya.sidecar import lambda_handler
+    from asya.startup import prepare
 
 __all__ = ["lambda_handler"]
 

@@ -15,8 +15,10 @@ function returns, while a hop completes only after the batch's grouped sends suc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from asya.names import mesh_prefix
@@ -74,10 +76,16 @@ class Hop:
 
 
 class HopLedger:
-    """Claims hops before they run and settles them after their outputs were sent."""
+    """Claims hops before they run and settles them after their outputs were sent.
 
-    def __init__(self, store: BasePersistenceLayer | None = None) -> None:
-        self._store = store
+    `open_store` opens the idempotency table's persistence layer (none: claims hold per batch only).
+    It is opened at the first hop claimed there, an untracked one (`store`), not when the function
+    starts: Powertools' layer builds a boto3 session and a DynamoDB client of its own, tens of
+    milliseconds of every cold start, and a function whose hops are all claimed in their task
+    records never needs it."""
+
+    def __init__(self, open_store: Callable[[], BasePersistenceLayer] | None = None) -> None:
+        self._open_store = open_store
         self._batch: dict[tuple[Any, ...], str] = {}
         self._stored: set[tuple[Any, ...]] = set()
 
@@ -100,21 +108,27 @@ class HopLedger:
         hop's status write: `StatusReporter.claim_hop`, after `first_in_batch`.)"""
         if not self.first_in_batch(key, claimant):
             return HopClaim(Claim.DUPLICATE)
-        if self._store is None:
+        store = self.store
+        if store is None:
             return HopClaim(Claim.NEW)
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
         from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
         try:
-            self._store.save_inprogress(data=key, remaining_time_in_millis=remaining_ms)
+            store.save_inprogress(data=key, remaining_time_in_millis=remaining_ms)
         except IdempotencyItemAlreadyExistsError as exc:
-            record = exc.old_data_record or self._store.get_record(data=key)
+            record = exc.old_data_record or store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
                 return HopClaim(Claim.DUPLICATE)
             expiry = record.in_progress_expiry_timestamp if record is not None else None
             return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
         self._stored.add(tuple(key.values()))
         return HopClaim(Claim.NEW)
+
+    @cached_property
+    def store(self) -> BasePersistenceLayer | None:
+        """The idempotency table's persistence layer, opened on first use; None without a table."""
+        return self._open_store() if self._open_store is not None else None
 
     def claimant(self, key: dict[str, Any]) -> str | None:
         """The record of this batch that claimed the hop first: a duplicate shares its fate."""
@@ -124,17 +138,18 @@ class HopLedger:
         """Record the hop as done when its outputs went out; otherwise free it for the redelivery.
         Only claims made in the idempotency table are settled: a task record's claim is settled by
         the next hop's."""
-        if self._store is None or tuple(key.values()) not in self._stored:
+        store = self.store if tuple(key.values()) in self._stored else None  # only a claim made there opened it
+        if store is None:
             return
         if sent:
-            self._store.save_success(data=key, result={})
+            store.save_success(data=key, result={})
         else:
-            self._store.delete_record(data=key, exception=RuntimeError("outputs not sent"))
+            store.delete_record(data=key, exception=RuntimeError("outputs not sent"))
 
 
 def hop_ledger(table: str | None, ttl_seconds: int, namespace: str) -> HopLedger:
     """The ledger a function keeps: across invocations in `table` when one is set, else per batch only."""
-    return HopLedger(dynamodb_store(table, ttl_seconds, namespace) if table else None)
+    return HopLedger(partial(dynamodb_store, table, ttl_seconds, namespace) if table else None)
 
 
 def idempotency_key_prefix(namespace: str) -> str:

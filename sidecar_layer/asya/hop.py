@@ -11,25 +11,22 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing
 from asya.abi import EnvelopeState
-from asya.admission import admission_problem, refused, taken
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import Claim, Hop, HopClaim, HopLedger
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.fans import INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
-from asya.gathering import Gathering
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_bodies import HopBodies, carries_error_payload
 from asya.hop_logging import hop_names
 from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
-from asya.join_table import JoinMismatchError, JoinTable
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
@@ -38,6 +35,9 @@ from asya.routing import Outbound, error_details
 from asya.task_record import HALTING, TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
+
+if TYPE_CHECKING:
+    from asya.gathering import Gathering
 
 
 @dataclass(slots=True)
@@ -74,16 +74,7 @@ class HopRunner:
         self.reporter = reporter or StatusReporter(None, None, telemetry)  # a job's hops: nothing reported
         self.claims = config.claims()
         self.bodies = HopBodies(config.actor, config.body_limit, self.claims)
-        self.gathering = (
-            Gathering(
-                config,
-                config.join,
-                JoinTable(config.joins_table, config.task_ttl),
-                self.reporter.store,
-            )
-            if config.join is not None and config.joins_table
-            else None
-        )
+        self.gathering = _gathering(config, self.reporter)
 
     def run(
         self,
@@ -124,7 +115,7 @@ class HopRunner:
         plan.envelope = envelope
         task_id = root_of(envelope.id, envelope.headers)
         with hop_names(envelope.id, task_id, self.config.actor, telemetry.logger):  # on every log line of the hop
-            problem = None if sealed else admission_problem(envelope)
+            problem = None if sealed else _admission_problem(envelope)
             if problem is not None:
                 return self._finish(plan, envelope, self._refuse(plan, envelope, problem, now), started, body)
             plan.foreign = not sealed
@@ -136,6 +127,8 @@ class HopRunner:
     def _refuse(self, plan: HopPlan, envelope: Envelope, problem: str, now: dt.datetime) -> HopOutcome:
         """An envelope from outside the mesh that cannot start a task (`asya.admission`): x-sump, naming
         no task, before anything else is done with it."""
+        from asya.admission import refused  # only an envelope from outside the mesh needs it
+
         self.telemetry.log_failure("an envelope from outside the mesh is refused", error_message=problem)
         plan.outbound.append(refused(envelope, plan.message_id, self.config.actor, problem, now))
         return HopOutcome.REFUSED
@@ -154,6 +147,8 @@ class HopRunner:
     ) -> HopPlan:
         """The rest of `run`, for an envelope that parsed, while the hop's names are on its log lines."""
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
+            from asya.join_table import JoinMismatchError  # a join's or a source's: see `_gathering`
+
             try:  # checked whole: a source stacks its frames on it, a join gathers by it
                 frame = innermost(envelope.headers, self.config.actor)
                 if frame is not None and self.gathering is not None and gathered_here(envelope):
@@ -230,6 +225,8 @@ class HopRunner:
         self.reporter.write_received(envelope, actor)
         found = self._claim(envelope, key, plan, remaining_ms)
         if found.claim is Claim.TAKEN:
+            from asya.admission import taken
+
             return self._refuse(plan, envelope, taken(envelope), now)
         if found.claim is Claim.HALTED and found.halted in HALTING:
             plan.outbound.append(routing.halt(envelope, actor, HALTING[found.halted], now))
@@ -406,3 +403,22 @@ def _too_wide(width: int, ends_at: float | None) -> str | None:
 def _tightest(*limits: float | None) -> float | None:
     present = [limit for limit in limits if limit is not None]
     return min(present) if present else None
+
+
+def _gathering(config: SidecarConfig, reporter: StatusReporter) -> Gathering | None:
+    """A join actor's gathering and its table (None for any other actor), imported by a join's sidecar
+    only: every other actor's cold start does without them (`python -m bench.cold_start`)."""
+    if config.join is None or not config.joins_table:
+        return None
+    from asya.gathering import Gathering
+    from asya.join_table import JoinTable
+
+    return Gathering(config, config.join, JoinTable(config.joins_table, config.task_ttl), reporter.store)
+
+
+def _admission_problem(envelope: Envelope) -> str | None:
+    """Why an envelope from outside the mesh cannot start a task (`asya.admission`, imported by the first
+    such envelope: a hop of the mesh's own never needs it)."""
+    from asya.admission import admission_problem
+
+    return admission_problem(envelope)

@@ -569,8 +569,8 @@ def test_a_sink_record_another_delivery_is_keeping_comes_back_when_that_claim_la
     actor = CrewActor(actor.settings, actor.decide, transport=transport, ledger=actor.ledger)
     body = json.dumps(_terminal("task-11", "failed"))
     keep = actor.decide(SQSRecord(sqs_record(f"asya-{NS}-x-sink", body)), actor.telemetry)
-    assert actor.ledger._store is not None
-    actor.ledger._store.save_inprogress(data=crew_hop("x-sink", keep), remaining_time_in_millis=30_000)
+    assert actor.ledger.store is not None
+    actor.ledger.store.save_inprogress(data=crew_hop("x-sink", keep), remaining_time_in_millis=30_000)
     assert len(crew.run(actor, body)["batchItemFailures"]) == 1
     assert crew.kept() == {}
     [(_, seconds)] = transport.returned[f"asya-{NS}-x-sink"]

@@ -84,8 +84,8 @@ def test_hop_in_progress_elsewhere_is_left_for_redelivery(mesh: Mesh, table: str
     from asya.dedup import Hop
 
     sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
-    assert sidecar.ledger._store is not None
-    sidecar.ledger._store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=60_000)
+    assert sidecar.ledger.store is not None
+    sidecar.ledger.store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=60_000)
     assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
     mesh.assert_empty("b")
 
@@ -100,8 +100,8 @@ def test_hop_in_progress_elsewhere_comes_back_when_that_claim_lapses(mesh: Mesh,
     sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE=table)
     transport = MemoryTransport()
     sidecar = configure(sidecar.config, transport)
-    assert sidecar.ledger._store is not None
-    sidecar.ledger._store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=20_000)
+    assert sidecar.ledger.store is not None
+    sidecar.ledger.store.save_inprogress(data=Hop("a", "env-1", 0, 1).key(), remaining_time_in_millis=20_000)
     assert mesh.deliver(envelope(), envelope(id="env-2"), message_ids=["m1", "m2"]) == {
         "batchItemFailures": [{"itemIdentifier": "m1"}]
     }
@@ -167,7 +167,7 @@ def test_a_stopped_delivery_does_not_sump_a_hop_another_delivery_completed(mesh:
     from asya.dedup import Hop
 
     sidecar = mesh.actor("slow", ASYA_IDEMPOTENCY_TABLE=table)
-    store = sidecar.ledger._store
+    store = sidecar.ledger.store
     assert store is not None
     key = Hop("a", "env-1", 0, 1).key()
 

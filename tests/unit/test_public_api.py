@@ -1,7 +1,8 @@
 """The public API as a user's code meets it (docs/public-api.md): each name imported in a fresh
 interpreter, as a handler, a test or a CDK app of a user's does; `import asya` light enough for every
-cold start; the page's tables read here, so that the page, docs/actors.md and the package cannot drift
-apart."""
+cold start, and an actor's init and the gateway's import without what a plain hop or a REST request
+never uses (docs/performance.md, "Cold start"); the page's tables read here, so that the page,
+docs/actors.md and the package cannot drift apart."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from packaging.version import Version
 
 import asya
 import asya_cdk
+import asya_gateway
 import asya_local
 from asya.names import DISTRIBUTION
 
@@ -58,7 +60,7 @@ print(json.dumps(missing))
 def _python(code: str, *arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
     """`code` in a fresh interpreter that finds the packages where this process found them (the
     checkout's folders, or the installed distribution), and nothing it has already imported."""
-    folders = {str(Path(package.__file__ or "").parents[1]) for package in (asya, asya_cdk, asya_local)}
+    folders = {str(Path(package.__file__ or "").parents[1]) for package in (asya, asya_cdk, asya_gateway, asya_local)}
     env = {**os.environ, **environment, "PYTHONPATH": os.pathsep.join(sorted(folders))}
     return subprocess.run(
         [sys.executable, "-c", code, *arguments], capture_output=True, text=True, check=False, env=env, cwd=ROOT
@@ -102,6 +104,26 @@ def test_import_asya_loads_neither_boto3_nor_the_sidecars_libraries() -> None:
     heavy = ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "orjson")
     probe = f"import sys, asya; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     done = _python(f"import json; {probe}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "later"),
+    [
+        pytest.param(
+            "asya.actor",  # its init: the sidecar built, with an idempotency table and a tasks table
+            ["asya.gathering", "asya.join_table", "asya.admission", "aws_lambda_powertools.utilities.idempotency"],
+            id="actor",
+        ),
+        pytest.param("asya_gateway.api", ["mcp_types", "asya_gateway.mcp", "asya_gateway.a2a"], id="gateway"),
+    ],
+)
+def test_a_cold_start_leaves_for_later_what_most_requests_never_use(entry: str, later: list[str]) -> None:
+    """A join's gathering, an outside envelope's admission, the idempotency table's client (a tracked hop
+    is claimed in its task record), the MCP and A2A doors: each loads at the first request needing it."""
+    probe = f"import json, sys, {entry}; print(json.dumps([m for m in {later!r} if m in sys.modules]))"
+    done = _python(probe, **ACTOR_ENVIRONMENT, ASYA_IDEMPOTENCY_TABLE="hops", ASYA_TASKS_TABLE="tasks")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == []
 
