@@ -275,7 +275,7 @@ class HopRunner:
             curr=envelope.route.curr,
             next=list(envelope.route.next),
             headers=dict(envelope.headers),
-            status=envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {},
+            status=envelope.status_wire(),
             payload=envelope.payload,
             on_fly=lambda event: self._on_fly(envelope, event),
         )
