@@ -299,9 +299,7 @@ class HopRunner:
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
             return HopOutcome.SUMPED
         finally:
-            self.telemetry.observe(
-                "HandlerDuration", MetricUnit.Milliseconds, (time.perf_counter() - handler_started) * 1000
-            )
+            self.telemetry.took("HandlerDuration", handler_started)
         # a flow program's parallel is a decision on an output: with none, nothing fans out and nothing joins
         fixed = self.config.joined_by and FLOW_HEADER not in envelope.headers
         join = first_join(envelope.route.next, self.config.joined_by) if fixed else None
@@ -372,7 +370,7 @@ class HopRunner:
                 reason = outbound.decision.reason
                 self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
-        self.telemetry.observe("ProcessingDuration", MetricUnit.Milliseconds, (time.perf_counter() - started) * 1000)
+        self.telemetry.took("ProcessingDuration", started)
         return plan
 
 
