@@ -45,6 +45,11 @@ class HopClaim:
     halted: str | None = None  # HALTED: the task's status ("paused", "canceled", or how it ended)
 
 
+# The claims that carry nothing more, made once: a frozen dataclass costs a microsecond to build
+NEW_HOP = HopClaim(Claim.NEW)
+DUPLICATE_HOP = HopClaim(Claim.DUPLICATE)
+
+
 @dataclass(frozen=True, slots=True)
 class Hop:
     """A hop's identity, the one every claim of a hop is made from: which actor runs which envelope at
@@ -99,9 +104,9 @@ class HopLedger:
         function keeps one. (A tracked envelope's hop is claimed in its task record instead, by the
         hop's status write: `StatusReporter.claim_hop`, after `first_in_batch`.)"""
         if not self.first_in_batch(key, claimant):
-            return HopClaim(Claim.DUPLICATE)
+            return DUPLICATE_HOP
         if self._store is None:
-            return HopClaim(Claim.NEW)
+            return NEW_HOP
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
         from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
@@ -110,11 +115,11 @@ class HopLedger:
         except IdempotencyItemAlreadyExistsError as exc:
             record = exc.old_data_record or self._store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
-                return HopClaim(Claim.DUPLICATE)
+                return DUPLICATE_HOP
             expiry = record.in_progress_expiry_timestamp if record is not None else None
             return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
         self._stored.add(tuple(key.values()))
-        return HopClaim(Claim.NEW)
+        return NEW_HOP
 
     def claimant(self, key: dict[str, Any]) -> str | None:
         """The record of this batch that claimed the hop first: a duplicate shares its fate."""
