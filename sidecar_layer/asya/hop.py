@@ -261,13 +261,15 @@ class HopRunner:
     ) -> HopOutcome:
         """`ends_at`: when, on the monotonic clock, this invocation must have sent its outputs."""
         actor = self.config.actor
+        # the handler's view shares the envelope's route and headers, not copies: a verb that changes
+        # them gives the view new ones (`EnvelopeState._write`), and each output copies them (`capture`)
         state = EnvelopeState(
             id=envelope.id,
             parent_id=envelope.parent_id,
-            prev=list(envelope.route.prev),
+            prev=envelope.route.prev,
             curr=envelope.route.curr,
-            next=list(envelope.route.next),
-            headers=dict(envelope.headers),
+            next=envelope.route.next,
+            headers=envelope.headers,
             status=envelope.status_wire(),
             payload=envelope.payload,
             on_fly=lambda event: self._on_fly(envelope, event),
