@@ -66,16 +66,31 @@ class Hop:
     @classmethod
     def of(cls, envelope: Envelope) -> Hop:
         """The hop an envelope is on: at `route.curr`."""
-        attempt = envelope.status.attempt if envelope.status else 1
-        return cls(envelope.route.curr, envelope.id, envelope.route.position, attempt, redrives(envelope.headers))
+        return cls(*_identity(envelope))
+
+    @staticmethod
+    def key_of(envelope: Envelope) -> dict[str, Any]:
+        """`Hop.of(envelope).key()`, for every hop's claim, without making the frozen hop (most of the
+        cost: each field is set through `object.__setattr__`)."""
+        return _key(*_identity(envelope))
 
     def key(self) -> dict[str, Any]:
         """The hop as the ledger keys it (a first run's key names no redrive, as before redrives were)."""
-        key: dict[str, Any] = {"actor": self.actor, "id": self.envelope_id, "position": self.position}
-        key["attempt"] = self.attempt
-        if self.redrives:
-            key["redrives"] = self.redrives
-        return key
+        return _key(self.actor, self.envelope_id, self.position, self.attempt, self.redrives)
+
+
+def _identity(envelope: Envelope) -> tuple[str, str, int, int, int]:
+    """A hop's fields (`Hop`) as the envelope says them."""
+    attempt = envelope.status.attempt if envelope.status else 1
+    return envelope.route.curr, envelope.id, envelope.route.position, attempt, redrives(envelope.headers)
+
+
+def _key(actor: str, envelope_id: str, position: int, attempt: int, redrives: int) -> dict[str, Any]:
+    key: dict[str, Any] = {"actor": actor, "id": envelope_id, "position": position}
+    key["attempt"] = attempt
+    if redrives:
+        key["redrives"] = redrives
+    return key
 
 
 class HopLedger:
