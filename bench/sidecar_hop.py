@@ -7,9 +7,11 @@ route shift, serialization, grouping and "sending", partial batch response and m
 Powertools hop is what a user would write by hand on `BatchProcessor` without the mesh: parse the
 body, call the handler, shift the route, serialize, send the batch's outputs together, answer the
 partial batch response; it checks nothing. The floor is `orjson.loads` + `orjson.dumps` of the same
-envelope. All three are measured in the same run.
+envelope. All three are measured in the same run, the sidecar's and the Powertools hop's rounds
+taking turns (a busy moment of a shared machine falls on both), best of `--rounds` each; the ratio
+of the two is what issue 45 bounds: at most 10 times.
 
-    python -m bench.sidecar_hop [--envelopes 20000] [--batch 10]
+    python -m bench.sidecar_hop [--envelopes 20000] [--batch 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ ENVELOPE = {
     "status": {"phase": "processing", "actor": "hop", "attempt": 1, "created_at": "2026-11-22T00:00:00.000Z"},
     "payload": {"text": "The quick brown fox jumps over the lazy dog", "tokens": list(range(32)), "score": 0.5},
 }
+
+
+RATIO_GOAL = 10  # the sidecar's CPU per hop against the hand-written hop's (issue 45)
 
 
 def noop(payload: Any) -> Any:
@@ -120,14 +125,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10, help="records per SQS event (Lambda's default is 10)")
     parser.add_argument("--rounds", type=int, default=3, help="best of this many rounds is reported")
     args = parser.parse_args()
-    sidecar = max(_sidecar_rate(args.envelopes, args.batch) for _ in range(args.rounds))
-    powertools = max(_powertools_rate(args.envelopes, args.batch) for _ in range(args.rounds))
+    sidecar_rates, powertools_rates = [], []
+    for _ in range(args.rounds):
+        sidecar_rates.append(_sidecar_rate(args.envelopes, args.batch))
+        powertools_rates.append(_powertools_rate(args.envelopes, args.batch))
+    sidecar, powertools = max(sidecar_rates), max(powertools_rates)
     floor = statistics.median(_floor_rate(args.envelopes) for _ in range(args.rounds))
     print(f"envelope size            {len(json.dumps(ENVELOPE))} bytes, batches of {args.batch}")
     print(f"sidecar hop              {sidecar:12,.0f} envelopes/s  ({1e6 / sidecar:7.1f} µs each)")
     print(f"Powertools hop           {powertools:12,.0f} envelopes/s  ({1e6 / powertools:7.1f} µs each)")
     print(f"floor (loads + dumps)    {floor:12,.0f} envelopes/s  ({1e6 / floor:7.1f} µs each)")
-    print(f"sidecar vs Powertools    {powertools / sidecar:12.1f} x  (goal: at most 4)")
+    print(f"sidecar vs Powertools    {powertools / sidecar:12.1f} x  (goal: at most {RATIO_GOAL:g}, issue 45)")
     print(f"sidecar vs the floor     {floor / sidecar:12.1f} x")
 
 

@@ -50,8 +50,9 @@ def decide(
             unreadable = to_sump(envelope, RESUME, Reason.PAYLOAD_UNREADABLE, error_details(problem), now)
             return pass_to_sump(unreadable.wire, record)
     headers = {key: value for key, value in envelope.headers.items() if key != PAUSE_HEADER}
-    status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
-    frame = Frame(payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=status)
+    frame = Frame(
+        payload=envelope.payload, next=list(envelope.route.next), headers=headers, status=envelope.status_wire()
+    )
     try:  # a flow program decides on the resumed payload where it goes after the pause (docs/flows.md)
         if deployed is not None:
             FlowPlace.of(envelope.headers, deployed)

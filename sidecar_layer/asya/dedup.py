@@ -47,6 +47,11 @@ class HopClaim:
     halted: str | None = None  # HALTED: the task's status ("paused", "canceled", or how it ended)
 
 
+# The claims that carry nothing more, made once: a frozen dataclass costs a microsecond to build
+NEW_HOP = HopClaim(Claim.NEW)
+DUPLICATE_HOP = HopClaim(Claim.DUPLICATE)
+
+
 @dataclass(frozen=True, slots=True)
 class Hop:
     """A hop's identity, the one every claim of a hop is made from: which actor runs which envelope at
@@ -63,16 +68,31 @@ class Hop:
     @classmethod
     def of(cls, envelope: Envelope) -> Hop:
         """The hop an envelope is on: at `route.curr`."""
-        attempt = envelope.status.attempt if envelope.status else 1
-        return cls(envelope.route.curr, envelope.id, envelope.route.position, attempt, redrives(envelope.headers))
+        return cls(*_identity(envelope))
+
+    @staticmethod
+    def key_of(envelope: Envelope) -> dict[str, Any]:
+        """`Hop.of(envelope).key()`, for every hop's claim, without making the frozen hop (most of the
+        cost: each field is set through `object.__setattr__`)."""
+        return _key(*_identity(envelope))
 
     def key(self) -> dict[str, Any]:
         """The hop as the ledger keys it (a first run's key names no redrive, as before redrives were)."""
-        key: dict[str, Any] = {"actor": self.actor, "id": self.envelope_id, "position": self.position}
-        key["attempt"] = self.attempt
-        if self.redrives:
-            key["redrives"] = self.redrives
-        return key
+        return _key(self.actor, self.envelope_id, self.position, self.attempt, self.redrives)
+
+
+def _identity(envelope: Envelope) -> tuple[str, str, int, int, int]:
+    """A hop's fields (`Hop`) as the envelope says them."""
+    attempt = envelope.status.attempt if envelope.status else 1
+    return envelope.route.curr, envelope.id, envelope.route.position, attempt, redrives(envelope.headers)
+
+
+def _key(actor: str, envelope_id: str, position: int, attempt: int, redrives: int) -> dict[str, Any]:
+    key: dict[str, Any] = {"actor": actor, "id": envelope_id, "position": position}
+    key["attempt"] = attempt
+    if redrives:
+        key["redrives"] = redrives
+    return key
 
 
 class HopLedger:
@@ -107,10 +127,10 @@ class HopLedger:
         function keeps one. (A tracked envelope's hop is claimed in its task record instead, by the
         hop's status write: `StatusReporter.claim_hop`, after `first_in_batch`.)"""
         if not self.first_in_batch(key, claimant):
-            return HopClaim(Claim.DUPLICATE)
+            return DUPLICATE_HOP
         store = self.store
         if store is None:
-            return HopClaim(Claim.NEW)
+            return NEW_HOP
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
         from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
@@ -119,11 +139,11 @@ class HopLedger:
         except IdempotencyItemAlreadyExistsError as exc:
             record = exc.old_data_record or store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
-                return HopClaim(Claim.DUPLICATE)
+                return DUPLICATE_HOP
             expiry = record.in_progress_expiry_timestamp if record is not None else None
             return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
         self._stored.add(tuple(key.values()))
-        return HopClaim(Claim.NEW)
+        return NEW_HOP
 
     @cached_property
     def store(self) -> BasePersistenceLayer | None:

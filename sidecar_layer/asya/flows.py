@@ -187,8 +187,7 @@ def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str
     step = place.program.advance(target, envelope.payload, loops)
     report = {"actor": actor, "type": error.get("type"), "message": error.get("message"), "reason": reason}
     headers = {**envelope.headers, CAUGHT_HEADER: report}
-    status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
-    base = Frame(envelope.payload, list(envelope.route.next), headers, status)
+    base = Frame(envelope.payload, list(envelope.route.next), headers, envelope.status_wire())
     return place.frames(step, base, loops, len(envelope.route.prev) + 1)
 
 

@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import inspect
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -102,6 +103,8 @@ class _EventLoops(threading.local):
 
 
 _loops = _EventLoops()
+# what a call of a handler in a style other than a plain function returns
+_STYLED = (types.CoroutineType, types.GeneratorType, types.AsyncGeneratorType)
 
 
 def discard_event_loop() -> None:
@@ -116,10 +119,11 @@ def invoke(handler: Handler, state: EnvelopeState, mode: HandlerMode) -> Handler
     """Call the handler on the payload (or envelope) and collect its frames; exceptions propagate."""
     argument = state.payload if mode == "payload" else deep_copy(state.as_dict())
     result = handler(argument)
-    if inspect.iscoroutine(result):
-        result = _loops.get().run_until_complete(result)
-    if inspect.isgenerator(result) or inspect.isasyncgen(result):
-        return HandlerOutput(_drive(result, state, mode))
+    if isinstance(result, _STYLED):  # one check on every hop; a plain value, the usual, is none of them
+        if inspect.iscoroutine(result):
+            result = _loops.get().run_until_complete(result)
+        if inspect.isgenerator(result) or inspect.isasyncgen(result):
+            return HandlerOutput(_drive(result, state, mode))
     if result is None:
         return HandlerOutput([])
     return HandlerOutput([_to_frame(state, result, mode)])

@@ -5,6 +5,8 @@ route), the gateway's flows (x-pause) and the mesh file's checks all read them f
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 DISTRIBUTION = "asya-aws"  # the name `pip install` knows the project by: its version, its pins, its extras
 # Where a deployed mesh records the release that built it (`asya.__version__`): a tag on every resource
 # `AsyaMesh` makes (and on `MeshStack` itself), and the stack's output of that name.
@@ -66,6 +68,7 @@ def mesh_prefix(namespace: str) -> str:
     return f"asya-{namespace}"
 
 
+@lru_cache(maxsize=1024)  # a hop names the queue of each output twice: the mesh's few names, kept
 def resource_name(namespace: str, name: str) -> str:
     """`asya-<ns>-<name>`: an actor's queue (crew included, docs/spec/envelope.md, "Queues"), function
     and EMR Serverless application; the crew's and the gateway's functions; the mesh's tables."""

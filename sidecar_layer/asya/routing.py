@@ -33,11 +33,19 @@ import orjson
 from asya.abi import Frame
 from asya.envelope import ENVELOPE_VERSION, Envelope, Phase, parse_rfc3339, rfc3339
 from asya.fans import bucket_of
-from asya.headers import FAN_HEADER, FIRST_ATTEMPT_HEADER, JOIN_HEADER, JOINED_HEADER, NOT_BEFORE_HEADER, ROOT_HEADER
+from asya.headers import (
+    FAN_HEADER,
+    FIRST_ATTEMPT_HEADER,
+    JOIN_HEADER,
+    JOINED_HEADER,
+    NOT_BEFORE_HEADER,
+    ROOT_HEADER,
+    TRACEPARENT,
+)
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
 from asya.task_record import redrives, root_of, stealthy
-from asya.tracecontext import continue_trace
+from asya.tracecontext import continue_trace, next_traceparent
 from asya.transport import SQS_MAX_DELAY_SECONDS, SQS_QUEUE_NAME_MAX
 
 TRACEBACK_LIMIT_CHARS = 8_192
@@ -161,12 +169,12 @@ def child_id(parent: Envelope, index: int) -> str:
 
 
 def _status(envelope: Envelope, now: dt.datetime, **changes: Any) -> dict[str, Any]:
-    status = envelope.status.model_dump(mode="json", exclude_none=True) if envelope.status else {}
-    return _stamped(status, now, **changes)
+    return _stamped(envelope.status_wire(), now, **changes)
 
 
 def _stamped(status: dict[str, Any], now: dt.datetime, **changes: Any) -> dict[str, Any]:
-    stamped = {"created_at": rfc3339(now), **status, "updated_at": rfc3339(now), **changes}
+    moment = rfc3339(now)
+    stamped = {"created_at": moment, **status, "updated_at": moment, **changes}
     return {key: value for key, value in stamped.items() if value is not None}
 
 
@@ -186,7 +194,8 @@ def forward(
     knows the root has branches to wait for without trying to end it alone first."""
     prev = [*envelope.route.prev, envelope.route.curr]
     curr, rest = (frame.next[0], frame.next[1:]) if frame.next else ("", [])
-    headers = continue_trace({k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS})
+    headers = {k: v for k, v in frame.headers.items() if k not in _HOP_HEADERS}
+    headers[TRACEPARENT] = next_traceparent(headers.get(TRACEPARENT, ""))
     joins = envelope.headers.get(JOIN_HEADER)  # the sidecar's, whatever the handler did to it
     if joins is None:
         headers.pop(JOIN_HEADER, None)

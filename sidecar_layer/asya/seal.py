@@ -50,6 +50,8 @@ class EnvelopeSeal:
         return bool(self.secret_arn)
 
     def _mac_key(self) -> bytes:
+        if self._key is not None:  # every seal and check after the first: no lock to take
+            return self._key
         with self._lock:
             if self._key is None:
                 assert self.secret_arn

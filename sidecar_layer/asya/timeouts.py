@@ -51,35 +51,44 @@ def run_with_timeout(function: Callable[[], T], limit: float | None) -> T:
         return function()
     if limit <= 0:
         raise TimedOut(limit)
-    if threading.current_thread() is not threading.main_thread():
+    if threading.get_ident() != threading.main_thread().ident:
         return _run_in_worker(function, limit)
-    if _Alarm.installed:
+    if _alarm.installed:
         return _run_with_alarm(function, limit)
     with alarm_installed():
         return _run_with_alarm(function, limit)
 
 
 class _Alarm:
-    installed = False  # `_on_alarm` handles SIGALRM (a stretch of work, usually a batch)
-    deadline: float | None = None  # the running call's deadline (`time.monotonic`); None between calls
-    armed_for: float | None = None  # when the timer goes off; None if it is disarmed or went off
-    fired = False
+    """The timer's state. One instance (`_alarm`), not class attributes: it is written three times
+    on every hop, and writing a class's attribute also empties Python's look-up cache for the class."""
+
+    __slots__ = ("armed_for", "deadline", "fired", "installed")
+
+    def __init__(self) -> None:
+        self.installed = False  # `_on_alarm` handles SIGALRM (a stretch of work, usually a batch)
+        self.deadline: float | None = None  # the running call's deadline (`time.monotonic`); None between calls
+        self.armed_for: float | None = None  # when the timer goes off; None if it is disarmed or went off
+        self.fired = False
+
+
+_alarm = _Alarm()
 
 
 def _arm(deadline: float) -> None:
-    _Alarm.armed_for = deadline
+    _alarm.armed_for = deadline
     set_alarm(max(deadline - time.monotonic(), 1e-6))
 
 
 def _on_alarm(_signum: int, _frame: Any) -> None:
-    _Alarm.armed_for = None
-    deadline = _Alarm.deadline
+    _alarm.armed_for = None
+    deadline = _alarm.deadline
     if deadline is None:
         return  # between calls: the timer was set for a call that has returned
     if time.monotonic() < deadline:
         _arm(deadline)  # set for an earlier call's deadline: wait for this call's own
         return
-    _Alarm.fired = True
+    _alarm.fired = True
     raise HandlerTimeout
 
 
@@ -88,19 +97,19 @@ def alarm_installed() -> Iterator[None]:
     """Install the SIGALRM handler for a stretch of work (a whole batch): swapping signal handlers
     per message costs four times as much as arming the timer. Nested uses keep the outer one. The
     timer is disarmed when the stretch ends, so no alarm outlives it."""
-    if threading.current_thread() is not threading.main_thread() or _Alarm.installed:
+    if threading.get_ident() != threading.main_thread().ident or _alarm.installed:
         yield
         return
     previous = signal.signal(signal.SIGALRM, _on_alarm)
-    _Alarm.installed = True
+    _alarm.installed = True
     try:
         yield
     finally:
-        _Alarm.deadline = None
-        if _Alarm.armed_for is not None:
-            _Alarm.armed_for = None
+        _alarm.deadline = None
+        if _alarm.armed_for is not None:
+            _alarm.armed_for = None
             set_alarm(0)
-        _Alarm.installed = False
+        _alarm.installed = False
         signal.signal(signal.SIGALRM, previous)
 
 
@@ -110,17 +119,17 @@ def _run_with_alarm(function: Callable[[], T], limit: float) -> T:
     `TimedOut`. The deadline is cleared before that `try` ends, so a later alarm is ignored."""
     deadline = time.monotonic() + limit
     try:
-        _Alarm.fired = False
+        _alarm.fired = False
         try:
-            _Alarm.deadline = deadline
-            if _Alarm.armed_for is None or _Alarm.armed_for > deadline:
+            _alarm.deadline = deadline
+            if _alarm.armed_for is None or _alarm.armed_for > deadline:
                 _arm(deadline)
             result = function()
         finally:
-            _Alarm.deadline = None
+            _alarm.deadline = None
     except HandlerTimeout:
         raise TimedOut(limit) from None
-    if _Alarm.fired:
+    if _alarm.fired:
         raise TimedOut(limit)
     return result
 

@@ -20,9 +20,15 @@ _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-
 
 def continue_trace(headers: dict[str, Any]) -> dict[str, Any]:
     """Headers for the next hop: same trace id and flags, a fresh span id; a new trace if none."""
-    match = _TRACEPARENT.match(str(headers.get(TRACEPARENT, "")))
+    return {**headers, TRACEPARENT: next_traceparent(headers.get(TRACEPARENT, ""))}
+
+
+def next_traceparent(current: Any) -> str:
+    """The next hop's `traceparent` after `current` (the header's value): for headers the caller
+    builds anyway (a hop's output), without copying them once more as `continue_trace` does."""
+    match = _TRACEPARENT.match(str(current))
     if match is None or match.group(2) == "0" * 32:
         trace_id, flags = f"{random.getrandbits(128):032x}", "01"
     else:
         trace_id, flags = match.group(2), match.group(4)
-    return {**headers, TRACEPARENT: f"00-{trace_id}-{random.getrandbits(64):016x}-{flags}"}
+    return f"00-{trace_id}-{random.getrandbits(64):016x}-{flags}"
