@@ -81,13 +81,14 @@ class StatusReporter:
         """Whether the envelope's task is reported, so its hop is claimed in its task record."""
         return self.store is not None and not stealthy(envelope.headers)
 
-    def preflight(self, bodies: Iterable[str]) -> Mapping[str, str]:
+    def preflight(self, bodies: Iterable[str], *, claimed: bool = True) -> Mapping[str, str]:
         """The statuses a hop's claim cannot tell, read in one go before any handler runs: the root of
         each branch (a cancel reaches branches registered at any time through their root). A task's
         own status is checked by its hop's claim, which a paused or ended task refuses
         (`TaskStore.claim_hop`): the envelope is then sent on as paused or canceled, as it is here, and
-        a batch of tasks without branches reads nothing before its claims. With every point written,
-        each task's own status is read too: its *received* point comes before the claim."""
+        a batch of tasks without branches reads nothing before its claims. Each task's own status is
+        read too when every point is written (its *received* point comes before the claim), or when
+        the hops are not `claimed` in their task records (a Spark dispatcher's, claimed in its ledger)."""
         if self.store is None:
             return NOTHING_KNOWN
         ids: set[str] = set()
@@ -104,7 +105,7 @@ class StatusReporter:
                 continue
             task_id = document["id"]
             root_id = root_of(task_id, headers)
-            ids.update(({task_id} if self.every_point else set()) | ({root_id} - {task_id}))
+            ids.update(({task_id} if self.every_point or not claimed else set()) | ({root_id} - {task_id}))
         if not ids:
             return NOTHING_KNOWN
         try:  # advisory: the statuses DynamoDB leaves unread are logged, and those hops run
