@@ -3,6 +3,7 @@ every call has finished (none left running behind the hop)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -18,7 +19,7 @@ def test_results_come_back_in_order_and_the_calls_overlap() -> None:
         meeting.wait()
         return value
 
-    assert together([lambda value=value: call(value) for value in range(4)]) == [0, 1, 2, 3]
+    assert together([functools.partial(call, value) for value in range(4)]) == [0, 1, 2, 3]
 
 
 def test_one_call_runs_in_the_callers_thread() -> None:
