@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python -m bench.status_writes
 	$(BIN)/python -m bench.spark_actor
 	$(BIN)/python -m bench.cost_per_hop
+	$(BIN)/python -m bench.hop_latency
 	$(BIN)/python -m bench.claim_check
 	$(BIN)/python -m bench.local_start
 	$(BIN)/python -m bench.wide_fan

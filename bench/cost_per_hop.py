@@ -30,7 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -141,7 +141,25 @@ class Invocations:
         return found + [Usage("lambda", f"Duration {name}", "GB-second", gbs) for name, gbs in self.gb_seconds.items()]
 
 
-def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
+@dataclass(frozen=True, slots=True)
+class Deployed:
+    """A case's mesh running in process: its pump, and `start` to begin one task as the case's entry does."""
+
+    mesh: Any  # asya_local.testing.inprocess.InProcessMesh
+    start: Callable[[Any], None]
+
+
+Timed = Callable[[str, int, Callable[..., Any]], Callable[..., Any]]
+
+
+@contextmanager
+def deployed(
+    case: FlowCase, timed: Timed, setup: Callable[[], AbstractContextManager[Any]] = nullcontext, batch_size: int = 10
+) -> Iterator[Deployed]:
+    """The case's mesh as the CDK app deploys it (status writes coalesced, every envelope sealed, the crew
+    and the gateway), each function wrapped by `timed(name, memory MB, function)`. `setup` is entered
+    while the tables, bucket and secret are made (what a bench measures is not their making);
+    `batch_size`: the most records the pump hands a function at once."""
     from asya.config import SidecarConfig
     from asya.names import SINK, SUMP
     from asya.sidecar import Sidecar
@@ -159,20 +177,16 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
     resources["seal_secret"] = SEAL_SECRET  # every envelope sealed and checked, as deployed
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
     handlers = {actor: env["ASYA_HANDLER"] for actor, env in environments.items()}
-    lookups = ItemLookup()
-    meter = Meter(lookups.size, lookups.key_of)
-    calls = Invocations(meter)
-    decisions = Decisions()
     first = environments[next(iter(handlers))]
-    with metered(meter), decisions.counted(), InProcessMesh(config.namespace, handlers, first) as mesh:
-        with meter.paused():
+    with InProcessMesh(config.namespace, handlers, first, batch_size=batch_size) as mesh:
+        with setup():
             create_tables(boto3.client("dynamodb"))
             create_idempotency_table(boto3.client("dynamodb"), IDEMPOTENCY)
             boto3.client("s3").create_bucket(Bucket=BUCKET)
             boto3.client("secretsmanager").create_secret(Name=SEAL_SECRET, SecretString="bench-" + "s" * 58)
         for actor, env in environments.items():
             sidecar = Sidecar(SidecarConfig.from_env(env))
-            mesh.functions[actor] = calls.timed(actor, config.actors[actor].memory, sidecar.handle)
+            mesh.functions[actor] = timed(actor, config.actors[actor].memory, sidecar.handle)
         names = MeshNames(
             BUCKET,
             TASKS,
@@ -185,17 +199,27 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
         )
         for name, decide in ((SINK, Sink([]).decide), (SUMP, sump.decide)):  # as deployed: claims, small results
             crew = CrewActor(CrewSettings.from_env(name, crew_environment(case.mesh, names, name)), decide)
-            mesh.functions[name] = calls.timed(name, 512, crew.handle)
-        logs.take()
-        payloads = [case.payloads[number % len(case.payloads)] for number in range(tasks)]
+            mesh.functions[name] = timed(name, 512, crew.handle)
         if case.entry == QUEUE_ENTRY:  # the client's own SendMessage; the first hop's claim makes the record
-            for payload in payloads:
-                mesh.send(case.mesh.flow_route(case.flow), payload)
-        else:
-            with gateway(case) as served:
-                create = calls.timed("gateway-api", GATEWAY_MEMORY_MB, served)
-                for payload in payloads:
-                    create(case.flow, payload)
+            route = case.mesh.flow_route(case.flow)
+            yield Deployed(mesh, lambda payload: mesh.send(route, payload))
+            return
+        with gateway(case) as served:
+            create = timed("gateway-api", GATEWAY_MEMORY_MB, served)
+            yield Deployed(mesh, lambda payload: create(case.flow, payload))
+
+
+def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
+    config = case.mesh.config
+    lookups = ItemLookup()
+    meter = Meter(lookups.size, lookups.key_of)
+    calls = Invocations(meter)
+    decisions = Decisions()
+    with metered(meter), decisions.counted(), deployed(case, calls.timed, meter.paused) as running:
+        logs.take()
+        for number in range(tasks):
+            running.start(case.payloads[number % len(case.payloads)])
+        mesh = running.mesh
         mesh.run_until_idle()
         follow_stream(meter, calls, config.namespace)
         log_bytes, log_events = logs.take()
@@ -206,7 +230,7 @@ def run(case: FlowCase, tasks: int, logs: LogCounter) -> Measurement:
         usage += api_requests(REST_API, tasks)
     usage += log_usage(system_log_levels(case.mesh.config), calls.count, log_bytes, log_events)
     hop_seconds = sum(seconds for name, seconds in calls.seconds.items() if name in mesh.functions)
-    return Measurement(tasks, mesh.hops, usage, empty, len(handlers) + 2, hop_seconds, decisions.count)
+    return Measurement(tasks, mesh.hops, usage, empty, len(config.actors) + 2, hop_seconds, decisions.count)
 
 
 def log_usage(levels: dict[str, str], invocations: Counter[str], printed: int, lines: int) -> list[Usage]:

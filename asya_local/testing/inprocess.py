@@ -48,7 +48,8 @@ class InProcessMesh:
     """`handlers`: actor → handler string, each run by its own sidecar with the variables `env` and its
     own in `actor_env`; `functions`: other queues' Lambda handlers to run too (e.g. the crew's), actor →
     `lambda_handler`-like callable; `queues`: queue → its attributes, for those that need some (made in
-    this order, so a dead-letter queue comes before the queues that name it)."""
+    this order, so a dead-letter queue comes before the queues that name it); `batch_size`: the most
+    messages one invocation is handed (an event source's `BatchSize`; SQS gives at most 10 a receive)."""
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class InProcessMesh:
         functions: Mapping[str, Function] | None = None,
         actor_env: Mapping[str, Mapping[str, str]] | None = None,
         queues: Mapping[str, Mapping[str, str]] | None = None,
+        batch_size: int = 10,
     ) -> None:
         self.namespace = namespace
         self.handlers = dict(handlers)
@@ -66,6 +68,7 @@ class InProcessMesh:
         self.actor_env = {actor: dict(variables) for actor, variables in (actor_env or {}).items()}
         self.functions: dict[str, Function] = dict(functions or {})
         self.queues = {name: dict(attributes) for name, attributes in (queues or {}).items()}
+        self.batch_size = batch_size
         self.deliveries: list[Delivery] = []
         self.sidecars: dict[str, Sidecar] = {}
         self.clock = QueueClock()
@@ -134,7 +137,7 @@ class InProcessMesh:
     def _deliver_one_batch(self, actor: str) -> bool:
         url = self._urls[actor]
         received = self._sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+            QueueUrl=url, MaxNumberOfMessages=self.batch_size, AttributeNames=["All"], MessageAttributeNames=["All"]
         )
         messages = received.get("Messages", [])
         if not messages:

@@ -131,7 +131,8 @@ class Dispatcher:
                 telemetry.count("MessagesProcessed", "outcome", HopOutcome.DUPLICATE, amount=duplicates)
             if not members:
                 return None
-            statuses = parts.reporter.preflight(body for _, body in members)  # one BatchGetItem per 100 tasks
+            # one BatchGetItem per 100 tasks; the batch's own tasks too: its hops are claimed in the ledger
+            statuses = parts.reporter.preflight((body for _, body in members), claimed=False)
             known = {task: status for task, status in statuses.items() if status in HALTING}
             parts.staging.put_input(batch_id, [(message_id, self._whole(body)) for message_id, body in members])
             batch = parts.ledger.stage(batch_id, len(members), known)

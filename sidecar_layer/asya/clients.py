@@ -3,9 +3,12 @@ a function which never reaches a service should not pay. Tests and tools pass a 
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Generic, TypeVar, overload
 
 ClientT = TypeVar("ClientT")
+# boto3's default session is not safe to make clients from in two threads at once (`asya.together`)
+_MAKING = threading.Lock()
 
 
 STANDARD_RETRIES = {"mode": "standard", "max_attempts": 5}
@@ -52,12 +55,18 @@ class LazyClient(Generic[ClientT]):
             return self
         client: Any = getattr(instance, self.slot, None)
         if client is None:
-            import boto3
-            from botocore.config import Config
-
-            client = boto3.client(self.service, config=Config(**self.config))  # type: ignore[call-overload]
-            setattr(instance, self.slot, client)
+            with _MAKING:
+                client = getattr(instance, self.slot, None)  # another thread may have made it meanwhile
+                if client is None:
+                    client = self._make()
+                    setattr(instance, self.slot, client)
         return client  # type: ignore[no-any-return]
+
+    def _make(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(self.service, config=Config(**self.config))  # type: ignore[call-overload]
 
 
 class UnreachableError(RuntimeError):

@@ -4,10 +4,12 @@ failed than `on_failure` tolerates, the joined envelope's failure (`JoinFailed`)
 
 An arrival is a branch that reached the join, or one that ended before it (x-sink and x-sump send
 its ending here). It is not a hop: no claim, no handler. Its cost is two writes to the joins table
-(`asya.join_table`) and, for a branch that is not `into`, the write that ends its task record; the
-arrival that completes the fan reads the fan back in one query. Everything is safe to repeat: a
-redelivered arrival keeps and counts nothing twice, and an arrival that completed (or gave up on) its
-fan sends the same envelope again, which the join's hop claim (or x-sink's first final status) drops.
+(`asya.join_table`) and, for a branch that is not `into`, the write that ends its task record, made at
+once with the first (`asya.together`: each is safe to repeat, and only the count waits for the branch
+to be kept); the arrival that completes the fan reads the fan back in one query. Everything is safe
+to repeat: a redelivered arrival keeps and counts nothing twice, and an arrival that completed (or
+gave up on) its fan sends the same envelope again, which the join's hop claim (or x-sink's first
+final status) drops.
 
 A branch's envelope is kept as it arrived: a payload that travels in S3 stays there, and one that
 would make the kept item dear (over `SLOT_INLINE_BYTES`) is moved there (`asya.claims`). Payloads are
@@ -43,6 +45,7 @@ from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
 from asya.task_record import root_of, stealthy
 from asya.task_store import TaskStore
+from asya.together import together
 
 # A kept branch larger than this has its payload moved to S3: DynamoDB bills a write per kilobyte, and
 # an S3 PUT costs what about eight write units do (the same reasoning as `results.inline_max_bytes`).
@@ -120,9 +123,10 @@ class Gathering:
         body = orjson.dumps(wire).decode()
         if self.slot_claims is not None:
             body = self.slot_claims.check_in(wire, body)
-        self.table.keep(frame, outcome, body)
-        if envelope.id != frame.into:
-            self._end_branch(envelope, frame, outcome)
+        writes = [lambda: self.table.keep(frame, outcome, body)]
+        if envelope.id != frame.into:  # its own record, not the join's: nothing orders the two writes
+            writes.append(lambda: self._end_branch(envelope, frame, outcome))
+        together(writes)
         head = self.table.arrive(frame, failed=outcome is not Phase.SUCCEEDED)
         if head.given_up_by is not None:
             return (

@@ -1,6 +1,7 @@
 """What the sidecar tells the status gateway about each hop (docs/status.md), at the least cost.
 
-Per SQS batch: one `BatchGetItem` for the pre-flight check (is any task canceled or paused?). Per hop,
+Per SQS batch with branches in it: one `BatchGetItem` for the pre-flight check (is any branch's root
+canceled? a task's own status is its claim's to check). Per hop,
 by default one status write, made before the handler: the hop's claim (`claim_hop`, through `TaskStore.claim_hop`),
 which reports the task `processing` at this actor and keeps a redelivery from running the hop again.
 After the handler, nothing more for an output going on to an actor (its own hop's claim reports it);
@@ -80,8 +81,14 @@ class StatusReporter:
         """Whether the envelope's task is reported, so its hop is claimed in its task record."""
         return self.store is not None and not stealthy(envelope.headers)
 
-    def preflight(self, bodies: Iterable[str]) -> Mapping[str, str]:
-        """Statuses of the batch's tasks and their roots, read in one go before any handler runs."""
+    def preflight(self, bodies: Iterable[str], *, claimed: bool = True) -> Mapping[str, str]:
+        """The statuses a hop's claim cannot tell, read in one go before any handler runs: the root of
+        each branch (a cancel reaches branches registered at any time through their root). A task's
+        own status is checked by its hop's claim, which a paused or ended task refuses
+        (`TaskStore.claim_hop`): the envelope is then sent on as paused or canceled, as it is here, and
+        a batch of tasks without branches reads nothing before its claims. Each task's own status is
+        read too when every point is written (its *received* point comes before the claim), or when
+        the hops are not `claimed` in their task records (a Spark dispatcher's, claimed in its ledger)."""
         if self.store is None:
             return NOTHING_KNOWN
         ids: set[str] = set()
@@ -94,8 +101,11 @@ class StatusReporter:
                 continue
             headers = document.get("headers")
             headers = headers if isinstance(headers, dict) else {}
-            if not stealthy(headers):
-                ids.update((document["id"], root_of(document["id"], headers)))
+            if stealthy(headers):
+                continue
+            task_id = document["id"]
+            root_id = root_of(task_id, headers)
+            ids.update(({task_id} if self.every_point or not claimed else set()) | ({root_id} - {task_id}))
         if not ids:
             return NOTHING_KNOWN
         try:  # advisory: the statuses DynamoDB leaves unread are logged, and those hops run

@@ -1,5 +1,5 @@
-"""Sending everything one batch produced: grouped by queue, failed entries retried; and bringing back
-early the records another delivery was running.
+"""Sending everything one batch produced: grouped by queue, the queues at once (`asya.together`), failed
+entries retried; and bringing back early the records another delivery was running.
 
 Shared by the sidecar and the crew so that both report a record as a batch item failure exactly when
 one of its envelopes could not be sent, and both retry a concurrent duplicate when it can be settled.
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asya.together import together
 from asya.transport import OutgoingMessage, Transport
 
 BACKOFF_SECONDS = 0.05
@@ -60,8 +61,9 @@ def _send_round(
         if attempt:
             time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
         retry: defaultdict[str, list[OutgoingMessage]] = defaultdict(list)
-        for queue, messages in pending.items():
-            failed = transport.send(queue, messages)
+        queues = list(pending.items())
+        sends = [lambda queue=queue, messages=messages: transport.send(queue, messages) for queue, messages in queues]
+        for (queue, messages), failed in zip(queues, together(sends), strict=True):
             for message in messages:
                 if message.entry_id in failed:
                     retry[queue].append(message)

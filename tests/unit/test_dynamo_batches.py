@@ -186,7 +186,8 @@ def test_the_preflight_goes_on_with_the_statuses_it_read_and_says_what_it_could_
     throttled = Throttled(dynamodb, keep=5)
     store = TaskStore(TASKS, client=cast(Any, throttled), backoff=fast())
     reporter = StatusReporter(store, None, telemetry := RecordingTelemetry())
-    statuses = reporter.preflight(orjson.dumps(envelope(id=i)).decode() for i in ids)
+    branches = (envelope(id=f"{i}-b", headers={"x-asya-root-id": i}) for i in ids)  # the pre-flight reads roots
+    statuses = reporter.preflight(orjson.dumps(branch).decode() for branch in branches)
     assert statuses == dict.fromkeys(ids[:20], "canceled")  # four calls of five keys: read, and used
     assert throttled.calls == [30, 25, 20, 15]  # bounded: no spinning
     ((message, fields),) = telemetry.failures

@@ -151,6 +151,20 @@ def test_branch_of_a_canceled_root_stops_too(mesh: Mesh, tasks: TaskStore) -> No
     assert mesh.only("x-sink")["status"]["phase"] == "canceled"
 
 
+def test_a_hop_without_branches_reads_nothing_before_its_claim_and_a_branch_reads_its_root(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim checks the task's own status (a canceled one is stopped by it, above); only a branch's
+    root is read first: one call fewer on a plain hop's way."""
+    tasks.create({"id": "env-1"})
+    counter = CountingStore(monkeypatch)
+    mesh.actor("enrich", **STATUS_ENV)
+    mesh.deliver(envelope())
+    assert (counter.calls["BatchGetItem"], counter.calls["UpdateItem"]) == (0, 1)
+    mesh.deliver(envelope(id="child", parent_id="env-1", headers={"x-asya-root-id": "env-1"}))
+    assert counter.calls["BatchGetItem"] == 1
+
+
 def test_paused_task_goes_to_x_sink_as_paused(mesh: Mesh, tasks: TaskStore) -> None:
     import datetime as dt
 
