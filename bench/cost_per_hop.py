@@ -146,7 +146,7 @@ class Deployed:
     """A case's mesh running in process: its pump, and `start` to begin one task as the case's entry does."""
 
     mesh: Any  # asya_local.testing.inprocess.InProcessMesh
-    start: Callable[[Any], None]
+    start: Callable[[Any], object]  # what it returns (an id) is not used
 
 
 Timed = Callable[[str, int, Callable[..., Any]], Callable[..., Any]]
