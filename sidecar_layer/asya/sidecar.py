@@ -81,7 +81,13 @@ class Sidecar:
                         plan = self.hops.run(
                             message_id, record["body"], remaining, known=known, sealed=sealed[message_id]
                         )
-                    except Exception:  # noqa: BLE001 - any: the record is redelivered, as under Powertools
+                    except Exception as exc:  # noqa: BLE001 - any: the record is redelivered, as under Powertools
+                        self.telemetry.log_failure(
+                            "a record goes back to its queue: its hop could not be planned",
+                            message_id=message_id,
+                            error_type=type(exc).__name__,
+                            error_message=str(exc)[:500],
+                        )
                         failed.add(message_id)
                         continue
                     plans.append(plan)

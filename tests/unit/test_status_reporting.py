@@ -305,3 +305,27 @@ def test_each_hop_is_kept_with_its_time_in_the_same_write(
     ended = hop_times(tasks.get("env-1") or {})
     assert ended[1]["seconds"] is not None
     assert ended[0]["started_at"].endswith("Z")
+
+
+def test_a_record_whose_hop_raises_goes_back_to_its_queue_and_the_log_says_why(
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hop that cannot even be planned (its claim could not be written) is a batch item failure, so
+    SQS delivers it again; its neighbours in the batch go on, and the function's log names the record
+    and the error, where Powertools' batch processor said nothing above DEBUG."""
+    sidecar = mesh.actor("enrich", **STATUS_ENV)
+    planned = sidecar.hops.run
+
+    def failing(message_id: str, *args: Any, **kwargs: Any) -> Any:
+        if message_id == "m1":
+            raise RuntimeError("the task table refused the claim")
+        return planned(message_id, *args, **kwargs)
+
+    monkeypatch.setattr(sidecar.hops, "run", failing)
+    capsys.readouterr()
+    answer = mesh.deliver(envelope(), envelope(id="env-2"), message_ids=["m1", "m2"])
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "m1"}]
+    assert [message["id"] for message in mesh.messages("b")] == ["env-2"]
+    [line] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "could not be planned" in line]
+    assert (line["message_id"], line["error_type"]) == ("m1", "RuntimeError")
+    assert "refused the claim" in line["error_message"]
