@@ -61,8 +61,8 @@ from typing import Any
 from unittest import mock
 
 import boto3
-import botocore.handlers
 
+from asya_local.testing.metering import botocore_hooks
 from bench.cost_per_hop import Decisions, FlowCase, deployed, example, synthetic
 
 PLAIN_ROUTE = ["prep", "infer", "post"]
@@ -164,18 +164,13 @@ class Delays:
     def installed(self) -> Iterator[None]:
         """The hooks in place; threads switched often, so that calls sent together start together even
         while moto's work in one of them holds the interpreter (AWS's would be done elsewhere)."""
-        hooks: list[tuple[str, Callable[..., None]]] = [("before-call", self.before), ("after-call", self.after)]
-        botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
-        boto3.setup_default_session()
         switching = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_SECONDS)
         try:
-            yield
+            with botocore_hooks([("before-call", self.before), ("after-call", self.after)]):
+                yield
         finally:
             sys.setswitchinterval(switching)
-            for hook in hooks:
-                botocore.handlers.BUILTIN_HANDLERS.remove(hook)
-            boto3.setup_default_session()
 
 
 @dataclass

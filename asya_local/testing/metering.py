@@ -23,7 +23,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -298,12 +298,9 @@ class ItemLookup:
 
 
 @contextmanager
-def metered(meter: Meter) -> Iterator[None]:
-    """Every botocore session made inside carries the meter's hooks (and a fresh default session)."""
-    hooks: list[tuple[str, Callable[..., None]]] = [
-        ("before-parameter-build", meter.before),
-        ("after-call", meter.after),
-    ]
+def botocore_hooks(hooks: list[tuple[str, Callable[..., None]]]) -> Iterator[None]:
+    """Every botocore session made inside carries `hooks` (event name, handler), with a fresh default
+    session on the way in and out: a client made before would not see them, one made after keeps none."""
     botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
     boto3.setup_default_session()
     try:
@@ -312,6 +309,11 @@ def metered(meter: Meter) -> Iterator[None]:
         for hook in hooks:
             botocore.handlers.BUILTIN_HANDLERS.remove(hook)
         boto3.setup_default_session()
+
+
+def metered(meter: Meter) -> AbstractContextManager[None]:
+    """Every botocore session made inside carries the meter's hooks."""
+    return botocore_hooks([("before-parameter-build", meter.before), ("after-call", meter.after)])
 
 
 @dataclass
