@@ -19,6 +19,7 @@ from asya.headers import FAN_HEADER
 from asya.live import EventLog
 from asya.sidecar import configure
 from asya.task_store import TaskStore
+from asya.telemetry import Telemetry
 from asya.transport import OutgoingMessage, SqsTransport
 from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import Mesh, envelope
@@ -308,7 +309,7 @@ def test_each_hop_is_kept_with_its_time_in_the_same_write(
 
 
 def test_a_record_whose_hop_raises_goes_back_to_its_queue_and_the_log_says_why(
-    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    mesh: Mesh, tasks: TaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A hop that cannot even be planned (its claim could not be written) is a batch item failure, so
     SQS delivers it again; its neighbours in the batch go on, and the function's log names the record
@@ -322,10 +323,11 @@ def test_a_record_whose_hop_raises_goes_back_to_its_queue_and_the_log_says_why(
         return planned(message_id, *args, **kwargs)
 
     monkeypatch.setattr(sidecar.hops, "run", failing)
-    capsys.readouterr()
+    logged: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(Telemetry, "log_failure", lambda _, message, **fields: logged.append((message, fields)))
     answer = mesh.deliver(envelope(), envelope(id="env-2"), message_ids=["m1", "m2"])
     assert answer["batchItemFailures"] == [{"itemIdentifier": "m1"}]
     assert [message["id"] for message in mesh.messages("b")] == ["env-2"]
-    [line] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "could not be planned" in line]
-    assert (line["message_id"], line["error_type"]) == ("m1", "RuntimeError")
-    assert "refused the claim" in line["error_message"]
+    [fields] = [fields for message, fields in logged if "could not be planned" in message]
+    assert (fields["message_id"], fields["error_type"]) == ("m1", "RuntimeError")
+    assert "refused the claim" in fields["error_message"]
