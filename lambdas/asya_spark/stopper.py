@@ -61,7 +61,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
         application = find_application(client, name)
         if application is not None:  # none yet: nothing runs to hold or stop
             _hold(ledger, str(application["id"]), seconds)
-            stop_for_update(client, name, seconds)
+            drain_and_stop(client, str(application["id"]), seconds)
     return {"PhysicalResourceId": event.get("PhysicalResourceId") or f"stopped-for-updates-{name}"}
 
 
@@ -84,10 +84,22 @@ def stop_for_update(
     if application is None:
         return None
     application_id = str(application["id"])
+    drain_and_stop(client, application_id, seconds, clock, sleep)
+    return application_id
+
+
+def drain_and_stop(
+    client: Any,
+    application_id: str,
+    seconds: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Stop the application, letting its jobs finish for all but the last `CANCEL_RESERVE_SECONDS` of
+    `seconds`, and wait until it has stopped."""
     now = clock()
     budget = Budget(cancel_at=now + max(0.0, seconds - CANCEL_RESERVE_SECONDS), deadline=now + seconds)
     stop_application(client, application_id, budget, clock, sleep)
-    return application_id
 
 
 def stop_for_deletion(

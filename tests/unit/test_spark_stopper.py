@@ -237,7 +237,7 @@ def test_the_guard_holds_job_starts_and_the_after_resource_lifts_the_hold(
 ) -> None:
     """Between the guard's stop and the application's update, a job start (auto start) would start the
     application again and EMR Serverless would refuse the update: starts wait until the update is done."""
-    emr = Emr().listed().listed().state("STARTED").runs().stop().state("STOPPED")
+    emr = Emr().listed().state("STARTED").runs().stop().state("STOPPED")
     answer = invoke(monkeypatch, emr, event(stopper.GUARD_TYPE, "Update"))
     assert answer == {"PhysicalResourceId": f"stopped-for-updates-{NAME}"}
     assert batches.held(APP)
