@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import variables
@@ -42,6 +41,8 @@ class DiscoveryError(RuntimeError):
 
 def _default_client(service: str) -> Any:
     """A client from boto3's usual chain."""
+    import boto3  # here and in `_aws`: only `--stack` calls AWS, and boto3 alone takes a tenth of a second
+
     return boto3.client(service)  # type: ignore[call-overload]
 
 
@@ -101,6 +102,8 @@ def _local(stack: str, state: dict[str, str], token: str | None) -> DeployedMesh
 
 
 def _aws(stack: str, endpoint: str | None, token: str | None) -> DeployedMesh:
+    import boto3
+
     session = boto3.Session()
     if session.region_name is None and os.environ.get("AWS_REGION"):  # the variable Lambda and the SDKs set
         session = boto3.Session(region_name=os.environ["AWS_REGION"])

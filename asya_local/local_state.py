@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asya import variables
 from asya_local import admin_key, issuer
 from asya_local.gateway_client import GatewayClient
-from asya_local.stack import LocalStack
+
+if TYPE_CHECKING:  # the stack itself (moto, the CDK) is `asya up`'s alone, not every command's
+    from asya_local.stack import LocalStack
 
 STATE_NAME = Path(".asya") / "local.json"
 

@@ -15,12 +15,10 @@ import os
 from typing import Any
 from urllib.parse import unquote
 
-import boto3
 from botocore.config import Config
 
 from asya import variables
 from asya_local import admin_key
-from asya_local.endpoint.moto_iam import trusted_services
 from asya_local.functions.lambda_shapes import REGION
 
 LAMBDA = "lambda.amazonaws.com"
@@ -36,6 +34,8 @@ def iam_enforced() -> bool:
 def role_environment(client: Any, role_arn: str, service: str, session: str) -> dict[str, str]:
     """The three credential variables of a fresh session of `role_arn`, taken on behalf of `service`
     (`client` builds the administrator's boto3 clients). Raises if the role does not trust the service."""
+    from asya_local.endpoint.moto_iam import trusted_services  # moto: only a starting stack needs it, not the CLI
+
     role = client("iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
     trust = role["AssumeRolePolicyDocument"]
     document = trust if isinstance(trust, str) else json.dumps(trust)
@@ -58,6 +58,8 @@ def local_client(service: str, endpoint: str, credentials: dict[str, str] | None
     """A boto3 client for the local endpoint and region, with the administrator's credentials (the stack,
     the CLI and the tests: `asya_local.admin_key`) or the given ones (a role session's three
     variables: every function works with one)."""
+    import boto3  # loaded by the first client: the `asya` commands that never make one start without it
+
     given = credentials or admin_key.credentials(endpoint)
     return boto3.client(
         service,  # type: ignore[call-overload]

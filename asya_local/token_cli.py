@@ -20,7 +20,6 @@ import argparse
 import os
 from typing import Any
 
-import boto3
 import httpx2
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -94,7 +93,10 @@ def deployed_token(stack: str, scopes: list[str], local: dict[str, str] | None =
             return issuer.client_token(scopes)
         except NotGrantedError as exc:
             raise DiscoveryError(str(exc)) from None
-    session = session or boto3.Session()
+    if session is None:
+        import boto3  # a deployed pool's token alone calls AWS
+
+        session = boto3.Session()
     try:
         outputs = stack_outputs(session.client("cloudformation"), stack, f"region {session.region_name}")
         missing = [name for name in POOL_OUTPUTS if name not in outputs]
