@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from asya_cdk.libraries import cache_root, cached_folder
-from asya_cdk.packaging import NO_ATTESTATIONS
 
 CDK_CLI_VERSION = "2.1148.1"  # the same as package.json's, which the repository's own `npx cdk` uses
 # the jsii kernel's banner on Node releases past its support date, and the CLI's version notices (a network call)
@@ -65,7 +64,10 @@ def cdk_arguments(verb: str, config: Path, extra: list[str]) -> list[str]:
 def cdk_environment() -> dict[str, str]:
     """The user's environment (their credentials, profile and region) with the notices off and
     BuildKit's default attestations off, so a `package: image` actor's image is pushed as the single
-    manifest Lambda takes (`asya_cdk.packaging.NO_ATTESTATIONS`)."""
+    manifest Lambda takes (`asya_cdk.packaging.NO_ATTESTATIONS`; imported here, as it loads aws_cdk, which
+    the `asya` commands that only import `ToolkitError` do without)."""
+    from asya_cdk.packaging import NO_ATTESTATIONS
+
     return {**os.environ, **QUIET, NO_ATTESTATIONS: "1"}
 
 

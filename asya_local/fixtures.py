@@ -15,12 +15,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from asya_cdk.loaded_mesh import LoadedMesh
-from asya_cdk.needs import SecretReference
+if TYPE_CHECKING:  # the models: `asya_local.cli` catches `LocalSecretError` without loading them
+    from asya_cdk.loaded_mesh import LoadedMesh
+    from asya_cdk.needs import SecretReference
 
 SECRETS_FILE = Path(".asya") / "secrets.yaml"
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from rich.console import Console
 
-from asya_cdk.config import mesh_schema
 from asya_local.arguments import command
 
 SCHEMA_FILE = "mesh.schema.json"  # beside mesh.yaml, as `asya init` writes it
@@ -36,7 +35,10 @@ def add_parser(commands: Any) -> None:
 
 
 def schema_text() -> str:
-    """The schema as a file holds it: indented, keys in order, so a regenerated file diffs cleanly."""
+    """The schema as a file holds it: indented, keys in order, so a regenerated file diffs cleanly. The
+    models load here, not with the module, which every `asya` command imports for its parser."""
+    from asya_cdk.config import mesh_schema
+
     return json.dumps(mesh_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

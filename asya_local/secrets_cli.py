@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Console
 
-from asya_cdk.loading import load_mesh
 from asya_local.arguments import command, command_group
 from asya_local.fixtures import LocalSecretError, named_secrets, secrets_file, store_secret, write_value
 
@@ -36,6 +35,8 @@ def add_parser(commands: Any, default_config: Path) -> None:
 
 
 def run(args: argparse.Namespace, state: dict[str, str] | None, console: Console) -> int:
+    from asya_cdk.loading import load_mesh  # the models: this command's, not every command's that builds its parser
+
     mesh = load_mesh(args.config)
     references = [named.reference for named in named_secrets(mesh) if named.reference.name == args.name]
     if not references:

@@ -10,7 +10,7 @@ import shlex
 import sys
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
@@ -19,9 +19,6 @@ from rich.text import Text
 
 from asya.live import FLY
 from asya.task_record import TaskStatus
-from asya_cdk.config import MeshConfig
-from asya_cdk.flow_config import FlowConfig
-from asya_cdk.loading import load_mesh
 from asya_local import results_cli, stack_option
 from asya_local.arguments import (
     command,
@@ -41,6 +38,10 @@ from asya_local.screen import console, status_text
 from asya_local.stack_option import add_stack_options
 from asya_local.task_text import task_table
 
+if TYPE_CHECKING:
+    from asya_cdk.config import MeshConfig
+    from asya_cdk.flow_config import FlowConfig
+
 ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
 LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
 STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
@@ -55,7 +56,7 @@ def send(args: argparse.Namespace) -> int:
     is explained first; a deployed mesh's gateway refuses them itself (`--stack`: no mesh file here)."""
     target: dict[str, Any] = {"flow": args.flow} if args.flow else {"route": _actors(args.route)}
     if not args.stack:
-        mesh = load_mesh(running_state()["config"]).config
+        mesh = _running_mesh()
         target = {"flow": _flow(mesh, args.flow)} if args.flow else {"route": _route_of(mesh, args.route)}
         if args.flow and not args.each:
             _one_input(args.flow, mesh.flows[args.flow], args.payload)
@@ -80,6 +81,16 @@ def send(args: argparse.Namespace) -> int:
             print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
             progress.advance(task)
     return 0
+
+
+def _running_mesh() -> MeshConfig:
+    """The running local stack's mesh file, read to explain a refusal before the gateway is asked. The
+    models load here, once a stack is found to run, so that `asya status` and the others start without
+    them."""
+    config = running_state()["config"]
+    from asya_cdk.loading import load_mesh
+
+    return load_mesh(config).config
 
 
 def _flow(mesh: MeshConfig, name: str) -> str:
@@ -232,7 +243,7 @@ def tasks(args: argparse.Namespace) -> int:
     (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
     the next page."""
     if not args.stack and (args.flow or args.actor):  # a name the mesh file lacks would list nothing
-        mesh = load_mesh(running_state()["config"]).config
+        mesh = _running_mesh()
         if args.flow:
             _flow(mesh, args.flow)
         if args.actor:

@@ -17,15 +17,15 @@ from asya.names import DISTRIBUTION
 from asya_cdk.config import MESH_VERSION, REFERENCES_APART, MeshConfig
 from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
 from asya_cdk.loaded_mesh import REQUIREMENTS_FILE, LoadedMesh
+from asya_cdk.mesh_error import MeshConfigError
 from asya_cdk.needs import (
     s3_location,
 )
 from asya_cdk.plan import StackPlanError, plan_stacks
 from asya_cdk.rules import mesh_problems
 
-
-class MeshConfigError(ValueError):
-    """The mesh file is wrong; the message names the file and the field."""
+# MeshConfigError is `asya_cdk.mesh_error`'s, raised here and imported from here by the mesh's readers
+__all__ = ["MeshConfigError", "compiled_programs", "load_mesh", "mesh_from_config", "path_problems"]
 
 
 def load_mesh(path: str | Path) -> LoadedMesh:
