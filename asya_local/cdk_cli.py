@@ -18,38 +18,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from asya_cdk.loading import load_mesh
 from asya_cdk.packaging import NO_ATTESTATIONS, docker_problem
-from asya_local.arguments import command
 from asya_local.cdk_toolkit import cdk_arguments, cdk_cli, cdk_environment, run_cdk
 from asya_local.check import check, check_against_account
-
-VERBS = {
-    "synth": ("the stack's CloudFormation template, cdk-nag checked, into cdk.out/", "asya synth -- --quiet"),
-    "diff": ("what a deploy would change in the deployed stack (your AWS credentials)", "asya diff"),
-    "deploy": (
-        "asya check --account, Docker checked for image actors, then cdk deploy (your AWS credentials)",
-        "asya deploy -- --require-approval never",
-    ),
-    "destroy": ("delete the deployed stack and what it made (your AWS credentials)", "asya destroy -- --force"),
-}
-
-
-def add_parsers(commands: Any, default_config: Path) -> None:
-    for verb, (summary, example) in VERBS.items():
-        parser = command(commands, verb, summary, example, f"asya {verb} --config meshes/prod.yaml")
-        parser.add_argument("--config", type=Path, default=default_config, help="mesh file")
-        if verb == "deploy":
-            parser.add_argument(
-                "--no-account",
-                action="store_true",
-                help="check the mesh file alone, not the account's concurrency, namespaces and package types",
-            )
-        parser.add_argument("cdk_arguments", nargs=argparse.REMAINDER, help=f"passed on to cdk {verb}, after --")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

@@ -34,7 +34,10 @@ own process) so the other commands find it, from any folder below (`asya_local.l
 Tasks are created and followed through the status gateway's API, as any
 client would on AWS. Argument parsing is the standard library's argparse (`asya_local.arguments`: a
 mistake is one line); HTTP is `httpx2`; tables,
-live views and progress bars are `rich`.
+live views and progress bars are `rich`. Every parser is built from light modules; a command whose
+module loads the CDK (which starts Node.js), moto, Flask or the drawing imports it only when it runs
+(`asya_local.mesh_parsers`), so `asya status` and `asya --help` start in half a second
+(docs/performance.md, "The CLI's start").
 """
 
 from __future__ import annotations
@@ -50,12 +53,10 @@ from rich.live import Live
 
 from asya.names import DISTRIBUTION
 from asya_cdk.libraries import LibrariesError
-from asya_cdk.loading import MeshConfigError
+from asya_cdk.mesh_error import MeshConfigError
 from asya_local import (
-    cdk_cli,
-    flow_cli,
     init_cli,
-    local_cli,
+    mesh_parsers,
     schema_cli,
     secrets_cli,
     smoke,
@@ -64,10 +65,8 @@ from asya_local import (
     task_cli,
     token_cli,
 )
-from asya_local.arguments import Parser, command
+from asya_local.arguments import Parser
 from asya_local.cdk_toolkit import ToolkitError
-from asya_local.check import check as check_mesh
-from asya_local.check import check_against_account
 from asya_local.discovery import DiscoveryError
 from asya_local.fixtures import LocalSecretError
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError, ShortIdError
@@ -79,7 +78,6 @@ from asya_local.local_state import (
 )
 from asya_local.screen import console
 from asya_local.smoke import SmokeError
-from asya_local.stack_option import add_stack_options
 from asya_local.sump_cli import SumpCommandError
 from asya_local.task_cli import TaskCommandError
 
@@ -91,41 +89,16 @@ def parser() -> Parser:
     root = Parser(prog="asya", description="Run an asya mesh on this machine, check it, deploy it, work with it.")
     root.add_argument("--version", action="version", version=f"asya {version(DISTRIBUTION)}")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    local_cli.add_parsers(commands, DEFAULT_CONFIG)
+    mesh_parsers.add_local_parsers(commands, DEFAULT_CONFIG)
     task_cli.add_parsers(commands)
-    check = command(
-        commands,
-        "check",
-        "check the mesh file against AWS's limits, every problem in one run; show what cdk deploy creates",
-        "asya check --config examples/reviews/mesh.yaml --account",
-    )
-    check.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="mesh file")
-    check.add_argument(
-        "--account",
-        action="store_true",
-        help="also the account: its Lambda concurrency, deployed namespaces and package types (your AWS credentials)",
-    )
-    cdk_cli.add_parsers(commands, DEFAULT_CONFIG)
+    mesh_parsers.add_check_parser(commands, DEFAULT_CONFIG)
+    mesh_parsers.add_cdk_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
     schema_cli.add_parser(commands)
-    smoke_test = command(
-        commands,
-        "smoke",
-        "one task per flow through a deployed mesh: pass or fail per flow; cleans up its results",
-        "asya smoke --stack asya-reviews --flow triage-reviews",
-    )
-    add_stack_options(smoke_test, required=True)
-    smoke_test.add_argument("--flow", action="append", default=[], help="only this flow (repeatable; default: all)")
-    smoke_test.add_argument(
-        "--timeout",
-        type=float,
-        default=smoke.DEFAULT_TIMEOUT_SECONDS,
-        help="seconds each flow may take before it fails",
-    )
-    smoke_test.add_argument("--allow-skip", action="store_true", help="a flow without an example input is no failure")
+    mesh_parsers.add_smoke_parser(commands)
     sump_cli.add_parser(commands)
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
-    flow_cli.add_parser(commands, DEFAULT_CONFIG)
+    mesh_parsers.add_flow_parser(commands, DEFAULT_CONFIG)
     token_cli.add_parser(commands)
     return root
 
@@ -133,10 +106,12 @@ def parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     commands_run = {
-        **local_cli.COMMANDS,
+        "up": _up,
+        "demo": _demo,
+        "console": _console,
         **task_cli.COMMANDS,
         "check": _check,
-        **dict.fromkeys(cdk_cli.VERBS, _cdk),
+        **dict.fromkeys(mesh_parsers.VERBS, _cdk),
         "smoke": _smoke,
         "sump": _sump,
         "secrets": _secrets,
@@ -183,6 +158,27 @@ def _origin(url: object) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+# The commands whose modules load the CDK, moto, Flask or the drawing import them here, when they run.
+
+
+def _up(args: argparse.Namespace) -> int:
+    from asya_local import local_cli
+
+    return local_cli.up(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from asya_local import local_cli
+
+    return local_cli.demo(args)
+
+
+def _console(args: argparse.Namespace) -> int:
+    from asya_local import local_cli
+
+    return local_cli.serve_console(args)
+
+
 def _init(args: argparse.Namespace) -> int:
     return init_cli.run(args, console)
 
@@ -192,10 +188,14 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _cdk(args: argparse.Namespace) -> int:
+    from asya_local import cdk_cli
+
     return cdk_cli.run(args, console)
 
 
 def _flow(args: argparse.Namespace) -> int:
+    from asya_local import flow_cli
+
     return flow_cli.run(args, console)
 
 
@@ -208,7 +208,9 @@ def _secrets(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    return check_against_account(args.config, console) if args.account else check_mesh(args.config, console)
+    from asya_local.check import check, check_against_account
+
+    return check_against_account(args.config, console) if args.account else check(args.config, console)
 
 
 def _sump(args: argparse.Namespace) -> int:

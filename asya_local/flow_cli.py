@@ -11,37 +11,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from asya.names import SINK
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
-from asya_local.arguments import command, command_group
 from asya_local.console.drawing import graph_svg
 from asya_local.console.graph import layout
 from asya_local.console.program_steps import ProgramStep
 from asya_local.console.topology import Topology
 from asya_local.flow_text import program_lines
-
-IMAGES = Path(".asya") / "flows"  # beside the mesh file, where `asya up` keeps its other files
-
-
-def add_parser(commands: Any, default_config: Path) -> None:
-    actions = command_group(commands, "flow", "the mesh's flows, read from the mesh file", "asya flow show refining")
-    show = command(
-        actions,
-        "show",
-        "what a flow does: its route, or its program in words and drawn as an SVG image",
-        "asya flow show refining --config tests/integration/flows/mesh.yaml",
-        "asya flow show refining --image refining.svg",
-    )
-    show.add_argument("flow", help="the flow's name, as the mesh file's `flows:` names it")
-    show.add_argument("--config", type=Path, default=default_config, help="mesh file")
-    show.add_argument(
-        "--image", type=Path, help=f"where to write a program's drawing (default: {IMAGES}/<flow>.svg beside the mesh)"
-    )
+from asya_local.mesh_parsers import IMAGES
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

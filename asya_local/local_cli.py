@@ -14,8 +14,6 @@ import signal
 import threading
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Any
 
 from rich.live import Live
 from rich.text import Text
@@ -23,14 +21,13 @@ from rich.text import Text
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
 from asya_local import admin_key, demo_report, results_cli, stack_option, worklog
-from asya_local.arguments import command, each_input, json_file, positive_int
+from asya_local.arguments import each_input, json_file
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
 from asya_local.endpoint.process import free_port, port_taken
-from asya_local.functions.faults import FaultSpec, FaultSpecError, load_faults
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.live_view import LiveView
 from asya_local.local_state import (
@@ -41,57 +38,10 @@ from asya_local.local_state import (
     worker_log_folder,
     write_state,
 )
+from asya_local.mesh_parsers import INPUTS_FILE
 from asya_local.screen import console
 from asya_local.stack import LocalStack
-from asya_local.stack_option import add_stack_options
 from asya_local.worklog import WorkerLog
-
-INPUTS_FILE = "inputs.json"  # the demo's payloads, beside the mesh file unless --inputs says otherwise
-
-
-def add_parsers(commands: Any, default_config: Path) -> None:
-    up = command(
-        commands,
-        "up",
-        "start the mesh on the local stack, until Ctrl-C",
-        "asya up --config examples/reviews/mesh.yaml",
-        "asya up --port 0 --faults faults.yaml   # a second stack, with faults injected",
-    )
-    demo = command(
-        commands,
-        "demo",
-        "start the mesh, send its example inputs, show them flowing, print what came out, stop",
-        "asya demo --config examples/catalogue/mesh.yaml",
-    )
-    for started in (up, demo):
-        started.add_argument("--config", type=Path, default=default_config, help="mesh file")
-        started.add_argument(
-            "--port", type=int, default=4566 if started is up else 0, help="endpoint port; 0: any free"
-        )
-        started.add_argument("--workers", type=positive_int, default=1, help="execution environments per function")
-        started.add_argument("--gateway-port", type=int, default=0, help="the gateway's port; 0: any free")
-        started.add_argument(
-            "--faults", type=_fault_spec, help="fault spec (YAML/JSON file or inline) applied to the workers"
-        )
-    up.add_argument("--console-port", type=int, default=0, help="the console's port; 0: any free")
-    demo.add_argument("--inputs", type=Path, help=f"JSON list of payloads (default: {INPUTS_FILE} beside the mesh)")
-    demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the mesh to drain")
-    console_command = command(
-        commands,
-        "console",
-        "the mesh, its queues and tasks, live, in a browser",
-        "asya console",
-        "asya console --stack asya-reviews   # a deployed mesh, with your AWS credentials",
-    )
-    add_stack_options(console_command)
-    console_command.add_argument("--port", type=int, default=0, help="the console's port on 127.0.0.1; 0: any free")
-
-
-def _fault_spec(source: str) -> FaultSpec:
-    try:
-        return load_faults(source)
-    except FaultSpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _print_error(source: str, line: str) -> None:
@@ -254,6 +204,3 @@ def demo(args: argparse.Namespace) -> int:
         return 0 if ok else 1
     finally:
         started.stop()
-
-
-COMMANDS = {"up": up, "demo": demo, "console": serve_console}

@@ -1,8 +1,9 @@
 """The public API as a user's code meets it (docs/public-api.md): each name imported in a fresh
 interpreter, as a handler, a test or a CDK app of a user's does; `import asya` light enough for every
 cold start, and an actor's init and the gateway's import without what a plain hop or a REST request
-never uses (docs/performance.md, "Cold start"); the page's tables read here, so that the page,
-docs/actors.md and the package cannot drift apart."""
+never uses (docs/performance.md, "Cold start"), nor `asya status` without what only `asya up` and
+`asya deploy` use; the page's tables read here, so that the page, docs/actors.md and the package
+cannot drift apart."""
 
 from __future__ import annotations
 
@@ -112,20 +113,32 @@ def test_import_asya_loads_neither_boto3_nor_the_sidecars_libraries() -> None:
     ("entry", "later"),
     [
         pytest.param(
-            "asya.actor",  # its init: the sidecar built, with an idempotency table and a tasks table
+            "import asya.actor",  # its init: the sidecar built, with an idempotency table and a tasks table
             ["asya.gathering", "asya.join_table", "asya.admission", "aws_lambda_powertools.utilities.idempotency"],
             id="actor",
         ),
-        pytest.param("asya_gateway.api", ["mcp_types", "asya_gateway.mcp", "asya_gateway.a2a"], id="gateway"),
+        pytest.param("import asya_gateway.api", ["mcp_types", "asya_gateway.mcp", "asya_gateway.a2a"], id="gateway"),
+        pytest.param(
+            "from asya_local.cli import main; main(['status', 'nope'])",  # no stack runs: one line, exit 2
+            ["aws_cdk", "jsii", "moto", "flask", "jinja2"],
+            id="asya-status",
+        ),
     ],
 )
-def test_a_cold_start_leaves_for_later_what_most_requests_never_use(entry: str, later: list[str]) -> None:
+def test_a_cold_start_leaves_for_later_what_most_requests_never_use(
+    entry: str, later: list[str], tmp_path: Path
+) -> None:
     """A join's gathering, an outside envelope's admission, the idempotency table's client (a tracked hop
-    is claimed in its task record), the MCP and A2A doors: each loads at the first request needing it."""
-    probe = f"import json, sys, {entry}; print(json.dumps([m for m in {later!r} if m in sys.modules]))"
-    done = _python(probe, **ACTOR_ENVIRONMENT, ASYA_IDEMPOTENCY_TABLE="hops", ASYA_TASKS_TABLE="tasks")
+    is claimed in its task record), the MCP and A2A doors: each loads at the first request needing it.
+    An `asya` command that asks the gateway starts without the CDK, moto, Flask and Jinja, which load
+    only for the commands that start, deploy or draw a mesh (docs/performance.md, "The CLI's start")."""
+    probe = f"import json, sys; {entry}; print(json.dumps([m for m in {later!r} if m in sys.modules]))"
+    no_stack = str(tmp_path / "local.json")
+    done = _python(
+        probe, **ACTOR_ENVIRONMENT, ASYA_IDEMPOTENCY_TABLE="hops", ASYA_TASKS_TABLE="tasks", ASYA_LOCAL_STATE=no_stack
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == []
+    assert json.loads(done.stdout.splitlines()[-1]) == []
 
 
 def test_import_asya_then_its_names_as_a_handler_uses_them() -> None:
