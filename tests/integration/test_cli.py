@@ -192,7 +192,7 @@ def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
     assert again.returncode == 0, again.stdout + again.stderr
     assert failed_id in again.stdout, "the new task names the task it runs again"
     assert "succeeded" in again.stdout, "with the edited input, which `boom` lets through"
-    sleeping = _asya(cwd, "send", '{"sleep": 3}', "--flow", "sleepy").stdout.strip()
+    sleeping = _asya(cwd, "send", '{"sleep": 5}', "--flow", "sleepy").stdout.strip()
     refused = _asya(cwd, "rerun", sleeping)
     assert refused.returncode == 1, refused.stdout
     assert "only a task that has ended is run again" in " ".join(refused.stdout.split())  # wrapped at 80

@@ -91,11 +91,11 @@ def test_an_invocation_past_the_function_timeout_is_ended_and_its_envelope_redri
 ) -> None:
     envelope_id = f"stuck-{uuid.uuid4().hex[:6]}"
     running_mesh.send(["stuck", "post"], {"n": 1}, envelope_id)
-    kept = running_mesh.result(envelope_id, timeout=90)  # after the 30 s visibility timeout
+    kept = running_mesh.result(envelope_id, timeout=90)  # after the 18 s visibility timeout
     stuck = [line for line in running_mesh.lines if line.startswith("stuck:")]
     timed_out = [line for line in stuck if "Task timed out" in line]
     assert timed_out, "\n".join(stuck)
-    assert timed_out[0].endswith("Task timed out after 5.00 seconds")
+    assert timed_out[0].endswith("Task timed out after 3.00 seconds")
     assert any(line == "stuck: execution environment was stopped; starting a new one" for line in running_mesh.lines)
     assert kept["outcome"] == "sump"
     assert kept["envelope"]["status"]["reason"] == "Redriven"
