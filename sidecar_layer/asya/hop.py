@@ -39,6 +39,8 @@ from asya.timeouts import TimedOut, run_with_timeout
 if TYPE_CHECKING:
     from asya.gathering import Gathering
 
+_BYTES = MetricUnit.Bytes  # the envelope's size's unit, reached once (an Enum's member costs 0.1 µs)
+
 
 @dataclass(slots=True)
 class HopPlan:
@@ -94,7 +96,7 @@ class HopRunner:
         started = time.perf_counter()
         now = utc_now()
         telemetry.count("MessagesReceived")
-        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, utf8_size(body))
+        telemetry.observe("EnvelopeSize", _BYTES, utf8_size(body))
         plan = HopPlan(message_id)
         try:
             envelope = parse_envelope(body)

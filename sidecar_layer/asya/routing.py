@@ -103,6 +103,13 @@ class Outbound:
         return self.decision.kind
 
 
+# what `forward` stamps on every hop's output, reached once: an Enum's member costs 0.1 µs to reach, its
+# `value` as much again
+_PROCESSING, _SUCCEEDED, _COMPLETED = Phase.PROCESSING, Phase.SUCCEEDED, Reason.COMPLETED
+_PROCESSING_TEXT, _SUCCEEDED_TEXT, _COMPLETED_TEXT = _PROCESSING.value, _SUCCEEDED.value, _COMPLETED.value
+_ACTOR, _SINK = Kind.ACTOR, Kind.SINK
+
+
 def _decided(
     envelope: Envelope,
     kind: Kind,
@@ -212,11 +219,13 @@ def forward(
     else:
         headers[FAN_HEADER] = bucket
     if curr:
-        phase, reason = Phase.PROCESSING, None
-        status = _stamped(frame.status, now, phase=phase.value, actor=curr, attempt=1, max_attempts=None)
+        phase, reason, kind = _PROCESSING, None, _ACTOR
+        status = _stamped(frame.status, now, phase=_PROCESSING_TEXT, actor=curr, attempt=1, max_attempts=None)
     else:
-        phase, reason = Phase.SUCCEEDED, Reason.COMPLETED
-        status = _stamped(frame.status, now, phase=phase.value, actor=actor, reason=reason.value, max_attempts=None)
+        phase, reason, kind = _SUCCEEDED, _COMPLETED, _SINK
+        status = _stamped(
+            frame.status, now, phase=_SUCCEEDED_TEXT, actor=actor, reason=_COMPLETED_TEXT, max_attempts=None
+        )
     task_id = envelope.id if index == 0 else child_id(envelope, index)
     parent_id = envelope.parent_id if index == 0 else envelope.id
     wire = _wire(
@@ -228,7 +237,6 @@ def forward(
         status=status,
         payload=frame.payload,
     )
-    kind = Kind.ACTOR if curr else Kind.SINK
     decision = Decision(
         kind,
         task_id,
