@@ -353,7 +353,7 @@ def unsendable(kind: Kind, queue: str, has_queue: Callable[[str], bool]) -> bool
     """An output for an actor with no queue in this namespace (a name in `route.next`, a handler's
     `SET .route.next` or a policy's `on_exhausted` that was never deployed) could never be sent: left
     for redelivery, its record would run again and again until SQS gave up on it."""
-    return kind is Kind.ACTOR and (len(queue) > SQS_QUEUE_NAME_MAX or not has_queue(queue))
+    return kind is _ACTOR and (len(queue) > SQS_QUEUE_NAME_MAX or not has_queue(queue))
 
 
 def unknown_actor(envelope: Envelope, actor: str, queue: str, now: dt.datetime) -> Outbound:

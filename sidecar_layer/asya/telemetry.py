@@ -32,7 +32,8 @@ EMF_MAX_VALUES = 100  # values per metric in one EMF document
 # say nothing a percentile needs, and every digit is a byte of the log line each batch writes
 MILLISECOND_DIGITS = 3
 _Metric = tuple[str, int, list[float]]  # unit, storage resolution, values
-_MILLISECONDS = MetricUnit.Milliseconds  # looked up once: an Enum's member costs 0.1 µs to reach, each time
+# looked up once: an Enum's member costs 0.1 µs to reach, each time, and its `value` as much again
+_MILLISECONDS, _COUNT = MetricUnit.Milliseconds, MetricUnit.Count.value
 
 
 class Telemetry:
@@ -99,9 +100,7 @@ class Telemetry:
         for (name, dimension, value), amount in self._counts.items():
             groups[(dimension, value)].append((name, amount))
         self._counts.clear()
-        plain: dict[str, _Metric] = {
-            name: (MetricUnit.Count.value, 60, [float(n)]) for name, n in groups.pop(("", ""), [])
-        }
+        plain: dict[str, _Metric] = {name: (_COUNT, 60, [float(n)]) for name, n in groups.pop(("", ""), [])}
         for name, (unit, values) in self._observations.items():
             plain[name] = (unit.value, 60, values)
         self._observations = {}
@@ -126,11 +125,7 @@ class Telemetry:
                 self._line({name: metric for name, metric in chunk.items() if metric[2]}, handler_dimensions, metadata)
             )
         for (dimension, value), counts in groups.items():
-            lines.append(
-                self._line(
-                    {name: (MetricUnit.Count.value, 60, [float(n)]) for name, n in counts}, {dimension: value}, {}
-                )
-            )
+            lines.append(self._line({name: (_COUNT, 60, [float(n)]) for name, n in counts}, {dimension: value}, {}))
         if lines:  # one write for the batch's lines: the same text as a print of each
             print("\n".join(lines))
 
