@@ -39,6 +39,9 @@ from asya.timeouts import TimedOut, run_with_timeout
 if TYPE_CHECKING:
     from asya.gathering import Gathering
 
+# reached on every hop, so once here: an Enum's member costs 0.1 µs to reach
+_BYTES, _NEW, _FORWARDED = MetricUnit.Bytes, Claim.NEW, HopOutcome.FORWARDED
+
 
 @dataclass(slots=True)
 class HopPlan:
@@ -94,7 +97,7 @@ class HopRunner:
         started = time.perf_counter()
         now = utc_now()
         telemetry.count("MessagesReceived")
-        telemetry.observe("EnvelopeSize", MetricUnit.Bytes, utf8_size(body))
+        telemetry.observe("EnvelopeSize", _BYTES, utf8_size(body))
         plan = HopPlan(message_id)
         try:
             envelope = parse_envelope(body)
@@ -227,7 +230,7 @@ class HopRunner:
         key = Hop.key_of(envelope)
         self.reporter.write_received(envelope, actor)
         found = self._claim(envelope, key, plan, remaining_ms)
-        if found.claim is not Claim.NEW:  # one comparison on the usual path (an Enum member costs 0.1 µs)
+        if found.claim is not _NEW:  # one comparison on the usual path
             return self._unclaimed(found, envelope, key, plan, now)
         plan.key = key
         deadline = envelope.status.deadline_at if envelope.status else None
@@ -315,7 +318,7 @@ class HopRunner:
         if self.config.joined_by:
             stamp(envelope, outputs, self.config.joined_by)
         plan.outbound.extend(outputs)
-        return HopOutcome.FORWARDED
+        return _FORWARDED
 
     def _unclaimed(
         self, found: HopClaim, envelope: Envelope, key: dict[str, Any], plan: HopPlan, now: dt.datetime

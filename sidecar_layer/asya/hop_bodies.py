@@ -15,6 +15,7 @@ from asya.reasons import Reason
 from asya.routing import Kind, Outbound, error_details
 
 TRUNCATED_PREVIEW_CHARS = 4_096
+_FAILED = Phase.FAILED  # asked of every output: reached once (an Enum's member costs 0.1 µs)
 
 
 class HopBodies:
@@ -60,7 +61,7 @@ class HopBodies:
 
 
 def carries_error_payload(outbound: Outbound) -> bool:
-    return outbound.decision.phase is Phase.FAILED
+    return outbound.decision.phase is _FAILED
 
 
 def preview_original_payload(wire: dict[str, Any], size: int) -> str:

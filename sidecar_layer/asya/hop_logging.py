@@ -22,10 +22,11 @@ import logging
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.logging.formatter import BasePowertoolsFormatter
 
 ENVELOPE_ID = "envelope_id"
 TASK_ID = "task_id"
@@ -91,8 +92,9 @@ class HopNames:
         install()
         self._token = _HOP.set(self._names)
         if self._logger is not None:
-            # the formatter holds the logger's keys: looked up once (four calls deep) for both ends
-            self._keys = self._logger.registered_formatter
+            # the formatter holds the logger's keys: looked up once for both ends, and on the handler
+            # itself (what `registered_formatter` reaches four calls deep for a logger that is no child)
+            self._keys = cast("BasePowertoolsFormatter", self._logger.logger_handler.formatter)
             self._keys.append_keys(correlation_id=self._names[ENVELOPE_ID], **self._names)
 
     def __exit__(self, *_exc: object) -> None:

@@ -103,6 +103,13 @@ class Outbound:
         return self.decision.kind
 
 
+# what `forward` stamps on every hop's output, reached once: an Enum's member costs 0.1 µs to reach, its
+# `value` as much again
+_PROCESSING, _SUCCEEDED, _COMPLETED = Phase.PROCESSING, Phase.SUCCEEDED, Reason.COMPLETED
+_PROCESSING_TEXT, _SUCCEEDED_TEXT, _COMPLETED_TEXT = _PROCESSING.value, _SUCCEEDED.value, _COMPLETED.value
+_ACTOR, _SINK = Kind.ACTOR, Kind.SINK
+
+
 def _decided(
     envelope: Envelope,
     kind: Kind,
@@ -212,11 +219,13 @@ def forward(
     else:
         headers[FAN_HEADER] = bucket
     if curr:
-        phase, reason = Phase.PROCESSING, None
-        status = _stamped(frame.status, now, phase=phase.value, actor=curr, attempt=1, max_attempts=None)
+        phase, reason, kind = _PROCESSING, None, _ACTOR
+        status = _stamped(frame.status, now, phase=_PROCESSING_TEXT, actor=curr, attempt=1, max_attempts=None)
     else:
-        phase, reason = Phase.SUCCEEDED, Reason.COMPLETED
-        status = _stamped(frame.status, now, phase=phase.value, actor=actor, reason=reason.value, max_attempts=None)
+        phase, reason, kind = _SUCCEEDED, _COMPLETED, _SINK
+        status = _stamped(
+            frame.status, now, phase=_SUCCEEDED_TEXT, actor=actor, reason=_COMPLETED_TEXT, max_attempts=None
+        )
     task_id = envelope.id if index == 0 else child_id(envelope, index)
     parent_id = envelope.parent_id if index == 0 else envelope.id
     wire = _wire(
@@ -228,7 +237,6 @@ def forward(
         status=status,
         payload=frame.payload,
     )
-    kind = Kind.ACTOR if curr else Kind.SINK
     decision = Decision(
         kind,
         task_id,
@@ -345,7 +353,7 @@ def unsendable(kind: Kind, queue: str, has_queue: Callable[[str], bool]) -> bool
     """An output for an actor with no queue in this namespace (a name in `route.next`, a handler's
     `SET .route.next` or a policy's `on_exhausted` that was never deployed) could never be sent: left
     for redelivery, its record would run again and again until SQS gave up on it."""
-    return kind is Kind.ACTOR and (len(queue) > SQS_QUEUE_NAME_MAX or not has_queue(queue))
+    return kind is _ACTOR and (len(queue) > SQS_QUEUE_NAME_MAX or not has_queue(queue))
 
 
 def unknown_actor(envelope: Envelope, actor: str, queue: str, now: dt.datetime) -> Outbound:

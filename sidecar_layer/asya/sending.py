@@ -21,7 +21,7 @@ BACKOFF_SECONDS = 0.05
 MAX_VISIBILITY_SECONDS = 43_200
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, once per output
 class Delivery:
     owner: str  # the SQS message id of the record that produced it
     queue: str
@@ -42,6 +42,8 @@ def send_all(
     owner's `last` deliveries wait for its others (`Delivery.last`), and stay unsent if one failed."""
     deliveries = list(deliveries)
     with_others = {delivery.owner for delivery in deliveries if not delivery.last}
+    if not with_others:  # the usual batch: no fan-out, each record's own envelope is all it sends
+        return _send_round(transport, deliveries, attempts, on_sent)
     first = [d for d in deliveries if not d.last or d.owner not in with_others]
     then = [d for d in deliveries if d.last and d.owner in with_others]
     unsent = _send_round(transport, first, attempts, on_sent)
