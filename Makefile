@@ -19,10 +19,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# setuptools' notice that an editable install of packages mapped from several folders imports through
-	# a finder ("Editable installation."): informational, and always printed for this layout.
-	# --no-compile: pip would compile every module of every dependency (the CDK's thousands) ahead, 40 s
-	# of a fresh install's 70; Python compiles what is imported, once, on first use
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --no-compile -e ".[dev]"
+	# a finder ("Editable installation."): informational, and always printed for this layout
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
