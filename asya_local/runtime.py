@@ -11,8 +11,9 @@ gateway's extra), the sidecar's `asya` and the layer's libraries, `RUNTIME_SDK` 
 fails here as it fails on Lambda.
 
 Each set of libraries is installed once and kept (`asya_cdk.libraries`, the installer that bundles
-them for AWS), so a warm start costs a few hash checks. The interpreter is this machine's (Python
-3.11 or newer), not the runtime's 3.14, and wheels are this machine's platform's.
+them for AWS), and compiled once (`asya_local.bytecode`), so a warm start costs a few hash checks. The
+interpreter is this machine's (Python 3.11 or newer), not the runtime's 3.14, and wheels are this
+machine's platform's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from asya_cdk.libraries import Build, Requirements, Target, install
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import actor_build
 from asya_cdk.sources import shipped
+from asya_local.bytecode import compiled
 
 # The AWS SDK the local runtime provides, as Lambda's Python runtime provides its own. AWS updates the
 # runtime's copy from time to time; an actor that needs a given SDK declares boto3 in its libraries.
@@ -79,6 +81,7 @@ class LocalPythons:
             build = actor_build(mesh, name, self.target, self.layer) if actor.runtime == "lambda" else None
             if build is not None:
                 self.own[resource_name(namespace, name)] = install(build).path
+        compiled([self.sidecar, self.layer.path, self.sdk.path, self.interface, *self.own.values()])
 
     def spark_jobs(self) -> dict[str, list[Path]]:
         """Each Spark actor's declared libraries, built for this machine, by its application's name: the
