@@ -279,9 +279,15 @@ def remove_distributions(folder: Path, names: Iterable[str]) -> None:
             parent.rmdir()
 
 
+# What an interpreter compiled in a kept folder (a local stack compiles its workers' folders,
+# `asya_local.bytecode`): this machine's, never shipped nor counted in what a function unzips to.
+BYTECODE = ("__pycache__", "*.pyc")
+
+
 def folder_size(folder: Path, ignore: Iterable[str] = ()) -> int:
-    """Bytes of every file under `folder` (what it unzips to), leaving out paths `ignore` matches."""
-    ignored = shutil.ignore_patterns(*ignore)
+    """Bytes of every file under `folder` (what it unzips to), leaving out bytecode and the paths
+    `ignore` matches."""
+    ignored = shutil.ignore_patterns(*BYTECODE, *ignore)
     total = 0
     for directory, subdirectories, files in os.walk(folder):
         skip = ignored(directory, [*subdirectories, *files])
@@ -292,11 +298,11 @@ def folder_size(folder: Path, ignore: Iterable[str] = ()) -> int:
 
 def copy_into(source: Path, destination: Path, ignore: Iterable[str] = ()) -> None:
     """`source`'s content into `destination` (which may exist), as hard links where the file system
-    allows (a cached build is never changed in place, so sharing its files is safe)."""
+    allows (a cached build is never changed in place, so sharing its files is safe), without bytecode."""
     shutil.copytree(
         source,
         destination,
-        ignore=shutil.ignore_patterns(*ignore),
+        ignore=shutil.ignore_patterns(*BYTECODE, *ignore),
         copy_function=_link_or_copy,
         dirs_exist_ok=True,
         symlinks=True,

@@ -23,9 +23,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from asya.names import DISTRIBUTION
-from asya_cdk.libraries import cache_root, cached_folder
+from asya_cdk.libraries import BYTECODE, cache_root, cached_folder
 
-SOURCE_IGNORED = ("__pycache__", "*.pyc")
+SOURCE_IGNORED = BYTECODE
 
 
 class SourcesError(RuntimeError):
