@@ -284,9 +284,10 @@ def tasks_table(found: list[dict[str, Any]], status: str) -> Table:
 
 def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str]:
     """The `asya tasks` command line of the page after this one: the same filters (times as the
-    moments they were resolved to, so that `1h` does not move), and the cursor."""
+    moments they were resolved to, so that `1h` does not move), and the cursor, joined to its option:
+    a cursor may begin with `-`, which on its own would read as an option."""
     given = [item for name, value in where.items() if value for item in (f"--{name}", value)]
-    return ["asya", "tasks", *given, "--limit", str(limit), "--cursor", cursor]
+    return ["asya", "tasks", *given, "--limit", str(limit), f"--cursor={cursor}"]
 
 
 def cancel(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ def test_every_status_newest_first_and_the_next_page_by_the_command_it_prints(
     first, more = shown(capsys, "--limit", "5", "--actor", "score")
     assert first == ["t11", "t10", "t08", "t07", "t05"]
     assert more is not None
-    assert more.startswith("asya tasks --status all --actor score --limit 5 --cursor ")
+    assert more.startswith("asya tasks --status all --actor score --limit 5 --cursor=")
     second, last = shown(capsys, *shlex.split(more)[2:])
     assert (second, last) == (["t04", "t02", "t01"], None)
 
@@ -57,3 +57,8 @@ def test_all_pages_at_once_within_a_time_range(listed: None, capsys: pytest.Capt
     assert (ids, more) == (["t06", "t05", "t04", "t03"], None)
     failed, _ = shown(capsys, "--status", "failed")
     assert failed == ["t08", "t02"]
+
+
+def test_a_cursor_beginning_with_a_dash_reads_back_as_the_cursor() -> None:
+    command = task_cli.next_page({"status": "all"}, 5, "-AbC_d")
+    assert cli.parser().parse_args(command[1:]).cursor == "-AbC_d"
