@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from asya.envelope import utc_now
-from asya.live import STATUS, Event, EventLog
+from asya.envelope import parse_rfc3339, utc_now
+from asya.live import SETTLE_SECONDS, STATUS, Event, EventLog
 from asya.task_record import TERMINAL, WATCH_SECONDS, watch_lapses_soon
 from asya.task_store import TaskStore
 from asya_gateway.views import task_view
@@ -40,6 +40,11 @@ RECONNECT_MS = 500
 # is at most a DynamoDB item, 400 KB), far under Lambda's 6 MB response and API Gateway's 10 MB: the
 # client continues from the last event it got.
 RESPONSE_BUDGET_BYTES = 1_000_000
+# How late the stream consumer may stamp the event of a change it logs (DynamoDB Streams' delivery and
+# its batch), and so how long after a record stopped a follower still waits for the log's events before
+# it ends with the record's status.
+STREAM_LAG_SECONDS = 5.0
+ENDED_SECONDS = SETTLE_SECONDS + STREAM_LAG_SECONDS
 
 
 def sse(data: Any, event: str | None, event_id: str | None = None) -> str:
@@ -154,11 +159,19 @@ def _logged(
     clock_ns: Callable[[], int],
 ) -> Iterator[str]:
     """The task's log after `cursor`, until the task stops; bounded, within `budget` bytes (None:
-    unbounded)."""
+    unbounded).
+
+    A task that stopped while no one watched it has no stopping event in its log (the stream consumer
+    logs the changes of watched tasks only): a follower that came after, with a cursor, ends with the
+    record's status once the record has stopped for `ENDED_SECONDS` (`_stopped_and_settled`), where it
+    used to wait for a keepalive's 15 s of quiet. The record is read when the log first has nothing
+    new, then at most once per settle window."""
     render = options.rendering
     started = quiet_since = renewed = time.monotonic()
+    checked_ns: int | None = None  # when the record was last read (`clock_ns`'s time)
     while True:
-        batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=clock_ns())
+        read_ns = clock_ns()
+        batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=read_ns)
         chunks = _within(batch, budget, render)
         for event, chunk in chunks:
             cursor = event.seq
@@ -175,18 +188,32 @@ def _logged(
             renewed = now
             tasks.watch(task_id, utc_now())
         if batch:
-            quiet_since = now
-        elif now - quiet_since >= options.keepalive_seconds:
-            quiet_since = now
-            item = tasks.get(task_id)  # a terminal event older than the cursor would never come again
-            if item is not None and item.get("status") in options.stop_at:
-                yield render.status(task_view(item), cursor)
-                return
-            yield render.keepalive
+            quiet_since, checked_ns = now, read_ns
+        else:
+            if checked_ns is None or read_ns - checked_ns >= SETTLE_SECONDS * 1e9:
+                checked_ns = read_ns
+                item = tasks.get(task_id)
+                if item is not None and _stopped_and_settled(item, options.stop_at, read_ns):
+                    yield render.status(task_view(item), cursor)
+                    return
+            if now - quiet_since >= options.keepalive_seconds:
+                quiet_since = now
+                yield render.keepalive
         if options.max_seconds is not None and now - started >= options.max_seconds:
             yield render.reconnect
             return
         sleep(POLL_SECONDS)
+
+
+def _stopped_and_settled(item: dict[str, Any], stop_at: frozenset[str], read_ns: int) -> bool:
+    """Whether the record is at a stop and was last written `ENDED_SECONDS` before the log was read at
+    `read_ns`, so that read had every event of the task: a sidecar's, stamped before the stop, and the
+    stream consumer's, stamped up to `STREAM_LAG_SECONDS` after the change it logs (a record without its
+    moment is an old one)."""
+    if item.get("status") not in stop_at:
+        return False
+    moment = parse_rfc3339(item.get("updated_at"))
+    return moment is None or moment.timestamp() <= read_ns / 1e9 - ENDED_SECONDS
 
 
 def _within(batch: list[Event], budget: int | None, render: Rendering) -> list[tuple[Event, str]]:

@@ -14,7 +14,7 @@ from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.task_record import WATCH_SECONDS, Report, watched
 from asya.task_store import TaskStore
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
-from asya_gateway.sse import POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
+from asya_gateway.sse import ENDED_SECONDS, POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.functions.gateway_server import INTEGRATION_TIMEOUT_SECONDS
 from asya_local.testing.tables import EVENTS
 
@@ -169,3 +169,46 @@ def test_the_settle_window_covers_the_longest_a_write_can_take() -> None:
     longest = WRITE_BACKOFF.attempts * (CONNECT_SECONDS + READ_SECONDS) + WRITE_BACKOFF.budget
     assert longest < SETTLE_SECONDS
     assert log.backoff is WRITE_BACKOFF
+
+
+class _Sleeps:
+    """A sleep that moves the follower's clock instead of waiting, and fails a follow that would poll
+    past `limit` seconds of it (the old wait for a stopped task's status: a 15 s keepalive of quiet)."""
+
+    def __init__(self, limit: float) -> None:
+        self.now_ns = time.time_ns()
+        self.limit_ns = self.now_ns + int(limit * 1e9)
+
+    def sleep(self, seconds: float) -> None:
+        self.now_ns += int(seconds * 1e9)
+        assert self.now_ns < self.limit_ns, "the follow waited past its limit"
+
+    def clock_ns(self) -> int:
+        return self.now_ns
+
+
+def test_a_task_that_ended_unwatched_ends_its_follower_at_once(stores: tuple[TaskStore, EventLog]) -> None:
+    """No watcher when it ended: no stopping event in the log, and a follower that comes later with a
+    cursor gets the record's status as soon as its stop is older than the settle window and the lag."""
+    tasks, events = stores
+    tasks.finish("t1", "t1", "succeeded", {"output": '{"n": 2}'})
+    clock = _Sleeps(limit=1.0)
+    clock.now_ns += int(ENDED_SECONDS * 1e9)  # the follower comes well after the task ended
+    clock.limit_ns += int(ENDED_SECONDS * 1e9)
+    chunks = followed(tasks, events, "t1", "0", sleep=clock.sleep, clock_ns=clock.clock_ns)
+    assert len(chunks) == 1
+    assert chunks[0].startswith("id: 0\nevent: status\n")
+    assert '"status":"succeeded"' in chunks[0]
+
+
+def test_a_task_that_just_ended_is_followed_to_its_last_events_then_its_status(
+    stores: tuple[TaskStore, EventLog],
+) -> None:
+    tasks, events = stores
+    (token,) = events.append([("t1", FLY, {"token": "last"})])
+    tasks.finish("t1", "t1", "succeeded", {"output": '{"n": 2}'})
+    clock = _Sleeps(limit=ENDED_SECONDS + SETTLE_SECONDS + 1)  # the record is read once a settle window
+    chunks = followed(tasks, events, "t1", "0", sleep=clock.sleep, clock_ns=clock.clock_ns)
+    assert chunks[0] == f'id: {token.seq}\nevent: fly\ndata: {{"token":"last"}}\n\n', "the event came first"
+    assert chunks[1].startswith(f"id: {token.seq}\nevent: status\n")
+    assert '"status":"succeeded"' in chunks[1]
