@@ -20,7 +20,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# setuptools' notice that an editable install of packages mapped from several folders imports through
 	# a finder ("Editable installation."): informational, and always printed for this layout
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[dev]"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --no-compile -e ".[dev]"
+	# pip compiles the installed modules one after another; compileall does it on every core (63 s -> 42 s
+	# for the whole install). Compiled ahead because where PYTHONDONTWRITEBYTECODE is set (as on CI),
+	# nothing compiled on import is kept. A library file that does not compile is pip's case too: ignored
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
