@@ -54,8 +54,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# The unit and template tests run on every core, a file's tests on one worker (their module fixtures
-# made once); the integration tests, which start stacks and time what they wait for, one at a time.
+# `make unit` runs the unit and template tests on every core, a file's tests on one worker (their module
+# fixtures made once); the integration tests, which start stacks and time what they wait for, run one at
+# a time.
 PARALLEL := -n auto --dist loadfile
 # the slowest tests of each run, so that where the suite's time goes is in every CI log
 DURATIONS := --durations=15
@@ -66,9 +67,16 @@ unit: install
 integration: install $(CHROMIUM)
 	$(BIN)/python -m pytest tests/integration
 
+# `make test`: the integration tests keep about one core busy (they mostly wait on the stacks they
+# start), so the unit and template tests run beside them, in one process, on the other; the integration
+# run's report is printed when both have ended. Both must pass.
+INTEGRATION_LOG := $(VENV)/integration.log
 test: lint typecheck $(CHROMIUM)
-	$(BIN)/python -m pytest $(PARALLEL) $(DURATIONS) tests/unit tests/cdk
-	$(BIN)/python -m pytest $(DURATIONS) tests/integration
+	$(BIN)/python -m pytest $(DURATIONS) tests/integration > $(INTEGRATION_LOG) 2>&1 & integration=$$!; \
+	$(BIN)/python -m pytest $(DURATIONS) tests/unit tests/cdk; unit=$$?; \
+	wait $$integration; integrated=$$?; \
+	echo "--- the integration tests, run beside the unit tests:"; cat $(INTEGRATION_LOG); \
+	test $$unit -eq 0 && test $$integrated -eq 0
 
 synth: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx cdk synth -q -c mesh=$(MESH)
