@@ -109,7 +109,7 @@ def follow(
     if item is None:
         return None
     options = _Options(keepalive_seconds, max_seconds, rendering, frozenset(stop_at), long_poll)
-    return _events(tasks, events, task_id, cursor, first, options=options, sleep=sleep, clock_ns=clock_ns)
+    return _events(tasks, events, task_id, cursor, first, read=item, options=options, sleep=sleep, clock_ns=clock_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +128,7 @@ def _events(
     cursor: str,
     first: dict[str, Any] | None,
     *,
+    read: dict[str, Any],
     options: _Options,
     sleep: Callable[[float], None],
     clock_ns: Callable[[], int],
@@ -144,7 +145,9 @@ def _events(
             yield options.rendering.reconnect
             return
         budget = None if budget is None else budget - len(chunk)
-    yield from _logged(tasks, events, task_id, cursor, budget, options=options, sleep=sleep, clock_ns=clock_ns)
+    yield from _logged(
+        tasks, events, task_id, cursor, budget, read=read, options=options, sleep=sleep, clock_ns=clock_ns
+    )
 
 
 def _logged(
@@ -154,6 +157,7 @@ def _logged(
     cursor: str,
     budget: int | None,
     *,
+    read: dict[str, Any] | None,
     options: _Options,
     sleep: Callable[[float], None],
     clock_ns: Callable[[], int],
@@ -164,8 +168,8 @@ def _logged(
     A task that stopped while no one watched it has no stopping event in its log (the stream consumer
     logs the changes of watched tasks only): a follower that came after, with a cursor, ends with the
     record's status once the record has stopped for `ENDED_SECONDS` (`_stopped_and_settled`), where it
-    used to wait for a keepalive's 15 s of quiet. The record is read when the log first has nothing
-    new, then at most once per settle window."""
+    used to wait for a keepalive's 15 s of quiet. The record as the follow read it (`read`) serves the
+    first time the log has nothing new; after that it is read at most once per settle window."""
     render = options.rendering
     started = quiet_since = renewed = time.monotonic()
     checked_ns: int | None = None  # when the record was last read (`clock_ns`'s time)
@@ -192,7 +196,7 @@ def _logged(
         else:
             if checked_ns is None or read_ns - checked_ns >= SETTLE_SECONDS * 1e9:
                 checked_ns = read_ns
-                item = tasks.get(task_id)
+                item, read = read or tasks.get(task_id), None  # the follow's own read serves the first check
                 if item is not None and _stopped_and_settled(item, options.stop_at, read_ns):
                     yield render.status(task_view(item), cursor)
                     return
