@@ -23,6 +23,7 @@ from asya_cdk.needs import (
 )
 from asya_cdk.plan import StackPlanError, plan_stacks
 from asya_cdk.rules import mesh_problems
+from asya_cdk.yaml_text import named_yaml
 
 # MeshConfigError is `asya_cdk.mesh_error`'s, raised here and imported from here by the mesh's readers
 __all__ = ["MeshConfigError", "compiled_programs", "load_mesh", "mesh_from_config", "path_problems"]
@@ -98,7 +99,7 @@ def compiled_programs(config: MeshConfig, base: Path) -> tuple[dict[str, dict[st
 
 def _document(file: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(file.read_text())
+        document = named_yaml(file.read_text(), str(file))
     except OSError as exc:
         raise MeshConfigError(f"{file}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -98,6 +98,14 @@ def test_bad_mesh_files_name_the_file_and_field(tmp_path: Path, text: str, fragm
     assert fragment in str(caught.value)
 
 
+def test_a_yaml_mistake_names_the_file_at_each_position(tmp_path: Path) -> None:
+    path = _write(tmp_path, "namespace: shop\nactors:\n  a:\n    handler: m.f\n   code: .\n")
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    assert f'in "{path}", line 5' in str(caught.value)
+    assert "<unicode string>" not in str(caught.value)
+
+
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(MeshConfigError, match="cannot read"):
         load_mesh(tmp_path / "absent.yaml")
