@@ -130,7 +130,7 @@ def load_faults(source: str) -> FaultSpec:
     try:
         return FaultSpec.model_validate(data)
     except ValidationError as exc:
-        raise FaultSpecError(f"{where}: {describe_validation_error(exc)}") from None
+        raise FaultSpecError(f"{where}: {describe_validation_error(exc, data)}") from None
 
 
 class _Body:

@@ -117,7 +117,7 @@ def _validated(document: dict[str, Any]) -> tuple[MeshConfig | None, list[str]]:
     try:
         return MeshConfig.model_validate(document, context=context), []
     except ValidationError as exc:
-        problems = validation_problems(exc)
+        problems = validation_problems(exc, document)
         repaired = _without(document, [error["loc"] for error in exc.errors()])
         if repaired is None:
             return None, problems

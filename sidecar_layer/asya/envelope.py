@@ -227,21 +227,42 @@ def parse_envelope(body: str | bytes) -> Envelope:
     return envelope
 
 
-def validation_problems(exc: ValidationError) -> list[str]:
+def validation_problems(exc: ValidationError, document: Any = None) -> list[str]:
     """One problem a line, each naming the field path, so a user can fix the input: `<field>: <what is
-    wrong>`. A check of the whole (located at the root) names its own fields, one problem a line."""
+    wrong>`. A check of the whole (located at the root) names its own fields, one problem a line. Given
+    the `document` validated, the path is the fields as its author wrote them (`field_path`)."""
     problems = []
     for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"])
         cause = error.get("ctx", {}).get("error")
         message = str(cause) if error["type"] == "value_error" and cause is not None else error["msg"]
-        problems += [f"{location}: {line}" if location else line for line in message.splitlines()]
+        path = field_path(error["loc"], document, missing=error["type"] == "missing")
+        for line in message.splitlines():
+            item = re.match(r"(\[\d+\]): ", line)  # a list's validator names the item it refuses: path too
+            location, said = (path + item.group(1), line[item.end() :]) if item else (path, line)
+            problems.append(f"{location}: {said}" if location else said)
     return problems
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def field_path(location: Sequence[int | str], document: Any = None, *, missing: bool = False) -> str:
+    """`actors.a.permissions[0].actions`: where a problem is, as the document's author wrote it, an item of
+    a list in brackets. pydantic's location also names what the author never wrote: the member of a
+    union it tried (`statement`), a validator's wrapper (`function-after[…]`). Given the `document`, a
+    part it does not hold is such a name and left out, unless it is the field found `missing`."""
+    path, value = "", document
+    for index, part in enumerate(location):
+        last = index == len(location) - 1
+        if isinstance(part, int) and not isinstance(value, Mapping):
+            path += f"[{part}]"
+            value = value[part] if isinstance(value, list) and -len(value) <= part < len(value) else None
+        elif document is None or (last and missing) or (isinstance(value, Mapping) and part in value):
+            path += f".{part}" if path else str(part)
+            value = value.get(part) if isinstance(value, Mapping) else None
+    return path
+
+
+def describe_validation_error(exc: ValidationError, document: Any = None) -> str:
     """The problems on one line (an envelope's reason, a variable's error)."""
-    return "; ".join(validation_problems(exc))
+    return "; ".join(validation_problems(exc, document))
 
 
 def new_envelope(
