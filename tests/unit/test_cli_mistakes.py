@@ -164,6 +164,28 @@ def test_an_unknown_flow_names_the_flows_there_are(project: Path, capsys: pytest
     )
 
 
+def test_flow_show_and_check_read_the_running_stacks_mesh_file_unless_told_another(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _state(project)  # a stack of the reviews mesh runs, started from another folder's mesh file
+    assert cli.main(["flow", "show", "triage-reviews"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == f"mesh file {REVIEWS}: the running local stack's (--config names another)"
+    assert shown[-1] == "flow triage-reviews: route split → score → triage → x-sink"
+    checked: list[Path] = []
+    monkeypatch.setattr("asya_local.check.check", lambda config, _console: checked.append(config) or 0)
+    assert cli.main(["check"]) == 0
+    assert checked == [REVIEWS]
+    assert cli.main(["flow", "show", "triage-reviews", "--config", str(REVIEWS.parent / "nowhere.yaml")]) == 2
+    assert "nowhere.yaml: cannot read" in capsys.readouterr().out
+
+
+def test_flow_show_without_a_running_stack_reads_mesh_yaml_here(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "mesh.yaml: cannot read" in _refused(capsys, "flow", "show", "triage-reviews")
+
+
 def test_a_second_asya_up_from_the_same_folder_is_refused_at_once(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
