@@ -173,7 +173,12 @@ def test_flow_show_and_check_read_the_running_stacks_mesh_file_unless_told_anoth
     assert shown[0] == f"mesh file {REVIEWS}: the running local stack's (--config names another)"
     assert shown[-1] == "flow triage-reviews: route split → score → triage → x-sink"
     checked: list[Path] = []
-    monkeypatch.setattr("asya_local.check.check", lambda config, _console: checked.append(config) or 0)
+
+    def check(config: Path, _console: object) -> int:
+        checked.append(config)
+        return 0
+
+    monkeypatch.setattr("asya_local.check.check", check)
     assert cli.main(["check"]) == 0
     assert checked == [REVIEWS]
     assert cli.main(["flow", "show", "triage-reviews", "--config", str(REVIEWS.parent / "nowhere.yaml")]) == 2
