@@ -196,6 +196,7 @@ def _cdk(args: argparse.Namespace) -> int:
 def _flow(args: argparse.Namespace) -> int:
     from asya_local import flow_cli
 
+    args.config = _mesh_file(args.config)
     return flow_cli.run(args, console)
 
 
@@ -210,7 +211,20 @@ def _secrets(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from asya_local.check import check, check_against_account
 
+    args.config = _mesh_file(args.config)
     return check_against_account(args.config, console) if args.account else check(args.config, console)
+
+
+def _mesh_file(given: Path | None) -> Path:
+    """The mesh file a command reads: `--config`, else the running local stack's (the one `asya send`
+    sends to), said as such, else `DEFAULT_CONFIG`."""
+    state = read_state() if given is None else None
+    if state is None:
+        return given or DEFAULT_CONFIG
+    config = Path(state["config"])
+    shown = config.relative_to(Path.cwd()) if config.is_relative_to(Path.cwd()) else config
+    console.print(f"mesh file {shown}: the running local stack's (--config names another)", highlight=False)
+    return shown
 
 
 def _sump(args: argparse.Namespace) -> int:

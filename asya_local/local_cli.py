@@ -201,6 +201,8 @@ def demo(args: argparse.Namespace) -> int:
             console.print(line, style="green" if ok else "red", highlight=False)
         if not drained:
             console.print("[red]the mesh did not drain within --timeout[/red]")
+        for line in demo_report.next_step(str(args.config), inputs, flow_name):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         return 0 if ok else 1
     finally:
         started.stop()

@@ -25,6 +25,7 @@ from asya_local.arguments import (
     each_input,
     json_object,
     json_value,
+    likely,
     moment_argument,
     page_size,
     positive_int,
@@ -96,14 +97,15 @@ def _running_mesh() -> MeshConfig:
 def _flow(mesh: MeshConfig, name: str) -> str:
     """A flow of the mesh file, or the refusal naming the flows there are."""
     if name not in mesh.flows:
-        raise TaskCommandError(f"unknown flow {name!r} (flows: {', '.join(mesh.flows) or 'none'})")
+        known = ", ".join(mesh.flows) or "none"
+        raise TaskCommandError(f"unknown flow {name!r} (flows: {known}){likely(name, mesh.flows)}")
     return name
 
 
 def _actor(mesh: MeshConfig, name: str) -> str:
     """An actor a task's route may reach in this mesh (`MeshConfig.routed`), or the refusal naming them."""
     if name not in mesh.routed:
-        raise TaskCommandError(f"unknown actor {name!r} (actors: {', '.join(mesh.routed)})")
+        raise TaskCommandError(f"unknown actor {name!r} (actors: {', '.join(mesh.routed)}){likely(name, mesh.routed)}")
     return name
 
 
@@ -113,7 +115,8 @@ def _route_of(mesh: MeshConfig, given: str) -> list[str]:
     refused = [actor for actor in route if actor not in mesh.routed]
     if not route or refused:
         named = f"names what no route may: {', '.join(refused)}" if refused else "names no actor"
-        raise TaskCommandError(f"--route {named} (a route may name: {', '.join(mesh.routed)})")
+        hint = likely(refused[0], mesh.routed) if len(refused) == 1 else ""
+        raise TaskCommandError(f"--route {named} (a route may name: {', '.join(mesh.routed)}){hint}")
     return route
 
 

@@ -673,4 +673,4 @@ def test_cdk_app_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
     bad.write_text("namespace: demo\nactors:\n  a: {handler: m.f, code: ., batch_sise: 5}\n")
     result = run_cdk_app(bad, tmp_path / "out")
     assert result.returncode != 0
-    assert f"{bad}: actors.a.batch_sise: Extra inputs are not permitted" in result.stderr
+    assert f"{bad}: actors.a.batch_sise: not a field; did you mean `batch_size`?" in result.stderr

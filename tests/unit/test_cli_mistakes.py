@@ -159,7 +159,36 @@ def test_the_demo_takes_a_list_of_inputs(project: Path, capsys: pytest.CaptureFi
 def test_an_unknown_flow_names_the_flows_there_are(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _state(project)
     line = _refused(capsys, "send", "{}", "--flow", "triage")
-    assert line == "asya: unknown flow 'triage' (flows: triage-reviews, summarise-reviews)"
+    assert line == (
+        "asya: unknown flow 'triage' (flows: triage-reviews, summarise-reviews); did you mean `triage-reviews`?"
+    )
+
+
+def test_flow_show_and_check_read_the_running_stacks_mesh_file_unless_told_another(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _state(project)  # a stack of the reviews mesh runs, started from another folder's mesh file
+    assert cli.main(["flow", "show", "triage-reviews"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == f"mesh file {REVIEWS}: the running local stack's (--config names another)"
+    assert shown[-1] == "flow triage-reviews: route split → score → triage → x-sink"
+    checked: list[Path] = []
+
+    def check(config: Path, _console: object) -> int:
+        checked.append(config)
+        return 0
+
+    monkeypatch.setattr("asya_local.check.check", check)
+    assert cli.main(["check"]) == 0
+    assert checked == [REVIEWS]
+    assert cli.main(["flow", "show", "triage-reviews", "--config", str(REVIEWS.parent / "nowhere.yaml")]) == 2
+    assert "nowhere.yaml: cannot read" in capsys.readouterr().out
+
+
+def test_flow_show_without_a_running_stack_reads_mesh_yaml_here(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "mesh.yaml: cannot read" in _refused(capsys, "flow", "show", "triage-reviews")
 
 
 def test_a_second_asya_up_from_the_same_folder_is_refused_at_once(
@@ -199,6 +228,32 @@ def test_an_unknown_flow_or_actor_to_list_by_names_those_there_are(
     assert line == "asya: unknown flow 'nope' (flows: triage-reviews, summarise-reviews)"
     line = _refused(capsys, "tasks", "--actor", "nope")
     assert line == "asya: unknown actor 'nope' (actors: split, score, triage, escalate, summarise, x-pause)"
+    assert _refused(capsys, "tasks", "--actor", "scor").endswith("x-pause); did you mean `score`?")
+    assert _refused(capsys, "send", "{}", "--route", "split,scor").endswith("x-pause); did you mean `score`?")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["sned", "{}"], "asya: argument COMMAND: invalid choice: 'sned'; did you mean `send`? (choose from 'up',"),
+        (["tasks", "--status", "failes"], "invalid choice: 'failes'; did you mean `failed`? (choose from 'all',"),
+        (["flow", "shw", "f"], "asya flow: argument ACTION: invalid choice: 'shw'; did you mean `show`?"),
+        (
+            ["send", "{}", "--flows", "triage-reviews"],
+            "asya send: no option --flows; did you mean `--flow`? (`asya send --help` shows how)",
+        ),
+        (
+            ["send", "--payload", "{}", "--flow", "triage-reviews"],
+            "asya send: no option --payload: give the payload as is, without --payload (`asya send --help` shows how)",
+        ),
+        (["tasks", "--limt", "3"], "asya tasks: no option --limt; did you mean `--limit`?"),
+        (["send", "{'product': 'p1'}", "--flow", "f"], 'JSON wants double quotes ("field"), not single ones'),
+    ],
+)
+def test_a_mistyped_command_option_or_choice_says_the_likely_one(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert said in _refused(capsys, *argv)
 
 
 FAILED = "1ddf6290-5b1e-4c8e-9f7a-2b1f1c0d9e01"

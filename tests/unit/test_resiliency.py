@@ -224,7 +224,7 @@ def test_rule_picks_policy_by_exception_ancestor_in_the_sidecar(mesh: Mesh) -> N
         ('{"policies": {"default": {"initial_delay": "soon"}}}', "is not a duration"),
         ('{"policies": {"default": {"retries": 3}}}', "policies.default.retries: Extra inputs"),
         ('{"rules": [{"errors": ["X"], "policy": "nope"}]}', "rules[0].policy names unknown policy 'nope'"),
-        ('{"rules": [{"errors": [], "policy": {}}]}', "rules.0.errors"),
+        ('{"rules": [{"errors": [], "policy": {}}]}', "rules[0].errors"),
     ],
 )
 def test_bad_resiliency_config_names_the_field(resiliency: str, fragment: str) -> None:
