@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-if TYPE_CHECKING:  # the models: `asya_local.cli` catches `LocalSecretError` without loading them
+if TYPE_CHECKING:  # the models: `asya_local.commands` catches `LocalSecretError` without loading them
     from asya_cdk.loaded_mesh import LoadedMesh
     from asya_cdk.needs import SecretReference
 
