@@ -37,7 +37,7 @@ from asya_local.local_state import (
     read_state,
     running_state,
 )
-from asya_local.screen import console
+from asya_local.screen import console, refuse
 from asya_local.smoke import SmokeError
 from asya_local.sump_cli import SumpCommandError
 from asya_local.task_cli import TaskCommandError
@@ -98,18 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         ToolkitError,
         InitError,
     ) as exc:
-        console.print(f"[red]asya: {exc}[/red]", highlight=False, soft_wrap=True)
+        refuse(str(exc))
         return 2
     except EndpointConnectionError as exc:
-        console.print(
-            f"[red]asya: nothing answers at {_origin(exc.kwargs.get('endpoint_url'))}: "
-            "is `asya up` still running?[/red]",
-            highlight=False,
-            soft_wrap=True,
-        )
+        refuse(f"nothing answers at {_origin(exc.kwargs.get('endpoint_url'))}: is `asya up` still running?")
         return 2
     except GatewayError as exc:
-        console.print(f"[red]asya: the gateway refused: {exc}[/red]")
+        refuse(f"the gateway refused: {exc}")
         return 1
 
 

@@ -180,8 +180,10 @@ def test_a_port_in_use_is_refused_before_anything_starts(listening: int, capsys:
 
 
 def test_version_and_help_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("asya 0.")
     with pytest.raises(SystemExit) as shown:
-        cli.main(["--version"])
+        cli.parser().parse_args(["--version"])
     assert shown.value.code == 0
     assert capsys.readouterr().out.startswith("asya 0.")
     commands = next(action for action in cli.parser()._actions if isinstance(action, argparse._SubParsersAction))
