@@ -5,6 +5,7 @@ line asks for more than `--version`; `asya_local.cli` describes the commands."""
 from __future__ import annotations
 
 import argparse
+from http import HTTPStatus
 from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ from asya_cdk.libraries import LibrariesError
 from asya_cdk.mesh_error import MeshConfigError
 from asya_local import (
     init_cli,
+    listing_cli,
     mesh_parsers,
     schema_cli,
     secrets_cli,
@@ -26,6 +28,7 @@ from asya_local import (
     task_cli,
     token_cli,
 )
+from asya_local.answers import MISTAKE, NOT_DONE
 from asya_local.arguments import Parser
 from asya_local.cdk_toolkit import ToolkitError
 from asya_local.discovery import DiscoveryError
@@ -37,10 +40,10 @@ from asya_local.local_state import (
     read_state,
     running_state,
 )
+from asya_local.running_mesh import TaskCommandError
 from asya_local.screen import console, refuse
 from asya_local.smoke import SmokeError
 from asya_local.sump_cli import SumpCommandError
-from asya_local.task_cli import TaskCommandError
 
 DEFAULT_CONFIG = Path("mesh.yaml")  # a project's mesh file, in the folder a command runs in
 
@@ -52,6 +55,7 @@ def parser() -> Parser:
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     mesh_parsers.add_local_parsers(commands, DEFAULT_CONFIG)
     task_cli.add_parsers(commands)
+    listing_cli.add_parsers(commands)
     mesh_parsers.add_check_parser(commands, DEFAULT_CONFIG)
     mesh_parsers.add_cdk_parsers(commands, DEFAULT_CONFIG)
     init_cli.add_parser(commands)
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "demo": _demo,
         "console": _console,
         **task_cli.COMMANDS,
+        **listing_cli.COMMANDS,
         "check": _check,
         **dict.fromkeys(mesh_parsers.VERBS, _cdk),
         "smoke": _smoke,
@@ -99,13 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         InitError,
     ) as exc:
         refuse(str(exc))
-        return 2
+        return MISTAKE
     except EndpointConnectionError as exc:
         refuse(f"nothing answers at {_origin(exc.kwargs.get('endpoint_url'))}: is `asya up` still running?")
-        return 2
+        return MISTAKE
     except GatewayError as exc:
         refuse(f"the gateway refused: {exc}")
-        return 1
+        return MISTAKE if exc.status == HTTPStatus.NOT_FOUND else NOT_DONE  # 404: an id it does not know
 
 
 def _origin(url: object) -> str:

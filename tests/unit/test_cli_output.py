@@ -4,12 +4,26 @@ on stderr however narrow the terminal the variables describe, and stdout holds o
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
+import pytest
+
+from asya.task_store import TaskStore
+from asya_gateway.service import TaskService
+from asya_gateway.settings import GatewaySettings
+from asya_local import cli, running_mesh, stack_option
+from asya_local.gateway_client import GatewayClient
 from asya_local.screen import screen
+from asya_local.testing.tables import EVENTS, TASKS
+from tests.support.listed_tasks import through_the_function
+
+REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
 
 LONG = "a message much longer than forty columns, which a log must keep on one line to be found whole"
 
@@ -38,3 +52,142 @@ def test_text_printed_to_a_file_is_never_broken() -> None:
     out = io.StringIO()
     screen(file=out).print(LONG + " " + LONG)
     assert out.getvalue() == f"{LONG} {LONG}\n"
+
+
+UUIDS = {name: str(uuid.uuid5(uuid.NAMESPACE_URL, name)) for name in ("ok", "bad", "stopped", "busy")}
+TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/someone/project/actors/score.py", line 12, in score\n'
+    "    raise ValueError(f'review {n} has no text')\n"
+    "ValueError: review 2 of lamp-2 has no text to score"
+)
+
+
+@pytest.fixture
+def gateway(task_store: TaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four tasks of the reviews mesh through the gateway's function: one succeeded, one failed at
+    score (a ValueError), one canceled at split, one running; `asya` finds the gateway as a stack's."""
+    route = {"prev": ["split"], "curr": "score", "next": ["triage"]}
+    records = {
+        "ok": {"status": "succeeded", "progress": 100, "output": '{"label": "even"}'},
+        "bad": {
+            "status": "failed",
+            "progress": 100,
+            "reason": "ValueError",
+            "actor": "score",
+            "error": {"type": "ValueError", "message": "review 2 of lamp-2 has no text to score", "traceback": TRACE},
+        },
+        "stopped": {"status": "canceled", "progress": 100, "reason": "Canceled", "actor": "split"},
+        "busy": {"status": "running", "progress": 40, "actor": "score"},
+    }
+    for minute, (name, record) in enumerate(records.items()):
+        task_store.create(
+            {
+                "id": UUIDS[name],
+                "flow": "triage-reviews",
+                "route": route,
+                "created_at": f"2026-11-26T10:0{minute}:00.123Z",
+                "updated_at": f"2026-11-26T10:0{minute}:30.456Z",
+                **record,
+            }
+        )
+    transport = through_the_function(TaskService(GatewaySettings("n", TASKS, EVENTS), tasks=task_store), monkeypatch)
+    monkeypatch.setattr(running_mesh, "running_state", lambda: {"config": str(REVIEWS)})
+    monkeypatch.setattr(stack_option, "running_state", lambda: {"config": str(REVIEWS)})
+    monkeypatch.setattr(stack_option, "gateway_of", lambda _s, _t: GatewayClient("http://gateway", "k", transport))
+    monkeypatch.setenv("TZ", "Europe/Paris")
+    time.tzset()
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`asya argv`: its exit status, stdout and stderr."""
+    code = cli.main(list(argv))
+    printed = capsys.readouterr()
+    return code, printed.out, printed.err
+
+
+def test_the_task_list_shows_short_ids_why_and_how_far_in_local_time(
+    gateway: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "tasks")
+    assert code == 0
+    rows = {cells[1].strip(): line for line in out.splitlines() if len(cells := line.split("│")) > 5}
+    assert set(rows) - {"id", ""} == {UUIDS[name][:8] for name in UUIDS}, "8 characters, each on one line"
+    assert not any(whole in out for whole in UUIDS.values())
+    bad = rows[UUIDS["bad"][:8]]
+    assert "ValueError: review 2 of lamp-2" in bad, "why, in the reason column"
+    assert "stopped at score" in bad, "how far, as the console says it, not 100 %"
+    assert "100 %" not in rows[UUIDS["stopped"][:8]]
+    assert "40 %" in rows[UUIDS["busy"][:8]]
+    assert "2026-11-26 11:01:00" in bad, "started, in the machine's zone, to the second"
+    assert ".123" not in out
+    assert "Z " not in out
+
+
+def test_tasks_as_json_is_the_whole_answer_on_stdout(gateway: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "tasks", "--status", "failed", "--output", "json")
+    assert (code, err) == (0, "")
+    answer = json.loads(out)
+    assert [task["id"] for task in answer["tasks"]] == [UUIDS["bad"]]
+    assert answer["next_cursor"] is None
+
+
+def test_status_shows_the_whole_id_asked_about_and_as_json_the_task(
+    gateway: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = _run(capsys, "status", UUIDS["bad"][:8])
+    assert f"task {UUIDS['bad']}" in out
+    code, out, err = _run(capsys, "status", UUIDS["bad"][:8], "--output", "json")
+    assert (code, err) == (1, "")
+    assert json.loads(out)["error"]["type"] == "ValueError"
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("ok", 0), ("bad", 1), ("stopped", 1), ("busy", 3)],
+    ids=["succeeded", "failed", "canceled", "running"],
+)
+def test_status_and_watch_exit_alike_by_how_the_task_stands(
+    name: str, code: int, gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0 succeeded, 1 failed or canceled, 3 not ended (docs/local-stack.md, "Exit status"); `watch` of a
+    task that has not ended follows it, here until a stand-in stream's last event."""
+    monkeypatch.setattr(GatewayClient, "follow", lambda self, task_id: iter([("status", self.task(task_id))]))
+    assert _run(capsys, "status", UUIDS[name])[0] == code
+    assert _run(capsys, "watch", UUIDS[name])[0] == code
+    assert _run(capsys, "watch", UUIDS[name], "--output", "json")[0] == code
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["watch"],
+        ["cancel"],
+        ["resume", "{}"],
+        ["rerun"],
+    ],
+    ids=lambda argv: argv[0],
+)
+@pytest.mark.parametrize("given", ["00000000-0000-4000-8000-000000000000", "ffff"], ids=["whole", "short"])
+def test_an_unknown_id_is_a_mistake_for_every_command(
+    argv: list[str], given: str, gateway: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command, *rest = argv
+    code, out, err = _run(capsys, command, given, *rest)
+    assert code == 2, err
+    assert out == ""
+    assert err.startswith("asya: ")
+
+
+def test_watch_ends_with_the_table_status_prints(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's last status may be a lighter view than `GET` gives (no failed branches): `watch`
+    prints the task as `status` does."""
+    light = {"id": UUIDS["bad"], "status": "failed", "terminal": True, "progress": 100}
+    monkeypatch.setattr(GatewayClient, "follow", lambda _self, _id: iter([("status", light)]))
+    _, watched, _ = _run(capsys, "watch", UUIDS["bad"])
+    _, status, _ = _run(capsys, "status", UUIDS["bad"])
+    assert status in watched
+    assert "ValueError: review 2 of lamp-2 has no text to score" in status
