@@ -191,3 +191,30 @@ def test_watch_ends_with_the_table_status_prints(
     _, status, _ = _run(capsys, "status", UUIDS["bad"])
     assert status in watched
     assert "ValueError: review 2 of lamp-2 has no text to score" in status
+
+
+SUMP_ENTRY = {
+    "id": UUIDS["bad"],
+    "reason": "ValueError",
+    "actor": "score",
+    "arrived_at": "2026-11-26T10:01:30.456Z",
+    "error_type": "ValueError",
+    "message": "review 2 of lamp-2 has no text to score, " * 4,
+}
+
+
+def test_sump_list_shows_short_ids_and_cuts_errors_between_words_and_json_has_them_whole(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(GatewayClient, "sump", lambda _self, **_filters: iter([SUMP_ENTRY]))
+    code, out, _ = _run(capsys, "sump", "list")
+    assert code == 0
+    assert UUIDS["bad"][:8] in out
+    assert UUIDS["bad"] not in out
+    assert "2026-11-26 11:01:30" in out
+    shown = " ".join(cell.strip() for line in out.splitlines() for cell in line.split("│")[5:6] if cell.strip())
+    assert shown.startswith("ValueError: review 2 of lamp-2 has no text to score,")
+    assert shown.endswith(" …"), "cut between words"
+    code, out, err = _run(capsys, "sump", "list", "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"entries": [SUMP_ENTRY]}
