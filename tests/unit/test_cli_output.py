@@ -11,14 +11,16 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
-from asya_local import cli, running_mesh, stack_option
+from asya_local import cli, results_cli, running_mesh, stack_option
 from asya_local.gateway_client import GatewayClient
+from asya_local.results import KeptResults
 from asya_local.screen import screen
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.support.listed_tasks import through_the_function
@@ -218,3 +220,55 @@ def test_sump_list_shows_short_ids_and_cuts_errors_between_words_and_json_has_th
     code, out, err = _run(capsys, "sump", "list", "--output", "json")
     assert (code, err) == (0, "")
     assert json.loads(out) == {"entries": [SUMP_ENTRY]}
+
+
+def _kept(project: Path) -> list[dict[str, Any]]:
+    """What x-sink kept of task `bad`: its error payload, raised in the project's actor under a library."""
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/runtime/asya/hop.py", line 80, in run\n'
+        "    out = handler(payload)\n"
+        '  File "/srv/venv/lib/python3.11/site-packages/wrapt/wrappers.py", line 9, in __call__\n'
+        "    return self.f(*a)\n"
+        f'  File "{project}/actors/helpers.py", line 3, in text_of\n'
+        "    return check(review)\n"
+        f'  File "{project}/actors/score.py", line 12, in check\n'
+        "    raise ValueError('review 2 of lamp-2 has no text to score')\n"
+        "ValueError: review 2 of lamp-2 has no text to score"
+    )
+    error = {"type": "ValueError", "message": "review 2 of lamp-2 has no text to score", "traceback": trace}
+    envelope = {
+        "id": UUIDS["bad"],
+        "route": {"prev": ["split"], "curr": "score", "next": ["triage"]},
+        "status": {"phase": "failed", "actor": "score", "reason": "ValueError", "error": error},
+        "payload": {"error": "processing_error", "details": error, "original_payload": {"review": ""}},
+    }
+    key = f"results/reviews/{UUIDS['bad']}/failed.json"
+    return [{"id": UUIDS["bad"], "key": key, "outcome": "failed", "envelope": envelope, "text": json.dumps(envelope)}]
+
+
+def test_results_sums_up_a_failure_without_the_machines_folders_and_json_keeps_it_whole(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    state = {"endpoint": "http://endpoint", "bucket": "results", "namespace": "reviews", "config": str(REVIEWS)}
+    monkeypatch.setattr(results_cli, "running_state", lambda: state)
+    monkeypatch.setattr(results_cli, "local_client", lambda *_args: None)
+    monkeypatch.setattr(KeptResults, "all", lambda _self: _kept(tmp_path))
+    code, out, _ = _run(capsys, "results", UUIDS["bad"][:8])
+    assert code == 0
+    rows = {cells[1].strip(): cells[2].strip() for line in out.splitlines() if len(cells := line.split("│")) == 4}
+    assert rows["status"] == "failed at score"
+    assert rows["error"] == "ValueError: review 2 of lamp-2 has no text to score"
+    assert rows["where"] == "actors/score.py, line 12, in check", "from the project's folder"
+    assert rows["input"] == '{"review": ""}'
+    assert "… 1 earlier frame" in out
+    assert 'File "wrapt/wrappers.py"' in out, "a library's file from its package"
+    assert str(tmp_path) not in out
+    assert "/srv/" not in out
+    assert len(out.splitlines()) < 30, "a summary, not the 130 lines of the raw documents"
+    code, out, _ = _run(capsys, "results", UUIDS["bad"][:8], "--output", "json")
+    assert code == 0
+    [raw] = json.loads(out)
+    assert raw["status"]["error"]["traceback"].startswith("Traceback")
+    assert raw["key"].endswith("/failed.json")
