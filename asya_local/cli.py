@@ -6,7 +6,7 @@
                                                  tasks newest first, every status by default, page by page
     asya status  ID                              a task as the gateway reports it
     asya watch   ID                              follow a task live until it ends
-    asya results ID                              what x-sink / x-sump kept for an envelope
+    asya results ID                              what x-sink / x-sump kept for an envelope, summed up
     asya cancel  ID / asya resume ID JSON        cancel a task; give a paused one what it asked for
     asya queues  [--watch]                       queue depths
     asya demo    [--config FILE] [--inputs FILE] start, send the example inputs, watch, print, stop
@@ -24,6 +24,9 @@
                                                  a token for a mesh with gateway.auth: jwt: the local
                                                  issuer's, or a deployed Cognito pool's machine client's
 
+`tasks`, `status`, `watch`, `results` and `sump list` take `--output json`: their answer as JSON alone
+on stdout. Every command exits by one table (`asya_local.answers`, docs/local-stack.md "Exit status"):
+0 done or succeeded, 1 failed, canceled or not done, 2 a mistake or an unknown id, 3 not ended.
 `send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun`, `queues`, `sump` and
 `console` take `--stack NAME [--token T]`: a deployed mesh, found from its stack's outputs and reached
 with the caller's AWS credentials (`asya_local.discovery`), instead of the local stack.
