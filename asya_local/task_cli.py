@@ -27,6 +27,7 @@ from asya_local.stack_option import add_stack_options
 from asya_local.task_text import short_id, task_table
 
 TASK_JSON = "the task as the gateway reports it (docs/status.md)"
+EXITS_AS_IT_STANDS = "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it has not ended"
 
 
 def send(args: argparse.Namespace) -> int:
@@ -221,8 +222,8 @@ def add_parsers(commands: Any) -> None:
         "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
     )
     for name, summary, example, answer in (
-        ("status", "a task as the gateway reports it; exit 0 if it succeeded", "asya status 5f0c9a2e", TASK_JSON),
-        ("watch", "follow a task live until it ends; exit 0 if it succeeded", "asya watch 5f0c9a2e", TASK_JSON),
+        ("status", f"a task as the gateway reports it; {EXITS_AS_IT_STANDS}", "asya status 5f0c9a2e", TASK_JSON),
+        ("watch", f"follow a task live until it ends; {EXITS_AS_IT_STANDS}", "asya watch 5f0c9a2e", TASK_JSON),
         (
             "results",
             "what x-sink and x-sump kept for an envelope and its branches, summed up",
