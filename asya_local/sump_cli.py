@@ -96,6 +96,8 @@ def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console)
         try:
             redriven, answer = gateway.redrive(envelope_id, body)
         except GatewayError as exc:
+            if args.id:  # the one message asked for: refused as any command's request is (404: exit 2)
+                raise
             failures += 1
             console.print(f"[red]{envelope_id}: {exc}[/red]", highlight=False)
             continue

@@ -19,7 +19,7 @@ from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local import cli, results_cli, running_mesh, stack_option
-from asya_local.gateway_client import GatewayClient
+from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.results import KeptResults
 from asya_local.screen import screen
 from asya_local.testing.tables import EVENTS, TASKS
@@ -272,3 +272,17 @@ def test_results_sums_up_a_failure_without_the_machines_folders_and_json_keeps_i
     [raw] = json.loads(out)
     assert raw["status"]["error"]["traceback"].startswith("Traceback")
     assert raw["key"].endswith("/failed.json")
+
+
+def test_sump_show_and_redrive_of_an_id_x_sump_does_not_know_exit_as_every_unknown_id(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unknown(_self: GatewayClient, envelope_id: str, *_body: Any) -> Any:
+        raise GatewayError(f"404: no message {envelope_id!r} in x-sump", 404)
+
+    monkeypatch.setattr(GatewayClient, "sump_entry", unknown)
+    monkeypatch.setattr(GatewayClient, "redrive", unknown)
+    for argv in (["sump", "show", UUIDS["ok"]], ["sump", "redrive", UUIDS["ok"]]):
+        code, out, err = _run(capsys, *argv)
+        assert (code, out) == (2, ""), err
+        assert err == f"asya: the gateway refused: 404: no message '{UUIDS['ok']}' in x-sump\n"
