@@ -272,6 +272,9 @@ def test_results_sums_up_a_failure_without_the_machines_folders_and_json_keeps_i
     [raw] = json.loads(out)
     assert raw["status"]["error"]["traceback"].startswith("Traceback")
     assert raw["key"].endswith("/failed.json")
+    code, out, err = _run(capsys, "results", "00000000-0000-4000-8000-000000000000")
+    assert (code, out) == (2, ""), "an id nothing was kept for and no task has: a mistake, as for `status`"
+    assert err.startswith("asya: no results for 00000000-0000-4000-8000-000000000000")
 
 
 def test_sump_show_and_redrive_of_an_id_x_sump_does_not_know_exit_as_every_unknown_id(
