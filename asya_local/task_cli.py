@@ -105,7 +105,7 @@ def watch(args: argparse.Namespace) -> int:
     gateway = stack_option.gateway(args)
     task_id = known_task(gateway, gateway.task_id(args.id))["id"]
     if args.output == JSON:
-        for _ in gateway.follow(task_id):
+        for _ in gateway.follow(task_id):  # until it ends, quietly: stdout holds only the answer
             pass
     else:
         _follow(gateway, task_id)
