@@ -21,7 +21,7 @@ import yaml
 
 from asya_cdk.yaml_text import named_yaml
 
-if TYPE_CHECKING:  # the models: `asya_local.cli` catches `LocalSecretError` without loading them
+if TYPE_CHECKING:  # the models: `asya_local.commands` catches `LocalSecretError` without loading them
     from asya_cdk.loaded_mesh import LoadedMesh
     from asya_cdk.needs import SecretReference
 

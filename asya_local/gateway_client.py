@@ -242,7 +242,7 @@ class GatewayClient:
         """`POST /sump/{id}:redrive`: (whether this call redrove it, what was done)."""
         response = self._call("POST", f"{API}/sump/{envelope_id}:redrive", json=body)
         if response.status_code not in (200, 202):
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return response.status_code == 202, dict(response.json())
 
     def task(self, task_id: str) -> dict[str, Any] | None:
@@ -302,7 +302,7 @@ class GatewayClient:
         else:
             response = self._call("POST", path, json=body, headers=headers, **kwargs)
         if response.status_code not in expected:
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return dict(response.json())
 
     def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:

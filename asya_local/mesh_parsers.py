@@ -3,7 +3,7 @@
 
 Their parsers are here, apart from what the commands run (`local_cli`, `check`, `cdk_cli`, `smoke`,
 `flow_cli`), because what those import is heavy: the CDK (which starts Node.js), moto, Flask, the
-drawing. `asya_local.cli` builds every parser, for `asya status` and `asya --help` too, and imports a
+drawing. `asya_local.commands` builds every parser, for `asya status` and `asya --help` too, and imports a
 command's module only when that command runs.
 """
 

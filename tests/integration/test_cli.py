@@ -58,8 +58,10 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
         while (shown := _asya(tmp_path, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert shown.returncode == 0, shown.stdout
-        assert '"phase": "succeeded"' in shown.stdout
+        assert "succeeded" in shown.stdout, "a summary by default"
         assert '"label": "even"' in shown.stdout
+        raw = _asya(tmp_path, "results", envelope_id, "--output", "json")
+        assert any(doc["status"]["phase"] == "succeeded" for doc in json.loads(raw.stdout))
 
         queues = _asya(tmp_path, "queues")
         assert queues.returncode == 0
@@ -67,7 +69,7 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
 
         unknown = _asya(tmp_path, "send", "{}", "--flow", "nope")
         assert unknown.returncode == 2
-        assert "unknown flow 'nope'" in unknown.stdout
+        assert "unknown flow 'nope'" in unknown.stderr
     finally:
         up.send_signal(signal.SIGTERM)
         output, _ = up.communicate(timeout=30)
@@ -124,10 +126,12 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     _a_failed_task_runs_again(cwd, failed_id)
 
     deadline = time.monotonic() + 30  # x-sump keeps the failure after x-sink has recorded it
-    while failed_id not in (listed := _asya(cwd, "sump", "list", "--reason", "RuntimeError", "--since", "1h")).stdout:
+    sump_list = ("sump", "list", "--reason", "RuntimeError", "--since", "1h", "--output", "json")
+    while failed_id not in (listed := _asya(cwd, *sump_list)).stdout:
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.5)
-    assert "ValueError boom" in listed.stdout
+    [kept] = [entry for entry in json.loads(listed.stdout)["entries"] if entry["id"] == failed_id]
+    assert (kept["error_type"], kept["message"].split(":")[0]) == ("ValueError", "boom")
     redriven = _asya(cwd, "sump", "redrive", "--reason", "RuntimeError", "--to", "post")
     assert redriven.returncode == 0, redriven.stdout + redriven.stderr
     assert f"{failed_id}: redriven to post (redrive 1)" in redriven.stdout
@@ -136,10 +140,10 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
 
     missing = _asya(cwd, "status", "no-such-task")
     assert missing.returncode == 2
-    assert "no task starts with 'no-such-task' among the newest 100 tasks" in missing.stdout
+    assert "no task starts with 'no-such-task' among the newest 100 tasks" in missing.stderr
     unknown = _asya(cwd, "status", "00000000-0000-4000-8000-000000000000")
-    assert unknown.returncode == 1
-    assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stdout
+    assert unknown.returncode == 2, "an unknown id, whole or short, is the same mistake"
+    assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stderr
     return envelope_id
 
 
@@ -155,7 +159,7 @@ def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, 
     message_id = sqs.send_message(QueueUrl=url, MessageBody='{"payload": {"n": 2}')["MessageId"]
     kept_id = f"sqs-{message_id}"
     deadline = time.monotonic() + 30
-    while kept_id not in (listed := _asya(cwd, "sump", "list", "--reason", "ParseError")).stdout:
+    while kept_id not in (listed := _asya(cwd, "sump", "list", "--reason", "ParseError", "--output", "json")).stdout:
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.5)
     fixed = cwd / "fixed.json"
@@ -164,7 +168,7 @@ def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, 
     assert redriven.returncode == 0, redriven.stdout + redriven.stderr
     assert f"{kept_id}: redriven to prep (redrive 1)" in redriven.stdout
     deadline = time.monotonic() + 30
-    while '"done": true' not in (shown := _asya(cwd, "results", kept_id)).stdout:
+    while '"done": true' not in (shown := _asya(cwd, "results", kept_id, "--output", "json")).stdout:
         assert time.monotonic() < deadline, shown.stdout + shown.stderr
         time.sleep(0.5)
     assert '"prepped": true' in shown.stdout
@@ -175,14 +179,14 @@ def test_up_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
     bad.write_text("namespace: x\nactors:\n  a: {handler: m.f, timeout: forever}\n")
     result = _asya(tmp_path, "up", "--config", str(bad), "--port", "0")
     assert result.returncode == 2
-    assert "actors.a.timeout" in result.stdout
-    assert "is not a duration" in result.stdout
+    assert "actors.a.timeout" in result.stderr
+    assert "is not a duration" in result.stderr
 
 
 def test_commands_without_a_running_stack_say_so(tmp_path: Path) -> None:
     result = _asya(tmp_path, "queues")
     assert result.returncode == 2
-    assert "start one with `asya up`" in result.stdout
+    assert "start one with `asya up`" in result.stderr
 
 
 def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
@@ -195,4 +199,5 @@ def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
     sleeping = _asya(cwd, "send", '{"sleep": 5}', "--flow", "sleepy").stdout.strip()
     refused = _asya(cwd, "rerun", sleeping)
     assert refused.returncode == 1, refused.stdout
-    assert "only a task that has ended is run again" in " ".join(refused.stdout.split())  # wrapped at 80
+    [refusal] = refused.stderr.splitlines()  # one line, however long
+    assert "only a task that has ended is run again" in refusal

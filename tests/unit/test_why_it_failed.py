@@ -188,5 +188,5 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
     assert rows["error"] == (
         f"1 of 3 branches failed (on_failure: tolerate 25%): branch 2 of 3 ({branch['id']}) ValueError: bad item"
     )
-    assert rows["failed branch 2 of 3"] == f"{branch['id']} failed at score: ValueError: bad item"
+    assert rows["failed branch 2 of 3"] == f"{branch['id'][:8]} failed at score: ValueError: bad item"
     assert "output" not in rows
