@@ -8,6 +8,7 @@ callable objects working without special cases. All styles go through one driver
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import inspect
 import threading
@@ -25,7 +26,12 @@ Handler = Callable[[Any], Any]
 
 class HandlerConfigError(Exception):
     """`ASYA_HANDLER` does not name a usable callable. Raised when the sidecar is built (an actor's
-    function: at its execution environment's start), loudly."""
+    function: at its execution environment's start), loudly. `problem` is what is wrong, without the
+    variable: `asya check` names the actor's `handler` field instead (`asya_local.handler_imports`)."""
+
+    def __init__(self, problem: str, spec: str) -> None:
+        super().__init__(f"{problem} ({HANDLER.name}={spec!r})")
+        self.problem = problem
 
 
 class HandlerImportError(HandlerConfigError, ImportError):
@@ -34,25 +40,39 @@ class HandlerImportError(HandlerConfigError, ImportError):
     (`Runtime.ImportModuleError`)."""
 
 
-def load_handler(spec: str) -> Handler:
-    """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments)."""
+class HandlerModuleError(HandlerConfigError):
+    """The handler's module raised something other than an ImportError while it was imported: its own
+    code failed (it may read a secret or file that only its deployed environment has)."""
+
+
+def load_handler(spec: str, *, create: bool = True) -> Handler:
+    """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments).
+    `create=False` looks the method up on the class without creating it: what `asya check` resolves,
+    so that a class whose `__init__` loads a model is named, not run (`asya_local.handler_imports`)."""
     parts = spec.split(".") if isinstance(spec, str) else []
     if len(parts) < 2 or not all(part.isidentifier() for part in parts):
-        raise HandlerConfigError(f"{HANDLER.name} must be 'module.function' or 'module.Class.method', got {spec!r}")
+        raise HandlerConfigError("must be 'module.function' or 'module.Class.method'", str(spec))
     module, attributes = _import_longest_prefix(parts, spec)
     target: Any = module
-    owner_path = module.__name__
+    dotted, owner = module.__name__, f"module {module.__name__!r}"  # `owner`: the target, as a message names it
     for name in attributes:
-        if inspect.isclass(target):
-            target = _instantiate(target, owner_path, spec)
+        if inspect.isclass(target) and create:
+            target = _instantiate(target, owner, spec)
         try:
-            target = getattr(target, name)
+            found = getattr(target, name)
         except AttributeError:
-            raise HandlerConfigError(f"{owner_path!r} has no attribute {name!r} (ASYA_HANDLER={spec!r})") from None
-        owner_path = f"{owner_path}.{name}"
+            raise HandlerConfigError(f"{owner} has no attribute {name!r}{_did_you_mean(target, name)}", spec) from None
+        target, dotted = found, f"{dotted}.{name}"
+        owner = f"{'class' if inspect.isclass(found) else 'object'} {dotted!r}"
     if inspect.isclass(target) or not callable(target):
-        raise HandlerConfigError(f"{HANDLER.name}={spec!r} names {type(target).__name__}, not a function or method")
+        raise HandlerConfigError(f"names {type(target).__name__}, not a function or method", spec)
     return target  # type: ignore[no-any-return]
+
+
+def _did_you_mean(target: Any, name: str) -> str:
+    """` (did you mean 'split'?)` when `target` has a public name close to the mistyped one."""
+    close = difflib.get_close_matches(name, [known for known in dir(target) if not known.startswith("_")], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]:
@@ -64,23 +84,20 @@ def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]
         except ModuleNotFoundError as exc:
             missing = exc.name or ""
             if module_name != missing and not module_name.startswith(missing + "."):
-                raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+                raise HandlerImportError(f"importing {module_name!r} failed: {exc}", spec) from exc
         except ImportError as exc:
-            raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+            raise HandlerImportError(f"importing {module_name!r} failed: {exc}", spec) from exc
         except Exception as exc:
-            raise HandlerConfigError(
-                f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-    raise HandlerImportError(f"module {parts[0]!r} of ASYA_HANDLER={spec!r} not found")
+            raise HandlerModuleError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", spec) from exc
+    raise HandlerImportError(f"no module named {parts[0]!r}", spec)
 
 
-def _instantiate(cls: type, path: str, spec: str) -> Any:
+def _instantiate(cls: type, owner: str, spec: str) -> Any:
     try:
         return cls()
     except Exception as exc:
         raise HandlerConfigError(
-            f"class {path!r} of ASYA_HANDLER={spec!r} could not be created with no arguments: "
-            f"{type(exc).__name__}: {exc}"
+            f"{owner} could not be created with no arguments: {type(exc).__name__}: {exc}", spec
         ) from exc
 
 

@@ -89,8 +89,8 @@ def test_an_actors_failed_init_is_reported_and_ends_the_environment(tmp_path: Pa
     assert record["log_level"] == "ERROR"
     assert record["errorType"] == "Runtime.ImportModuleError"
     assert record["errorMessage"] == (
-        "Unable to import module 'asya.actor': importing 'uses_yaml' for ASYA_HANDLER='uses_yaml.fn' failed: "
-        "No module named 'yaml'"
+        "Unable to import module 'asya.actor': importing 'uses_yaml' failed: No module named 'yaml' "
+        "(ASYA_HANDLER='uses_yaml.fn')"
     )
     assert lines[1].startswith("INIT_REPORT Init Duration: ")
     assert lines[1].endswith("Status: error\tError Type: Runtime.ImportModuleError")
