@@ -25,8 +25,8 @@ Handler = Callable[[Any], Any]
 
 
 class HandlerConfigError(Exception):
-    """`ASYA_HANDLER` does not name a usable callable. Raised when the sidecar is built (an actor's
-    function: at its execution environment's start), loudly. `problem` is what is wrong, without the
+    """`ASYA_HANDLER` does not name a usable callable: found when the sidecar is built (an actor's
+    function: at its execution environment's start, `load_or_defer`). `problem` is what is wrong, without the
     variable: `asya check` names the actor's `handler` field instead (`asya_local.handler_imports`)."""
 
     def __init__(self, problem: str, spec: str) -> None:
@@ -35,9 +35,8 @@ class HandlerConfigError(Exception):
 
 
 class HandlerImportError(HandlerConfigError, ImportError):
-    """The handler's module, or something it imports, cannot be imported: an ImportError, so that
-    Lambda's runtime reports an actor's init as it reports any module that fails to import
-    (`Runtime.ImportModuleError`)."""
+    """The handler's module, or something it imports, cannot be imported: an ImportError, as what it
+    wraps is, so that a resiliency rule for ImportError matches it."""
 
 
 class HandlerModuleError(HandlerConfigError):
@@ -67,6 +66,31 @@ def load_handler(spec: str, *, create: bool = True) -> Handler:
     if inspect.isclass(target) or not callable(target):
         raise HandlerConfigError(f"names {type(target).__name__}, not a function or method", spec)
     return target  # type: ignore[no-any-return]
+
+
+def load_or_defer(spec: str, actor: str, on_failure: Callable[[HandlerConfigError], None]) -> Handler:
+    """The handler; or, when it cannot be loaded (`on_failure` is told why, at the start), one that
+    loads it at each call and, while that fails, raises the load error naming the actor: each envelope
+    then fails as under a handler that raises (resiliency, x-sink, its task failed with the error), so
+    a mistyped handler ends its tasks with the reason at once instead of failing the environment's
+    init, which would leave them pending until SQS redrove them to x-sump (docs/actors.md, "A handler
+    that cannot be loaded"). A load that succeeds later (a class whose `__init__` met a passing
+    failure) is kept."""
+    try:
+        return load_handler(spec)
+    except HandlerConfigError as exc:
+        on_failure(exc)
+    loaded: list[Handler] = []
+
+    def deferred(argument: Any) -> Any:
+        if not loaded:
+            try:
+                loaded.append(load_handler(spec))
+            except HandlerConfigError as exc:
+                raise type(exc)(f"{actor} cannot load its handler: {exc.problem}", spec) from exc.__cause__
+        return loaded[0](argument)
+
+    return deferred
 
 
 def _did_you_mean(target: Any, name: str) -> str:
