@@ -29,7 +29,8 @@ from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.live_view import LiveView
+from asya_local.live_view import NOT_LOADED_HINT, LiveView
+from asya_local.load_failures import LoadFailures
 from asya_local.local_state import (
     LocalStateError,
     read_state,
@@ -57,6 +58,7 @@ class Started:
     stack: LocalStack
     log: WorkerLog
     activity: ActivityCounter
+    failures: LoadFailures
 
     @cached_property
     def console(self) -> MeshConsole:
@@ -65,7 +67,7 @@ class Started:
 
     def live_view(self, header: list[str]) -> LiveView:
         dynamodb = self.stack.client("dynamodb")
-        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header)
+        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header, self.failures)
 
     def stop(self) -> None:
         self.stack.stop()
@@ -81,7 +83,9 @@ def _start(args: argparse.Namespace) -> Started:
                 f"{option} 0 takes any free port"
             )
     activity = ActivityCounter(mesh.config.namespace)
-    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
+    failures = LoadFailures()
+    taps: list[worklog.Tap] = [activity.take, failures.take]
+    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=taps)
     stack = LocalStack(
         mesh,
         port=args.port or free_port(),
@@ -97,7 +101,7 @@ def _start(args: argparse.Namespace) -> Started:
         except BaseException:
             log.close()
             raise
-    return Started(stack, log, activity)
+    return Started(stack, log, activity, failures)
 
 
 def up(args: argparse.Namespace) -> int:
@@ -127,7 +131,7 @@ def up(args: argparse.Namespace) -> int:
             with Live(view, console=console, refresh_per_second=1):
                 stopped.wait()
         else:  # a log, not a screen: the header once, errors as they come
-            for line in header:
+            for line in header[:1] + [f"{line}: {NOT_LOADED_HINT}" for line in started.failures.lines()] + header[1:]:
                 console.print(line, highlight=False)
             stopped.wait()
     except KeyboardInterrupt:

@@ -21,6 +21,8 @@ from asya.abi import AbiError, EnvelopeState, Frame, as_verb, deep_copy, frame_f
 from asya.variables import HANDLER
 
 HandlerMode = Literal["payload", "envelope"]
+NOT_LOADED = "cannot load its handler"  # "<actor> cannot load its handler: <problem>", said and raised alike
+PROBLEM_FIELD = "handler_problem"  # the field of the start's record that says why (`asya_local.load_failures`)
 Handler = Callable[[Any], Any]
 
 
@@ -87,7 +89,7 @@ def load_or_defer(spec: str, actor: str, on_failure: Callable[[HandlerConfigErro
             try:
                 loaded.append(load_handler(spec))
             except HandlerConfigError as exc:
-                raise type(exc)(f"{actor} cannot load its handler: {exc.problem}", spec) from exc.__cause__
+                raise type(exc)(f"{actor} {NOT_LOADED}: {exc.problem}", spec) from exc.__cause__
         return loaded[0](argument)
 
     return deferred

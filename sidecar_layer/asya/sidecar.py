@@ -23,7 +23,7 @@ from typing import Any
 from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
-from asya.handler import HandlerConfigError, load_or_defer
+from asya.handler import NOT_LOADED, PROBLEM_FIELD, HandlerConfigError, load_or_defer
 from asya.hop import HopPlan, HopRunner
 from asya.hop_logging import quiet_sdk_loggers
 from asya.reporting import Registered, status_reporter
@@ -63,8 +63,8 @@ class Sidecar:
     def _cannot_load(self, error: HandlerConfigError) -> None:
         """Said at the start, at ERROR: `asya up` shows it on screen, CloudWatch keeps it."""
         self.telemetry.logger.error(
-            f"{self.config.actor} cannot load its handler: {error.problem}; each envelope fails with this error",
-            extra={"error_type": type(error).__name__, "handler": self.config.handler},
+            f"{self.config.actor} {NOT_LOADED}: {error.problem}; each envelope fails with this error",
+            extra={"error_type": type(error).__name__, "handler": self.config.handler, PROBLEM_FIELD: error.problem},
         )
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
