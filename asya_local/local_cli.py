@@ -63,7 +63,7 @@ class Started:
     @cached_property
     def console(self) -> MeshConsole:
         """One for the web console and the live view, which then share each read of the figures."""
-        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity)
+        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity, self.failures)
 
     def live_view(self, header: list[str]) -> LiveView:
         dynamodb = self.stack.client("dynamodb")
@@ -158,10 +158,10 @@ def serve_console(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if args.stack is None or (state is not None and state.get("stack") == args.stack):
         where = LocalMesh.of_state(state if state is not None else running_state())
-        activity = ActivityCounter(where.mesh.config.namespace)
+        activity, failures = ActivityCounter(where.mesh.config.namespace), LoadFailures()
         if where.log is not None:
-            follow_log(where.log, activity.take, stop)
-        mesh_console = local_console(where, activity)
+            follow_log(where.log, lambda line: [take(line) for take in (activity.take, failures.take)], stop)
+        mesh_console = local_console(where, activity, failures)
     else:
         mesh_console = deployed_console(stack_option.deployed(args))
     served = serve(mesh_console, args.port)

@@ -1,5 +1,6 @@
 """`asya up` names an actor that cannot load its handler in red under its "is up" line, and marks the
-actor in its table, from the record the actor's sidecar writes at its start (`asya_local.load_failures`)."""
+actor in its table, from the record the actor's sidecar writes at its start (`asya_local.load_failures`);
+the console draws it red on the mesh and says why on its page."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import pytest
 from rich.console import Console as Terminal
 
 from asya_cdk.loading import load_mesh
+from asya_local.console.app import Console
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
 from asya_local.live_view import LiveView
 from asya_local.load_failures import LoadFailures
+from tests.support.console_client import console_client
 from tests.support.mesh import Mesh
+from tests.unit.test_console import FakeGateway
 
 REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.yaml"
 
@@ -62,3 +66,24 @@ def test_other_lines_are_ignored() -> None:
     for line in ('{"level":"ERROR","message":"handler failed","actor":"score"}', "1 in, 1 done (5 ms)", "{not json"):
         failures.take(line)
     assert failures.found() == {}
+
+
+class _BrokenSplit:
+    def actor_stats(self) -> dict[str, ActorStats]:
+        problem = "module 'actors' has no attribute 'splitt' (did you mean 'split'?)"
+        return {"split": ActorStats(load_error=problem), "score": ActorStats()}
+
+
+def test_the_consoles_mesh_and_actor_pages_mark_the_actor_with_its_load_error() -> None:
+    topology = Topology.of_mesh(load_mesh(REVIEWS))
+    client = console_client(Console(topology, _BrokenSplit(), FakeGateway(), "here"))  # type: ignore[arg-type]
+    said = "split cannot load its handler: module &#39;actors&#39; has no attribute &#39;splitt&#39;"
+    mesh_page = client.get("/").get_data(as_text=True)
+    split = mesh_page.split('data-actor="split"', 1)[0].rsplit("<g ", 1)[1]
+    assert "not-loaded" in split
+    assert said in mesh_page
+    score = mesh_page.split('data-actor="score"', 1)[0].rsplit("<g ", 1)[1]
+    assert "not-loaded" not in score
+    actor_page = client.get("/actors/split").get_data(as_text=True)
+    assert f'<p class="error-message" role="alert">{said}' in actor_page
+    assert 'role="alert"' not in client.get("/actors/score").get_data(as_text=True)
