@@ -156,7 +156,7 @@ def console_app_page(console: app.Console, task_id: str) -> str:
 def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
     """The reviews' case: the join tolerates 25 %, the second of three branches raised a ValueError at
     `score`. From the record the mesh wrote to what `asya status` prints: the branch counted from 1,
-    its own error type (not the reason code `RuntimeError`), the join's actor as where it failed, the
+    its own error type (not the reason code `HandlerError`), the join's actor as where it failed, the
     branch listed by its id with its folded traceback, and no error payload shown as a result."""
     with fan_join({"tolerate": "25%"}) as mesh:
         task_id = mesh.run(["split", "score", "summary"], {"items": [1, "bad", 3]})
