@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 
 from asya.fans import OUTCOMES, FanCounts
+from asya.join_failure import recounted
+from asya.reasons import Reason
 from asya.root_result import set_own_envelope_apart
 from asya.task_record import TERMINAL, TaskStatus, hop_times
 from asya_gateway.task_input import input_view
@@ -72,6 +74,8 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
         set_own_envelope_apart(view)
         if _ended_by_branches(item, view):
             _failed_by_branches(view)
+    if view.get("reason") == Reason.JOIN_FAILED and isinstance(view.get("error"), dict):
+        view["error"] = recounted(view["error"], item)  # with the branches that failed after it gave up
     if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
         view["error"] = {**view["error"], "traceback": fold_traceback(view["error"]["traceback"])}
     return view
