@@ -19,7 +19,7 @@ import orjson
 from asya.fans import OUTCOMES, FanCounts
 from asya.join_failure import recounted
 from asya.reasons import Reason
-from asya.root_result import set_own_envelope_apart
+from asya.root_result import not_succeeded, set_own_envelope_apart
 from asya.task_record import TERMINAL, TaskStatus, hop_times
 from asya_gateway.task_input import input_view
 
@@ -97,14 +97,8 @@ def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:
 
 def _failed_by_branches(view: dict[str, Any]) -> None:
     """The root ended failed (or canceled) because branches did: say so."""
-    counts = view["branches"]
     view["reason"] = BRANCH_FAILED
-    ended_badly = counts.get("failed", 0) + counts.get("canceled", 0)
-    view["error"] = {
-        "message": f"{ended_badly} of its {counts['total']} envelopes did not succeed "
-        f"({counts.get('failed', 0)} failed, {counts.get('canceled', 0)} canceled)",
-        "type": None,
-    }
+    view["error"] = {"message": not_succeeded(view["branches"]), "type": None}
 
 
 def fold_traceback(trace: str) -> str:
