@@ -55,7 +55,7 @@ def add_parser(commands: Any) -> None:
     for action in (listing, show, redrive):
         add_stack_options(action)
     for filtered in (listing, redrive):
-        filtered.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
+        filtered.add_argument("--reason", help="only this reason (HandlerError, Timeout, Redriven, ...)")
         filtered.add_argument("--actor", help="only failures at this actor")
         filtered.add_argument("--since", type=moment_argument, help=f"only arrivals since: {SHAPES}")
     add_output_option(listing, '{"entries": [each message as the gateway lists it, its whole id]}')

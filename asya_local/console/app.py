@@ -13,7 +13,7 @@ SigV4): the browser never sees a key. Pages:
   on the graph (a program flow's task: its program's graph, the steps it took marked,
   `asya_local.console.task_program`) with each hop's time, its branches, its FLY events as they
   come, its input, its result or error, its log lines; cancel, resume, run again;
-- `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
+- `/sump`: what x-sump kept, grouped by reason, error type and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
@@ -27,6 +27,7 @@ import json
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -271,12 +272,13 @@ def rerun(task_id: str) -> Any:
 def sump() -> Any:
     """What x-sump kept, filtered; "Since" takes what the task list's times and the CLI take (`1h`, an
     RFC 3339 time, a local date and time), and one it cannot read is said, with the form and no list."""
-    filters = {name: request.args.get(name, "").strip() for name in ("reason", "actor", "since", "tz")}
+    filters = {name: request.args.get(name, "").strip() for name in ("reason", "type", "actor", "since", "tz")}
     try:
         since = utc_time("Since", filters["since"], filters["tz"]) or ""
     except ValueError as exc:
         return render_template("sump.html", entries=[], groups=[], filters=filters, problem=str(exc)), 400
-    entries = list(_console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since))
+    listed = _console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since)
+    entries = [entry for entry in listed if not filters["type"] or entry.get("error_type") == filters["type"]]
     return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters, problem=None)
 
 
@@ -419,10 +421,8 @@ def _number(name: str, raw: str, *, whole: bool) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
-    """x-sump's entries counted by (reason, actor), most first."""
-    counts: dict[tuple[str, str], int] = {}
-    for entry in entries:
-        key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
-        counts[key] = counts.get(key, 0) + 1
-    return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+    """x-sump's entries counted by (reason, error type, actor), most first: every handler error has the
+    reason `HandlerError` (or `PolicyExhausted`), so the exception's type is what tells them apart."""
+    counts = Counter((str(e.get("reason", "")), str(e.get("error_type", "")), str(e.get("actor", ""))) for e in entries)
+    return [(reason, kind, actor, n) for (reason, kind, actor), n in counts.most_common()]

@@ -15,6 +15,7 @@ from typing import Any
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import BatchIncompleteError, from_item, to_item
 from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
+from asya.join_failure import JOIN_FAILED_COUNT, JOIN_FAILED_LATER
 from asya.reasons import Reason
 from asya.task_attributes import CLAIM_REFUSAL
 from asya.task_counting import BranchCounting
@@ -310,6 +311,22 @@ class TaskStore(BranchCounting, DeadlineExpiry):
         """A branch gathered by a join ends (`asya.joins`): its record alone, since the join, not the
         root, accounts for it. Safe to repeat: a terminal record is never written again."""
         return self._terminal(task_id, outcome, details)
+
+    def count_join_failure(self, task_id: str, failed: int, branch: str | None) -> None:
+        """A branch failed after its join gave up (`asya.join_failure`): the joined envelope's record
+        counts `failed`, the fan's failed branches as that arrival counted them, unless it counts more
+        already, and names `branch`, when given. Safe to repeat, and in any order."""
+        named = {"#later": JOIN_FAILED_LATER} if branch is not None else {}
+        values: dict[str, Any] = {":count": failed} | ({":branch": {branch}} if branch is not None else {})
+        counted = self._update(
+            task_id,
+            "SET #count = :count" + (" ADD #later :branch" if named else ""),
+            "attribute_exists(id) AND (attribute_not_exists(#count) OR #count < :count)",
+            values,
+            names={"#count": JOIN_FAILED_COUNT, **named},
+        )
+        if not counted and branch is not None:  # a later arrival counted more first: named all the same
+            self._update(task_id, "ADD #later :branch", "attribute_exists(id)", {":branch": {branch}}, named)
 
     def _ended_by(self, task_id: str, outcome: str) -> bool:
         """Whether the branch's record already holds this ending with its result: an earlier delivery

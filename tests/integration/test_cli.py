@@ -126,13 +126,13 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     _a_failed_task_runs_again(cwd, failed_id)
 
     deadline = time.monotonic() + 30  # x-sump keeps the failure after x-sink has recorded it
-    sump_list = ("sump", "list", "--reason", "RuntimeError", "--since", "1h", "--output", "json")
+    sump_list = ("sump", "list", "--reason", "HandlerError", "--since", "1h", "--output", "json")
     while failed_id not in (listed := _asya(cwd, *sump_list)).stdout:
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.5)
     [kept] = [entry for entry in json.loads(listed.stdout)["entries"] if entry["id"] == failed_id]
     assert (kept["error_type"], kept["message"].split(":")[0]) == ("ValueError", "boom")
-    redriven = _asya(cwd, "sump", "redrive", "--reason", "RuntimeError", "--to", "post")
+    redriven = _asya(cwd, "sump", "redrive", "--reason", "HandlerError", "--to", "post")
     assert redriven.returncode == 0, redriven.stdout + redriven.stderr
     assert f"{failed_id}: redriven to post (redrive 1)" in redriven.stdout
     rewatched = _asya(cwd, "watch", failed_id)

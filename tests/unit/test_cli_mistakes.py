@@ -288,7 +288,7 @@ class Gateway:
         if request.method == "GET" and found is not None:
             return httpx2.Response(200, json=found)
         if path == "/sump":
-            entries = [{"id": kept, "reason": "RuntimeError", "actor": "score"} for kept in KEPT]
+            entries = [{"id": kept, "reason": "HandlerError", "actor": "score"} for kept in KEPT]
             return httpx2.Response(200, json={"entries": entries, "next_cursor": None})
         if path.startswith("/sump/") and path.removeprefix("/sump/") in KEPT:
             return httpx2.Response(200, json={"entry": {"id": path.removeprefix("/sump/")}, "kept": {}})

@@ -39,7 +39,7 @@ def metric_lines(capsys: pytest.CaptureFixture[str], actor: str, namespace: str 
     telemetry.count("MessagesProcessed", "outcome", "forwarded", amount=3)
     telemetry.count("MessagesProcessed", "outcome", "failed")
     telemetry.count("MessagesProcessed", "outcome", "sumped")
-    telemetry.count("MessagesFailed", "reason", "RuntimeError")
+    telemetry.count("MessagesFailed", "reason", "HandlerError")
     telemetry.count("MessagesFailed", "reason", "HandlerTimeout")
     telemetry.flush()
     return capsys.readouterr().out.splitlines()
@@ -184,7 +184,7 @@ class FakeGateway:
                 "id": "t3",
                 "status": "failed",
                 "terminal": True,
-                "reason": "RuntimeError",
+                "reason": "HandlerError",
                 "error": {
                     "message": "<bad> input",
                     "type": "ValueError",
@@ -249,6 +249,10 @@ class FakeGateway:
                 "arrived_at": "2026-11-26T10:02:00Z",
                 "message": "x",
             },
+            *(
+                {"id": f"h{n}", "reason": "HandlerError", "actor": "score", "error_type": kind, "message": "bad"}
+                for n, kind in enumerate(("ValueError", "KeyError", "ValueError"))
+            ),
         ]
         return iter([entry for entry in entries if not filters.get("reason") or entry["reason"] == filters["reason"]])
 
@@ -388,13 +392,19 @@ def test_a_resume_that_is_not_what_the_pause_asks_for_is_refused_and_kept(
     assert typed.replace("twelve", 'value="twelve"') in page
 
 
-def test_x_sump_is_grouped_by_reason_and_actor_and_redriven_from_the_page(
+def test_x_sump_is_grouped_by_reason_error_type_and_actor_and_redriven_from_the_page(
     client: FlaskClient, gateway: FakeGateway
 ) -> None:
     page = client.get("/sump").get_data(as_text=True)
-    assert page.index("HandlerTimeout</a></th><td>score</td><td>2</td>") < page.index(
-        "ParseError</a></th><td>split</td><td>1"
+    assert page.index("HandlerTimeout</a></th><td></td><td>score</td><td>2</td>") < page.index(
+        "ParseError</a></th><td></td><td>split</td><td>1"
     )
+    assert "HandlerError</a></th><td>ValueError</td><td>score</td><td>2</td>" in page, "a handler's error by its type"
+    assert "HandlerError</a></th><td>KeyError</td><td>score</td><td>1</td>" in page
+    assert 'href="/sump?reason=HandlerError&amp;type=KeyError&amp;actor=score"' in page
+    only = client.get("/sump?reason=HandlerError&type=KeyError&actor=score").get_data(as_text=True)
+    assert 'href="/sump/h1"' in only
+    assert 'href="/sump/h0"' not in only
     entry = client.get("/sump/e1").get_data(as_text=True)
     assert "&lt;y&gt;" in entry
     assert 'action="/sump/e1/redrive"' in entry
@@ -553,7 +563,7 @@ def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_ba
         "failed_branches": [{"id": "b1", "status": "failed", "actor": "score"}],
     }
     fan_out = client.get("/tasks/t5").get_data(as_text=True)
-    assert "1 of 3 branches did not succeed (at score)" in fan_out
+    assert "1 of 3 branches failed (at score)" in fan_out
     succeeded = client.get("/tasks/t4").get_data(as_text=True)
     assert '<progress max="100" value="100">' in succeeded
 

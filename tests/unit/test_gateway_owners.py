@@ -236,13 +236,13 @@ def failed_in_sump(gateway: Gateway, task_id: str) -> None:
         "id": task_id,
         "route": {"prev": [], "curr": "a", "next": []},
         "headers": {},
-        "status": {"phase": "failed", "actor": "a", "reason": "RuntimeError", "error": {"message": "boom"}},
+        "status": {"phase": "failed", "actor": "a", "reason": "HandlerError", "error": {"message": "boom"}},
         "payload": {"n": 1},
     }
     key = result_key(NS, task_id, "sump")
     boto3.client("s3").put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps(document))
     SumpIndex(SUMP).add(sump_entry(document, key, dt.datetime.now(dt.UTC), 0))
-    gateway.tasks.finish(task_id, task_id, "failed", {"reason": "RuntimeError"})
+    gateway.tasks.finish(task_id, task_id, "failed", {"reason": "HandlerError"})
 
 
 def test_x_sumps_entries_are_their_tasks_owners(gateway: Gateway) -> None:
