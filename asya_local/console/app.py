@@ -189,7 +189,8 @@ def tasks() -> Any:
 
 @pages.get("/tasks/find")
 def find_task() -> Any:
-    """The search box: a task's whole id, or the first characters of a recent one's."""
+    """The search box: a task's whole id, or its first characters in any case (the gateway finds them
+    among every task, however old)."""
     given = request.args.get("id", "").strip()
     if not given:
         return redirect(url_for(".tasks"), 303)
@@ -198,11 +199,13 @@ def find_task() -> Any:
 
 @pages.get("/tasks/<task_id>")
 def task(task_id: str) -> Any:
-    """A task's page; a short id, as the tables show it, leads to the one recent task it names."""
+    """A task's page; a short id, as the tables show it, leads to the one task it names. One that names
+    none, or several (linked), is said on a page with the search box, holding what was typed."""
     try:
         whole = _console().gateway.task_id(task_id)
     except ShortIdError as exc:
-        return render_template("error.html", message=str(exc)), 404
+        shown = render_template("task_not_found.html", message=str(exc), candidates=exc.candidates, typed=task_id)
+        return shown, 404
     return redirect(url_for(".task", task_id=whole), 302) if whole != task_id else _task_page(task_id)
 
 

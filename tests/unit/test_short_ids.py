@@ -13,6 +13,8 @@ from asya.task_store import TaskStore
 from asya_gateway.id_prefix import tasks_starting_with
 from asya_gateway.service import TaskService
 from asya_gateway.task_error import TaskError
+from asya_local import cli, stack_option, task_cli
+from asya_local.gateway_client import GatewayClient, ShortIdError
 from tests.support.listed_tasks import get, through_the_function, twelve_tasks
 
 
@@ -103,3 +105,41 @@ def test_the_gateway_answers_a_prefix_and_refuses_it_with_a_filter(
         "id_prefix: give it without status, roots (it finds tasks by their id alone)",
     )
     assert get(transport, id_prefix="t0", status="all")[0] == 200, "all statuses is no filter"
+
+
+@pytest.fixture
+def client(service: TaskService, monkeypatch: pytest.MonkeyPatch) -> GatewayClient:
+    """`asya`'s client of the gateway's function, which answers from `service`; the CLI's too."""
+    found = GatewayClient("http://gateway", "k", through_the_function(service, monkeypatch))
+    monkeypatch.setattr(task_cli, "running_state", lambda: {})
+    monkeypatch.setattr(stack_option, "running_state", lambda: {})
+    monkeypatch.setattr(stack_option, "gateway_of", lambda _state, _token: found)
+    return found
+
+
+def test_the_cli_takes_a_short_id_of_an_old_task_in_capitals(
+    client: GatewayClient, task_store: TaskStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for number in range(120):  # newer tasks, branches of one root: more than the newest 100 records
+        task_store.create({"id": f"new-{number:03d}", "root_id": "t11", "created_at": "2026-11-27T10:00:00.000Z"})
+    assert client.task_id("T05") == "t05"
+    assert cli.main(["status", "T05"]) == 0
+    assert "t05" in capsys.readouterr().out
+
+
+def test_the_cli_says_which_tasks_a_short_id_names_and_why_none_or_a_short_one_will_not_do(
+    client: GatewayClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ShortIdError) as several:
+        client.task_id("T0")
+    assert str(several.value) == "'T0' matches t00, t01, t02, t03, t04, t05, t06, t07, t08, t09: give more of the id"
+    assert several.value.candidates == [f"t0{n}" for n in range(10)]
+    assert cli.main(["status", "zz"]) == 2
+    assert capsys.readouterr().out.strip() == (
+        "asya: no task starts with 'zz': give its whole id "
+        "(a task recorded before short ids were indexed is found by it only)"
+    )
+    assert cli.main(["cancel", "t"]) == 2
+    assert capsys.readouterr().out.strip() == (
+        "asya: give at least 2 characters of a task's id, or its whole id (got 't')"
+    )
