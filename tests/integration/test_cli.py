@@ -9,11 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx2
 import pytest
 
+from asya.names import TASKS_TABLE, resource_name
+from asya.task_store import TaskStore
 from asya_local.endpoint.process import free_port
 from asya_local.roles import local_client
 from tests.support.stack import MESH
@@ -28,7 +31,9 @@ def _asya(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # the checkout's own packages first (a worktree's, when the editable install is another checkout's)
+    paths = [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     up = subprocess.Popen(
         [*ASYA, "up", "--config", str(MESH), "--port", str(port)],
         cwd=tmp_path,
@@ -52,6 +57,7 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
         assert "Mesh itest" in console.text, "asya up serves the console"
 
         envelope_id = _tasks_through_the_gateway(tmp_path)
+        _a_task_past_the_newest_hundred_is_found_by_its_short_id(tmp_path, written, envelope_id)
         _a_body_that_never_parsed_is_fixed_and_redriven(tmp_path, written)
 
         deadline = time.monotonic() + 30
@@ -136,11 +142,35 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
 
     missing = _asya(cwd, "status", "no-such-task")
     assert missing.returncode == 2
-    assert "no task starts with 'no-such-task' among the newest 100 tasks" in missing.stdout
+    assert "no task starts with 'no-such-task': give its whole id" in missing.stdout
     unknown = _asya(cwd, "status", "00000000-0000-4000-8000-000000000000")
     assert unknown.returncode == 1
     assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stdout
     return envelope_id
+
+
+def _a_task_past_the_newest_hundred_is_found_by_its_short_id(cwd: Path, state: dict[str, str], task_id: str) -> None:
+    """110 newer records, written as the gateway writes a task's (straight to the stack's table, so no
+    actor runs them), push the task out of the newest 100 listed; its short id, typed in capitals,
+    still names it."""
+    credentials = {
+        "AWS_ACCESS_KEY_ID": state["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": state["aws_secret_access_key"],
+    }
+    dynamodb = local_client("dynamodb", state["endpoint"], credentials)  # the administrator's, which asya up wrote
+    store = TaskStore(resource_name("itest", TASKS_TABLE), client=dynamodb)
+    for _ in range(110):
+        store.create({"id": str(uuid.uuid4())})
+    newest = httpx2.get(
+        f"{state['gateway_url']}/api/v1/mesh",
+        params={"limit": 100},
+        headers={"x-api-key": state["api_key"]},
+        timeout=30,
+    )
+    assert task_id not in {task["id"] for task in newest.json()["tasks"]}, "not among the newest 100"
+    status = _asya(cwd, "status", task_id[:8].upper())
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert f"task {task_id}" in status.stdout
 
 
 def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, str]) -> None:
