@@ -290,7 +290,7 @@ def test_a_task_that_ended_is_not_canceled_and_only_a_paused_one_resumed(
 
 
 def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["sump", "show", "9a41c2e0"]) == 0
+    assert cli.main(["sump", "show", "9A41C2E0"]) == 0, "in any case"
     assert f"GET /sump/{KEPT[0]}" in gateway.asked
     assert KEPT[0] in capsys.readouterr().out
     assert _refused(capsys, "sump", "redrive", "9a4") == (
