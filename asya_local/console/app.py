@@ -38,6 +38,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    make_response,
     redirect,
     render_template,
     request,
@@ -204,9 +205,15 @@ def task(task_id: str) -> Any:
     try:
         whole = _console().gateway.task_id(task_id)
     except ShortIdError as exc:
-        shown = render_template("task_not_found.html", message=str(exc), candidates=exc.candidates, typed=task_id)
-        return shown, 404
+        return _not_found(task_id, str(exc), exc.candidates)
     return redirect(url_for(".task", task_id=whole), 302) if whole != task_id else _task_page(task_id)
+
+
+def _not_found(given: str, message: str, candidates: list[str] | None = None) -> Response:
+    """The 404 of a task id, whole or short, that names no task, or of a short one that names several
+    (`candidates`, linked): why, and the search box holding what was typed, to try again."""
+    page = render_template("task_not_found.html", message=message, candidates=candidates or [], typed=given)
+    return make_response(page, 404)
 
 
 def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str | None = None) -> str:
@@ -214,7 +221,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     console = _console()
     found = console.gateway.task(task_id)
     if found is None:
-        abort(404)
+        abort(_not_found(task_id, f"no task {task_id!r}"))
     branches = _branches(console, found)
     program = program_view(console.topology, found, branches)
     return render_template(

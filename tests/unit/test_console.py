@@ -364,6 +364,11 @@ def test_a_short_id_that_names_none_or_several_keeps_the_search_box(client: Flas
     assert "no task starts with &#39;x9&#39;: give its whole id" in none
     assert 'action="/tasks/find"' in none, "the search box"
     assert 'value="x9"' in none, "holding what was typed"
+    whole = "6a1d7f7e-0000-4000-8000-000000000000"
+    unknown = client.get(f"/tasks/{whole}")
+    assert unknown.status_code == 404
+    assert f"no task &#39;{whole}&#39;" in unknown.get_data(as_text=True)
+    assert f'value="{whole}"' in unknown.get_data(as_text=True), "a whole id that names no task: the box too"
 
 
 def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGateway) -> None:
