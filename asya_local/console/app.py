@@ -39,6 +39,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    make_response,
     redirect,
     render_template,
     request,
@@ -190,7 +191,8 @@ def tasks() -> Any:
 
 @pages.get("/tasks/find")
 def find_task() -> Any:
-    """The search box: a task's whole id, or the first characters of a recent one's."""
+    """The search box: a task's whole id, or its first characters in any case (the gateway finds them
+    among every task, however old)."""
     given = request.args.get("id", "").strip()
     if not given:
         return redirect(url_for(".tasks"), 303)
@@ -199,12 +201,20 @@ def find_task() -> Any:
 
 @pages.get("/tasks/<task_id>")
 def task(task_id: str) -> Any:
-    """A task's page; a short id, as the tables show it, leads to the one recent task it names."""
+    """A task's page; a short id, as the tables show it, leads to the one task it names. One that names
+    none, or several (linked), is said on a page with the search box, holding what was typed."""
     try:
         whole = _console().gateway.task_id(task_id)
     except ShortIdError as exc:
-        return render_template("error.html", message=str(exc)), 404
+        return _not_found(task_id, str(exc), exc.candidates)
     return redirect(url_for(".task", task_id=whole), 302) if whole != task_id else _task_page(task_id)
+
+
+def _not_found(given: str, message: str, candidates: list[str] | None = None) -> Response:
+    """The 404 of a task id, whole or short, that names no task, or of a short one that names several
+    (`candidates`, linked): why, and the search box holding what was typed, to try again."""
+    page = render_template("task_not_found.html", message=message, candidates=candidates or [], typed=given)
+    return make_response(page, 404)
 
 
 def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str | None = None) -> str:
@@ -212,7 +222,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     console = _console()
     found = console.gateway.task(task_id)
     if found is None:
-        abort(404)
+        abort(_not_found(task_id, f"no task {task_id!r}"))
     branches = _branches(console, found)
     program = program_view(console.topology, found, branches)
     return render_template(

@@ -21,7 +21,8 @@ KEY = "id"
 
 # A hop's claim, its progress reports and the task's creation by a hop that was not started through
 # the gateway (`TaskStore.claim_hop`, `TaskStore.report`; `TaskStore.admit` for a producer's envelope,
-# and the message that admitted it), with the attributes their conditions read.
+# and the message that admitted it; the keys that find a task by the start of its id, `asya.short_ids`),
+# with the attributes their conditions read.
 HOP_STATUS = frozenset(
     {
         KEY,
@@ -44,6 +45,8 @@ HOP_STATUS = frozenset(
         "hop_attempt",
         "hop_held_until",
         "hops",
+        "id_head",
+        "id_lower",
     }
 )
 

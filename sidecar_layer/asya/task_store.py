@@ -17,6 +17,7 @@ from asya.dynamo import BatchIncompleteError, from_item, to_item
 from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
 from asya.join_failure import JOIN_FAILED_COUNT, JOIN_FAILED_LATER
 from asya.reasons import Reason
+from asya.short_ids import lookup_keys, lookup_sets
 from asya.task_attributes import CLAIM_REFUSAL
 from asya.task_counting import BranchCounting
 from asya.task_expiry import DeadlineExpiry
@@ -47,6 +48,7 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at": now,
         }
         record.update(item)
+        record |= lookup_keys(str(record["id"]))
         if record.get("deadline_at"):
             record["open_shard"] = OPEN
         written = to_item(record)
@@ -71,6 +73,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at = if_not_exists(updated_at, :now)",
         ]
         values = {":message": message_id, ":pending": TaskStatus.PENDING, ":rank": int(Rank.PENDING), ":none": 0}
+        found, keys = lookup_sets(task_id)
+        sets += found
+        values |= keys
         return self._update(
             task_id,
             "SET " + ", ".join(sets),
@@ -168,6 +173,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at = :now",
             "created_at = if_not_exists(created_at, :now)",
         ]
+        found, keys = lookup_sets(report.task_id)  # a hop's claim may be what makes the record
+        sets += found
+        values |= keys
         kept = (("parent_id", report.parent_id), ("root_id", report.root_id), ("fan_bucket", report.bucket))
         for name, value in (*kept, ("deadline_at", deadline_at)):
             if value:
@@ -338,6 +346,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
     def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         """The common case, in one write: a task with no branches ends with its own envelope."""
         sets, values, names = self._terminal_sets(outcome, details)
+        found, keys = lookup_sets(task_id)  # a task sent straight to x-sink has no record before
+        sets += found
+        values |= keys
         values[":me"] = {task_id}
         values[":me_id"] = task_id
         values[":one"] = 1

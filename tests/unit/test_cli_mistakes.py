@@ -284,7 +284,9 @@ class Gateway:
             self.created.append(json.loads(request.content))
             return httpx2.Response(201, json={"id": str(uuid.uuid4())})
         if path == "/mesh":
-            return httpx2.Response(200, json={"tasks": list(self.tasks.values()), "next_cursor": None})
+            given = request.url.params.get("id_prefix", "").lower()
+            listed = [task for task in self.tasks.values() if str(task["id"]).lower().startswith(given)]
+            return httpx2.Response(200, json={"tasks": listed, "next_cursor": None, "more": False})
         if request.method == "GET" and found is not None:
             return httpx2.Response(200, json=found)
         if path == "/sump":
@@ -338,13 +340,14 @@ def test_a_task_that_ended_is_not_canceled_and_only_a_paused_one_resumed(
     gateway: Gateway, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _refused(capsys, "cancel", "1ddf") == "task 1ddf6290 already ended (failed); nothing to cancel"
+    assert _refused(capsys, "cancel", "1DDF") == "task 1ddf6290 already ended (failed); nothing to cancel", "any case"
     assert _refused(capsys, "resume", "1ddf", "{}") == "task 1ddf6290 already ended (failed); nothing to resume"
     assert _refused(capsys, "resume", RUNNING, "{}") == "task 2c0b1e42 is running, not paused; nothing to resume"
     assert not [asked for asked in gateway.asked if asked.startswith(("DELETE", "POST"))]
 
 
 def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["sump", "show", "9a41c2e0"]) == 0
+    assert cli.main(["sump", "show", "9A41C2E0"]) == 0, "in any case"
     assert f"GET /sump/{KEPT[0]}" in gateway.asked
     assert KEPT[0] in capsys.readouterr().out
     assert _refused(capsys, "sump", "redrive", "9a4") == (
@@ -357,7 +360,8 @@ def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest
 
 def test_no_results_of_a_task_say_whether_more_may_come(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
     assert _refused(capsys, "results", "zzzz") == (
-        "asya: no task starts with 'zzzz' among the newest 100 tasks: give its whole id"
+        "asya: no task starts with 'zzzz': give its whole id "
+        "(a task recorded before short ids were indexed is found by it only)"
     )
     assert _refused(capsys, "results", "1ddf") == f"no results for task {FAILED} (it is failed)"
     assert _refused(capsys, "results", "2c0b") == f"no results yet for task {RUNNING} (it is running)"

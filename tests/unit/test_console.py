@@ -215,7 +215,12 @@ class FakeGateway:
     def tasks(self, **where: Any) -> list[dict[str, Any]]:
         return list(self.task_page(**where)["tasks"])
 
-    task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's listing
+    def starting_with(self, given: str, limit: int = 10) -> dict[str, Any]:
+        """As `GET /mesh?id_prefix=` answers: the known tasks whose id starts with it, in any case."""
+        found = [task for task_id, task in self.known.items() if task_id.lower().startswith(given.lower())]
+        return {"tasks": found[:limit], "more": len(found) > limit}
+
+    task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's answer
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         self.canceled.append(task_id)
@@ -348,10 +353,26 @@ def test_a_task_shows_its_route_hops_and_error_escaped(client: FlaskClient) -> N
     assert client.get("/tasks/nope").status_code == 404
 
 
-def test_a_short_id_leads_to_the_one_recent_task_it_names(client: FlaskClient) -> None:
-    assert client.get("/tasks/t").status_code == 404
-    assert "&#39;t&#39; matches t1, t2, t3 among the newest 100 tasks" in client.get("/tasks/t").get_data(as_text=True)
-    assert "no task starts with" in client.get("/tasks/x9").get_data(as_text=True)
+def test_a_short_id_in_any_case_leads_to_the_one_task_it_names(client: FlaskClient) -> None:
+    assert client.get("/tasks/T1").headers["Location"] == "/tasks/t1"
+    assert client.get("/tasks/find?id=T3").headers["Location"] == "/tasks/T3"  # which leads to t3
+
+
+def test_a_short_id_that_names_none_or_several_keeps_the_search_box(client: FlaskClient) -> None:
+    several = client.get("/tasks/t")
+    page = several.get_data(as_text=True)
+    assert several.status_code == 404
+    assert "&#39;t&#39; matches t1, t2, t3: give more of the id" in page
+    assert all(f'href="/tasks/{task_id}"' in page for task_id in ("t1", "t2", "t3")), "each one linked"
+    none = client.get("/tasks/x9").get_data(as_text=True)
+    assert "no task starts with &#39;x9&#39;: give its whole id" in none
+    assert 'action="/tasks/find"' in none, "the search box"
+    assert 'value="x9"' in none, "holding what was typed"
+    whole = "6a1d7f7e-0000-4000-8000-000000000000"
+    unknown = client.get(f"/tasks/{whole}")
+    assert unknown.status_code == 404
+    assert f"no task &#39;{whole}&#39;" in unknown.get_data(as_text=True)
+    assert f'value="{whole}"' in unknown.get_data(as_text=True), "a whole id that names no task: the box too"
 
 
 def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGateway) -> None:
