@@ -9,10 +9,11 @@ SigV4): the browser never sees a key. Pages:
 - `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow, actor reached and time, page by page, the newest page live (the
-  filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, its route
-  on the graph (a program flow's task: its program's graph, the steps it took marked,
-  `asya_local.console.task_program`) with each hop's time, its branches, its FLY events as they
-  come, its input, its result or error, its log lines; cancel, resume, run again;
+  filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, why it
+  failed first (`asya_local.console.failure`), its route on the graph (a program flow's task: its
+  program's graph, the steps it took marked, `asya_local.console.task_program`) with each hop's
+  time, its branches, its FLY events as they come, its input, its result, its log lines; cancel,
+  resume, run again;
 - `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
@@ -48,6 +49,7 @@ from asya.live import FLY
 from asya.task_record import TERMINAL
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
+from asya_local.console.failure import other_failures, why
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
@@ -119,6 +121,8 @@ def create_app(console: Console, token: str) -> Flask:
         pretty=pretty,
         one_line=one_line,
         how_far=how_far,
+        why=why,
+        other_failures=other_failures,
     )
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
@@ -342,6 +346,8 @@ def task_events(task_id: str) -> Response:
                 continue
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
+            if found.get("status") in TERMINAL:  # why it ended: once, as it ends (none before)
+                yield sse_event("why", render_template("_task_why.html", task=found, branches=branches))
             yield sse_event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
             yield sse_event("route", json.dumps(_route_classes(found, branches)))
             if found.get("flow") in console.topology.programs:

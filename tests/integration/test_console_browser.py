@@ -507,3 +507,46 @@ def test_a_program_flows_task_page_draws_its_program_with_the_path_it_took(
         assert page.evaluate(PAGE_OVERFLOW) <= 1, "the page fits; the graph scrolls in its frame"
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def failed_tasks(running_mesh: RunningMesh) -> dict[str, dict[str, Any]]:
+    """A fan-out one of whose three branches failed at `pick` (its own envelope ended well there too),
+    and a task whose join gave up (two of three branches failed at `pick`, one more than it tolerates)."""
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    fan_out = gateway.run_task({"route": ["fan", "pick"], "payload": {"parts": 3, "fail": [1]}}, 60)
+    joined = gateway.run_task({"flow": "joined", "payload": {"parts": 3, "fail": [0, 2]}}, 60)
+    assert (fan_out["status"], fan_out.get("reason")) == ("failed", "BranchFailed"), fan_out
+    assert (joined["status"], joined.get("reason")) == ("failed", "JoinFailed"), joined
+    return {"fan-out": fan_out, "join": joined}
+
+
+FIRST_SCREEN = """(element) => {
+  const box = element.getBoundingClientRect();
+  return {top: box.top, bottom: box.bottom, height: window.innerHeight, scrolled: window.scrollY};
+}"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("which", ["fan-out", "join"])
+def test_a_failed_tasks_page_says_why_in_its_first_screen(
+    browser: Browser, served: ConsoleServer, failed_tasks: dict[str, dict[str, Any]], which: str, width: int
+) -> None:
+    """Where it failed and the handler's exception type and message, above the graph, seen without
+    scrolling at 1400x900 and at a phone's 390 px."""
+    page = _signed_in(browser, served, viewport={"width": width, "height": 900})
+    try:
+        page.goto(f"{served.url}/tasks/{failed_tasks[which]['id']}")
+        lead = page.locator("#task-why .why-lead")
+        at = "pick" if which == "fan-out" else "gather"
+        expect(lead).to_have_text(re.compile(rf"^failed at {at}: ValueError: part [012] was picked to fail$"))
+        seen = lead.evaluate(FIRST_SCREEN)
+        assert seen["scrolled"] == 0
+        assert seen["top"] >= 0, f"not above the screen at {width} px: {seen}"
+        assert seen["bottom"] <= seen["height"], f"in the first screen at {width} px: {seen}"
+        assert lead.evaluate("(lead) => lead.getBoundingClientRect().bottom") < page.locator("#graph").evaluate(
+            "(graph) => graph.getBoundingClientRect().top"
+        ), "above the graph"
+    finally:
+        page.close()

@@ -111,6 +111,10 @@ function follow(url) {
       localTimes(state);
     }
   });
+  source.addEventListener("why", (event) => {
+    const why = document.getElementById("task-why");
+    if (why) why.innerHTML = event.data;
+  });
   source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
   source.addEventListener("steps", (event) => setSteps(JSON.parse(event.data)));
   source.addEventListener("fly", (event) => {

@@ -1,0 +1,113 @@
+"""A failed task in the console as someone who did not write it reads it: why first (where, the
+handler's exception type and message, the traceback), above the graph; each failing branch listed once;
+the task lists saying where each task failed and why."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from asya_cdk.loading import load_mesh
+from asya_local.console.app import Console
+from asya_local.console.topology import Topology
+from tests.support.console_client import console_client
+from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
+
+TRACE = 'Traceback (most recent call last):\n  File "/var/task/actors.py", line 9, in score\nValueError: no text'
+BRANCH: dict[str, Any] = {
+    "id": "ecf5c561-0000-0000-0000-000000000002",
+    "status": "failed",
+    "actor": "score",
+    "reason": "RuntimeError",
+    "error": {"type": "ValueError", "message": "review 2 of lamp-2 has no text to score", "traceback": TRACE},
+}
+
+
+def failed_fan_out() -> dict[str, Any]:
+    """The review's case: triage-reviews' root, its own envelope ended well at triage, one of its two
+    branches failed at score (the gateway's view of it, `failed_branches` named)."""
+    return {
+        "id": "root0000-0000-0000-0000-000000000001",
+        "flow": "triage-reviews",
+        "status": "failed",
+        "terminal": True,
+        "reason": "BranchFailed",
+        "actor": "triage",
+        "error": {"message": "1 of its 2 envelopes did not succeed (1 failed, 0 canceled)", "type": None},
+        "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
+        "branches": {"total": 2, "open": 0, "succeeded": 1, "failed": 1, "canceled": 0},
+        "branch_ids": [BRANCH["id"]],
+        "failed_branches": [BRANCH],
+        "created_at": "2026-11-26T10:00:00.000Z",
+    }
+
+
+@pytest.fixture
+def gateway() -> FakeGateway:
+    stand_in = FakeGateway()
+    root = failed_fan_out()
+    stand_in.known[root["id"]] = root
+    stand_in.known[BRANCH["id"]] = {**BRANCH, "terminal": True, "parent_id": root["id"]}
+    return stand_in
+
+
+@pytest.fixture
+def client(gateway: FakeGateway) -> FlaskClient:
+    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
+    return console_client(console)
+
+
+def _text(html: str) -> str:
+    """The words of an HTML fragment, as a reader sees them."""
+    return re.sub(r" ([,;:])", r"\1", " ".join(re.sub(r"<[^>]+>", " ", html).split()))
+
+
+def test_a_failed_fan_outs_page_starts_with_the_failing_branchs_error_above_the_graph(client: FlaskClient) -> None:
+    page = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    error, graph = page.index('<h2 id="error-heading"'), page.index('id="route-heading"')
+    assert error < graph, "why it failed comes before the graph"
+    why = _text(page[error:graph])
+    assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in why
+    assert "From branch ecf5c561, failed at score; the task: 1 of its 2 envelopes did not succeed" in why
+    assert why.index("no text to score") < why.index("Traceback") < why.index("ValueError: no text")
+
+
+def test_a_task_that_failed_at_a_hop_leads_with_its_own_error_and_the_actor(client: FlaskClient) -> None:
+    page = client.get("/tasks/t3").get_data(as_text=True)
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('id="route-heading"')])
+    assert why.startswith("Error failed at score: ValueError: &lt;bad&gt; input Traceback")
+
+
+def test_a_failing_branch_is_listed_once_on_its_roots_page(client: FlaskClient) -> None:
+    page = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    assert page.count(f'href="/tasks/{BRANCH["id"]}"') == 2, "the cause's link, and its line among the branches"
+    assert "did not succeed</h3>" not in page
+    assert "Other branches" not in page
+
+
+def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its_own_count(
+    client: FlaskClient, gateway: FakeGateway
+) -> None:
+    """The join's first branch goes on as the task's own envelope: the gateway names the task itself
+    among the failed branches, with the join's count for an error. The lead is a branch's handler error."""
+    count = "2 of 3 branches failed (on_failure: tolerate 1): branch 1 of 3 (j1) ValueError: part 0; branch 3 ..."
+    itself = {"id": "j1", "status": "failed", "actor": "gather", "reason": "JoinFailed", "error": {"message": count}}
+    other = {**BRANCH, "id": "j3", "actor": "pick", "branch": 3, "width": 3}
+    gateway.known["j1"] = {
+        "id": "j1",
+        "status": "failed",
+        "terminal": True,
+        "reason": "JoinFailed",
+        "actor": "gather",
+        "error": {"message": count, "type": None},
+        "route": {"prev": ["fan", "pick"], "curr": "gather", "next": []},
+        "failed_branches": [{**itself, "branch": 1, "width": 3}, other],
+    }
+    page = client.get("/tasks/j1").get_data(as_text=True)
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('id="route-heading"')])
+    assert why.startswith("Error failed at gather: ValueError: review 2 of lamp-2 has no text to score")
+    assert f"From branch 3 of 3, j3, failed at pick; the join at gather gave up: {count}" in why
+    assert "Other branches" not in why, "the task itself is no other branch"
