@@ -49,7 +49,7 @@ from asya.live import FLY
 from asya.task_record import TERMINAL
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
-from asya_local.console.failure import other_failures, why
+from asya_local.console.failure import Explainer, other_failures, why
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
@@ -81,6 +81,14 @@ class Console:
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
     _stats_lock: threading.Lock = field(default_factory=threading.Lock)
+    _explainer: Explainer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._explainer = Explainer(self.gateway.task)
+
+    def listed(self, page: dict[str, Any]) -> dict[str, Any]:
+        """A page of the task list with why each task failed, where its branches say it (`Explainer`)."""
+        return {**page, "tasks": self._explainer.explained(page["tasks"])}
 
     def actor_stats(self) -> dict[str, ActorStats]:
         """The actors' figures, read at most once per half `refresh` whoever asks: every open page's
@@ -187,6 +195,7 @@ def tasks() -> Any:
     on the page, with the form and no list: a list beside it would claim a filter it does not apply."""
     query = TaskQuery.of(request.args)
     page, problem = task_list(_console().gateway, query, request.args)
+    page = _console().listed(page)
     shown = render_template("tasks.html", page=page, query=query, problem=problem, statuses=STATUSES)
     return (shown, 400) if problem else shown
 
@@ -323,7 +332,7 @@ def mesh_events() -> Response:
             stats = {actor: s.to_json() for actor, s in console.actor_stats().items()}
             yield sse_event("stats", json.dumps(stats))
             if with_tasks:
-                page, _ = task_list(console.gateway, query)
+                page = console.listed(task_list(console.gateway, query)[0])
                 yield sse_event("tasks", render_template("_task_rows.html", tasks=page["tasks"]))
                 yield sse_event("pager", render_template("_task_pager.html", page=page, query=query))
             time.sleep(console.refresh)

@@ -6,11 +6,16 @@ failed (`BranchFailed`) has only a count for an error, and its own envelope may 
 another actor: the cause is its first failing branch's, which the gateway's view of the task names
 (`failed_branches`). A task whose join gave up (`JoinFailed`) failed at the join, because of a branch
 that failed before it: its lead is that branch's error, at the join. The task lists read the same, so
-a list row and the page agree on where a task failed and why."""
+a list row and the page agree on where a task failed and why.
+
+The gateway lists tasks without `failed_branches` (a read of their branches each): `Explainer` reads
+the view of each such ended task once, and keeps it (an ended task's failure does not change)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +23,7 @@ BRANCH_FAILED = "BranchFailed"  # the gateway's reason for a root its branches f
 JOIN_FAILED = "JoinFailed"  # a join gave up on its branches (asya.reasons)
 BY_BRANCHES = (BRANCH_FAILED, JOIN_FAILED)
 ENDED_BADLY = ("failed", "canceled")
+SHORT = 90  # characters of the reason a task list's row shows
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,11 @@ class Why:
     def cause(self) -> str:
         """`ValueError: review 2 of lamp-2 has no text to score`, or one of them."""
         return ": ".join(part for part in (self.kind, self.message) if part)
+
+    def short(self, most: int = SHORT) -> str:
+        """The cause cut to `most` characters, for a list's row (the page has it whole)."""
+        cause = " ".join(self.cause().split())
+        return cause if len(cause) <= most else cause[: most - 1] + "…"
 
 
 def why(task: dict[str, Any]) -> Why | None:
@@ -88,6 +99,41 @@ def _lead_branch(task: dict[str, Any]) -> dict[str, Any] | None:
 def _mapping(value: Any) -> dict[str, Any]:
     """An error as a view gives it, or none: `error` is null on some."""
     return value if isinstance(value, dict) else {}
+
+
+def needs_branches(task: dict[str, Any]) -> bool:
+    """Whether a listed task's cause is in branches its list row does not carry."""
+    return (
+        task.get("status") in ENDED_BADLY
+        and task.get("reason") in BY_BRANCHES
+        and bool(task.get("terminal"))
+        and "failed_branches" not in task
+    )
+
+
+class Explainer:
+    """Listed tasks with what their page says of their failure (`failed_branches`), for those whose
+    cause is in their branches: each such task's view is read once and kept (the newest `most`)."""
+
+    def __init__(self, read: Callable[[str], dict[str, Any] | None], most: int = 500) -> None:
+        self._read = read
+        self._most = most
+        self._kept: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()  # every open page's live list asks
+
+    def explained(self, tasks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [self._explained(task) if needs_branches(task) else task for task in tasks]
+
+    def _explained(self, task: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            kept = self._kept.get(str(task["id"]))
+        if kept is None:
+            kept = self._read(str(task["id"])) or task
+            with self._lock:
+                self._kept[str(task["id"])] = kept
+                while len(self._kept) > self._most:
+                    self._kept.popitem(last=False)
+        return {**task, "failed_branches": kept.get("failed_branches") or []}
 
 
 def other_failures(task: dict[str, Any], cause: Why, listed: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -550,3 +550,20 @@ def test_a_failed_tasks_page_says_why_in_its_first_screen(
         ), "above the graph"
     finally:
         page.close()
+
+
+def test_the_task_list_says_where_a_task_failed_and_why_at_a_phones_width(
+    browser: Browser, served: ConsoleServer, failed_tasks: dict[str, dict[str, Any]]
+) -> None:
+    """The fan-out's own envelope ended well at `pick` too; the join's task failed at `gather`."""
+    page = _signed_in(browser, served, viewport={"width": 390, "height": 900})
+    try:
+        page.goto(f"{served.url}/tasks?status=failed")
+        for which, at, part in (("fan-out", "pick", "1"), ("join", "gather", "[02]")):
+            row = page.locator("#task-rows tr").filter(has=page.get_by_role("link", name=failed_tasks[which]["id"][:8]))
+            expect(row.locator("td").nth(2)).to_have_text(at)
+            reason = row.locator("td.reason")
+            expect(reason).to_have_text(re.compile(rf"^ValueError: part {part} was picked to fail$"))
+            expect(reason).to_be_visible()
+    finally:
+        page.close()

@@ -5,6 +5,7 @@ the task lists saying where each task failed and why."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,9 +46,27 @@ def failed_fan_out() -> dict[str, Any]:
     }
 
 
+class ListingGateway(FakeGateway):
+    """Lists tasks as the gateway does, without `failed_branches` (a read of each root's branches), and
+    counts the reads of one task's view."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        self.read.append(task_id)
+        return super().task(task_id)
+
+    def task_page(self, **where: Any) -> dict[str, Any]:
+        page = super().task_page(**where)
+        listed = [{name: value for name, value in task.items() if name != "failed_branches"} for task in page["tasks"]]
+        return {**page, "tasks": listed}
+
+
 @pytest.fixture
-def gateway() -> FakeGateway:
-    stand_in = FakeGateway()
+def gateway() -> ListingGateway:
+    stand_in = ListingGateway()
     root = failed_fan_out()
     stand_in.known[root["id"]] = root
     stand_in.known[BRANCH["id"]] = {**BRANCH, "terminal": True, "parent_id": root["id"]}
@@ -55,7 +74,7 @@ def gateway() -> FakeGateway:
 
 
 @pytest.fixture
-def client(gateway: FakeGateway) -> FlaskClient:
+def client(gateway: ListingGateway) -> FlaskClient:
     console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
     return console_client(console)
 
@@ -89,7 +108,7 @@ def test_a_failing_branch_is_listed_once_on_its_roots_page(client: FlaskClient) 
 
 
 def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its_own_count(
-    client: FlaskClient, gateway: FakeGateway
+    client: FlaskClient, gateway: ListingGateway
 ) -> None:
     """The join's first branch goes on as the task's own envelope: the gateway names the task itself
     among the failed branches, with the join's count for an error. The lead is a branch's handler error."""
@@ -111,3 +130,30 @@ def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its
     assert why.startswith("Error failed at gather: ValueError: review 2 of lamp-2 has no text to score")
     assert f"From branch 3 of 3, j3, failed at pick; the join at gather gave up: {count}" in why
     assert "Other branches" not in why, "the task itself is no other branch"
+
+
+def _row(page: str, task_id: str) -> list[str]:
+    """A list row's cells, as words."""
+    row = page[page.index(f'href="/tasks/{task_id}"') :]
+    return [_text(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row[: row.index("</tr>")], re.S)]
+
+
+def test_the_task_list_says_where_each_task_failed_and_why(client: FlaskClient, gateway: ListingGateway) -> None:
+    """The review's row: at `triage` (where the root's own envelope ended well), no reason. Now where its
+    branch failed and the handler's error, read once from the task's view and kept for the live list."""
+    root = failed_fan_out()["id"]
+    for _ in range(2):
+        page = client.get("/tasks?status=failed").get_data(as_text=True)
+        assert '<th scope="col">at</th><th scope="col">reason</th>' in page
+        flow, status, at, reason = _row(page, root)[:4]
+        assert (flow, status, at) == ("triage-reviews", "failed", "score")
+        assert reason == "ValueError: review 2 of lamp-2 has no text to score"
+        assert _row(page, "t3")[2:4] == ["score", "ValueError: &lt;bad&gt; input"], "a task that failed at a hop"
+    assert gateway.read.count(root) == 1, "an ended task's failure is read once"
+    assert "t3" not in gateway.read, "its own error says it: nothing more read"
+    stream = client.get("/events/mesh?tasks=1&status=failed")
+    chunks: Iterator[bytes] = iter(stream.response)  # type: ignore[arg-type]  # a streamed body: bytes
+    live = b"".join(next(chunks) for _ in range(3)).decode()
+    stream.close()
+    assert "ValueError: review 2 of lamp-2 has no text to score" in live, "the live rows say it too"
+    assert gateway.read.count(root) == 1
