@@ -49,7 +49,7 @@ from asya.live import FLY
 from asya.task_record import TERMINAL
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
-from asya_local.console.failure import Explainer, other_failures, why
+from asya_local.console.failure import BRANCH_FAILED, Explainer, other_failures, why
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
@@ -381,13 +381,14 @@ def _route_classes(task: dict[str, Any], branches: Iterable[dict[str, Any]] = ()
     """For the graph: which actors the task has visited, where it is, and where it goes; for a root that
     fanned out, the actors its branches visited too (its own envelope's route is one branch's: an actor
     only another branch went to, `escalate` say, would otherwise look untouched) and the actors at which
-    its branches failed (its own envelope's route may have ended well)."""
+    its branches failed (its own envelope's route may have ended well: `BranchFailed`; a task whose
+    join gave up failed at the join)."""
     route = task.get("route") or {}
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
     failed_branches = [branch for branch in task.get("failed_branches") or [] if branch.get("actor")]
-    if route.get("curr"):
-        status = "ended" if failed_branches else str(task.get("status"))
+    if route.get("curr"):  # where it is, or ended: a join that gave up failed there, by branches or not
+        status = "ended" if task.get("reason") == BRANCH_FAILED else str(task.get("status"))
         classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
     for branch in branches:
         branch_route = branch.get("route") or {}

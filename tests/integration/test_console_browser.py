@@ -541,6 +541,7 @@ def test_a_failed_tasks_page_says_why_in_its_first_screen(
         lead = page.locator("#task-why .why-lead")
         at = "pick" if which == "fan-out" else "gather"
         expect(lead).to_have_text(re.compile(rf"^failed at {at}: ValueError: part [012] was picked to fail$"))
+        expect(page.locator(f'#graph .node.route-failed[data-actor="{at}"]')).to_have_count(1)  # a join's too
         seen = lead.evaluate(FIRST_SCREEN)
         assert seen["scrolled"] == 0
         assert seen["top"] >= 0, f"not above the screen at {width} px: {seen}"

@@ -4,6 +4,7 @@ the task lists saying where each task failed and why."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -157,3 +158,32 @@ def test_the_task_list_says_where_each_task_failed_and_why(client: FlaskClient, 
     stream.close()
     assert "ValueError: review 2 of lamp-2 has no text to score" in live, "the live rows say it too"
     assert gateway.read.count(root) == 1
+
+
+def _route(page: str) -> dict[str, str]:
+    found = re.search(r"data-route='([^']*)'", page)
+    assert found is not None
+    return dict(json.loads(found.group(1)))
+
+
+def test_a_join_that_gave_up_is_drawn_failed_and_a_fan_outs_own_route_that_ended_well_is_not(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    """The review's join page drew `summarise` green: the task failed at it."""
+    gateway.known["j2"] = {
+        "id": "j2",
+        "status": "failed",
+        "terminal": True,
+        "reason": "JoinFailed",
+        "actor": "summarise",
+        "error": {"message": "1 of 3 branches failed", "type": None},
+        "route": {"prev": ["split", "score"], "curr": "summarise", "next": []},
+        "failed_branches": [{**BRANCH, "branch": 2, "width": 3}],
+    }
+    assert _route(client.get("/tasks/j2").get_data(as_text=True)) == {
+        "split": "visited",
+        "score": "failed",
+        "summarise": "failed",
+    }
+    fan_out = _route(client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True))
+    assert fan_out == {"split": "visited", "score": "failed", "triage": "visited"}
