@@ -47,6 +47,7 @@ from flask import (
 
 from asya.live import FLY
 from asya.task_record import TERMINAL
+from asya_local.console import not_found
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
 from asya_local.console.failure import BRANCH_FAILED, Explainer, other_failures, why
@@ -136,6 +137,7 @@ def create_app(console: Console, token: str) -> Flask:
     app.jinja_env.filters["moment"] = moment
     app.register_blueprint(pages)
     app.register_blueprint(actor_pages)
+    not_found.register(app)
     app.register_error_handler(GatewayError, lambda error: (render_template("error.html", message=str(error)), 502))
     app.register_error_handler(
         GatewayUnreachableError, lambda error: (render_template("error.html", message=str(error)), 503)
