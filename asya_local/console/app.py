@@ -46,6 +46,7 @@ from flask import (
 )
 
 from asya.live import FLY
+from asya.names import SUMP
 from asya.task_record import TERMINAL
 from asya_local.console import not_found
 from asya_local.console.actor_page import actor_pages
@@ -131,6 +132,7 @@ def create_app(console: Console, token: str) -> Flask:
         one_line=one_line,
         how_far=how_far,
         why=why,
+        sump=SUMP,
         other_failures=other_failures,
     )
     app.jinja_env.filters["ago"] = ago

@@ -75,7 +75,7 @@ def why(task: dict[str, Any]) -> Why | None:
     return Why(
         ended=status,
         at=task.get("actor") or (task.get("route") or {}).get("curr") or None,
-        kind=error.get("type") or reason,
+        kind=error.get("type") or (reason if str(reason).lower() != status else None),  # not "canceled: Canceled"
         message=str(error.get("message") or ""),
         traceback=error.get("traceback"),
     )

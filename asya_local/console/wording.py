@@ -14,18 +14,19 @@ from markupsafe import Markup
 def how_far(task: dict[str, Any]) -> str | None:
     """For a task that ended without succeeding (failed, canceled), how far it got, in words, instead of
     a bar: the gateway records every ended task at 100 %, which would read as done. A fan-out whose
-    branches did not all succeed says how many did not (and where, when its view names them): its own
-    envelope's route may have ended well. Otherwise its route says where it stopped and how many of the
-    route's actors were done before. None for any other task, whose progress is its bar (a succeeded
-    one's full)."""
+    branches did not all succeed says how many failed and how many were canceled (and where, when its
+    view names them): its own envelope's route may have ended well. Otherwise its route says where it
+    stopped and how many of the route's actors were done before. None for any other task, whose
+    progress is its bar (a succeeded one's full)."""
     if task.get("status") not in ("failed", "canceled"):
         return None
     branches = task.get("branches") or {}
-    short = int(branches.get("failed") or 0) + int(branches.get("canceled") or 0)
-    if short:
+    ended = {outcome: int(branches.get(outcome) or 0) for outcome in ("failed", "canceled")}
+    if any(ended.values()):
         where = sorted({str(branch["actor"]) for branch in task.get("failed_branches") or [] if branch.get("actor")})
         at = f" (at {', '.join(where)})" if where else ""
-        return f"{short} of {branches.get('total', short)} branches did not succeed{at}"
+        said = ", ".join(f"{count} {outcome}" for outcome, count in ended.items() if count)
+        return f"{said} of {branches.get('total', sum(ended.values()))} branches{at}"
     route = task.get("route") or {}
     done, stopped = len(route.get("prev") or []), route.get("curr") or ""
     total = done + (1 if stopped else 0) + len(route.get("next") or [])

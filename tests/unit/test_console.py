@@ -553,7 +553,7 @@ def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_ba
         "failed_branches": [{"id": "b1", "status": "failed", "actor": "score"}],
     }
     fan_out = client.get("/tasks/t5").get_data(as_text=True)
-    assert "1 of 3 branches did not succeed (at score)" in fan_out
+    assert "1 failed of 3 branches (at score)" in fan_out
     succeeded = client.get("/tasks/t4").get_data(as_text=True)
     assert '<progress max="100" value="100">' in succeeded
 

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from asya.names import SUMP
 from asya_cdk.loading import load_mesh
 from asya_local.console.app import Console
+from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
 from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
@@ -97,7 +99,7 @@ def test_a_failed_fan_outs_page_starts_with_the_failing_branchs_error_above_the_
 
 def test_a_task_that_failed_at_a_hop_leads_with_its_own_error_and_the_actor(client: FlaskClient) -> None:
     page = client.get("/tasks/t3").get_data(as_text=True)
-    why = _text(page[page.index('<h2 id="error-heading"') : page.index('id="route-heading"')])
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
     assert why.startswith("Error failed at score: ValueError: &lt;bad&gt; input Traceback")
 
 
@@ -127,7 +129,7 @@ def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its
         "failed_branches": [{**itself, "branch": 1, "width": 3}, other],
     }
     page = client.get("/tasks/j1").get_data(as_text=True)
-    why = _text(page[page.index('<h2 id="error-heading"') : page.index('id="route-heading"')])
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
     assert why.startswith("Error failed at gather: ValueError: review 2 of lamp-2 has no text to score")
     assert f"From branch 3 of 3, j3, failed at pick; the join at gather gave up: {count}" in why
     assert "Other branches" not in why, "the task itself is no other branch"
@@ -187,3 +189,37 @@ def test_a_join_that_gave_up_is_drawn_failed_and_a_fan_outs_own_route_that_ended
     }
     fan_out = _route(client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True))
     assert fan_out == {"split": "visited", "score": "failed", "triage": "visited"}
+
+
+def test_canceled_branches_are_said_canceled(client: FlaskClient, gateway: ListingGateway) -> None:
+    gateway.known["c1"] = {
+        "id": "c1",
+        "status": "canceled",
+        "terminal": True,
+        "reason": "Canceled",
+        "actor": "score",
+        "route": {"prev": ["split"], "curr": "score", "next": ["triage"]},
+        "branches": {"total": 3, "open": 0, "succeeded": 1, "failed": 0, "canceled": 2},
+    }
+    page = client.get("/tasks/c1").get_data(as_text=True)
+    assert "2 canceled of 3 branches" in page
+    assert "did not succeed" not in page
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
+    assert why == "Why it ended canceled at score", "not canceled: Canceled"
+    fan_out = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    assert "1 failed of 2 branches (at score)" in _text(fan_out)
+
+
+class SumpStats:
+    def actor_stats(self) -> dict[str, ActorStats]:
+        return {SUMP: ActorStats(visible=0, in_flight=0, age_seconds=0, per_minute=0.8, failed=4)}
+
+
+def test_x_sumps_node_counts_arrivals_not_failures(gateway: ListingGateway) -> None:
+    """x-sump's `failed` figure is what arrived there; said as its page says it, not in the failure colour."""
+    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), SumpStats(), gateway, "here")  # type: ignore[arg-type]
+    page = console_client(console).get("/").get_data(as_text=True)
+    node = page.split(f'data-actor="{SUMP}"', 1)[1].split("</g>", 1)[0]
+    assert '<tspan data-stat="failed">4</tspan> arrivals' in node
+    assert "failed-count" not in node
+    assert "failed" not in _text(node)

@@ -111,7 +111,7 @@ def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches
     console.print(task_table(gateway.view("root")))
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
     assert rows["reason"] == "BranchFailed"
-    assert rows["progress"] == "1 of 3 branches did not succeed (at score)", "how far, not a full bar"
+    assert rows["progress"] == "1 failed of 3 branches (at score)", "how far, not a full bar"
     assert rows["error"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
     assert rows["failed branch 1"] == "b2 failed at score: ValueError: could not convert string to float: 'n/a'"
     assert "output" not in rows
