@@ -441,6 +441,9 @@ def test_an_actors_history_is_charted_at_every_width(page: Page, console_url: st
     expect(page.locator("figure.chart-duration path.line-p50")).to_have_attribute("d", re.compile(r"^M\d+ "))
     widths = page.eval_on_selector_all("figure.chart svg", "svgs => svgs.map(svg => svg.getBoundingClientRect().width)")
     assert all(width > 500 for width in widths), f"two charts a row at 1400 px: {widths}"
+    hover = page.locator("figure.chart-throughput rect.hit title").last
+    expect(hover).not_to_have_text(re.compile("UTC"))  # the bucket's start in the reader's zone
+    expect(hover).to_have_text(re.compile(r"^\S.* · \d+ processed$"))
 
     page.get_by_role("link", name="last day").click()
     expect(page).to_have_url(re.compile(r"/actors/infer\?span=day$"))

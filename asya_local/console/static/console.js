@@ -88,6 +88,13 @@ function localTimes(root) {
     const when = new Date(time.getAttribute("datetime"));
     if (!Number.isNaN(when.getTime())) time.textContent = when.toLocaleString();
   }
+  // a chart's hover: "10:05 UTC · 3 processed", its bucket's start in the reader's zone instead
+  for (const hit of root.querySelectorAll("rect.hit[data-start]")) {
+    const title = hit.querySelector("title");
+    const start = new Date(Number(hit.dataset.start) * 1000);
+    const local = start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (title) title.textContent = title.textContent.replace(/^\d\d:\d\d UTC/, local);
+  }
 }
 
 function follow(url) {
