@@ -571,3 +571,13 @@ def test_the_task_list_says_where_a_task_failed_and_why_at_a_phones_width(
             expect(reason).to_be_visible()
     finally:
         page.close()
+
+
+def test_the_start_forms_payload_is_never_clipped(page: Page, console_url: str) -> None:
+    """Every line of what is typed shows in the box, its last one too, without scrolling inside it."""
+    page.goto(console_url)
+    payload = page.get_by_label("Payload (JSON)")
+    clipped = "(box) => box.scrollHeight - box.clientHeight"
+    assert payload.evaluate(clipped) <= 1, "the example as the page renders it"
+    payload.fill("{\n" + ",\n".join(f'  "field_{n}": {n}' for n in range(9)) + "\n}")
+    assert payload.evaluate(clipped) <= 1, "eleven lines typed"

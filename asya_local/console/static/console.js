@@ -132,6 +132,12 @@ function follow(url) {
   return source;
 }
 
+// The start form's payload: every line of it shown, and one to type on (4 to 24 rows, as the page
+// renders it), never its last line clipped below the box.
+function fitRows(textarea) {
+  textarea.rows = Math.min(24, Math.max(4, textarea.value.split("\n").length + 1));
+}
+
 function showFlow(button) {
   const pressed = button.getAttribute("aria-pressed") !== "true";
   for (const other of document.querySelectorAll("button.flow")) other.setAttribute("aria-pressed", "false");
@@ -168,6 +174,8 @@ document.addEventListener("DOMContentLoaded", () => {
     flow.addEventListener("change", () => {
       const example = flow.selectedOptions[0].dataset.example;
       payload.value = JSON.stringify(JSON.parse(example || "{}"), null, 2);
+      fitRows(payload);
     });
+    payload.addEventListener("input", () => fitRows(payload));
   }
 });

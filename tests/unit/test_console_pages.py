@@ -1,6 +1,9 @@
-"""A URL the console has no page at is answered by a page of the console, not Werkzeug's bare one."""
+"""What a newcomer trips on in the console's pages: a URL it has no page at is answered by a page of the
+console, not Werkzeug's bare one; the start form shows its payload whole."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from flask.testing import FlaskClient
@@ -39,3 +42,11 @@ def test_any_other_unknown_url_is_a_page_of_the_console(client: FlaskClient) -> 
     assert '<a href="/tasks">tasks</a>' in page
     assert '<link rel="stylesheet" href="/static/console.css">' in page
     assert "Not Found</h1>" not in page
+
+
+def test_the_start_forms_payload_shows_every_line_of_the_example(client: FlaskClient) -> None:
+    """The reviews' example is 7 lines of JSON: 6 rows clipped its last."""
+    page = client.get("/").get_data(as_text=True)
+    box = re.search(r'<textarea id="payload" name="payload" rows="(\d+)"[^>]*>([^<]*)</textarea>', page, re.S)
+    assert box is not None
+    assert int(box.group(1)) > box.group(2).count("\n") + 1, "every line, and one to type on"
