@@ -61,7 +61,7 @@ from asya_local.console.task_logs import TaskLogs
 from asya_local.console.task_program import program_view, steps_counted
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
-from asya_local.console.wording import ago, how_far, local_stamps, moment, one_line, pretty
+from asya_local.console.wording import ago, how_far, local_stamps, moment, one_line, pretty, rows_for
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
 HERE = Path(__file__).resolve().parent
@@ -138,6 +138,7 @@ def create_app(console: Console, token: str) -> Flask:
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
     app.jinja_env.filters["local_stamps"] = local_stamps
+    app.jinja_env.filters["rows_for"] = rows_for
     app.register_blueprint(pages)
     app.register_blueprint(actor_pages)
     not_found.register(app)

@@ -45,6 +45,12 @@ def one_line(value: Any, most: int = 400) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+def rows_for(text: Any) -> int:
+    """A text box's rows for what it is given: every line and one to type on, 4 to 24 (console.js keeps
+    it so as it is typed in): a box of fewer rows clipped a payload's last line."""
+    return max(4, min(24, str(text or "").count("\n") + 2))
+
+
 def pretty(value: Any) -> Markup:
     """JSON as the pages show it: indented, escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)

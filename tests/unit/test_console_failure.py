@@ -61,6 +61,9 @@ class ListingGateway(FakeGateway):
         self.read.append(task_id)
         return super().task(task_id)
 
+    def follow(self, task_id: str) -> Iterator[tuple[str, Any]]:
+        yield "status", self.known[task_id]
+
     def task_page(self, **where: Any) -> dict[str, Any]:
         page = super().task_page(**where)
         listed = [{name: value for name, value in task.items() if name != "failed_branches"} for task in page["tasks"]]
@@ -95,6 +98,16 @@ def test_a_failed_fan_outs_page_starts_with_the_failing_branchs_error_above_the_
     assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in why
     assert "From branch ecf5c561, failed at score; the task: 1 of its 2 envelopes did not succeed" in why
     assert why.index("no text to score") < why.index("Traceback") < why.index("ValueError: no text")
+
+
+def test_a_page_open_as_its_task_fails_is_sent_why_above_its_graph(client: FlaskClient) -> None:
+    """The live page's `why` event fills the place above the graph, once, as the task ends."""
+    stream = client.get(f"/events/tasks/{failed_fan_out()['id']}")
+    sent = b"".join(stream.response).decode()  # type: ignore[arg-type]  # ends with the task: bytes
+    assert sent.count("event: why") == 1
+    why = sent[sent.index("event: why") : sent.index("event: task")]
+    assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in _text(why.replace("data: ", ""))
+    assert sent.index("event: why") < sent.index("event: end")
 
 
 def test_a_task_that_failed_at_a_hop_leads_with_its_own_error_and_the_actor(client: FlaskClient) -> None:
@@ -221,5 +234,8 @@ def test_x_sumps_node_counts_arrivals_not_failures(gateway: ListingGateway) -> N
     page = console_client(console).get("/").get_data(as_text=True)
     node = page.split(f'data-actor="{SUMP}"', 1)[1].split("</g>", 1)[0]
     assert '<tspan data-stat="failed">4</tspan> arrivals' in node
+    assert f'<tr data-actor="{SUMP}">' in page
+    row = page.split(f'<tr data-actor="{SUMP}">', 1)[1].split("</tr>", 1)[0]
+    assert '<td><span data-stat="failed">4</span> arrivals</td>' in row, "the table's row says it too"
     assert "failed-count" not in node
     assert "failed" not in _text(node)

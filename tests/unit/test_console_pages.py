@@ -16,8 +16,13 @@ from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
 
 @pytest.fixture
-def client() -> FlaskClient:
-    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), FakeGateway(), "here")  # type: ignore[arg-type]
+def gateway() -> FakeGateway:
+    return FakeGateway()
+
+
+@pytest.fixture
+def client(gateway: FakeGateway) -> FlaskClient:
+    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
     return console_client(console)
 
 
@@ -44,9 +49,16 @@ def test_any_other_unknown_url_is_a_page_of_the_console(client: FlaskClient) -> 
     assert "Not Found</h1>" not in page
 
 
-def test_the_start_forms_payload_shows_every_line_of_the_example(client: FlaskClient) -> None:
-    """The reviews' example is 7 lines of JSON: 6 rows clipped its last."""
-    page = client.get("/").get_data(as_text=True)
-    box = re.search(r'<textarea id="payload" name="payload" rows="(\d+)"[^>]*>([^<]*)</textarea>', page, re.S)
+def _rows_and_lines(page: str, box_id: str) -> tuple[int, int]:
+    box = re.search(rf'<textarea id="{box_id}" name="payload" rows="(\d+)"[^>]*>([^<]*)</textarea>', page, re.S)
     assert box is not None
-    assert int(box.group(1)) > box.group(2).count("\n") + 1, "every line, and one to type on"
+    return int(box.group(1)), box.group(2).count("\n") + 1
+
+
+def test_a_payloads_box_shows_every_line_of_it(client: FlaskClient, gateway: FakeGateway) -> None:
+    """The reviews' example is 7 lines of JSON, a task's input as long: 6 rows clipped the last."""
+    rows, lines = _rows_and_lines(client.get("/").get_data(as_text=True), "payload")
+    assert rows > lines, "the start form's: every line, and one to type on"
+    gateway.known["t3"]["input"] = {"product": "lamp-2", "reviews": ["fine", "", "broke"], "more": {"a": 1}}
+    rows, lines = _rows_and_lines(client.get("/tasks/t3").get_data(as_text=True), "rerun-payload")
+    assert rows > lines > 6, "run again's too"

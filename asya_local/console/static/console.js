@@ -132,8 +132,8 @@ function follow(url) {
   return source;
 }
 
-// The start form's payload: every line of it shown, and one to type on (4 to 24 rows, as the page
-// renders it), never its last line clipped below the box.
+// A payload's box (`data-fit`): every line of it shown, and one to type on (4 to 24 rows, as the page
+// renders it: `rows_for`), never its last line clipped below the box.
 function fitRows(textarea) {
   textarea.rows = Math.min(24, Math.max(4, textarea.value.split("\n").length + 1));
 }
@@ -168,6 +168,10 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("button.flow")) {
     button.addEventListener("click", () => showFlow(button));
   }
+  // on the document: a task's state, the run-again form with it, is re-rendered by its live events
+  document.addEventListener("input", (event) => {
+    if (event.target.matches("textarea[data-fit]")) fitRows(event.target);
+  });
   const flow = document.getElementById("flow");
   const payload = document.getElementById("payload");
   if (flow && payload && flow.closest("form.start")) {
@@ -176,6 +180,5 @@ document.addEventListener("DOMContentLoaded", () => {
       payload.value = JSON.stringify(JSON.parse(example || "{}"), null, 2);
       fitRows(payload);
     });
-    payload.addEventListener("input", () => fitRows(payload));
   }
 });
