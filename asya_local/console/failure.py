@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from asya_local.gateway_client import GatewayError, GatewayUnreachableError
+
 BRANCH_FAILED = "BranchFailed"  # the gateway's reason for a root its branches failed (asya_gateway.views)
 JOIN_FAILED = "JoinFailed"  # a join gave up on its branches (asya.reasons)
 BY_BRANCHES = (BRANCH_FAILED, JOIN_FAILED)
@@ -128,7 +130,10 @@ class Explainer:
         with self._lock:
             kept = self._kept.get(str(task["id"]))
         if kept is None:
-            kept = self._read(str(task["id"])) or task
+            try:
+                kept = self._read(str(task["id"])) or task
+            except (GatewayError, GatewayUnreachableError):  # the row says what it has; read again next time
+                return task
             with self._lock:
                 self._kept[str(task["id"])] = kept
                 while len(self._kept) > self._most:

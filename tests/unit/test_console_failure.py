@@ -17,6 +17,7 @@ from asya_cdk.loading import load_mesh
 from asya_local.console.app import Console
 from asya_local.console.stats import ActorStats
 from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayError
 from tests.support.console_client import console_client
 from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
 
@@ -56,9 +57,12 @@ class ListingGateway(FakeGateway):
     def __init__(self) -> None:
         super().__init__()
         self.read: list[str] = []
+        self.refused: set[str] = set()  # tasks whose view the gateway does not answer
 
     def task(self, task_id: str) -> dict[str, Any] | None:
         self.read.append(task_id)
+        if task_id in self.refused:
+            raise GatewayError("503: the gateway is busy", 503)
         return super().task(task_id)
 
     def follow(self, task_id: str) -> Iterator[tuple[str, Any]]:
@@ -239,3 +243,15 @@ def test_x_sumps_node_counts_arrivals_not_failures(gateway: ListingGateway) -> N
     assert '<td><span data-stat="failed">4</span> arrivals</td>' in row, "the table's row says it too"
     assert "failed-count" not in node
     assert "failed" not in _text(node)
+
+
+def test_a_view_the_gateway_does_not_answer_leaves_the_row_as_listed_and_is_asked_again(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    root = failed_fan_out()["id"]
+    gateway.refused.add(root)
+    page = client.get("/tasks?status=failed")
+    assert page.status_code == 200, "the list, not an error page"
+    assert _row(page.get_data(as_text=True), root)[2] == "triage", "where its own envelope ended, as listed"
+    gateway.refused.clear()
+    assert _row(client.get("/tasks?status=failed").get_data(as_text=True), root)[2] == "score"
