@@ -62,3 +62,12 @@ def test_a_payloads_box_shows_every_line_of_it(client: FlaskClient, gateway: Fak
     gateway.known["t3"]["input"] = {"product": "lamp-2", "reviews": ["fine", "", "broke"], "more": {"a": 1}}
     rows, lines = _rows_and_lines(client.get("/tasks/t3").get_data(as_text=True), "rerun-payload")
     assert rows > lines > 6, "run again's too"
+
+
+def test_the_pages_name_their_icon_so_no_browser_asks_for_a_favicon_that_is_not_there(client: FlaskClient) -> None:
+    """A browser asks for /favicon.ico on every page that names no icon: a 404 each time (the review's eighth)."""
+    page = client.get("/").get_data(as_text=True)
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    icon = client.get("/static/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.get_data(as_text=True).startswith("<svg")
