@@ -32,7 +32,7 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $(NPM_STAMP)
 
 $(CHROMIUM):
-	$(SUDO) apt-get install -y -q chromium || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
+	$(SUDO) apt-get install -y -q --no-install-recommends chromium || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends chromium)
 
 install: $(STAMP) $(NPM_STAMP)
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,10 +21,82 @@ from asya_local.moments import moment
 
 
 class Parser(argparse.ArgumentParser):
-    """An `asya` parser: a mistake is one line naming the command, the argument and what to do."""
+    """An `asya` parser: a mistake is one line naming the command, the argument and what to do. A
+    mistyped command, choice or option gets the likely one (`did you mean`): argparse has that from
+    Python 3.14 only. An option the command does not have is named, rather than what its absence
+    caused (`--flows` leaves `--flow` missing), and refused by the command it was given to, whose
+    `--help` shows how."""
+
+    given: Sequence[str] = ()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._chosen(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (`{self.prog} --help` shows how)\n")
+        unknown = [_unknown_option(self, given) for given in self._unknown_options()]
+        said = "; ".join(unknown) if unknown else _with_likely_choice(message)
+        self.exit(2, f"{self.prog}: {said} (`{self.prog} --help` shows how)\n")
+
+    def _chosen(self, parsed: argparse.Namespace) -> Parser:
+        """The (sub)command the arguments chose, which refuses what it does not take."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(str(getattr(parsed, action.dest, "")))
+                if isinstance(chosen, Parser):
+                    return chosen._chosen(parsed)
+        return self
+
+    def _unknown_options(self) -> list[str]:
+        """The options given that this command has not, even as an abbreviation (before a `--`)."""
+        known = list(self._option_string_actions)
+        given = self.given[: self.given.index("--")] if "--" in self.given else self.given
+        return [
+            option
+            for option in (text.split("=", 1)[0] for text in given)
+            if option.startswith("-") and not _NUMBER.match(option) and not any(k.startswith(option) for k in known)
+        ]
+
+
+_NUMBER = re.compile(r"^-\d")  # a negative number given as a value, not an option
+
+
+def _unknown_option(parser: Parser, option: str) -> str:
+    """An option `parser` has not: the likely one, or, when it names a positional argument, that this
+    one is given without an option."""
+    name = option.lstrip("-").replace("-", "_")
+    positional = next((action for action in parser._actions if not action.option_strings and action.dest == name), None)
+    if positional is not None:
+        return f"no option {option}: give the {name} as is, without {option}"
+    options = [known for known in parser._option_string_actions if known.startswith("--")]
+    return f"no option {option}{likely(option, options)}"
+
+
+def _with_likely_choice(message: str) -> str:
+    """argparse's refusal of a choice, with the likely one ahead of the list of them."""
+    refused = re.match(r"(.*invalid choice: '([^']*)')( \(choose from (.*)\))$", message, re.DOTALL)
+    if refused is None:
+        return message
+    return refused.group(1) + likely(refused.group(2), re.findall(r"'([^']*)'", refused.group(4))) + refused.group(3)
+
+
+def likely(given: str, known: Iterable[str]) -> str:
+    """`; did you mean `x`?` naming the one of `known` closest to `given` (the only one it begins, as a
+    flow's short name begins `triage-reviews`), or nothing when none is close."""
+    names = list(known)
+    begun = [name for name in names if name.startswith(given)] if given else []
+    close = begun if len(begun) == 1 else get_close_matches(given, names, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 def command(commands: Any, name: str, summary: str, *examples: str) -> Parser:
@@ -49,7 +125,8 @@ def json_value(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give JSON inline or @file.json") from None
+        quotes = '; JSON wants double quotes ("field"), not single ones' if "'" in text else ""
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}){quotes}; give JSON inline or @file.json") from None
 
 
 def json_file(path: str) -> Any:

@@ -1,6 +1,7 @@
 """`asya check`: what `cdk deploy` would meet, found before it meets it.
 
 The mesh file is loaded with every AWS quota and naming rule (`asya_cdk.rules`); each Lambda actor's
+handler is imported where its local worker would import it (`asya_local.handler_imports`); its
 libraries are installed for its platform (cached, as `cdk synth` installs them; no Docker) and its
 function measured against Lambda's size limit (`asya_cdk.packaging`); then the stack is synthesized
 in this process with bundling skipped (no AWS credentials, no local stack) and summarised: how many
@@ -31,6 +32,7 @@ from asya_cdk.packaging import FunctionSize, function_sizes
 from asya_cdk.plan import STACK_BUDGET, plan_stacks
 from asya_local.account import account_findings
 from asya_local.deploy import synthesize
+from asya_local.handler_imports import import_handlers
 
 FUNCTION = "AWS::Lambda::Function"
 POLICY = "AWS::IAM::Policy"
@@ -102,6 +104,11 @@ def check(path: Path, console: Console, account: Any = None, queues: Any = None)
         for line in str(exc).splitlines():
             console.print(f"[red]asya: {line}[/red]", highlight=False, soft_wrap=True)
         return 1
+    handlers = import_handlers(mesh)  # first: a handler that cannot load is a common mistake, and quick to find
+    _say(console, path, handlers.warnings, "yellow")
+    if handlers.problems:
+        _say(console, path, handlers.problems, "red")
+        return 1
     try:
         planned = plan(mesh)
     except LibrariesError as exc:
@@ -123,11 +130,9 @@ def check(path: Path, console: Console, account: Any = None, queues: Any = None)
         findings = account_findings(mesh, account, queues)
         warnings += [*findings.warnings, *([findings.skipped] if findings.skipped else [])]
         problems = findings.problems
-    for warning in warnings:
-        console.print(f"[yellow]asya: {path}: {warning}[/yellow]", highlight=False)
+    _say(console, path, warnings, "yellow")
     if problems:
-        for problem in problems:
-            console.print(f"[red]asya: {path}: {problem}[/red]", highlight=False)
+        _say(console, path, problems, "red")
         return 1
     console.print(f"[green]{path}: mesh '{mesh.config.namespace}' passes every check[/green]", highlight=False)
     for line in planned.stacks:
@@ -135,6 +140,11 @@ def check(path: Path, console: Console, account: Any = None, queues: Any = None)
     console.print(_resource_table(planned.resources))
     console.print(_function_table(planned))
     return 0
+
+
+def _say(console: Console, path: Path, lines: list[str], colour: str) -> None:
+    for line in lines:
+        console.print(f"[{colour}]asya: {path}: {line}[/{colour}]", highlight=False, soft_wrap=True)
 
 
 def check_against_account(path: Path, console: Console) -> int:

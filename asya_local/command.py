@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"asya {version(DISTRIBUTION)}")
         return 0
     try:
-        from asya_local.cli import main as run
+        from asya_local.commands import main as run
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         if not missing or missing in OWN_PACKAGES:

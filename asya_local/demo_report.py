@@ -96,3 +96,13 @@ def summary(tasks: list[dict[str, Any]], kept: list[dict[str, Any]], route: list
 
 def _position(step: str, route: list[str]) -> int:
     return route.index(step) if step in route else len(route)
+
+
+def next_step(config: str, inputs: str, flow: str) -> list[str]:
+    """What to run after the demo, which stops its stack: `asya up` keeps the same mesh running, with
+    its console, and `asya send` gives it the demo's inputs again (or any other)."""
+    return [
+        f"next: `asya up --config {config}` keeps this mesh running (Ctrl-C stops it)",
+        "      and prints the URL of its console: the mesh live, and every task.",
+        f"      From another terminal, `asya send @{inputs} --flow {flow} --each` sends it these inputs again.",
+    ]

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-if TYPE_CHECKING:  # the models: `asya_local.cli` catches `LocalSecretError` without loading them
+from asya_cdk.yaml_text import named_yaml
+
+if TYPE_CHECKING:  # the models: `asya_local.commands` catches `LocalSecretError` without loading them
     from asya_cdk.loaded_mesh import LoadedMesh
     from asya_cdk.needs import SecretReference
 
@@ -55,7 +57,7 @@ def read_values(file: Path) -> dict[str, str]:
     if not file.exists():
         return {}
     try:
-        document = yaml.safe_load(file.read_text()) or {}
+        document = named_yaml(file.read_text(), str(file)) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise LocalSecretError(f"{file}: cannot read the local secrets: {exc}") from None
     if not isinstance(document, dict):

@@ -17,6 +17,7 @@ from rich.console import Console
 from asya.names import SINK
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
+from asya_local.arguments import likely
 from asya_local.console.drawing import graph_svg
 from asya_local.console.graph import layout
 from asya_local.console.program_steps import ProgramStep
@@ -30,7 +31,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     flows = mesh.config.flows
     if args.flow not in flows:
         known = "\n".join(f"  {name}" for name in flows) or "  (none)"
-        console.print(f"asya: no flow {args.flow!r} in {args.config}; its flows:\n{known}", highlight=False)
+        hint = likely(args.flow, flows)
+        listed = f"{hint} Its flows" if hint else "; its flows"
+        console.print(f"asya: no flow {args.flow!r} in {args.config}{listed}:\n{known}", highlight=False)
         return 1
     flow = flows[args.flow]
     if flow.description:

@@ -29,7 +29,10 @@ from asya.variables import WAIT_MAX_SECONDS
 
 API = "/api/v1"
 WHOLE_ID_LENGTH = 36  # a task id is a UUID
-SHORT_ID_SEARCHED = 100  # the newest tasks a short id is looked for among (one page)
+SHORT_ID_SEARCHED = 100  # the first messages x-sump lists, a short id of one is looked for among
+SHORT_ID_CANDIDATES = 10  # the tasks a short id that names several lists
+# why a task may have no short id: the gateway finds one by a key its record has had since then
+NO_SHORT_ID = "a task recorded before short ids were indexed is found by it only"
 FLOW_NAME = re.compile(ACTOR_NAME)
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -48,7 +51,11 @@ class GatewayError(RuntimeError):
 
 
 class ShortIdError(LookupError):
-    """A short id that names no task, or more than one, among the newest."""
+    """A short id that names no task, or more than one (`candidates`, the first of them)."""
+
+    def __init__(self, message: str, candidates: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.candidates = candidates or []
 
 
 class GatewayUnreachableError(RuntimeError):
@@ -158,25 +165,39 @@ class GatewayClient:
         """The first page's tasks only (`task_page`'s filters)."""
         return list(self.task_page(**where)["tasks"])
 
+    def starting_with(self, given: str, limit: int = SHORT_ID_CANDIDATES) -> dict[str, Any]:
+        """`GET /mesh?id_prefix=`: the tasks the caller may see whose id starts with `given`, whatever its
+        case and however old (`tasks`, the one whose whole id it is first), and whether more do (`more`).
+        `ShortIdError` with the gateway's reason if it refuses the prefix (too short)."""
+        response = self._call("GET", f"{API}/mesh", params={"id_prefix": given, "limit": limit})
+        if response.status_code == 400:
+            raise ShortIdError(str(response.json().get("message", "")).removeprefix("id_prefix: "))
+        if response.status_code != 200:
+            raise GatewayError(_message(response), response.status_code)
+        return dict(response.json())
+
     def task_id(self, given: str) -> str:
-        """The whole id of the task `given` names: itself when whole, else the one task among the newest
-        `SHORT_ID_SEARCHED` (branches included) whose id starts with it, as the short ids every table
-        shows (`ShortIdError` if none or several do). A task seen a while ago needs its whole id."""
+        """The whole id of the task `given` names: itself when whole, else the one task the gateway finds
+        whose id starts with it (`starting_with`), as the short ids every table shows, in any case
+        (`ShortIdError` if none or several do)."""
         if len(given) >= WHOLE_ID_LENGTH:
             return given
-        newest = [task["id"] for task in self.tasks(limit=SHORT_ID_SEARCHED, roots=False)]
-        return unique_prefix(given, newest, "task", f"among the newest {SHORT_ID_SEARCHED} tasks")
+        found = self.starting_with(given)
+        ids = [task["id"] for task in found["tasks"]]
+        return unique_prefix(
+            given, ids, "task", more=bool(found.get("more")), unknown=f"give its whole id ({NO_SHORT_ID})"
+        )
 
     def sump_id(self, given: str) -> str:
         """The whole id of the envelope `given` names among what x-sump kept, by the rule of `task_id`:
-        among the first `SHORT_ID_SEARCHED` arrivals x-sump lists."""
+        among the first `SHORT_ID_SEARCHED` arrivals x-sump lists, whatever its case."""
         if len(given) >= WHOLE_ID_LENGTH:
             return given
         first = self._json("GET", f"{API}/sump", 200, params={"limit": SHORT_ID_SEARCHED})["entries"]
         among = "among what x-sump kept"
         if len(first) == SHORT_ID_SEARCHED:
             among = f"among the first {SHORT_ID_SEARCHED} messages x-sump lists"
-        return unique_prefix(given, [entry["id"] for entry in first], "message", among)
+        return unique_prefix(given, [entry["id"] for entry in first], "message", among=among)
 
     def resume(self, task_id: str, given: dict[str, Any]) -> dict[str, Any]:
         """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""
@@ -242,7 +263,7 @@ class GatewayClient:
         """`POST /sump/{id}:redrive`: (whether this call redrove it, what was done)."""
         response = self._call("POST", f"{API}/sump/{envelope_id}:redrive", json=body)
         if response.status_code not in (200, 202):
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return response.status_code == 202, dict(response.json())
 
     def task(self, task_id: str) -> dict[str, Any] | None:
@@ -302,7 +323,7 @@ class GatewayClient:
         else:
             response = self._call("POST", path, json=body, headers=headers, **kwargs)
         if response.status_code not in expected:
-            raise GatewayError(_message(response))
+            raise GatewayError(_message(response), response.status_code)
         return dict(response.json())
 
     def _json(self, method: str, path: str, expected: int | tuple[int, ...], **kwargs: Any) -> dict[str, Any]:
@@ -318,18 +339,35 @@ class GatewayClient:
             raise GatewayUnreachableError(f"nothing answers at {self.url}: {exc}") from None
 
 
-def unique_prefix(given: str, ids: list[str], what: str, among: str) -> str:
+def unique_prefix(
+    given: str,
+    ids: list[str],
+    what: str,
+    *,
+    among: str = "",
+    more: bool = False,
+    unknown: str = "give its whole id",
+) -> str:
     """The one id of `ids` that `given` is (an id may be short, as an envelope put on a queue by hand
-    can be) or starts (a short id, as the tables show them); `ShortIdError` naming `what` and where it
-    was looked for (`among`) if none or several do."""
+    can be) or starts (a short id, as the tables show them), whatever its case: people type ids the
+    way they read them. `ShortIdError` naming `what`, where it was looked for (`among`) and what to do
+    (`unknown`) if none does, or the candidates if several do (`more`: more than `ids` may)."""
     if given in ids:
         return given
-    found = list(dict.fromkeys(found for found in ids if found.startswith(given)))
-    if len(found) == 1:
+    folded = given.lower()
+    found = list(dict.fromkeys(found for found in ids if found.lower().startswith(folded)))
+    same = [match for match in found if match.lower() == folded]
+    if len(same) == 1:
+        return same[0]
+    if len(found) == 1 and not more:
         return found[0]
+    where = f" {among}" if among else ""
     if found:
-        raise ShortIdError(f"{given!r} matches {', '.join(found)} {among}: give more of the id")
-    raise ShortIdError(f"no {what} starts with {given!r} {among}: give its whole id")
+        listed = ", ".join(found) + (" and more" if more else "")
+        raise ShortIdError(f"{given!r} matches {listed}{where}: give more of the id", found)
+    if more:
+        raise ShortIdError(f"too many {what}s start with {given!r} to look through{where}: give more of the id")
+    raise ShortIdError(f"no {what} starts with {given!r}{where}: {unknown}")
 
 
 def _bounded(seconds: float) -> float:

@@ -1,6 +1,7 @@
 """What `asya up` and `asya demo` show while the mesh runs: one live view, redrawn every second, instead
 of the workers' per-batch lines (those go to the worker log, `asya_local.worklog`).
 
+- an actor whose handler cannot be loaded, in red under the "is up" line (`asya_local.load_failures`);
 - the actors: messages waiting, in flight and delayed in each queue, how long the oldest has waited,
   envelopes processed per minute and failed over the last five minutes, a Spark actor's open jobs
   (the same figures as the console's, `asya_local.console.stats`);
@@ -21,25 +22,39 @@ from asya.root_result import no_single_result
 from asya.task_record import TaskStatus
 from asya_local.console.app import Console as MeshConsole
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
+from asya_local.load_failures import LoadFailures
 from asya_local.screen import status_text
 
 RUNNING_SHOWN = 6
 BAR_WIDTH = 20
 OUTPUT_WIDTH = 80
 ENDED_SHOWN = 5
+NOT_LOADED_HINT = "each envelope it gets fails with this error (fix it, then restart; `asya check` finds it first)"
 
 
 class LiveView:
     """A rich renderable of the mesh as it runs; `tasks_table`: the tasks table, counted by status."""
 
-    def __init__(self, mesh: MeshConsole, dynamodb: Any, tasks_table: str | None, header: list[str]) -> None:
+    def __init__(
+        self,
+        mesh: MeshConsole,
+        dynamodb: Any,
+        tasks_table: str | None,
+        header: list[str],
+        failures: LoadFailures | None = None,
+    ) -> None:
         self.mesh = mesh
         self.dynamodb = dynamodb
         self.tasks_table = tasks_table
         self.header = header
+        self.failures = failures or LoadFailures()
 
     def __rich__(self) -> RenderableType:
-        parts: list[RenderableType] = [Text(line, style="dim") for line in self.header]
+        """The header's first line ("mesh … is up"), then any actor that cannot load its handler, in
+        red, so the mesh is never said to be up without it; then the rest."""
+        parts: list[RenderableType] = [Text(line, style="dim") for line in self.header[:1]]
+        parts += [Text(f"{line}: {NOT_LOADED_HINT}", style="bold red") for line in self.failures.lines()]
+        parts += [Text(line, style="dim") for line in self.header[1:]]
         parts.append(self._actors())
         try:
             parts += [self._counts(), self._running(), self._ended()]
@@ -57,10 +72,11 @@ class LiveView:
             if s is None:
                 continue
             kind = "Spark" if node.kind == "spark" else "crew" if node.kind == "crew" else "λ"
-            style = "red" if s.failed else "bold" if s.visible or s.in_flight else ""
+            broken = node.name in self.failures.found()
+            style = "red" if s.failed or broken else "bold" if s.visible or s.in_flight else ""
             table.add_row(
                 Text(node.name, style=style),
-                kind + (" join" if node.join else ""),
+                kind + (" join" if node.join else "") + (" (handler not loaded)" if broken else ""),
                 str(s.visible),
                 str(s.in_flight),
                 str(s.delayed),

@@ -29,7 +29,8 @@ from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.live_view import LiveView
+from asya_local.live_view import NOT_LOADED_HINT, LiveView
+from asya_local.load_failures import LoadFailures
 from asya_local.local_state import (
     LocalStateError,
     read_state,
@@ -57,15 +58,16 @@ class Started:
     stack: LocalStack
     log: WorkerLog
     activity: ActivityCounter
+    failures: LoadFailures
 
     @cached_property
     def console(self) -> MeshConsole:
         """One for the web console and the live view, which then share each read of the figures."""
-        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity)
+        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity, self.failures)
 
     def live_view(self, header: list[str]) -> LiveView:
         dynamodb = self.stack.client("dynamodb")
-        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header)
+        return LiveView(self.console, dynamodb, self.stack.outputs.get("TasksTable"), header, self.failures)
 
     def stop(self) -> None:
         self.stack.stop()
@@ -81,7 +83,9 @@ def _start(args: argparse.Namespace) -> Started:
                 f"{option} 0 takes any free port"
             )
     activity = ActivityCounter(mesh.config.namespace)
-    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=[activity.take])
+    failures = LoadFailures()
+    taps: list[worklog.Tap] = [activity.take, failures.take]
+    log = WorkerLog(worker_log_folder() / f"{mesh.config.namespace}.log", _print_error, taps=taps)
     stack = LocalStack(
         mesh,
         port=args.port or free_port(),
@@ -97,7 +101,7 @@ def _start(args: argparse.Namespace) -> Started:
         except BaseException:
             log.close()
             raise
-    return Started(stack, log, activity)
+    return Started(stack, log, activity, failures)
 
 
 def up(args: argparse.Namespace) -> int:
@@ -127,7 +131,7 @@ def up(args: argparse.Namespace) -> int:
             with Live(view, console=console, refresh_per_second=1):
                 stopped.wait()
         else:  # a log, not a screen: the header once, errors as they come
-            for line in header:
+            for line in header[:1] + [f"{line}: {NOT_LOADED_HINT}" for line in started.failures.lines()] + header[1:]:
                 console.print(line, highlight=False)
             stopped.wait()
     except KeyboardInterrupt:
@@ -154,10 +158,10 @@ def serve_console(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if args.stack is None or (state is not None and state.get("stack") == args.stack):
         where = LocalMesh.of_state(state if state is not None else running_state())
-        activity = ActivityCounter(where.mesh.config.namespace)
+        activity, failures = ActivityCounter(where.mesh.config.namespace), LoadFailures()
         if where.log is not None:
-            follow_log(where.log, activity.take, stop)
-        mesh_console = local_console(where, activity)
+            follow_log(where.log, lambda line: [take(line) for take in (activity.take, failures.take)], stop)
+        mesh_console = local_console(where, activity, failures)
     else:
         mesh_console = deployed_console(stack_option.deployed(args))
     served = serve(mesh_console, args.port)
@@ -201,6 +205,8 @@ def demo(args: argparse.Namespace) -> int:
             console.print(line, style="green" if ok else "red", highlight=False)
         if not drained:
             console.print("[red]the mesh did not drain within --timeout[/red]")
+        for line in demo_report.next_step(str(args.config), inputs, flow_name):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         return 0 if ok else 1
     finally:
         started.stop()

@@ -3,7 +3,7 @@
 
 Their parsers are here, apart from what the commands run (`local_cli`, `check`, `cdk_cli`, `smoke`,
 `flow_cli`), because what those import is heavy: the CDK (which starts Node.js), moto, Flask, the
-drawing. `asya_local.cli` builds every parser, for `asya status` and `asya --help` too, and imports a
+drawing. `asya_local.commands` builds every parser, for `asya status` and `asya --help` too, and imports a
 command's module only when that command runs.
 """
 
@@ -85,12 +85,17 @@ def add_check_parser(commands: Any, default_config: Path) -> None:
         "check the mesh file against AWS's limits, every problem in one run; show what cdk deploy creates",
         "asya check --config examples/reviews/mesh.yaml --account",
     )
-    check.add_argument("--config", type=Path, default=default_config, help="mesh file")
+    check.add_argument("--config", type=Path, help=running_or(default_config))
     check.add_argument(
         "--account",
         action="store_true",
         help="also the account: its Lambda concurrency, deployed namespaces and package types (your AWS credentials)",
     )
+
+
+def running_or(default_config: Path) -> str:
+    """The help of a `--config` left out for the running local stack's mesh file (`asya_local.cli`)."""
+    return f"mesh file (default: the running local stack's, as asya send uses; else {default_config})"
 
 
 def add_cdk_parsers(commands: Any, default_config: Path) -> None:
@@ -137,7 +142,7 @@ def add_flow_parser(commands: Any, default_config: Path) -> None:
         "asya flow show refining --image refining.svg",
     )
     show.add_argument("flow", help="the flow's name, as the mesh file's `flows:` names it")
-    show.add_argument("--config", type=Path, default=default_config, help="mesh file")
+    show.add_argument("--config", type=Path, help=running_or(default_config))
     show.add_argument(
         "--image", type=Path, help=f"where to write a program's drawing (default: {IMAGES}/<flow>.svg beside the mesh)"
     )

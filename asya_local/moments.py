@@ -38,3 +38,13 @@ def _utc(when: dt.datetime) -> str:
     """In UTC, to the millisecond when it has a fraction of a second (task records are stamped so)."""
     spec = "milliseconds" if when.microsecond else "seconds"
     return when.astimezone(dt.UTC).isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def local_time(text: str) -> str:
+    """A recorded moment (RFC 3339, as the gateway stamps it) as a table shows it: in this machine's
+    zone, to the second (`2026-11-26 11:03:07`); anything that is no such moment, as it is."""
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    return when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when.tzinfo else text

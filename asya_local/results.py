@@ -17,6 +17,7 @@ import orjson
 from asya.dynamo import from_item
 from asya.results import PREFIX, result_key, result_prefix
 
+UNPARSED = "unparsed"  # the field a kept body past the parser's depth is read into, as text
 _HOLDS_RESULT = {"FilterExpression": "attribute_exists(#o)", "ExpressionAttributeNames": {"#o": "output"}}
 
 
@@ -87,7 +88,7 @@ def read_objects(s3: Any, bucket: str, prefix: str) -> list[dict[str, Any]]:
             try:
                 body = orjson.loads(text)
             except orjson.JSONDecodeError:  # past the parser's depth: x-sump kept the body as it came
-                body = {"unparsed": text}
+                body = {UNPARSED: text}
             envelope_id = item["Key"].split("/")[2]  # results/<ns>/<id>/[hooks/]<outcome>.json
             outcome = item["Key"].rsplit("/", 1)[-1].removesuffix(".json")
             found.append({"id": envelope_id, "key": item["Key"], "outcome": outcome, "envelope": body, "text": text})

@@ -1,11 +1,14 @@
 """`asya results`: what x-sink and x-sump kept for an envelope and its branches, read from the local
-stack's bucket and tasks table, or with `--stack` a deployed mesh's with the caller's credentials; and the
-table `asya demo` prints of them."""
+stack's bucket and tasks table, or with `--stack` a deployed mesh's with the caller's credentials: each
+summed up (`asya_local.results_text`), or as kept with `--output json`; and the table `asya demo`
+prints of them. Exit 0 when something was kept, 1 when nothing was for a task the gateway knows, 2 for
+an id it does not (`asya_local.answers`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,9 +17,12 @@ from rich.table import Table
 from asya.envelope import visited
 from asya.results import result_prefix
 from asya_local import stack_option
+from asya_local.answers import DONE, JSON, NOT_DONE, print_json
 from asya_local.local_state import gateway_of, running_state
-from asya_local.results import KeptResults
+from asya_local.results import UNPARSED, KeptResults
+from asya_local.results_text import kept_table
 from asya_local.roles import local_client
+from asya_local.running_mesh import TaskCommandError
 from asya_local.screen import console
 from asya_local.task_text import payload_summary
 
@@ -40,11 +46,8 @@ def results(args: argparse.Namespace) -> int:
     own = [doc for doc in kept if doc["key"].startswith(own_prefix) or doc["envelope"].get("id") == args.id]
     children = [doc for doc in kept if doc["envelope"].get("parent_id") == args.id]
     if not own and not children:
-        console.print(_nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None))
-        return 1
-    for doc in [*own, *children]:
-        print_result(doc)
-    return 0
+        return _nothing_kept(args.id, gateway.task(args.id) if gateway is not None else None)
+    return _show([*own, *children], args.output)
 
 
 def deployed_results(args: argparse.Namespace) -> int:
@@ -58,20 +61,33 @@ def deployed_results(args: argparse.Namespace) -> int:
     kept = KeptResults(mesh.s3, mesh.bucket, mesh.namespace, mesh.client("dynamodb"), mesh.outputs.get("TasksTable"))
     found = [doc for envelope_id in [task_id, *(task or {}).get("branch_ids", [])] for doc in kept.of(envelope_id)]
     if not found:
-        console.print(_nothing_kept(task_id, task))
-        return 1
-    for doc in found:
-        print_result(doc)
-    return 0
+        return _nothing_kept(task_id, task)
+    return _show(found, args.output)
 
 
-def _nothing_kept(given: str, task: dict[str, Any] | None) -> str:
-    """Why there is nothing to show: a task that ended will keep nothing more; a running one may."""
+def _show(docs: list[dict[str, Any]], output: str) -> int:
+    """Each document summed up, or with `--output json` all of them as kept, in one JSON list."""
+    if output == JSON:
+        print_json([{"key": doc["key"], **doc["envelope"]} for doc in docs])
+        return DONE
+    for doc in docs:
+        if UNPARSED in doc["envelope"]:  # a body x-sump kept as it came: shown as it is
+            print_result(doc)
+        else:
+            console.print(kept_table(doc, Path.cwd()))
+    return DONE
+
+
+def _nothing_kept(given: str, task: dict[str, Any] | None) -> int:
+    """Say why there is nothing to show: an unknown id (a mistake, exit 2), a task that ended and will
+    keep nothing more, or a running one that may."""
     if task is None:
-        return f"no results for {given}"
+        raise TaskCommandError(f"no results for {given}, and no task has that id")
     if task.get("terminal"):
-        return f"no results for task {given} (it is {task.get('status')})"
-    return f"no results yet for task {given} (it is {task.get('status')})"
+        console.print(f"no results for task {given} (it is {task.get('status')})")
+    else:
+        console.print(f"no results yet for task {given} (it is {task.get('status')})")
+    return NOT_DONE
 
 
 def print_result(doc: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from asya.names import GATEWAY_FUNCTIONS, resource_name
 from asya_cdk.layer import gateway_build, layer_build
-from asya_cdk.libraries import Build, Requirements, Target, install
+from asya_cdk.libraries import Build, Installed, Requirements, Target, install, installed
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import actor_build
 from asya_cdk.sources import shipped
@@ -70,8 +70,7 @@ class LocalPythons:
         self.target = target or Target.this_machine()
         self.layer = install(layer_build(self.target))
         self.sdk = install(runtime_sdk_build(self.target))
-        self.interface = runtime_interface()
-        self.sidecar = shipped("asya")
+        self.runtime = _runtime_path(self.layer, self.sdk)
         namespace = mesh.config.namespace
         self.own: dict[str, Path] = {}
         gateway = install(gateway_build(self.target)).path
@@ -81,7 +80,7 @@ class LocalPythons:
             build = actor_build(mesh, name, self.target, self.layer) if actor.runtime == "lambda" else None
             if build is not None:
                 self.own[resource_name(namespace, name)] = install(build).path
-        compiled([self.sidecar, self.layer.path, self.sdk.path, self.interface, *self.own.values()])
+        compiled([*self.runtime, *self.own.values()])
 
     def spark_jobs(self) -> dict[str, list[Path]]:
         """Each Spark actor's declared libraries, built for this machine, by its application's name: the
@@ -97,4 +96,33 @@ class LocalPythons:
     def of(self, function: str, code: Path) -> FunctionPython:
         """The import path of the deployed function `function`, whose code is the folder `code`."""
         own = [self.own[function]] if function in self.own else []
-        return FunctionPython((code, *own, self.sidecar, self.layer.path, self.sdk.path, self.interface))
+        return FunctionPython((code, *own, *self.runtime))
+
+
+NOT_BUILT = "not built for this machine yet (`asya up` builds them once)"
+
+
+def built_actor_pythons(mesh: LoadedMesh, target: Target | None = None) -> dict[str, FunctionPython | str]:
+    """Each Lambda actor's import path as `LocalPythons.of` gives its worker, from libraries already
+    built only (nothing is installed, so this costs a few hash checks); an actor whose libraries are
+    not built yet maps to why it has no path."""
+    target = target or Target.this_machine()
+    actors = [name for name, actor in mesh.config.actors.items() if actor.runtime == "lambda"]
+    layer, sdk = installed(layer_build(target)), installed(runtime_sdk_build(target))
+    if layer is None or sdk is None:
+        return dict.fromkeys(actors, f"the sidecar's libraries are {NOT_BUILT}")
+    runtime = _runtime_path(layer, sdk)
+    found: dict[str, FunctionPython | str] = {}
+    for name in actors:
+        build = actor_build(mesh, name, target, layer)
+        own = installed(build) if build is not None else None
+        if build is not None and own is None:
+            found[name] = f"its libraries are {NOT_BUILT}"
+        else:
+            found[name] = FunctionPython((mesh.code_dir(name), *([own.path] if own else []), *runtime))
+    return found
+
+
+def _runtime_path(layer: Installed, sdk: Installed) -> tuple[Path, ...]:
+    """What follows a function's own code and libraries on its path: the layer, then the runtime."""
+    return (shipped("asya"), layer.path, sdk.path, runtime_interface())

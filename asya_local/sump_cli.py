@@ -1,6 +1,6 @@
 """`asya sump`: what x-sump kept, through the gateway (`GET /api/v1/sump`, `POST .../{id}:redrive`).
 
-asya sump list [--reason R] [--actor A] [--since 2h|2026-11-25T10:00:00Z]
+asya sump list [--reason R] [--actor A] [--since 2h|2026-11-25T10:00:00Z] [--output json]
 asya sump show <id>
 asya sump redrive <id> [--to ACTOR] [--payload JSON|@file] [--envelope @file]
 asya sump redrive --reason R [--actor A] [--since T] [--to ACTOR]   every match not redriven yet
@@ -15,10 +15,14 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from asya_local.answers import DONE, JSON, NOT_DONE, add_output_option, print_json
 from asya_local.arguments import command, json_value, moment_argument, some_id
 from asya_local.gateway_client import GatewayClient, GatewayError
-from asya_local.moments import SHAPES
+from asya_local.moments import SHAPES, local_time
 from asya_local.stack_option import add_stack_options
+from asya_local.task_text import short_id, shortened
+
+ERROR_SHOWN = 100  # characters of a message's error the list shows, cut between words
 
 
 class SumpCommandError(ValueError):
@@ -51,18 +55,23 @@ def add_parser(commands: Any) -> None:
     for action in (listing, show, redrive):
         add_stack_options(action)
     for filtered in (listing, redrive):
-        filtered.add_argument("--reason", help="only this reason (Timeout, RuntimeError, Redriven, ...)")
+        filtered.add_argument("--reason", help="only this reason (HandlerError, Timeout, Redriven, ...)")
         filtered.add_argument("--actor", help="only failures at this actor")
         filtered.add_argument("--since", type=moment_argument, help=f"only arrivals since: {SHAPES}")
+    add_output_option(listing, '{"entries": [each message as the gateway lists it, its whole id]}')
 
 
 def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
     if args.sump_command == "list":
-        console.print(_table(list(gateway.sump(**_filters(args)))))
-        return 0
+        entries = list(gateway.sump(**_filters(args)))
+        if args.output == JSON:
+            print_json({"entries": entries})
+        else:
+            console.print(_table(entries))
+        return DONE
     if args.sump_command == "show":
         console.print_json(orjson.dumps(gateway.sump_entry(gateway.sump_id(args.id))).decode())
-        return 0
+        return DONE
     return _redrive(args, gateway, console)
 
 
@@ -87,6 +96,8 @@ def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console)
         try:
             redriven, answer = gateway.redrive(envelope_id, body)
         except GatewayError as exc:
+            if args.id:  # the one message asked for: refused as any command's request is (404: exit 2)
+                raise
             failures += 1
             console.print(f"[red]{envelope_id}: {exc}[/red]", highlight=False)
             continue
@@ -94,7 +105,7 @@ def _redrive(args: argparse.Namespace, gateway: GatewayClient, console: Console)
         console.print(f"{envelope_id}: {done} {answer['to']} (redrive {answer['redrives']})", highlight=False)
     if not chosen:
         console.print("nothing to redrive")
-    return 1 if failures else 0
+    return NOT_DONE if failures else DONE
 
 
 def _filters(args: argparse.Namespace) -> dict[str, str]:
@@ -102,18 +113,20 @@ def _filters(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _table(entries: list[dict[str, Any]]) -> Table:
+    """Newest first, each message by its short id (what `show` and `redrive` take), its error cut
+    between words (`show` has it whole), times in this machine's zone."""
     table = Table(title=f"x-sump: {len(entries)} kept", title_justify="left")
     for column in ("id", "reason", "actor", "arrived", "error", "redriven"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column == "id")
     for entry in sorted(entries, key=lambda found: str(found.get("arrived_at")), reverse=True):
-        error = " ".join(part for part in (entry.get("error_type"), entry.get("message")) if part)
-        redriven = f"to {entry['redriven_to']} at {entry['redriven_at']}" if entry.get("redriven_at") else ""
+        error = ": ".join(part for part in (entry.get("error_type"), entry.get("message")) if part)
+        redriven = entry.get("redriven_at")
         table.add_row(
-            str(entry["id"]),
+            short_id(entry["id"]),
             str(entry.get("reason", "")),
             str(entry.get("actor", "")),
-            str(entry.get("arrived_at", "")),
-            error[:120],
-            redriven,
+            local_time(str(entry.get("arrived_at", ""))),
+            shortened(error, ERROR_SHOWN),
+            f"to {entry['redriven_to']} at {local_time(str(redriven))}" if redriven else "",
         )
     return table

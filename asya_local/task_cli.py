@@ -1,65 +1,44 @@
-"""`asya send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun` and `queues`: tasks of the
-running local stack, created, found, followed and changed through its gateway as any client would (what
-the crew kept is `results_cli`'s)."""
+"""`asya send`, `status`, `watch`, `results`, `cancel`, `resume` and `rerun`: a task of the running
+local stack (or with `--stack` a deployed mesh), created, shown, followed and changed through its
+gateway as any client would (what the crew kept is `results_cli`'s; the lists, `listing_cli`'s). Each
+exits by one table (`asya_local.answers`): about one task, as that task stands."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
-from rich.table import Table
 from rich.text import Text
 
 from asya.live import FLY
 from asya.task_record import TaskStatus
 from asya_local import results_cli, stack_option
-from asya_local.arguments import (
-    command,
-    each_input,
-    json_object,
-    json_value,
-    moment_argument,
-    page_size,
-    positive_int,
-    some_id,
-)
-from asya_local.local_state import running_state
-from asya_local.moments import SHAPES
-from asya_local.queues import queue_depths
-from asya_local.roles import local_client
-from asya_local.screen import console, status_text
+from asya_local.answers import DONE, JSON, NOT_DONE, add_output_option, print_json, task_exit
+from asya_local.arguments import command, each_input, json_object, json_value, positive_int, some_id
+from asya_local.gateway_client import GatewayClient
+from asya_local.running_mesh import TaskCommandError, actors, known_flow, one_input, route_of, running_mesh
+from asya_local.screen import console
 from asya_local.stack_option import add_stack_options
-from asya_local.task_text import task_table
+from asya_local.task_text import short_id, task_table
 
-if TYPE_CHECKING:
-    from asya_cdk.config import MeshConfig
-    from asya_cdk.flow_config import FlowConfig
-
-ALL_STATUSES = "all"  # `asya tasks --status`: every status, newest first across them (the default)
-LISTING_FILTERS = ("status", "flow", "actor", "since", "until")
-STILL_RUNNING = 3  # `asya send --wait`'s exit status for a task that had not ended when the wait ran out
-
-
-class TaskCommandError(ValueError):
-    """The command asks for what the mesh cannot do (a flow it has not, `--wait` with `--count`)."""
+TASK_JSON = "the task as the gateway reports it (docs/status.md)"
+EXITS_AS_IT_STANDS = "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it has not ended"
 
 
 def send(args: argparse.Namespace) -> int:
     """Create tasks. Locally the mesh file is at hand, so a flow, route or list of inputs it would refuse
     is explained first; a deployed mesh's gateway refuses them itself (`--stack`: no mesh file here)."""
-    target: dict[str, Any] = {"flow": args.flow} if args.flow else {"route": _actors(args.route)}
+    target: dict[str, Any] = {"flow": args.flow} if args.flow else {"route": actors(args.route)}
     if not args.stack:
-        mesh = _running_mesh()
-        target = {"flow": _flow(mesh, args.flow)} if args.flow else {"route": _route_of(mesh, args.route)}
+        mesh = running_mesh()
+        target = {"flow": known_flow(mesh, args.flow)} if args.flow else {"route": route_of(mesh, args.route)}
         if args.flow and not args.each:
-            _one_input(args.flow, mesh.flows[args.flow], args.payload)
+            one_input(args.flow, mesh.flows[args.flow], args.payload)
     payloads = each_input(args.payload, "with --each, the payload") if args.each else [args.payload]
     if args.timeout:
         target["timeout"] = args.timeout
@@ -72,7 +51,7 @@ def send(args: argparse.Namespace) -> int:
         return _ended(gateway.run_task(bodies[0], args.wait, idempotency_key=key), args.wait)
     if len(bodies) == 1:
         print(gateway.create_task(bodies[0], args.idempotency_key or new_key())["id"])
-        return 0
+        return DONE
     if args.idempotency_key:
         raise TaskCommandError("--idempotency-key names one task: leave out --count and --each")
     with Progress(console=console) as progress:
@@ -80,66 +59,15 @@ def send(args: argparse.Namespace) -> int:
         for body in bodies:
             print(gateway.create_task(body, new_key())["id"], file=sys.stdout)
             progress.advance(task)
-    return 0
-
-
-def _running_mesh() -> MeshConfig:
-    """The running local stack's mesh file, read to explain a refusal before the gateway is asked. The
-    models load here, once a stack is found to run, so that `asya status` and the others start without
-    them."""
-    config = running_state()["config"]
-    from asya_cdk.loading import load_mesh
-
-    return load_mesh(config).config
-
-
-def _flow(mesh: MeshConfig, name: str) -> str:
-    """A flow of the mesh file, or the refusal naming the flows there are."""
-    if name not in mesh.flows:
-        raise TaskCommandError(f"unknown flow {name!r} (flows: {', '.join(mesh.flows) or 'none'})")
-    return name
-
-
-def _actor(mesh: MeshConfig, name: str) -> str:
-    """An actor a task's route may reach in this mesh (`MeshConfig.routed`), or the refusal naming them."""
-    if name not in mesh.routed:
-        raise TaskCommandError(f"unknown actor {name!r} (actors: {', '.join(mesh.routed)})")
-    return name
-
-
-def _route_of(mesh: MeshConfig, given: str) -> list[str]:
-    """`--route a,b,c` as the gateway takes it: actors of the mesh, and of the crew only x-pause."""
-    route = _actors(given)
-    refused = [actor for actor in route if actor not in mesh.routed]
-    if not route or refused:
-        named = f"names what no route may: {', '.join(refused)}" if refused else "names no actor"
-        raise TaskCommandError(f"--route {named} (a route may name: {', '.join(mesh.routed)})")
-    return route
-
-
-def _actors(given: str) -> list[str]:
-    """`--route a,b,c` as a list of actors."""
-    return [actor.strip() for actor in given.split(",") if actor.strip()]
-
-
-def _one_input(name: str, flow: FlowConfig, payload: Any) -> None:
-    """A list given to a flow that takes one object is most likely a file of inputs, as the examples'
-    `inputs.json` is: say how to send one, or each, rather than pass on the schema's refusal."""
-    if isinstance(payload, list) and flow.input_schema.get("type") == "object":
-        raise TaskCommandError(
-            f"the payload is a list of {len(payload)} inputs, and flow {name!r} takes one object: "
-            "send one of them, or add --each to send each as its own task"
-        )
+    return DONE
 
 
 def _ended(task: dict[str, Any], waited: float) -> int:
-    """Show a task waited for; the exit status `--wait` promises: 0 if it succeeded, 1 if it failed or
-    was canceled, `STILL_RUNNING` if it had not ended."""
+    """Show a task waited for, and exit as it stands (`task_exit`: 3 if the wait ran out)."""
     console.print(task_table(task))
     if not task["terminal"]:
         console.print(f"still {task['status']} after {waited:g} s: `asya watch {task['id']}` follows it")
-        return STILL_RUNNING
-    return 0 if task["status"] == TaskStatus.SUCCEEDED else 1
+    return task_exit(task)
 
 
 def rerun(args: argparse.Namespace) -> int:
@@ -153,7 +81,7 @@ def rerun(args: argparse.Namespace) -> int:
     started = gateway.rerun(task_id, getattr(args, "payload", None), given=given, idempotency_key=new_key())
     if args.wait is None:
         print(started["id"])
-        return 0
+        return DONE
     return _ended(gateway.wait(dict(started["task"]), time.monotonic() + args.wait), args.wait)
 
 
@@ -163,37 +91,58 @@ def new_key() -> str:
 
 
 def status(args: argparse.Namespace) -> int:
+    """The task as the gateway reports it (its whole id in the title); exits as it stands."""
     gateway = stack_option.gateway(args)
-    task = gateway.task(gateway.task_id(args.id))
-    if task is None:
-        console.print(f"[red]no task {args.id}[/red]")
-        return 1
-    console.print(task_table(task))
-    return 0
+    task = known_task(gateway, gateway.task_id(args.id))
+    _show(task, args.output)
+    return task_exit(task)
 
 
 def watch(args: argparse.Namespace) -> int:
-    """A bar for the task's progress, its FLY messages above it, then the task as it ended."""
+    """A bar for the task's progress, its FLY messages above it, then the task as it ended, in the
+    table `asya status` prints (read again when it ended: its failed branches with it); with `--output
+    json`, no bar, only that task as JSON."""
     gateway = stack_option.gateway(args)
-    args.id = gateway.task_id(args.id)
-    if gateway.task(args.id) is None:
-        console.print(f"[red]no task {args.id}[/red]")
-        return 1
-    task: dict[str, Any] = {}
+    task_id = known_task(gateway, gateway.task_id(args.id))["id"]
+    if args.output == JSON:
+        for _ in gateway.follow(task_id):  # until it ends, quietly: stdout holds only the answer
+            pass
+    else:
+        _follow(gateway, task_id)
+    task = known_task(gateway, task_id)
+    _show(task, args.output)
+    return task_exit(task)
+
+
+def _follow(gateway: GatewayClient, task_id: str) -> None:
+    """The task's progress bar and FLY lines, until it ends."""
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[at]}"))
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task(args.id[:8], total=100, at="connecting")
-        for kind, data in gateway.follow(args.id):
+        bar = progress.add_task(short_id(task_id), total=100, at="connecting")
+        for kind, data in gateway.follow(task_id):
             if kind == FLY:
                 progress.console.print(_fly_line(data))
                 continue
-            task = data
-            at = str(task.get("status")) + (
-                f" at {task['actor']}" if task.get("actor") and not task.get("terminal") else ""
+            at = str(data.get("status")) + (
+                f" at {data['actor']}" if data.get("actor") and not data.get("terminal") else ""
             )
-            progress.update(bar, completed=float(task.get("progress") or 0), at=at)
-    console.print(task_table(task))
-    return 0 if task.get("status") == "succeeded" else 1
+            progress.update(bar, completed=float(data.get("progress") or 0), at=at)
+
+
+def known_task(gateway: GatewayClient, task_id: str) -> dict[str, Any]:
+    """The task the gateway knows by this whole id; an unknown one is a mistake (exit 2), as an unknown
+    short id is."""
+    task = gateway.task(task_id)
+    if task is None:
+        raise TaskCommandError(f"no task {task_id}")
+    return task
+
+
+def _show(task: dict[str, Any], output: str) -> None:
+    if output == JSON:
+        print_json(task)
+    else:
+        console.print(task_table(task))
 
 
 def _fly_line(event: Any) -> Text:
@@ -204,107 +153,21 @@ def _fly_line(event: Any) -> Text:
     return Text.assemble((f"{actor}: ", "cyan"), line) if actor else Text(line)
 
 
-def queues(args: argparse.Namespace) -> int:
-    """Queue depths, read from SQS with the local administrator's credentials, or with `--stack` the
-    caller's (`sqs:ListQueues`, `sqs:GetQueueAttributes`)."""
-    if args.stack:
-        mesh = stack_option.deployed(args)
-        sqs, namespace = mesh.client("sqs"), mesh.namespace
-    else:
-        state = running_state()
-        sqs, namespace = local_client("sqs", state["endpoint"]), state["namespace"]
-
-    def depths() -> dict[str, tuple[int, int, int]]:
-        return queue_depths(sqs, namespace)
-
-    if not args.watch:
-        console.print(_queue_table(depths()))
-        return 0
-    with Live(_queue_table(depths()), console=console, refresh_per_second=2) as live:
-        try:
-            while True:
-                time.sleep(0.5)
-                live.update(_queue_table(depths()))
-        except KeyboardInterrupt:
-            return 0
-
-
-def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
-    table = Table(title="queues", title_justify="left")
-    for column in ("queue", "visible", "in flight", "delayed"):
-        table.add_column(column, justify="left" if column == "queue" else "right")
-    for name, (visible, in_flight, delayed) in sorted(depths.items()):
-        table.add_row(name, str(visible), str(in_flight), str(delayed))
-    return table
-
-
-def tasks(args: argparse.Namespace) -> int:
-    """Tasks newest first, of every status unless one is asked for, fan-out branches left out: one page
-    (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
-    the next page."""
-    if not args.stack and (args.flow or args.actor):  # a name the mesh file lacks would list nothing
-        mesh = _running_mesh()
-        if args.flow:
-            _flow(mesh, args.flow)
-        if args.actor:
-            _actor(mesh, args.actor)
-    gateway = stack_option.gateway(args)
-    where = {name: getattr(args, name) for name in LISTING_FILTERS}
-    found: list[dict[str, Any]] = []
-    cursor = args.cursor
-    while True:
-        page = gateway.task_page(**where, cursor=cursor, limit=args.limit)
-        found += page["tasks"]
-        cursor = page["next_cursor"]
-        if not (args.all and cursor):
-            break
-    console.print(tasks_table(found, args.status))
-    if cursor:
-        console.print(f"more tasks: {shlex.join(next_page(where, args.limit, cursor))}", soft_wrap=True, markup=False)
-    return 0
-
-
-def tasks_table(found: list[dict[str, Any]], status: str) -> Table:
-    shown = "tasks" if status == ALL_STATUSES else f"{status} tasks"
-    table = Table(title=f"{shown}: {len(found)}, newest first", title_justify="left")
-    for column in ("id", "flow", "status", "actor", "progress", "started", "updated"):
-        table.add_column(column, overflow="fold")
-    for task in found:
-        table.add_row(
-            str(task["id"]),
-            str(task.get("flow") or ""),
-            status_text(str(task.get("status", ""))),
-            str(task.get("actor") or ""),
-            f"{float(task.get('progress') or 0):g} %",
-            str(task.get("created_at") or ""),
-            str(task.get("updated_at") or ""),
-        )
-    return table
-
-
-def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str]:
-    """The `asya tasks` command line of the page after this one: the same filters (times as the
-    moments they were resolved to, so that `1h` does not move), and the cursor, joined to its option:
-    a cursor may begin with `-`, which on its own would read as an option."""
-    given = [item for name, value in where.items() if value for item in (f"--{name}", value)]
-    return ["asya", "tasks", *given, "--limit", str(limit), f"--cursor={cursor}"]
-
-
 def cancel(args: argparse.Namespace) -> int:
     """Cancel a task that has not ended; one that has is left as it is, and said so (the gateway's
     cancel would answer with it unchanged, as a cancel is idempotent there)."""
     gateway = stack_option.gateway(args)
     task_id = gateway.task_id(args.id)
-    idle = _nothing_to(gateway.task(task_id), task_id, "cancel")
+    idle = _nothing_to(known_task(gateway, task_id), task_id, "cancel")
     if idle:
         console.print(f"[red]{idle}[/red]", highlight=False)
-        return 1
+        return NOT_DONE
     canceled = gateway.cancel(task_id)
     console.print(task_table(canceled))
     if canceled.get("status") != TaskStatus.CANCELED:
-        console.print(f"[red]task {task_id[:8]} ended ({canceled.get('status')}) before it was canceled[/red]")
-        return 1
-    return 0
+        console.print(f"[red]task {short_id(task_id)} ended ({canceled.get('status')}) before it was canceled[/red]")
+        return NOT_DONE
+    return DONE
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -312,23 +175,21 @@ def resume(args: argparse.Namespace) -> int:
     refuse it with 409)."""
     gateway = stack_option.gateway(args)
     task_id = gateway.task_id(args.id)
-    idle = _nothing_to(gateway.task(task_id), task_id, "resume")
+    idle = _nothing_to(known_task(gateway, task_id), task_id, "resume")
     if idle:
         console.print(f"[red]{idle}[/red]", highlight=False)
-        return 1
+        return NOT_DONE
     console.print(task_table(gateway.resume(task_id, args.input)))
-    return 0
+    return DONE
 
 
-def _nothing_to(task: dict[str, Any] | None, task_id: str, action: str) -> str | None:
+def _nothing_to(task: dict[str, Any], task_id: str, action: str) -> str | None:
     """Why `action` (cancel, resume) has nothing to do for the task, in a person's words; None if it has."""
-    if task is None:
-        return f"no task {task_id}"
     state = task.get("status")
     if task.get("terminal"):
-        return f"task {task_id[:8]} already ended ({state}); nothing to {action}"
+        return f"task {short_id(task_id)} already ended ({state}); nothing to {action}"
     if action == "resume" and state != TaskStatus.PAUSED:
-        return f"task {task_id[:8]} is {state}, not paused; nothing to resume"
+        return f"task {short_id(task_id)} is {state}, not paused; nothing to resume"
     return None
 
 
@@ -360,32 +221,16 @@ def add_parsers(commands: Any) -> None:
         help="wait up to SECONDS for the task to end and show it with its result; "
         "exit 0 if it succeeded, 1 if it failed or was canceled, 3 if it is still running",
     )
-    listing = command(
-        commands,
-        "tasks",
-        "tasks newest first, of every status unless one is asked for; fan-out branches left out",
-        "asya tasks --status failed --flow triage-reviews --since 1h",
-        "asya tasks --actor score --since '2026-11-26 09:00' --until '2026-11-26 10:00' --all",
-    )
-    listing.add_argument(
-        "--status",
-        choices=[ALL_STATUSES, *map(str, TaskStatus)],
-        default=ALL_STATUSES,
-        help="only tasks of this status",
-    )
-    listing.add_argument("--flow", help="only tasks of this flow")
-    listing.add_argument("--actor", help="only tasks whose route reached this actor (visited it, or is at it)")
-    listing.add_argument("--since", type=moment_argument, help=f"only tasks started at or after: {SHAPES}")
-    listing.add_argument("--until", type=moment_argument, help="only tasks started at or before (the same shapes)")
-    listing.add_argument("--limit", type=page_size, default=50, help="tasks per page, 1 to 100")
-    pages = listing.add_mutually_exclusive_group()
-    pages.add_argument("--cursor", help="the page after the one that printed it (as `more tasks:` shows it)")
-    pages.add_argument("--all", action="store_true", help="every page, not only the first")
-    for name, summary, example in (
-        ("status", "a task as the gateway reports it", "asya status 5f0c9a2e-…"),
-        ("watch", "follow a task live until it ends; exit 0 if it succeeded", "asya watch 5f0c9a2e-…"),
-        ("results", "what x-sink and x-sump kept for an envelope and its branches", "asya results 5f0c9a2e-…"),
-        ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e-…"),
+    for name, summary, example, answer in (
+        ("status", f"a task as the gateway reports it; {EXITS_AS_IT_STANDS}", "asya status 5f0c9a2e", TASK_JSON),
+        ("watch", f"follow a task live until it ends; {EXITS_AS_IT_STANDS}", "asya watch 5f0c9a2e", TASK_JSON),
+        (
+            "results",
+            "what x-sink and x-sump kept for an envelope and its branches, summed up",
+            "asya results 5f0c9a2e",
+            "[each document kept, as the crew wrote it, with its key]",
+        ),
+        ("cancel", "cancel a task and its fan-out branches", "asya cancel 5f0c9a2e", None),
     ):
         by_id = command(commands, name, summary, example)
         by_id.add_argument(
@@ -394,6 +239,8 @@ def add_parsers(commands: Any) -> None:
             help="the task's id, or its first characters (a recent task's short id, as tables show it)",
         )
         add_stack_options(by_id)
+        if answer:
+            add_output_option(by_id, answer)
     resuming = command(
         commands,
         "resume",
@@ -421,20 +268,16 @@ def add_parsers(commands: Any) -> None:
         metavar="SECONDS",
         help="wait up to SECONDS for the new task to end; exit status as for `asya send --wait`",
     )
-    queue_command = command(commands, "queues", "the mesh's queue depths", "asya queues --watch")
-    queue_command.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
-    for deployable in (send_command, listing, resuming, again, queue_command):
+    for deployable in (send_command, resuming, again):
         add_stack_options(deployable)
 
 
 COMMANDS = {
     "send": send,
-    "tasks": tasks,
     "status": status,
     "watch": watch,
     "results": results_cli.results,
     "cancel": cancel,
     "resume": resume,
     "rerun": rerun,
-    "queues": queues,
 }

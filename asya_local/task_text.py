@@ -5,6 +5,7 @@ the commands, which find and change tasks, so that what a person reads is in one
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from rich.table import Table
@@ -12,9 +13,12 @@ from rich.text import Text
 
 from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya_local.console.wording import how_far
+from asya_local.moments import local_time
 from asya_local.screen import status_text
 
 INPUT_SHOWN = 200  # characters of a task's input `asya status` shows
+SHORT_ID = 8  # characters of an id a table shows: what `asya status` and the others take back
+WHY_SHOWN = 60  # characters of a reason a list shows, cut between words
 
 
 def task_table(task: dict[str, Any]) -> Table:
@@ -26,7 +30,7 @@ def task_table(task: dict[str, Any]) -> Table:
     rows: list[tuple[str, str | Text]] = [
         ("flow", str(task.get("flow") or "")),
         ("status", status_text(status)),
-        ("progress", how_far(task) or f"{float(task.get('progress') or 0):g} %"),
+        ("progress", progress_text(task)),
         ("actor", str(task.get("actor") or "")),
         ("route", _route(task.get("route"))),
         ("branches", branches_text(task.get("branches"))),
@@ -43,13 +47,59 @@ def task_table(task: dict[str, Any]) -> Table:
             for index, branch in enumerate(task.get("failed_branches") or [], start=1)
         ),
         ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
-        ("deadline", str(task.get("deadline_at") or "")),
-        ("updated", str(task.get("updated_at") or "")),
+        ("deadline", local_time(str(task.get("deadline_at") or ""))),
+        ("updated", local_time(str(task.get("updated_at") or ""))),
     ]
     for name, value in rows:
         if value:
             table.add_row(name, value)
     return table
+
+
+def tasks_table(found: list[dict[str, Any]], title: str) -> Table:
+    """Tasks one a row, each by its short id, with why one that ended badly did, and how far it got."""
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "flow", "status", "actor", "progress", "reason", "started", "updated"):
+        table.add_column(column, overflow="fold", no_wrap=column == "id")
+    for task in found:
+        table.add_row(
+            short_id(task["id"]),
+            str(task.get("flow") or ""),
+            status_text(str(task.get("status", ""))),
+            str(task.get("actor") or ""),
+            progress_text(task),
+            shortened(why(task)),
+            local_time(str(task.get("created_at") or "")),
+            local_time(str(task.get("updated_at") or "")),
+        )
+    return table
+
+
+def short_id(given: Any) -> str:
+    """An id as the tables show it: its first characters, which every command taking an id takes."""
+    return str(given or "")[:SHORT_ID]
+
+
+def progress_text(task: dict[str, Any]) -> str:
+    """How far a task got: for one that ended without succeeding, in words as the console says it
+    (`stopped at score, 1 of 3 actors done`), not the 100 % its record ends at; else its percentage."""
+    return how_far(task) or f"{float(task.get('progress') or 0):g} %"
+
+
+def why(task: dict[str, Any]) -> str:
+    """Why a task ended badly, in a line: its error as `Type: message`, or its reason and message."""
+    error, reason = error_text(task.get("error")), str(task.get("reason") or "")
+    if not reason or (isinstance(task.get("error"), dict) and task["error"].get("type")):
+        return error or reason
+    return f"{reason}: {error}" if error else reason
+
+
+def shortened(text: str, most: int = WHY_SHOWN) -> str:
+    """`text` on one line, cut between words to at most `most` characters, with an ellipsis."""
+    if len(text) <= most and "\n" not in text:
+        return text
+    cut = textwrap.shorten(text, most, placeholder=" …")
+    return cut if cut != "…" else f"{text[: most - 1]}…"  # one word longer than `most`: cut inside it
 
 
 def _own_envelope(task: dict[str, Any]) -> str:
@@ -97,7 +147,7 @@ def _failed_branch_label(branch: dict[str, Any], index: int) -> str:
 def _failed_branch(branch: dict[str, Any]) -> str:
     where = f" at {branch['actor']}" if branch.get("actor") else ""
     why = error_text(branch.get("error")) or branch.get("reason")
-    return f"{branch.get('id')} {branch.get('status')}{where}: {why}"
+    return f"{short_id(branch.get('id'))} {branch.get('status')}{where}: {why}"
 
 
 def _route(route: Any) -> Text:

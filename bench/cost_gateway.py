@@ -32,11 +32,12 @@ def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
     entry point serves this case's task service while the run lasts, then is put back."""
     from asya.entry import LambdaEntry
     from asya_gateway import api
+    from asya_gateway.function import GatewayFunction
     from asya_local.functions.lambda_shapes import LambdaContext
     from asya_local.functions.rest_proxy import HttpRequest, proxy_event
 
     service = task_service(case)
-    entry: LambdaEntry[api.GatewayFunction] = LambdaEntry(lambda: api.GatewayFunction(service))
+    entry: LambdaEntry[GatewayFunction] = LambdaEntry(lambda: GatewayFunction(service))
     context = LambdaContext(f"asya-{NAMESPACE}-gateway", timeout_seconds=30)
 
     def create(flow: str, payload: Any) -> None:

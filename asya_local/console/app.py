@@ -14,7 +14,7 @@ SigV4): the browser never sees a key. Pages:
   program's graph, the steps it took marked, `asya_local.console.task_program`) with each hop's
   time, its branches, its FLY events as they come, its input, its result, its log lines; cancel,
   resume, run again;
-- `/sump`: what x-sump kept, grouped by reason and actor; `/sump/<id>`: one, with its redrive;
+- `/sump`: what x-sump kept, grouped by reason, error type and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
@@ -28,6 +28,7 @@ import json
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,6 +40,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    make_response,
     redirect,
     render_template,
     request,
@@ -208,7 +210,8 @@ def tasks() -> Any:
 
 @pages.get("/tasks/find")
 def find_task() -> Any:
-    """The search box: a task's whole id, or the first characters of a recent one's."""
+    """The search box: a task's whole id, or its first characters in any case (the gateway finds them
+    among every task, however old)."""
     given = request.args.get("id", "").strip()
     if not given:
         return redirect(url_for(".tasks"), 303)
@@ -217,12 +220,20 @@ def find_task() -> Any:
 
 @pages.get("/tasks/<task_id>")
 def task(task_id: str) -> Any:
-    """A task's page; a short id, as the tables show it, leads to the one recent task it names."""
+    """A task's page; a short id, as the tables show it, leads to the one task it names. One that names
+    none, or several (linked), is said on a page with the search box, holding what was typed."""
     try:
         whole = _console().gateway.task_id(task_id)
     except ShortIdError as exc:
-        return render_template("error.html", message=str(exc)), 404
+        return _not_found(task_id, str(exc), exc.candidates)
     return redirect(url_for(".task", task_id=whole), 302) if whole != task_id else _task_page(task_id)
+
+
+def _not_found(given: str, message: str, candidates: list[str] | None = None) -> Response:
+    """The 404 of a task id, whole or short, that names no task, or of a short one that names several
+    (`candidates`, linked): why, and the search box holding what was typed, to try again."""
+    page = render_template("task_not_found.html", message=message, candidates=candidates or [], typed=given)
+    return make_response(page, 404)
 
 
 def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str | None = None) -> str:
@@ -230,7 +241,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     console = _console()
     found = console.gateway.task(task_id)
     if found is None:
-        abort(404)
+        abort(_not_found(task_id, f"no task {task_id!r}"))
     branches = _branches(console, found)
     program = program_view(console.topology, found, branches)
     return render_template(
@@ -290,12 +301,13 @@ def rerun(task_id: str) -> Any:
 def sump() -> Any:
     """What x-sump kept, filtered; "Since" takes what the task list's times and the CLI take (`1h`, an
     RFC 3339 time, a local date and time), and one it cannot read is said, with the form and no list."""
-    filters = {name: request.args.get(name, "").strip() for name in ("reason", "actor", "since", "tz")}
+    filters = {name: request.args.get(name, "").strip() for name in ("reason", "type", "actor", "since", "tz")}
     try:
         since = utc_time("Since", filters["since"], filters["tz"]) or ""
     except ValueError as exc:
         return render_template("sump.html", entries=[], groups=[], filters=filters, problem=str(exc)), 400
-    entries = list(_console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since))
+    listed = _console().gateway.sump(reason=filters["reason"], actor=filters["actor"], since=since)
+    entries = [entry for entry in listed if not filters["type"] or entry.get("error_type") == filters["type"]]
     return render_template("sump.html", entries=entries, groups=_groups(entries), filters=filters, problem=None)
 
 
@@ -441,10 +453,8 @@ def _number(name: str, raw: str, *, whole: bool) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
-    """x-sump's entries counted by (reason, actor), most first."""
-    counts: dict[tuple[str, str], int] = {}
-    for entry in entries:
-        key = (str(entry.get("reason", "")), str(entry.get("actor", "")))
-        counts[key] = counts.get(key, 0) + 1
-    return sorted(((reason, actor, n) for (reason, actor), n in counts.items()), key=lambda group: -group[2])
+def _groups(entries: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+    """x-sump's entries counted by (reason, error type, actor), most first: every handler error has the
+    reason `HandlerError` (or `PolicyExhausted`), so the exception's type is what tells them apart."""
+    counts = Counter((str(e.get("reason", "")), str(e.get("error_type", "")), str(e.get("actor", ""))) for e in entries)
+    return [(reason, kind, actor, n) for (reason, kind, actor), n in counts.most_common()]

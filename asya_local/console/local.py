@@ -18,6 +18,7 @@ from asya_local.console.stats import LocalStats
 from asya_local.console.task_logs import LocalTaskLogs
 from asya_local.console.topology import Topology
 from asya_local.issuer import LocalIssuer, local_gateway
+from asya_local.load_failures import LoadFailures
 from asya_local.roles import local_client
 from asya_local.stack import LocalStack
 from asya_local.worklog import follow
@@ -58,8 +59,9 @@ class LocalMesh:
         )
 
 
-def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
-    """The console; `activity` is fed the worker log's lines by whoever reads them (`follow_log`)."""
+def local_console(where: LocalMesh, activity: ActivityCounter, failures: LoadFailures | None = None) -> Console:
+    """The console; `activity` (and `failures`: the actors that cannot load their handler) are fed the
+    worker log's lines by whoever reads them (`follow_log`)."""
     topology = Topology.of_mesh(where.mesh)
     clients: dict[str, Any] = {}
 
@@ -75,6 +77,7 @@ def local_console(where: LocalMesh, activity: ActivityCounter) -> Console:
         activity=activity,
         client=client,
         batches_table=where.batches_table,
+        failures=failures,
     )
     return Console(
         topology,

@@ -13,6 +13,7 @@ keeps them by the minute, so they are asked for at most once a minute.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +24,7 @@ from asya.names import resource_name
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 from asya_local.console.activity import WINDOW_SECONDS, Activity, ActivityCounter
 from asya_local.endpoint.process import endpoint_admin
+from asya_local.load_failures import LoadFailures
 from asya_local.queues import queue_depths
 from asya_spark.ledger import OPEN_INDEX, key_prefix
 
@@ -36,6 +38,7 @@ class ActorStats:
     per_minute: float = 0.0  # envelopes processed, over the window
     failed: int = 0  # envelopes failed (x-sump: kept) over the window
     open_batches: int = 0  # a Spark actor's batches staged or running
+    load_error: str | None = None  # why it cannot load its handler, locally (`asya_local.load_failures`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +93,7 @@ class LocalStats:
         activity: ActivityCounter,
         client: Callable[[str], Any],
         batches_table: str | None = None,
+        failures: LoadFailures | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.namespace = namespace
@@ -97,6 +101,7 @@ class LocalStats:
         self.activity = activity
         self.client = client
         self.batches_table = batches_table
+        self.failures = failures or LoadFailures()
 
     def actor_stats(self) -> dict[str, ActorStats]:
         prefix = resource_name(self.namespace, "")
@@ -109,7 +114,11 @@ class LocalStats:
         }
         self.activity.history.sample_ages({actor: ages.get(actor, 0.0) for actor in self.actors})
         batches = open_batches(self.client("dynamodb"), self.batches_table, self.namespace, self.actors)
-        return combine(self.actors, depths, ages, self.activity.activity(), batches)
+        stats = combine(self.actors, depths, ages, self.activity.activity(), batches)
+        for actor, problem in self.failures.found().items():
+            if actor in stats:
+                stats[actor] = dataclasses.replace(stats[actor], load_error=problem)
+        return stats
 
 
 def age_query(namespace: str, actor: str, index: int, period: int) -> dict[str, Any]:

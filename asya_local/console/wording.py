@@ -11,23 +11,24 @@ from typing import Any
 
 from markupsafe import Markup
 
+from asya.root_result import not_succeeded
+
 
 def how_far(task: dict[str, Any]) -> str | None:
     """For a task that ended without succeeding (failed, canceled), how far it got, in words, instead of
     a bar: the gateway records every ended task at 100 %, which would read as done. A fan-out whose
-    branches did not all succeed says how many failed and how many were canceled (and where, when its
-    view names them): its own envelope's route may have ended well. Otherwise its route says where it
-    stopped and how many of the route's actors were done before. None for any other task, whose
-    progress is its bar (a succeeded one's full)."""
+    branches did not all succeed says how many failed or were canceled, as the gateway's error says it
+    (`asya.root_result.not_succeeded`), and where, when its view names them: its own
+    envelope's route may have ended well. Otherwise its route says where it stopped and how many of the
+    route's actors were done before. None for any other task, whose progress is its bar (a succeeded
+    one's full)."""
     if task.get("status") not in ("failed", "canceled"):
         return None
-    branches = task.get("branches") or {}
-    ended = {outcome: int(branches.get(outcome) or 0) for outcome in ("failed", "canceled")}
-    if any(ended.values()):
+    short = not_succeeded(task.get("branches") or {})
+    if short:
         where = sorted({str(branch["actor"]) for branch in task.get("failed_branches") or [] if branch.get("actor")})
         at = f" (at {', '.join(where)})" if where else ""
-        said = ", ".join(f"{count} {outcome}" for outcome, count in ended.items() if count)
-        return f"{said} of {branches.get('total', sum(ended.values()))} branches{at}"
+        return f"{short}{at}"
     route = task.get("route") or {}
     done, stopped = len(route.get("prev") or []), route.get("curr") or ""
     total = done + (1 if stopped else 0) + len(route.get("next") or [])

@@ -111,13 +111,16 @@ class FaultSpecError(ValueError):
 
 def load_faults(source: str) -> FaultSpec:
     """A fault spec from a YAML or JSON file, or given inline as YAML or JSON text."""
-    import yaml  # here, not at the top: workers import this module, and the Lambda runtime has no PyYAML
+    # here, not at the top: workers import this module, and the Lambda runtime has no PyYAML
+    import yaml
+
+    from asya_cdk.yaml_text import named_yaml
 
     path = Path(source)
     where = str(path) if path.is_file() else "inline fault spec"
     text = path.read_text() if path.is_file() else source
     try:
-        data = yaml.safe_load(text)
+        data = named_yaml(text, where)
     except yaml.YAMLError as exc:
         raise FaultSpecError(f"{where}: not YAML or JSON (and no such file): {exc}") from None
     if not isinstance(data, dict):
@@ -127,7 +130,7 @@ def load_faults(source: str) -> FaultSpec:
     try:
         return FaultSpec.model_validate(data)
     except ValidationError as exc:
-        raise FaultSpecError(f"{where}: {describe_validation_error(exc)}") from None
+        raise FaultSpecError(f"{where}: {describe_validation_error(exc, data)}") from None
 
 
 class _Body:

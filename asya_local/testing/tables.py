@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asya.names import BY_DEADLINE, BY_STATUS
+from asya.names import BY_DEADLINE, BY_ID_PREFIX, BY_STATUS
+from asya.short_ids import ID_HEAD, ID_LOWER
 
 TASKS = "asya-tasks"
 EVENTS = "asya-task-events"
@@ -31,7 +32,7 @@ def create_tables(dynamodb: Any) -> None:
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[
             {"AttributeName": name, "AttributeType": "S"}
-            for name in ("id", "status", "created_at", "open_shard", "deadline_at")
+            for name in ("id", "status", "created_at", "open_shard", "deadline_at", ID_HEAD, ID_LOWER)
         ],
         GlobalSecondaryIndexes=[
             {
@@ -47,6 +48,14 @@ def create_tables(dynamodb: Any) -> None:
                 "KeySchema": [
                     {"AttributeName": "open_shard", "KeyType": "HASH"},
                     {"AttributeName": "deadline_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+            {
+                "IndexName": BY_ID_PREFIX,
+                "KeySchema": [
+                    {"AttributeName": ID_HEAD, "KeyType": "HASH"},
+                    {"AttributeName": ID_LOWER, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             },

@@ -40,6 +40,7 @@ from constructs import Construct
 from asya.fans import FAN_ROOT
 from asya.names import (
     BY_DEADLINE,
+    BY_ID_PREFIX,
     BY_STATUS,
     GATEWAY,
     GATEWAY_BACKSTOP,
@@ -171,7 +172,12 @@ class StatusGateway(Construct):
              "dynamodb:Query", "dynamodb:Scan"],
             tables.tasks.table_arn,
         )  # fmt: skip
-        gateway.allow(["dynamodb:Query"], tables.index_arn(BY_STATUS), tables.index_arn(BY_DEADLINE))
+        gateway.allow(
+            ["dynamodb:Query"],
+            tables.index_arn(BY_STATUS),
+            tables.index_arn(BY_DEADLINE),
+            tables.index_arn(BY_ID_PREFIX),
+        )
         # Query: following a task; PutItem/BatchWriteItem: FLY events posted by actors outside the mesh
         gateway.allow(["dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"], tables.events.table_arn)
         # a task's result, the envelope x-pause kept for a resume, and x-sump's copy for a redrive

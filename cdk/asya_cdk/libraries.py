@@ -185,8 +185,23 @@ def install(build: Build, cache: Path | None = None) -> Installed:
     """The build's folder, installed now unless the cache already holds it."""
     if not build.requirements:
         raise ValueError("nothing to install")
-    folder = (cache or cache_root()) / "libraries" / build.key()
+    folder = _folder(build, cache)
     cached_folder(folder, lambda staging: _install_into(build, staging))
+    return _installed(folder)
+
+
+def installed(build: Build, cache: Path | None = None) -> Installed | None:
+    """The build's folder if the cache holds it already, None if not: for what may look but not wait
+    for an install (`asya check` importing handlers where `asya up` would run them)."""
+    folder = _folder(build, cache)
+    return _installed(folder) if folder.exists() else None
+
+
+def _folder(build: Build, cache: Path | None) -> Path:
+    return (cache or cache_root()) / "libraries" / build.key()
+
+
+def _installed(folder: Path) -> Installed:
     manifest = folder.with_name(f"{folder.name}.json")
     if not manifest.exists():  # what is in the folder, measured once
         written = manifest.with_name(f"{manifest.name}.{os.getpid()}")

@@ -12,7 +12,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from asya.envelope import validation_problems
 from asya.names import DISTRIBUTION
 from asya_cdk.config import MESH_VERSION, REFERENCES_APART, MeshConfig
 from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
@@ -23,6 +22,8 @@ from asya_cdk.needs import (
 )
 from asya_cdk.plan import StackPlanError, plan_stacks
 from asya_cdk.rules import mesh_problems
+from asya_cdk.unknown_fields import field_problems
+from asya_cdk.yaml_text import named_yaml
 
 # MeshConfigError is `asya_cdk.mesh_error`'s, raised here and imported from here by the mesh's readers
 __all__ = ["MeshConfigError", "compiled_programs", "load_mesh", "mesh_from_config", "path_problems"]
@@ -98,7 +99,7 @@ def compiled_programs(config: MeshConfig, base: Path) -> tuple[dict[str, dict[st
 
 def _document(file: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(file.read_text())
+        document = named_yaml(file.read_text(), str(file))
     except OSError as exc:
         raise MeshConfigError(f"{file}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -116,14 +117,15 @@ def _validated(document: dict[str, Any]) -> tuple[MeshConfig | None, list[str]]:
     try:
         return MeshConfig.model_validate(document, context=context), []
     except ValidationError as exc:
-        problems = validation_problems(exc)
-        repaired = _without(document, [error["loc"] for error in exc.errors()])
-        if repaired is None:
-            return None, problems
+        wrong = exc
+    repaired = _without(document, [error["loc"] for error in wrong.errors()])
+    config, checks = None, []
+    if repaired is not None:
         try:
-            return MeshConfig.model_validate(repaired, context=context), problems
-        except ValidationError:
-            return None, problems
+            config = MeshConfig.model_validate(repaired, context=context)
+        except ValidationError as still:  # the checks a wrong field kept from running
+            checks = still.errors(include_url=False)
+    return config, field_problems(wrong, document, MeshConfig.model_json_schema(), checks)
 
 
 def _without(document: dict[str, Any], locations: list[tuple[int | str, ...]]) -> dict[str, Any] | None:

@@ -3,7 +3,8 @@
 Tasks: one item per envelope id, written by every hop with conditional updates. Its stream feeds the
 gateway's stream consumer, which turns changes into `status` events; `by-status` lists tasks newest
 first per status, and the sparse `by-deadline` index (only open tasks carry `open_shard`) lets the
-backstop find overdue tasks without scanning. Events: an append-only log per task, `seq`-ordered.
+backstop find overdue tasks without scanning; `by-id-prefix` finds tasks by the start of their id,
+whatever its case (`asya.short_ids`). Events: an append-only log per task, `seq`-ordered.
 Both expire through TTL on `expires_at`, which the writers stamp on finished tasks and on events.
 """
 
@@ -14,7 +15,17 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya.names import BY_DEADLINE, BY_STATUS, EVENTS_TABLE, JOINS_TABLE, SUMP_TABLE, TASKS_TABLE, resource_name
+from asya.names import (
+    BY_DEADLINE,
+    BY_ID_PREFIX,
+    BY_STATUS,
+    EVENTS_TABLE,
+    JOINS_TABLE,
+    SUMP_TABLE,
+    TASKS_TABLE,
+    resource_name,
+)
+from asya.short_ids import ID_HEAD, ID_LOWER
 from asya.task_attributes import CREATED_BY_GATEWAY, HOP_READS, HOP_RETURN_VALUES, HOP_WRITES
 
 TTL_ATTRIBUTE = "expires_at"
@@ -78,6 +89,12 @@ class TaskTables(Construct):
             index_name=BY_DEADLINE,
             partition_key=string_key("open_shard"),
             sort_key=string_key("deadline_at"),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        self.tasks.add_global_secondary_index(  # short ids (`asya.short_ids`); the record writes its keys once
+            index_name=BY_ID_PREFIX,
+            partition_key=string_key(ID_HEAD),
+            sort_key=string_key(ID_LOWER),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
         self.events = mesh_table(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from asya.envelope import rfc3339, utc_now
+from asya.reasons import cause
 from asya.root_result import no_single_result
 from asya.task_record import TaskStatus
 
@@ -149,7 +150,7 @@ def _status_message(view: dict[str, Any]) -> dict[str, Any] | None:
         parts = [{"text": prompt}, {"data": pause, "mediaType": JSON}]
     elif status in (TaskStatus.FAILED, TaskStatus.CANCELED):
         error: dict[str, Any] = view["error"] if isinstance(view.get("error"), dict) else {}
-        said = [str(view["reason"])] if view.get("reason") else []
+        said = [cause(view["reason"], error)] if view.get("reason") else []
         said += [str(error["message"])] if error.get("message") else []
         told = {key: view[key] for key in ("reason", "error", "failed_branches") if view.get(key) is not None}
         parts = [{"text": ": ".join(said) or f"the task {status}"}]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asya.claims import Claims, claim_prefix
-from asya.joins import FAILED_BRANCHES
+from asya.join_failure import FAILED_BRANCHES
 from asya.reasons import Reason
 from asya.results import result_prefix
 from asya.task_record import TaskStatus
@@ -50,10 +50,13 @@ class TaskAnswers:
         }
         if not places:
             return view
+        own = places.pop(view["id"], None)  # the joined envelope's own branch: its record is the join's
         shown = [
             {**branch, "branch": places[branch["id"]].get("branch"), "width": places[branch["id"]].get("width")}
             for branch in self._failed_branches(list(places))
         ]
+        if own is not None:
+            shown.append(_own_branch(own))
         shown.sort(key=lambda branch: branch["branch"] if isinstance(branch["branch"], int) else 0)
         told = {name: value for name, value in error.items() if name != FAILED_BRANCHES}  # listed apart
         return {**view, "error": told, "failed_branches": shown}
@@ -105,6 +108,14 @@ class TaskAnswers:
             return view
         shown = {name: value for name, value in view.items() if name != INPUT_REF}
         return {**shown, "input_url": kept.link} if kept.link is not None else {**shown, INPUT: kept.document}
+
+
+def _own_branch(named: dict[str, Any]) -> dict[str, Any]:
+    """The joined envelope's own branch, failed, as the join's error names it: its record is the
+    join's, so its actor and error are the ones the join kept (`asya.join_failure.failed_branch`)."""
+    error = {"type": named.get("type"), "message": named.get("message")}
+    shown = {"id": named["id"], "status": TaskStatus.FAILED.value, "actor": named.get("actor"), "error": error}
+    return {**shown, "branch": named.get("branch"), "width": named.get("width")}
 
 
 def _own_key(link: str, own: str) -> bool:

@@ -4,7 +4,8 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /api/v1/mesh                     create a task (flow or route, payload, headers, timeout);
                                             ?wait=<seconds>: answer with its result if it ends in time
     GET    /api/v1/mesh                     list tasks, newest first (?status=, ?flow=, ?actor=, ?since=,
-                                            ?until=, ?roots=, ?limit=, ?cursor=)
+                                            ?until=, ?roots=, ?limit=, ?cursor=); ?id_prefix=: the tasks
+                                            a short id names (`asya_gateway.id_prefix`)
     GET    /api/v1/mesh/{id}                one task; ?wait=<seconds>: once it ends, or when the wait runs out
     DELETE /api/v1/mesh/{id}                cancel (idempotent, cascades to fan-out branches)
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
@@ -37,18 +38,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from functools import cached_property
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
-from asya.cors import allowed_origin, answer_headers, preflight_headers
 from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
 from asya.names import ACTOR_NAME
-from asya.sump import SumpIndex
+from asya.short_ids import ID_HEAD_LENGTH
 from asya.task_record import stealthy
 from asya_gateway.api_models import (
     EVENT_CURSOR,
@@ -64,19 +63,11 @@ from asya_gateway.api_models import (
     TaskId,
     WaitSeconds,
 )
-from asya_gateway.callers import OPERATOR, Caller, caller_of
-from asya_gateway.early_answers import (
-    WELL_KNOWN,
-    base_url_of,
-    is_open,
-    not_json,
-    raw_body,
-    signin_refused,
-    too_deep_body,
-    url_base,
-)
-from asya_gateway.issuers import SignInRefusedError
-from asya_gateway.listing import TaskFilter, moment
+from asya_gateway.callers import OPERATOR, Caller
+from asya_gateway.early_answers import WELL_KNOWN, base_url_of, raw_body, url_base
+from asya_gateway.function import GatewayFunction
+from asya_gateway.id_prefix import refuse_filters, tasks_starting_with
+from asya_gateway.listing import ALL, TaskFilter, moment
 from asya_gateway.nesting import too_deep
 from asya_gateway.resolver import app
 from asya_gateway.service import UNSET as UNSET_INPUT
@@ -91,53 +82,6 @@ LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
 # integration timeout as the stack sets it (asya_cdk.http_api; its own ceiling is 30 s)
 INTEGRATION_TIMEOUT_SECONDS = 29.0
 ANSWER_SECONDS = 3.0  # kept back from a wait for the answer: a GetItem, an S3 read, the JSON
-
-
-class GatewayFunction:
-    """What the API function runs: the task service its routes use (each request's caller's view of it,
-    `service()`), x-sump's index, and the current request's caller."""
-
-    def __init__(self, tasks: TaskService) -> None:
-        self.service = tasks
-        self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
-
-    @cached_property
-    def sump_index(self) -> SumpIndex | None:
-        """x-sump's index (None without a sump table), on the task store's DynamoDB client. Made by the
-        first request that reads x-sump: the client is the store's, made at its first use, and a request
-        that uses neither (`GET /health`) imports no boto3 and builds no client at all."""
-        table = self.service.settings.sump_table
-        return SumpIndex(table, client=self.service.tasks.client) if table else None
-
-    def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        origins = self.service.settings.cors_origins
-        headers = event.get("headers") or {}
-        preflight = preflight_headers(str(event.get("httpMethod")), headers, origins) if origins else None
-        if preflight is not None:  # before sign-in: a browser sends no credentials with a preflight
-            return {"statusCode": 204, "headers": preflight, "body": "", "isBase64Encoded": False}
-        refused = self.sign_in(event) or not_json(event) or too_deep_body(event)
-        answer = refused if refused is not None else app.resolve(event, context)
-        origin = allowed_origin(headers, origins) if origins else None
-        if origin is not None:  # every answer, a refusal too: the page reads why it was refused
-            answer["headers"] = {**(answer.get("headers") or {}), **answer_headers(origin)}
-        return answer
-
-    def sign_in(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """Take the event's caller as the current one; the proxy response refusing it, if it must be
-        (`gateway.auth: jwt` without a valid token), before anything is routed."""
-        signed = self.caller_of(event)
-        if isinstance(signed, Caller):
-            self.caller = signed
-            return None
-        return signed
-
-    def caller_of(self, event: dict[str, Any]) -> Caller | dict[str, Any]:
-        """The event's caller, or the proxy response refusing it; keeps nothing, so the local server's
-        streams, served side by side in threads, each have their own."""
-        try:
-            return Caller(owner=None) if is_open(event) else caller_of(event, self.service.settings.auth)
-        except SignInRefusedError as refusal:
-            return signin_refused(event, refusal)
 
 
 # The API function's entry point (`asya.entry`): its settings are read at the first event.
@@ -280,7 +224,20 @@ def list_tasks(
     since: Annotated[str | None, Query(max_length=40, description="Only tasks started at or after (RFC 3339)")] = None,
     until: Annotated[str | None, Query(max_length=40, description="Only tasks started at or before (RFC 3339)")] = None,
     roots: Annotated[bool, Query(description="Only roots: fan-out branches left out")] = False,
+    id_prefix: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=MAX_TASK_ID,
+            description=f"Only tasks whose id starts with it, whatever its case (at least {ID_HEAD_LENGTH} "
+            "characters, or a whole id): given alone, answered in one page, `more` saying whether more match",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
+    if id_prefix is not None:
+        given = {"status": status not in (None, ALL), "cursor": cursor, "flow": flow, "actor": actor}
+        refuse_filters(given | {"since": since, "until": until, "roots": roots})
+        return tasks_starting_with(service().listing, id_prefix, limit)
     started, ended = (
         rfc3339(moment(name, text)) if text else None for name, text in (("since", since), ("until", until))
     )

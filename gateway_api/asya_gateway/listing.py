@@ -132,7 +132,7 @@ class TaskListing:
             taken = _merge(reads, lacking)
             if taken:
                 before = str(taken[-1]["created_at"]["S"])
-            items += self._records(where, taken)
+            items += self.records(where, taken)
             done = not any(stream.open for stream in reads)
             if done or len(items) >= wanted or read >= LISTING_READS or not (taken or fresh):
                 break
@@ -159,7 +159,7 @@ class TaskListing:
         stream.more = answer.get("LastEvaluatedKey") is not None
         return len(answer.get("Items", []))
 
-    def _records(self, where: TaskFilter, found: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+    def records(self, where: TaskFilter, found: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
         """The records of the index entries taken, in their order, those `where` admits and the caller
         sees."""
         ids = [entry["id"]["S"] for entry in found]

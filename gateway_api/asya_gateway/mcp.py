@@ -23,6 +23,7 @@ import mcp_types as types
 import orjson
 from pydantic import ValidationError
 
+from asya.reasons import cause
 from asya.root_result import OWN_ENVELOPE, no_single_result
 from asya.task_record import TaskStatus
 from asya_gateway.kept import IN_MCP, LINK_SECONDS
@@ -184,7 +185,7 @@ class McpEndpoint:
         if failed:
             error = task.get("error") or {}
             why = error.get("message") if isinstance(error, dict) else None
-            text = f"Task {created.task_id} {task['status']}: {task.get('reason') or 'no reason given'}"
+            text = f"Task {created.task_id} {task['status']}: {cause(task.get('reason'), error) or 'no reason given'}"
             text += f": {why}" if why else ""
         elif several := no_single_result(task):
             text = f"Task {created.task_id} succeeded with {several}: {url}"

@@ -17,7 +17,9 @@ from typing import Any
 import orjson
 
 from asya.fans import OUTCOMES, FanCounts
-from asya.root_result import set_own_envelope_apart
+from asya.join_failure import recounted
+from asya.reasons import Reason
+from asya.root_result import not_succeeded, set_own_envelope_apart
 from asya.task_record import TERMINAL, TaskStatus, hop_times
 from asya_gateway.task_input import input_view
 
@@ -72,6 +74,8 @@ def task_view(item: dict[str, Any]) -> dict[str, Any]:
         set_own_envelope_apart(view)
         if _ended_by_branches(item, view):
             _failed_by_branches(view)
+    if view.get("reason") == Reason.JOIN_FAILED and isinstance(view.get("error"), dict):
+        view["error"] = recounted(view["error"], item)  # with the branches that failed after it gave up
     if isinstance(view.get("error"), dict) and isinstance(view["error"].get("traceback"), str):
         view["error"] = {**view["error"], "traceback": fold_traceback(view["error"]["traceback"])}
     return view
@@ -93,14 +97,8 @@ def _ended_by_branches(item: dict[str, Any], view: dict[str, Any]) -> bool:
 
 def _failed_by_branches(view: dict[str, Any]) -> None:
     """The root ended failed (or canceled) because branches did: say so."""
-    counts = view["branches"]
     view["reason"] = BRANCH_FAILED
-    ended_badly = counts.get("failed", 0) + counts.get("canceled", 0)
-    view["error"] = {
-        "message": f"{ended_badly} of its {counts['total']} envelopes did not succeed "
-        f"({counts.get('failed', 0)} failed, {counts.get('canceled', 0)} canceled)",
-        "type": None,
-    }
+    view["error"] = {"message": not_succeeded(view["branches"]), "type": None}
 
 
 def fold_traceback(trace: str) -> str:

@@ -163,7 +163,7 @@ def checked_status(status: dict[str, Any], what: str) -> dict[str, Any]:
     try:
         Status.model_validate(status)
     except ValidationError as exc:
-        raise AbiError(f"{what}: status {describe_validation_error(exc)}") from None
+        raise AbiError(f"{what}: status {describe_validation_error(exc, status)}") from None
     return status
 
 

@@ -5,9 +5,10 @@ Lambda's runtime imports a function's handler module before its first event (or,
 concurrency, before any event at all), so everything an actor does once happens here: its secrets and
 files are fetched (`asya.startup`), then the sidecar is built, which imports the handler's module and
 creates its class. A model loaded in `__init__` is therefore loaded in the init phase, and an
-environment kept warm has it ready. A handler whose module cannot be imported (a library that is not
-shipped, say) fails this import with an ImportError, which Lambda reports as
-`Runtime.ImportModuleError`, and fails the invocation: its batch returns to the queue.
+environment kept warm has it ready. A handler that cannot be loaded (a library that is not shipped,
+a mistyped name) does not fail the init: it is said at ERROR, and each envelope fails with the error
+(`asya.handler.load_or_defer`), so its task ends with the reason instead of waiting in the queue. A
+secret or file that cannot be read fails the init, as any exception here does.
 
 `asya.lambda_handler` is the same sidecar built at its first event instead, for tests and for code that
 sets the environment after importing it.

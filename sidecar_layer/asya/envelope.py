@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from asya.names import SINK, SUMP
 from asya.reasons import Reason
@@ -227,21 +228,61 @@ def parse_envelope(body: str | bytes) -> Envelope:
     return envelope
 
 
-def validation_problems(exc: ValidationError) -> list[str]:
+def validation_problems(exc: ValidationError, document: Any = None) -> list[str]:
     """One problem a line, each naming the field path, so a user can fix the input: `<field>: <what is
-    wrong>`. A check of the whole (located at the root) names its own fields, one problem a line."""
+    wrong>`. A check of the whole (located at the root) names its own fields, one problem a line. Given
+    the `document` validated, the path is the fields as its author wrote them (`written_location`)."""
+    return [line for error in exc.errors(include_url=False) for line in error_problems(error, document)]
+
+
+def error_problems(error: ErrorDetails, document: Any = None) -> list[str]:
+    """One error of a `ValidationError`, said as `validation_problems` says each."""
+    path = field_path(written_location(error["loc"], document, missing=error["type"] == "missing"))
     problems = []
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"])
-        cause = error.get("ctx", {}).get("error")
-        message = str(cause) if error["type"] == "value_error" and cause is not None else error["msg"]
-        problems += [f"{location}: {line}" if location else line for line in message.splitlines()]
+    for line in error_message(error).splitlines():
+        item = re.match(r"(\[\d+\]): ", line)  # a list's validator names the item it refuses: path too
+        location, said = (path + item.group(1), line[item.end() :]) if item else (path, line)
+        problems.append(f"{location}: {said}" if location else said)
     return problems
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def error_message(error: ErrorDetails) -> str:
+    """What is wrong, without where: a validator's own words, else pydantic's."""
+    cause = error.get("ctx", {}).get("error")
+    return str(cause) if error["type"] == "value_error" and cause is not None else error["msg"]
+
+
+def written_location(location: Sequence[int | str], document: Any = None, *, missing: bool = False) -> list[int | str]:
+    """Where a problem is, as the document's author wrote it. pydantic's location also names what the
+    author never wrote: the member of a union it tried (`statement`), a validator's wrapper
+    (`function-after[…]`). Given the `document`, a part it does not hold is such a name and left out,
+    unless it is the field found `missing`."""
+    written: list[int | str] = []
+    value = document
+    for index, part in enumerate(location):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(part, int):  # an item of a list: pydantic's own names are text
+            value = value[part] if isinstance(value, list) and -len(value) <= part < len(value) else None
+        elif document is not None and not (missing and index == len(location) - 1):
+            continue
+        else:
+            value = None
+        written.append(part)
+    return written
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    """`actors.a.permissions[0].actions`: a field's place, an item of a list in brackets."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def describe_validation_error(exc: ValidationError, document: Any = None) -> str:
     """The problems on one line (an envelope's reason, a variable's error)."""
-    return "; ".join(validation_problems(exc))
+    return "; ".join(validation_problems(exc, document))
 
 
 def new_envelope(

@@ -9,7 +9,8 @@ once with the first (`asya.together`: each is safe to repeat, and only the count
 to be kept); the arrival that completes the fan reads the fan back in one query. Everything is safe
 to repeat: a redelivered arrival keeps and counts nothing twice, and an arrival that completed (or
 gave up on) its fan sends the same envelope again, which the join's hop claim (or x-sink's first
-final status) drops.
+final status) drops. A branch that fails after its join gave up costs one write more, on the joined
+envelope's record, so that the join's failure counts it (`asya.join_failure`).
 
 A branch's envelope is kept as it arrived: a payload that travels in S3 stays there, and one that
 would make the kept item dear (over `SLOT_INLINE_BYTES`) is moved there (`asya.claims`). Payloads are
@@ -29,17 +30,16 @@ from asya.claims import READS_AT_ONCE, REF_FIELD, Claims, PayloadUnreadableError
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
 from asya.headers import JOINED_HEADER
-from asya.join_table import JoinTable, Kept
-from asya.joins import (
+from asya.join_failure import (
     FAILED_BRANCHES,
-    Gathered,
-    JoinFrame,
-    JoinPolicy,
-    arrival_outcome,
-    failed_branches,
-    joined_payload,
-    without,
+    FAILED_BRANCHES_NAMED,
+    FAILED_COUNT,
+    failed_branch,
+    join_failure_message,
+    later_entry,
 )
+from asya.join_table import JoinTable, Kept
+from asya.joins import Gathered, JoinFrame, JoinPolicy, arrival_outcome, joined_payload, without
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.routing import Outbound, error_details, error_payload
@@ -128,14 +128,13 @@ class Gathering:
             writes.append(lambda: self._end_branch(envelope, frame, outcome))
         together(writes)
         head = self.table.arrive(frame, failed=outcome is not Phase.SUCCEEDED)
+        if head.given_up_by == frame.slot:
+            return HopOutcome.JOIN_FAILED, [self._failure(frame, envelope, now)]
         if head.given_up_by is not None:
-            return (
-                (HopOutcome.JOIN_FAILED, [self._failure(frame, envelope, now)])
-                if head.given_up_by == frame.slot
-                else (HopOutcome.ABSORBED, [])
-            )
+            self._failed_later(envelope, frame, head.failed)
+            return HopOutcome.ABSORBED, []
         if self.policy.gives_up(len(head.failed), frame.width):
-            return self._give_up(frame, envelope, now)
+            return self._give_up(frame, envelope, now, failed=head.failed)
         if not head.complete:
             return HopOutcome.GATHERED, []
         gathered = self._gathered(frame)
@@ -146,11 +145,29 @@ class Gathering:
         return HopOutcome.JOINED, [self._joined(frame, gathered, payload, failed_slots, now)]
 
     def _give_up(
-        self, frame: JoinFrame, envelope: Envelope, now: dt.datetime, why: str | None = None
+        self,
+        frame: JoinFrame,
+        envelope: Envelope,
+        now: dt.datetime,
+        why: str | None = None,
+        *,
+        failed: frozenset[int] = frozenset(),
     ) -> tuple[HopOutcome, list[Outbound]]:
+        """`failed`: the fan's failed slots as this arrival counted them, for its own failure's count
+        when another arrival gave up first (its failure may have been gathered in time, or not)."""
         if self.table.give_up(frame):
             return HopOutcome.JOIN_FAILED, [self._failure(frame, envelope, now, why)]
+        self._failed_later(envelope, frame, failed)
         return HopOutcome.ABSORBED, []  # another arrival gave up first and sent the failure
+
+    def _failed_later(self, envelope: Envelope, frame: JoinFrame, failed: frozenset[int]) -> None:
+        """A branch that failed after its join gave up, counted on the joined envelope's record
+        (`asya.join_failure`): the join's failure, sent when it gave up, could not count it."""
+        if frame.slot not in failed or self.store is None or stealthy(envelope.headers):
+            return
+        named = len(failed) <= FAILED_BRANCHES_NAMED  # among the first failures: its place and error too
+        branch = later_entry(failed_branch(envelope.to_dict(), frame.slot, frame.width)) if named else None
+        self.store.count_join_failure(frame.into, len(failed), branch)
 
     def _end_branch(self, envelope: Envelope, frame: JoinFrame, outcome: Phase) -> None:
         """A branch that does not go on as the joined envelope ends here: its record says how (the join,
@@ -216,14 +233,16 @@ class Gathering:
             so_far[branch.slot] = branch.document.get("payload")
         failed = [branch for branch in gathered if branch.outcome is not Phase.SUCCEEDED]
         joined = self._rejoin(base, frame, so_far, [branch.slot for branch in failed], now)
-        if why is None:
-            reasons = "; ".join(_why(branch, frame.width) for branch in failed)
-            why = f"{len(failed)} of {frame.width} branches failed (on_failure: {self.policy.describe()}): {reasons}"
+        named = [failed_branch(branch.document, branch.slot, frame.width) for branch in failed]
+        told: dict[str, Any] = {FAILED_BRANCHES: named[:FAILED_BRANCHES_NAMED]}
+        if why is None:  # it gave up for its failed branches: counted, and counted on as more fail
+            why = join_failure_message(len(failed), frame.width, self.policy.describe(), named)
+            told[FAILED_COUNT] = len(failed)
         return routing.fail(
             Envelope.model_validate(joined.wire),
             self.actor,
             reason=Reason.JOIN_FAILED,
-            details={**error_details(None, why), FAILED_BRANCHES: failed_branches(failed, frame.width)},
+            details={**error_details(None, why), **told},
             now=now,
         )
 
@@ -233,14 +252,3 @@ class Gathering:
         marker = {"fan": frame.fan, "width": frame.width, "failed": failed}
         headers = {**without(base.headers, frame), JOINED_HEADER: marker}
         return routing.rejoin(base, self.actor, payload, headers, now)
-
-
-def _why(branch: Gathered, width: int) -> str:
-    """One failed branch as the join's error says it: its place counted from 1 ("branch 2 of 3", the
-    slot is 1 in `x-asya-joined`), its id, and its handler's own error type and message (the reason
-    code, `RuntimeError` for any handler error, only when there is no error type)."""
-    status = branch.document.get("status") or {}
-    error = status.get("error") or {}
-    kind = error.get("type") or status.get("reason") or branch.outcome.value
-    detail = error.get("message") or status.get("reason") or branch.outcome.value
-    return f"branch {branch.slot + 1} of {width} ({branch.document.get('id')}) {kind}: {detail}"

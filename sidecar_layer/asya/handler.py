@@ -8,6 +8,7 @@ callable objects working without special cases. All styles go through one driver
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import inspect
 import threading
@@ -20,39 +21,84 @@ from asya.abi import AbiError, EnvelopeState, Frame, as_verb, deep_copy, frame_f
 from asya.variables import HANDLER
 
 HandlerMode = Literal["payload", "envelope"]
+NOT_LOADED = "cannot load its handler"  # "<actor> cannot load its handler: <problem>", said and raised alike
+PROBLEM_FIELD = "handler_problem"  # the field of the start's record that says why (`asya_local.load_failures`)
 Handler = Callable[[Any], Any]
 
 
 class HandlerConfigError(Exception):
-    """`ASYA_HANDLER` does not name a usable callable. Raised when the sidecar is built (an actor's
-    function: at its execution environment's start), loudly."""
+    """`ASYA_HANDLER` does not name a usable callable: found when the sidecar is built (an actor's
+    function: at its execution environment's start, `load_or_defer`). `problem` is what is wrong, without the
+    variable: `asya check` names the actor's `handler` field instead (`asya_local.handler_imports`)."""
+
+    def __init__(self, problem: str, spec: str) -> None:
+        super().__init__(f"{problem} ({HANDLER.name}={spec!r})")
+        self.problem = problem
 
 
 class HandlerImportError(HandlerConfigError, ImportError):
-    """The handler's module, or something it imports, cannot be imported: an ImportError, so that
-    Lambda's runtime reports an actor's init as it reports any module that fails to import
-    (`Runtime.ImportModuleError`)."""
+    """The handler's module, or something it imports, cannot be imported: an ImportError, as what it
+    wraps is, so that a resiliency rule for ImportError matches it."""
 
 
-def load_handler(spec: str) -> Handler:
-    """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments)."""
+class HandlerModuleError(HandlerConfigError):
+    """The handler's module raised something other than an ImportError while it was imported: its own
+    code failed (it may read a secret or file that only its deployed environment has)."""
+
+
+def load_handler(spec: str, *, create: bool = True) -> Handler:
+    """Resolve `module.function` or `module.Class.method` (the class is instantiated once, no arguments).
+    `create=False` looks the method up on the class without creating it: what `asya check` resolves,
+    so that a class whose `__init__` loads a model is named, not run (`asya_local.handler_imports`)."""
     parts = spec.split(".") if isinstance(spec, str) else []
     if len(parts) < 2 or not all(part.isidentifier() for part in parts):
-        raise HandlerConfigError(f"{HANDLER.name} must be 'module.function' or 'module.Class.method', got {spec!r}")
+        raise HandlerConfigError("must be 'module.function' or 'module.Class.method'", str(spec))
     module, attributes = _import_longest_prefix(parts, spec)
     target: Any = module
-    owner_path = module.__name__
+    dotted, owner = module.__name__, f"module {module.__name__!r}"  # `owner`: the target, as a message names it
     for name in attributes:
-        if inspect.isclass(target):
-            target = _instantiate(target, owner_path, spec)
+        if inspect.isclass(target) and create:
+            target = _instantiate(target, owner, spec)
         try:
-            target = getattr(target, name)
+            found = getattr(target, name)
         except AttributeError:
-            raise HandlerConfigError(f"{owner_path!r} has no attribute {name!r} (ASYA_HANDLER={spec!r})") from None
-        owner_path = f"{owner_path}.{name}"
+            raise HandlerConfigError(f"{owner} has no attribute {name!r}{_did_you_mean(target, name)}", spec) from None
+        target, dotted = found, f"{dotted}.{name}"
+        owner = f"{'class' if inspect.isclass(found) else 'object'} {dotted!r}"
     if inspect.isclass(target) or not callable(target):
-        raise HandlerConfigError(f"{HANDLER.name}={spec!r} names {type(target).__name__}, not a function or method")
+        raise HandlerConfigError(f"names {type(target).__name__}, not a function or method", spec)
     return target  # type: ignore[no-any-return]
+
+
+def load_or_defer(spec: str, actor: str, on_failure: Callable[[HandlerConfigError], None]) -> Handler:
+    """The handler; or, when it cannot be loaded (`on_failure` is told why, at the start), one that
+    loads it at each call and, while that fails, raises the load error naming the actor: each envelope
+    then fails as under a handler that raises (resiliency, x-sink, its task failed with the error), so
+    a mistyped handler ends its tasks with the reason at once instead of failing the environment's
+    init, which would leave them pending until SQS redrove them to x-sump (docs/actors.md, "A handler
+    that cannot be loaded"). A load that succeeds later (a class whose `__init__` met a passing
+    failure) is kept."""
+    try:
+        return load_handler(spec)
+    except HandlerConfigError as exc:
+        on_failure(exc)
+    loaded: list[Handler] = []
+
+    def deferred(argument: Any) -> Any:
+        if not loaded:
+            try:
+                loaded.append(load_handler(spec))
+            except HandlerConfigError as exc:
+                raise type(exc)(f"{actor} {NOT_LOADED}: {exc.problem}", spec) from exc.__cause__
+        return loaded[0](argument)
+
+    return deferred
+
+
+def _did_you_mean(target: Any, name: str) -> str:
+    """` (did you mean 'split'?)` when `target` has a public name close to the mistyped one."""
+    close = difflib.get_close_matches(name, [known for known in dir(target) if not known.startswith("_")], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]:
@@ -64,23 +110,20 @@ def _import_longest_prefix(parts: list[str], spec: str) -> tuple[Any, list[str]]
         except ModuleNotFoundError as exc:
             missing = exc.name or ""
             if module_name != missing and not module_name.startswith(missing + "."):
-                raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+                raise HandlerImportError(f"importing {module_name!r} failed: {exc}", spec) from exc
         except ImportError as exc:
-            raise HandlerImportError(f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {exc}") from exc
+            raise HandlerImportError(f"importing {module_name!r} failed: {exc}", spec) from exc
         except Exception as exc:
-            raise HandlerConfigError(
-                f"importing {module_name!r} for ASYA_HANDLER={spec!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-    raise HandlerImportError(f"module {parts[0]!r} of ASYA_HANDLER={spec!r} not found")
+            raise HandlerModuleError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", spec) from exc
+    raise HandlerImportError(f"no module named {parts[0]!r}", spec)
 
 
-def _instantiate(cls: type, path: str, spec: str) -> Any:
+def _instantiate(cls: type, owner: str, spec: str) -> Any:
     try:
         return cls()
     except Exception as exc:
         raise HandlerConfigError(
-            f"class {path!r} of ASYA_HANDLER={spec!r} could not be created with no arguments: "
-            f"{type(exc).__name__}: {exc}"
+            f"{owner} could not be created with no arguments: {type(exc).__name__}: {exc}", spec
         ) from exc
 
 

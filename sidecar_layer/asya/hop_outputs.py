@@ -41,13 +41,13 @@ def handler_failure(
         return HopOutcome.RETRIED, [retry]
     telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
     details = error_details(error)
-    taken = flow_catches(envelope, details, Reason(decision.reason), actor, now, telemetry=telemetry)
+    taken = flow_catches(envelope, details, decision.reason, actor, now, telemetry=telemetry)
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
         return HopOutcome.FORWARDED, taken
     failure = routing.fail(
         flows.out_of_program(envelope) if decision.on_exhausted else envelope,
         actor,
-        reason=Reason(decision.reason),
+        reason=decision.reason,
         details=details,
         now=now,
         on_exhausted=decision.on_exhausted,

@@ -43,10 +43,6 @@ if TYPE_CHECKING:
     from asya.routing import Outbound
 
 OnFailure = Literal["fail_fast", "collect", "tolerate"]
-# The error of a join that gave up names its failed branches (`failed_branches`: id, place): the first
-# ten, as the gateway shows them; the message says how many failed.
-FAILED_BRANCHES = "failed_branches"
-FAILED_BRANCHES_NAMED = 10
 
 
 class JoinHeaderError(ValueError):
@@ -254,13 +250,3 @@ def given_up_hop(document: Mapping[str, Any]) -> list[int] | None:
     if status.get("reason") != Reason.JOIN_FAILED or given_up is None:
         return None
     return [len(route.get("prev") or []), int(status.get("attempt") or 1), int(given_up.timestamp() * 1000)]
-
-
-def failed_branches(failed: list[Gathered], width: int) -> list[dict[str, Any]]:
-    """Which branches failed the join, as its error names them (`FAILED_BRANCHES`): each one's id and
-    its place counted from 1 as people count (`branch` of `width`), so that the gateway can show each
-    failed branch's own record; the first `FAILED_BRANCHES_NAMED`, which keeps the error small."""
-    return [
-        {"id": branch.document.get("id"), "branch": branch.slot + 1, "width": width}
-        for branch in failed[:FAILED_BRANCHES_NAMED]
-    ]

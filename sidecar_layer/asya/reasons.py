@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Any
 
 
 class Reason(StrEnum):
     COMPLETED = "Completed"
     POLICY_EXHAUSTED = "PolicyExhausted"
-    RUNTIME_ERROR = "RuntimeError"
+    HANDLER_ERROR = "HandlerError"  # the handler raised and no retry policy applies: `status.error.type` says what
     POLICY_ROUTED = "PolicyRouted"
     TIMEOUT = "Timeout"
     PARSE_ERROR = "ParseError"
@@ -37,3 +38,12 @@ class Reason(StrEnum):
     def code(self) -> str:
         """`PolicyExhausted` → `policy_exhausted`."""
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.value).lower()
+
+
+def cause(reason: Any, error: Any) -> str:
+    """Why it failed, as a person reads it: `HandlerError` says only that the handler raised, so the
+    handler's exception type (`error.type`) stands for it; any other reason is said as it is."""
+    kind = error.get("type") if isinstance(error, dict) else None
+    if reason == Reason.HANDLER_ERROR and kind:
+        return str(kind)
+    return str(reason or "")

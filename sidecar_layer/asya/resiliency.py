@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeFloat, model_validator
 
+from asya.reasons import Reason
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 DEFAULT_POLICY = "default"
@@ -113,19 +115,19 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class GiveUp:
-    """No (more) retries. `reason` is `PolicyExhausted` or `RuntimeError` (no policy at all)."""
+    """No (more) retries. `reason` is `PolicyExhausted` or `HandlerError` (no policy at all)."""
 
-    reason: str
+    reason: Reason
     on_exhausted: list[str]
 
 
 def decide(policy: Policy | None, attempt: int, first_attempt_at: dt.datetime, now: dt.datetime) -> Retry | GiveUp:
     """Retry or give up after failed attempt `attempt`, honouring `max_attempts` and `max_duration`."""
     if policy is None:
-        return GiveUp("RuntimeError", [])
+        return GiveUp(Reason.HANDLER_ERROR, [])
     if attempt < policy.max_attempts:
         delay = policy.delay_after(attempt)
         elapsed = (now - first_attempt_at).total_seconds()
         if policy.max_duration is None or elapsed + delay <= policy.max_duration:
             return Retry(attempt + 1, delay)
-    return GiveUp("PolicyExhausted", list(policy.on_exhausted))
+    return GiveUp(Reason.POLICY_EXHAUSTED, list(policy.on_exhausted))

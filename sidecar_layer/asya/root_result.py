@@ -4,7 +4,8 @@ A root that fanned out keeps its own envelope's ending in its record (`output`, 
 envelope is one of the task's branches, no more the task's outcome than any other branch's. So a root
 with registered branches has no single result: the view shows its own envelope's ending apart, under
 `own_envelope`, beside the branches' counts and ids, and every surface (`asya status`, `asya send
---wait`, the console, MCP) says the task ended in several envelopes, each with its own result.
+--wait`, the console, MCP) says the task ended in several branches, each with its own result, and
+how many of them did not succeed, in the same words (`not_succeeded`).
 
 A join is different: the branches it gathers are not registered on the root, and the joined envelope
 goes on under the root's own id, so the root's `output` is the join's result, the task's one result,
@@ -14,6 +15,7 @@ results` and the benches read it as it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 OWN_ENVELOPE = "own_envelope"  # the view's field for a fan-out root's own envelope's ending
@@ -34,7 +36,21 @@ def no_single_result(view: dict[str, Any]) -> str | None:
     if not view.get("terminal") or not isinstance(counts, dict):
         return None
     return (
-        f"no single result: the task fanned out into {counts.get('total', 0)} envelopes "
+        f"no single result: the task fanned out into {counts.get('total', 0)} branches "
         f"({counts.get('succeeded', 0)} succeeded, {counts.get('failed', 0)} failed, "
         f"{counts.get('canceled', 0)} canceled), each with its own result"
     )
+
+
+def not_succeeded(counts: Mapping[str, Any]) -> str | None:
+    """How many of a fan-out's branches (its own envelope one of them) ended without succeeding, each
+    said as it ended, as every surface says it (the gateway's error, the console's and the CLI's
+    progress): "2 of 3 branches failed", "8 of 8 branches canceled", "1 failed and 1 canceled of 3
+    branches". None when none did."""
+    failed, canceled = int(counts.get("failed") or 0), int(counts.get("canceled") or 0)
+    total = int(counts.get("total") or failed + canceled)
+    if failed and canceled:
+        return f"{failed} failed and {canceled} canceled of {total} branches"
+    if failed or canceled:
+        return f"{failed or canceled} of {total} branches {'failed' if failed else 'canceled'}"
+    return None

@@ -23,7 +23,7 @@ from typing import Any
 from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
-from asya.handler import load_handler
+from asya.handler import NOT_LOADED, PROBLEM_FIELD, HandlerConfigError, load_or_defer
 from asya.hop import HopPlan, HopRunner
 from asya.hop_logging import quiet_sdk_loggers
 from asya.reporting import Registered, status_reporter
@@ -50,7 +50,7 @@ class Sidecar:
         self.reporter = status_reporter(config, self.telemetry)
         self.hops = HopRunner(
             config,
-            load_handler(config.handler),
+            load_or_defer(config.handler, config.actor, self._cannot_load),
             self.ledger,
             self.telemetry,
             self.reporter,
@@ -59,6 +59,13 @@ class Sidecar:
         self._entry = self.telemetry.logger.inject_lambda_context(self._handle)
         if self.telemetry.tracer is not None:
             self._entry = self.telemetry.tracer.capture_lambda_handler(self._entry)
+
+    def _cannot_load(self, error: HandlerConfigError) -> None:
+        """Said at the start, at ERROR: `asya up` shows it on screen, CloudWatch keeps it."""
+        self.telemetry.logger.error(
+            f"{self.config.actor} {NOT_LOADED}: {error.problem}; each envelope fails with this error",
+            extra={"error_type": type(error).__name__, "handler": self.config.handler, PROBLEM_FIELD: error.problem},
+        )
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         """Process one SQS event; `context` may be omitted outside Lambda (no time limit from it)."""

@@ -13,13 +13,16 @@ The lists name top-level attributes only, as IAM does: `fans.v` in a condition i
 
 from __future__ import annotations
 
+from asya.join_failure import JOIN_FAILED_COUNT, JOIN_FAILED_LATER
+
 # The key: IAM's `dynamodb:Attributes` includes the key attributes a request names, so a list that
 # left it out would refuse every request.
 KEY = "id"
 
 # A hop's claim, its progress reports and the task's creation by a hop that was not started through
 # the gateway (`TaskStore.claim_hop`, `TaskStore.report`; `TaskStore.admit` for a producer's envelope,
-# and the message that admitted it), with the attributes their conditions read.
+# and the message that admitted it; the keys that find a task by the start of its id, `asya.short_ids`),
+# with the attributes their conditions read.
 HOP_STATUS = frozenset(
     {
         KEY,
@@ -42,6 +45,8 @@ HOP_STATUS = frozenset(
         "hop_attempt",
         "hop_held_until",
         "hops",
+        "id_head",
+        "id_lower",
     }
 )
 
@@ -49,8 +54,9 @@ HOP_STATUS = frozenset(
 # root or, for a wide fan-out, in buckets and their counter (`asya.fans`): items of the same table.
 FAN_REGISTRATION = frozenset({"branch_ids", "fans", "fan_root", "v", "branches", "open", "expires_at"})
 
-# A branch a join gathers ends at the join (`TaskStore.finish_gathered`): how it ended, never its result.
-JOINED_ENDING = frozenset({"reason", "error", "joined_into"})
+# A branch a join gathers ends at the join (`TaskStore.finish_gathered`): how it ended, never its result;
+# one that fails after its join gave up is counted on the joined envelope's record (`asya.join_failure`).
+JOINED_ENDING = frozenset({"reason", "error", "joined_into", JOIN_FAILED_COUNT, JOIN_FAILED_LATER})
 
 # What an actor's role may write (and name in a write's condition).
 HOP_WRITES = HOP_STATUS | FAN_REGISTRATION | JOINED_ENDING

@@ -15,7 +15,9 @@ from typing import Any
 from asya.dedup import Claim, HopClaim
 from asya.dynamo import BatchIncompleteError, from_item, to_item
 from asya.envelope import Route, parse_rfc3339, rfc3339, utc_now
+from asya.join_failure import JOIN_FAILED_COUNT, JOIN_FAILED_LATER
 from asya.reasons import Reason
+from asya.short_ids import lookup_keys, lookup_sets
 from asya.task_attributes import CLAIM_REFUSAL
 from asya.task_counting import BranchCounting
 from asya.task_expiry import DeadlineExpiry
@@ -46,6 +48,7 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at": now,
         }
         record.update(item)
+        record |= lookup_keys(str(record["id"]))
         if record.get("deadline_at"):
             record["open_shard"] = OPEN
         written = to_item(record)
@@ -70,6 +73,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at = if_not_exists(updated_at, :now)",
         ]
         values = {":message": message_id, ":pending": TaskStatus.PENDING, ":rank": int(Rank.PENDING), ":none": 0}
+        found, keys = lookup_sets(task_id)
+        sets += found
+        values |= keys
         return self._update(
             task_id,
             "SET " + ", ".join(sets),
@@ -167,6 +173,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
             "updated_at = :now",
             "created_at = if_not_exists(created_at, :now)",
         ]
+        found, keys = lookup_sets(report.task_id)  # a hop's claim may be what makes the record
+        sets += found
+        values |= keys
         kept = (("parent_id", report.parent_id), ("root_id", report.root_id), ("fan_bucket", report.bucket))
         for name, value in (*kept, ("deadline_at", deadline_at)):
             if value:
@@ -311,6 +320,22 @@ class TaskStore(BranchCounting, DeadlineExpiry):
         root, accounts for it. Safe to repeat: a terminal record is never written again."""
         return self._terminal(task_id, outcome, details)
 
+    def count_join_failure(self, task_id: str, failed: int, branch: str | None) -> None:
+        """A branch failed after its join gave up (`asya.join_failure`): the joined envelope's record
+        counts `failed`, the fan's failed branches as that arrival counted them, unless it counts more
+        already, and names `branch`, when given. Safe to repeat, and in any order."""
+        named = {"#later": JOIN_FAILED_LATER} if branch is not None else {}
+        values: dict[str, Any] = {":count": failed} | ({":branch": {branch}} if branch is not None else {})
+        counted = self._update(
+            task_id,
+            "SET #count = :count" + (" ADD #later :branch" if named else ""),
+            "attribute_exists(id) AND (attribute_not_exists(#count) OR #count < :count)",
+            values,
+            names={"#count": JOIN_FAILED_COUNT, **named},
+        )
+        if not counted and branch is not None:  # a later arrival counted more first: named all the same
+            self._update(task_id, "ADD #later :branch", "attribute_exists(id)", {":branch": {branch}}, named)
+
     def _ended_by(self, task_id: str, outcome: str) -> bool:
         """Whether the branch's record already holds this ending with its result: an earlier delivery
         wrote it and stopped before the root counted the branch. Read only on that rare path, it tells
@@ -321,6 +346,9 @@ class TaskStore(BranchCounting, DeadlineExpiry):
     def _finish_alone(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         """The common case, in one write: a task with no branches ends with its own envelope."""
         sets, values, names = self._terminal_sets(outcome, details)
+        found, keys = lookup_sets(task_id)  # a task sent straight to x-sink has no record before
+        sets += found
+        values |= keys
         values[":me"] = {task_id}
         values[":me_id"] = task_id
         values[":one"] = 1

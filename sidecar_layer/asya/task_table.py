@@ -10,7 +10,8 @@ from asya.clients import LazyClient
 from asya.dynamo import DEFAULT_BACKOFF, Backoff, batch_get, from_item, update_arguments
 from asya.envelope import rfc3339, utc_now
 from asya.fans import FanBuckets, is_fan_item
-from asya.names import BY_STATUS
+from asya.names import BY_ID_PREFIX, BY_STATUS
+from asya.short_ids import ID_HEAD, ID_HEAD_LENGTH, ID_LOWER, lookup_sets, lowered
 from asya.task_record import Rank
 
 if TYPE_CHECKING:
@@ -119,12 +120,30 @@ class TaskTable:
             **started,
         )
 
+    def starting_with(self, prefix: str, limit: int, start: Mapping[str, Any] | None = None) -> Any:
+        """One read of the id-prefix index, as DynamoDB answers it (`Items`: keys only, `LastEvaluatedKey`):
+        the tasks whose id starts with `prefix`, whatever its case, in the order of their lowercased ids.
+        `prefix` has at least `ID_HEAD_LENGTH` characters (the index's partition is that many)."""
+        folded = lowered(prefix)
+        started: dict[str, Any] = {"ExclusiveStartKey": start} if start else {}
+        return self.client.query(
+            TableName=self.table,
+            IndexName=BY_ID_PREFIX,
+            KeyConditionExpression=f"{ID_HEAD} = :head AND begins_with({ID_LOWER}, :prefix)",
+            ExpressionAttributeValues={":head": {"S": folded[:ID_HEAD_LENGTH]}, ":prefix": {"S": folded}},
+            Limit=limit,
+            **started,
+        )
+
     def _batch_get(self, task_ids: Iterable[str], **options: Any) -> list[dict[str, Any]]:
         keys = [{"id": {"S": task_id}} for task_id in sorted(set(task_ids))]
         return batch_get(self.client, self.table, keys, backoff=self.backoff, **options)
 
     def _terminal(self, task_id: str, outcome: str, details: dict[str, Any]) -> bool:
         sets, values, names = self._terminal_sets(outcome, details)
+        found, keys = lookup_sets(task_id)  # a branch canceled or ended before any hop claimed it
+        sets += found
+        values |= keys
         return self._update(
             task_id,
             f"SET {', '.join(sets)} REMOVE open_shard",

@@ -36,19 +36,23 @@ def _mesh(tmp_path: Path, actors: str, more: str = "") -> Path:
     [
         (
             "  a: {handler: mod.fn, code: code, requirements: ['numpy=>2']}",
-            "actors.a.requirements: [0]: 'numpy=>2' is not a requirement",
+            "actors.a.requirements[0]: 'numpy=>2' is not a requirement",
         ),
         (
             "  a: {handler: mod.fn, code: code, permissions: [{actions: [s3GetObject], resources: ['*']}]}",
-            "actors.a.permissions.0.statement.actions: [0]: 's3GetObject' is not an IAM action",
+            "actors.a.permissions[0].actions[0]: 's3GetObject' is not an IAM action",
+        ),
+        (
+            "  a: {handler: mod.fn, code: code, permissions: [{actions: 's3:GetObject', resources: ['*']}]}",
+            "actors.a.permissions[0].actions: Input should be a valid list",
         ),
         (
             "  a: {handler: mod.fn, code: code, permissions: [{actions: ['s3:GetObject'], resources: [my-bucket]}]}",
-            "actors.a.permissions.0.statement.resources: [0]: 'my-bucket' is not an ARN",
+            "actors.a.permissions[0].resources[0]: 'my-bucket' is not an ARN",
         ),
         (
             "  a: {handler: mod.fn, code: code, permissions: [{actions: ['s3:GetObject'], resources: ['*']}]}",
-            "actors.a.permissions.0.statement: reason: this statement allows '*'",
+            "actors.a.permissions[0]: reason: this statement allows '*'",
         ),
         (
             "  a: {handler: mod.fn, code: code, permissions: [{actions: ['s3:*'], resources: ['arn:aws:s3:::b/*']}]}",
@@ -62,7 +66,7 @@ def _mesh(tmp_path: Path, actors: str, more: str = "") -> Path:
         (
             "  a: {handler: mod.fn, code: code,"
             " permissions: [{managed_policy: 'arn:aws:iam::aws:policy/ReadOnlyAccess'}]}",
-            "actors.a.permissions.0.policy: reason: an AWS managed policy grants what AWS decides",
+            "actors.a.permissions[0]: reason: an AWS managed policy grants what AWS decides",
         ),
         (
             "  a: {handler: mod.fn, code: code, permissions: [{managed_policy: ReadOnlyAccess}]}",
@@ -89,7 +93,7 @@ def _mesh(tmp_path: Path, actors: str, more: str = "") -> Path:
         ("  a: {handler: mod.fn, code: code, files: {MODEL: missing.bin}}", "actors.a.files.MODEL: 'missing.bin' is"),
         (
             "  a: {handler: mod.fn, code: code, vpc: {subnets: [subnet-12], security_groups: [sg-0123456789abcdef0]}}",
-            "actors.a.vpc.subnets.0: String should match pattern",
+            "actors.a.vpc.subnets[0]: String should match pattern",
         ),
         ("  a: {handler: mod.fn, code: code, layers: [my-layer]}", "'my-layer' is not a layer version ARN"),
         (

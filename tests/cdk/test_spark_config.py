@@ -110,7 +110,7 @@ def test_a_queue_retention_below_a_minute_is_refused(tmp_path: Path, retention: 
         ("{max_disk_gb: 10}", "actors.a.spark.max_disk_gb: Input should be greater than or equal to 20"),
         ("{idle_minutes: 0}", "actors.a.spark.idle_minutes: Input should be greater than or equal to 1"),
         ("{reconcile_minutes: 61}", "actors.a.spark.reconcile_minutes: Input should be less than or equal to 60"),
-        ("{max_cpu: 4}", "actors.a.spark.max_cpu: Extra inputs are not permitted"),
+        ("{max_cpu: 4}", "actors.a.spark.max_cpu: not a field; did you mean `max_vcpu`?"),
     ],
 )
 def test_bad_spark_settings_name_the_field(tmp_path: Path, spark: str, fragment: str) -> None:

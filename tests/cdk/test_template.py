@@ -343,7 +343,7 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
     assert tasks["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
     assert tasks["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     indexes = {index["IndexName"]: index for index in tasks["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"by-status", "by-deadline"}
+    assert set(indexes) == {"by-status", "by-deadline", "by-id-prefix"}
     assert indexes["by-status"]["KeySchema"] == [
         {"AttributeName": "status", "KeyType": "HASH"},
         {"AttributeName": "created_at", "KeyType": "RANGE"},
@@ -354,6 +354,11 @@ def test_task_tables_have_their_keys_indexes_stream_ttl_and_recovery(
         {"AttributeName": "deadline_at", "KeyType": "RANGE"},
     ]
     assert indexes["by-deadline"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert indexes["by-id-prefix"]["KeySchema"] == [  # short ids, whatever their case (`asya.short_ids`)
+        {"AttributeName": "id_head", "KeyType": "HASH"},
+        {"AttributeName": "id_lower", "KeyType": "RANGE"},
+    ]
+    assert indexes["by-id-prefix"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     assert events["KeySchema"] == [
         {"AttributeName": "task_id", "KeyType": "HASH"},
         {"AttributeName": "seq", "KeyType": "RANGE"},
@@ -485,6 +490,7 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
         "dynamodb:Scan",
     }
     assert actions_of(_on(gateway, _index(document, "by-status"))) == {"dynamodb:Query"}
+    assert actions_of(_on(gateway, _index(document, "by-id-prefix"))) == {"dynamodb:Query"}
     assert actions_of(_on(gateway, events)) == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}
     [read] = [s for s in gateway if s["Action"] == "s3:GetObject"]
     assert read["Resource"]["Fn::Join"][1][-1] == "/results/reviews/*"
@@ -502,6 +508,7 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
     assert actions_of(_on(backstop, tasks)) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
     assert actions_of(_on(backstop, _index(document, "by-deadline"))) == {"dynamodb:Query"}
     assert not _on(backstop, _index(document, "by-status"))
+    assert not _on(backstop, _index(document, "by-id-prefix")), "the gateway alone finds tasks by short id"
     assert not any(a.startswith("secretsmanager:") for a in actions_of([*stream, *backstop]))
     for statements in (gateway, stream, backstop):
         actions = actions_of(statements)
@@ -673,4 +680,4 @@ def test_cdk_app_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
     bad.write_text("namespace: demo\nactors:\n  a: {handler: m.f, code: ., batch_sise: 5}\n")
     result = run_cdk_app(bad, tmp_path / "out")
     assert result.returncode != 0
-    assert f"{bad}: actors.a.batch_sise: Extra inputs are not permitted" in result.stderr
+    assert f"{bad}: actors.a.batch_sise: not a field; did you mean `batch_size`?" in result.stderr

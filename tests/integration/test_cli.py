@@ -9,11 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx2
 import pytest
 
+from asya.names import TASKS_TABLE, resource_name
+from asya.task_store import TaskStore
 from asya_local.endpoint.process import free_port
 from asya_local.roles import local_client
 from tests.support.stack import MESH
@@ -28,7 +31,9 @@ def _asya(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # the checkout's own packages first (a worktree's, when the editable install is another checkout's)
+    paths = [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     up = subprocess.Popen(
         [*ASYA, "up", "--config", str(MESH), "--port", str(port)],
         cwd=tmp_path,
@@ -52,14 +57,10 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
         assert "Mesh itest" in console.text, "asya up serves the console"
 
         envelope_id = _tasks_through_the_gateway(tmp_path)
+        _a_task_past_the_newest_hundred_is_found_by_its_short_id(tmp_path, written, envelope_id)
         _a_body_that_never_parsed_is_fixed_and_redriven(tmp_path, written)
 
-        deadline = time.monotonic() + 30
-        while (shown := _asya(tmp_path, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert shown.returncode == 0, shown.stdout
-        assert '"phase": "succeeded"' in shown.stdout
-        assert '"label": "even"' in shown.stdout
+        _results_are_summed_up_and_kept_as_json(tmp_path, envelope_id)
 
         queues = _asya(tmp_path, "queues")
         assert queues.returncode == 0
@@ -67,7 +68,7 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
 
         unknown = _asya(tmp_path, "send", "{}", "--flow", "nope")
         assert unknown.returncode == 2
-        assert "unknown flow 'nope'" in unknown.stdout
+        assert "unknown flow 'nope'" in unknown.stderr
     finally:
         up.send_signal(signal.SIGTERM)
         output, _ = up.communicate(timeout=30)
@@ -84,6 +85,17 @@ def test_up_send_watch_status_results_queues_and_stop(tmp_path: Path) -> None:
     assert "1 in, 1 done" not in output, "not on screen"
     assert "envelope reached x-sump" in output, "errors are shown on screen too"
     assert not state.exists(), "the state file goes with the stack"
+
+
+def _results_are_summed_up_and_kept_as_json(cwd: Path, envelope_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while (shown := _asya(cwd, "results", envelope_id)).returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert shown.returncode == 0, shown.stdout
+    assert "succeeded" in shown.stdout, "a summary by default"
+    assert '"label": "even"' in shown.stdout
+    raw = _asya(cwd, "results", envelope_id, "--output", "json")
+    assert any(doc["status"]["phase"] == "succeeded" for doc in json.loads(raw.stdout))
 
 
 def _tasks_through_the_gateway(cwd: Path) -> str:
@@ -124,11 +136,13 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
     _a_failed_task_runs_again(cwd, failed_id)
 
     deadline = time.monotonic() + 30  # x-sump keeps the failure after x-sink has recorded it
-    while failed_id not in (listed := _asya(cwd, "sump", "list", "--reason", "RuntimeError", "--since", "1h")).stdout:
+    sump_list = ("sump", "list", "--reason", "HandlerError", "--since", "1h", "--output", "json")
+    while failed_id not in (listed := _asya(cwd, *sump_list)).stdout:
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.5)
-    assert "ValueError boom" in listed.stdout
-    redriven = _asya(cwd, "sump", "redrive", "--reason", "RuntimeError", "--to", "post")
+    [kept] = [entry for entry in json.loads(listed.stdout)["entries"] if entry["id"] == failed_id]
+    assert (kept["error_type"], kept["message"].split(":")[0]) == ("ValueError", "boom")
+    redriven = _asya(cwd, "sump", "redrive", "--reason", "HandlerError", "--to", "post")
     assert redriven.returncode == 0, redriven.stdout + redriven.stderr
     assert f"{failed_id}: redriven to post (redrive 1)" in redriven.stdout
     rewatched = _asya(cwd, "watch", failed_id)
@@ -136,11 +150,35 @@ def _tasks_through_the_gateway(cwd: Path) -> str:
 
     missing = _asya(cwd, "status", "no-such-task")
     assert missing.returncode == 2
-    assert "no task starts with 'no-such-task' among the newest 100 tasks" in missing.stdout
+    assert "no task starts with 'no-such-task': give its whole id" in missing.stderr
     unknown = _asya(cwd, "status", "00000000-0000-4000-8000-000000000000")
-    assert unknown.returncode == 1
-    assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stdout
+    assert unknown.returncode == 2, "an unknown id, whole or short, is the same mistake"
+    assert "no task 00000000-0000-4000-8000-000000000000" in unknown.stderr
     return envelope_id
+
+
+def _a_task_past_the_newest_hundred_is_found_by_its_short_id(cwd: Path, state: dict[str, str], task_id: str) -> None:
+    """110 newer records, written as the gateway writes a task's (straight to the stack's table, so no
+    actor runs them), push the task out of the newest 100 listed; its short id, typed in capitals,
+    still names it."""
+    credentials = {
+        "AWS_ACCESS_KEY_ID": state["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": state["aws_secret_access_key"],
+    }
+    dynamodb = local_client("dynamodb", state["endpoint"], credentials)  # the administrator's, which asya up wrote
+    store = TaskStore(resource_name("itest", TASKS_TABLE), client=dynamodb)
+    for _ in range(110):
+        store.create({"id": str(uuid.uuid4())})
+    newest = httpx2.get(
+        f"{state['gateway_url']}/api/v1/mesh",
+        params={"limit": 100},
+        headers={"x-api-key": state["api_key"]},
+        timeout=30,
+    )
+    assert task_id not in {task["id"] for task in newest.json()["tasks"]}, "not among the newest 100"
+    status = _asya(cwd, "status", task_id[:8].upper())
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert f"task {task_id}" in status.stdout
 
 
 def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, str]) -> None:
@@ -155,7 +193,7 @@ def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, 
     message_id = sqs.send_message(QueueUrl=url, MessageBody='{"payload": {"n": 2}')["MessageId"]
     kept_id = f"sqs-{message_id}"
     deadline = time.monotonic() + 30
-    while kept_id not in (listed := _asya(cwd, "sump", "list", "--reason", "ParseError")).stdout:
+    while kept_id not in (listed := _asya(cwd, "sump", "list", "--reason", "ParseError", "--output", "json")).stdout:
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.5)
     fixed = cwd / "fixed.json"
@@ -164,7 +202,7 @@ def _a_body_that_never_parsed_is_fixed_and_redriven(cwd: Path, state: dict[str, 
     assert redriven.returncode == 0, redriven.stdout + redriven.stderr
     assert f"{kept_id}: redriven to prep (redrive 1)" in redriven.stdout
     deadline = time.monotonic() + 30
-    while '"done": true' not in (shown := _asya(cwd, "results", kept_id)).stdout:
+    while '"done": true' not in (shown := _asya(cwd, "results", kept_id, "--output", "json")).stdout:
         assert time.monotonic() < deadline, shown.stdout + shown.stderr
         time.sleep(0.5)
     assert '"prepped": true' in shown.stdout
@@ -175,14 +213,14 @@ def test_up_refuses_a_bad_mesh_naming_the_field(tmp_path: Path) -> None:
     bad.write_text("namespace: x\nactors:\n  a: {handler: m.f, timeout: forever}\n")
     result = _asya(tmp_path, "up", "--config", str(bad), "--port", "0")
     assert result.returncode == 2
-    assert "actors.a.timeout" in result.stdout
-    assert "is not a duration" in result.stdout
+    assert "actors.a.timeout" in result.stderr
+    assert "is not a duration" in result.stderr
 
 
 def test_commands_without_a_running_stack_say_so(tmp_path: Path) -> None:
     result = _asya(tmp_path, "queues")
     assert result.returncode == 2
-    assert "start one with `asya up`" in result.stdout
+    assert "start one with `asya up`" in result.stderr
 
 
 def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
@@ -195,4 +233,5 @@ def _a_failed_task_runs_again(cwd: Path, failed_id: str) -> None:
     sleeping = _asya(cwd, "send", '{"sleep": 5}', "--flow", "sleepy").stdout.strip()
     refused = _asya(cwd, "rerun", sleeping)
     assert refused.returncode == 1, refused.stdout
-    assert "only a task that has ended is run again" in " ".join(refused.stdout.split())  # wrapped at 80
+    [refusal] = refused.stderr.splitlines()  # one line, however long
+    assert "only a task that has ended is run again" in refusal

@@ -68,7 +68,7 @@ def test_the_task_commands_and_the_console_through_the_aws_path_show_what_they_s
         assert (0, shown[command[0]]) == local(*command), command
     assert '"label": "even"' in shown["results"]
     assert task_id[:8] in shown["status"]
-    assert task_id in shown["tasks"]
+    assert task_id[:8] in shown["tasks"], "by its short id"
     code, depths = deployed("queues")  # read from SQS with the caller's credentials, not through the gateway
     assert code == 0, depths
     assert "asya-itest-prep" in depths

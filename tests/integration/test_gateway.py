@@ -172,7 +172,7 @@ def test_a_failure_shows_its_error(gateway: Gateway, running_mesh: RunningMesh) 
     created = gateway.create(flow="failing", payload={"n": 1})
     task = gateway.wait_for(created["id"], lambda task: task["terminal"])
     assert task["status"] == "failed"
-    assert task["reason"] == "RuntimeError"
+    assert task["reason"] == "HandlerError"
     assert task["error"]["type"] == "ValueError"
     assert "boom" in task["error"]["message"]
     kept = {found["outcome"]: found for found in running_mesh.stack.kept_results().of(created["id"])}
@@ -185,7 +185,7 @@ def sump_entry(gateway: Gateway, envelope_id: str, timeout: float = 60) -> dict[
     """x-sump's entry for the envelope, once x-sink has forwarded the failure and x-sump kept it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        listed = gateway.http.get("/api/v1/sump", params={"reason": "RuntimeError", "actor": "boom"}).json()
+        listed = gateway.http.get("/api/v1/sump", params={"reason": "HandlerError", "actor": "boom"}).json()
         found: list[dict[str, Any]] = [entry for entry in listed["entries"] if entry["id"] == envelope_id]
         if found:
             return found[0]
@@ -228,7 +228,7 @@ def test_mcp_tools_list_and_redrive_what_x_sump_kept(gateway: Gateway) -> None:
 
     tools = gateway.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
     assert {"sump_list", "sump_show", "sump_redrive"} <= {tool["name"] for tool in tools["result"]["tools"]}
-    listed = call("sump_list", {"reason": "RuntimeError", "actor": "boom"})
+    listed = call("sump_list", {"reason": "HandlerError", "actor": "boom"})
     assert created["id"] in [entry["id"] for entry in listed["structuredContent"]["entries"]]
     invalid = call("sump_redrive", {"id": created["id"], "to": 5})
     assert invalid["isError"] is True

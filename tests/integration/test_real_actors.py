@@ -1,8 +1,9 @@
 """Actors as users write them, on the local stack, failing where Lambda would fail them.
 
-`tests/integration/real/mesh.yaml`: an actor importing a library it did not declare (its init fails
-with Lambda's `Runtime.ImportModuleError`, its envelope is retried and redriven), the same actor with
-the library declared, and as a container image; files on disk before the handler's class is created;
+`tests/integration/real/mesh.yaml`: an actor importing a library it did not declare (its envelope
+fails at once with the import error; `tests/unit/test_local_init.py` sees it said at the start), the
+same actor with the library declared, and as a container image; files on disk before the handler's
+class is created;
 a Secrets Manager secret and an SSM parameter in the handler's environment and nowhere else; a grant on
 a bucket of the user's, and the same handler without it (AccessDenied).
 """
@@ -46,22 +47,17 @@ def _sent(real: RunningMesh, actor: str, payload: dict[str, Any]) -> dict[str, A
     return real.result(envelope_id, timeout=90)
 
 
-def test_an_undeclared_import_fails_the_init_as_on_lambda_and_the_envelope_is_retried_then_redriven(
+def test_an_undeclared_import_fails_the_envelope_at_once_naming_the_library(
     real: RunningMesh,
 ) -> None:
     kept = _sent(real, "undeclared", {"n": 1})
-    assert kept["outcome"] == "sump", real.errors()
-    assert kept["envelope"]["status"]["reason"] == "Redriven"
+    assert kept["outcome"] in ("failed", "sump"), real.errors()  # x-sink keeps a failure and hands it to x-sump
+    error = kept["envelope"]["status"]["error"]
+    assert error["type"] == "HandlerImportError"
+    assert error["message"].startswith("undeclared cannot load its handler: importing 'with_yaml' failed: ")
+    assert "No module named 'yaml'" in error["message"]
     said = [line.removeprefix("undeclared: ") for line in real.lines if line.startswith("undeclared: ")]
-    errors = [json.loads(line) for line in said if line.startswith("{") and "errorType" in line]
-    assert errors, "\n".join(said)
-    assert errors[0]["errorType"] == "Runtime.ImportModuleError"
-    assert errors[0]["errorMessage"].startswith("Unable to import module 'asya.actor': ")
-    assert "No module named 'yaml'" in errors[0]["errorMessage"]
-    assert any(line.startswith("INIT_REPORT") and "Status: error" in line for line in said)
-    failed = [line for line in said if line.startswith("function error, 1 message(s) return")]
-    assert len(failed) == 2, "each delivery fails its invocation and deletes nothing, until SQS redrives it"
-    assert any(line.startswith("redelivered message") and "(receive 2)" in line for line in said)
+    assert not any(line.startswith("redelivered message") for line in said), "failed once, not retried by SQS"
 
 
 def test_the_same_actor_with_its_library_declared_runs_zip_and_image(real: RunningMesh) -> None:

@@ -14,6 +14,7 @@ from moto import mock_aws
 from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
 from asya_gateway import api
+from asya_gateway.function import GatewayFunction
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import REGION
@@ -50,7 +51,7 @@ def function_on_moto(
         if s3 is not None and bucket:
             s3.create_bucket(Bucket=bucket)
         service = TaskService(settings, tasks=TaskStore(TASKS, client=client), sqs=sqs, s3=s3)
-        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
         yield service
 
 

@@ -12,6 +12,7 @@ import pytest
 from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
 from asya_gateway import api
+from asya_gateway.function import GatewayFunction
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
@@ -44,7 +45,7 @@ def through_the_function(service: TaskService, monkeypatch: pytest.MonkeyPatch) 
     """HTTP as API Gateway hands it to the gateway's function, which answers from `service`."""
     for name, value in UNIT_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         target = request.url.raw_path.decode()

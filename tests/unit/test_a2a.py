@@ -173,7 +173,7 @@ def test_a_failure_is_said_in_the_status_message() -> None:
     parsed = ParseDict(a2a_task(failed), a2a_pb2.Task())
     message = parsed.status.message
     assert a2a_pb2.Role.Name(message.role) == "ROLE_AGENT"
-    assert message.parts[0].text == "HandlerError: boom"
+    assert message.parts[0].text == "ValueError: boom", "the handler's own type, not the reason code"
     assert message.parts[1].data.struct_value["error"]["type"] == "ValueError"
     assert not parsed.artifacts
 

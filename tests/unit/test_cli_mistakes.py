@@ -159,7 +159,36 @@ def test_the_demo_takes_a_list_of_inputs(project: Path, capsys: pytest.CaptureFi
 def test_an_unknown_flow_names_the_flows_there_are(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _state(project)
     line = _refused(capsys, "send", "{}", "--flow", "triage")
-    assert line == "asya: unknown flow 'triage' (flows: triage-reviews, summarise-reviews)"
+    assert line == (
+        "asya: unknown flow 'triage' (flows: triage-reviews, summarise-reviews); did you mean `triage-reviews`?"
+    )
+
+
+def test_flow_show_and_check_read_the_running_stacks_mesh_file_unless_told_another(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _state(project)  # a stack of the reviews mesh runs, started from another folder's mesh file
+    assert cli.main(["flow", "show", "triage-reviews"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == f"mesh file {REVIEWS}: the running local stack's (--config names another)"
+    assert shown[-1] == "flow triage-reviews: route split → score → triage → x-sink"
+    checked: list[Path] = []
+
+    def check(config: Path, _console: object) -> int:
+        checked.append(config)
+        return 0
+
+    monkeypatch.setattr("asya_local.check.check", check)
+    assert cli.main(["check"]) == 0
+    assert checked == [REVIEWS]
+    assert cli.main(["flow", "show", "triage-reviews", "--config", str(REVIEWS.parent / "nowhere.yaml")]) == 2
+    assert "nowhere.yaml: cannot read" in capsys.readouterr().err
+
+
+def test_flow_show_without_a_running_stack_reads_mesh_yaml_here(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "mesh.yaml: cannot read" in _refused(capsys, "flow", "show", "triage-reviews")
 
 
 def test_a_second_asya_up_from_the_same_folder_is_refused_at_once(
@@ -180,8 +209,10 @@ def test_a_port_in_use_is_refused_before_anything_starts(listening: int, capsys:
 
 
 def test_version_and_help_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("asya 0.")
     with pytest.raises(SystemExit) as shown:
-        cli.main(["--version"])
+        cli.parser().parse_args(["--version"])
     assert shown.value.code == 0
     assert capsys.readouterr().out.startswith("asya 0.")
     commands = next(action for action in cli.parser()._actions if isinstance(action, argparse._SubParsersAction))
@@ -199,6 +230,32 @@ def test_an_unknown_flow_or_actor_to_list_by_names_those_there_are(
     assert line == "asya: unknown flow 'nope' (flows: triage-reviews, summarise-reviews)"
     line = _refused(capsys, "tasks", "--actor", "nope")
     assert line == "asya: unknown actor 'nope' (actors: split, score, triage, escalate, summarise, x-pause)"
+    assert _refused(capsys, "tasks", "--actor", "scor").endswith("x-pause); did you mean `score`?")
+    assert _refused(capsys, "send", "{}", "--route", "split,scor").endswith("x-pause); did you mean `score`?")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["sned", "{}"], "asya: argument COMMAND: invalid choice: 'sned'; did you mean `send`? (choose from 'up',"),
+        (["tasks", "--status", "failes"], "invalid choice: 'failes'; did you mean `failed`? (choose from 'all',"),
+        (["flow", "shw", "f"], "asya flow: argument ACTION: invalid choice: 'shw'; did you mean `show`?"),
+        (
+            ["send", "{}", "--flows", "triage-reviews"],
+            "asya send: no option --flows; did you mean `--flow`? (`asya send --help` shows how)",
+        ),
+        (
+            ["send", "--payload", "{}", "--flow", "triage-reviews"],
+            "asya send: no option --payload: give the payload as is, without --payload (`asya send --help` shows how)",
+        ),
+        (["tasks", "--limt", "3"], "asya tasks: no option --limt; did you mean `--limit`?"),
+        (["send", "{'product': 'p1'}", "--flow", "f"], 'JSON wants double quotes ("field"), not single ones'),
+    ],
+)
+def test_a_mistyped_command_option_or_choice_says_the_likely_one(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert said in _refused(capsys, *argv)
 
 
 FAILED = "1ddf6290-5b1e-4c8e-9f7a-2b1f1c0d9e01"
@@ -227,11 +284,13 @@ class Gateway:
             self.created.append(json.loads(request.content))
             return httpx2.Response(201, json={"id": str(uuid.uuid4())})
         if path == "/mesh":
-            return httpx2.Response(200, json={"tasks": list(self.tasks.values()), "next_cursor": None})
+            given = request.url.params.get("id_prefix", "").lower()
+            listed = [task for task in self.tasks.values() if str(task["id"]).lower().startswith(given)]
+            return httpx2.Response(200, json={"tasks": listed, "next_cursor": None, "more": False})
         if request.method == "GET" and found is not None:
             return httpx2.Response(200, json=found)
         if path == "/sump":
-            entries = [{"id": kept, "reason": "RuntimeError", "actor": "score"} for kept in KEPT]
+            entries = [{"id": kept, "reason": "HandlerError", "actor": "score"} for kept in KEPT]
             return httpx2.Response(200, json={"entries": entries, "next_cursor": None})
         if path.startswith("/sump/") and path.removeprefix("/sump/") in KEPT:
             return httpx2.Response(200, json={"entry": {"id": path.removeprefix("/sump/")}, "kept": {}})
@@ -281,13 +340,14 @@ def test_a_task_that_ended_is_not_canceled_and_only_a_paused_one_resumed(
     gateway: Gateway, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _refused(capsys, "cancel", "1ddf") == "task 1ddf6290 already ended (failed); nothing to cancel"
+    assert _refused(capsys, "cancel", "1DDF") == "task 1ddf6290 already ended (failed); nothing to cancel", "any case"
     assert _refused(capsys, "resume", "1ddf", "{}") == "task 1ddf6290 already ended (failed); nothing to resume"
     assert _refused(capsys, "resume", RUNNING, "{}") == "task 2c0b1e42 is running, not paused; nothing to resume"
     assert not [asked for asked in gateway.asked if asked.startswith(("DELETE", "POST"))]
 
 
 def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["sump", "show", "9a41c2e0"]) == 0
+    assert cli.main(["sump", "show", "9A41C2E0"]) == 0, "in any case"
     assert f"GET /sump/{KEPT[0]}" in gateway.asked
     assert KEPT[0] in capsys.readouterr().out
     assert _refused(capsys, "sump", "redrive", "9a4") == (
@@ -300,7 +360,8 @@ def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest
 
 def test_no_results_of_a_task_say_whether_more_may_come(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
     assert _refused(capsys, "results", "zzzz") == (
-        "asya: no task starts with 'zzzz' among the newest 100 tasks: give its whole id"
+        "asya: no task starts with 'zzzz': give its whole id "
+        "(a task recorded before short ids were indexed is found by it only)"
     )
     assert _refused(capsys, "results", "1ddf") == f"no results for task {FAILED} (it is failed)"
     assert _refused(capsys, "results", "2c0b") == f"no results yet for task {RUNNING} (it is running)"

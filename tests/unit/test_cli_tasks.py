@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from asya.task_store import TaskStore
-from asya_local import cli, stack_option, task_cli
+from asya_local import cli, listing_cli, running_mesh, stack_option
 from asya_local.gateway_client import GatewayClient
 from tests.support.listed_tasks import through_the_function, twelve_tasks
 
@@ -20,7 +20,7 @@ REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "reviews" / "mesh.y
 @pytest.fixture
 def listed(task_store: TaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
     transport = through_the_function(twelve_tasks(task_store), monkeypatch)
-    for module in (task_cli, stack_option):
+    for module in (running_mesh, stack_option):
         monkeypatch.setattr(module, "running_state", lambda: {"config": str(REVIEWS)})
     monkeypatch.setattr(
         stack_option, "gateway_of", lambda _state, _token: GatewayClient("http://gateway", "k", transport)
@@ -60,5 +60,5 @@ def test_all_pages_at_once_within_a_time_range(listed: None, capsys: pytest.Capt
 
 
 def test_a_cursor_beginning_with_a_dash_reads_back_as_the_cursor() -> None:
-    command = task_cli.next_page({"status": "all"}, 5, "-AbC_d")
+    command = listing_cli.next_page({"status": "all"}, 5, "-AbC_d")
     assert cli.parser().parse_args(command[1:]).cursor == "-AbC_d"

@@ -39,7 +39,7 @@ def metric_lines(capsys: pytest.CaptureFixture[str], actor: str, namespace: str 
     telemetry.count("MessagesProcessed", "outcome", "forwarded", amount=3)
     telemetry.count("MessagesProcessed", "outcome", "failed")
     telemetry.count("MessagesProcessed", "outcome", "sumped")
-    telemetry.count("MessagesFailed", "reason", "RuntimeError")
+    telemetry.count("MessagesFailed", "reason", "HandlerError")
     telemetry.count("MessagesFailed", "reason", "HandlerTimeout")
     telemetry.flush()
     return capsys.readouterr().out.splitlines()
@@ -184,7 +184,7 @@ class FakeGateway:
                 "id": "t3",
                 "status": "failed",
                 "terminal": True,
-                "reason": "RuntimeError",
+                "reason": "HandlerError",
                 "error": {
                     "message": "<bad> input",
                     "type": "ValueError",
@@ -215,7 +215,12 @@ class FakeGateway:
     def tasks(self, **where: Any) -> list[dict[str, Any]]:
         return list(self.task_page(**where)["tasks"])
 
-    task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's listing
+    def starting_with(self, given: str, limit: int = 10) -> dict[str, Any]:
+        """As `GET /mesh?id_prefix=` answers: the known tasks whose id starts with it, in any case."""
+        found = [task for task_id, task in self.known.items() if task_id.lower().startswith(given.lower())]
+        return {"tasks": found[:limit], "more": len(found) > limit}
+
+    task_id = GatewayClient.task_id  # the real lookup of a short id, over this gateway's answer
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         self.canceled.append(task_id)
@@ -249,6 +254,10 @@ class FakeGateway:
                 "arrived_at": "2026-11-26T10:02:00Z",
                 "message": "x",
             },
+            *(
+                {"id": f"h{n}", "reason": "HandlerError", "actor": "score", "error_type": kind, "message": "bad"}
+                for n, kind in enumerate(("ValueError", "KeyError", "ValueError"))
+            ),
         ]
         return iter([entry for entry in entries if not filters.get("reason") or entry["reason"] == filters["reason"]])
 
@@ -344,10 +353,26 @@ def test_a_task_shows_its_route_hops_and_error_escaped(client: FlaskClient) -> N
     assert client.get("/tasks/nope").status_code == 404
 
 
-def test_a_short_id_leads_to_the_one_recent_task_it_names(client: FlaskClient) -> None:
-    assert client.get("/tasks/t").status_code == 404
-    assert "&#39;t&#39; matches t1, t2, t3 among the newest 100 tasks" in client.get("/tasks/t").get_data(as_text=True)
-    assert "no task starts with" in client.get("/tasks/x9").get_data(as_text=True)
+def test_a_short_id_in_any_case_leads_to_the_one_task_it_names(client: FlaskClient) -> None:
+    assert client.get("/tasks/T1").headers["Location"] == "/tasks/t1"
+    assert client.get("/tasks/find?id=T3").headers["Location"] == "/tasks/T3"  # which leads to t3
+
+
+def test_a_short_id_that_names_none_or_several_keeps_the_search_box(client: FlaskClient) -> None:
+    several = client.get("/tasks/t")
+    page = several.get_data(as_text=True)
+    assert several.status_code == 404
+    assert "&#39;t&#39; matches t1, t2, t3: give more of the id" in page
+    assert all(f'href="/tasks/{task_id}"' in page for task_id in ("t1", "t2", "t3")), "each one linked"
+    none = client.get("/tasks/x9").get_data(as_text=True)
+    assert "no task starts with &#39;x9&#39;: give its whole id" in none
+    assert 'action="/tasks/find"' in none, "the search box"
+    assert 'value="x9"' in none, "holding what was typed"
+    whole = "6a1d7f7e-0000-4000-8000-000000000000"
+    unknown = client.get(f"/tasks/{whole}")
+    assert unknown.status_code == 404
+    assert f"no task &#39;{whole}&#39;" in unknown.get_data(as_text=True)
+    assert f'value="{whole}"' in unknown.get_data(as_text=True), "a whole id that names no task: the box too"
 
 
 def test_cancel_and_resume_from_the_page(client: FlaskClient, gateway: FakeGateway) -> None:
@@ -388,13 +413,19 @@ def test_a_resume_that_is_not_what_the_pause_asks_for_is_refused_and_kept(
     assert typed.replace("twelve", 'value="twelve"') in page
 
 
-def test_x_sump_is_grouped_by_reason_and_actor_and_redriven_from_the_page(
+def test_x_sump_is_grouped_by_reason_error_type_and_actor_and_redriven_from_the_page(
     client: FlaskClient, gateway: FakeGateway
 ) -> None:
     page = client.get("/sump").get_data(as_text=True)
-    assert page.index("HandlerTimeout</a></th><td>score</td><td>2</td>") < page.index(
-        "ParseError</a></th><td>split</td><td>1"
+    assert page.index("HandlerTimeout</a></th><td></td><td>score</td><td>2</td>") < page.index(
+        "ParseError</a></th><td></td><td>split</td><td>1"
     )
+    assert "HandlerError</a></th><td>ValueError</td><td>score</td><td>2</td>" in page, "a handler's error by its type"
+    assert "HandlerError</a></th><td>KeyError</td><td>score</td><td>1</td>" in page
+    assert 'href="/sump?reason=HandlerError&amp;type=KeyError&amp;actor=score"' in page
+    only = client.get("/sump?reason=HandlerError&type=KeyError&actor=score").get_data(as_text=True)
+    assert 'href="/sump/h1"' in only
+    assert 'href="/sump/h0"' not in only
     entry = client.get("/sump/e1").get_data(as_text=True)
     assert "&lt;y&gt;" in entry
     assert 'action="/sump/e1/redrive"' in entry
@@ -553,7 +584,7 @@ def test_a_task_that_ended_without_succeeding_shows_how_far_it_got_not_a_full_ba
         "failed_branches": [{"id": "b1", "status": "failed", "actor": "score"}],
     }
     fan_out = client.get("/tasks/t5").get_data(as_text=True)
-    assert "1 failed of 3 branches (at score)" in fan_out
+    assert "1 of 3 branches failed (at score)" in fan_out
     succeeded = client.get("/tasks/t4").get_data(as_text=True)
     assert '<progress max="100" value="100">' in succeeded
 

@@ -41,7 +41,7 @@ def failed_fan_out() -> dict[str, Any]:
         "terminal": True,
         "reason": "BranchFailed",
         "actor": "triage",
-        "error": {"message": "1 of its 2 envelopes did not succeed (1 failed, 0 canceled)", "type": None},
+        "error": {"message": "1 of 2 branches failed", "type": None},
         "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
         "branches": {"total": 2, "open": 0, "succeeded": 1, "failed": 1, "canceled": 0},
         "branch_ids": [BRANCH["id"]],
@@ -100,7 +100,7 @@ def test_a_failed_fan_outs_page_starts_with_the_failing_branchs_error_above_the_
     assert error < graph, "why it failed comes before the graph"
     why = _text(page[error:graph])
     assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in why
-    assert "From branch ecf5c561, failed at score; the task: 1 of its 2 envelopes did not succeed" in why
+    assert "From branch ecf5c561, failed at score; the task: 1 of 2 branches failed" in why
     assert why.index("no text to score") < why.index("Traceback") < why.index("ValueError: no text")
 
 
@@ -219,12 +219,12 @@ def test_canceled_branches_are_said_canceled(client: FlaskClient, gateway: Listi
         "branches": {"total": 3, "open": 0, "succeeded": 1, "failed": 0, "canceled": 2},
     }
     page = client.get("/tasks/c1").get_data(as_text=True)
-    assert "2 canceled of 3 branches" in page
+    assert "2 of 3 branches canceled" in page
     assert "did not succeed" not in page
     why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
     assert why == "Why it ended canceled at score", "not canceled: Canceled"
     fan_out = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
-    assert "1 failed of 2 branches (at score)" in _text(fan_out)
+    assert "1 of 2 branches failed (at score)" in _text(fan_out)
 
 
 class SumpStats:

@@ -56,7 +56,7 @@ def batch(
     telemetry.count("MessagesProcessed", "outcome", "forwarded", amount=len(durations) - failed)
     if failed:
         telemetry.count("MessagesProcessed", "outcome", "failed", amount=failed)
-        telemetry.count("MessagesFailed", "reason", "RuntimeError", amount=failed)
+        telemetry.count("MessagesFailed", "reason", "HandlerError", amount=failed)
     telemetry.flush()
     lines = []
     for line in capsys.readouterr().out.splitlines():

@@ -40,7 +40,7 @@ def _terminal(envelope_id: str, phase: str, **fields: Any) -> dict[str, Any]:
         "id": envelope_id,
         "route": {"prev": ["a", "b"], "curr": "", "next": []},
         "headers": {"trace_id": "t"},
-        "status": {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "RuntimeError"},
+        "status": {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "HandlerError"},
         "payload": {"answer": 42},
         **fields,
     }
@@ -170,7 +170,7 @@ def tasks(crew: Crew) -> TaskStore:
 
 
 def terminal(phase: str, **fields: Any) -> dict[str, Any]:
-    status = {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "RuntimeError"}
+    status = {"phase": phase, "actor": "b", "reason": "Completed" if phase == "succeeded" else "HandlerError"}
     document = {"id": "t1", "route": {"prev": ["a"], "curr": "b", "next": []}, "headers": {}, "payload": {"x": 1}}
     document["status"] = status
     document.update(fields)

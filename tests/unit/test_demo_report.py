@@ -80,3 +80,13 @@ def test_a_program_flow_is_named_by_its_shortest_way_and_its_ending_counted_on_i
     ended = [{"id": "t1", "status": "succeeded"}]
     lines = demo_report.summary(ended, [_kept("t1", ["draft"])], mesh.flow_route("refining"))
     assert "1 after the last step (draft)" in lines[1]
+
+
+def test_the_demo_ends_with_the_next_step_a_mesh_that_keeps_running_and_its_console() -> None:
+    lines = demo_report.next_step("examples/reviews/mesh.yaml", "examples/reviews/inputs.json", "triage-reviews")
+    assert lines == [
+        "next: `asya up --config examples/reviews/mesh.yaml` keeps this mesh running (Ctrl-C stops it)",
+        "      and prints the URL of its console: the mesh live, and every task.",
+        "      From another terminal, `asya send @examples/reviews/inputs.json --flow triage-reviews --each` sends it "
+        "these inputs again.",
+    ]

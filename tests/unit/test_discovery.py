@@ -110,11 +110,11 @@ def test_without_a_region_or_credentials_the_command_says_what_to_set(
         monkeypatch.delenv(name, raising=False)
 
     assert cli.main(["status", "--stack", "asya-t", "5f0c9a2e"]) == 2
-    assert "asya: no AWS region: set AWS_DEFAULT_REGION or the profile's region" in capsys.readouterr().out
+    assert "asya: no AWS region: set AWS_DEFAULT_REGION or the profile's region" in capsys.readouterr().err
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(boto3.Session, "get_credentials", lambda _self: None)  # no instance role either
     assert cli.main(["tasks", "--stack", "asya-t"]) == 2
-    assert "asya: no AWS credentials: configure a profile" in capsys.readouterr().out
+    assert "asya: no AWS credentials: configure a profile" in capsys.readouterr().err

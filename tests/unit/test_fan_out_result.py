@@ -70,7 +70,7 @@ def test_asya_status_says_there_is_no_single_result(task_store: TaskStore, gatew
     rows = _rows(gateway.wait("root", 1)[1])  # `asya send --wait` prints the same table
     assert "output" not in rows
     assert rows["result"] == (
-        "no single result: the task fanned out into 3 envelopes (3 succeeded, 0 failed, 0 canceled), "
+        "no single result: the task fanned out into 3 branches (3 succeeded, 0 failed, 0 canceled), "
         "each with its own result"
     )
     assert rows["own envelope"] == 'one of the branches, it ended with {"review": 1}'
@@ -83,7 +83,7 @@ def test_an_mcp_tool_call_answers_with_the_branches_not_one_of_them(task_store: 
     assert result["isError"] is False
     content = result["content"]
     assert isinstance(content, list)
-    assert "no single result: the task fanned out into 3 envelopes" in content[0]["text"]
+    assert "no single result: the task fanned out into 3 branches" in content[0]["text"]
     structured = result["structuredContent"]
     assert isinstance(structured, dict)
     assert "output" not in structured

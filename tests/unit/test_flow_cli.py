@@ -47,4 +47,5 @@ def test_an_unknown_flow_lists_the_flows(tmp_path: Path, capsys: pytest.CaptureF
     assert cli.main(["flow", "show", "refinning", "--config", str(mesh)]) == 1
     shown = capsys.readouterr().out
     assert "no flow 'refinning'" in shown
+    assert "did you mean `refining`?" in shown
     assert "  straight\n  refining" in shown

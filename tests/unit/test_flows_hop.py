@@ -150,7 +150,7 @@ def test_a_failure_the_except_does_not_name_fails_as_before(tmp_path: Path) -> N
     program = _program(tmp_path, GUARDED.format(caught="KeyError"))
     [(to, out)] = sent("evaluate", _fails(ValueError("too vague")), arriving(program, {"draft": 1}, "evaluate"))
     assert to == "x-sink"
-    assert (out["status"]["phase"], out["status"]["reason"]) == ("failed", "RuntimeError")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("failed", "HandlerError")
     assert out["payload"]["original_payload"] == {"draft": 1}
     assert CAUGHT_HEADER not in out["headers"]
 

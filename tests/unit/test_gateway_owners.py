@@ -236,13 +236,13 @@ def failed_in_sump(gateway: Gateway, task_id: str) -> None:
         "id": task_id,
         "route": {"prev": [], "curr": "a", "next": []},
         "headers": {},
-        "status": {"phase": "failed", "actor": "a", "reason": "RuntimeError", "error": {"message": "boom"}},
+        "status": {"phase": "failed", "actor": "a", "reason": "HandlerError", "error": {"message": "boom"}},
         "payload": {"n": 1},
     }
     key = result_key(NS, task_id, "sump")
     boto3.client("s3").put_object(Bucket=BUCKET, Key=key, Body=orjson.dumps(document))
     SumpIndex(SUMP).add(sump_entry(document, key, dt.datetime.now(dt.UTC), 0))
-    gateway.tasks.finish(task_id, task_id, "failed", {"reason": "RuntimeError"})
+    gateway.tasks.finish(task_id, task_id, "failed", {"reason": "HandlerError"})
 
 
 def test_x_sumps_entries_are_their_tasks_owners(gateway: Gateway) -> None:
@@ -284,3 +284,23 @@ def test_mcp_and_the_local_event_stream_are_scoped_too(gateway: Gateway) -> None
         api.open_event_stream(task_id, None, max_seconds=0.1, caller=Caller(owner=f"iam:{BO}"))
     assert (refused.value.status, str(refused.value)) == (404, f"no task {task_id!r}")
     assert api.open_event_stream(task_id, None, max_seconds=0.1) is not None, "the local server's own: the operator"
+
+
+def test_a_short_id_finds_the_callers_own_tasks_and_branches_of_its_roots_an_admin_every_task(
+    gateway: Gateway,
+) -> None:
+    ana, bo = gateway.create(ANA), gateway.create(BO)
+    branch = f"{ana[:8]}-branch"  # shares the root's short id, as a branch named after its root would
+    gateway.tasks.report(Report(task_id=branch, actor="a", route={"prev": [], "curr": "a", "next": []},
+                                phase="processing", progress=0.0, parent_id=ana, root_id=ana))  # fmt: skip
+
+    def short(principal: str | None, given: str) -> list[str]:
+        status, page = gateway.send(principal, "GET", f"/api/v1/mesh?id_prefix={given}")
+        assert status == 200, page
+        return sorted(task["id"] for task in page["tasks"])
+
+    assert short(ANA, ana[:8].upper()) == sorted([ana, branch]), "its own root and the root's branch"
+    assert short(BO, ana[:8]) == [], "another caller's task and its branch are not found"
+    assert short(BO, bo[:8]) == [bo]
+    assert short(ADMIN, ana[:8]) == sorted([ana, branch])
+    assert short(ADMIN, bo[:8]) == [bo]

@@ -189,12 +189,12 @@ def test_a_tool_call_answers_with_the_result(task_store: TaskStore) -> None:
 
 
 def test_a_tool_call_whose_task_failed_is_a_tool_error(task_store: TaskStore) -> None:
-    failure = {"reason": "RuntimeError", "error": {"type": "ValueError", "message": "boom"}}
+    failure = {"reason": "HandlerError", "error": {"type": "ValueError", "message": "boom"}}
     result = tool_call(service(task_store, mcp_wait=5, clock=finish_every_task(task_store, "failed", failure)))
     assert result["isError"] is True
     content = result["content"]
     assert isinstance(content, list)
-    assert content[0]["text"].endswith("failed: RuntimeError: boom")
+    assert content[0]["text"].endswith("failed: ValueError: boom"), "the handler's own type, not the reason code"
 
 
 def test_a_tool_call_that_does_not_wait_answers_with_the_task(task_store: TaskStore) -> None:

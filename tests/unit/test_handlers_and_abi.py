@@ -66,13 +66,17 @@ def test_async_handler_timeout_is_stopped(mesh: Mesh) -> None:
         ("", "must be 'module.function' or 'module.Class.method'"),
         ("nodots", "must be 'module.function' or 'module.Class.method'"),
         ("tests.support.handlers.", "must be 'module.function' or 'module.Class.method'"),
-        ("no_such_module.fn", "module 'no_such_module' of ASYA_HANDLER='no_such_module.fn' not found"),
-        ("tests.support.handlers.missing", "'tests.support.handlers' has no attribute 'missing'"),
-        ("tests.support.handlers.Model.missing", "'tests.support.handlers.Model' has no attribute 'missing'"),
+        ("no_such_module.fn", "no module named 'no_such_module' (ASYA_HANDLER='no_such_module.fn')"),
+        ("tests.support.handlers.missing", "module 'tests.support.handlers' has no attribute 'missing'"),
+        (
+            "tests.support.handlers.enrch",
+            "module 'tests.support.handlers' has no attribute 'enrch' (did you mean 'enrich'?)",
+        ),
+        ("tests.support.handlers.Model.missing", "class 'tests.support.handlers.Model' has no attribute 'missing'"),
         ("tests.support.handlers.NOT_CALLABLE", "names int, not a function or method"),
         ("tests.support.handlers.Model", "names type, not a function or method"),
         ("tests.support.handlers.NeedsArgs.run", "could not be created with no arguments"),
-        ("tests.support.broken_module.fn", "importing 'tests.support.broken_module' for ASYA_HANDLER"),
+        ("tests.support.broken_module.fn", "importing 'tests.support.broken_module' failed"),
     ],
 )
 def test_bad_handler_strings_give_clear_errors(spec: str, fragment: str) -> None:

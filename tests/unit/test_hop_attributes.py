@@ -88,6 +88,15 @@ def test_a_branch_ending_at_its_join(task_store: TaskStore, sent: Sent) -> None:
     assert_within_the_hops_grant(sent)
 
 
+def test_a_branch_failing_after_its_join_gave_up(task_store: TaskStore, sent: Sent) -> None:
+    """Counted on the joined envelope's record (`asya.join_failure`): a larger count first, so that the
+    second write, naming the branch alone, is made too."""
+    task_store.claim_hop(_report("root"), 1, held_until_ms=2**62)
+    task_store.count_join_failure("root", 3, None)
+    task_store.count_join_failure("root", 2, '{"branch": 2}')
+    assert_within_the_hops_grant(sent)
+
+
 def test_a_producers_task_admitted(task_store: TaskStore, sent: Sent) -> None:
     """An envelope from outside the mesh makes its record (`asya.admission`), again on a redelivery of
     the same message, never over another task's."""

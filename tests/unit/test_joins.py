@@ -138,7 +138,7 @@ def test_one_failing_branch_under_each_policy(
         task_id = mesh.run(ROUTE, {"items": [1, "bad", 3, 4]})
         task = mesh.result(task_id)
         [failed] = [record for record in _records(mesh) if record["status"] == "failed" and record["id"] != task_id]
-        assert (failed["reason"], failed["actor"], failed["joined_into"]) == ("RuntimeError", "score", task_id)
+        assert (failed["reason"], failed["actor"], failed["joined_into"]) == ("HandlerError", "score", task_id)
         assert failed["error"]["message"] == "bad item"
         kept = boto3.client("s3").list_object_versions(Bucket=BUCKET, Prefix=f"results/{NS}/{failed['id']}/")
         assert [version["Key"].rsplit("/", 1)[-1] for version in kept["Versions"]] == ["failed.json"], (
@@ -159,7 +159,7 @@ def test_one_failing_branch_under_each_policy(
         [joined] = calls
         if expected == "collected":
             assert [b.get("item") for b in joined if "item" in b] == [1, 3, 4]
-            assert joined[1]["error"] == "runtime_error"
+            assert joined[1]["error"] == "handler_error"
             assert joined[1]["original_payload"] == {"item": "bad"}
         else:
             assert joined == expected

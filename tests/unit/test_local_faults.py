@@ -83,3 +83,6 @@ def test_a_spec_is_read_from_a_file_or_inline_and_a_wrong_one_names_the_file_and
     wrong.write_text("aws: {throttle: 0.6, reset: 0.6}\n")
     with pytest.raises(FaultSpecError, match=r"faults.yaml: aws: throttle \+ server_error"):
         load_faults(str(wrong))
+    wrong.write_text("aws:\n  throttle: 0.1\n reset: 0.1\n")
+    with pytest.raises(FaultSpecError, match=f'in "{wrong}", line 3'):
+        load_faults(str(wrong))

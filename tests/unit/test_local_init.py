@@ -58,10 +58,11 @@ def test_syntax_errors_missing_handlers_and_other_failures_get_the_runtimes_type
         assert raised.value.record["errorMessage"].startswith(message)
 
 
-def test_an_actors_failed_init_is_reported_and_ends_the_environment(tmp_path: Path) -> None:
+def test_an_actor_whose_module_cannot_be_imported_starts_and_says_so_at_error(tmp_path: Path) -> None:
     """`asya.actor` in a process without site-packages, on a function's path (its code, the layer, the
     runtime's SDK), as the local stack starts it: the actor's module imports PyYAML, which the function
-    does not ship."""
+    does not ship. The environment starts (each envelope then fails with the error, `asya.handler`),
+    and its first record says why at ERROR, the line `asya up` shows."""
     (tmp_path / "uses_yaml.py").write_text("import yaml\n\ndef fn(p):\n    return p\n")
     spec = {
         "function": "asya-ns-a",
@@ -74,25 +75,23 @@ def test_an_actors_failed_init_is_reported_and_ends_the_environment(tmp_path: Pa
     target = Target.this_machine()
     layer, sdk = install(layer_build(target)).path, install(runtime_sdk_build(target)).path
     path = os.pathsep.join(str(p) for p in (tmp_path, shipped("asya"), layer, sdk, runtime_interface()))
-    finished = subprocess.run(
+    started = subprocess.Popen(
         [sys.executable, "-S", "-m", "asya_local.functions.scheduler", json.dumps(spec)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
         env={"PATH": os.environ["PATH"], "PYTHONPATH": path},
-        timeout=60,
-        check=False,
     )
-    assert finished.returncode == 1
-    lines = finished.stdout.splitlines()
-    record = json.loads(lines[0])
-    assert record["log_level"] == "ERROR"
-    assert record["errorType"] == "Runtime.ImportModuleError"
-    assert record["errorMessage"] == (
-        "Unable to import module 'asya.actor': importing 'uses_yaml' for ASYA_HANDLER='uses_yaml.fn' failed: "
-        "No module named 'yaml'"
+    assert started.stdout is not None
+    try:
+        first = started.stdout.readline()
+    finally:
+        started.terminate()
+        started.wait(timeout=30)
+    record = json.loads(first)
+    assert record["level"] == "ERROR"
+    assert record["error_type"] == "HandlerImportError"
+    assert worklog.is_error(first)
+    assert worklog.shown(first).startswith(
+        "a cannot load its handler: importing 'uses_yaml' failed: No module named 'yaml'; each envelope fails"
     )
-    assert lines[1].startswith("INIT_REPORT Init Duration: ")
-    assert lines[1].endswith("Status: error\tError Type: Runtime.ImportModuleError")
-    assert worklog.is_error(lines[0])
-    assert worklog.shown(lines[0]).startswith("Runtime.ImportModuleError: Unable to import module 'asya.actor'")

@@ -42,7 +42,7 @@ def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) ->
     [
         (
             "namespace: shop\nactors:\n  a: {handler: mod.fn, colour: red}\n",
-            "actors.a.colour: Extra inputs are not permitted",
+            "actors.a.colour: not a field",
         ),
         (
             "namespace: shop\nactors:\n  a: {handler: nodot}\n",
@@ -98,6 +98,14 @@ def test_bad_mesh_files_name_the_file_and_field(tmp_path: Path, text: str, fragm
     assert fragment in str(caught.value)
 
 
+def test_a_yaml_mistake_names_the_file_at_each_position(tmp_path: Path) -> None:
+    path = _write(tmp_path, "namespace: shop\nactors:\n  a:\n    handler: m.f\n   code: .\n")
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(path)
+    assert f'in "{path}", line 5' in str(caught.value)
+    assert "<unicode string>" not in str(caught.value)
+
+
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(MeshConfigError, match="cannot read"):
         load_mesh(tmp_path / "absent.yaml")
@@ -140,6 +148,35 @@ def test_every_problem_of_a_mesh_file_is_reported_in_one_run_one_line_each(tmp_p
     ]
     assert all(line.startswith(f"{path}: ") for line in lines)
     assert "Value error" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "namespace: shop\nactors:\n  a: {handlr: mod.fn}\n",
+            "actors.a.handlr: not a field; did you mean `handler`, which is required?",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: mod.fn}\nflows:\n  f: {rout: [a]}\n",
+            "flows.f.rout: not a field; give a flow either a route (a list of actors) or a program "
+            "(module.function); did you mean `route`?",
+        ),
+        (
+            "namespace: shop\nactors:\n  a:\n    handler: mod.fn\n"
+            "    permissions: [{actions: ['s3:GetObject'], resource: ['*']}]\n",
+            "actors.a.permissions[0].resource: not a field; did you mean `resources`, which is required?",
+        ),
+        (
+            "namespace: shop\nactors:\n  a: {handler: mod.fn}\nresults: {colour: 3}\n",
+            "results.colour: not a field (its fields: inline_max_bytes, retention_days)",
+        ),
+    ],
+)
+def test_an_unknown_field_says_in_one_line_which_field_it_likely_means(tmp_path: Path, text: str, said: str) -> None:
+    with pytest.raises(MeshConfigError) as refused:
+        load_mesh(_write(tmp_path, text))
+    assert str(refused.value).splitlines() == [f"{tmp_path / 'mesh.yaml'}: {said}"]
 
 
 def test_a_wrong_actor_is_not_left_out_to_make_its_references_fail(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from asya.config import SidecarConfig
+from asya.reasons import Reason
 from asya.resiliency import GiveUp, Policy, Resiliency, Retry, decide
 from asya.sidecar import configure
 from asya.transport import MemoryTransport
@@ -95,7 +96,7 @@ def test_max_duration_stops_retries_even_with_attempts_left() -> None:
     policy = Policy(max_attempts=10, initial_delay=30, max_duration=60)
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert decide(policy, 1, start, start + dt.timedelta(seconds=10)) == Retry(2, 30.0)
-    assert decide(policy, 2, start, start + dt.timedelta(seconds=45)) == GiveUp("PolicyExhausted", [])
+    assert decide(policy, 2, start, start + dt.timedelta(seconds=45)) == GiveUp(Reason.POLICY_EXHAUSTED, [])
 
 
 def _memory_actor(handler: str, resiliency: dict[str, Any]) -> MemoryTransport:
@@ -212,7 +213,7 @@ def test_rule_picks_policy_by_exception_ancestor_in_the_sidecar(mesh: Mesh) -> N
 
     mesh.actor("explode", ASYA_RESILIENCY=json.dumps(resiliency))
     mesh.deliver(envelope())
-    assert mesh.only("x-sink")["status"]["reason"] == "RuntimeError", "ValueError matches no rule, no default"
+    assert mesh.only("x-sink")["status"]["reason"] == "HandlerError", "ValueError matches no rule, no default"
 
 
 @pytest.mark.parametrize(
@@ -224,7 +225,7 @@ def test_rule_picks_policy_by_exception_ancestor_in_the_sidecar(mesh: Mesh) -> N
         ('{"policies": {"default": {"initial_delay": "soon"}}}', "is not a duration"),
         ('{"policies": {"default": {"retries": 3}}}', "policies.default.retries: Extra inputs"),
         ('{"rules": [{"errors": ["X"], "policy": "nope"}]}', "rules[0].policy names unknown policy 'nope'"),
-        ('{"rules": [{"errors": [], "policy": {}}]}', "rules.0.errors"),
+        ('{"rules": [{"errors": [], "policy": {}}]}', "rules[0].errors"),
     ],
 )
 def test_bad_resiliency_config_names_the_field(resiliency: str, fragment: str) -> None:

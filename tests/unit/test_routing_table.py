@@ -112,8 +112,8 @@ def test_error_without_policy_fails_to_sink_with_error_payload(mesh: Mesh) -> No
     out = mesh.only("x-sink")
     assert out["route"] == {"prev": [], "curr": "a", "next": ["b"]}
     assert out["status"]["phase"] == "failed"
-    assert out["status"]["reason"] == "RuntimeError"
-    assert out["payload"]["error"] == "runtime_error"
+    assert out["status"]["reason"] == "HandlerError"
+    assert out["payload"]["error"] == "handler_error"
     assert out["payload"]["original_payload"] == {"n": 7}
     details = out["payload"]["details"]
     assert details["type"] == "ValueError"
@@ -302,7 +302,7 @@ def test_failure_of_an_input_at_the_real_sqs_limit_keeps_the_error(mesh: Mesh) -
 
     assert response == {"batchItemFailures": []}
     out = mesh.only("x-sink")
-    assert out["status"]["reason"] == "RuntimeError"
+    assert out["status"]["reason"] == "HandlerError"
     assert out["payload"]["details"]["type"] == "ValueError"
     assert out["payload"]["original_payload"]["truncated"] is True
     assert out["payload"]["original_payload"]["preview"].startswith('{"blob":"xxx')

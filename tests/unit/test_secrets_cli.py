@@ -52,3 +52,12 @@ def test_a_secret_without_a_local_value_stops_the_start_naming_it(mesh: Path) ->
         local_secret_values(load_mesh(mesh))
     assert str(raised.value).startswith("actors.a.secrets.API_KEY: no local value for secret 'shop/api-key'; set one")
     assert "asya secrets set shop/api-key" in str(raised.value)
+
+
+def test_a_yaml_mistake_in_the_secrets_file_names_the_file(mesh: Path) -> None:
+    file = mesh.parent / ".asya" / "secrets.yaml"
+    file.parent.mkdir()
+    file.write_text("shop/api-key: k-1\n /shop/db: p-1\n")
+    with pytest.raises(LocalSecretError) as raised:
+        local_secret_values(load_mesh(mesh))
+    assert f'in "{file}", line 2' in str(raised.value)

@@ -16,6 +16,7 @@ import pytest
 from asya.entry import LambdaEntry
 from asya_gateway import api, signin
 from asya_gateway.callers import AuthSettings, Caller
+from asya_gateway.function import GatewayFunction
 from asya_gateway.issuers import Issuer, SignInRefusedError
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
@@ -204,7 +205,7 @@ def test_cognito_groups_and_a_cognito_access_token_without_aud(signed_in: Signed
 
 def test_the_metadata_is_not_served_without_sign_in(signed_in: SignedIn, monkeypatch: pytest.MonkeyPatch) -> None:
     config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS)  # gateway.auth: iam
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(TaskService(config))))
+    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(TaskService(config))))
     assert signed_in.send("GET", "/.well-known/oauth-protected-resource").status == 404
 
 

@@ -133,7 +133,7 @@ def test_an_error_without_a_policy_fails_to_x_sink_with_the_error(spark: SparkSe
     assert routed.queue == queue("x-sink")
     document = wire(routed)
     assert document["status"]["phase"] == "failed"
-    assert document["payload"]["error"] == "runtime_error"
+    assert document["payload"]["error"] == "handler_error"
     assert document["payload"]["details"]["type"] == "ValueError"
     assert document["payload"]["original_payload"] == {"n": 7}
 

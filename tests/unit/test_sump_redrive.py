@@ -82,11 +82,11 @@ class World:
                 "phase": "failed",
                 "actor": "b",
                 "attempt": 3,
-                "reason": "RuntimeError",
+                "reason": "HandlerError",
                 "error": {"type": "ValueError", "message": "boom"},
                 "deadline_at": "2026-01-01T00:05:00Z",
             },
-            "payload": {"error": "runtime_error", "details": {}, "original_payload": payload or {"n": 1}},
+            "payload": {"error": "handler_error", "details": {}, "original_payload": payload or {"n": 1}},
         }
         self.run(self.x_sink, failed)
         forwarded = self.queue("x-sump")
@@ -112,7 +112,7 @@ def test_x_sump_lists_each_arrival_once(world: World) -> None:
     world.fail("t1")
     entry = world.index.latest("t1")
     assert entry is not None
-    assert (entry["reason"], entry["actor"], entry["at"], entry["task_id"]) == ("RuntimeError", "b", "b", "t1")
+    assert (entry["reason"], entry["actor"], entry["at"], entry["task_id"]) == ("HandlerError", "b", "b", "t1")
     assert (entry["error_type"], entry["message"], entry["redrives"]) == ("ValueError", "boom", 0)
     assert entry["key"] == f"results/{NS}/t1/sump.json"
     kept = world.s3.get_object(Bucket=BUCKET, Key=entry["key"])["Body"].read()
@@ -124,7 +124,7 @@ def test_the_listing_filters_and_pages(world: World) -> None:
     for number in range(5):
         world.fail(f"t{number}")
     world.run(world.x_sump, {"id": "r1", "route": {"prev": [], "curr": "a", "next": []}, "payload": {}})
-    listed = world.sump.list(reason="RuntimeError", actor="b", since=None, limit=10, cursor=None)
+    listed = world.sump.list(reason="HandlerError", actor="b", since=None, limit=10, cursor=None)
     assert sorted(entry["id"] for entry in listed["entries"]) == [f"t{n}" for n in range(5)]
     assert [
         e["id"] for e in world.sump.list(reason="Redriven", actor=None, since=None, limit=10, cursor=None)["entries"]

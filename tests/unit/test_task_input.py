@@ -11,6 +11,7 @@ import pytest
 
 from asya.claims import REF_FIELD, Claims
 from asya.task_store import TaskStore
+from asya_gateway.function import GatewayFunction
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.task_error import TaskError
@@ -168,7 +169,7 @@ def test_the_api_runs_an_ended_task_again(service: TaskService, monkeypatch: pyt
 
     for name, value in UNIT_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: api.GatewayFunction(service)))
+    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
 
     def post(path: str, body: bytes | None) -> tuple[int, dict[str, Any]]:
         headers = [OPERATOR_KEY, *([("content-type", "application/json")] if body is not None else [])]

@@ -66,7 +66,7 @@ def test_root_ends_only_when_every_branch_ended(store: TaskStore) -> None:
     assert root is not None
     assert root["status"] == "pending"
     store.finish("c1", "root", "succeeded", {}, parent_id="root")  # a redelivered x-sink counts once
-    store.finish("c2", "root", "failed", {"reason": "RuntimeError"}, parent_id="root")
+    store.finish("c2", "root", "failed", {"reason": "HandlerError"}, parent_id="root")
     root = store.get("root")
     assert root is not None
     assert (root["status"], root["n_succeeded"], root["n_failed"], root["result"]) == ("failed", 2, 1, "s3://b/root")

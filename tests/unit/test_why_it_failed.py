@@ -16,6 +16,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_gateway.views import fold_traceback, task_view
 from asya_local.console import app
 from asya_local.console.topology import Topology
+from asya_local.console.wording import how_far
 from asya_local.task_text import task_table
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.support.console_client import console_client
@@ -69,7 +70,7 @@ def test_a_root_failed_by_its_branches_says_so_and_shows_no_branch_output_as_its
     view = task_view(record)
     assert view["status"] == "failed"
     assert view["reason"] == "BranchFailed"
-    assert view["error"]["message"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
+    assert view["error"]["message"] == "1 of 3 branches failed"
     assert "output" not in view
     assert view["own_envelope"] == {"output": {"row": 1}}, "its own envelope ended well: its output is shown"
 
@@ -111,8 +112,8 @@ def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches
     console.print(task_table(gateway.view("root")))
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
     assert rows["reason"] == "BranchFailed"
-    assert rows["progress"] == "1 failed of 3 branches (at score)", "how far, not a full bar"
-    assert rows["error"] == "1 of its 3 envelopes did not succeed (1 failed, 0 canceled)"
+    assert rows["progress"] == "1 of 3 branches failed (at score)", "how far, not a full bar"
+    assert rows["error"] == "1 of 3 branches failed", "the noun and the verb the console uses"
     assert rows["failed branch 1"] == "b2 failed at score: ValueError: could not convert string to float: 'n/a'"
     assert "output" not in rows
 
@@ -121,11 +122,20 @@ def test_a_canceled_fan_out_is_not_said_to_have_failed_by_its_branches(task_stor
     task_store.create({"id": "root"})
     task_store.register_branches("root", ["b1", "b2"])
     task_store.cancel("root")
+    for envelope in ("b1", "b2", "root"):  # each envelope stopped at its next hop, and x-sink recorded it
+        task_store.finish(envelope, "root", "canceled", {"reason": "Canceled"}, parent_id="root", fanned_out=True)
     record = task_store.get("root")
     assert record is not None
     view = task_view(record)
     assert view["status"] == "canceled"
     assert view.get("reason") != "BranchFailed"
+    assert how_far(view) == "3 of 3 branches canceled", "said as canceled, as the console and the CLI say it"
+
+
+def test_a_fan_out_whose_branches_failed_and_were_canceled_says_each() -> None:
+    counts = {"total": 4, "open": 0, "succeeded": 2, "failed": 1, "canceled": 1}
+    view = {"id": "root", "status": "failed", "branches": counts, "route": {}}
+    assert how_far(view) == "1 failed and 1 canceled of 4 branches"
 
 
 def test_the_console_puts_why_it_failed_first_and_marks_where_on_the_graph(
@@ -156,7 +166,7 @@ def console_app_page(console: app.Console, task_id: str) -> str:
 def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_count() -> None:
     """The reviews' case: the join tolerates 25 %, the second of three branches raised a ValueError at
     `score`. From the record the mesh wrote to what `asya status` prints: the branch counted from 1,
-    its own error type (not the reason code `RuntimeError`), the join's actor as where it failed, the
+    its own error type (not the reason code `HandlerError`), the join's actor as where it failed, the
     branch listed by its id with its folded traceback, and no error payload shown as a result."""
     with fan_join({"tolerate": "25%"}) as mesh:
         task_id = mesh.run(["split", "score", "summary"], {"items": [1, "bad", 3]})
@@ -189,5 +199,5 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
     assert rows["error"] == (
         f"1 of 3 branches failed (on_failure: tolerate 25%): branch 2 of 3 ({branch['id']}) ValueError: bad item"
     )
-    assert rows["failed branch 2 of 3"] == f"{branch['id']} failed at score: ValueError: bad item"
+    assert rows["failed branch 2 of 3"] == f"{branch['id'][:8]} failed at score: ValueError: bad item"
     assert "output" not in rows

@@ -1,0 +1,93 @@
+"""What the crew kept for an envelope, as `asya results` shows it to a person: how it ended, its result
+or its error (type, message, where it was raised and the last frames of its traceback), each on its
+own row; the raw documents stay available (`asya results --output json`).
+
+A traceback names files by the paths of the machine that ran the handler: a file under the folder the
+command runs in (the project) is named from there, one of an installed library from its package, any
+other by its name alone, so that what is shown (and pasted into an issue) says nothing of the machine.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from asya.envelope import visited
+from asya_local.console.wording import one_line
+from asya_local.screen import status_text
+from asya_local.task_text import error_text, short_id
+
+FRAMES_SHOWN = 3  # the last frames of a traceback: where the handler raised, and what called it
+RESULT_SHOWN = 400  # characters of a result or input, on one line (`--output json` has it whole)
+_FILE = re.compile(r'File "([^"]+)"')
+_LIBRARY = re.compile(r"/(?:site|dist)-packages/(.+)$")
+
+
+def kept_table(doc: dict[str, Any], project: Path) -> Table:
+    """One kept document (`asya_local.results`): a table titled by how it ended and its envelope."""
+    envelope = doc["envelope"]
+    status = envelope.get("status") if isinstance(envelope.get("status"), dict) else {}
+    error = status.get("error") if isinstance(status.get("error"), dict) else None
+    payload = envelope.get("payload")
+    failure = isinstance(payload, dict) and error is not None and "original_payload" in payload
+    trace = traceback_of(error, project)
+    table = Table(show_header=False, title=f"{doc['outcome']}: envelope {envelope.get('id', '')}", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    phase = str(status.get("phase") or doc["outcome"])
+    at = f" at {status['actor']}" if status.get("actor") and phase != "succeeded" else ""
+    route = envelope.get("route")
+    rows: list[tuple[str, str | Text]] = [
+        ("status", status_text(phase, f"{phase}{at}")),
+        ("parent", short_id(envelope.get("parent_id"))),
+        ("route", " → ".join(visited(route)) if isinstance(route, dict) else ""),
+        ("reason", str(status.get("reason") or "")),
+        ("error", error_text(error) if error else ""),
+        ("where", where(trace)),
+        ("traceback", Text("\n".join(last_frames(trace)), style="dim")),
+        ("input", one_line(payload["original_payload"], RESULT_SHOWN) if failure else ""),
+        ("result", "" if failure or payload is None else one_line(payload, RESULT_SHOWN)),
+        ("kept at", str(doc["key"])),
+    ]
+    for name, value in rows:
+        if value:
+            table.add_row(name, value)
+    return table
+
+
+def traceback_of(error: dict[str, Any] | None, project: Path) -> list[str]:
+    """The error's traceback, line by line, with every file named without the machine's folders."""
+    trace = error.get("traceback") if error else None
+    if not isinstance(trace, str):
+        return []
+    return [
+        _FILE.sub(lambda found: f'File "{shown_path(found.group(1), project)}"', line) for line in trace.splitlines()
+    ]
+
+
+def shown_path(path: str, project: Path) -> str:
+    """`path` from the project's folder when under it, from its package when installed, else its name."""
+    given = Path(path)
+    if given.is_absolute() and given.is_relative_to(project):
+        return str(given.relative_to(project))
+    library = _LIBRARY.search(path)
+    return library.group(1) if library else given.name
+
+
+def where(trace: list[str]) -> str:
+    """The frame the error was raised in: `file, line N, in function`."""
+    frames = [line.strip() for line in trace if line.lstrip().startswith('File "')]
+    return frames[-1].removeprefix("File ").replace('"', "") if frames else ""
+
+
+def last_frames(trace: list[str], most: int = FRAMES_SHOWN) -> list[str]:
+    """The traceback's last `most` frames and the error line, the frames before them counted."""
+    starts = [index for index, line in enumerate(trace) if line.lstrip().startswith('File "')]
+    if len(starts) <= most:
+        return trace
+    earlier = len(starts) - most
+    return [f"  … {earlier} earlier frame{'s' if earlier != 1 else ''}", *trace[starts[-most] :]]
