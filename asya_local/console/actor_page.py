@@ -9,20 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from flask import Blueprint, abort, current_app, render_template, request
+from flask import Blueprint, current_app, render_template, request
 
 from asya_local.console.charts import charts
 from asya_local.console.history import HOUR, WINDOWS
+from asya_local.console.not_found import unknown_actor
 
 actor_pages = Blueprint("actors", __name__)
 
 
 @actor_pages.get("/actors/<name>")
-def actor(name: str) -> str:
+def actor(name: str) -> str | tuple[str, int]:
     console: Any = current_app.config["CONSOLE"]  # asya_local.console.app.Console (which imports this module)
     node = console.topology.node(name)
     if node is None:
-        abort(404)
+        return unknown_actor(name, console.topology.actors)
     window = WINDOWS.get(request.args.get("span", ""), HOUR)
     history, problem = None, None
     try:

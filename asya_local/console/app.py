@@ -9,10 +9,11 @@ SigV4): the browser never sees a key. Pages:
 - `/`: the mesh as a graph (actors, Lambda or Spark, joins, the crew; flows as paths), each actor's
   queue and work live, and a form to start a task of a flow;
 - `/tasks`: tasks by status, flow, actor reached and time, page by page, the newest page live (the
-  filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, its route
-  on the graph (a program flow's task: its program's graph, the steps it took marked,
-  `asya_local.console.task_program`) with each hop's time, its branches, its FLY events as they
-  come, its input, its result or error, its log lines; cancel, resume, run again;
+  filters and page in the URL: `asya_local.console.task_query`); `/tasks/<id>`: one task, why it
+  failed first (`asya_local.console.failure`), its route on the graph (a program flow's task: its
+  program's graph, the steps it took marked, `asya_local.console.task_program`) with each hop's
+  time, its branches, its FLY events as they come, its input, its result, its log lines; cancel,
+  resume, run again;
 - `/sump`: what x-sump kept, grouped by reason, error type and actor; `/sump/<id>`: one, with its redrive;
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
@@ -47,9 +48,12 @@ from flask import (
 )
 
 from asya.live import FLY
+from asya.names import SUMP
 from asya.task_record import TERMINAL
+from asya_local.console import not_found
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
+from asya_local.console.failure import BRANCH_FAILED, Explainer, other_failures, why
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
@@ -59,7 +63,7 @@ from asya_local.console.task_logs import TaskLogs
 from asya_local.console.task_program import program_view, steps_counted
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
-from asya_local.console.wording import ago, how_far, moment, one_line, pretty
+from asya_local.console.wording import ago, how_far, local_stamps, moment, one_line, pretty, rows_for
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
 
 HERE = Path(__file__).resolve().parent
@@ -81,6 +85,14 @@ class Console:
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
     _stats_lock: threading.Lock = field(default_factory=threading.Lock)
+    _explainer: Explainer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._explainer = Explainer(self.gateway.task)
+
+    def listed(self, page: dict[str, Any]) -> dict[str, Any]:
+        """A page of the task list with why each task failed, where its branches say it (`Explainer`)."""
+        return {**page, "tasks": self._explainer.explained(page["tasks"])}
 
     def actor_stats(self) -> dict[str, ActorStats]:
         """The actors' figures, read at most once per half `refresh` whoever asks: every open page's
@@ -121,11 +133,17 @@ def create_app(console: Console, token: str) -> Flask:
         pretty=pretty,
         one_line=one_line,
         how_far=how_far,
+        why=why,
+        sump=SUMP,
+        other_failures=other_failures,
     )
     app.jinja_env.filters["ago"] = ago
     app.jinja_env.filters["moment"] = moment
+    app.jinja_env.filters["local_stamps"] = local_stamps
+    app.jinja_env.filters["rows_for"] = rows_for
     app.register_blueprint(pages)
     app.register_blueprint(actor_pages)
+    not_found.register(app)
     app.register_error_handler(GatewayError, lambda error: (render_template("error.html", message=str(error)), 502))
     app.register_error_handler(
         GatewayUnreachableError, lambda error: (render_template("error.html", message=str(error)), 503)
@@ -185,6 +203,7 @@ def tasks() -> Any:
     on the page, with the form and no list: a list beside it would claim a filter it does not apply."""
     query = TaskQuery.of(request.args)
     page, problem = task_list(_console().gateway, query, request.args)
+    page = _console().listed(page)
     shown = render_template("tasks.html", page=page, query=query, problem=problem, statuses=STATUSES)
     return (shown, 400) if problem else shown
 
@@ -331,7 +350,7 @@ def mesh_events() -> Response:
             stats = {actor: s.to_json() for actor, s in console.actor_stats().items()}
             yield sse_event("stats", json.dumps(stats))
             if with_tasks:
-                page, _ = task_list(console.gateway, query)
+                page = console.listed(task_list(console.gateway, query)[0])
                 yield sse_event("tasks", render_template("_task_rows.html", tasks=page["tasks"]))
                 yield sse_event("pager", render_template("_task_pager.html", page=page, query=query))
             time.sleep(console.refresh)
@@ -354,6 +373,8 @@ def task_events(task_id: str) -> Response:
                 continue
             found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
             branches = _branches(console, found)
+            if found.get("status") in TERMINAL:  # why it ended: once, as it ends (none before)
+                yield sse_event("why", render_template("_task_why.html", task=found, branches=branches))
             yield sse_event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
             yield sse_event("route", json.dumps(_route_classes(found, branches)))
             if found.get("flow") in console.topology.programs:
@@ -378,13 +399,14 @@ def _route_classes(task: dict[str, Any], branches: Iterable[dict[str, Any]] = ()
     """For the graph: which actors the task has visited, where it is, and where it goes; for a root that
     fanned out, the actors its branches visited too (its own envelope's route is one branch's: an actor
     only another branch went to, `escalate` say, would otherwise look untouched) and the actors at which
-    its branches failed (its own envelope's route may have ended well)."""
+    its branches failed (its own envelope's route may have ended well: `BranchFailed`; a task whose
+    join gave up failed at the join)."""
     route = task.get("route") or {}
     classes = dict.fromkeys(route.get("prev", []), "visited")
     classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
     failed_branches = [branch for branch in task.get("failed_branches") or [] if branch.get("actor")]
-    if route.get("curr"):
-        status = "ended" if failed_branches else str(task.get("status"))
+    if route.get("curr"):  # where it is, or ended: a join that gave up failed there, by branches or not
+        status = "ended" if task.get("reason") == BRANCH_FAILED else str(task.get("status"))
         classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
     for branch in branches:
         branch_route = branch.get("route") or {}

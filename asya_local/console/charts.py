@@ -5,7 +5,8 @@ A chart's plot is one unit wide per bucket and 100 high, stretched to the page's
 (`preserveAspectRatio="none"`, strokes that do not scale), so it reads the same at 390 and 1400
 pixels; its labels are HTML around it, never stretched text. Counts are bars; durations and ages are
 step lines, a level across each bucket measured, broken where nothing was (a bucket with no envelope
-has no duration: a gap, not a zero). Every bucket has a hover area whose `<title>` gives its values.
+has no duration: a gap, not a zero). Every bucket has a hover area whose `<title>` gives its values
+after its start, in UTC, which the page's script puts in the reader's zone (`data-start`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class Chart:
     buckets: int
     bars: list[Bar]
     lines: list[Line]
-    hints: list[str]  # each bucket's values, in words
+    hints: list[str]  # each bucket's values, in words, after its start ("10:05 UTC · 3 processed")
+    starts: list[int]  # each bucket's start, epoch seconds: the page shows its hints' times in local time
     summary: str  # the chart in one sentence (its caption, and for a screen reader)
 
 
@@ -80,7 +82,8 @@ def _bars(history: History, key: str, title: str, values: list[int], said: Calla
     hints = [f"{_when(point)} · {said(value)}" for point, value in zip(history.points, values, strict=True)]
     total, peak = sum(values), max(values, default=0)
     summary = f"{said(total)} over the {history.window.label}, at most {peak:g} in one bucket" if total else "none"
-    return Chart(key, title, said(top), len(values), bars, [], hints, summary)
+    starts = [point.start for point in history.points]
+    return Chart(key, title, said(top), len(values), bars, [], hints, starts, summary)
 
 
 def _lines(
@@ -102,7 +105,8 @@ def _lines(
             for name, values in series.items()
             if any(v is not None for v in values)
         )
-    return Chart(key, title, said(top), len(history.points), [], lines, hints, summary)
+    starts = [point.start for point in history.points]
+    return Chart(key, title, said(top), len(history.points), [], lines, hints, starts, summary)
 
 
 def step_path(values: Sequence[float | None], top: float) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 from markupsafe import Markup
@@ -45,6 +46,12 @@ def one_line(value: Any, most: int = 400) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+def rows_for(text: Any) -> int:
+    """A text box's rows for what it is given: every line and one to type on, 4 to 24 (console.js keeps
+    it so as it is typed in): a box of fewer rows clipped a payload's last line."""
+    return max(4, min(24, str(text or "").count("\n") + 2))
+
+
 def pretty(value: Any) -> Markup:
     """JSON as the pages show it: indented, escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
@@ -59,6 +66,17 @@ def moment(stamp: Any, shown: str | None = None) -> Markup:
     if shown is not None:
         return Markup('<time datetime="{0}" title="{0} UTC">{1}</time>').format(stamp, shown)
     return Markup('<time datetime="{0}" title="{0} UTC" data-local>{0}</time>').format(stamp)
+
+
+# an RFC 3339 time in UTC inside a message (a deadline the mesh wrote): `2026-11-28T20:22:44.791Z`
+_STAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
+
+
+def local_stamps(text: Any) -> Markup:
+    """A message with each UTC time in it marked as `moment` marks one, so the page shows it in the
+    reader's zone as every other time of the page (the stamp on hover); the rest escaped."""
+    escaped = Markup.escape("" if text is None else str(text))
+    return Markup(_STAMP.sub(lambda found: str(moment(found.group(0))), str(escaped)))
 
 
 def ago(moment: Any) -> str:

@@ -441,6 +441,9 @@ def test_an_actors_history_is_charted_at_every_width(page: Page, console_url: st
     expect(page.locator("figure.chart-duration path.line-p50")).to_have_attribute("d", re.compile(r"^M\d+ "))
     widths = page.eval_on_selector_all("figure.chart svg", "svgs => svgs.map(svg => svg.getBoundingClientRect().width)")
     assert all(width > 500 for width in widths), f"two charts a row at 1400 px: {widths}"
+    hover = page.locator("figure.chart-throughput rect.hit title").last
+    expect(hover).not_to_have_text(re.compile("UTC"))  # the bucket's start in the reader's zone
+    expect(hover).to_have_text(re.compile(r"^\S.* · \d+ processed$"))
 
     page.get_by_role("link", name="last day").click()
     expect(page).to_have_url(re.compile(r"/actors/infer\?span=day$"))
@@ -507,3 +510,74 @@ def test_a_program_flows_task_page_draws_its_program_with_the_path_it_took(
         assert page.evaluate(PAGE_OVERFLOW) <= 1, "the page fits; the graph scrolls in its frame"
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def failed_tasks(running_mesh: RunningMesh) -> dict[str, dict[str, Any]]:
+    """A fan-out one of whose three branches failed at `pick` (its own envelope ended well there too),
+    and a task whose join gave up (two of three branches failed at `pick`, one more than it tolerates)."""
+    assert running_mesh.stack.gateway_url is not None
+    gateway = GatewayClient(running_mesh.stack.gateway_url, running_mesh.stack.api_key)
+    fan_out = gateway.run_task({"route": ["fan", "pick"], "payload": {"parts": 3, "fail": [1]}}, 60)
+    joined = gateway.run_task({"flow": "joined", "payload": {"parts": 3, "fail": [0, 2]}}, 60)
+    assert (fan_out["status"], fan_out.get("reason")) == ("failed", "BranchFailed"), fan_out
+    assert (joined["status"], joined.get("reason")) == ("failed", "JoinFailed"), joined
+    return {"fan-out": fan_out, "join": joined}
+
+
+FIRST_SCREEN = """(element) => {
+  const box = element.getBoundingClientRect();
+  return {top: box.top, bottom: box.bottom, height: window.innerHeight, scrolled: window.scrollY};
+}"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("which", ["fan-out", "join"])
+def test_a_failed_tasks_page_says_why_in_its_first_screen(
+    browser: Browser, served: ConsoleServer, failed_tasks: dict[str, dict[str, Any]], which: str, width: int
+) -> None:
+    """Where it failed and the handler's exception type and message, above the graph, seen without
+    scrolling at 1400x900 and at a phone's 390 px."""
+    page = _signed_in(browser, served, viewport={"width": width, "height": 900})
+    try:
+        page.goto(f"{served.url}/tasks/{failed_tasks[which]['id']}")
+        lead = page.locator("#task-why .why-lead")
+        at = "pick" if which == "fan-out" else "gather"
+        expect(lead).to_have_text(re.compile(rf"^failed at {at}: ValueError: part [012] was picked to fail$"))
+        expect(page.locator(f'#graph .node.route-failed[data-actor="{at}"]')).to_have_count(1)  # a join's too
+        seen = lead.evaluate(FIRST_SCREEN)
+        assert seen["scrolled"] == 0
+        assert seen["top"] >= 0, f"not above the screen at {width} px: {seen}"
+        assert seen["bottom"] <= seen["height"], f"in the first screen at {width} px: {seen}"
+        assert lead.evaluate("(lead) => lead.getBoundingClientRect().bottom") < page.locator("#graph").evaluate(
+            "(graph) => graph.getBoundingClientRect().top"
+        ), "above the graph"
+    finally:
+        page.close()
+
+
+def test_the_task_list_says_where_a_task_failed_and_why_at_a_phones_width(
+    browser: Browser, served: ConsoleServer, failed_tasks: dict[str, dict[str, Any]]
+) -> None:
+    """The fan-out's own envelope ended well at `pick` too; the join's task failed at `gather`."""
+    page = _signed_in(browser, served, viewport={"width": 390, "height": 900})
+    try:
+        page.goto(f"{served.url}/tasks?status=failed")
+        for which, at, part in (("fan-out", "pick", "1"), ("join", "gather", "[02]")):
+            row = page.locator("#task-rows tr").filter(has=page.get_by_role("link", name=failed_tasks[which]["id"][:8]))
+            expect(row.locator("td").nth(2)).to_have_text(at)
+            reason = row.locator("td.reason")
+            expect(reason).to_have_text(re.compile(rf"^ValueError: part {part} was picked to fail$"))
+            expect(reason).to_be_visible()
+    finally:
+        page.close()
+
+
+def test_the_start_forms_payload_is_never_clipped(page: Page, console_url: str) -> None:
+    """Every line of what is typed shows in the box, its last one too, without scrolling inside it."""
+    page.goto(console_url)
+    payload = page.get_by_label("Payload (JSON)")
+    clipped = "(box) => box.scrollHeight - box.clientHeight"
+    assert payload.evaluate(clipped) <= 1, "the example as the page renders it"
+    payload.fill("{\n" + ",\n".join(f'  "field_{n}": {n}' for n in range(9)) + "\n}")
+    assert payload.evaluate(clipped) <= 1, "eleven lines typed"

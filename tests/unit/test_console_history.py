@@ -233,6 +233,9 @@ def test_an_actors_page_charts_its_hour_and_day(page: FlaskClient, history: Know
     assert "<title>07:58 UTC · p50 12.5 ms, p95 40 ms</title>" in shown
     assert "<title>07:57 UTC · not measured</title>" in shown
     assert "<title>07:58 UTC · age 3 s</title>" in shown
+    start = re.search(r'data-start="(\d+)"><title>07:58 UTC · 14 processed', shown)
+    assert start is not None, "each hover's bucket start, for the page's script to show in local time"
+    assert stamp(int(start.group(1))).strftime("%H:%M") == "07:58"
     throughput = shown.split('class="chart chart-throughput"')[1].split("</figure>")[0]
     assert len(re.findall(r'<rect class="bar"', throughput)) == 2
     assert len(re.findall(r'<rect class="hit"', throughput)) == 60

@@ -113,7 +113,7 @@ def test_the_console_shows_the_branches_outcomes_and_the_own_output_as_a_branchs
     client = console_client(console)
     page = client.get("/tasks/root").get_data(as_text=True)
     result = page[page.index('id="result-heading"') :]
-    assert "No single result: this task fanned out into 3 envelopes" in result
+    assert "No single result: this task fanned out into 3 branches" in result
     assert "Its own envelope, one of the branches" in result
     assert "&#34;review&#34;: 1" in result
     branches = page[page.index('id="branches-heading"') : page.index('id="result-heading"')]

@@ -189,8 +189,9 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
     stand_in.known[task_id] = view
     console_app = app.Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), stand_in, "here")  # type: ignore[arg-type]
     page = console_app_page(console_app, task_id)
-    listed = page[page.index("Branches that did not succeed") :]
-    assert re.search(rf'branch 2 of 3, <a href="/tasks/{branch["id"]}"><code>{branch["id"][:8]}</code></a>', listed)
+    why = page[page.index('id="error-heading"') : page.index('id="route-heading"')]
+    assert "failed at summary</strong>: <code>ValueError</code>: <span" in why, "at the join, the branch's cause"
+    assert re.search(rf'From branch 2 of 3, <a href="/tasks/{branch["id"]}"><code>{branch["id"][:8]}</code></a>', why)
     assert "&#34;mro&#34;" not in page, "no error payload shown as the task's result"
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
     assert rows["actor"] == "summary", "where the task failed: at the join, not at the last hop claimed"

@@ -88,6 +88,13 @@ function localTimes(root) {
     const when = new Date(time.getAttribute("datetime"));
     if (!Number.isNaN(when.getTime())) time.textContent = when.toLocaleString();
   }
+  // a chart's hover: "10:05 UTC · 3 processed", its bucket's start in the reader's zone instead
+  for (const hit of root.querySelectorAll("rect.hit[data-start]")) {
+    const title = hit.querySelector("title");
+    const start = new Date(Number(hit.dataset.start) * 1000);
+    const local = start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (title) title.textContent = title.textContent.replace(/^\d\d:\d\d UTC/, local);
+  }
 }
 
 function follow(url) {
@@ -111,6 +118,10 @@ function follow(url) {
       localTimes(state);
     }
   });
+  source.addEventListener("why", (event) => {
+    const why = document.getElementById("task-why");
+    if (why) why.innerHTML = event.data;
+  });
   source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
   source.addEventListener("steps", (event) => setSteps(JSON.parse(event.data)));
   source.addEventListener("fly", (event) => {
@@ -119,6 +130,12 @@ function follow(url) {
   });
   source.addEventListener("end", () => source.close());
   return source;
+}
+
+// A payload's box (`data-fit`): every line of it shown, and one to type on (4 to 24 rows, as the page
+// renders it: `rows_for`), never its last line clipped below the box.
+function fitRows(textarea) {
+  textarea.rows = Math.min(24, Math.max(4, textarea.value.split("\n").length + 1));
 }
 
 function showFlow(button) {
@@ -151,12 +168,17 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("button.flow")) {
     button.addEventListener("click", () => showFlow(button));
   }
+  // on the document: a task's state, the run-again form with it, is re-rendered by its live events
+  document.addEventListener("input", (event) => {
+    if (event.target.matches("textarea[data-fit]")) fitRows(event.target);
+  });
   const flow = document.getElementById("flow");
   const payload = document.getElementById("payload");
   if (flow && payload && flow.closest("form.start")) {
     flow.addEventListener("change", () => {
       const example = flow.selectedOptions[0].dataset.example;
       payload.value = JSON.stringify(JSON.parse(example || "{}"), null, 2);
+      fitRows(payload);
     });
   }
 });

@@ -1,0 +1,257 @@
+"""A failed task in the console as someone who did not write it reads it: why first (where, the
+handler's exception type and message, the traceback), above the graph; each failing branch listed once;
+the task lists saying where each task failed and why."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from asya.names import SUMP
+from asya_cdk.loading import load_mesh
+from asya_local.console.app import Console
+from asya_local.console.stats import ActorStats
+from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayError
+from tests.support.console_client import console_client
+from tests.unit.test_console import REVIEWS, FakeGateway, FixedStats
+
+TRACE = 'Traceback (most recent call last):\n  File "/var/task/actors.py", line 9, in score\nValueError: no text'
+BRANCH: dict[str, Any] = {
+    "id": "ecf5c561-0000-0000-0000-000000000002",
+    "status": "failed",
+    "actor": "score",
+    "reason": "RuntimeError",
+    "error": {"type": "ValueError", "message": "review 2 of lamp-2 has no text to score", "traceback": TRACE},
+}
+
+
+def failed_fan_out() -> dict[str, Any]:
+    """The review's case: triage-reviews' root, its own envelope ended well at triage, one of its two
+    branches failed at score (the gateway's view of it, `failed_branches` named)."""
+    return {
+        "id": "root0000-0000-0000-0000-000000000001",
+        "flow": "triage-reviews",
+        "status": "failed",
+        "terminal": True,
+        "reason": "BranchFailed",
+        "actor": "triage",
+        "error": {"message": "1 of 2 branches failed", "type": None},
+        "route": {"prev": ["split", "score"], "curr": "triage", "next": []},
+        "branches": {"total": 2, "open": 0, "succeeded": 1, "failed": 1, "canceled": 0},
+        "branch_ids": [BRANCH["id"]],
+        "failed_branches": [BRANCH],
+        "created_at": "2026-11-26T10:00:00.000Z",
+    }
+
+
+class ListingGateway(FakeGateway):
+    """Lists tasks as the gateway does, without `failed_branches` (a read of each root's branches), and
+    counts the reads of one task's view."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+        self.refused: set[str] = set()  # tasks whose view the gateway does not answer
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        self.read.append(task_id)
+        if task_id in self.refused:
+            raise GatewayError("503: the gateway is busy", 503)
+        return super().task(task_id)
+
+    def follow(self, task_id: str) -> Iterator[tuple[str, Any]]:
+        yield "status", self.known[task_id]
+
+    def task_page(self, **where: Any) -> dict[str, Any]:
+        page = super().task_page(**where)
+        listed = [{name: value for name, value in task.items() if name != "failed_branches"} for task in page["tasks"]]
+        return {**page, "tasks": listed}
+
+
+@pytest.fixture
+def gateway() -> ListingGateway:
+    stand_in = ListingGateway()
+    root = failed_fan_out()
+    stand_in.known[root["id"]] = root
+    stand_in.known[BRANCH["id"]] = {**BRANCH, "terminal": True, "parent_id": root["id"]}
+    return stand_in
+
+
+@pytest.fixture
+def client(gateway: ListingGateway) -> FlaskClient:
+    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), FixedStats(), gateway, "here")  # type: ignore[arg-type]
+    return console_client(console)
+
+
+def _text(html: str) -> str:
+    """The words of an HTML fragment, as a reader sees them."""
+    return re.sub(r" ([,;:])", r"\1", " ".join(re.sub(r"<[^>]+>", " ", html).split()))
+
+
+def test_a_failed_fan_outs_page_starts_with_the_failing_branchs_error_above_the_graph(client: FlaskClient) -> None:
+    page = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    error, graph = page.index('<h2 id="error-heading"'), page.index('id="route-heading"')
+    assert error < graph, "why it failed comes before the graph"
+    why = _text(page[error:graph])
+    assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in why
+    assert "From branch ecf5c561, failed at score; the task: 1 of 2 branches failed" in why
+    assert why.index("no text to score") < why.index("Traceback") < why.index("ValueError: no text")
+
+
+def test_a_page_open_as_its_task_fails_is_sent_why_above_its_graph(client: FlaskClient) -> None:
+    """The live page's `why` event fills the place above the graph, once, as the task ends."""
+    stream = client.get(f"/events/tasks/{failed_fan_out()['id']}")
+    sent = b"".join(stream.response).decode()  # type: ignore[arg-type]  # ends with the task: bytes
+    assert sent.count("event: why") == 1
+    why = sent[sent.index("event: why") : sent.index("event: task")]
+    assert "failed at score: ValueError: review 2 of lamp-2 has no text to score" in _text(why.replace("data: ", ""))
+    assert sent.index("event: why") < sent.index("event: end")
+
+
+def test_a_task_that_failed_at_a_hop_leads_with_its_own_error_and_the_actor(client: FlaskClient) -> None:
+    page = client.get("/tasks/t3").get_data(as_text=True)
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
+    assert why.startswith("Error failed at score: ValueError: &lt;bad&gt; input Traceback")
+
+
+def test_a_failing_branch_is_listed_once_on_its_roots_page(client: FlaskClient) -> None:
+    page = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    assert page.count(f'href="/tasks/{BRANCH["id"]}"') == 2, "the cause's link, and its line among the branches"
+    assert "did not succeed</h3>" not in page
+    assert "Other branches" not in page
+
+
+def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its_own_count(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    """The join's first branch goes on as the task's own envelope: the gateway names the task itself
+    among the failed branches, with the join's count for an error. The lead is a branch's handler error."""
+    count = "2 of 3 branches failed (on_failure: tolerate 1): branch 1 of 3 (j1) ValueError: part 0; branch 3 ..."
+    itself = {"id": "j1", "status": "failed", "actor": "gather", "reason": "JoinFailed", "error": {"message": count}}
+    other = {**BRANCH, "id": "j3", "actor": "pick", "branch": 3, "width": 3}
+    gateway.known["j1"] = {
+        "id": "j1",
+        "status": "failed",
+        "terminal": True,
+        "reason": "JoinFailed",
+        "actor": "gather",
+        "error": {"message": count, "type": None},
+        "route": {"prev": ["fan", "pick"], "curr": "gather", "next": []},
+        "failed_branches": [{**itself, "branch": 1, "width": 3}, other],
+    }
+    page = client.get("/tasks/j1").get_data(as_text=True)
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
+    assert why.startswith("Error failed at gather: ValueError: review 2 of lamp-2 has no text to score")
+    assert f"From branch 3 of 3, j3, failed at pick; the join at gather gave up: {count}" in why
+    assert "Other branches" not in why, "the task itself is no other branch"
+
+
+def _row(page: str, task_id: str) -> list[str]:
+    """A list row's cells, as words."""
+    row = page[page.index(f'href="/tasks/{task_id}"') :]
+    return [_text(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row[: row.index("</tr>")], re.S)]
+
+
+def test_the_task_list_says_where_each_task_failed_and_why(client: FlaskClient, gateway: ListingGateway) -> None:
+    """The review's row: at `triage` (where the root's own envelope ended well), no reason. Now where its
+    branch failed and the handler's error, read once from the task's view and kept for the live list."""
+    root = failed_fan_out()["id"]
+    for _ in range(2):
+        page = client.get("/tasks?status=failed").get_data(as_text=True)
+        assert '<th scope="col">at</th><th scope="col">reason</th>' in page
+        flow, status, at, reason = _row(page, root)[:4]
+        assert (flow, status, at) == ("triage-reviews", "failed", "score")
+        assert reason == "ValueError: review 2 of lamp-2 has no text to score"
+        assert _row(page, "t3")[2:4] == ["score", "ValueError: &lt;bad&gt; input"], "a task that failed at a hop"
+    assert gateway.read.count(root) == 1, "an ended task's failure is read once"
+    assert "t3" not in gateway.read, "its own error says it: nothing more read"
+    stream = client.get("/events/mesh?tasks=1&status=failed")
+    chunks: Iterator[bytes] = iter(stream.response)  # type: ignore[arg-type]  # a streamed body: bytes
+    live = b"".join(next(chunks) for _ in range(3)).decode()
+    stream.close()
+    assert "ValueError: review 2 of lamp-2 has no text to score" in live, "the live rows say it too"
+    assert gateway.read.count(root) == 1
+
+
+def _route(page: str) -> dict[str, str]:
+    found = re.search(r"data-route='([^']*)'", page)
+    assert found is not None
+    return dict(json.loads(found.group(1)))
+
+
+def test_a_join_that_gave_up_is_drawn_failed_and_a_fan_outs_own_route_that_ended_well_is_not(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    """The review's join page drew `summarise` green: the task failed at it."""
+    gateway.known["j2"] = {
+        "id": "j2",
+        "status": "failed",
+        "terminal": True,
+        "reason": "JoinFailed",
+        "actor": "summarise",
+        "error": {"message": "1 of 3 branches failed", "type": None},
+        "route": {"prev": ["split", "score"], "curr": "summarise", "next": []},
+        "failed_branches": [{**BRANCH, "branch": 2, "width": 3}],
+    }
+    assert _route(client.get("/tasks/j2").get_data(as_text=True)) == {
+        "split": "visited",
+        "score": "failed",
+        "summarise": "failed",
+    }
+    fan_out = _route(client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True))
+    assert fan_out == {"split": "visited", "score": "failed", "triage": "visited"}
+
+
+def test_canceled_branches_are_said_canceled(client: FlaskClient, gateway: ListingGateway) -> None:
+    gateway.known["c1"] = {
+        "id": "c1",
+        "status": "canceled",
+        "terminal": True,
+        "reason": "Canceled",
+        "actor": "score",
+        "route": {"prev": ["split"], "curr": "score", "next": ["triage"]},
+        "branches": {"total": 3, "open": 0, "succeeded": 1, "failed": 0, "canceled": 2},
+    }
+    page = client.get("/tasks/c1").get_data(as_text=True)
+    assert "2 of 3 branches canceled" in page
+    assert "did not succeed" not in page
+    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
+    assert why == "Why it ended canceled at score", "not canceled: Canceled"
+    fan_out = client.get(f"/tasks/{failed_fan_out()['id']}").get_data(as_text=True)
+    assert "1 of 2 branches failed (at score)" in _text(fan_out)
+
+
+class SumpStats:
+    def actor_stats(self) -> dict[str, ActorStats]:
+        return {SUMP: ActorStats(visible=0, in_flight=0, age_seconds=0, per_minute=0.8, failed=4)}
+
+
+def test_x_sumps_node_counts_arrivals_not_failures(gateway: ListingGateway) -> None:
+    """x-sump's `failed` figure is what arrived there; said as its page says it, not in the failure colour."""
+    console = Console(Topology.of_mesh(load_mesh(REVIEWS)), SumpStats(), gateway, "here")  # type: ignore[arg-type]
+    page = console_client(console).get("/").get_data(as_text=True)
+    node = page.split(f'data-actor="{SUMP}"', 1)[1].split("</g>", 1)[0]
+    assert '<tspan data-stat="failed">4</tspan> arrivals' in node
+    assert f'<tr data-actor="{SUMP}">' in page
+    row = page.split(f'<tr data-actor="{SUMP}">', 1)[1].split("</tr>", 1)[0]
+    assert '<td><span data-stat="failed">4</span> arrivals</td>' in row, "the table's row says it too"
+    assert "failed-count" not in node
+    assert "failed" not in _text(node)
+
+
+def test_a_view_the_gateway_does_not_answer_leaves_the_row_as_listed_and_is_asked_again(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    root = failed_fan_out()["id"]
+    gateway.refused.add(root)
+    page = client.get("/tasks?status=failed")
+    assert page.status_code == 200, "the list, not an error page"
+    assert _row(page.get_data(as_text=True), root)[2] == "triage", "where its own envelope ended, as listed"
+    gateway.refused.clear()
+    assert _row(client.get("/tasks?status=failed").get_data(as_text=True), root)[2] == "score"
