@@ -130,14 +130,16 @@ def up(args: argparse.Namespace) -> int:
             for line in header:
                 console.print(line, highlight=False)
             stopped.wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: the stack's children, in sessions of their own, did not get it
         pass
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
         console.print("stopping…")
         if served is not None:
             served.stop()
         started.stop()
         state_file.unlink(missing_ok=True)
+        console.print("stopped")
     return 0
 
 

@@ -7,6 +7,11 @@ limits (the function timeout, its memory size) are enforced from outside them by
 (`asya_local.functions.watchdog`), and a worker that dies is replaced. With a fault spec
 (`asya_local.functions.faults`) workers fail on purpose, and the gateway's, stream poller's and
 schedule's are restarted at intervals.
+
+Each worker starts in a session of its own: a terminal's Ctrl-C signals its whole foreground process
+group, and workers in it would die under `asya up` at the same moment, to be replaced against an
+endpoint that is stopping too. Out of that group only `asya up` gets the signal, and stops them in
+order. A worker still ends with the stack's process, however that ends (`asya_local.parent_watch`).
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ class WorkerProcesses:
             watchdog = self._watchdog
         clock = watchdog.clock_file()
         source = self.source(function)
-        spec = {**self.spec(function), "clock_file": clock}
+        spec = {**self.spec(function), "clock_file": clock, "parent": os.getpid()}
         faults = self.faults.for_worker(source) if self.faults is not None else None
         if faults is not None:
             spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
@@ -84,6 +89,7 @@ class WorkerProcesses:
             text=True,
             cwd=str(function.code_dir),
             env={**environment, "PYTHONUNBUFFERED": "1", "TMPDIR": str(temporary)},
+            start_new_session=True,
         )
         with self._lock:
             if self._stopping:  # a replacement started while the stack stops: end it at once
@@ -96,7 +102,8 @@ class WorkerProcesses:
     def _relay(self, function: LocalFunction, source: str, process: subprocess.Popen[str]) -> None:
         """Pass the worker's lines on; if it dies while the stack runs, start a new one, as Lambda
         starts a new execution environment after a crash (after a pause if it keeps dying at once,
-        say on an import error, so a crash loop does not spin)."""
+        say on an import error, so a crash loop does not spin). Once the stack stops, a worker's end
+        is expected, and a replacement that cannot start (the endpoint is going) says nothing."""
         assert process.stdout is not None
         started = time.monotonic()
         for line in process.stdout:
@@ -104,13 +111,17 @@ class WorkerProcesses:
         code = process.wait()
         watchdog = self._watchdog  # None once the stack has stopped
         watched = watchdog.forget(process.pid) if watchdog is not None else None
-        if not self._stopping:
-            why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
-            self.on_line(source, f"execution environment {why}; starting a new one")
-            if time.monotonic() - started < CRASH_LOOP_SECONDS:
-                time.sleep(CRASH_LOOP_SECONDS)
+        if self._stopping:
+            return
+        why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
+        self.on_line(source, f"execution environment {why}; starting a new one")
+        if time.monotonic() - started < CRASH_LOOP_SECONDS:
+            time.sleep(CRASH_LOOP_SECONDS)
+        try:
+            self.spawn(function)
+        except Exception as exc:  # noqa: BLE001 - said on the worker's lines, not as a thread's traceback
             if not self._stopping:
-                self.spawn(function)
+                self.on_line(source, f"a new execution environment did not start: {type(exc).__name__}: {exc}")
 
     def restart_every(self, sources: set[str], every: float) -> None:
         """Fault: kill the workers labelled `sources` every `every` seconds; `_relay` starts new ones."""
