@@ -27,6 +27,7 @@ from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.dropped import FRESH, count_in_time, stopping_line
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.live_view import LiveView
@@ -90,7 +91,9 @@ def _start(args: argparse.Namespace) -> Started:
         gateway_port=args.gateway_port or free_port(),
         faults=args.faults,
     )
-    console.print(f"worker log: {log.path}", highlight=False)
+    console.print(FRESH, highlight=False)
+    kept = f" (the previous run's: {log.previous})" if log.previous is not None else ""
+    console.print(f"worker log: {log.path}{kept}", highlight=False)
     with console.status("starting") as status:
         try:
             stack.start(progress=status.update)
@@ -134,7 +137,8 @@ def up(args: argparse.Namespace) -> int:
         pass
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
-        console.print("stopping…")
+        dropped = count_in_time(stack.client("dynamodb"), stack.outputs.get("TasksTable"), stack.sump_table)
+        console.print(stopping_line(dropped), highlight=False)
         if served is not None:
             served.stop()
         started.stop()

@@ -136,6 +136,12 @@ class LocalStack:
     def results_bucket(self) -> str:
         return self.outputs["ResultsBucket"]
 
+    @property
+    def sump_table(self) -> str | None:
+        """Where x-sump lists what it keeps, as its function's environment says."""
+        tables = (f.environment.get(variables.SUMP_TABLE.name) for f in self.functions)
+        return next((table for table in tables if table), None)
+
     def kept_results(self) -> KeptResults:
         """What the crew kept: S3 objects, and results held by task records."""
         return KeptResults(
