@@ -123,7 +123,10 @@ def up(args: argparse.Namespace) -> int:
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
     stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    # Ctrl-C as SIGTERM: a KeyboardInterrupt raised in the live view's first drawing, which `with Live`
+    # does before its block, would leave the view drawing (and reading the stack) through the stop
+    for ends in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(ends, lambda *_: stopped.set())
     try:
         if console.is_terminal:
             view = started.live_view([*header, f"worker log: {started.log.path} (errors are shown here too)"])
@@ -133,8 +136,6 @@ def up(args: argparse.Namespace) -> int:
             for line in header:
                 console.print(line, highlight=False)
             stopped.wait()
-    except KeyboardInterrupt:  # Ctrl-C: the stack's children, in sessions of their own, did not get it
-        pass
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
         dropped = count_in_time(stack.client("dynamodb"), stack.outputs.get("TasksTable"), stack.sump_table)
