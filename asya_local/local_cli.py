@@ -44,6 +44,8 @@ from asya_local.screen import console
 from asya_local.stack import LocalStack
 from asya_local.worklog import WorkerLog
 
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` stopped before it was up
+
 
 def _print_error(source: str, line: str) -> None:
     """A worker's error line, on screen (above the live view while one is shown)."""
@@ -105,7 +107,16 @@ def _start(args: argparse.Namespace) -> Started:
 
 def up(args: argparse.Namespace) -> int:
     refuse_second_stack()
-    started = _start(args)
+    try:
+        started = _start(args)
+    except KeyboardInterrupt:  # Ctrl-C while starting: `LocalStack.start` stopped what had started
+        console.print("stopped before the stack was up", highlight=False)
+        return INTERRUPTED
+    stopped = threading.Event()
+    # From here Ctrl-C is taken as SIGTERM is: a KeyboardInterrupt raised in the live view's first
+    # drawing, which `with Live` does before its block, would leave the view drawing through the stop.
+    for ends in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(ends, lambda *_: stopped.set())
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     state_file = write_state(
@@ -122,11 +133,6 @@ def up(args: argparse.Namespace) -> int:
             f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
-    stopped = threading.Event()
-    # Ctrl-C as SIGTERM: a KeyboardInterrupt raised in the live view's first drawing, which `with Live`
-    # does before its block, would leave the view drawing (and reading the stack) through the stop
-    for ends in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(ends, lambda *_: stopped.set())
     try:
         if console.is_terminal:
             view = started.live_view([*header, f"worker log: {started.log.path} (errors are shown here too)"])
