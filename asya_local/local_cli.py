@@ -113,10 +113,15 @@ def up(args: argparse.Namespace) -> int:
         console.print("stopped before the stack was up", highlight=False)
         return INTERRUPTED
     stopped = threading.Event()
-    # From here Ctrl-C is taken as SIGTERM is: a KeyboardInterrupt raised in the live view's first
-    # drawing, which `with Live` does before its block, would leave the view drawing through the stop.
+
+    def stop(_signal: int, _frame: object) -> None:
+        """From here Ctrl-C is taken as SIGTERM is: a KeyboardInterrupt raised in the live view's first
+        drawing, which `with Live` does before its block, would leave the view drawing through the stop."""
+        started.log.hush()
+        stopped.set()
+
     for ends in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(ends, lambda *_: stopped.set())
+        signal.signal(ends, stop)
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     state_file = write_state(

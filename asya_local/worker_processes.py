@@ -41,6 +41,9 @@ WORKERS = {
     HttpTrigger: "asya_local.functions.gateway_server",
 }
 CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
+# How long the workers, told to stop, are given to end before they are killed: an invocation in flight is
+# not waited for (a stopped stack keeps nothing), only a worker's own orderly end.
+STOP_SECONDS = 3.0
 
 
 @dataclass
@@ -138,11 +141,13 @@ class WorkerProcesses:
         for _, process in self._processes:
             if process.poll() is None:
                 process.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
         for _, process in self._processes:
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
         self._processes.clear()
         if self._watchdog is not None:
             self._watchdog.stop()

@@ -43,6 +43,7 @@ class WorkerLog:
         self._file: TextIO = path.open("w", encoding="utf-8")
         self._lock = threading.Lock()
         self._tracebacks: set[str] = set()  # sources in the middle of printing a traceback
+        self._hushed = False
 
     def __call__(self, source: str, line: str) -> None:
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
@@ -52,8 +53,13 @@ class WorkerLog:
             shown = self._shown(source, line)
         for tap in self.taps:
             tap(line)
-        if shown:
+        if shown and not self._hushed:
             self.on_error(source, line)
+
+    def hush(self) -> None:
+        """From now on lines go to the file only: the stack is stopping, and the screen says what the
+        stop does rather than what the workers say as they end."""
+        self._hushed = True
 
     def _shown(self, source: str, line: str) -> bool:
         """Errors, and every line of a traceback once it starts (until its last, unindented line)."""

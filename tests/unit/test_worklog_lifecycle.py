@@ -1,4 +1,5 @@
-"""A restart keeps the previous run's worker log as `<ns>.log.1` instead of overwriting it."""
+"""The worker log across a stack's life: a restart keeps the previous run's as `<ns>.log.1` instead of
+overwriting it, and once the stack stops, the workers' last lines go to the file only."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def test_a_first_run_or_an_empty_log_keeps_nothing(tmp_path: Path) -> None:
     again.close()
     assert (first.previous, again.previous) == (None, None)
     assert not (tmp_path / "a.log.1").exists()
+
+
+def test_once_hushed_errors_go_to_the_file_only(tmp_path: Path) -> None:
+    shown: list[str] = []
+    log = WorkerLog(tmp_path / "a.log", lambda _source, line: shown.append(line))
+    log("prep", "execution environment exited with code 1; starting a new one")
+    log.hush()  # Ctrl-C: what the stop does is said on screen, not what the workers say as they end
+    log("prep", "execution environment exited with code -15; starting a new one")
+    log.close()
+    assert shown == ["execution environment exited with code 1; starting a new one"]
+    assert "code -15" in (tmp_path / "a.log").read_text()
