@@ -40,6 +40,7 @@ from asya_local.local_state import (
     read_state,
     running_state,
 )
+from asya_local.node_session import node_in_own_session
 from asya_local.running_mesh import TaskCommandError
 from asya_local.screen import console, refuse
 from asya_local.smoke import SmokeError
@@ -120,21 +121,25 @@ def _origin(url: object) -> str:
 
 
 # The commands whose modules load the CDK, moto, Flask or the drawing import them here, when they run.
+# Those stopped with Ctrl-C start the CDK's Node.js process out of the terminal's reach first.
 
 
 def _up(args: argparse.Namespace) -> int:
+    node_in_own_session()
     from asya_local import local_cli
 
     return local_cli.up(args)
 
 
 def _demo(args: argparse.Namespace) -> int:
+    node_in_own_session()
     from asya_local import local_cli
 
     return local_cli.demo(args)
 
 
 def _console(args: argparse.Namespace) -> int:
+    node_in_own_session()
     from asya_local import local_cli
 
     return local_cli.serve_console(args)

@@ -27,6 +27,7 @@ from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.dropped import FRESH, count_in_time, stopping_line
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.live_view import NOT_LOADED_HINT, LiveView
@@ -43,6 +44,8 @@ from asya_local.mesh_parsers import INPUTS_FILE
 from asya_local.screen import console
 from asya_local.stack import LocalStack
 from asya_local.worklog import WorkerLog
+
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` stopped before it was up
 
 
 def _print_error(source: str, line: str) -> None:
@@ -94,7 +97,9 @@ def _start(args: argparse.Namespace) -> Started:
         gateway_port=args.gateway_port or free_port(),
         faults=args.faults,
     )
-    console.print(f"worker log: {log.path}", highlight=False)
+    console.print(FRESH, highlight=False)
+    kept = f" (the previous run's: {log.previous})" if log.previous is not None else ""
+    console.print(f"worker log: {log.path}{kept}", highlight=False)
     with console.status("starting") as status:
         try:
             stack.start(progress=status.update)
@@ -106,7 +111,21 @@ def _start(args: argparse.Namespace) -> Started:
 
 def up(args: argparse.Namespace) -> int:
     refuse_second_stack()
-    started = _start(args)
+    try:
+        started = _start(args)
+    except KeyboardInterrupt:  # Ctrl-C while starting: `LocalStack.start` stopped what had started
+        console.print("stopped before the stack was up", highlight=False)
+        return INTERRUPTED
+    stopped = threading.Event()
+
+    def stop(_signal: int, _frame: object) -> None:
+        """From here Ctrl-C is taken as SIGTERM is: a KeyboardInterrupt raised in the live view's first
+        drawing, which `with Live` does before its block, would leave the view drawing through the stop."""
+        started.log.hush()
+        stopped.set()
+
+    for ends in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(ends, stop)
     stack = started.stack
     served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
     state_file = write_state(
@@ -123,8 +142,6 @@ def up(args: argparse.Namespace) -> int:
             f"gateway: {stack.gateway_url}/api/v1   " + _credential(stack),
             "send work: asya send '{...}' --flow <flow>    then: asya watch <id>",
         ]
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
         if console.is_terminal:
             view = started.live_view([*header, f"worker log: {started.log.path} (errors are shown here too)"])
@@ -134,14 +151,15 @@ def up(args: argparse.Namespace) -> int:
             for line in header[:1] + [f"{line}: {NOT_LOADED_HINT}" for line in started.failures.lines()] + header[1:]:
                 console.print(line, highlight=False)
             stopped.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
-        console.print("stopping…")
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
+        dropped = count_in_time(stack.client("dynamodb"), stack.outputs.get("TasksTable"), stack.sump_table)
+        console.print(stopping_line(dropped), highlight=False)
         if served is not None:
             served.stop()
         started.stop()
         state_file.unlink(missing_ok=True)
+        console.print("stopped")
     return 0
 
 

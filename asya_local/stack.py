@@ -15,12 +15,7 @@
    Spark local mode with the same entry script, in the endpoint's process
    (`asya_local.endpoint.spark_runner`).
 
-Workers are separate processes, like Lambda execution environments: handlers run in their main
-thread (so time limits stop them), user modules cannot collide, and two cores are used. Lambda's own
-limits (the function timeout, its memory size) are enforced from outside them by one watchdog
-(`asya_local.functions.watchdog`), and a worker that dies is replaced. With a fault spec
-(`asya_local.functions.faults`) workers fail on purpose, and the gateway's, stream poller's and
-schedule's are restarted at intervals.
+Workers are separate processes, like Lambda execution environments (`asya_local.worker_processes`).
 """
 
 from __future__ import annotations
@@ -30,8 +25,6 @@ import json
 import os
 import secrets
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -72,26 +65,17 @@ from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.functions.stage_throttle import template_opens_well_known, template_throttle
-from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.gateway_client import GatewayClient
 from asya_local.issuer import IssuerServer, LocalIssuer, PoolClient, local_gateway
 from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
 from asya_local.roles import LAMBDA, local_client, role_environment
-from asya_local.runtime import LocalPythons
+from asya_local.runtime import FunctionPython, LocalPythons
+from asya_local.worker_processes import WORKERS, WorkerProcesses
 
-# The local administrator's key: the deployer, the CLI and tests use it; workers get their role's instead.
-# What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
-WORKERS = {
-    QueueTrigger: "asya_local.functions.esm",
-    StreamTrigger: "asya_local.functions.stream_poller",
-    ScheduleTrigger: "asya_local.functions.scheduler",
-    HttpTrigger: "asya_local.functions.gateway_server",
-}
 # Which workers a fault spec's `restart_every` names.
 RESTARTED = {"gateway": HttpTrigger, "stream": StreamTrigger, "schedule": ScheduleTrigger}
 GATEWAY_START_SECONDS = 60.0
-CRASH_LOOP_SECONDS = 2.0  # a worker that dies sooner than this after starting is restarted after a pause
 
 
 def backstop_seconds() -> float:
@@ -115,11 +99,7 @@ class LocalStack:
     outputs: dict[str, str] = field(default_factory=dict)
     functions: list[LocalFunction] = field(default_factory=list)
     _endpoint: LocalEndpoint | None = None  # None while the stack deploys into an endpoint it did not start
-    _processes: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
-    _stopping: bool = False
     _runs_spark: bool = False  # the stack has Spark actors: the process's Spark runner serves it
-    _lock: threading.Lock = field(default_factory=threading.Lock)  # spawning (after a crash) vs stopping
-    _watchdog: Watchdog | None = None  # made with the first worker
     _local_pythons: LocalPythons | None = None  # made before the first worker
     _clients: dict[str, Any] = field(default_factory=dict)
     issuer: LocalIssuer | None = None  # the local issuer, when the mesh has sign-in (`gateway.auth: jwt`)
@@ -127,12 +107,16 @@ class LocalStack:
     throttle: dict[str, float] | None = None  # the API stage's, which the local gateway applies
     well_known_open: bool = True  # whether the API has its open `GET /.well-known/{proxy+}`
     _issuer_server: IssuerServer | None = None
-    _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
-    _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
     # What outlives a worker but not the stack: the stream pollers' checkpoints.
     _state: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="asya-state-")
     )
+    _running: WorkerProcesses = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._running = WorkerProcesses(
+            self.on_line, self.worker_spec, self._python, self._source, Path(self._state.name), self.faults
+        )
 
     @property
     def endpoint(self) -> str:
@@ -151,6 +135,12 @@ class LocalStack:
     @property
     def results_bucket(self) -> str:
         return self.outputs["ResultsBucket"]
+
+    @property
+    def sump_table(self) -> str | None:
+        """Where x-sump lists what it keeps, as its function's environment says."""
+        tables = (f.environment.get(variables.SUMP_TABLE.name) for f in self.functions)
+        return next((table for table in tables if table), None)
 
     def kept_results(self) -> KeptResults:
         """What the crew kept: S3 objects, and results held by task records."""
@@ -263,26 +253,21 @@ class LocalStack:
             for function in self.functions:
                 if isinstance(function.trigger, kind):
                     for _ in range(self._workers(function)):
-                        self._spawn(function)
+                        self._running.spawn(function)
         if self.gateway_url is not None:
             progress(f"waiting for the gateway on {self.gateway_url}")
             self._wait_for_gateway()
         if self.faults is not None:
             for name, every in self.faults.restart_every.model_dump().items():
                 if every:
-                    threading.Thread(target=self._restart, args=(RESTARTED[name], every), daemon=True).start()
-
-    def _restart(self, trigger: type, every: float) -> None:
-        """Fault: kill the workers of this kind of trigger every `every` seconds; `_relay` starts new ones."""
-        sources = {self._source(f) for f in self.functions if isinstance(f.trigger, trigger)}
-        while not self._stopped.wait(every):
-            for source, process in list(self._processes):
-                if source in sources and process.poll() is None:
-                    self.on_line(source, "fault: restart of the execution environment")
-                    process.kill()
+                    sources = {self._source(f) for f in self.functions if isinstance(f.trigger, RESTARTED[name])}
+                    threading.Thread(target=self._running.restart_every, args=(sources, every), daemon=True).start()
 
     def _source(self, function: LocalFunction) -> str:
         return function.name.removeprefix(resource_name(self.namespace, ""))
+
+    def _python(self, function: LocalFunction) -> FunctionPython:
+        return self._pythons().of(function.name, function.code_dir)
 
     def _workers(self, function: LocalFunction) -> int:
         """Workers per trigger: one per shard, schedule and API (the API's server starts the function's
@@ -346,62 +331,6 @@ class LocalStack:
             **extra,
         }
 
-    def _spawn(self, function: LocalFunction) -> None:
-        with self._lock:
-            if self._stopping:
-                return
-            if self._watchdog is None:
-                self._watchdog = Watchdog(self.on_line)
-            watchdog = self._watchdog
-        clock = watchdog.clock_file()
-        spec = {**self.worker_spec(function), "clock_file": clock}
-        faults = self.faults.for_worker(self._source(function)) if self.faults is not None else None
-        if faults is not None:
-            spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
-            spec |= {
-                "faults": faults.model_dump(mode="json"),
-                "fault_stream": f"{faults.seed}:{function.name}:{spawned}",
-            }
-        python = self._pythons().of(function.name, function.code_dir)
-        # like Lambda's /tmp, each execution environment has a temporary folder of its own
-        temporary = Path(tempfile.mkdtemp(prefix=f"{self._source(function)}-", dir=self._state.name))
-        process = subprocess.Popen(
-            # -S: no site-packages, so the function imports what it ships (`asya_local.runtime`)
-            [sys.executable, "-S", "-m", WORKERS[type(function.trigger)], json.dumps(spec)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=str(function.code_dir),
-            env={**python.environment(dict(os.environ)), "PYTHONUNBUFFERED": "1", "TMPDIR": str(temporary)},
-        )
-        source = self._source(function)
-        with self._lock:
-            if self._stopping:  # a replacement started while the stack stops: end it at once
-                process.terminate()
-                return
-            self._processes.append((source, process))
-        watchdog.watch(Watched(source, process.pid, function.timeout, function.memory, clock))
-        threading.Thread(target=self._relay, args=(function, source, process), daemon=True).start()
-
-    def _relay(self, function: LocalFunction, source: str, process: subprocess.Popen[str]) -> None:
-        """Pass the worker's lines on; if it dies while the stack runs, start a new one, as Lambda
-        starts a new execution environment after a crash (after a pause if it keeps dying at once,
-        say on an import error, so a crash loop does not spin)."""
-        assert process.stdout is not None
-        started = time.monotonic()
-        for line in process.stdout:
-            self.on_line(source, line.rstrip())
-        code = process.wait()
-        watchdog = self._watchdog  # None once the stack has stopped
-        watched = watchdog.forget(process.pid) if watchdog is not None else None
-        if not self._stopping:
-            why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
-            self.on_line(source, f"execution environment {why}; starting a new one")
-            if time.monotonic() - started < CRASH_LOOP_SECONDS:
-                time.sleep(CRASH_LOOP_SECONDS)
-            if not self._stopping:
-                self._spawn(function)
-
     def queue_depths(self) -> dict[str, tuple[int, int, int]]:
         return queue_depths(self.client("sqs"), self.namespace)
 
@@ -420,21 +349,7 @@ class LocalStack:
         return wait_until_idle(busy, timeout, settle, on_tick)
 
     def stop(self) -> None:
-        with self._lock:
-            self._stopping = True
-        self._stopped.set()
-        for _, process in self._processes:
-            if process.poll() is None:
-                process.terminate()
-        for _, process in self._processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        self._processes.clear()
-        if self._watchdog is not None:
-            self._watchdog.stop()
-            self._watchdog = None
+        self._running.stop()
         if self._runs_spark:
             endpoint_admin(self.endpoint, "spark-stop", {})
         if self._issuer_server is not None:

@@ -1,10 +1,10 @@
 """What the local stack's workers print, kept where CloudWatch Logs would keep it: a file.
 
 `asya up` and `asya demo` show the mesh as a live view (`asya_local.live_view`), not as a stream of
-per-batch lines; every line goes to the log file instead (`.asya/<namespace>.log`, its path printed),
-stamped with the time and the function it came from. On screen appear only the lines a person must
-see: errors (a log record at `ERROR` or above, an execution environment that died or was stopped, a
-function error with its traceback).
+per-batch lines; every line goes to the log file instead (`.asya/<namespace>.log`, its path printed;
+the previous run's is kept as `.asya/<namespace>.log.1`), stamped with the time and the function it
+came from. On screen appear only the lines a person must see: errors (a log record at `ERROR` or
+above, an execution environment that died or was stopped, a function error with its traceback).
 
 Readers of the lines (`taps`) get each as it comes: the console's activity counter reads the metric
 lines among them (`asya_local.console.activity`). A console started on its own, beside a running
@@ -37,11 +37,13 @@ class WorkerLog:
     def __init__(self, path: Path, on_error: Callable[[str, str], None], taps: list[Tap] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.previous = keep_previous(path)
         self.on_error = on_error
         self.taps = list(taps or [])
         self._file: TextIO = path.open("w", encoding="utf-8")
         self._lock = threading.Lock()
         self._tracebacks: set[str] = set()  # sources in the middle of printing a traceback
+        self._hushed = False
 
     def __call__(self, source: str, line: str) -> None:
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
@@ -51,8 +53,13 @@ class WorkerLog:
             shown = self._shown(source, line)
         for tap in self.taps:
             tap(line)
-        if shown:
+        if shown and not self._hushed:
             self.on_error(source, line)
+
+    def hush(self) -> None:
+        """From now on lines go to the file only: the stack is stopping, and the screen says what the
+        stop does rather than what the workers say as they end."""
+        self._hushed = True
 
     def _shown(self, source: str, line: str) -> bool:
         """Errors, and every line of a traceback once it starts (until its last, unindented line)."""
@@ -68,6 +75,17 @@ class WorkerLog:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def keep_previous(path: Path) -> Path | None:
+    """Move the previous run's log, if it has one, to `<path>.1` (over an older one) rather than let the
+    new run overwrite it: the traceback of a run just stopped is what a restart is often for. Returns
+    where it went."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    previous = path.with_name(f"{path.name}.1")
+    path.replace(previous)
+    return previous
 
 
 def is_error(line: str) -> bool:

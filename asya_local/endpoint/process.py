@@ -64,12 +64,16 @@ class LocalEndpoint:
         admin_key.remember(self.url, self.admin_credentials)
         secret = {admin_key.SECRET_VARIABLE: self.admin_credentials["AWS_SECRET_ACCESS_KEY"]}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "asya_local.endpoint.server", str(self.port)],
+            [sys.executable, "-m", "asya_local.endpoint.server", str(self.port), str(os.getpid())],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             # no `Access-Control-Allow-Origin: *` on every answer: no web page reads the endpoint
             env={**os.environ, "PYTHONUNBUFFERED": "1", "MOTO_DISABLE_GLOBAL_CORS": "true", **secret, **self.env},
+            # out of the terminal's process group: its Ctrl-C reaches the stack's process alone, which stops
+            # the workers before the endpoint they talk to; the endpoint still ends with the process that
+            # started it (`asya_local.functions.parent_watch`)
+            start_new_session=True,
         )
         ready = threading.Event()
         threading.Thread(target=self._relay, args=(self._process, ready), daemon=True).start()

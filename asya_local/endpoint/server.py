@@ -25,7 +25,7 @@ naming it with a signature made without the secret is refused (403,
 `asya_local.endpoint.admin_signature`), and so is a call under `/asya-local/` without the secret in its
 `X-Asya-Local-Admin` header (the signer call would hand out any key's secret).
 
-    python -m asya_local.endpoint.server <port>
+    python -m asya_local.endpoint.server <port> [<pid of the process that started it, which it ends with>]
 """
 
 from __future__ import annotations
@@ -159,9 +159,12 @@ def main() -> None:
     from asya_local.endpoint.patches import apply_patches
     from asya_local.endpoint.spark_runner import local_spark_runner
     from asya_local.functions.lambda_shapes import ACCOUNT
+    from asya_local.functions.parent_watch import end_with_parent
     from asya_local.roles import iam_enforced
 
     port = int(sys.argv[1])
+    if len(sys.argv) > 2:  # started in a session of its own (`LocalEndpoint`): nothing else ends it with its starter
+        end_with_parent(int(sys.argv[2]))
     url = f"http://127.0.0.1:{port}"
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     logging.getLogger("moto").setLevel(logging.ERROR)

@@ -64,7 +64,7 @@ class Environment:
         self.number = number
         clock = watchdog.clock_file()
         answers, answers_fd = os.pipe()
-        child = {**spec, "clock_file": clock, "answers_fd": answers_fd}
+        child = {**spec, "clock_file": clock, "answers_fd": answers_fd, "parent": os.getpid()}
         if "fault_stream" in spec:  # each environment draws its own faults, as each worker does
             child["fault_stream"] = f"{spec['fault_stream']}:{number}"
         flags = ["-S"] if sys.flags.no_site else []

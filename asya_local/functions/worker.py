@@ -6,7 +6,8 @@ environment (plus the local endpoint and credentials), its handler and the trigg
 import path is the function's alone (`asya_local.runtime`). It sets the environment before the handler
 is imported, as Lambda does, imports the handler's module as Lambda's runtime does at init (an import
 that fails is reported with the runtime's own error, `Runtime.ImportModuleError` for a module that is
-not shipped, and ends the environment), and stops when it gets SIGTERM.
+not shipped, and ends the environment), and stops when it gets SIGTERM, or when the process that
+started it (`parent` in the spec) is gone (`asya_local.functions.parent_watch`).
 Every invocation is marked on the worker's clock file (`invocation`), so a watchdog (the stack's, or
 the local API's for its environments) can end the environment when it runs past the function's
 timeout (`asya_local.functions.watchdog`). A spec with `faults` makes the function's AWS clients (not
@@ -32,6 +33,7 @@ from typing import Any, Protocol
 
 from asya_local.functions.faults import FaultSpec, WorkerFaults
 from asya_local.functions.lambda_shapes import LambdaContext
+from asya_local.functions.parent_watch import end_with_parent
 from asya_local.functions.runtime_logging import install_root_handler
 from asya_local.functions.watchdog import InvocationClock
 
@@ -119,6 +121,8 @@ def say(line: str) -> None:
 def main(build: Callable[[dict[str, Any]], Worker]) -> None:
     global _clock, faults
     spec = json.loads(sys.argv[1])
+    if "parent" in spec:  # in a session of its own: nothing else ends it with the stack (a test's has none)
+        end_with_parent(spec["parent"])
     _clock = InvocationClock(spec.get("clock_file"))
     os.environ.update(spec["environment"])
     install_root_handler()  # as Lambda's runtime does before the init: handlers' log records in JSON
