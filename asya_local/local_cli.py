@@ -45,7 +45,7 @@ from asya_local.screen import console
 from asya_local.stack import LocalStack
 from asya_local.worklog import WorkerLog
 
-INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` stopped before it was up
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` before it was up, `asya demo`
 
 
 def _print_error(source: str, line: str) -> None:
@@ -109,12 +109,20 @@ def _start(args: argparse.Namespace) -> Started:
     return Started(stack, log, activity, failures)
 
 
+def _start_unless_interrupted(args: argparse.Namespace) -> Started | None:
+    """The stack started, or None, said on one line, when Ctrl-C came while it started
+    (`LocalStack.start` stopped what had started)."""
+    try:
+        return _start(args)
+    except KeyboardInterrupt:
+        console.print("stopped before the stack was up", highlight=False)
+        return None
+
+
 def up(args: argparse.Namespace) -> int:
     refuse_second_stack()
-    try:
-        started = _start(args)
-    except KeyboardInterrupt:  # Ctrl-C while starting: `LocalStack.start` stopped what had started
-        console.print("stopped before the stack was up", highlight=False)
+    started = _start_unless_interrupted(args)
+    if started is None:
         return INTERRUPTED
     stopped = threading.Event()
 
@@ -197,7 +205,9 @@ def serve_console(args: argparse.Namespace) -> int:
 def demo(args: argparse.Namespace) -> int:
     inputs = str(args.inputs or args.config.parent / INPUTS_FILE)
     payloads = each_input(json_file(inputs), inputs)
-    started = _start(args)
+    started = _start_unless_interrupted(args)
+    if started is None:
+        return INTERRUPTED
     stack = started.stack
     try:
         flow_name = next(iter(stack.mesh.config.flows))
@@ -226,5 +236,10 @@ def demo(args: argparse.Namespace) -> int:
         for line in demo_report.next_step(str(args.config), inputs, flow_name):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         return 0 if ok else 1
+    except KeyboardInterrupt:  # Ctrl-C: the stack stops as `asya up`'s does, the workers' last lines to the log
+        started.log.hush()
+        console.print("stopped before the demo ended", highlight=False)
+        return INTERRUPTED
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
         started.stop()
