@@ -20,7 +20,7 @@ from rich.text import Text
 
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local import admin_key, demo_report, results_cli, stack_option, worklog
+from asya_local import admin_key, demo_report, stack_option, worklog
 from asya_local.arguments import each_input, json_file
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
@@ -214,7 +214,7 @@ def demo(args: argparse.Namespace) -> int:
         console.print()
         kept = stack.kept_results().all()
         tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
-        console.print(results_cli.results_table(kept))
+        console.print(demo_report.results_table(kept))
         console.print(demo_report.tasks_table(tasks))
         if flow_name in stack.mesh.programs:
             console.print(demo_report.paths_table(tasks, kept))
