@@ -108,7 +108,7 @@ def endings(kept: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
 def summary(tasks: list[dict[str, Any]], kept: list[dict[str, Any]], route: list[str]) -> list[str]:
     """The ending in sentences: the tasks and their statuses, then where their envelopes ended: those
     that ran to the end of their way (a program's ways may end at different actors), then the others
-    where they stopped, in the route's order."""
+    where they stopped, in the route's order. Why envelopes outnumber tasks is said only when one fanned out."""
     statuses = Counter(str(task.get("status")) for task in tasks)
     said = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
     lines = [f"{len(tasks)} inputs became {len(tasks)} tasks: {said}."]
@@ -120,8 +120,9 @@ def summary(tasks: list[dict[str, Any]], kept: list[dict[str, Any]], route: list
     for (outcome, step), count in sorted(stopped, key=lambda item: (_position(item[0][1], route), item[0][0])):
         why = "with no output there (dropped, done)" if outcome == DROPPED else outcome
         parts.append(f"{count} at {step}, {why}")
-    total = sum(ended.values())
-    lines.append(f"Their envelopes (a task fans out into several) ended {total} times: {'; '.join(parts)}.")
+    fanned = any(doc["envelope"].get("parent_id") for doc in kept)  # a branch names the envelope it came from
+    said_why = " (a task fans out into several)" if fanned else ""
+    lines.append(f"Their envelopes{said_why} ended {sum(ended.values())} times: {'; '.join(parts)}.")
     return lines
 
 
