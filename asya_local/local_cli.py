@@ -14,6 +14,7 @@ import signal
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from rich.live import Live
 from rich.text import Text
@@ -43,6 +44,7 @@ from asya_local.local_state import (
 from asya_local.mesh_parsers import INPUTS_FILE
 from asya_local.screen import console
 from asya_local.stack import LocalStack
+from asya_local.stand_ins import stand_in_lines
 from asya_local.worklog import WorkerLog
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` stopped before it was up
@@ -223,6 +225,8 @@ def demo(args: argparse.Namespace) -> int:
             console.print(line, style="green" if ok else "red", highlight=False)
         if not drained:
             console.print("[red]the mesh did not drain within --timeout[/red]")
+        for line in stand_in_lines(stack.mesh, Path.cwd()):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         for line in demo_report.next_step(str(args.config), inputs, flow_name):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         return 0 if ok else 1
