@@ -40,7 +40,8 @@ def ending(doc: dict[str, Any]) -> str:
 def results_table(kept: list[dict[str, Any]]) -> Table:
     """One row per envelope kept: its id, its parent's, how it ended, the actors it went through and
     its payload."""
-    table = Table(title="results: one per envelope that ended (kept by x-sink, x-sump)", title_justify="left")
+    title = "results: one per envelope that ended (x-sink), and the copies x-sump and x-pause kept"
+    table = Table(title=title, title_justify="left")
     for column in ("envelope", "parent", "outcome", "hops", "payload"):
         table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
     for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
