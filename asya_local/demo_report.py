@@ -13,6 +13,7 @@ many hops (actor invocations) it cost; the program's decisions between them cost
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -24,6 +25,35 @@ from asya_local.screen import status_text
 from asya_local.task_text import branches_text, payload_summary
 
 FINAL = ("succeeded", "failed", "canceled")  # x-sink's outcomes; x-sump's `sump` object is a copy
+DROPPED = "dropped"  # an envelope that ended at an actor which returned nothing for it (`ending`)
+
+
+def ending(doc: dict[str, Any]) -> str:
+    """How an envelope x-sink kept ended: its outcome, but `dropped` for one that "succeeded" only in
+    that its actor returned nothing for it (a row the cleaning dropped), so that no table calls it a
+    success beside the ones that ran to the end. Such an envelope reaches x-sink with its route
+    unshifted, still at that actor; one that ran to the end comes with no current actor left."""
+    outcome = str(doc["outcome"])
+    return DROPPED if outcome == "succeeded" and doc["envelope"]["route"].get("curr") else outcome
+
+
+def results_table(kept: list[dict[str, Any]]) -> Table:
+    """One row per envelope kept: its id, its parent's, how it ended, the actors it went through and
+    its payload."""
+    title = "results: one per envelope that ended (x-sink), and the copies x-sump and x-pause kept"
+    table = Table(title=title, title_justify="left")
+    for column in ("envelope", "parent", "outcome", "hops", "payload"):
+        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
+    for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
+        envelope = doc["envelope"]
+        table.add_row(
+            envelope["id"][:8],
+            (envelope.get("parent_id") or "")[:8],
+            ending(doc),
+            " ".join(visited(envelope["route"])),
+            payload_summary(envelope["payload"]),
+        )
+    return table
 
 
 def flow_words(mesh: LoadedMesh, name: str) -> str:
@@ -66,31 +96,34 @@ def paths_table(tasks: list[dict[str, Any]], kept: list[dict[str, Any]]) -> Tabl
 
 
 def endings(kept: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
-    """How many envelopes ended, by (outcome, the last step they reached), one count per envelope."""
+    """How many envelopes ended, by (`ending`, the last step they reached), one count per envelope."""
     last: dict[str, tuple[str, str]] = {}
     for doc in kept:
         envelope = doc["envelope"]
         if doc["outcome"] in FINAL:
             steps = visited(envelope["route"])
-            last[str(envelope["id"])] = (str(doc["outcome"]), steps[-1] if steps else "")
+            last[str(envelope["id"])] = (ending(doc), steps[-1] if steps else "")
     return Counter(last.values())
 
 
 def summary(tasks: list[dict[str, Any]], kept: list[dict[str, Any]], route: list[str]) -> list[str]:
-    """The ending in sentences: the tasks and their statuses, then where their envelopes ended."""
+    """The ending in sentences: the tasks and their statuses, then where their envelopes ended: those
+    that ran to the end of their way (a program's ways may end at different actors), then the others
+    where they stopped, in the route's order. Why envelopes outnumber tasks is said only when one fanned out."""
     statuses = Counter(str(task.get("status")) for task in tasks)
     said = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
     lines = [f"{len(tasks)} inputs became {len(tasks)} tasks: {said}."]
     ended = endings(kept)
-    total = sum(ended.values())
-    parts = [f"{ended[('succeeded', route[-1])]} after the last step ({route[-1]})"]
-    in_route_order = sorted(ended.items(), key=lambda item: (_position(item[0][1], route), item[0][0]))
-    for (outcome, step), count in in_route_order:
-        if (outcome, step) == ("succeeded", route[-1]):
-            continue
-        why = "with no output there (dropped, done)" if outcome == "succeeded" else outcome
+    through = sorted((step for outcome, step in ended if outcome == "succeeded"), key=lambda s: _position(s, route))
+    count = sum(ended[("succeeded", step)] for step in through)
+    parts = [f"{count} after the last step ({' or '.join(through or route[-1:])})"]
+    stopped = [item for item in ended.items() if item[0][0] != "succeeded"]
+    for (outcome, step), count in sorted(stopped, key=lambda item: (_position(item[0][1], route), item[0][0])):
+        why = "with no output there (dropped, done)" if outcome == DROPPED else outcome
         parts.append(f"{count} at {step}, {why}")
-    lines.append(f"Their envelopes (a task fans out into several) ended {total} times: {'; '.join(parts)}.")
+    fanned = any(doc["envelope"].get("parent_id") for doc in kept)  # a branch names the envelope it came from
+    said_why = " (a task fans out into several)" if fanned else ""
+    lines.append(f"Their envelopes{said_why} ended {sum(ended.values())} times: {'; '.join(parts)}.")
     return lines
 
 

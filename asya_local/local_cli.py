@@ -14,19 +14,21 @@ import signal
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from rich.live import Live
 from rich.text import Text
 
 from asya.task_record import TaskStatus
 from asya_cdk.loading import load_mesh
-from asya_local import admin_key, demo_report, results_cli, stack_option, worklog
+from asya_local import admin_key, demo_report, stack_option, worklog
 from asya_local.arguments import each_input, json_file
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
 from asya_local.console.server import serve
+from asya_local.demo_person import DemoPerson, person_answer
 from asya_local.dropped import FRESH, count_in_time, stopping_line
 from asya_local.endpoint.process import free_port, port_taken
 from asya_local.functions.lambda_shapes import REGION
@@ -43,6 +45,7 @@ from asya_local.local_state import (
 from asya_local.mesh_parsers import INPUTS_FILE
 from asya_local.screen import console
 from asya_local.stack import LocalStack
+from asya_local.stand_ins import stand_in_lines
 from asya_local.worklog import WorkerLog
 
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` before it was up, `asya demo`
@@ -202,9 +205,14 @@ def serve_console(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(line: str) -> None:
+    console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def demo(args: argparse.Namespace) -> int:
     inputs = str(args.inputs or args.config.parent / INPUTS_FILE)
     payloads = each_input(json_file(inputs), inputs)
+    answer = person_answer(args.config)
     started = _start_unless_interrupted(args)
     if started is None:
         return INTERRUPTED
@@ -219,12 +227,13 @@ def demo(args: argparse.Namespace) -> int:
         shown = demo_report.flow_words(stack.mesh, flow_name)
         console.print(f"created {len(ids)} tasks of flow [bold]{flow_name}[/bold]: {shown}", highlight=False)
         view = started.live_view([f"demo of mesh '{stack.namespace}': flow {flow_name}"])
+        person = None if answer is None else DemoPerson(gateway, set(ids), answer, _say)
         with Live(view, console=console, refresh_per_second=1):  # redrawn once a second, by Live's thread
-            drained = stack.wait_until_idle(args.timeout)
+            drained = stack.wait_until_idle(args.timeout, on_tick=person)
         console.print()
         kept = stack.kept_results().all()
         tasks = [gateway.task(task_id) or {"id": task_id, "status": "unknown"} for task_id in ids]
-        console.print(results_cli.results_table(kept))
+        console.print(demo_report.results_table(kept))
         console.print(demo_report.tasks_table(tasks))
         if flow_name in stack.mesh.programs:
             console.print(demo_report.paths_table(tasks, kept))
@@ -233,8 +242,8 @@ def demo(args: argparse.Namespace) -> int:
             console.print(line, style="green" if ok else "red", highlight=False)
         if not drained:
             console.print("[red]the mesh did not drain within --timeout[/red]")
-        for line in demo_report.next_step(str(args.config), inputs, flow_name):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        for line in stand_in_lines(stack.mesh, Path.cwd()) + demo_report.next_step(str(args.config), inputs, flow_name):
+            _say(line)
         return 0 if ok else 1
     except KeyboardInterrupt:  # Ctrl-C: the stack stops as `asya up`'s does, the workers' last lines to the log
         started.log.hush()

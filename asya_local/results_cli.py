@@ -1,20 +1,17 @@
 """`asya results`: what x-sink and x-sump kept for an envelope and its branches, read from the local
 stack's bucket and tasks table, or with `--stack` a deployed mesh's with the caller's credentials: each
-summed up (`asya_local.results_text`), or as kept with `--output json`; and the table `asya demo`
-prints of them. Exit 0 when something was kept, 1 when nothing was for a task the gateway knows, 2 for
-an id it does not (`asya_local.answers`)."""
+summed up (`asya_local.results_text`), or as kept with `--output json` (the table `asya demo` prints
+of them is `asya_local.demo_report`'s). Exit 0 when something was kept, 1 when nothing was for a task
+the gateway knows, 2 for an id it does not (`asya_local.answers`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 import orjson
-from rich.table import Table
 
-from asya.envelope import visited
 from asya.results import result_prefix
 from asya_local import stack_option
 from asya_local.answers import DONE, JSON, NOT_DONE, print_json
@@ -24,7 +21,6 @@ from asya_local.results_text import kept_table
 from asya_local.roles import local_client
 from asya_local.running_mesh import TaskCommandError
 from asya_local.screen import console
-from asya_local.task_text import payload_summary
 
 
 def results(args: argparse.Namespace) -> int:
@@ -95,19 +91,3 @@ def print_result(doc: dict[str, Any]) -> None:
         console.print_json(orjson.dumps({"key": doc["key"], **doc["envelope"]}).decode())
     except orjson.JSONEncodeError:  # nested deeper than the printer goes (x-sump keeps such bodies)
         console.print(f"{doc['key']}: {doc['text']}", markup=False, highlight=False)
-
-
-def results_table(kept: list[dict[str, Any]]) -> Table:
-    table = Table(title="results: one per envelope that ended (kept by x-sink, x-sump)", title_justify="left")
-    for column in ("envelope", "parent", "outcome", "hops", "payload"):
-        table.add_column(column, no_wrap=column != "payload", overflow="ellipsis")
-    for doc in sorted(kept, key=lambda d: json.dumps(d["envelope"]["payload"], sort_keys=True)):
-        envelope = doc["envelope"]
-        table.add_row(
-            envelope["id"][:8],
-            (envelope.get("parent_id") or "")[:8],
-            doc["outcome"],
-            " ".join(visited(envelope["route"])),
-            payload_summary(envelope["payload"]),
-        )
-    return table

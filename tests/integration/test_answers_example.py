@@ -1,7 +1,8 @@
 """The answers example (`examples/answers`, `make flow-demo`) on the local stack: a flow written as a
 Python program takes each message on its own path (a stronger model when the small one is unsure, a
 person when both are, a fallback model when the drafting model fails, a judge's loop until the reply
-is good enough), and the path is what the actors' outputs decided."""
+is good enough), and the path is what the actors' outputs decided; the demo answers a paused task as
+its person (`person.json`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from asya.envelope import visited
+from asya_local.demo_person import DemoPerson, person_answer
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.gateway_client import GatewayClient
 from tests.support.stack import RunningMesh, running
@@ -36,23 +38,32 @@ def _ended(mesh: RunningMesh, task_id: str) -> dict[str, Any]:
 
 
 def test_each_input_of_the_demo_takes_the_path_its_outputs_decide(answers: RunningMesh) -> None:
+    """As `asya demo` runs them: the last input pauses for a person, whom the demo stands in for with
+    the example's `person.json` (`DemoPerson`), and goes on with that answer."""
     gateway = answers.gateway()
     inputs = json.loads((EXAMPLE / "inputs.json").read_text())
     ids = [gateway.create_task({"flow": "answer", "payload": payload})["id"] for payload in inputs]
-    ended = [gateway.wait(gateway.task(task_id) or {}, time.monotonic() + 60) for task_id in ids]
-    assert [task["status"] for task in ended] == ["succeeded"] * 4, answers.errors()
+    said: list[str] = []
+    answer = person_answer(EXAMPLE / "mesh.yaml")
+    assert answer is not None
+    assert answers.stack.wait_until_idle(60, on_tick=DemoPerson(gateway, set(ids), answer, said.append))
+    ended = [gateway.task(task_id) or {} for task_id in ids]
+    assert [task["status"] for task in ended] == ["succeeded"] * 5, answers.errors()
+    assert said == [f'task {ids[4][:8]} paused for a person; a person answers: {{"intent": "account"}}']
     paths = [visited(_ended(answers, task_id)["route"]) for task_id in ids]
     assert paths == [
         ["classify", "draft", *REFINED, "refine", "evaluate"],  # sure; the judge sends the draft back twice
         ["classify", "classify-large", "draft", *REFINED, "refine", "evaluate"],  # unsure: the stronger model
         ["classify", "draft", *REFINED],  # the account draft has its next step: one round
         ["classify", "draft", "draft-long", *REFINED, "refine", "evaluate", "refine", "evaluate"],  # too long
+        ["classify", "classify-large", "x-pause", "draft", *REFINED],  # both unsure: a person named the intent
     ]
     outputs = [task["output"] for task in ended]
     assert {output["quality"] for output in outputs} == {1.0}
     assert outputs[1]["classified_by"] == "classify-large"
     assert outputs[3]["drafted_by"] == "draft-long"
     assert outputs[3]["message"] == inputs[3]["message"], "the fallback drafts from the input draft was given"
+    assert outputs[4]["intent"] == "account"
 
 
 def _paused(gateway: GatewayClient, message: str) -> str:
