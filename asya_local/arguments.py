@@ -17,7 +17,7 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, NoReturn
 
-from asya_local.moments import moment
+from asya_local.moments import Moment, moment
 
 
 class Parser(argparse.ArgumentParser):
@@ -170,10 +170,10 @@ def positive_int(text: str) -> int:
     return number
 
 
-def moment_argument(text: str) -> str:
+def moment_argument(text: str) -> Moment:
     """A time to narrow a listing by (`asya_local.moments`), as the RFC 3339 UTC time the gateway takes."""
     try:
-        return moment(text)
+        return Moment(moment(text), text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

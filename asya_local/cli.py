@@ -24,7 +24,7 @@
                                                  a token for a mesh with gateway.auth: jwt: the local
                                                  issuer's, or a deployed Cognito pool's machine client's
 
-`tasks`, `status`, `watch`, `results` and `sump list` take `--output json`: their answer as JSON alone
+`tasks`, `status`, `watch`, `results`, `sump list` and `sump show` take `--output json`: their answer as JSON alone
 on stdout. Every command exits by one table (`asya_local.answers`, docs/local-stack.md "Exit status"):
 0 done or succeeded, 1 failed, canceled or not done, 2 a mistake or an unknown id, 3 not ended.
 `send`, `tasks`, `status`, `watch`, `results`, `cancel`, `resume`, `rerun`, `queues`, `sump` and

@@ -16,10 +16,10 @@ from asya_local import stack_option
 from asya_local.answers import DONE, JSON, add_output_option, print_json
 from asya_local.arguments import command, moment_argument, page_size
 from asya_local.local_state import running_state
-from asya_local.moments import SHAPES
+from asya_local.moments import SHAPES, in_order
 from asya_local.queues import queue_depths
 from asya_local.roles import local_client
-from asya_local.running_mesh import known_actor, known_flow, running_mesh
+from asya_local.running_mesh import TaskCommandError, known_actor, known_flow, running_mesh
 from asya_local.screen import console
 from asya_local.stack_option import add_stack_options
 from asya_local.task_text import tasks_table
@@ -32,6 +32,10 @@ def tasks(args: argparse.Namespace) -> int:
     """Tasks newest first, of every status unless one is asked for, fan-out branches left out: one page
     (from `--cursor` if given), or every page with `--all`; when more are left, the command that shows
     the next page (with `--output json`, the cursor: `{"tasks": [...], "next_cursor": ...}`)."""
+    try:
+        in_order(args.since, args.until)
+    except ValueError as exc:
+        raise TaskCommandError(str(exc)) from None
     if not args.stack and (args.flow or args.actor):  # a name the mesh file lacks would list nothing
         mesh = running_mesh()
         if args.flow:

@@ -48,7 +48,7 @@ from asya_local.stack import LocalStack
 from asya_local.stand_ins import stand_in_lines
 from asya_local.worklog import WorkerLog
 
-INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` stopped before it was up
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C: `asya up` before it was up, `asya demo`
 
 
 def _print_error(source: str, line: str) -> None:
@@ -112,12 +112,20 @@ def _start(args: argparse.Namespace) -> Started:
     return Started(stack, log, activity, failures)
 
 
+def _start_unless_interrupted(args: argparse.Namespace) -> Started | None:
+    """The stack started, or None, said on one line, when Ctrl-C came while it started
+    (`LocalStack.start` stopped what had started)."""
+    try:
+        return _start(args)
+    except KeyboardInterrupt:
+        console.print("stopped before the stack was up", highlight=False)
+        return None
+
+
 def up(args: argparse.Namespace) -> int:
     refuse_second_stack()
-    try:
-        started = _start(args)
-    except KeyboardInterrupt:  # Ctrl-C while starting: `LocalStack.start` stopped what had started
-        console.print("stopped before the stack was up", highlight=False)
+    started = _start_unless_interrupted(args)
+    if started is None:
         return INTERRUPTED
     stopped = threading.Event()
 
@@ -205,7 +213,9 @@ def demo(args: argparse.Namespace) -> int:
     inputs = str(args.inputs or args.config.parent / INPUTS_FILE)
     payloads = each_input(json_file(inputs), inputs)
     answer = person_answer(args.config)
-    started = _start(args)
+    started = _start_unless_interrupted(args)
+    if started is None:
+        return INTERRUPTED
     stack = started.stack
     try:
         flow_name = next(iter(stack.mesh.config.flows))
@@ -235,5 +245,10 @@ def demo(args: argparse.Namespace) -> int:
         for line in stand_in_lines(stack.mesh, Path.cwd()) + demo_report.next_step(str(args.config), inputs, flow_name):
             _say(line)
         return 0 if ok else 1
+    except KeyboardInterrupt:  # Ctrl-C: the stack stops as `asya up`'s does, the workers' last lines to the log
+        started.log.hush()
+        console.print("stopped before the demo ended", highlight=False)
+        return INTERRUPTED
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C would cut the stop short
         started.stop()

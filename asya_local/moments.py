@@ -1,7 +1,8 @@
 """The moments a person gives to narrow a listing by time (`asya tasks --since`, `asya sump list
 --since`, the console's time range): how long ago (`30m`, `2h`, `1d`), an RFC 3339 time with its zone,
 or a date and time without one, read in the person's own zone (as a browser's datetime input gives it).
-Each becomes the RFC 3339 UTC time the gateway takes, or a `ValueError` that says what to give."""
+Each becomes the RFC 3339 UTC time the gateway takes, or a `ValueError` that says what to give; a range
+whose end comes before its start is refused here too, naming both as given, not as the gateway's UTC."""
 
 from __future__ import annotations
 
@@ -32,6 +33,34 @@ def moment(text: str, now: dt.datetime | None = None, zone: dt.tzinfo | None = N
         return _utc(found)
     except OverflowError:  # a first or last day of the calendar, moved to UTC, falls off it
         raise ValueError(f"{text!r} is out of the calendar's range") from None
+
+
+class Moment(str):
+    """A time the CLI was given, as the RFC 3339 UTC time the gateway takes, that remembers how the
+    person gave it (`2h`): a mistake about it names it so, not by the UTC time they never typed."""
+
+    given: str
+
+    def __new__(cls, utc: str, given: str) -> Moment:
+        made = super().__new__(cls, utc)
+        made.given = given
+        return made
+
+
+def in_order(since: Moment | None, until: Moment | None) -> None:
+    """A range from `since` to `until` (`asya tasks`), or a `ValueError` when it ends before it starts
+    (`--since 1h --until 2h` reads as "from an hour ago to two hours ago"), before any gateway is asked."""
+    if since is None or until is None or _when(until) >= _when(since):
+        return
+    raise ValueError(
+        f"--until {until.given} ({local_time(until)}) is before --since {since.given} ({local_time(since)}): "
+        "--since is the earlier end of the range"
+    )
+
+
+def _when(utc: str) -> dt.datetime:
+    """An RFC 3339 UTC time as a moment: as text, `10:00:00Z` would sort after `10:00:00.500Z`."""
+    return dt.datetime.fromisoformat(utc.replace("Z", "+00:00"))
 
 
 def _utc(when: dt.datetime) -> str:

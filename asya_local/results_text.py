@@ -1,6 +1,7 @@
 """What the crew kept for an envelope, as `asya results` shows it to a person: how it ended, its result
 or its error (type, message, where it was raised and the last frames of its traceback), each on its
-own row; the raw documents stay available (`asya results --output json`).
+own row; the raw documents stay available (`asya results --output json`). `asya sump show` sums up
+x-sump's copy of a message the same way, with when it arrived and whether it was redriven.
 
 A traceback names files by the paths of the machine that ran the handler: a file under the folder the
 command runs in (the project) is named from there, one of an installed library from its package, any
@@ -10,6 +11,7 @@ other by its name alone, so that what is shown (and pasted into an issue) says n
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from rich.text import Text
 
 from asya.envelope import visited
 from asya_local.console.wording import one_line
+from asya_local.moments import local_time
 from asya_local.screen import status_text
 from asya_local.task_text import error_text, short_id
 
@@ -27,8 +30,9 @@ _FILE = re.compile(r'File "([^"]+)"')
 _LIBRARY = re.compile(r"/(?:site|dist)-packages/(.+)$")
 
 
-def kept_table(doc: dict[str, Any], project: Path) -> Table:
-    """One kept document (`asya_local.results`): a table titled by how it ended and its envelope."""
+def kept_table(doc: dict[str, Any], project: Path, more: Sequence[tuple[str, str]] = ()) -> Table:
+    """One kept document (`asya_local.results`): a table titled by how it ended and its envelope;
+    `more`: rows of what the keeper knows besides (x-sump's arrival), before where it is kept."""
     envelope = doc["envelope"]
     status = envelope.get("status") if isinstance(envelope.get("status"), dict) else {}
     error = status.get("error") if isinstance(status.get("error"), dict) else None
@@ -51,12 +55,41 @@ def kept_table(doc: dict[str, Any], project: Path) -> Table:
         ("traceback", Text("\n".join(last_frames(trace)), style="dim")),
         ("input", one_line(payload["original_payload"], RESULT_SHOWN) if failure else ""),
         ("result", "" if failure or payload is None else one_line(payload, RESULT_SHOWN)),
+        *more,
         ("kept at", str(doc["key"])),
     ]
     for name, value in rows:
         if value:
             table.add_row(name, value)
     return table
+
+
+def sump_table(shown: dict[str, Any], project: Path) -> Table:
+    """A message x-sump kept, as the gateway shows it (`{entry, kept}`, or `kept_url` for a copy too
+    large to carry): its copy summed up as `kept_table` sums up a result, with its task, when it
+    arrived and where it was redriven. A copy that never parsed as an envelope, or is only linked, is
+    told by what x-sump's list has of it, and the copy on one line or its link."""
+    entry, kept = shown["entry"], shown.get("kept")
+    parsed = isinstance(kept, dict) and isinstance(kept.get("status"), dict)
+    redriven = entry.get("redriven_at")
+    more = [
+        ("task", short_id(entry.get("task_id")) if entry.get("task_id") != entry["id"] else ""),
+        ("arrived", local_time(str(entry.get("arrived_at") or ""))),
+        ("redriven", f"to {entry.get('redriven_to')} at {local_time(str(redriven))}" if redriven else ""),
+    ]
+    if not parsed:
+        copy = f"too large to show here: {shown['kept_url']}" if shown.get("kept_url") else _one_line(kept)
+        more.append(("kept", copy))
+    listed = {"phase": "failed", "actor": entry.get("actor"), "reason": entry.get("reason")}
+    error = {"type": entry.get("error_type"), "message": entry.get("message")}
+    envelope = kept if parsed else {"id": entry["id"], "status": {**listed, "error": error}}
+    return kept_table({"outcome": "x-sump", "key": entry.get("key", ""), "envelope": envelope}, project, more)
+
+
+def _one_line(kept: Any) -> str:
+    """A copy that is no envelope (a body that never parsed), on one line, trimmed."""
+    text = " ".join(kept.split()) if isinstance(kept, str) else one_line(kept)
+    return text if len(text) <= RESULT_SHOWN else f"{text[: RESULT_SHOWN - 1]}…"
 
 
 def traceback_of(error: dict[str, Any] | None, project: Path) -> list[str]:

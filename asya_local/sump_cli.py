@@ -1,7 +1,7 @@
 """`asya sump`: what x-sump kept, through the gateway (`GET /api/v1/sump`, `POST .../{id}:redrive`).
 
 asya sump list [--reason R] [--actor A] [--since 2h|2026-11-25T10:00:00Z] [--output json]
-asya sump show <id>
+asya sump show <id> [--output json]
 asya sump redrive <id> [--to ACTOR] [--payload JSON|@file] [--envelope @file]
 asya sump redrive --reason R [--actor A] [--since T] [--to ACTOR]   every match not redriven yet
 """
@@ -9,9 +9,9 @@ asya sump redrive --reason R [--actor A] [--since T] [--to ACTOR]   every match 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -19,6 +19,7 @@ from asya_local.answers import DONE, JSON, NOT_DONE, add_output_option, print_js
 from asya_local.arguments import command, json_value, moment_argument, some_id
 from asya_local.gateway_client import GatewayClient, GatewayError
 from asya_local.moments import SHAPES, local_time
+from asya_local.results_text import sump_table
 from asya_local.stack_option import add_stack_options
 from asya_local.task_text import short_id, shortened
 
@@ -35,7 +36,13 @@ def add_parser(commands: Any) -> None:
     listing = command(
         actions, "list", "the messages x-sump kept, newest first", "asya sump list --reason Timeout --actor score"
     )
-    show = command(actions, "show", "one message as x-sump kept it", "asya sump show 5f0c9a2e")
+    show = command(
+        actions,
+        "show",
+        "one message x-sump kept, summed up as `asya results` sums one up",
+        "asya sump show 5f0c9a2e",
+        "asya sump show 5f0c9a2e --output json",
+    )
     show.add_argument("id", type=some_id, help="the envelope's id, or its first characters (as `sump list` shows it)")
     redrive = command(
         actions,
@@ -59,6 +66,7 @@ def add_parser(commands: Any) -> None:
         filtered.add_argument("--actor", help="only failures at this actor")
         filtered.add_argument("--since", type=moment_argument, help=f"only arrivals since: {SHAPES}")
     add_output_option(listing, '{"entries": [each message as the gateway lists it, its whole id]}')
+    add_output_option(show, '{"entry": the message as listed, "kept": the envelope as x-sump kept it}')
 
 
 def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> int:
@@ -70,7 +78,11 @@ def run(args: argparse.Namespace, gateway: GatewayClient, console: Console) -> i
             console.print(_table(entries))
         return DONE
     if args.sump_command == "show":
-        console.print_json(orjson.dumps(gateway.sump_entry(gateway.sump_id(args.id))).decode())
+        shown = gateway.sump_entry(gateway.sump_id(args.id))
+        if args.output == JSON:
+            print_json(shown)
+        else:
+            console.print(sump_table(shown, Path.cwd()))
         return DONE
     return _redrive(args, gateway, console)
 

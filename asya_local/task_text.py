@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from asya.root_result import OWN_ENVELOPE, no_single_result
+from asya_local.console import failure
 from asya_local.console.wording import how_far
 from asya_local.moments import local_time
 from asya_local.screen import status_text
@@ -31,7 +32,7 @@ def task_table(task: dict[str, Any]) -> Table:
         ("flow", str(task.get("flow") or "")),
         ("status", status_text(status)),
         ("progress", progress_text(task)),
-        ("actor", str(task.get("actor") or "")),
+        (_where_label(task), where(task)),
         ("route", _route(task.get("route"))),
         ("branches", branches_text(task.get("branches"))),
         ("rerun of", str(task.get("rerun_of") or "")),
@@ -66,7 +67,7 @@ def tasks_table(found: list[dict[str, Any]], title: str) -> Table:
             short_id(task["id"]),
             str(task.get("flow") or ""),
             status_text(str(task.get("status", ""))),
-            str(task.get("actor") or ""),
+            where(task),
             progress_text(task),
             shortened(why(task)),
             local_time(str(task.get("created_at") or "")),
@@ -78,6 +79,20 @@ def tasks_table(found: list[dict[str, Any]], title: str) -> Table:
 def short_id(given: Any) -> str:
     """An id as the tables show it: its first characters, which every command taking an id takes."""
     return str(given or "")[:SHORT_ID]
+
+
+def where(task: dict[str, Any]) -> str:
+    """The actor a task is at, or where it failed or was canceled as the console says it
+    (`asya_local.console.failure.why`): a fan-out its branches failed, at the failing branch's actor,
+    not where its own envelope went on to end well; a join that gave up, at the join."""
+    cause = failure.why(task)
+    return str((cause.at if cause is not None else None) or task.get("actor") or "")
+
+
+def _where_label(task: dict[str, Any]) -> str:
+    """`failed at` or `canceled at` for a task that ended so (where it stopped), `actor` otherwise."""
+    cause = failure.why(task)
+    return f"{cause.ended} at" if cause is not None and cause.at else "actor"
 
 
 def progress_text(task: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -148,6 +149,19 @@ def test_a_wrong_argument_is_one_line_saying_what_to_give(
     argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert said in _refused(capsys, *argv)
+
+
+def test_a_time_range_that_ends_before_it_starts_is_refused_here_as_given_and_in_local_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No stack runs: the range is refused before any gateway is asked, by the times as typed."""
+    local = r"\(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)"
+    line = _refused(capsys, "tasks", "--since", "1h", "--until", "2h")
+    said = rf"asya: --until 2h {local} is before --since 1h {local}: --since is the earlier end of the range"
+    assert re.fullmatch(said, line)
+    later = "2026-11-26T10:00:00.500Z"  # half a second after the until: as text it sorts before it
+    line = _refused(capsys, "tasks", "--since", later, "--until", "2026-11-26T10:00:00Z")
+    assert f"is before --since {later} (" in line
 
 
 def test_the_demo_takes_a_list_of_inputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -289,3 +289,41 @@ def test_sump_show_and_redrive_of_an_id_x_sump_does_not_know_exit_as_every_unkno
         code, out, err = _run(capsys, *argv)
         assert (code, out) == (2, ""), err
         assert err == f"asya: the gateway refused: 404: no message '{UUIDS['ok']}' in x-sump\n"
+
+
+def test_sump_show_sums_up_the_message_as_results_does_and_json_keeps_it_whole(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """x-sump's copy of task `bad`'s failure: how it ended, why, where it was raised and the last
+    frames, without the machine's folders, the input on one line; when it arrived and was redriven."""
+    monkeypatch.chdir(tmp_path)
+    [doc] = _kept(tmp_path)
+    redriven = {"redriven_at": "2026-11-26T10:05:00Z", "redriven_to": "score", "task_id": UUIDS["ok"]}
+    shown = {"entry": {**SUMP_ENTRY, **redriven, "key": doc["key"]}, "kept": doc["envelope"]}
+    monkeypatch.setattr(GatewayClient, "sump_entry", lambda _self, _id: shown)
+    code, out, _ = _run(capsys, "sump", "show", UUIDS["bad"])
+    assert code == 0
+    assert out.startswith(f"x-sump: envelope {UUIDS['bad']}")
+    rows = {cells[1].strip(): cells[2].strip() for line in out.splitlines() if len(cells := line.split("│")) == 4}
+    assert rows["status"] == "failed at score"
+    assert rows["error"] == "ValueError: review 2 of lamp-2 has no text to score"
+    assert rows["where"] == "actors/score.py, line 12, in check", "from the project's folder"
+    assert rows["input"] == '{"review": ""}'
+    assert (rows["task"], rows["arrived"]) == (UUIDS["ok"][:8], "2026-11-26 11:01:30")
+    assert rows["redriven"] == "to score at 2026-11-26 11:05:00"
+    assert "… 1 earlier frame" in out
+    assert str(tmp_path) not in out
+    assert "{" not in out.replace('{"review": ""}', ""), "no raw JSON"
+    code, out, _ = _run(capsys, "sump", "show", UUIDS["bad"], "--output", "json")
+    assert (code, json.loads(out)) == (0, shown)
+
+
+def test_sump_show_of_a_copy_that_never_parsed_tells_what_the_list_has_and_the_copy_on_one_line(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = {"entry": {**SUMP_ENTRY, "reason": "MalformedEnvelope", "key": "k"}, "kept": "{not\n json"}
+    monkeypatch.setattr(GatewayClient, "sump_entry", lambda _self, _id: shown)
+    code, out, _ = _run(capsys, "sump", "show", UUIDS["bad"])
+    rows = {cells[1].strip(): cells[2].strip() for line in out.splitlines() if len(cells := line.split("│")) == 4}
+    assert (code, rows["status"], rows["reason"]) == (0, "failed at score", "MalformedEnvelope")
+    assert rows["kept"] == "{not json"

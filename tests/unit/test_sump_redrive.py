@@ -72,8 +72,16 @@ class World:
             self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         return [json.loads(message["Body"]) for message in messages]
 
-    def fail(self, envelope_id: str, *, headers: dict[str, Any] | None = None, payload: Any = None) -> None:
-        """A handler at `b` raised: x-sink records the failure and forwards it, x-sump keeps it."""
+    def fail(
+        self,
+        envelope_id: str,
+        *,
+        headers: dict[str, Any] | None = None,
+        payload: Any = None,
+        reason: str = "HandlerError",
+    ) -> None:
+        """A handler at `b` raised (or, by `reason`, the envelope failed there otherwise): x-sink records
+        the failure and forwards it, x-sump keeps it."""
         failed = {
             "id": envelope_id,
             "route": {"prev": ["a"], "curr": "b", "next": ["c"]},
@@ -82,7 +90,7 @@ class World:
                 "phase": "failed",
                 "actor": "b",
                 "attempt": 3,
-                "reason": "HandlerError",
+                "reason": reason,
                 "error": {"type": "ValueError", "message": "boom"},
                 "deadline_at": "2026-01-01T00:05:00Z",
             },
@@ -179,6 +187,21 @@ def test_a_redrive_restarts_the_envelope_where_it_failed_and_the_task_runs_again
     ended = world.tasks.get("t1")
     assert ended is not None
     assert (ended["status"], ended["output"]) == ("succeeded", '{"done":true}')
+
+
+def test_a_redriven_timeout_runs_to_its_end_without_the_deadline_that_had_passed(world: World) -> None:
+    """The review's case #27, as docs/status.md says it: a task whose deadline passed is redriven, and
+    neither the sidecar's deadline check nor the backstop fails it again; it has no deadline since."""
+    passed = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)).isoformat()
+    world.tasks.create({"id": "t1", "route": {"prev": [], "curr": "a", "next": ["b", "c"]}, "deadline_at": passed})
+    world.fail("t1", reason="Timeout")
+    world.sump.redrive("t1")
+    [sent] = world.queue("b")
+    assert "deadline_at" not in parse_envelope(json.dumps(sent)).status_wire()
+    assert world.tasks.expire(dt.datetime.now(dt.UTC)) == []
+    assert "deadline_at" not in (world.tasks.get("t1") or {}), "asya status shows none"
+    world.succeed(sent)
+    assert (world.tasks.get("t1") or {})["status"] == "succeeded"
 
 
 def test_a_redriven_envelope_that_fails_again_is_kept_again_and_can_be_redriven_again(world: World) -> None:

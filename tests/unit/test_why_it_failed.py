@@ -109,10 +109,12 @@ def test_asya_status_shows_the_error_type_message_traceback_and_failing_branches
 ) -> None:
     _failed_fan_out(task_store)
     console = Console(width=300, record=True)
-    console.print(task_table(gateway.view("root")))
+    console.print(task_table({**gateway.view("root"), "actor": "triage"}))  # its own envelope ended at triage
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
     assert rows["reason"] == "BranchFailed"
     assert rows["progress"] == "1 of 3 branches failed (at score)", "how far, not a full bar"
+    assert rows["failed at"] == "score", "where the console says it failed, not where its own envelope ended"
+    assert "actor" not in rows
     assert rows["error"] == "1 of 3 branches failed", "the noun and the verb the console uses"
     assert rows["failed branch 1"] == "b2 failed at score: ValueError: could not convert string to float: 'n/a'"
     assert "output" not in rows
@@ -194,7 +196,7 @@ def test_a_task_whose_join_gave_up_says_which_branch_failed_and_where_as_people_
     assert re.search(rf'From branch 2 of 3, <a href="/tasks/{branch["id"]}"><code>{branch["id"][:8]}</code></a>', why)
     assert "&#34;mro&#34;" not in page, "no error payload shown as the task's result"
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in console.export_text().splitlines()[2:-1]}
-    assert rows["actor"] == "summary", "where the task failed: at the join, not at the last hop claimed"
+    assert rows["failed at"] == "summary", "where the task failed: at the join, not at the last hop claimed"
     assert rows["reason"] == "JoinFailed"
     assert rows["error"] == (
         f"1 of 3 branches failed (on_failure: tolerate 25%): branch 2 of 3 ({branch['id']}) ValueError: bad item"
