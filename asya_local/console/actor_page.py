@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, current_app, render_template, request, url_for
 
 from asya_local.console.charts import charts
 from asya_local.console.history import HOUR, WINDOWS
@@ -38,5 +38,16 @@ def actor(name: str) -> str | tuple[str, int]:
         history=history,
         problem=problem,
         charts=charts(history) if history is not None else [],
+        failed_links=failed_links(name),
         now=console.actor_stats().get(name),
     )
+
+
+def failed_links(name: str) -> list[tuple[str, str]]:
+    """Where the failures its "failed" chart counts can be read, one click from the chart: its failed
+    tasks (the task list of failed tasks that reached it: an actor a task failed at is reached) and
+    what x-sump kept from it (x-sump's entries name the actor an envelope failed at)."""
+    return [
+        ("its failed tasks", url_for("console.tasks", status="failed", actor=name)),
+        ("what x-sump kept from it", url_for("console.sump", actor=name)),
+    ]

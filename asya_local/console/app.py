@@ -59,6 +59,7 @@ from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
+from asya_local.console.task_graph import task_graph
 from asya_local.console.task_logs import TaskLogs
 from asya_local.console.task_program import program_view, steps_counted
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
@@ -247,7 +248,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     return render_template(
         "task.html",
         task=found,
-        graph=program.graph if program is not None else _graph(),
+        graph=program.graph if program is not None else task_graph(console.topology, found, branches),
         program=program,
         branches=branches,
         task_route=_route_classes(found, branches),

@@ -149,8 +149,9 @@ def other_failures(task: dict[str, Any], cause: Why, listed: Iterable[dict[str, 
 
 
 def _failed_branches(task: dict[str, Any]) -> list[dict[str, Any]]:
-    """The branches the gateway names as failed, the task itself left out: a join's first branch goes
-    on as the task's own envelope, so a join that gave up names the task among its failed branches,
-    with the join's error (a count), not the handler's."""
+    """The branches the gateway names as failed. A join's branches count the root's own envelope among
+    them (a join of the root's fan goes on under the root's id): when it failed, the gateway names the
+    task itself, at the actor it failed at with its handler's error, and the page shows it as the
+    task's own envelope (`_task_why.html`)."""
     named = task.get("failed_branches") or []
-    return [branch for branch in named if isinstance(branch, dict) and branch.get("id") != task.get("id")]
+    return [branch for branch in named if isinstance(branch, dict)]

@@ -12,9 +12,12 @@ taken: behind a decision, round a loop again, by an `except`, into a parallel br
 are its title. A loop's step back to the actor itself is drawn as a ring above it.
 
 Steps that recent tasks took and no flow declares (`asya_local.console.seen`: a handler rewrote the
-route) are edges too, marked `seen` (drawn dashed, with a legend). An actor in no flow that such a step
-reaches stands in the row below, in the column after the step's source, so the step reads left to
-right; a step back up its own column (to x-sink, say) is drawn round its right side.
+route) are edges too, marked `seen` (drawn dashed, with a legend). The actors in no flow stand in the
+row below, from the crew's column leftwards, in the mesh's order: where such a step mostly goes (after
+the flows' actors), so it reads left to right, and where they stand whatever steps have been seen, so
+the layout does not move when a step is first seen or when its tasks are no longer recent (the review
+saw `escalate` jump from the bottom-left to under x-sump between loads). A step back up its own column
+(to x-sink, say) is drawn round its right side.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ class Edge:
     target: str
     flows: tuple[str, ...]  # the flows that take it (none: x-sink's failures to x-sump, or a seen step)
     path: str  # SVG path data
-    seen: bool = False  # a step recent tasks took that no flow declares
+    seen: bool = False  # a step tasks took that no flow declares
     kind: str = ""  # a program's step: "decision", "loop", "except" or "parallel" ("" for a plain one)
     label: str = ""  # the conditions a program's step is taken on, one set a line
     middle: tuple[float, float] | None = None  # where a program's step is marked, and counted on a task's page
@@ -81,8 +84,10 @@ def layout(topology: Topology, seen: Iterable[Step] = ()) -> Layout:
                 boxes[name] = Box(node, _x(column), _y(row))
     deepest = max((len(names) for names in rows.values()), default=0)
     loose = [node for node in topology.nodes if node.name not in boxes]  # in no flow
-    for node, column in _loose_columns(loose, columns, seen).items():
-        boxes[node.name] = Box(node, _x(column), _y(deepest) + GAP_Y)
+    crew_column = last + 1
+    for index, node in enumerate(loose):  # right to left from the crew's column, a row more when full
+        row, back = divmod(index, crew_column + 1)
+        boxes[node.name] = Box(node, _x(crew_column - back), _y(deepest + row) + GAP_Y)
     declared = _pairs(topology)
     boxes = _lowered(boxes, [(boxes[s], boxes[t]) for s, t in declared if s in boxes and t in boxes])
     marks = _marks(topology)
@@ -172,25 +177,6 @@ def _steps_back(steps: list[ProgramStep]) -> set[tuple[str | None, str]]:
 
     walk(None)
     return back
-
-
-def _loose_columns(loose: list[Node], columns: dict[str, int], seen: Iterable[Step]) -> dict[Node, int]:
-    """The column of each actor in no flow, in the row below: the one after the furthest source of a
-    seen step that reaches it (another loose actor counts once placed), else the first free one; one
-    actor a column."""
-    steps = list(seen)
-    known = dict(columns)
-    placed: dict[Node, int] = {}
-    pending = list(loose)
-    while pending:
-        sources = {node: [known[s] for s, target in steps if target == node.name and s in known] for node in pending}
-        node = next((node for node in pending if sources[node]), pending[0])
-        column = max(sources[node], default=-1) + 1
-        while column in placed.values():
-            column += 1
-        placed[node] = known[node.name] = column
-        pending.remove(node)
-    return placed
 
 
 def _pairs(topology: Topology) -> dict[tuple[str, str], tuple[str, ...]]:

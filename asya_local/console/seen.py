@@ -6,8 +6,10 @@ branches included, which is where such steps usually are) says where it went: th
 (`route.prev`, then `route.curr`), one step between each two, and, for a task that succeeded, its last
 actor to x-sink, which wrote its ending. They are read from the gateway's listing, so the console
 draws the same on AWS as locally: the newest `RECENT` tasks of every status (one page of the listing;
-a pending task has no route yet and adds no step), at most once every `REFRESH_SECONDS` whoever asks,
-and the last steps read are kept while the gateway does not answer.
+a pending task has no route yet and adds no step), at most once every `REFRESH_SECONDS` whoever asks.
+A step once read stays drawn while the console runs (up to `KEPT_STEPS` of them), when its tasks are no
+longer among the newest and while the gateway does not answer: the graph does not lose an edge
+between two loads because a burst of other tasks came in.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from asya_local.gateway_client import GatewayError, GatewayUnreachableError
 Step = tuple[str, str]
 RECENT = 100  # the newest tasks read, of every status, branches included: one page of the listing
 REFRESH_SECONDS = 10.0
+KEPT_STEPS = 1_000  # steps are pairs of the mesh's actors: far more than a mesh has, a bound all the same
 
 
 class Listing(Protocol):
@@ -48,7 +51,7 @@ def steps_taken(tasks: Iterable[Mapping[str, Any]]) -> frozenset[Step]:
 
 
 class SeenRoutes:
-    """The steps the gateway's recent tasks took, read at most once per `refresh` seconds."""
+    """The steps the gateway's tasks took while the console ran, read at most once per `refresh` seconds."""
 
     def __init__(self, gateway: Listing, refresh: float = REFRESH_SECONDS, clock: Callable[[], float] = time.monotonic):
         self.gateway = gateway
@@ -63,12 +66,14 @@ class SeenRoutes:
             if self._read is None or now - self._read[0] >= self.refresh:
                 kept = self._read[1] if self._read is not None else frozenset()
                 read = self._steps()
-                self._read = (now, kept if read is None else read)
+                both = kept | read
+                self._read = (now, both if len(both) <= KEPT_STEPS else read)
             return self._read[1]
 
-    def _steps(self) -> frozenset[Step] | None:
+    def _steps(self) -> frozenset[Step]:
+        """The newest tasks' steps; none while the gateway does not answer (those kept stay)."""
         try:
             recent = self.gateway.tasks(limit=RECENT, roots=False)
         except (GatewayError, GatewayUnreachableError):
-            return None
+            return frozenset()
         return steps_taken(recent)

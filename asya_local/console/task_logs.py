@@ -69,10 +69,20 @@ def parsed(at: str, source: str, text: str) -> LogLine:
     return LogLine(
         at,
         source,
-        message if isinstance(message, str) else orjson.dumps(message).decode(),
+        said(message if isinstance(message, str) else orjson.dumps(message).decode(), record),
         str(record.get("level") or record.get("log_level") or ""),
         str(record.get("envelope_id") or record.get("correlation_id") or ""),
     )
+
+
+def said(message: str, record: dict[str, Any]) -> str:
+    """A record's message with the error it names, as one line: a failure's record says "handler
+    failed" and carries what failed as fields (`error_type`, `error_message`, or `error` in the
+    crew's), which a reader of the task's log wants beside it ("handler failed: ValueError: review 2
+    has no text"), not only in the task's error further up the page."""
+    error = record.get("error_message") or record.get("error")
+    named = [part for part in (record.get("error_type"), error) if part and isinstance(part, str)]
+    return ": ".join([message, *named])
 
 
 def names_task(text: str, task_id: str) -> bool:

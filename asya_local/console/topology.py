@@ -78,6 +78,13 @@ class Topology:
         )
         return Topology(self.namespace, nodes, {flow: self.flows.get(flow, ())}, {flow: self.programs[flow]})
 
+    def reaching(self, actors: Iterable[str], flows: Mapping[str, tuple[str, ...]]) -> Topology:
+        """Only `actors` (those of the mesh), x-sink and x-sump, and `flows` (what a task's page draws:
+        where the task and its flow can go, not every actor of the mesh)."""
+        kept = {*actors, SINK, SUMP}
+        nodes = tuple(node for node in self.nodes if node.name in kept)
+        return Topology(self.namespace, nodes, dict(flows))
+
     def node(self, name: str) -> Node | None:
         return next((node for node in self.nodes if node.name == name), None)
 

@@ -18,6 +18,8 @@ from asya.resiliency import Retry, decide
 from asya.routing import Outbound, error_details
 from asya.telemetry import Telemetry
 
+LOGGED_MESSAGE_CHARS = 300  # of an error's message in a failure's log line; the envelope keeps it whole
+
 
 def handler_failure(
     config: SidecarConfig, envelope: Envelope, error: Exception, telemetry: Telemetry
@@ -39,8 +41,8 @@ def handler_failure(
             envelope, actor, attempt=decision.attempt, max_attempts=policy.max_attempts, delay=decision.delay, now=now
         )
         return HopOutcome.RETRIED, [retry]
-    telemetry.log_failure("handler failed", error_type=type(error).__name__, reason=decision.reason)
     details = error_details(error)
+    telemetry.log_failure("handler failed", **logged_error(details), reason=decision.reason)
     taken = flow_catches(envelope, details, decision.reason, actor, now, telemetry=telemetry)
     if taken is not None:  # the flow's `except` goes on from here (docs/flows.md)
         return HopOutcome.FORWARDED, taken
@@ -77,13 +79,16 @@ def flow_catches(
     if frames is None:
         return None
     taken = forwarded(envelope, frames, actor, now)
-    telemetry.log_failure(
-        "the flow's except takes the failure",
-        error_type=details["type"],
-        error_message=details["message"],
-        goes_to=taken[0].destination,
-    )
+    telemetry.log_failure("the flow's except takes the failure", **logged_error(details), goes_to=taken[0].destination)
     return taken
+
+
+def logged_error(details: dict[str, Any]) -> dict[str, Any]:
+    """An error's type and message as its failure's log line carries them: the line is what the
+    console's task log and Logs Insights show for the hop, so it says what failed, not only that
+    something did. The message is the handler's own exception text (the task record holds it too),
+    cut short: a message quoting a large input would swell every log line of a failing batch."""
+    return {"error_type": details["type"], "error_message": details["message"][:LOGGED_MESSAGE_CHARS]}
 
 
 def flow_failed(

@@ -573,6 +573,29 @@ def test_the_task_list_says_where_a_task_failed_and_why_at_a_phones_width(
         page.close()
 
 
+def test_a_failed_tasks_graph_draws_what_it_reached_and_its_actors_failed_chart_leads_to_it(
+    browser: Browser, served: ConsoleServer, failed_tasks: dict[str, dict[str, Any]]
+) -> None:
+    """The fan-out (started with the route fan → pick) draws fan, pick and the crew's two, not the
+    mesh's other actors; pick's "failed" chart links to the failed tasks that reached pick, it among
+    them, and to x-sump's entries from pick."""
+    page = _signed_in(browser, served, viewport={"width": 1400, "height": 900})
+    try:
+        fan_out = failed_tasks["fan-out"]["id"]
+        page.goto(f"{served.url}/tasks/{fan_out}")
+        drawn = page.eval_on_selector_all("#graph .node", "nodes => nodes.map(node => node.dataset.actor).sort()")
+        assert drawn == ["fan", "pick", "x-sink", "x-sump"], drawn
+        page.goto(f"{served.url}/actors/pick")
+        page.locator("figure.chart-errors").get_by_role("link", name="its failed tasks").click()
+        expect(page).to_have_url(re.compile(r"/tasks\?status=failed&actor=pick$"))
+        expect(page.get_by_role("link", name=fan_out[:8])).to_be_visible()
+        page.go_back()
+        page.locator("figure.chart-errors").get_by_role("link", name="what x-sump kept from it").click()
+        expect(page).to_have_url(re.compile(r"/sump\?actor=pick$"))
+    finally:
+        page.close()
+
+
 def test_the_start_forms_payload_is_never_clipped(page: Page, console_url: str) -> None:
     """Every line of what is typed shows in the box, its last one too, without scrolling inside it."""
     page.goto(console_url)

@@ -6,10 +6,12 @@ import json
 import logging
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from asya.config import SidecarConfig
+from asya.telemetry import Telemetry
 from asya.variables import ConfigError
 from tests.support.mesh import Mesh, envelope
 
@@ -88,6 +90,20 @@ def test_logs_carry_the_envelope_id_as_correlation_id(mesh: Mesh, capsys: pytest
     failure = next(entry for entry in logs if entry["message"] == "handler failed")
     assert failure["correlation_id"] == "trace-me"
     assert failure["actor"] == "a"
+    assert (failure["error_type"], failure["error_message"]) == ("ValueError", "bad input {'text': 'hello'}")
+
+
+def test_a_failures_log_line_cuts_a_long_message_short(mesh: Mesh, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler's message is in the failure's log line (what the console's task log shows), cut at
+    300 characters: a message quoting its input would swell every line of a failing batch."""
+    logged: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(Telemetry, "log_failure", lambda _, message, **fields: logged.append((message, fields)))
+    mesh.actor("explode")
+    mesh.deliver(envelope(payload={"text": "x" * 1000}))
+    [fields] = [fields for message, fields in logged if message == "handler failed"]
+    assert fields["error_type"] == "ValueError"
+    assert fields["error_message"].startswith("bad input {'text': 'xxx")
+    assert len(fields["error_message"]) == 300
 
 
 def test_tracing_can_be_switched_on(mesh: Mesh) -> None:

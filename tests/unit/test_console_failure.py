@@ -130,10 +130,12 @@ def test_a_failing_branch_is_listed_once_on_its_roots_page(client: FlaskClient) 
 def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its_own_count(
     client: FlaskClient, gateway: ListingGateway
 ) -> None:
-    """The join's first branch goes on as the task's own envelope: the gateway names the task itself
-    among the failed branches, with the join's count for an error. The lead is a branch's handler error."""
+    """The root's own envelope is one of the join's branches (the join goes on under the task's id):
+    the gateway names the task itself among the failed branches, at the actor its envelope failed at,
+    with its handler's error. The lead is that error, at the join; the page says it is the task's own
+    envelope, not a link to itself, and lists the other failed branch once, linked."""
     count = "2 of 3 branches failed (on_failure: tolerate 1): branch 1 of 3 (j1) ValueError: part 0; branch 3 ..."
-    itself = {"id": "j1", "status": "failed", "actor": "gather", "reason": "JoinFailed", "error": {"message": count}}
+    itself = {"id": "j1", "status": "failed", "actor": "pick", "error": {"type": "ValueError", "message": "part 0"}}
     other = {**BRANCH, "id": "j3", "actor": "pick", "branch": 3, "width": 3}
     gateway.known["j1"] = {
         "id": "j1",
@@ -146,10 +148,13 @@ def test_a_join_that_gave_up_leads_with_a_branchs_error_at_the_join_not_with_its
         "failed_branches": [{**itself, "branch": 1, "width": 3}, other],
     }
     page = client.get("/tasks/j1").get_data(as_text=True)
-    why = _text(page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')])
-    assert why.startswith("Error failed at gather: ValueError: review 2 of lamp-2 has no text to score")
-    assert f"From branch 3 of 3, j3, failed at pick; the join at gather gave up: {count}" in why
-    assert "Other branches" not in why, "the task itself is no other branch"
+    shown = page[page.index('<h2 id="error-heading"') : page.index('<h2 id="route-heading"')]
+    why = _text(shown)
+    assert why.startswith("Error failed at gather: ValueError: part 0")
+    assert f"From branch 1 of 3, the task's own envelope, failed at pick; the join at gather gave up: {count}" in why
+    assert "Other branches that failed branch 3 of 3, j3 failed at pick: ValueError review 2 of lamp-2" in why
+    assert 'href="/tasks/j1"' not in shown, "the task's own envelope is this page"
+    assert 'href="/tasks/j3"' in shown
 
 
 def _row(page: str, task_id: str) -> list[str]:

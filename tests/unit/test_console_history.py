@@ -252,6 +252,15 @@ def test_an_actors_page_charts_its_hour_and_day(page: FlaskClient, history: Know
     assert len(re.findall(r'<rect class="hit"', day.split("</figure>")[0])) == 288
 
 
+def test_an_actors_failed_chart_links_to_its_failed_tasks_and_to_x_sump(page: FlaskClient) -> None:
+    shown = page.get("/actors/score").get_data(as_text=True)
+    failed = shown.split('class="chart chart-errors"')[1].split("</figure>")[0]
+    assert '<a href="/tasks?status=failed&amp;actor=score">its failed tasks</a>' in failed
+    assert '<a href="/sump?actor=score">what x-sump kept from it</a>' in failed
+    throughput = shown.split('class="chart chart-throughput"')[1].split("</figure>")[0]
+    assert "chart-links" not in throughput, "the other charts link nowhere"
+
+
 def test_an_unknown_actor_has_no_page_and_every_node_links_to_its_own(page: FlaskClient) -> None:
     assert page.get("/actors/nobody").status_code == 404
     mesh = page.get("/").get_data(as_text=True)

@@ -48,6 +48,21 @@ def test_a_join_that_failed_fast_counts_the_branches_that_failed_after_it_gave_u
     assert rows["failed branch 1 of 3"] == f"{task_id[:8]} failed at score: ValueError: bad item"
 
 
+def test_a_join_given_up_at_the_roots_own_envelope_names_it_by_its_own_failure() -> None:
+    """The root's own envelope is one of the branches the join gathers (branch 1): failing alone, it
+    is the one failed branch the view lists, at the actor it failed at with its handler's error, not
+    at the join with the join's count, which its record (the task's) holds."""
+    with fan_join() as mesh:
+        task_id = mesh.run(ROUTE, {"items": ["bad", 2, 3]})
+        settings = GatewaySettings(namespace="joins", tasks_table=TASKS, events_table=EVENTS)
+        view = TaskService(settings, tasks=mesh.tasks).view(task_id)
+    assert (view["status"], view["reason"], view["actor"]) == ("failed", "JoinFailed", "summary")
+    assert view["error"]["message"].startswith("1 of 3 branches failed")
+    [own] = view["failed_branches"]
+    assert (own["id"], own["branch"], own["width"], own["status"], own["actor"]) == (task_id, 1, 3, "failed", "score")
+    assert own["error"] == {"type": "ValueError", "message": "bad item"}
+
+
 def _join_failed(task_store: TaskStore, named: list[dict[str, Any]], width: int) -> None:
     """x-sink records the join's failure as the join sent it when it gave up."""
     message = join_failure_message(len(named), width, "fail_fast", named)

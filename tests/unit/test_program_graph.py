@@ -140,13 +140,14 @@ def test_a_task_of_another_program_version_says_so(client: tuple[FlaskClient, Fa
     assert "started under version <code>0123456789ab</code> of the program" in page
 
 
-def test_a_route_tasks_page_keeps_the_mesh_graph(client: tuple[FlaskClient, FakeGateway]) -> None:
+def test_a_route_tasks_page_draws_its_flows_actors_not_the_programs(client: tuple[FlaskClient, FakeGateway]) -> None:
     browser, gateway = client
     route = {"prev": ["draft"], "curr": "publish", "next": []}
     gateway.known["r1"] = {"id": "r1", "flow": "straight", "status": "running", "route": route}
     page = browser.get("/tasks/r1").get_data(as_text=True)
     assert "data-program" not in page
-    assert 'data-actor="refine"' in page
+    assert 'data-actor="publish"' in page
+    assert 'data-actor="refine"' not in page, "an actor only the program calls: the task cannot reach it"
 
 
 def test_the_program_in_words_says_each_line_decision_and_loop(mesh: LoadedMesh) -> None:

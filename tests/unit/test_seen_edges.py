@@ -1,6 +1,6 @@
 """Steps that tasks took and no flow declares (a handler rewrote the route: `escalate` in the reviews
-example) are drawn on the mesh's graph, dashed, from the routes of the gateway's recent tasks; the
-actor they reach stands after its source instead of unconnected."""
+example) are drawn on the mesh's graph, dashed, from the routes of the gateway's recent tasks; an actor
+in no flow stands after the flows' actors, where it stands whether a step to it was seen or not."""
 
 from __future__ import annotations
 
@@ -58,6 +58,16 @@ def test_the_steps_are_read_at_most_once_per_refresh_and_kept_while_the_gateway_
     assert ("triage", "escalate") in seen.steps()
 
 
+def test_a_step_seen_stays_when_its_tasks_are_no_longer_the_newest() -> None:
+    """A burst of other tasks pushes the escalated one out of the newest read: its step stays drawn."""
+    now = [0.0]
+    listing = Listing([ESCALATED])
+    seen = SeenRoutes(listing, refresh=10, clock=lambda: now[0])
+    assert ("triage", "escalate") in seen.steps()
+    listing.tasks_listed, now[0] = [{"status": "succeeded", "route": {"prev": ["split"], "curr": "", "next": []}}], 20
+    assert {("triage", "escalate"), ("split", SINK)} <= seen.steps()
+
+
 def test_a_seen_step_is_a_dashed_edge_and_places_the_actor_it_reaches() -> None:
     topology = Topology.of_mesh(load_mesh(REVIEWS))
     drawn = layout(topology, steps_of(ESCALATED))
@@ -73,7 +83,8 @@ def test_a_seen_step_is_a_dashed_edge_and_places_the_actor_it_reaches() -> None:
     assert drawn.width > right >= place["escalate"][0] + NODE_WIDTH, "the step round its right side fits"
     unseen = layout(topology)
     assert not any(edge.seen for edge in unseen.edges)
-    assert {box.node.name: box.x for box in unseen.boxes}["escalate"] == place["split"][0], "unconnected, first"
+    assert {box.node.name: (box.x, box.y) for box in unseen.boxes} == place, "no actor moves when a step is seen"
+    assert place["escalate"][0] == place[SUMP][0], "under x-sump before any step reaches it, as after"
 
 
 def test_the_mesh_page_draws_the_seen_step_with_a_legend() -> None:
@@ -83,4 +94,4 @@ def test_the_mesh_page_draws_the_seen_step_with_a_legend() -> None:
     page = console_client(console).get("/").get_data(as_text=True)
     assert '<path class="edge seen"' in page
     assert 'data-source="triage" data-target="escalate"' in page
-    assert "a step recent tasks took that no flow declares" in page
+    assert "a step tasks took that no flow declares" in page

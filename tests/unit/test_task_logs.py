@@ -55,6 +55,23 @@ def test_the_local_log_gives_the_tasks_lines_and_its_branches_oldest_first(tmp_p
     assert found.note == ""
 
 
+def test_a_failures_line_says_the_error_it_names(tmp_path: Path) -> None:
+    """A failure's record carries what failed as fields; its line in the task's log says it."""
+    log = tmp_path / "mesh.log"
+    failed = {"error_type": "ValueError", "error_message": "review 2 has no text", "reason": "HandlerError"}
+    write_log(
+        log,
+        [
+            ("asya-n-score", json.dumps({**json.loads(record("handler failed", BRANCH, "WARNING")), **failed})),
+            ("asya-n-x-sump", json.dumps({**json.loads(record("refused", TASK)), "error": "not from the mesh"})),
+        ],
+    )
+    assert [line.message for line in LocalTaskLogs(log).lines({"id": TASK}).lines] == [
+        "handler failed: ValueError: review 2 has no text",
+        "refused: not from the mesh",
+    ]
+
+
 def test_only_the_end_of_a_large_log_is_read_and_only_the_newest_lines_are_shown(tmp_path: Path) -> None:
     log = tmp_path / "mesh.log"
     write_log(log, [("asya-n-a", record(f"line {n}", TASK)) for n in range(9)])
