@@ -44,7 +44,7 @@ def task_table(task: dict[str, Any]) -> Table:
         ("error", error_text(task.get("error"))),
         ("traceback", _traceback(task.get("error"))),
         *(
-            (_failed_branch_label(branch, index), _failed_branch(branch))
+            (_failed_branch_label(branch, index), _failed_branch(branch, task.get("id")))
             for index, branch in enumerate(task.get("failed_branches") or [], start=1)
         ),
         ("pause", json.dumps(task["pause"], ensure_ascii=False) if task.get("pause") else ""),
@@ -159,10 +159,12 @@ def _failed_branch_label(branch: dict[str, Any], index: int) -> str:
     return f"failed branch {index}"
 
 
-def _failed_branch(branch: dict[str, Any]) -> str:
+def _failed_branch(branch: dict[str, Any], task_id: Any) -> str:
+    """A branch by its short id; the task's own envelope, one of a join's branches, named as such."""
     where = f" at {branch['actor']}" if branch.get("actor") else ""
     why = error_text(branch.get("error")) or branch.get("reason")
-    return f"{short_id(branch.get('id'))} {branch.get('status')}{where}: {why}"
+    named = "the task's own envelope" if branch.get("id") == task_id else short_id(branch.get("id"))
+    return f"{named} {branch.get('status')}{where}: {why}"
 
 
 def _route(route: Any) -> Text:

@@ -45,7 +45,7 @@ def test_a_join_that_failed_fast_counts_the_branches_that_failed_after_it_gave_u
     ], "the root's own envelope by its own error, not by the join's failure its record holds"
     rows = _rows(view)
     assert rows["error"].startswith("2 of 3 branches failed")
-    assert rows["failed branch 1 of 3"] == f"{task_id[:8]} failed at score: ValueError: bad item"
+    assert rows["failed branch 1 of 3"] == "the task's own envelope failed at score: ValueError: bad item"
 
 
 def test_a_join_given_up_at_the_roots_own_envelope_names_it_by_its_own_failure() -> None:
