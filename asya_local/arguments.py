@@ -45,7 +45,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         unknown = [_unknown_option(self, given) for given in self._unknown_options()]
-        said = "; ".join(unknown) if unknown else _with_likely_choice(message)
+        said = "; ".join(unknown) if unknown else _with_choices(self, _with_likely_choice(message))
         self.exit(2, f"{self.prog}: {said} (`{self.prog} --help` shows how)\n")
 
     def _chosen(self, parsed: argparse.Namespace) -> Parser:
@@ -80,6 +80,15 @@ def _unknown_option(parser: Parser, option: str) -> str:
         return f"no option {option}: give the {name} as is, without {option}"
     options = [known for known in parser._option_string_actions if known.startswith("--")]
     return f"no option {option}{likely(option, options)}"
+
+
+def _with_choices(parser: Parser, message: str) -> str:
+    """argparse's "expected one argument" for an option given no value, with the values it takes."""
+    missing = re.match(r"argument (\S+): expected one argument$", message)
+    action = parser._option_string_actions.get(missing.group(1).split("/")[-1]) if missing else None
+    if action is None or not action.choices:
+        return message
+    return f"{message}: give one of {', '.join(map(str, action.choices))}"
 
 
 def _with_likely_choice(message: str) -> str:

@@ -189,7 +189,7 @@ def _mesh_file(given: Path | None) -> Path:
         return given or DEFAULT_CONFIG
     config = Path(state["config"])
     shown = config.relative_to(Path.cwd()) if config.is_relative_to(Path.cwd()) else config
-    console.print(f"mesh file {shown}: the running local stack's (--config names another)", highlight=False)
+    console.print(f"reading {shown}, the running stack's mesh file (--config reads another)", highlight=False)
     return shown
 
 

@@ -31,8 +31,6 @@ API = "/api/v1"
 WHOLE_ID_LENGTH = 36  # a task id is a UUID
 SHORT_ID_SEARCHED = 100  # the first messages x-sump lists, a short id of one is looked for among
 SHORT_ID_CANDIDATES = 10  # the tasks a short id that names several lists
-# why a task may have no short id: the gateway finds one by a key its record has had since then
-NO_SHORT_ID = "a task recorded before short ids were indexed is found by it only"
 FLOW_NAME = re.compile(ACTOR_NAME)
 RECONNECT_SECONDS = 0.5  # until the server sends `retry:`
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -179,14 +177,17 @@ class GatewayClient:
     def task_id(self, given: str) -> str:
         """The whole id of the task `given` names: itself when whole, else the one task the gateway finds
         whose id starts with it (`starting_with`), as the short ids every table shows, in any case
-        (`ShortIdError` if none or several do)."""
-        if len(given) >= WHOLE_ID_LENGTH:
+        (`ShortIdError` if none or several do). A whole id in capitals (copied from a page that shows
+        it so) is looked for the same way; one the gateway does not find is taken as typed, and the
+        gateway says whether a task has it."""
+        whole = len(given) >= WHOLE_ID_LENGTH
+        if whole and given == given.lower():
             return given
         found = self.starting_with(given)
         ids = [task["id"] for task in found["tasks"]]
-        return unique_prefix(
-            given, ids, "task", more=bool(found.get("more")), unknown=f"give its whole id ({NO_SHORT_ID})"
-        )
+        if whole and given.lower() not in {found.lower() for found in ids}:
+            return given
+        return unique_prefix(given, ids, "task", more=bool(found.get("more")))
 
     def sump_id(self, given: str) -> str:
         """The whole id of the envelope `given` names among what x-sump kept, by the rule of `task_id`:

@@ -2,7 +2,7 @@
 
 `asya up` and `asya demo` show the mesh as a live view (`asya_local.live_view`), not as a stream of
 per-batch lines; every line goes to the log file instead (`.asya/<namespace>.log`, its path printed;
-the previous run's is kept as `.asya/<namespace>.log.1`), stamped with the time and the function it
+the previous runs' are kept as `.asya/<namespace>.log.1`, `.2`, `.3`), stamped with the time and the function it
 came from. On screen appear only the lines a person must see: errors (a log record at `ERROR` or
 above, an execution environment that died or was stopped, a function error with its traceback).
 
@@ -26,6 +26,7 @@ ERROR_LEVELS = ("ERROR", "CRITICAL")
 # Lines of the local Lambda stand-ins that say an invocation or an execution environment failed.
 FAILURE_MARKERS = ("function error", "execution environment exited", "execution environment was stopped")
 SEPARATOR = " | "
+KEPT_LOGS = 3  # earlier runs' logs kept beside the running one: <log>.1 (the last), .2, .3
 
 Tap = Callable[[str], object]
 
@@ -78,11 +79,16 @@ class WorkerLog:
 
 
 def keep_previous(path: Path) -> Path | None:
-    """Move the previous run's log, if it has one, to `<path>.1` (over an older one) rather than let the
-    new run overwrite it: the traceback of a run just stopped is what a restart is often for. Returns
-    where it went."""
+    """Move the previous run's log, if it has one, to `<path>.1` rather than let the new run overwrite
+    it, the older ones each a number further, up to `<path>.<KEPT_LOGS>`: the traceback of a run just
+    stopped is what a restart is often for, and one may restart twice while looking. Returns where the
+    previous one went."""
     if not path.exists() or path.stat().st_size == 0:
         return None
+    for older in range(KEPT_LOGS - 1, 0, -1):
+        kept = path.with_name(f"{path.name}.{older}")
+        if kept.exists():
+            kept.replace(path.with_name(f"{path.name}.{older + 1}"))
     previous = path.with_name(f"{path.name}.1")
     path.replace(previous)
     return previous

@@ -184,7 +184,7 @@ def test_flow_show_and_check_read_the_running_stacks_mesh_file_unless_told_anoth
     _state(project)  # a stack of the reviews mesh runs, started from another folder's mesh file
     assert cli.main(["flow", "show", "triage-reviews"]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert shown[0] == f"mesh file {REVIEWS}: the running local stack's (--config names another)"
+    assert shown[0] == f"reading {REVIEWS}, the running stack's mesh file (--config reads another)"
     assert shown[-1] == "flow triage-reviews: route split → score → triage → x-sink"
     checked: list[Path] = []
 
@@ -263,6 +263,7 @@ def test_an_unknown_flow_or_actor_to_list_by_names_those_there_are(
             "asya send: no option --payload: give the payload as is, without --payload (`asya send --help` shows how)",
         ),
         (["tasks", "--limt", "3"], "asya tasks: no option --limt; did you mean `--limit`?"),
+        (["tasks", "--status"], "asya tasks: argument --status: expected one argument: give one of all, pending,"),
         (["send", "{'product': 'p1'}", "--flow", "f"], 'JSON wants double quotes ("field"), not single ones'),
     ],
 )
@@ -373,9 +374,6 @@ def test_a_short_id_names_a_message_x_sump_kept(gateway: Gateway, capsys: pytest
 
 
 def test_no_results_of_a_task_say_whether_more_may_come(gateway: Gateway, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _refused(capsys, "results", "zzzz") == (
-        "asya: no task starts with 'zzzz': give its whole id "
-        "(a task recorded before short ids were indexed is found by it only)"
-    )
+    assert _refused(capsys, "results", "zzzz") == ("asya: no task starts with 'zzzz': give its whole id")
     assert _refused(capsys, "results", "1ddf") == f"no results for task {FAILED} (it is failed)"
     assert _refused(capsys, "results", "2c0b") == f"no results yet for task {RUNNING} (it is running)"

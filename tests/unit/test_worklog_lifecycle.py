@@ -1,5 +1,6 @@
-"""The worker log across a stack's life: a restart keeps the previous run's as `<ns>.log.1` instead of
-overwriting it, and once the stack stops, the workers' last lines go to the file only."""
+"""The worker log across a stack's life: a restart keeps the previous run's as `<ns>.log.1` (and two
+before it) instead of overwriting it, and once the stack stops, the workers' last lines go to the file
+only."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 from asya_local.worklog import WorkerLog
 
 
-def test_a_new_worker_log_keeps_the_previous_runs_as_dot_1(tmp_path: Path) -> None:
+def test_a_new_worker_log_keeps_the_previous_runs_as_dot_1_and_two_before_it(tmp_path: Path) -> None:
     path = tmp_path / "reviews.log"
-    (tmp_path / "reviews.log.1").write_text("the run before last\n")
+    for number, run in ((1, "the run before last"), (2, "two runs back"), (3, "three runs back")):
+        (tmp_path / f"reviews.log.{number}").write_text(f"{run}\n")
     path.write_text("Traceback of the run just stopped\n")
 
     log = WorkerLog(path, lambda _source, _line: None)
@@ -19,6 +21,9 @@ def test_a_new_worker_log_keeps_the_previous_runs_as_dot_1(tmp_path: Path) -> No
 
     assert log.previous == tmp_path / "reviews.log.1"
     assert log.previous.read_text() == "Traceback of the run just stopped\n"
+    kept = [(tmp_path / f"reviews.log.{number}").read_text() for number in (2, 3)]
+    assert kept == ["the run before last\n", "two runs back\n"], "the oldest of three goes"
+    assert not (tmp_path / "reviews.log.4").exists()
     assert "a line of the new run" in path.read_text()
     assert "Traceback" not in path.read_text()
 
