@@ -160,11 +160,12 @@ def _one_line(kept: Any) -> str:
 def traceback_of(error: dict[str, Any] | None, project: Path) -> list[str]:
     """The error's traceback, line by line, with every file named without the machine's folders."""
     trace = error.get("traceback") if error else None
-    if not isinstance(trace, str):
-        return []
-    return [
-        _FILE.sub(lambda found: f'File "{shown_path(found.group(1), project)}"', line) for line in trace.splitlines()
-    ]
+    return without_folders(trace, project).splitlines() if isinstance(trace, str) else []
+
+
+def without_folders(trace: str, project: Path) -> str:
+    """A traceback with every file it names as `shown_path` names it: what the CLI and the console show."""
+    return _FILE.sub(lambda found: f'File "{shown_path(found.group(1), project)}"', trace)
 
 
 def shown_path(path: str, project: Path) -> str:
