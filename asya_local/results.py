@@ -18,6 +18,8 @@ from asya.dynamo import from_item
 from asya.results import PREFIX, result_key, result_prefix
 
 UNPARSED = "unparsed"  # the field a kept body past the parser's depth is read into, as text
+RECORD_KEY = "task record "  # where a result kept in a task record is said to be kept: before its id
+TASK_ENDED = "task_ended"  # a fan-out root's document: how its task ended, when not as its own envelope
 _HOLDS_RESULT = {"FilterExpression": "attribute_exists(#o)", "ExpressionAttributeNames": {"#o": "output"}}
 
 
@@ -96,7 +98,9 @@ def read_objects(s3: Any, bucket: str, prefix: str) -> list[dict[str, Any]]:
 
 
 def record_result(record: dict[str, Any]) -> dict[str, Any]:
-    """One task record's result as a kept document."""
+    """One task record's result as a kept document. A fan-out root's record holds its own envelope's
+    ending (`own_outcome`) beside how the task ended, which its branches decide: the document is the
+    envelope's, as every other kept document is, with the task's ending apart (`TASK_ENDED`)."""
     status = {name: record[name] for name in ("phase", "actor", "reason", "error") if record.get(name) is not None}
     envelope = {
         "id": record["id"],
@@ -105,6 +109,10 @@ def record_result(record: dict[str, Any]) -> dict[str, Any]:
         "status": status,
         "payload": orjson.loads(record["output"]),
     }
-    outcome = record.get("own_outcome") or record["status"]  # a fan-out root: how its own envelope ended
-    key = f"task record {record['id']}"
-    return {"id": record["id"], "key": key, "outcome": outcome, "envelope": envelope, "text": record["output"]}
+    key = f"{RECORD_KEY}{record['id']}"
+    kept = {"id": record["id"], "key": key, "outcome": record["status"], "envelope": envelope, "text": record["output"]}
+    own = record.get("own_outcome")
+    if own and own != record["status"]:  # a fan-out root its branches ended otherwise than its own envelope
+        status["phase"] = kept["outcome"] = own
+        kept[TASK_ENDED] = record["status"]
+    return kept

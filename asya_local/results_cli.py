@@ -17,7 +17,7 @@ from asya_local import stack_option
 from asya_local.answers import DONE, JSON, NOT_DONE, print_json
 from asya_local.local_state import gateway_of, running_state
 from asya_local.results import UNPARSED, KeptResults
-from asya_local.results_text import kept_table
+from asya_local.results_text import kept_table, shown_once, task_row
 from asya_local.roles import local_client
 from asya_local.running_mesh import TaskCommandError
 from asya_local.screen import console
@@ -62,15 +62,17 @@ def deployed_results(args: argparse.Namespace) -> int:
 
 
 def _show(docs: list[dict[str, Any]], output: str) -> int:
-    """Each document summed up, or with `--output json` all of them as kept, in one JSON list."""
+    """Each document summed up (each failure once, a fan-out root's task's ending on its own envelope's
+    block), or with `--output json` all of them as kept, in one JSON list."""
     if output == JSON:
         print_json([{"key": doc["key"], **doc["envelope"]} for doc in docs])
         return DONE
-    for doc in docs:
+    shown = shown_once(docs)
+    for doc in shown:
         if UNPARSED in doc["envelope"]:  # a body x-sump kept as it came: shown as it is
             print_result(doc)
         else:
-            console.print(kept_table(doc, Path.cwd()))
+            console.print(kept_table(doc, Path.cwd(), task_row(doc, shown)))
     return DONE
 
 

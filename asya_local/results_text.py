@@ -19,13 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from asya.envelope import visited
+from asya.names import CREW, SUMP
 from asya_local.console.wording import one_line
 from asya_local.moments import local_time
+from asya_local.results import RECORD_KEY, TASK_ENDED
 from asya_local.screen import status_text
 from asya_local.task_text import error_text, short_id
 
 FRAMES_SHOWN = 3  # the last frames of a traceback: where the handler raised, and what called it
 RESULT_SHOWN = 400  # characters of a result or input, on one line (`--output json` has it whole)
+_KEPT_BY = {"sump": SUMP}  # x-sump's copy is kept as `sump.json`: titled by who kept it, as `asya sump show` does
 _FILE = re.compile(r'File "([^"]+)"')
 _LIBRARY = re.compile(r"/(?:site|dist)-packages/(.+)$")
 
@@ -34,16 +37,17 @@ def kept_table(doc: dict[str, Any], project: Path, more: Sequence[tuple[str, str
     """One kept document (`asya_local.results`): a table titled by how it ended and its envelope;
     `more`: rows of what the keeper knows besides (x-sump's arrival), before where it is kept."""
     envelope = doc["envelope"]
-    status = envelope.get("status") if isinstance(envelope.get("status"), dict) else {}
-    error = status.get("error") if isinstance(status.get("error"), dict) else None
+    status = _status(envelope)
+    error = _error(status)
     payload = envelope.get("payload")
     failure = isinstance(payload, dict) and error is not None and "original_payload" in payload
     trace = traceback_of(error, project)
-    table = Table(show_header=False, title=f"{doc['outcome']}: envelope {envelope.get('id', '')}", title_justify="left")
+    title = f"{_KEPT_BY.get(doc['outcome'], doc['outcome'])}: envelope {envelope.get('id', '')}"
+    table = Table(show_header=False, title=title, title_justify="left")
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     phase = str(status.get("phase") or doc["outcome"])
-    at = f" at {status['actor']}" if status.get("actor") and phase != "succeeded" else ""
+    at = _where_it_ended(phase, status.get("actor"))
     route = envelope.get("route")
     rows: list[tuple[str, str | Text]] = [
         ("status", status_text(phase, f"{phase}{at}")),
@@ -62,6 +66,67 @@ def kept_table(doc: dict[str, Any], project: Path, more: Sequence[tuple[str, str
         if value:
             table.add_row(name, value)
     return table
+
+
+def shown_once(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documents to show, each failure once: a task record's copy of a failure that an object of
+    the same envelope holds too (x-sump's copy, x-sink's `failed.json`) is left out, being the same
+    error; the object is shown, whole (`--output json` lists both)."""
+    kept_failures = {_failure(doc) for doc in docs if not _is_record(doc)} - {None}
+    return [doc for doc in docs if not (_is_record(doc) and _failure(doc) in kept_failures)]
+
+
+def task_row(doc: dict[str, Any], docs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """For a fan-out root's own envelope, whose task its branches ended otherwise, how the task ended
+    and through which branch, said once: the first failed branch among `docs`, with its error (its
+    own block has the traceback)."""
+    ended = doc.get(TASK_ENDED)
+    if not ended:
+        return []
+    envelope_id = doc["envelope"].get("id")
+    branches = [other for other in docs if other["envelope"].get("parent_id") == envelope_id]
+    failed = [branch for branch in branches if _failure(branch) is not None]
+    if not failed:
+        return [("task", f"{ended} by its branches")]
+    branch = failed[0]["envelope"]
+    status = _status(branch)
+    error = _error(status)
+    cause = error_text(error) if error else str(status.get("reason") or "")
+    failing = f"branch {short_id(branch.get('id'))} failed{_where_it_ended('failed', status.get('actor'))}"
+    return [("task", f"{ended}: {failing}: {cause}" if cause else f"{ended}: {failing}")]
+
+
+def _where_it_ended(phase: str, actor: Any) -> str:
+    """` at score` for an envelope that failed (or stopped) at an actor, ` after triage` for one that
+    ended well after its last actor; nothing when no actor is named, or only the crew."""
+    if not actor or actor in CREW:
+        return ""
+    return f" after {actor}" if phase == "succeeded" else f" at {actor}"
+
+
+def _status(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The envelope's status, or an empty one for a copy whose status is not a mapping."""
+    status = envelope.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _error(status: dict[str, Any]) -> dict[str, Any] | None:
+    error = status.get("error")
+    return error if isinstance(error, dict) else None
+
+
+def _is_record(doc: dict[str, Any]) -> bool:
+    return str(doc["key"]).startswith(RECORD_KEY)
+
+
+def _failure(doc: dict[str, Any]) -> tuple[str, str, str] | None:
+    """What makes a kept failure the same one wherever it is kept: its envelope, actor and error."""
+    envelope = doc["envelope"]
+    status = _status(envelope)
+    error = _error(status) or {}
+    if status.get("phase") != "failed":
+        return None
+    return str(envelope.get("id")), str(status.get("actor")), f"{error.get('type')}: {error.get('message')}"
 
 
 def sump_table(shown: dict[str, Any], project: Path) -> Table:
@@ -95,11 +160,12 @@ def _one_line(kept: Any) -> str:
 def traceback_of(error: dict[str, Any] | None, project: Path) -> list[str]:
     """The error's traceback, line by line, with every file named without the machine's folders."""
     trace = error.get("traceback") if error else None
-    if not isinstance(trace, str):
-        return []
-    return [
-        _FILE.sub(lambda found: f'File "{shown_path(found.group(1), project)}"', line) for line in trace.splitlines()
-    ]
+    return without_folders(trace, project).splitlines() if isinstance(trace, str) else []
+
+
+def without_folders(trace: str, project: Path) -> str:
+    """A traceback with every file it names as `shown_path` names it: what the CLI and the console show."""
+    return _FILE.sub(lambda found: f'File "{shown_path(found.group(1), project)}"', trace)
 
 
 def shown_path(path: str, project: Path) -> str:

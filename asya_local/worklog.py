@@ -22,11 +22,14 @@ from typing import TextIO
 
 import orjson
 
+from asya_local.task_text import short_id
+
 ERROR_LEVELS = ("ERROR", "CRITICAL")
 # Lines of the local Lambda stand-ins that say an invocation or an execution environment failed.
 FAILURE_MARKERS = ("function error", "execution environment exited", "execution environment was stopped")
 SEPARATOR = " | "
 KEPT_LOGS = 3  # earlier runs' logs kept beside the running one: <log>.1 (the last), .2, .3
+SHOWN = 300  # characters of an error line on screen (the log file has it whole)
 
 Tap = Callable[[str], object]
 
@@ -108,21 +111,45 @@ def is_error(line: str) -> bool:
 
 
 def shown(line: str) -> str:
-    """An error line as a person reads it: a log record's message, envelope and error, not its JSON."""
+    """An error line as a person reads it, on one line: a log record's message with its envelope's
+    short id, then why (its reason, the actor, the error as `Type: message`), not its JSON, whose
+    error carries a traceback with the machine's paths (the log file keeps the record whole)."""
     if not line.startswith("{"):
         return line
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
         return line
+    if not isinstance(record, dict):
+        return line
     if "errorType" in record:  # the Lambda runtime's error record
-        return f"{record['errorType']}: {record.get('errorMessage', '')}"[:500]
-    parts = [str(record.get("message", ""))]
-    for name in ("correlation_id", "envelope_id", "reason", "error_type", "error"):
-        value = record.get(name)
-        if value:
-            parts.append(f"{name}={value if isinstance(value, str) else orjson.dumps(value).decode()}")
-    return " ".join(parts)[:500]
+        return _one_line(f"{record['errorType']}: {record.get('errorMessage', '')}")
+    message = str(record.get("message", ""))
+    envelope = record.get("envelope_id") or record.get("correlation_id")
+    if envelope:
+        named = f"envelope {short_id(envelope)}"
+        message = message.replace("envelope", named, 1) if "envelope" in message else f"{message} ({named})"
+    cause = _cause(record)
+    return _one_line(f"{message}: {cause}" if cause else message)
+
+
+def _cause(record: dict[str, object]) -> str:
+    """`HandlerError at score: ValueError: review 2 has no text`: the record's reason, the actor and
+    its error (an `error` object's type and message, or the `error_type` and `error_message` fields)."""
+    error = record.get("error")
+    if isinstance(error, dict):
+        kind, text = error.get("type"), error.get("message")
+    else:
+        kind, text = record.get("error_type"), record.get("error_message") or error
+    reason = record.get("reason") if record.get("reason") != kind else None
+    at = f"{reason or ''} at {record['actor']}".strip() if record.get("actor") else reason
+    return ": ".join(str(part) for part in (at, kind, text) if part)
+
+
+def _one_line(text: str) -> str:
+    """`text` with its line breaks and runs of spaces as single spaces, cut to `SHOWN` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOWN else f"{flat[: SHOWN - 1]}…"
 
 
 def follow(path: Path, stop: threading.Event, poll_seconds: float = 0.5, *, from_start: bool = False) -> Iterator[str]:

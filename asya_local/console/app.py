@@ -66,6 +66,7 @@ from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_ti
 from asya_local.console.topology import Topology
 from asya_local.console.wording import ago, how_far, local_stamps, moment, one_line, pretty, rows_for
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError, ShortIdError
+from asya_local.results_text import without_folders
 
 HERE = Path(__file__).resolve().parent
 
@@ -142,6 +143,8 @@ def create_app(console: Console, token: str) -> Flask:
     app.jinja_env.filters["moment"] = moment
     app.jinja_env.filters["local_stamps"] = local_stamps
     app.jinja_env.filters["rows_for"] = rows_for
+    # a traceback as `asya results` shows it: files named from the project (the folder the console runs in)
+    app.jinja_env.filters["without_folders"] = lambda trace: without_folders(str(trace or ""), Path.cwd())
     app.register_blueprint(pages)
     app.register_blueprint(actor_pages)
     not_found.register(app)

@@ -32,7 +32,12 @@ def decide(record: SQSRecord, telemetry: Telemetry) -> Keep:
     telemetry.count("SumpArrivals", "reason", reason)  # what the dashboard splits
     telemetry.logger.error(
         "envelope reached x-sump",
-        extra={"envelope_id": keep.envelope_id, "reason": reason, "error": status.get("error")},
+        extra={
+            "envelope_id": keep.envelope_id,
+            "reason": reason,
+            "actor": status.get("actor"),
+            "error": status.get("error"),
+        },
     )
     return keep
 

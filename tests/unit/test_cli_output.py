@@ -20,7 +20,7 @@ from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_local import cli, results_cli, running_mesh, stack_option
 from asya_local.gateway_client import GatewayClient, GatewayError
-from asya_local.results import KeptResults
+from asya_local.results import KeptResults, record_result
 from asya_local.screen import screen
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.support.listed_tasks import through_the_function
@@ -275,6 +275,51 @@ def test_results_sums_up_a_failure_without_the_machines_folders_and_json_keeps_i
     code, out, err = _run(capsys, "results", "00000000-0000-4000-8000-000000000000")
     assert (code, out) == (2, ""), "an id nothing was kept for and no task has: a mistake, as for `status`"
     assert err.startswith("asya: no results for 00000000-0000-4000-8000-000000000000")
+
+
+def test_results_of_a_failed_fan_out_says_its_envelope_ended_well_and_its_task_failed_by_a_branch_once(
+    gateway: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A root whose own envelope ended well after triage and whose branch `bad` failed at score: its
+    block says how its envelope ended and, on a row of its own, how the task did and through which
+    branch; the branch's failure, kept by x-sump and in its task record, is one block."""
+    monkeypatch.chdir(tmp_path)
+    root = str(uuid.uuid5(uuid.NAMESPACE_URL, "root"))
+    [failure] = _kept(tmp_path)
+    failure["envelope"]["parent_id"] = root
+    sump_copy = {**failure, "key": f"results/reviews/{UUIDS['bad']}/sump.json", "outcome": "sump"}
+    status = failure["envelope"]["status"]
+    branch_record = {"id": UUIDS["bad"], "parent_id": root, "status": "failed", **status}
+    root_record = {
+        "id": root,
+        "status": "failed",
+        "phase": "failed",
+        "own_outcome": "succeeded",
+        "actor": "triage",
+        "route": {"prev": ["split", "triage"], "curr": "", "next": []},
+    }
+    kept = [
+        sump_copy,
+        record_result({**root_record, "output": json.dumps({"label": "mixed"})}),
+        record_result({**branch_record, "output": json.dumps(failure["envelope"]["payload"])}),
+    ]
+    state = {"endpoint": "http://endpoint", "bucket": "results", "namespace": "reviews", "config": str(REVIEWS)}
+    monkeypatch.setattr(results_cli, "running_state", lambda: state)
+    monkeypatch.setattr(results_cli, "local_client", lambda *_args: None)
+    monkeypatch.setattr(KeptResults, "all", lambda _self: kept)
+    code, out, _ = _run(capsys, "results", root[:8])
+    assert code == 0
+    assert out.startswith(f"succeeded: envelope {root}")
+    first = out.split(f"envelope {UUIDS['bad']}")[0]
+    rows = {cells[1].strip(): cells[2].strip() for line in first.splitlines() if len(cells := line.split("│")) == 4}
+    assert rows["status"] == "succeeded after triage", "the envelope's own ending, not the task's"
+    assert rows["task"] == (
+        f"failed: branch {UUIDS['bad'][:8]} failed at score: ValueError: review 2 of lamp-2 has no text to score"
+    )
+    assert out.count(f"envelope {UUIDS['bad']}") == 1, "the branch's failure once, not as x-sump's and the record's"
+    assert f"x-sump: envelope {UUIDS['bad']}" in out, "the copy kept whole is the one shown"
+    code, out, _ = _run(capsys, "results", root[:8], "--output", "json")
+    assert len(json.loads(out)) == 3, "as kept: every document"
 
 
 def test_sump_show_and_redrive_of_an_id_x_sump_does_not_know_exit_as_every_unknown_id(

@@ -95,8 +95,37 @@ def test_the_worker_log_keeps_every_line_and_shows_only_errors(tmp_path: Path) -
     written = (tmp_path / "mesh.log").read_text().splitlines()
     assert len(written) == len(lines)
     assert written[0].endswith(" score | 10 in, 10 done (12 ms)")
-    assert shown(error) == "envelope reached x-sump reason=HandlerTimeout"
+    assert shown(error) == "envelope reached x-sump: HandlerTimeout"
     assert is_error("execution environment was stopped; starting a new one")
+
+
+def test_an_error_record_on_screen_is_one_line_of_why_without_its_traceback() -> None:
+    """x-sump's record of a handler's failure, as `asya up` shows it: the envelope by its short id,
+    the reason, actor and `Type: message`; not the record's JSON, whose traceback names the machine's
+    folders (the worker log keeps the record whole)."""
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/root/.cache/asya-aws/sources/0f3c/asya/hop.py", line 80, in run\n'
+        "    out = handler(payload)\n"
+        "ValueError: review 2 of lamp-2 has no text"
+    )
+    envelope = "1a2b3c4d-0000-4000-8000-000000000000"
+    error = {"message": "review 2 of lamp-2 has no text", "type": "ValueError", "mro": [], "traceback": trace}
+    record = {
+        "level": "ERROR",
+        "message": "envelope reached x-sump",
+        "correlation_id": envelope,
+        "envelope_id": envelope,
+        "reason": "HandlerError",
+        "actor": "score",
+        "error": error,
+    }
+    line = shown(json.dumps(record))
+    assert line == "envelope 1a2b3c4d reached x-sump: HandlerError at score: ValueError: review 2 of lamp-2 has no text"
+    failed = {"level": "ERROR", "message": "hop failed", "error_type": "KeyError", "error_message": "'text'\n"}
+    assert shown(json.dumps(failed)) == "hop failed: KeyError: 'text'", "the fields a sidecar's record has"
+    long = shown(json.dumps({**record, "error": {**error, "message": "x" * 1000}}))
+    assert (len(long), long[-1]) == (300, "…"), "cut, on one line"
 
 
 def test_a_log_is_followed_from_where_it_was_then_and_from_its_start_once_rewritten(tmp_path: Path) -> None:

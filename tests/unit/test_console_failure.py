@@ -4,6 +4,7 @@ the task lists saying where each task failed and why."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -260,3 +261,42 @@ def test_a_view_the_gateway_does_not_answer_leaves_the_row_as_listed_and_is_aske
     assert _row(page.get_data(as_text=True), root)[2] == "triage", "where its own envelope ended, as listed"
     gateway.refused.clear()
     assert _row(client.get("/tasks?status=failed").get_data(as_text=True), root)[2] == "score"
+
+
+MACHINE_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "/root/.cache/asya-aws/sources/0f3c9a/asya/hop.py", line 80, in run\n'
+    "    out = handler(payload)\n"
+    '  File "/tmp/asya-cdk-jf9euhzj/asset.2335bb01/actors.py", line 9, in score\n'
+    "    raise ValueError('no text')\n"
+    "ValueError: no text"
+)
+
+
+def test_a_traceback_names_files_without_the_machines_folders_as_the_cli_does(
+    client: FlaskClient, gateway: ListingGateway
+) -> None:
+    """The failed task's page, a failed branch listed on it and x-sump's entry show a traceback's files
+    as `asya results` names them: the machine's folders (a CDK asset's, the sources' cache) left out."""
+    other = {
+        **BRANCH,
+        "id": "ecf5c561-0000-0000-0000-000000000003",
+        "error": {**BRANCH["error"], "traceback": MACHINE_TRACE},
+    }
+    root = failed_fan_out()
+    first = {**BRANCH, "error": {**BRANCH["error"], "traceback": MACHINE_TRACE}}
+    gateway.known[root["id"]] = {**root, "failed_branches": [first, other], "branch_ids": [BRANCH["id"]]}
+    page = html.unescape(client.get(f"/tasks/{root['id']}").get_data(as_text=True))
+    assert page.count('File "actors.py", line 9, in score') == 2, "the cause's traceback and the other branch's"
+    assert 'File "hop.py", line 80, in run' in page
+    assert "/tmp/asya-cdk" not in page
+    assert "/root/.cache" not in page
+    kept = {"id": "e1", "status": {"phase": "failed", "error": {"type": "ValueError", "traceback": MACHINE_TRACE}}}
+    gateway.sump_entry = lambda envelope_id: {  # type: ignore[method-assign]
+        "entry": {"id": envelope_id, "reason": "HandlerError", "actor": "score", "arrived_at": "2026-11-26T10:00:00Z"},
+        "kept": kept,
+    }
+    entry = html.unescape(client.get("/sump/e1").get_data(as_text=True))
+    shown = entry[: entry.index('id="kept-heading"')]
+    assert 'File "actors.py", line 9, in score' in shown, "above the copy as kept, which stays whole"
+    assert "/tmp/asya-cdk" not in shown

@@ -112,10 +112,10 @@ def test_sump_logs_each_arrival_under_its_own_envelope_id(crew: Crew, monkeypatc
     output = _sump_log(actor, monkeypatch)
     crew.run(actor, _terminal("task-5", "failed"), _terminal("task-6", "failed"))
     logs = [json.loads(line) for line in output.getvalue().splitlines() if "envelope reached x-sump" in line]
-    assert [(log["envelope_id"], log.get("correlation_id")) for log in logs] == [
-        ("task-5", "task-5"),
-        ("task-6", "task-6"),
-    ]
+    assert [(log["envelope_id"], log.get("correlation_id"), log["actor"]) for log in logs] == [
+        ("task-5", "task-5", "b"),
+        ("task-6", "task-6", "b"),
+    ], "each with the actor it failed at, which `asya up`'s screen says"
 
 
 def test_sump_records_a_redriven_message_as_failed(crew: Crew) -> None:
