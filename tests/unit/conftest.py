@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -35,12 +36,18 @@ def mesh() -> Iterator[Mesh]:
 
 
 @pytest.fixture
-def task_store() -> Iterator[TaskStore]:
-    """An empty tasks table (and events table) in moto's DynamoDB, through the store every writer uses."""
+def dynamodb() -> Iterator[Any]:
+    """Moto's DynamoDB with the local stack's empty tables (tasks, events, x-sump ...), as a client."""
     with mock_aws():
         client = boto3.client("dynamodb")
         create_tables(client)
-        yield TaskStore(TASKS, client=client)
+        yield client
+
+
+@pytest.fixture
+def task_store(dynamodb: Any) -> TaskStore:
+    """An empty tasks table (and events table) in moto's DynamoDB, through the store every writer uses."""
+    return TaskStore(TASKS, client=dynamodb)
 
 
 @pytest.fixture

@@ -4,24 +4,13 @@ stop's way."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from asya_local import dropped
 from asya_local.dropped import Dropped, count_dropped, count_in_time, stopping_line
-from asya_local.testing.tables import SUMP, TASKS, create_tables
-
-
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        yield client
+from asya_local.testing.tables import SUMP, TASKS
 
 
 def _task(client: Any, task_id: str, status: str, root: str | None = None) -> None:

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Iterator
 from typing import Any, cast
 
-import boto3
 import orjson
 import pytest
-from moto import mock_aws
 
 from asya.dynamo import Backoff, BatchIncompleteError, batch_get, batch_write, to_item
 from asya.envelope import Envelope
@@ -25,7 +22,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_gateway.stream import follow
 from asya_gateway.task_error import TaskError
 from asya_local.functions.stream_poller import checkpoint
-from asya_local.testing.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table, create_tables
+from asya_local.testing.tables import EVENTS, SPARK_BATCHES, TASKS, create_spark_batches_table
 from asya_spark.ledger import BatchLedger
 from tests.support.mesh import envelope
 
@@ -94,14 +91,6 @@ class RecordingTelemetry(Telemetry):
 def highest(low: float, high: float) -> float:
     """A jitter that always waits the whole ceiling, to see the ceilings."""
     return high
-
-
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_tables(client)
-        yield client
 
 
 def puts(count: int) -> list[dict[str, Any]]:
