@@ -41,6 +41,7 @@ from asya.variables import FLOW_PROGRAMS
 from asya_cdk.environment import PROGRAMS_FILE
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import refuse_oversized_functions
+from asya_cdk.plan import STACK_BUDGET
 from asya_local import admin_key
 from asya_local.cognito_pools import pool_clients
 from asya_local.deploy import (
@@ -107,7 +108,7 @@ class LocalStack:
     throttle: dict[str, float] | None = None  # the API stage's, which the local gateway applies
     well_known_open: bool = True  # whether the API has its open `GET /.well-known/{proxy+}`
     _issuer_server: IssuerServer | None = None
-    # What outlives a worker but not the stack: the stream pollers' checkpoints.
+    # What outlives a worker but not the stack: the stream pollers' checkpoints, the synthesized app.
     _state: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="asya-state-")
     )
@@ -176,11 +177,17 @@ class LocalStack:
             local_secret_values(self.mesh)
             self.start_endpoint(progress)
             progress("synthesizing the CDK app")
-            self.deploy(synthesize(self.mesh), progress)
+            self.deploy(self.synthesize(), progress)
             self.start_workers(progress)
         except BaseException:
             self.stop()
             raise
+
+    def synthesize(self, stack_budget: int = STACK_BUDGET) -> Synthesized:
+        """The mesh's app synthesized into the stack's own folder, which goes with the stack: every start
+        left its `cdk.out` (some megabytes) in the system's temporary folder. `stack_budget` as
+        `MeshStack` takes it."""
+        return synthesize(self.mesh, Path(self._state.name) / "cdk.out", stack_budget)
 
     def start_endpoint(self, progress: Callable[[str], None] = lambda _step: None) -> None:
         progress(f"starting the local AWS endpoint on {self.endpoint}")

@@ -36,7 +36,6 @@ from typing import Any
 
 from asya.fans import FAN_ROOT
 from asya_cdk.loading import load_mesh
-from asya_local.deploy import synthesize
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.faults import AwsFaults, FaultSpec, Restarts
 from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
@@ -340,7 +339,7 @@ def chaos_stack(
         os.environ[LEDGER] = str(ledger)
         stack = LocalStack(load_mesh(MESH), port=endpoint.port, on_line=on_line, faults=chaos_faults(seed))
         try:
-            stack.deploy(synthesize(stack.mesh))
+            stack.deploy(stack.synthesize())
             stack.start_workers()
             yield stack, ledger
         finally:

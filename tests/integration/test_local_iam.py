@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from asya_cdk.loading import load_mesh
-from asya_local.deploy import Synthesized, synthesize
+from asya_local.deploy import Synthesized
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.stack import LocalStack
 
@@ -57,7 +57,7 @@ def test_x_sink_without_its_results_grant_is_refused_and_keeps_nothing(endpoint:
     )
     lines: list[str] = []
     stack = LocalStack(load_mesh(mesh_file), port=endpoint.port, on_line=lambda s, line: lines.append(f"{s}: {line}"))
-    synthesized = synthesize(stack.mesh)
+    synthesized = stack.synthesize()
     assert without_grant(synthesized, f"asya-{NAMESPACE}-x-sink", "s3:PutObject") == 1
     try:
         stack.deploy(synthesized)

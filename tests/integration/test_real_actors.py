@@ -82,7 +82,7 @@ def test_a_grant_on_the_users_bucket_is_needed_to_read_it(real: RunningMesh) -> 
     assert denied["envelope"]["status"]["error"]["type"] == "AccessDenied"
 
 
-def test_secrets_reach_the_handler_and_nothing_else(real: RunningMesh) -> None:
+def test_secrets_reach_the_handler_and_nothing_else(real: RunningMesh, tmp_path: Path) -> None:
     gateway = GatewayClient(real.stack.gateway_url or "", real.stack.api_key)
     payload = {"order": "o-1", "total": 12.5}
     task = gateway.run_task({"flow": "signer", "payload": payload}, 60)
@@ -98,7 +98,7 @@ def test_secrets_reach_the_handler_and_nothing_else(real: RunningMesh) -> None:
         TableName=real.stack.outputs["TasksTable"], Key={"id": {"S": task["id"]}}
     )["Item"]
     function = real.stack.client("lambda").get_function_configuration(FunctionName="asya-real-signer")
-    synthesized = synthesize(load_mesh(MESH))
+    synthesized = synthesize(load_mesh(MESH), tmp_path / "cdk.out")
     places = {
         "worker log": "\n".join(real.lines),
         "task record": json.dumps(record),

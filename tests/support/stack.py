@@ -14,7 +14,6 @@ from typing import Any
 
 from asya_cdk.loading import load_mesh
 from asya_cdk.plan import STACK_BUDGET
-from asya_local.deploy import synthesize
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.functions.faults import FaultSpec
 from asya_local.gateway_client import GatewayClient
@@ -106,7 +105,7 @@ def deployed(
     """A mesh file's stack in the session's endpoint, its workers running until the block ends."""
     stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line, faults=faults)
     try:
-        stack.deploy(synthesize(stack.mesh, stack_budget=stack_budget))
+        stack.deploy(stack.synthesize(stack_budget))
         stack.start_workers()
         yield stack
     finally:
