@@ -34,6 +34,7 @@ from asya.variables import (
     GATEWAY_CORS_ORIGINS,
     GATEWAY_CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
+    MCP_WAIT,
     NAMESPACE,
     RESULTS_BUCKET,
     RESULTS_INLINE_MAX_BYTES,
@@ -135,6 +136,7 @@ PROGRAMS_FILE = "flow_programs.json"  # in the gateway's code, beside `asya_gate
 def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> dict[str, str]:
     """The API function gets the flows (what it starts and lists as MCP tools) and the results bucket;
     the backstop the bucket; the stream consumer only the tables."""
+    gateway = mesh.config.gateway
     own = {
         GATEWAY: {
             RESULTS_BUCKET.name: names.bucket,
@@ -145,6 +147,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             **({SEAL_SECRET.name: names.seal_secret} if names.seal_secret else {}),
             GATEWAY_AUTH.name: json.dumps(mesh.config.gateway.auth_document(names.user_pool), separators=(",", ":")),
             **({GATEWAY_CORS_ORIGINS.name: ",".join(origins)} if (origins := mesh.config.gateway.cors_origins) else {}),
+            **({MCP_WAIT.name: str(wait)} if (wait := gateway.mcp_wait_seconds) != MCP_WAIT.default else {}),
             **mesh.claim_environment(names.bucket),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},

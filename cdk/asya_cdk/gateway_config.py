@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from asya.cors import ORIGIN_PATTERN
+from asya.variables import MCP_WAIT, WAIT_MAX_SECONDS
 from asya_cdk.actor_config import SYSTEM_LOG_LEVEL, StrictModel, SystemLogLevel
 
 # Cognito's prefix domains: lowercase letters, digits and '-' (not first or last), without these words
@@ -122,6 +123,9 @@ class GatewayConfig(StrictModel):
     cors_origins: list[Annotated[str, Field(pattern=ORIGIN_PATTERN, max_length=256)]] = Field(
         default_factory=list, max_length=20
     )
+    # how long an MCP flow tool (and `task_result`) waits for its task before it answers that it runs:
+    # shorter for a host whose tool calls time out sooner; API Gateway's 29 s bound it from above
+    mcp_wait_seconds: float = Field(default=MCP_WAIT.default, ge=0, le=WAIT_MAX_SECONDS)
 
     @model_validator(mode="after")
     def _auth_fits_api(self) -> GatewayConfig:

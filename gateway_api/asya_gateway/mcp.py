@@ -4,7 +4,9 @@
 `sump_list`, `sump_show` and `sump_redrive` when the gateway has the sump table) and
 `tools/call` (validate the arguments against the schema, create a task and wait for it up to
 `ASYA_MCP_WAIT_SECONDS`: a task that ended answers with its result, or its error as a tool error; one
-still running answers with its id and status URL as text). Tool errors (unknown tool, invalid
+still running answers with its id and status URL, and says to call `task_result` with that id).
+`task_status`, `task_result` (the same wait again) and `task_cancel` follow a task from MCP alone,
+the caller's own tasks only, as over REST (`TaskService` as the caller sees it). Tool errors (unknown tool, invalid
 arguments) are results with `isError: true`, as the protocol asks, so a model can read and correct
 them; malformed JSON-RPC gets a JSON-RPC error.
 
@@ -68,6 +70,24 @@ SUMP_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_BY_ID: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {**_ID, "description": "the task's id, as a flow's tool answered it"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+# Following a task a flow's tool started, for a task that outlasts the tool call's wait.
+TASK_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "task_status": ("A task's status and progress now and, once it ended, its result or error.", _BY_ID),
+    "task_result": (
+        "Wait for a task to end, then its result or error; a task still running when the wait runs out is "
+        "said to be, and this tool is called again.",
+        _BY_ID,
+    ),
+    "task_cancel": ("Cancel a task (and its fan-out branches); answers with the task as it then is.", _BY_ID),
+}
+
+
 class McpEndpoint:
     """`wait_left(seconds)`: how long a tool call may still wait for its task (the request's own time
     left); `idempotency_key`: the HTTP request's `Idempotency-Key`, for the task a tool call creates."""
@@ -128,14 +148,18 @@ class McpEndpoint:
                 capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
                 server_info=SERVER,
                 instructions=(
-                    "Each tool runs one flow of this mesh as a task and returns its result; a task that takes "
-                    "longer returns its id and status URL instead."
+                    "Each flow's tool runs one flow of this mesh as a task and returns its result; a task that "
+                    "takes longer returns its id, and task_result with that id waits for its result."
                 ),
             )
         elif method == "ping":
             return {}
         elif method == "tools/list":
             tools = [self._tool(name) for name in sorted(self.service.settings.flows)]
+            tools += [
+                types.Tool(name=name, description=description, input_schema=schema)
+                for name, (description, schema) in TASK_TOOLS.items()
+            ]
             if self.sump is not None:
                 tools += [
                     types.Tool(name=name, description=description, input_schema=schema)
@@ -163,6 +187,8 @@ class McpEndpoint:
             raise _RpcError(types.INVALID_PARAMS, "tools/call needs a tool 'name'")
         if name in SUMP_TOOLS and self.sump is not None:
             return self._sump_call(self.sump, name, arguments if arguments is not None else {})
+        if name in TASK_TOOLS:
+            return self._task_call(name, arguments if arguments is not None else {})
         if name not in self.service.settings.flows:
             return _tool_error(f"unknown tool {name!r}; tools/list names the flows of this mesh")
         if arguments is None:
@@ -171,27 +197,62 @@ class McpEndpoint:
             created = self.service.create(payload=arguments, flow=name, idempotency_key=self.idempotency_key)
         except TaskError as exc:
             return _tool_error(str(exc))
-        url = self.status_url(created.task_id)
-        started = {"id": created.task_id, "status_url": url}
         wait = self.wait_left(self.service.settings.mcp_wait_seconds)
         ended, task = self.service.wait(created.task_id, wait, IN_MCP) if wait and created.tracked else (False, {})
+        return self._answer(created.task_id, ended, task, f"Started task {created.task_id} (flow {name})")
+
+    def _task_call(self, name: str, arguments: Any) -> types.CallToolResult:
+        """`task_status`, `task_result`, `task_cancel`: the REST API's view, wait and cancel of a task
+        the caller sees (another's is unknown, as over REST), answered as a flow's tool call is."""
+        try:
+            _tool_validator(name)(arguments)
+        except ValueError as exc:  # fastjsonschema's JsonSchemaValueException
+            return _tool_error(f"invalid arguments for {name}: {exc}")
+        task_id = arguments["id"]
+        try:
+            if name == "task_cancel":
+                task = self.service.cancel(task_id)
+                now = {"id": task_id, "status_url": self.status_url(task_id), "status": task["status"]}
+                text = f"Task {task_id} is {task['status']}."
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=text)], structured_content=now, is_error=False
+                )
+            wait = self.wait_left(self.service.settings.mcp_wait_seconds) if name == "task_result" else 0
+            ended, task = self.service.wait(task_id, wait, IN_MCP)
+        except TaskError as exc:
+            return _tool_error(str(exc))
+        return self._answer(task_id, ended, task, f"Task {task_id}")
+
+    def _answer(self, task_id: str, ended: bool, task: dict[str, Any], subject: str) -> types.CallToolResult:
+        """A task as a tool's answer: its result as text once it ended (its error as a tool error), or
+        else that it runs, and that `task_result` with its id waits for it, since a host that speaks MCP
+        only cannot follow a status URL."""
+        url = self.status_url(task_id)
+        started = {"id": task_id, "status_url": url}
         if not ended:
-            text = f"Started task {created.task_id} (flow {name}); it is still running. Status: {url}"
+            now = {key: task[key] for key in ("status", "progress") if key in task}
+            doing = f" ({now['status']}, {now.get('progress', 0)}% done)" if "status" in now else ""
+            text = (
+                f"{subject}; it is still running{doing}. Call the tool task_result with id {task_id!r} to wait "
+                f"for its result (again while it runs). Status: {url}"
+            )
             return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content=started, is_error=False
+                content=[types.TextContent(type="text", text=text)],
+                structured_content={**started, **now},
+                is_error=False,
             )
         ended_with = {key: task[key] for key in _ENDED_WITH if key in task}
         failed = task["status"] != TaskStatus.SUCCEEDED
         if failed:
             error = task.get("error") or {}
             why = error.get("message") if isinstance(error, dict) else None
-            text = f"Task {created.task_id} {task['status']}: {cause(task.get('reason'), error) or 'no reason given'}"
+            text = f"Task {task_id} {task['status']}: {cause(task.get('reason'), error) or 'no reason given'}"
             text += f": {why}" if why else ""
         elif several := no_single_result(task):
-            text = f"Task {created.task_id} succeeded with {several}: {url}"
+            text = f"Task {task_id} succeeded with {several}: {url}"
         elif "output_url" in task:
             text = (
-                f"Task {created.task_id} succeeded; its result is larger than an answer may carry. It is at "
+                f"Task {task_id} succeeded; its result is larger than an answer may carry. It is at "
                 f"{task['output_url']} for {LINK_SECONDS // 60} minutes, and its task at {url}"
             )
         else:
@@ -206,7 +267,7 @@ class McpEndpoint:
     def _sump_call(sump: Sump, name: str, arguments: Any) -> types.CallToolResult:
         """x-sump's tools: the answer is the REST API's, as JSON text and structured content."""
         try:
-            _sump_validator(name)(arguments)
+            _tool_validator(name)(arguments)
         except ValueError as exc:  # fastjsonschema's JsonSchemaValueException
             return _tool_error(f"invalid arguments for {name}: {exc}")
         try:
@@ -239,11 +300,11 @@ _ENDED_WITH = (
 
 
 @cache
-def _sump_validator(name: str) -> Callable[[Any], Any]:
+def _tool_validator(name: str) -> Callable[[Any], Any]:
     """The tool's input schema, compiled at its first call (as the flows' are)."""
     import fastjsonschema
 
-    return fastjsonschema.compile(SUMP_TOOLS[name][1])
+    return fastjsonschema.compile({**SUMP_TOOLS, **TASK_TOOLS}[name][1])
 
 
 class _RpcError(Exception):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from asya.names import GATEWAY
+from asya_cdk.environment import MeshNames, gateway_environment
 from asya_cdk.loading import MeshConfigError, load_mesh
 
 ACTORS = "namespace: shop\nactors:\n  a: {handler: mod.fn}\n  b: {handler: mod.fn}\n"
@@ -43,6 +45,15 @@ def test_gateway_and_status_settings_reach_the_variables(tmp_path: Path) -> None
     assert mesh.status_environment({}) == {"ASYA_TASK_TTL_SECONDS": str(30 * 86_400)}
 
 
+def test_the_mcp_wait_reaches_the_gateway_only_when_it_is_not_the_default(tmp_path: Path) -> None:
+    """A host whose tool calls time out sooner than 20 s sets a shorter wait; its tools then answer that
+    the task runs, and `task_result` waits again."""
+    names = MeshNames("bucket", "tasks", "events", "idempotency", "batches", "sump")
+    shorter = load_mesh(_write(tmp_path, ACTORS + "gateway: {mcp_wait_seconds: 5}\n"))
+    assert gateway_environment(shorter, names, GATEWAY)["ASYA_MCP_WAIT_SECONDS"] == "5.0"
+    assert "ASYA_MCP_WAIT_SECONDS" not in gateway_environment(load_mesh(_write(tmp_path, ACTORS)), names, GATEWAY)
+
+
 def test_flows_json_is_what_the_gateway_reads(tmp_path: Path) -> None:
     text = ACTORS + "flows:\n  f: {route: [a], description: d, input_schema: {type: object, required: [x]}}\n"
     mesh = load_mesh(_write(tmp_path, text))
@@ -63,6 +74,7 @@ def test_flows_json_is_what_the_gateway_reads(tmp_path: Path) -> None:
         ("gateway: {task_ttl_days: 0}\n", "gateway.task_ttl_days: Input should be greater than or equal to 1"),
         ("gateway: {backstop_minutes: 61}\n", "gateway.backstop_minutes: Input should be less than or equal to 60"),
         ("gateway: {colour: red}\n", "gateway.colour: not a field"),
+        ("gateway: {mcp_wait_seconds: 26}\n", "gateway.mcp_wait_seconds: Input should be less than or equal to 25"),
         ("status: {writes: sometimes}\n", "status.writes: Input should be 'coalesced' or 'every-point'"),
         ("status: {write: every-point}\n", "status.write: not a field; did you mean `writes`?"),
         ("flows:\n  f: {route: [a, x-sink]}\n", "flows.f.route[1]: x-sink cannot be in a route"),

@@ -434,6 +434,40 @@ def test_mcp_sdk_client_lists_flows_and_runs_a_task_to_its_result(gateway: Gatew
     assert "input schema" in invalid.content[0].text
 
 
+def test_mcp_sdk_client_follows_a_task_longer_than_the_tool_call_to_its_result_with_task_result(
+    gateway: Gateway,
+) -> None:
+    """The mesh's tools wait 8 s (`gateway.mcp_wait_seconds`); a task of 9 s outlasts the flow's tool
+    call, whose answer says to call `task_result`, which the host does until the task has ended."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> tuple[Any, list[Any], Any]:
+        async with (
+            httpx2.AsyncClient(headers=gateway.headers, timeout=30) as http,
+            streamable_http_client(f"{gateway.url}/mcp", http_client=http) as (read, write, *_),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            started = await client.call_tool("sleepy", {"sleep": 9})
+            task_id = started.structured_content["id"]
+            waited = [await client.call_tool("task_result", {"id": task_id})]
+            while waited[-1].structured_content.get("status") not in ("succeeded", "failed") and len(waited) < 4:
+                waited.append(await client.call_tool("task_result", {"id": task_id}))
+            status = await client.call_tool("task_status", {"id": task_id})
+            return started, waited, status
+
+    started, waited, status = asyncio.run(session())
+    task_id = started.structured_content["id"]
+    assert started.is_error is False
+    assert f"Call the tool task_result with id '{task_id}'" in started.content[0].text
+    assert started.structured_content["status_url"].endswith(f"/mesh/{task_id}")
+    ended = waited[-1]
+    assert (ended.is_error, ended.structured_content["status"]) == (False, "succeeded")
+    assert json.loads(ended.content[0].text) == {"sleep": 9, "done": True} == ended.structured_content["output"]
+    assert status.structured_content["output"] == ended.structured_content["output"]
+
+
 @pytest.mark.timeout(600)
 def test_schemathesis_finds_no_server_errors(gateway: Gateway, tmp_path: Any) -> None:
     """Property-based requests generated from the OpenAPI document the gateway serves."""
