@@ -48,11 +48,15 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
 
 
 @asynccontextmanager
-async def agent(mesh: RunningMesh, *, streaming: bool = True, legacy: bool = False) -> AsyncIterator[Client]:
+async def agent(
+    mesh: RunningMesh, *, streaming: bool = True, legacy: bool = False, headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     """The SDK's client of the mesh, from its card; `legacy`: the card's A2A 0.3 interface only, so the
-    SDK speaks 0.3 (its `a2a.compat.v0_3` transport)."""
+    SDK speaks 0.3 (its `a2a.compat.v0_3` transport). `headers`: the caller's credentials (by default
+    the mesh's API key)."""
     assert mesh.stack.gateway_url is not None
-    async with httpx.AsyncClient(headers={"x-api-key": mesh.stack.api_key}, timeout=60) as http:
+    credentials = {"x-api-key": mesh.stack.api_key} if headers is None else headers
+    async with httpx.AsyncClient(headers=credentials, timeout=60) as http:
         factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http))
         card = await A2ACardResolver(http, mesh.stack.gateway_url).get_agent_card()
         if legacy:

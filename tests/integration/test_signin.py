@@ -5,7 +5,9 @@ protected resource's metadata, which anyone may read and which names the mesh fi
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,14 @@ import httpx2
 import jwt
 import pytest
 import yaml
+from a2a.helpers.proto_helpers import get_data_parts
+from a2a.types.a2a_pb2 import StreamResponse, SubscribeToTaskRequest
 
 from asya_local import cli
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.issuer import LocalIssuer
 from asya_local.local_state import write_state
+from tests.integration.test_a2a import agent, answers, ask, run, state
 from tests.support.stack import RunningMesh, running
 
 pytestmark = pytest.mark.integration
@@ -128,6 +133,38 @@ def test_a_listing_cursor_names_nothing_and_opens_only_for_its_caller(
     again = {**listed, "params": {"pageSize": 1, "pageToken": token}}
     assert "result" in http.post("/a2a", json=again, headers=bo).json()
     assert http.post("/a2a", json=again, headers=ana).json()["error"]["code"] == -32602
+
+
+def test_a_signed_in_a2a_subscription_to_a_working_task_shows_its_fly_events_as_they_come_and_its_end(
+    signed_in: RunningMesh,
+) -> None:
+    """Issue 47: docs/a2a.md, "Streaming", for a signed-in caller too: a task subscribed to while it
+    works (a FLY event a second) is streamed as it goes, the task working, its FLY events as status
+    updates while it works, then its output and the final status; not the task alone once it ended."""
+    ana = bearer(issuer(signed_in).token(subject="ana"))
+
+    async def subscribe() -> list[tuple[float, StreamResponse]]:
+        async with agent(signed_in, streaming=False, headers=ana) as client:
+            (started,) = await answers(client.send_message(ask("ticks", {"ticks": 5}, immediately=True)))
+        await asyncio.sleep(2)  # the task works: its first FLY events are behind the subscriber
+        async with agent(signed_in, headers=ana) as client:
+            subscribed = client.subscribe(SubscribeToTaskRequest(id=started.task.id))
+            return [(time.monotonic(), answer) async for answer in subscribed]
+
+    followed = run(subscribe)
+    states = [state(answer) for _, answer in followed]
+    assert followed[0][1].HasField("task"), states
+    assert states[0] == "TASK_STATE_WORKING", states
+    assert states[-2:] == ["artifact", "TASK_STATE_COMPLETED"], states
+    flown = [
+        (when, get_data_parts(answer.status_update.status.message.parts)[0]["tick"])
+        for when, answer in followed
+        if answer.HasField("status_update") and answer.status_update.status.message.parts
+    ]
+    ticks = [tick for _, tick in flown]
+    assert ticks == sorted(set(ticks)), states
+    assert ticks[-1:] == [4], states
+    assert followed[-1][0] - flown[0][0] >= 0.5, "the FLY events came while the task worked, not in one lump"
 
 
 def test_mcp_lists_the_flows_for_a_signed_in_caller(signed_in: RunningMesh, http: httpx2.Client) -> None:

@@ -28,7 +28,8 @@ from asya_gateway import a2a_stream, api, sse
 from asya_gateway.a2a import A2aEndpoint
 from asya_gateway.a2a_card import INPUT_SCHEMAS, extended_card
 from asya_gateway.a2a_objects import Answers, Answers03, a2a_task, status_update
-from asya_gateway.callers import AuthSettings
+from asya_gateway.callers import AuthSettings, Caller
+from asya_gateway.function import GatewayFunction
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
@@ -527,12 +528,18 @@ def test_a_stream_of_a_task_waiting_for_input_ends_there(gateway: Gateway) -> No
     assert only["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
+@pytest.mark.parametrize("caller", [None, Caller(owner="jwt:ana")], ids=["key", "signed-in"])
 def test_on_aws_a_stream_holds_what_happened_within_its_time_not_only_the_first_news(
-    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch, caller: Caller | None
 ) -> None:
     """Unlike `GET .../events` (long polling), an A2A client does not reconnect on its own: a bounded
-    stream goes on after the first news until its time is up, and then asks to be resubscribed."""
-    task_id = gateway.service.create(payload={"n": 1}, flow="double").task_id
+    stream goes on after the first news until its time is up, and then asks to be resubscribed; for a
+    signed-in caller (`gateway.auth: jwt`) subscribing to its own task as for the key's holder (issue 47)."""
+    service = gateway.service
+    if caller is not None:
+        monkeypatch.setattr(GatewayFunction, "caller_of", lambda _function, _event: caller)
+        service = service.as_caller(caller)
+    task_id = service.create(payload={"n": 1}, flow="double").task_id
     told: list[str] = []
 
     def sleep(_seconds: float) -> None:  # an actor reports while the stream is open

@@ -59,6 +59,14 @@ def chatty(payload: dict[str, Any]) -> Iterator[Any]:
     yield {**payload, "said": 3}
 
 
+def ticking(payload: dict[str, Any]) -> Iterator[Any]:
+    """A FLY event each second for `ticks` seconds: a task still working when a client subscribes."""
+    for tick in range(payload["ticks"]):
+        yield ("FLY", {"tick": tick})
+        time.sleep(1)
+    yield {**payload, "ticked": True}
+
+
 def skip(payload: Any) -> None:
     return None
 
