@@ -102,11 +102,10 @@ def progress_text(task: dict[str, Any]) -> str:
 
 
 def why(task: dict[str, Any]) -> str:
-    """Why a task ended badly, in a line: its error as `Type: message`, or its reason and message."""
-    error, reason = error_text(task.get("error")), str(task.get("reason") or "")
-    if not reason or (isinstance(task.get("error"), dict) and task["error"].get("type")):
-        return error or reason
-    return f"{reason}: {error}" if error else reason
+    """Why a task ended badly, in a line, as the console's list says it (`failure.why`): the handler's
+    `Type: message`, or its reason and message."""
+    cause = failure.why(task)
+    return cause.cause() if cause is not None else ""
 
 
 def shortened(text: str, most: int = WHY_SHOWN) -> str:
