@@ -22,6 +22,7 @@ from typing import TextIO
 
 import orjson
 
+from asya_local.console.wording import flattened
 from asya_local.task_text import short_id
 
 ERROR_LEVELS = ("ERROR", "CRITICAL")
@@ -123,14 +124,14 @@ def shown(line: str) -> str:
     if not isinstance(record, dict):
         return line
     if "errorType" in record:  # the Lambda runtime's error record
-        return _one_line(f"{record['errorType']}: {record.get('errorMessage', '')}")
+        return flattened(f"{record['errorType']}: {record.get('errorMessage', '')}", SHOWN)
     message = str(record.get("message", ""))
     envelope = record.get("envelope_id") or record.get("correlation_id")
     if envelope:
         named = f"envelope {short_id(envelope)}"
         message = message.replace("envelope", named, 1) if "envelope" in message else f"{message} ({named})"
     cause = _cause(record)
-    return _one_line(f"{message}: {cause}" if cause else message)
+    return flattened(f"{message}: {cause}" if cause else message, SHOWN)
 
 
 def _cause(record: dict[str, object]) -> str:
@@ -144,12 +145,6 @@ def _cause(record: dict[str, object]) -> str:
     reason = record.get("reason") if record.get("reason") != kind else None
     at = f"{reason or ''} at {record['actor']}".strip() if record.get("actor") else reason
     return ": ".join(str(part) for part in (at, kind, text) if part)
-
-
-def _one_line(text: str) -> str:
-    """`text` with its line breaks and runs of spaces as single spaces, cut to `SHOWN` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SHOWN else f"{flat[: SHOWN - 1]}…"
 
 
 def follow(path: Path, stop: threading.Event, poll_seconds: float = 0.5, *, from_start: bool = False) -> Iterator[str]:

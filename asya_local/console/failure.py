@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from asya_local.console.wording import flattened
 from asya_local.gateway_client import GatewayError, GatewayUnreachableError
 
 BRANCH_FAILED = "BranchFailed"  # the gateway's reason for a root its branches failed (asya_gateway.views)
@@ -49,8 +50,7 @@ class Why:
 
     def short(self, most: int = SHORT) -> str:
         """The cause cut to `most` characters, for a list's row (the page has it whole)."""
-        cause = " ".join(self.cause().split())
-        return cause if len(cause) <= most else cause[: most - 1] + "…"
+        return flattened(self.cause(), most)
 
 
 def why(task: dict[str, Any]) -> Why | None:

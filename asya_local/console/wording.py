@@ -39,6 +39,13 @@ def how_far(task: dict[str, Any]) -> str | None:
     return f"stopped after {done} of {total} actors"
 
 
+def flattened(text: str, most: int) -> str:
+    """`text` on one line (its line breaks and runs of spaces as single spaces), cut to `most`
+    characters with an ellipsis: a list's row, a screen's error line; the whole is kept elsewhere."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else f"{flat[: most - 1]}…"
+
+
 def one_line(value: Any, most: int = 400) -> str:
     """JSON on one line, in its own order (a branch's result in a list of them), cut to `most`
     characters with an ellipsis: the page shows it whole elsewhere (`pretty`)."""
