@@ -9,12 +9,19 @@ tests/conftest.py)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from asya_local.endpoint.process import LocalEndpoint, free_port
 from tests.support.stack import MESH, RunningMesh, running
+
+# `make test` runs these tests as a background job of a shell without job control, which starts them
+# with SIGINT ignored, and Python then takes no Ctrl-C: a developer's Ctrl-C of `make test` would leave
+# them running, and a command they start in a terminal of its own would inherit the signal ignored
+# (`test_terminal_stop`). Ctrl-C ends them as it ends any command, and their stacks with them.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -64,10 +64,6 @@ def _interrupted(folder: Path, argv: list[str], until: bytes) -> tuple[bytes, by
     pid, terminal = pty.fork()  # a session of its own, with the pseudo-terminal as its controlling terminal
     if pid == 0:
         os.chdir(folder)
-        # as a person's shell starts a command: SIGINT at its default. A background job of a shell
-        # without job control (`make test` runs the integration tests so) inherits it ignored, and
-        # Python then installs no KeyboardInterrupt handler
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execve(sys.executable, [sys.executable, "-m", "asya_local.cli", *argv], env)
     try:
         screen, code = _read(terminal, pid, until=until, seconds=120)
