@@ -32,8 +32,9 @@ The MCP and A2A doors are imported by their routes at their first request, not a
 MCP's protocol types (`mcp_types`, a hundred-odd pydantic models) and the A2A endpoint and card cost a
 new execution environment over 100 ms (`python -m bench.cold_start`), and a REST request needs none.
 
-Every request but `GET /health`, `GET /.well-known/*` and `GET /follow/{id}` (a ticket's) is someone's (`caller()`, `asya_gateway.callers`):
-with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.
+Every request but `GET /health`, `GET /.well-known/*` and `GET /follow/{id}` is someone's (`caller()`,
+`asya_gateway.callers`): with `gateway.auth: jwt` it carries a bearer token the function verifies before
+routing, or gets 401. `GET /follow/{id}` is the caller's whose follow ticket it carries.
 """
 
 from __future__ import annotations

@@ -163,7 +163,11 @@ def test_the_stream_and_its_preflight_answer_an_allowed_origin_only(iam_mesh: No
     allowed = dict(followed(url, (("Origin", PAGE),)).headers)
     assert allowed["Access-Control-Allow-Origin"] == PAGE
     assert "Access-Control-Allow-Origin" not in dict(followed(url, (("Origin", "https://evil.example.net"),)).headers)
-    asked = (("Origin", PAGE), ("Access-Control-Request-Method", "GET"), ("Access-Control-Request-Headers", "last-event-id"))
+    asked = (
+        ("Origin", PAGE),
+        ("Access-Control-Request-Method", "GET"),
+        ("Access-Control-Request-Headers", "last-event-id"),
+    )
     preflight = send("OPTIONS", f"/follow/{task_id}", None, asked)
     assert (preflight.status, dict(preflight.headers)["Access-Control-Allow-Origin"]) == (204, PAGE)
     refused = send("GET", f"/follow/{task_id}", None, (("Origin", PAGE),))
