@@ -501,3 +501,24 @@ def test_a_client_that_resets_its_connection_prints_no_traceback(
     assert "Traceback" not in said
     assert "Exception occurred" not in said
     assert client.get("/health").status_code == 200, "the server goes on serving"
+
+
+def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[StandIn, httpx2.Client]) -> None:
+    """As the deployed API's `GET /follow/{id}`: no key asked (a browser's EventSource has none), the
+    `ticket` parameter required before the function runs (the function opens the ticket), and that
+    method only."""
+    stand_in, client = served
+    with httpx2.Client(base_url=str(client.base_url), trust_env=False, timeout=20) as browser:
+        missing = browser.get("/follow/t-1")
+        assert (missing.status_code, missing.json()) == (
+            400,
+            {"message": "Missing required request parameters: [ticket]"},
+        )
+        assert browser.post("/follow/t-1?ticket=x").status_code == 403
+        assert browser.get("/api/v1/mesh/t-1/events?ticket=x").status_code == 403, "the events route takes no ticket"
+        stand_in.acknowledged.set()
+        with browser.stream("GET", "/follow/t-1?ticket=x", headers={"Last-Event-ID": "7"}) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            events = [event.json() for event in httpx2.EventSource(response)]
+    assert events[-1]["status"] == "succeeded"
+    assert stand_in.opened == [("t-1", "7")]
