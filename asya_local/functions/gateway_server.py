@@ -156,8 +156,8 @@ class Gateway:
         events = ticketed or (EVENTS_ROUTE.fullmatch(request.path) if request.method == "GET" else None)
         if events and self.open_event_stream is not None:
             caller, refused = self._caller(request, signer)
-            streamed = refused or self._event_stream(request, events.group(1), caller)
-            return self._with_cors(request, streamed) if isinstance(streamed, HttpResponse) else streamed
+            followed = refused or self._event_stream(request, events.group(1), caller)
+            return self._with_cors(request, followed) if isinstance(followed, HttpResponse) else followed
         if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
             caller, refused = self._caller(request, signer)
             streamed = refused or self._a2a_stream(request, caller)

@@ -519,6 +519,6 @@ def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[Stand
         stand_in.acknowledged.set()
         with browser.stream("GET", "/follow/t-1?ticket=x", headers={"Last-Event-ID": "7"}) as response:
             assert response.headers["content-type"] == "text/event-stream"
-            events = [event.json() for event in httpx2.EventSource(response)]
+            events = [json.loads(event.data) for event in httpx2.EventSource(response)]
     assert events[-1]["status"] == "succeeded"
     assert stand_in.opened == [("t-1", "7")]
