@@ -14,19 +14,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from flask import render_template, request
 
 from asya.task_record import TERMINAL
 from asya_local.console.failure import BRANCH_FAILED
 from asya_local.console.task_program import steps_counted
-from asya_local.gateway_client import GatewayError, GatewayUnreachableError
-
-if TYPE_CHECKING:
-    from asya_local.console.app import Console
+from asya_local.console.topology import Topology
+from asya_local.gateway_client import GatewayClient, GatewayError, GatewayUnreachableError
 
 END = "end"  # the last fragment: the task has ended, the page stops following
+
+
+class Console(Protocol):
+    """What of the console (`asya_local.console.app.Console`) a task's page reads here."""
+
+    gateway: GatewayClient
+    topology: Topology
+    gateway_origins: tuple[str, ...]
 
 
 def fragments(console: Console, task_id: str, data: dict[str, Any]) -> list[tuple[str, str]]:
