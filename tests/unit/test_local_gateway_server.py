@@ -522,3 +522,18 @@ def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[Stand
             events = [json.loads(event.data) for event in httpx2.EventSource(response)]
     assert events[-1]["status"] == "succeeded"
     assert stand_in.opened == [("t-1", "7")]
+
+
+def test_a_refused_ticket_is_answered_with_the_allowed_origin_so_the_page_reads_why() -> None:
+    """As the function answers on AWS (`GatewayFunction.handle`): a stream refused before it opens (the
+    function's `sign_in` refusing the ticket) names the page's allowed origin; another origin's, none."""
+    page = "https://app.example.com"
+    refusal = {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": '{"reason": "x"}'}
+    with serving(environment={"ASYA_GATEWAY_CORS_ORIGINS": page}) as (server, client):
+        server.gateway.open_event_stream = StandIn().open_event_stream
+        server.gateway.sign_in = lambda _event: refusal
+        allowed = client.get("/follow/t-1?ticket=forged", headers={"Origin": page})
+        other = client.get("/follow/t-1?ticket=forged", headers={"Origin": "https://evil.example.net"})
+    assert (allowed.status_code, allowed.headers["access-control-allow-origin"]) == (401, page)
+    assert other.status_code == 401
+    assert "access-control-allow-origin" not in other.headers
