@@ -204,6 +204,11 @@ class GatewayClient:
         """`POST /mesh/{id}/resume`: a paused task goes on with the human's input merged into its payload."""
         return self._json("POST", f"{API}/mesh/{task_id}/resume", 200, json={"input": given})
 
+    def follow_ticket(self, task_id: str) -> dict[str, Any]:
+        """`POST /mesh/{id}/ticket`: a ticket that lets a browser follow the task for a few minutes without
+        a credential (`ticket`, `expires_at`, `follow_url`: the stream to open with it)."""
+        return self._json("POST", f"{API}/mesh/{task_id}/ticket", 200)
+
     def cancel(self, task_id: str) -> dict[str, Any]:
         """`DELETE /mesh/{id}`: cancel the task and its fan-out branches (idempotent)."""
         return self._json("DELETE", f"{API}/mesh/{task_id}", 200)

@@ -27,7 +27,7 @@ from asya_local.console.activity import ActivityCounter
 from asya_local.console.app import Console as MeshConsole
 from asya_local.console.deployed import deployed_console
 from asya_local.console.local import LocalMesh, follow_log, local_console
-from asya_local.console.server import serve
+from asya_local.console.server import origin, serve
 from asya_local.demo_person import DemoPerson, person_answer
 from asya_local.dropped import FRESH, count_in_time, stopping_line
 from asya_local.endpoint.process import free_port, port_taken
@@ -65,11 +65,14 @@ class Started:
     log: WorkerLog
     activity: ActivityCounter
     failures: LoadFailures
+    console_port: int | None = None  # where `asya up` serves the console (`asya demo` serves none)
 
     @cached_property
     def console(self) -> MeshConsole:
-        """One for the web console and the live view, which then share each read of the figures."""
-        return local_console(LocalMesh.of_stack(self.stack, self.log.path), self.activity, self.failures)
+        """One for the web console and the live view, which then share each read of the figures; its
+        pages follow tasks from the gateway, which allows the console's origin (`LocalStack.browser_origins`)."""
+        where = LocalMesh.of_stack(self.stack, self.log.path)
+        return local_console(where, self.activity, self.failures, gateway_origins=self.stack.browser_origins)
 
     def live_view(self, header: list[str]) -> LiveView:
         dynamodb = self.stack.client("dynamodb")
@@ -82,12 +85,16 @@ class Started:
 
 def _start(args: argparse.Namespace) -> Started:
     mesh = load_mesh(args.config)
-    for option, port in (("--port", args.port), ("--gateway-port", args.gateway_port)):
+    # `asya up`'s console, chosen before the stack starts: the local gateway allows its origin
+    given = getattr(args, "console_port", None)
+    ports = (("--port", args.port), ("--gateway-port", args.gateway_port), ("--console-port", given))
+    for option, port in ports:
         if port and port_taken(port):
             raise LocalStateError(
                 f"port {port} is taken (another asya up, or another local AWS endpoint?): "
                 f"{option} 0 takes any free port"
             )
+    console_port = (given or free_port()) if hasattr(args, "console_port") else None
     activity = ActivityCounter(mesh.config.namespace)
     failures = LoadFailures()
     taps: list[worklog.Tap] = [activity.take, failures.take]
@@ -99,6 +106,7 @@ def _start(args: argparse.Namespace) -> Started:
         on_line=log,
         gateway_port=args.gateway_port or free_port(),
         faults=args.faults,
+        browser_origins=(origin(console_port),) if console_port is not None else (),
     )
     console.print(FRESH, highlight=False)
     kept = f" (the previous run's: {log.previous})" if log.previous is not None else ""
@@ -109,7 +117,7 @@ def _start(args: argparse.Namespace) -> Started:
         except BaseException:
             log.close()
             raise
-    return Started(stack, log, activity, failures)
+    return Started(stack, log, activity, failures, console_port)
 
 
 def _start_unless_interrupted(args: argparse.Namespace) -> Started | None:
@@ -138,7 +146,7 @@ def up(args: argparse.Namespace) -> int:
     for ends in (signal.SIGTERM, signal.SIGINT):
         signal.signal(ends, stop)
     stack = started.stack
-    served = serve(started.console, args.console_port) if stack.gateway_url is not None else None
+    served = serve(started.console, started.console_port or 0) if stack.gateway_url is not None else None
     state_file = write_state(
         stack, args.config, log=str(started.log.path), **({"console_url": served.opening_url} if served else {})
     )

@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from asya import variables
+from asya.cors import parse_origins
 from asya.names import resource_name
 from asya.variables import FLOW_PROGRAMS
 from asya_cdk.environment import PROGRAMS_FILE
@@ -107,6 +108,9 @@ class LocalStack:
     gateway_auth: dict[str, Any] = field(default_factory=dict)  # the API function's ASYA_GATEWAY_AUTH
     throttle: dict[str, float] | None = None  # the API stage's, which the local gateway applies
     well_known_open: bool = True  # whether the API has its open `GET /.well-known/{proxy+}`
+    # browser origins the local gateway allows besides the mesh's `gateway.cors_origins`: `asya up`'s
+    # console, whose task pages follow a task straight from the gateway with a follow ticket
+    browser_origins: tuple[str, ...] = ()
     _issuer_server: IssuerServer | None = None
     # What outlives a worker but not the stack: the stream pollers' checkpoints, the synthesized app.
     _state: tempfile.TemporaryDirectory[str] = field(
@@ -322,6 +326,10 @@ class LocalStack:
         if isinstance(function.trigger, HttpTrigger):
             extra = {"port": self.gateway_port, "api_key": None if self.issuer is not None else self.api_key}
             extra |= {"throttle": self.throttle, "well_known_open": self.well_known_open}
+            if self.browser_origins:  # local only, as the JWKS URL: the deployed function keeps the mesh's
+                given = parse_origins(environment.get(variables.GATEWAY_CORS_ORIGINS.name, ""))
+                allowed = dict.fromkeys((*given, *self.browser_origins))
+                environment[variables.GATEWAY_CORS_ORIGINS.name] = ",".join(allowed)
             # API Gateway's stand-in asks the endpoint who holds a key (`iam_auth.endpoint_signers`)
             environment[admin_key.SECRET_VARIABLE] = admin_key.credentials(self.endpoint)["AWS_SECRET_ACCESS_KEY"]
         elif isinstance(function.trigger, ScheduleTrigger):

@@ -18,8 +18,10 @@ SigV4): the browser never sees a key. Pages:
 - `/actors/<name>`: an actor's work charted over the last hour or day (`asya_local.console.actor_page`).
 
 Streams (`text/event-stream`): `/events/mesh` (actor stats and the task list, every `refresh`
-seconds, as JSON and as HTML fragments rendered here) and `/events/tasks/<id>` (the gateway's events
-for the task, relayed as rendered fragments until it ends).
+seconds, as JSON and as HTML fragments rendered here). A task's page follows the task from the
+gateway itself, with a follow ticket, and fetches its fragments at each status event
+(`/tasks/<id>/live`); where the gateway does not allow the page's origin, `/events/tasks/<id>` relays
+the gateway's events (`asya_local.console.task_live`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    jsonify,
     make_response,
     redirect,
     render_template,
@@ -49,19 +52,19 @@ from flask import (
 
 from asya.live import FLY
 from asya.names import SUMP
-from asya.task_record import TERMINAL
 from asya_local.console import not_found
 from asya_local.console.actor_page import actor_pages
 from asya_local.console.event_stream import KEEP_ALIVE, event_stream, followed, sse_event
-from asya_local.console.failure import BRANCH_FAILED, Explainer, other_failures, why
+from asya_local.console.failure import Explainer, other_failures, why
 from asya_local.console.graph import NODE_HEIGHT, NODE_WIDTH, Layout, layout
 from asya_local.console.guard import guard
 from asya_local.console.history import HistorySource
 from asya_local.console.seen import SeenRoutes
 from asya_local.console.stats import ActorStats, StatsSource
 from asya_local.console.task_graph import task_graph
+from asya_local.console.task_live import END, follow_url, fragments, route_classes, task_branches
 from asya_local.console.task_logs import TaskLogs
-from asya_local.console.task_program import program_view, steps_counted
+from asya_local.console.task_program import program_view
 from asya_local.console.task_query import STATUSES, TaskQuery, task_list, utc_time
 from asya_local.console.topology import Topology
 from asya_local.console.wording import ago, how_far, local_stamps, moment, one_line, pretty, rows_for
@@ -84,6 +87,7 @@ class Console:
     history: HistorySource | None = None  # each actor's work over the last hour and day
     task_logs: TaskLogs | None = None  # where a task's log lines are found (`asya_local.console.task_logs`)
     examples: dict[str, Any] = field(default_factory=dict)  # each flow's first example input
+    gateway_origins: tuple[str, ...] = ()  # page origins the gateway lets follow a task (`task_live`)
     _examples_read: bool = False
     _stats: tuple[float, dict[str, ActorStats]] | None = None  # (when read, what was read)
     _stats_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -246,7 +250,7 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
     found = console.gateway.task(task_id)
     if found is None:
         abort(_not_found(task_id, f"no task {task_id!r}"))
-    branches = _branches(console, found)
+    branches = task_branches(console, found)
     program = program_view(console.topology, found, branches)
     return render_template(
         "task.html",
@@ -254,7 +258,8 @@ def _task_page(task_id: str, typed: dict[str, str] | None = None, problem: str |
         graph=program.graph if program is not None else task_graph(console.topology, found, branches),
         program=program,
         branches=branches,
-        task_route=_route_classes(found, branches),
+        task_route=route_classes(found, branches),
+        follow_url=None if found.get("terminal") else follow_url(console, task_id),
         typed=typed or {},
         problem=problem,
         logs=console.task_logs.lines(found) if console.task_logs is not None else None,
@@ -364,7 +369,9 @@ def mesh_events() -> Response:
 
 @pages.get("/events/tasks/<task_id>")
 def task_events(task_id: str) -> Response:
-    """The gateway's events for the task, as the fragments that show them, until it ends."""
+    """The gateway's events for the task relayed, until it ends: FLY events as they come (JSON), the
+    task's fragments at each status event. For a page whose origin the gateway does not allow
+    (`asya_local.console.task_live`)."""
     console = _console()
 
     def frames() -> Iterator[str]:
@@ -373,53 +380,28 @@ def task_events(task_id: str) -> Response:
                 yield ": keep-alive\n\n"
                 continue
             if kind == FLY:
-                yield sse_event("fly", render_template("_fly.html", event=data))
+                yield sse_event("fly", json.dumps(data))
                 continue
-            found = console.gateway.task(task_id) or data  # the whole view: branches, hops, output
-            branches = _branches(console, found)
-            if found.get("status") in TERMINAL:  # why it ended: once, as it ends (none before)
-                yield sse_event("why", render_template("_task_why.html", task=found, branches=branches))
-            yield sse_event("task", render_template("_task_state.html", task=found, branches=branches, typed={}))
-            yield sse_event("route", json.dumps(_route_classes(found, branches)))
-            if found.get("flow") in console.topology.programs:
-                yield sse_event("steps", json.dumps(steps_counted(found, branches)))
-            if found.get("status") in TERMINAL:
-                yield sse_event("end", "")
-                return
+            for event, shown in fragments(console, task_id, data):
+                yield sse_event(event, shown)
+                if event == END:
+                    return
 
     return event_stream(frames)
 
 
-def _branches(console: Console, task: dict[str, Any]) -> list[dict[str, Any]]:
-    """The first branches of a fan-out root, each as the gateway reports it (a read each, so a few)."""
-    found = []
-    for branch_id in (task.get("branch_ids") or [])[:12]:
-        branch = console.gateway.task(branch_id)
-        found.append(branch or {"id": branch_id, "status": "pending"})
-    return found
+@pages.get("/tasks/<task_id>/live")
+def task_live(task_id: str) -> Response:
+    """The task's fragments as it stands: what a page following it from the gateway fetches at each of
+    its status events."""
+    return jsonify(fragments(_console(), task_id, {"id": task_id}))
 
 
-def _route_classes(task: dict[str, Any], branches: Iterable[dict[str, Any]] = ()) -> dict[str, str]:
-    """For the graph: which actors the task has visited, where it is, and where it goes; for a root that
-    fanned out, the actors its branches visited too (its own envelope's route is one branch's: an actor
-    only another branch went to, `escalate` say, would otherwise look untouched) and the actors at which
-    its branches failed (its own envelope's route may have ended well: `BranchFailed`; a task whose
-    join gave up failed at the join)."""
-    route = task.get("route") or {}
-    classes = dict.fromkeys(route.get("prev", []), "visited")
-    classes.update({actor: "next" for actor in route.get("next", []) if actor not in classes})
-    failed_branches = [branch for branch in task.get("failed_branches") or [] if branch.get("actor")]
-    if route.get("curr"):  # where it is, or ended: a join that gave up failed there, by branches or not
-        status = "ended" if task.get("reason") == BRANCH_FAILED else str(task.get("status"))
-        classes[route["curr"]] = {"failed": "failed", "paused": "paused", "ended": "visited"}.get(status, "current")
-    for branch in branches:
-        branch_route = branch.get("route") or {}
-        went = [*branch_route.get("prev", []), *([branch_route["curr"]] if branch_route.get("curr") else [])]
-        for actor in went:
-            if classes.get(actor, "next") == "next":
-                classes[actor] = "visited"
-    classes.update({branch["actor"]: "failed" for branch in failed_branches})
-    return classes
+@pages.get("/tasks/<task_id>/ticket")
+def task_ticket(task_id: str) -> Response:
+    """A new follow ticket for the page, when the one it had has lapsed (a follow past five minutes)."""
+    url = follow_url(_console(), task_id)
+    return jsonify({"follow_url": url}) if url is not None else make_response(jsonify({"follow_url": None}), 404)
 
 
 def _resume_input(fields: dict[str, Any], form: Any) -> dict[str, Any]:

@@ -59,9 +59,15 @@ class LocalMesh:
         )
 
 
-def local_console(where: LocalMesh, activity: ActivityCounter, failures: LoadFailures | None = None) -> Console:
+def local_console(
+    where: LocalMesh,
+    activity: ActivityCounter,
+    failures: LoadFailures | None = None,
+    gateway_origins: tuple[str, ...] = (),
+) -> Console:
     """The console; `activity` (and `failures`: the actors that cannot load their handler) are fed the
-    worker log's lines by whoever reads them (`follow_log`)."""
+    worker log's lines by whoever reads them (`follow_log`). `gateway_origins`: the console's origins
+    the local gateway allows, whose task pages follow tasks from it (`asya_local.console.task_live`)."""
     topology = Topology.of_mesh(where.mesh)
     clients: dict[str, Any] = {}
 
@@ -88,6 +94,7 @@ def local_console(where: LocalMesh, activity: ActivityCounter, failures: LoadFai
         log=str(where.log) if where.log else None,
         history=activity.history,
         task_logs=LocalTaskLogs(where.log) if where.log else None,
+        gateway_origins=gateway_origins,
     )
 
 

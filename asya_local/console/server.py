@@ -26,7 +26,7 @@ class ConsoleServer:
     @property
     def url(self) -> str:
         """Where the pages are, without the token: a browser that opened `opening_url` has its cookie."""
-        return f"http://{HOST}:{self.server.server_port}"
+        return origin(self.server.server_port)
 
     @property
     def opening_url(self) -> str:
@@ -36,6 +36,11 @@ class ConsoleServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.thread.join(timeout=5)
+
+
+def origin(port: int) -> str:
+    """The origin of the console's pages on `port`, as a browser names it (`Origin`)."""
+    return f"http://{HOST}:{port}"
 
 
 def serve(console: Console, port: int = 0) -> ConsoleServer:

@@ -3,7 +3,8 @@
 moto models the REST API but does not serve it, so this process does: every HTTP request on
 loopback becomes the proxy event API Gateway would build (`asya_local.functions.rest_proxy`), the function's
 real handler is invoked with it, and its result is written back as the response. Streams are served
-differently: `GET /api/v1/mesh/{id}/events` streams Server-Sent Events through the gateway module's
+differently: `GET /api/v1/mesh/{id}/events` (and `GET /follow/{id}`, with a follow ticket in place of a
+credential) streams Server-Sent Events through the gateway module's
 `open_event_stream`, chunk by chunk, as long as the task runs (on AWS the function answers with a
 bounded batch and a `retry:` field instead, and clients reconnect; both are the same stream), and so
 do A2A's streaming requests to `POST /a2a` (`message/stream`, `tasks/resubscribe` and their 1.0
@@ -29,9 +30,10 @@ does not wait for what streams use to be built. This import is also where a fail
 start (`worker.main`), so a function that cannot load stops the API and the stack starts it again.
 
 Locally the API is protected by an API key, as API Gateway does with `apiKeyRequired`: every request
-but `GET /health` and `GET /.well-known/...` (`_open`: the A2A agent card, the OAuth protected-resource
-metadata, open on AWS too unless the API has no such route) needs the `x-api-key` header, or gets API
-Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
+but `GET /health`, `GET /.well-known/...` (`_open`: the A2A agent card, the OAuth protected-resource
+metadata, open on AWS too unless the API has no such route) and `GET /follow/{id}?ticket=` (a follow
+ticket's stream; without `ticket`, API Gateway's validator's 400) needs the `x-api-key` header, or gets
+API Gateway's 403. A request signed with SigV4 is checked instead as API Gateway's IAM authorization
 checks it (`asya_local.functions.iam_auth`, against the credentials the local endpoint issued), and its
 signer reaches the function in `requestContext.identity`, so the local stack also plays a mesh deployed
 with `gateway.auth: iam`. A browser's preflight from one of `gateway.cors_origins` (the function's
@@ -78,6 +80,8 @@ from asya_local.functions.rest_proxy import (
 from asya_local.functions.stage_throttle import StageThrottle
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
+# a task's events for whoever holds its follow ticket: no key, signature or token (`asya_gateway.tickets`)
+TICKET_ROUTE = re.compile(r"/follow/([^/]+)")
 A2A_ROUTE = "/a2a"
 # read without a key: liveness, and the A2A agent card (what an agent reads before it has credentials)
 WELL_KNOWN = "/.well-known/"  # API Gateway's open `GET /.well-known/{proxy+}` (asya_cdk.gateway)
@@ -124,11 +128,13 @@ class Gateway:
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
 
     def _open(self, request: HttpRequest) -> bool:
-        """What API Gateway lets through without credentials here: liveness, and what a caller reads
-        first, unless the API has no open `.well-known` route."""
+        """What API Gateway lets through without credentials here: liveness, what a caller reads first
+        (unless the API has no open `.well-known` route), and a follow ticket's stream, which the
+        function's `sign_in` checks."""
         if request.method != "GET":
             return False
-        return request.path == "/health" or (self.well_known_open and request.path.startswith(WELL_KNOWN))
+        opened = request.path == "/health" or bool(TICKET_ROUTE.fullmatch(request.path))
+        return opened or (self.well_known_open and request.path.startswith(WELL_KNOWN))
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
         if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
@@ -144,10 +150,14 @@ class Gateway:
                 return gateway_answer(403, str(exc), request.request_id)
         elif not self._open(request) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
-        events = EVENTS_ROUTE.fullmatch(request.path)
-        if request.method == "GET" and events and self.open_event_stream is not None:
+        ticketed = TICKET_ROUTE.fullmatch(request.path) if request.method == "GET" else None
+        if ticketed and not dict(request.query).get("ticket"):  # the REST API's validator: `ticket` is required
+            return gateway_answer(400, "Missing required request parameters: [ticket]", request.request_id)
+        events = ticketed or (EVENTS_ROUTE.fullmatch(request.path) if request.method == "GET" else None)
+        if events and self.open_event_stream is not None:
             caller, refused = self._caller(request, signer)
-            return refused or self._event_stream(request, events.group(1), caller)
+            followed = refused or self._event_stream(request, events.group(1), caller)
+            return self._with_cors(request, followed) if isinstance(followed, HttpResponse) else followed
         if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
             caller, refused = self._caller(request, signer)
             streamed = refused or self._a2a_stream(request, caller)
@@ -159,6 +169,12 @@ class Gateway:
         """What a stream served here carries for an allowed origin, as the function's answers do."""
         origin = allowed_origin(headers, self.cors_origins)
         return answer_headers(origin) if origin is not None else {}
+
+    def _with_cors(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        """A stream's refusal as the function answers it on AWS: with the allowed origin, so the page
+        reads why."""
+        allowed = self.cors_headers(dict(request.headers))
+        return HttpResponse(response.status, [*response.headers, *allowed.items()], response.body)
 
     def _has_key(self, request: HttpRequest) -> bool:
         """No key is asked for when the spec has none (`gateway.auth: jwt`: tokens are the function's)."""

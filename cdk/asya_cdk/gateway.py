@@ -102,6 +102,7 @@ class StatusGateway(Construct):
         self.api: apigateway.RestApi | apigatewayv2.HttpApi
         self.api_key: apigateway.IApiKey | None = None
         self.agent_card: list[apigateway.Method] = []  # the REST API's open methods (the HTTP API's route)
+        self.ticket_stream: apigateway.Method | None = None  # the REST API's `GET /follow/{id}`
         if self.settings.api == "http":
             http = HttpGateway(
                 self,
@@ -121,6 +122,7 @@ class StatusGateway(Construct):
                 handler=self.gateway.function,
             )
             self.api, self.api_key, self.agent_card = rest.api, rest.api_key, rest.agent_card
+            self.ticket_stream = rest.ticket_stream
             self.url = self.api.url
         _explain_findings(self, self.namespace, bucket, self.settings.auth)
 
@@ -269,5 +271,5 @@ def _explain_findings(gateway: StatusGateway, namespace: str, bucket: s3.IBucket
         "This queue is itself a dead-letter target (the stream event source's on-failure destination), "
         "watched by an alarm.",
     )
-    if isinstance(gateway.api, apigateway.RestApi):
-        explain_rest_findings(gateway.api, gateway.agent_card, auth)
+    if isinstance(gateway.api, apigateway.RestApi) and gateway.ticket_stream is not None:
+        explain_rest_findings(gateway.api, gateway.agent_card, gateway.ticket_stream, auth)

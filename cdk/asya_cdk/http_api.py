@@ -16,8 +16,10 @@ Callers sign with SigV4 (`auth: iam`, `HttpIamAuthorizer` on every route) or pre
 mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-known/{proxy+}` takes no
 authorizer, as the REST API's agent card methods do not: the A2A agent card (and, in jwt mode, the
 OAuth protected-resource metadata) is read before a caller has credentials; in jwt mode `GET /health`
-is open too. With `gateway.cors_origins` the API answers browsers from those origins (`asya.cors`): its
-CORS configuration, and `OPTIONS` routes without an authorizer, so a preflight (which carries no
+is open too; so is `GET /follow/{id}`, the stream a follow ticket opens, which a browser's EventSource
+reads without a credential (the function refuses it without a valid ticket). With
+`gateway.cors_origins` the API answers browsers from those origins (`asya.cors`): its CORS
+configuration, and `OPTIONS` routes without an authorizer, so a preflight (which carries no
 credentials) does not meet the authorizer of the `ANY` routes. An HTTP API has no API keys or
 usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.gateway_config`).
 """
@@ -50,6 +52,8 @@ ANY_PATH = "/{proxy+}"
 # and liveness
 WELL_KNOWN = "/.well-known/{proxy+}"
 OPEN_PATHS_JWT = ("/health", WELL_KNOWN)
+# a task's events for whoever holds its follow ticket (`asya_gateway.tickets`): the function opens the ticket
+TICKET_STREAM = "/follow/{id}"
 # HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
 INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
 
@@ -101,7 +105,7 @@ class HttpGateway(Construct):
                 path=path, methods=[apigatewayv2.HttpMethod.ANY], integration=integration, authorizer=authorizer
             )
         opened = (WELL_KNOWN,) if settings.open_well_known else ()  # `gateway.a2a.public_card: off`: none
-        for path in OPEN_PATHS_JWT if settings.auth == "jwt" else opened:
+        for path in (*(OPEN_PATHS_JWT if settings.auth == "jwt" else opened), TICKET_STREAM):
             self.api.add_routes(
                 path=path,
                 methods=[apigatewayv2.HttpMethod.GET],
@@ -176,6 +180,7 @@ def _explain_findings(gateway: HttpGateway, auth: str) -> None:
             id="AwsSolutions::AwsSolutions-APIG4",
             reason=f"gateway.auth is {auth}: every route needs it except {opened}, which say only that the "
             "gateway is up and how to call it (the A2A agent card, the OAuth protected-resource metadata) and "
-            "are read before a caller has credentials.",
+            "are read before a caller has credentials; and GET /follow/{id}, one task's events for whoever "
+            "holds the follow ticket its owner got through an authorized call, which the function checks.",
         )
     )

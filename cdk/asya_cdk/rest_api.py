@@ -1,6 +1,7 @@
 """The REST API in front of the gateway function (`gateway.api: rest`, the default; the HTTP API is
 `asya_cdk.http_api`'s): one greedy proxy, IAM or API-key authorization on every method (none with
-sign-in: the function verifies the token), the open agent card, the stage's throttle and logs, and the
+sign-in: the function verifies the token), the open agent card, the stream a follow ticket opens
+(`GET /follow/{id}?ticket=`), the stage's throttle and logs, and the
 findings cdk-nag raises on them, each acknowledged with its reason. Its constructs are made in the
 gateway's own scope, so they keep the logical ids they were first deployed with."""
 
@@ -26,11 +27,13 @@ STAGE = "api"
 
 @dataclass(frozen=True)
 class RestApi:
-    """The API, its key (`auth: api_key` only) and its open methods (the agent card's)."""
+    """The API, its key (`auth: api_key` only) and its open methods (the agent card's, and the ticket's
+    stream)."""
 
     api: apigateway.LambdaRestApi
     api_key: apigateway.IApiKey | None
     agent_card: list[apigateway.Method]
+    ticket_stream: apigateway.Method
 
 
 def publish_rest_api(
@@ -70,8 +73,9 @@ def publish_rest_api(
     # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
     api.node.try_remove_child("Endpoint")
     agent_card = _open_agent_card(api, handler) if settings.open_well_known else []
+    ticket_stream = _ticket_stream(api, handler)
     if not key_auth:
-        return RestApi(api, None, agent_card)
+        return RestApi(api, None, agent_card, ticket_stream)
     plan = api.add_usage_plan(
         "UsagePlan",
         name=prefix,
@@ -80,7 +84,7 @@ def publish_rest_api(
     )
     key = api.add_api_key("ApiKey", api_key_name=prefix)
     plan.add_api_key(key)
-    return RestApi(api, key, agent_card)
+    return RestApi(api, key, agent_card, ticket_stream)
 
 
 def _cors(origins: list[str]) -> apigateway.CorsOptions | None:
@@ -112,7 +116,30 @@ def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) 
     ]
 
 
-def explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.Method], auth: str) -> None:
+def _ticket_stream(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> apigateway.Method:
+    """`GET /follow/{id}?ticket=`: a task's events for a browser's `EventSource`, which can send no
+    signature, key or token (`asya_gateway.tickets`). No authorization here: the function opens the
+    ticket before anything else and refuses (401) a missing, forged, lapsed or other task's one, and
+    the ticket opens this route only. API Gateway refuses a request without `ticket` (400) before
+    any invocation. A top-level path: a resource under `/api/v1/...` would take those paths from the
+    greedy proxy, as API Gateway routes a path to its most specific resource."""
+    integration = apigateway.LambdaIntegration(handler, allow_test_invoke=False)
+    follow = api.root.add_resource("follow").add_resource("{id}")
+    return follow.add_method(
+        "GET",
+        integration,
+        authorization_type=apigateway.AuthorizationType.NONE,
+        api_key_required=False,
+        request_parameters={"method.request.querystring.ticket": True},
+        request_validator_options=apigateway.RequestValidatorOptions(
+            request_validator_name="follow-ticket", validate_request_parameters=True
+        ),
+    )
+
+
+def explain_rest_findings(
+    api: apigateway.RestApi, agent_card: list[apigateway.Method], ticket_stream: apigateway.Method, auth: str
+) -> None:
     """The REST API's deliberate findings (the HTTP API's are `asya_cdk.http_api`'s)."""
 
     acknowledge(
@@ -144,6 +171,15 @@ def explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.M
             "path needs authorization.",
         )
         acknowledge(method, "COG4", "The A2A agent card is public (A2A); no authorizer applies to it.")
+    acknowledge(
+        ticket_stream,
+        "APIG4",
+        "A browser's EventSource sends no credential: this method streams one task's events to whoever holds "
+        "a follow ticket, which the task's owner got through an authorized call. The function refuses any "
+        "request whose ticket is missing, forged, lapsed (five minutes) or another task's; it opens nothing "
+        "else (docs/security.md).",
+    )
+    acknowledge(ticket_stream, "COG4", "A follow ticket stands in for the credential here; no authorizer applies.")
     if auth == "jwt":
         acknowledge(
             api,

@@ -9,6 +9,8 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     GET    /api/v1/mesh/{id}                one task; ?wait=<seconds>: once it ends, or when the wait runs out
     DELETE /api/v1/mesh/{id}                cancel (idempotent, cascades to fan-out branches)
     GET    /api/v1/mesh/{id}/events         follow it: SSE (`asya_gateway.sse`)
+    POST   /api/v1/mesh/{id}/ticket         a follow ticket: what a browser follows it with (`asya_gateway.tickets`)
+    GET    /follow/{id}?ticket=             follow it with that ticket, no credential: a browser's EventSource
     POST   /api/v1/mesh/{id}/events         status / fly events from actors outside the mesh
     POST   /api/v1/mesh/{id}/resume         resume a paused task with human input
     POST   /api/v1/mesh/{id}/rerun          run an ended task again, with its input or a new one
@@ -30,12 +32,14 @@ The MCP and A2A doors are imported by their routes at their first request, not a
 MCP's protocol types (`mcp_types`, a hundred-odd pydantic models) and the A2A endpoint and card cost a
 new execution environment over 100 ms (`python -m bench.cold_start`), and a REST request needs none.
 
-Every request but `GET /health` and `GET /.well-known/*` is someone's (`caller()`, `asya_gateway.callers`):
-with `gateway.auth: jwt` it carries a bearer token the function verifies before routing, or gets 401.
+Every request but `GET /health`, `GET /.well-known/*` and `GET /follow/{id}` is someone's (`caller()`,
+`asya_gateway.callers`): with `gateway.auth: jwt` it carries a bearer token the function verifies before
+routing, or gets 401. `GET /follow/{id}` is the caller's whose follow ticket it carries.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
@@ -75,6 +79,7 @@ from asya_gateway.service import Created, TaskService
 from asya_gateway.settings import GatewaySettings
 from asya_gateway.sump import UNSET, Sump
 from asya_gateway.task_error import TaskError
+from asya_gateway.tickets import FOLLOW_PREFIX, MAX_TICKET, follow_url
 
 API = "/api/v1"
 LAMBDA_FOLLOW_SECONDS = 20.0  # under API Gateway's 29 s integration timeout
@@ -361,13 +366,43 @@ def post_event(
     return {"applied": applied}, 202
 
 
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", pattern=CURSOR_PATTERN, max_length=64)]
+
+
 @app.get(f"{API}/mesh/<task_id>/events", summary="Follow a task (Server-Sent Events)")
-def task_events(
+def task_events(task_id: TaskId, cursor: EventCursor = None, last_event_id: LastEventId = None) -> Response[str]:
+    return _events(task_id, last_event_id or cursor)
+
+
+@app.post(
+    f"{API}/mesh/<task_id>/ticket",
+    summary="A ticket a browser follows the task with, for a few minutes (`asya_gateway.tickets`)",
+)
+def follow_ticket(task_id: TaskId) -> dict[str, Any]:
+    service().view(task_id)  # a task the caller may not see is "no task" (404), as everywhere
+    ticket, expires = lambda_handler.built.tickets.issue(task_id, caller())
+    return {
+        "ticket": ticket,
+        "expires_at": rfc3339(dt.datetime.fromtimestamp(expires, dt.UTC)),
+        "follow_url": follow_url(base_url(), task_id, ticket),
+    }
+
+
+@app.get(f"{FOLLOW_PREFIX}<task_id>", summary="Follow a task with a ticket, as a browser's EventSource does")
+def task_events_ticketed(
     task_id: TaskId,
+    ticket: Annotated[str, Query(min_length=1, max_length=MAX_TICKET, description="What POST .../ticket answered")],
     cursor: EventCursor = None,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", pattern=CURSOR_PATTERN, max_length=64)] = None,
+    last_event_id: LastEventId = None,
 ) -> Response[str]:
-    chunks = open_event_stream(task_id, last_event_id or cursor, max_seconds=LAMBDA_FOLLOW_SECONDS, caller=caller())
+    """The caller is the ticket's (`GatewayFunction.caller_of` opened it before routing): the route
+    declares `ticket` for the API's validation and its document only."""
+    del ticket
+    return _events(task_id, last_event_id or cursor)
+
+
+def _events(task_id: str, cursor: str | None) -> Response[str]:
+    chunks = open_event_stream(task_id, cursor, max_seconds=LAMBDA_FOLLOW_SECONDS, caller=caller())
     if chunks is None:
         raise TaskError(404, f"no task {task_id!r}")
     return Response(

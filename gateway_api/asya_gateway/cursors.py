@@ -39,10 +39,15 @@ class CursorKey:
     """The gateway's cursor key: derived (HKDF-SHA256) from the Secrets Manager secret `secret_arn`
     names, read once per execution environment when a cursor is first sealed or opened, so that a
     request that lists nothing costs no read. Without a secret (tests, an embedding that sets none), a
-    random key of this process: its cursors open nowhere else."""
+    random key of this process: its cursors open nowhere else. `info` says what the key is for: the
+    follow tickets' key (`asya_gateway.tickets`) is derived from the same secret under another, so
+    neither opens what the other sealed."""
 
-    def __init__(self, secret_arn: str | None, read_secret: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, secret_arn: str | None, read_secret: Callable[[str], str] | None = None, info: bytes = KEY_INFO
+    ) -> None:
         self.secret_arn = secret_arn
+        self.info = info
         self.read_secret = read_secret or secret_value
         self._aead: AESGCM | None = None
         self._lock = threading.Lock()
@@ -63,7 +68,7 @@ class CursorKey:
         if self.secret_arn is None:
             return os.urandom(32)
         secret = self.read_secret(self.secret_arn).encode()
-        return HKDF(algorithm=SHA256(), length=32, salt=None, info=KEY_INFO).derive(secret)
+        return HKDF(algorithm=SHA256(), length=32, salt=None, info=self.info).derive(secret)
 
     def bound(self, caller: Caller) -> CursorSeal:
         return CursorSeal(self, caller)

@@ -1,6 +1,7 @@
 """What the gateway's API function runs (`asya_gateway.api.lambda_handler` builds it at the first event):
-its task service, x-sump's index, and the steps of each event before its route: a browser's preflight,
-sign-in, and the bodies refused before any route reads them (`asya_gateway.early_answers`)."""
+its task service, x-sump's index, the follow tickets' key, and the steps of each event before its route:
+a browser's preflight, sign-in (a follow ticket, on the one route that takes one), and the bodies
+refused before any route reads them (`asya_gateway.early_answers`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import Any
 from asya.cors import allowed_origin, answer_headers, preflight_headers
 from asya.sump import SumpIndex
 from asya_gateway.callers import Caller, caller_of
-from asya_gateway.early_answers import is_open, not_json, signin_refused, too_deep_body
+from asya_gateway.cursors import CursorKey
+from asya_gateway.early_answers import answered_early, is_open, not_json, signin_refused, too_deep_body
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.resolver import app
 from asya_gateway.service import TaskService
+from asya_gateway.tickets import KEY_INFO, FollowTickets, TicketRefusedError, followed_task, ticket_of
 
 
 class GatewayFunction:
@@ -23,6 +26,7 @@ class GatewayFunction:
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
         self.caller = Caller(owner=None)  # the current request's (one invocation at a time per environment)
+        self.tickets = FollowTickets(CursorKey(tasks.settings.cursor_secret, info=KEY_INFO))
 
     @cached_property
     def sump_index(self) -> SumpIndex | None:
@@ -56,8 +60,15 @@ class GatewayFunction:
 
     def caller_of(self, event: dict[str, Any]) -> Caller | dict[str, Any]:
         """The event's caller, or the proxy response refusing it; keeps nothing, so the local server's
-        streams, served side by side in threads, each have their own."""
+        streams, served side by side in threads, each have their own. A stream followed with a ticket
+        (`GET /follow/{id}`) is the ticket's caller's, whatever else the request carries: that route
+        takes nothing but a ticket, and no other route takes one."""
+        followed = followed_task(event)
         try:
+            if followed is not None:
+                return self.tickets.open(ticket_of(event), followed)
             return Caller(owner=None) if is_open(event) else caller_of(event, self.service.settings.auth)
         except SignInRefusedError as refusal:
             return signin_refused(event, refusal)
+        except TicketRefusedError as refusal:
+            return answered_early(401, str(refusal), {"reason": refusal.reason})

@@ -69,6 +69,13 @@ def test_a_rest_api_mocks_preflights_on_every_resource(tmp_path: Path) -> None:
         assert answer["ResponseParameters"]["method.response.header.Access-Control-Allow-Origin"] == (
             "'https://app.example.com'"
         )
+    by_id = resources(template, "AWS::ApiGateway::Resource")
+    ticket_stream = [
+        key
+        for key, r in by_id.items()
+        if r["PathPart"] == "{id}" and by_id[r["ParentId"]["Ref"]]["PathPart"] == "follow"
+    ]
+    assert [m for m in preflights if m["ResourceId"] == {"Ref": ticket_stream[0]}], "a page's EventSource asks before"
     others = [method for method in methods if method["HttpMethod"] != "OPTIONS" and method["HttpMethod"] != "GET"]
     assert all(method["AuthorizationType"] == "AWS_IAM" for method in others), "only preflights are open"
     assert _function_environment(template)["ASYA_GATEWAY_CORS_ORIGINS"] == "https://app.example.com"

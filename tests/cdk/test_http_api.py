@@ -22,6 +22,7 @@ EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
 ISSUER = "https://login.example.com/realms/mesh"
 GREEDY = {"ANY /", "ANY /{proxy+}"}
 OPEN = {"GET /health", "GET /.well-known/{proxy+}"}
+TICKET = "GET /follow/{id}"  # a task's events for whoever holds its follow ticket: the function checks it
 Synthesized = tuple[Template, dict[str, Any], Path]
 
 
@@ -58,9 +59,10 @@ def test_iam_guards_every_route_of_one_http_api_in_front_of_the_gateway_function
     assert (api["Name"], api["ProtocolType"]) == ("asya-reviews", "HTTP")
     routes = _routes(document)
     card = "GET /.well-known/{proxy+}"
-    assert set(routes) == {*GREEDY, card}, "health and the rest are signed like every other path"
-    assert {key: route["AuthorizationType"] for key, route in routes.items() if key not in GREEDY} == {card: "NONE"}, (
-        "the A2A agent card is read before a caller has credentials"
+    assert set(routes) == {*GREEDY, card, TICKET}, "health and the rest are signed like every other path"
+    opened = {key: route["AuthorizationType"] for key, route in routes.items() if key not in GREEDY}
+    assert opened == {card: "NONE", TICKET: "NONE"}, (
+        "the A2A agent card is read before a caller has credentials, a ticket's stream by a browser"
     )
     assert {routes[key]["AuthorizationType"] for key in GREEDY} == {"AWS_IAM"}
     assert not resources(document, "AWS::ApiGatewayV2::Authorizer")
@@ -97,10 +99,10 @@ def test_jwt_checks_the_issuer_and_audiences_except_where_a_caller_learns_to_sig
     assert authorizer["IdentitySource"] == ["$request.header.Authorization"]
     assert authorizer["JwtConfiguration"] == {"Issuer": ISSUER, "Audience": ["asya-reviews", "console"]}
     routes = _routes(document)
-    assert set(routes) == GREEDY | OPEN
+    assert set(routes) == GREEDY | OPEN | {TICKET}
     for key in GREEDY:
         assert (routes[key]["AuthorizationType"], routes[key]["AuthorizerId"]) == ("JWT", {"Ref": authorizer_id})
-    for key in OPEN:
+    for key in {*OPEN, TICKET}:
         assert routes[key]["AuthorizationType"] == "NONE"
         assert "AuthorizerId" not in routes[key]
 
@@ -110,8 +112,9 @@ def test_without_a_public_card_nothing_is_open_to_a_caller_without_credentials(t
     the function runs."""
     _, document, _ = _synthesize({"api": "http", "a2a": {"public_card": "off"}}, tmp_path)
     routes = _routes(document)
-    assert set(routes) == GREEDY
-    assert {route["AuthorizationType"] for route in routes.values()} == {"AWS_IAM"}
+    assert set(routes) == {*GREEDY, TICKET}
+    assert {routes[key]["AuthorizationType"] for key in GREEDY} == {"AWS_IAM"}
+    assert routes[TICKET]["AuthorizationType"] == "NONE", "a follow ticket's stream: the function checks the ticket"
     assert not template_opens_well_known([document]), "the local gateway refuses it too"
 
 

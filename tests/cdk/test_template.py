@@ -517,11 +517,49 @@ def test_gateway_roles_are_scoped_to_what_each_function_does(
         assert all(s["Action"] == "dynamodb:ListStreams" for s in wide)
 
 
+TICKET_PARAMETER = "method.request.querystring.ticket"
+
+
 def _card_methods(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The API's methods: the greedy proxy's (every path), and the A2A agent card's (readable by anyone)."""
+    """The API's methods: the greedy proxy's (every path), and the A2A agent card's (readable by anyone);
+    the follow ticket's stream (`_ticket_stream`) is neither."""
     methods = list(resources(document, "AWS::ApiGateway::Method").values())
-    cards = [method for method in methods if method["HttpMethod"] == "GET"]
-    return [method for method in methods if method["HttpMethod"] != "GET"], cards
+    cards = [m for m in methods if m["HttpMethod"] == "GET" and TICKET_PARAMETER not in m.get("RequestParameters", {})]
+    return [method for method in methods if method["HttpMethod"] not in ("GET", "OPTIONS")], cards
+
+
+def _ticket_stream(document: dict[str, Any]) -> dict[str, Any]:
+    [method] = [
+        m
+        for m in resources(document, "AWS::ApiGateway::Method").values()
+        if TICKET_PARAMETER in m.get("RequestParameters", {})
+    ]
+    return method
+
+
+def test_a_follow_ticket_opens_one_unauthorized_method_that_demands_the_ticket(
+    synthesized: tuple[Template, dict[str, Any], Path],
+    with_api_keys: tuple[Template, dict[str, Any], Path],
+) -> None:
+    """`GET /follow/{id}?ticket=`: a browser's EventSource sends no signature or key, so the method takes
+    none, and API Gateway refuses a request without `ticket` before the function (which opens the ticket)
+    runs. Top-level: under `/api/v1/...` it would take those paths from the greedy proxy."""
+    for _, document, _ in (synthesized, with_api_keys):
+        method = _ticket_stream(document)
+        assert (method["HttpMethod"], method["AuthorizationType"], method["ApiKeyRequired"]) == ("GET", "NONE", False)
+        assert method["RequestParameters"] == {TICKET_PARAMETER: True}
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        [validator] = resources(document, "AWS::ApiGateway::RequestValidator").values()
+        assert method["RequestValidatorId"] == {
+            "Ref": next(iter(resources(document, "AWS::ApiGateway::RequestValidator")))
+        }
+        assert validator["ValidateRequestParameters"] is True
+        by_id = resources(document, "AWS::ApiGateway::Resource")
+        task = by_id[method["ResourceId"]["Ref"]]
+        assert task["PathPart"] == "{id}"
+        follow = by_id[task["ParentId"]["Ref"]]
+        assert follow["PathPart"] == "follow"
+        assert "Fn::GetAtt" in follow["ParentId"], "a child of the API's root"
 
 
 def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
@@ -532,7 +570,7 @@ def test_api_methods_require_iam_by_default_behind_one_greedy_proxy(
     assert api["Name"] == "asya-reviews"
     assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
     parts = [r["PathPart"] for r in resources(document, "AWS::ApiGateway::Resource").values()]
-    assert sorted(parts) == sorted(["{proxy+}", ".well-known", "{proxy+}"])
+    assert sorted(parts) == sorted(["{proxy+}", ".well-known", "{proxy+}", "follow", "{id}"])
     methods, cards = _card_methods(document)
     assert len(methods) == 2, "ANY / and ANY /{proxy+}"
     for method in methods:

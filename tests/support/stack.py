@@ -101,9 +101,14 @@ def deployed(
     on_line: Callable[[str, str], None],
     stack_budget: int = STACK_BUDGET,
     faults: FaultSpec | None = None,
+    *,
+    browser_origins: tuple[str, ...] = (),
 ) -> Iterator[LocalStack]:
-    """A mesh file's stack in the session's endpoint, its workers running until the block ends."""
-    stack = LocalStack(load_mesh(mesh), port=endpoint.port, on_line=on_line, faults=faults)
+    """A mesh file's stack in the session's endpoint, its workers running until the block ends; its
+    gateway allows `browser_origins` besides the mesh's own (`LocalStack.browser_origins`)."""
+    stack = LocalStack(
+        load_mesh(mesh), port=endpoint.port, on_line=on_line, faults=faults, browser_origins=browser_origins
+    )
     try:
         stack.deploy(stack.synthesize(stack_budget))
         stack.start_workers()

@@ -111,6 +111,7 @@ DOORS = [
     ("cancel (A2A)", "POST", "/a2a/tasks/{id}:cancel", None),
     ("resume", "POST", "/api/v1/mesh/{id}/resume", {"input": {"ok": True}}),
     ("rerun", "POST", "/api/v1/mesh/{id}/rerun", {}),
+    ("follow ticket", "POST", "/api/v1/mesh/{id}/ticket", None),
 ]
 
 

@@ -501,3 +501,39 @@ def test_a_client_that_resets_its_connection_prints_no_traceback(
     assert "Traceback" not in said
     assert "Exception occurred" not in said
     assert client.get("/health").status_code == 200, "the server goes on serving"
+
+
+def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[StandIn, httpx2.Client]) -> None:
+    """As the deployed API's `GET /follow/{id}`: no key asked (a browser's EventSource has none), the
+    `ticket` parameter required before the function runs (the function opens the ticket), and that
+    method only."""
+    stand_in, client = served
+    with httpx2.Client(base_url=str(client.base_url), trust_env=False, timeout=20) as browser:
+        missing = browser.get("/follow/t-1")
+        assert (missing.status_code, missing.json()) == (
+            400,
+            {"message": "Missing required request parameters: [ticket]"},
+        )
+        assert browser.post("/follow/t-1?ticket=x").status_code == 403
+        assert browser.get("/api/v1/mesh/t-1/events?ticket=x").status_code == 403, "the events route takes no ticket"
+        stand_in.acknowledged.set()
+        with browser.stream("GET", "/follow/t-1?ticket=x", headers={"Last-Event-ID": "7"}) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            events = [json.loads(event.data) for event in httpx2.EventSource(response)]
+    assert events[-1]["status"] == "succeeded"
+    assert stand_in.opened == [("t-1", "7")]
+
+
+def test_a_refused_ticket_is_answered_with_the_allowed_origin_so_the_page_reads_why() -> None:
+    """As the function answers on AWS (`GatewayFunction.handle`): a stream refused before it opens (the
+    function's `sign_in` refusing the ticket) names the page's allowed origin; another origin's, none."""
+    page = "https://app.example.com"
+    refusal = {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": '{"reason": "x"}'}
+    with serving(environment={"ASYA_GATEWAY_CORS_ORIGINS": page}) as (server, client):
+        server.gateway.open_event_stream = StandIn().open_event_stream
+        server.gateway.sign_in = lambda _event: refusal
+        allowed = client.get("/follow/t-1?ticket=forged", headers={"Origin": page})
+        other = client.get("/follow/t-1?ticket=forged", headers={"Origin": "https://evil.example.net"})
+    assert (allowed.status_code, allowed.headers["access-control-allow-origin"]) == (401, page)
+    assert other.status_code == 401
+    assert "access-control-allow-origin" not in other.headers

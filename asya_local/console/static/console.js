@@ -1,5 +1,6 @@
 // The console's live parts: Server-Sent Events from the console's own server (rendered fragments and
-// stats as JSON), the flow buttons, and the start form's example payloads. Everything else is HTML.
+// stats as JSON) or, on a task's page, from the gateway with a follow ticket; the flow buttons, and the
+// start form's example payloads. Everything else is HTML.
 "use strict";
 
 function setStats(stats) {
@@ -97,39 +98,106 @@ function localTimes(root) {
   }
 }
 
-function follow(url) {
-  const source = new EventSource(url);
-  source.addEventListener("stats", (event) => setStats(JSON.parse(event.data)));
-  source.addEventListener("tasks", (event) => {
+// What each event of a page's stream does: the console's own (`follow`) and, on a task's page, the
+// fragments fetched at each of the gateway's status events (`followTask`).
+const shows = {
+  stats: (data) => setStats(JSON.parse(data)),
+  tasks: (data) => {
     const rows = document.getElementById("task-rows");
     if (rows) {
-      rows.innerHTML = event.data;
+      rows.innerHTML = data;
       localTimes(rows);
     }
-  });
-  source.addEventListener("pager", (event) => {
+  },
+  pager: (data) => {
     const pager = document.getElementById("task-pager");
-    if (pager) pager.innerHTML = event.data;
-  });
-  source.addEventListener("task", (event) => {
+    if (pager) pager.innerHTML = data;
+  },
+  task: (data) => {
     const state = document.getElementById("task-state");
     if (state) {
-      replaceKeepingInput(state, event.data);
+      replaceKeepingInput(state, data);
       localTimes(state);
     }
-  });
-  source.addEventListener("why", (event) => {
+  },
+  why: (data) => {
     const why = document.getElementById("task-why");
-    if (why) why.innerHTML = event.data;
-  });
-  source.addEventListener("route", (event) => setRoute(JSON.parse(event.data)));
-  source.addEventListener("steps", (event) => setSteps(JSON.parse(event.data)));
-  source.addEventListener("fly", (event) => {
-    const list = document.getElementById("fly");
-    if (list) list.insertAdjacentHTML("beforeend", event.data);
-  });
+    if (why) why.innerHTML = data;
+  },
+  route: (data) => setRoute(JSON.parse(data)),
+  steps: (data) => setSteps(JSON.parse(data)),
+  fly: (data) => showFly(JSON.parse(data)),
+};
+
+// A FLY event as the gateway logs it ({actor, data, ...}): its actor, and what it sent, as text.
+function showFly(event) {
+  const list = document.getElementById("fly");
+  if (!list) return;
+  const item = document.createElement("li");
+  const actor = document.createElement("span");
+  actor.className = "fly-actor";
+  actor.textContent = event.actor || "";
+  const sent = document.createElement("code");
+  sent.textContent = typeof event.data === "string" ? event.data : JSON.stringify(event.data);
+  item.append(actor, " ", sent);
+  list.append(item);
+}
+
+function follow(url) {
+  const source = new EventSource(url);
+  for (const [name, show] of Object.entries(shows)) source.addEventListener(name, (event) => show(event.data));
   source.addEventListener("end", () => source.close());
   return source;
+}
+
+// A task's page whose origin the gateway allows: the task's events straight from the gateway, opened
+// with the follow ticket the console got for the page (`data-follow`). At each status event the page
+// fetches the task's fragments from the console, one fetch after the other, and stops at `end`. A
+// ticket lapses after five minutes: when the gateway refuses the stream the page asks the console for
+// a new one and goes on after the last event it had; if that fails too, the console relays the events.
+function followTask(page) {
+  let source = null;
+  let lastEventId = "";
+  let shown = Promise.resolve();
+  let ended = false;
+  let renewals = 0;
+  const open = (url) => {
+    source = new EventSource(lastEventId ? `${url}&cursor=${encodeURIComponent(lastEventId)}` : url);
+    source.addEventListener("fly", (event) => {
+      lastEventId = event.lastEventId || lastEventId;
+      renewals = 0;
+      shows.fly(event.data);
+    });
+    source.addEventListener("status", (event) => {
+      lastEventId = event.lastEventId || lastEventId;
+      renewals = 0;
+      shown = shown.then(showFragments).catch(() => undefined);
+    });
+    source.addEventListener("error", () => {
+      if (ended || source.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
+      renew();
+    });
+  };
+  const showFragments = async () => {
+    if (ended) return;
+    const answer = await fetch(page.dataset.followLive, { credentials: "same-origin" });
+    for (const [name, data] of await answer.json()) {
+      if (name === "end") {
+        ended = true;
+        source.close();
+      } else if (shows[name]) {
+        shows[name](data);
+      }
+    }
+  };
+  const renew = async () => {
+    renewals += 1;
+    const answer = renewals <= 3 ? await fetch(page.dataset.followTicket, { credentials: "same-origin" }) : null;
+    const ticket = answer && answer.ok ? await answer.json() : null;
+    if (ticket && ticket.follow_url) open(ticket.follow_url);
+    else follow(page.dataset.followRelay);
+  };
+  open(page.dataset.follow);
 }
 
 // A payload's box (`data-fit`): every line of it shown, and one to type on (4 to 24 rows, as the page
@@ -163,6 +231,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (!zone.value) zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
   }
   for (const live of document.querySelectorAll("[data-live]")) follow(live.dataset.live);
+  for (const page of document.querySelectorAll("[data-follow]")) followTask(page);
   const route = document.querySelector("[data-route]");
   if (route) setRoute(JSON.parse(route.dataset.route));
   for (const button of document.querySelectorAll("button.flow")) {
