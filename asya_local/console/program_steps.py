@@ -75,6 +75,8 @@ class _Walker:
         elif "parallel" in current:
             for branch in current["parallel"]:
                 self.walk(source, inside, int(branch), conditions=conditions, kind=_stronger(kind, "parallel"))
+        elif "set" in current:  # an edit of the payload: no step of its own, the way goes on
+            self.walk(source, inside, int(current["next"]), conditions=conditions, kind=kind, passed=passed)
         else:
             more = passed | {node}
             self._decide(source, inside, node, conditions=conditions, kind=_stronger(kind, "decision"), passed=more)

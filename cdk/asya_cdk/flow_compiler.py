@@ -5,11 +5,13 @@ What it compiles, `p` being the function's one parameter (the payload):
 
     p = actor(p)                    p = c(b(p))                  p = pause(p)
     p = join(parallel(a(p), c(b(p))))                            return p / return actor(p)
+    p["k"] = <expression>           p["a"][0] = …                p["n"] += <expression>
     if/elif/else <condition>        while bounded(<condition>, max_iterations=N): … break / continue
     try: … except Name / except (A, B): …                        pass, a docstring
 
 Conditions read the payload and constants only (`asya.flow_program`: subscripts, `.get`, comparisons,
-`and`/`or`/`not`, arithmetic, `len`/`abs`/`min`/`max`/`round`/`any`/`all`). Anything else is a
+`and`/`or`/`not`, arithmetic, `len`/`abs`/`min`/`max`/`round`/`any`/`all`), and so do the values an
+edit writes, which may also be object literals (`{"k": p["a"]}`). Anything else is a
 `FlowCompileError` naming the file, the line and the construct.
 """
 
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, digest, is_plain
+from asya.flow_expressions import ARITHMETIC, FUNCTIONS, is_plain
+from asya.flow_program import Program, digest
 from asya.names import PAUSE
 
 # a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
@@ -99,6 +102,8 @@ class _Compiler:
     def statement(self, statement: ast.stmt, then: int, scope: _Scope) -> int:
         if isinstance(statement, ast.Assign):
             return self.assign(statement, then, scope)
+        if isinstance(statement, ast.AugAssign):
+            return self.augmented(statement, then, scope)
         if isinstance(statement, ast.Return):
             end = self.add(statement, scope, **{"return": True})
             if statement.value is None or self._is_variable(statement.value):
@@ -129,9 +134,57 @@ class _Compiler:
         raise self.fail(statement, f"{_construct(statement)} is not part of a flow program (docs/flows.md)")
 
     def assign(self, statement: ast.Assign, then: int, scope: _Scope) -> int:
-        if len(statement.targets) != 1 or not self._is_variable(statement.targets[0]):
-            raise self.fail(statement, f"a flow assigns only its payload: {self.variable} = actor({self.variable})")
+        target = statement.targets[0]
+        if len(statement.targets) == 1 and isinstance(target, ast.Subscript):
+            return self.edit(statement, self._keys(target), self.value(statement.value), then, scope)
+        if len(statement.targets) != 1 or not self._is_variable(target):
+            raise self.fail(
+                statement,
+                f"a flow assigns its payload, {self.variable} = actor({self.variable}), "
+                f'or a field of it, {self.variable}["key"] = <expression>',
+            )
         return self.calls(statement.value, then, scope)
+
+    def augmented(self, statement: ast.AugAssign, then: int, scope: _Scope) -> int:
+        """`p["n"] += 1`: the edit `p["n"] = p["n"] + 1`, numbers only, as any arithmetic."""
+        if not isinstance(statement.target, ast.Subscript) or type(statement.op) not in _MATH_OPS:
+            only = f'{self.variable}["key"] += <expression> and the like'
+            raise self.fail(statement, f"{_construct(statement)} (only {only})")
+        keys = self._keys(statement.target)
+        value = ["math", _MATH_OPS[type(statement.op)], self.condition(statement.target), self.value(statement.value)]
+        return self.edit(statement, keys, value, then, scope)
+
+    def edit(self, statement: ast.stmt, keys: list[Any], value: list[Any], then: int, scope: _Scope) -> int:
+        """An edit of the payload: evaluated where the program is when it reaches it, no hop of its own."""
+        return self.add(statement, scope, set=keys, value=value, next=then, src=ast.unparse(statement))
+
+    def _keys(self, target: ast.Subscript) -> list[Any]:
+        """`p["a"][0]` as the keys' expressions, outermost first; the subscripted thing must be `p`."""
+        keys: list[Any] = []
+        current: ast.expr = target
+        while isinstance(current, ast.Subscript):
+            if isinstance(current.slice, ast.Slice):
+                raise self.fail(current, "an edit writes one field, not a slice")
+            keys.insert(0, self.condition(current.slice))
+            current = current.value
+        if not self._is_variable(current):
+            raise self.fail(target, f'an edit writes a field of the payload: {self.variable}["key"] = <expression>')
+        return keys
+
+    def value(self, expression: ast.expr) -> list[Any]:
+        """What an edit writes: an expression as a condition's, read with the same evaluator; an actor
+        called in it is refused with the form that calls one."""
+        if (
+            isinstance(expression, ast.Call)
+            and isinstance(expression.func, ast.Name)
+            and self._is_actor(expression.func.id)
+        ):
+            name = expression.func.id
+            raise self.fail(
+                expression,
+                f"{name} is an actor: an edit does not call one; {self.variable} = {name}({self.variable}) does",
+            )
+        return self.condition(expression)
 
     def calls(self, expression: ast.expr, then: int, scope: _Scope) -> int:
         """`a(b(p))`: b, then a, then `then`; `join(parallel(…))`: the branches, gathered at `join`."""
@@ -269,8 +322,8 @@ class _Compiler:
         if isinstance(expression, ast.BinOp) and type(expression.op) in _MATH_OPS:
             op = _MATH_OPS[type(expression.op)]
             return ["math", op, self.condition(expression.left), self.condition(expression.right)]
-        if isinstance(expression, ast.List | ast.Tuple):
-            return ["list", *map(self.condition, expression.elts)]
+        if isinstance(expression, ast.List | ast.Tuple | ast.Dict):
+            return self._literal(expression)
         if isinstance(expression, ast.Call):
             return self._function(expression)
         if isinstance(expression, ast.Name):
@@ -278,6 +331,17 @@ class _Compiler:
                 expression, f"{expression.id}: a condition reads the payload ({self.variable}) and constants"
             )
         raise self.fail(expression, f"{_construct(expression)} is not part of a condition (docs/flows.md)")
+
+    def _literal(self, expression: ast.List | ast.Tuple | ast.Dict) -> list[Any]:
+        """A list (a tuple is one) or an object, each item an expression; an object names every key."""
+        if not isinstance(expression, ast.Dict):
+            return ["list", *map(self.condition, expression.elts)]
+        parts: list[Any] = ["obj"]
+        for key, value in zip(expression.keys, expression.values, strict=True):
+            if key is None:
+                raise self.fail(expression, "**: an object literal names each of its keys")
+            parts += [self.condition(key), self.condition(value)]
+        return parts
 
     def _function(self, expression: ast.Call) -> list[Any]:
         func = expression.func
@@ -329,7 +393,7 @@ class _Compiler:
             )
 
     def _reached(self, node: int) -> set[int]:
-        """The calls, returns and parallels the program can reach from `node` through decisions alone."""
+        """The calls, returns and parallels the program can reach from `node` through decisions and edits alone."""
         reached: set[int] = set()
         seen: set[int] = set()
         pending = [node]
@@ -341,6 +405,8 @@ class _Compiler:
             kind = self.nodes[current]
             if "if" in kind:
                 pending += [kind["then"], kind["else"]]
+            elif "set" in kind:
+                pending.append(kind["next"])
             elif "while" in kind:
                 pending += [kind["body"], kind["exit"]]
             else:

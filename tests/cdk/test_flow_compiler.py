@@ -131,6 +131,26 @@ CONSTRUCTS: dict[str, str] = {
                 p = accept(p)
             return p
     """,
+    "edits": """
+        def flow(p):
+            p["seen"] = {"score": p["score"], "tags": [p["score"] > 2, "x"], "n": len(p)}
+            p = classify(p)
+            p["score"] += 3
+            p["seen"]["twice"] = p["score"] * 2
+            if p["score"] > 5:
+                p["big"] = True
+            while bounded(p["score"] < 9, max_iterations=10):
+                p["score"] += 1
+                if p["score"] % 3 == 0:
+                    p = refine(p)
+            try:
+                p = evaluate(p)
+            except RefusedError:
+                p["caught"] = p["seen"]["score"]
+            p = accept(p)
+            p["seen"]["tags"][1] = p.get("n", 0) - 1
+            return p
+    """,
     "pause": """
         def flow(p):
             p = draft(p)
@@ -223,7 +243,17 @@ REFUSALS: list[tuple[str, str, int, str]] = [
     ("slice", "if p['x'][1:]:\n        p = accept(p)", 3, "slices are not part of a condition"),
     ("other function", "if sorted(p):\n        p = accept(p)", 3, "sorted(…) is not part of a condition"),
     ("attribute", "if p.x:\n        p = accept(p)", 3, "the attribute p.x is not part of a condition"),
-    ("other variable", "q = accept(p)", 3, "a flow assigns only its payload: p = actor(p)"),
+    ("other variable", "q = accept(p)", 3, "a flow assigns its payload, p = actor(p), or a field of it"),
+    ("edit of another variable", "q['k'] = 1", 3, 'an edit writes a field of the payload: p["key"] = <expression>'),
+    ("edit calling an actor", "p['k'] = accept(p)", 3, "accept is an actor: an edit does not call one"),
+    ("edit with a function", "p['k'] = sorted(p)", 3, "sorted(…) is not part of a condition"),
+    ("edit with a name", "p['k'] = limit", 3, "limit: a condition reads the payload (p) and constants"),
+    ("edit of a slice", "p['k'][1:] = [1]", 3, "an edit writes one field, not a slice"),
+    ("edit of an attribute", "p.k = 1", 3, "a flow assigns its payload"),
+    ("edit with **", "p['k'] = {**p}", 3, "**: an object literal names each of its keys"),
+    ("two targets", "p['a'] = p['b'] = 1", 3, "a flow assigns its payload"),
+    ("augmented payload", "p += 1", 3, 'an augmented assignment (only p["key"] += <expression> and the like)'),
+    ("augmented power", "p['k'] **= 2", 3, "an augmented assignment"),
     ("two arguments", "p = accept(p, p)", 3, "accept(…) takes the payload alone"),
     ("parallel alone", "p = parallel(accept(p), escalate(p))", 3, "parallel(…) is given to the actor that joins"),
     ("parallel to a non-join", "p = accept(parallel(model_a(p), model_b(p)))", 3, "accept is given parallel(…)"),

@@ -4,6 +4,7 @@ functions), so a test compares what a user wrote with what the mesh does."""
 
 from __future__ import annotations
 
+import copy
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class _MeshRun:
         running = self.running
         step = running.advance(running.start, payload, self.loops)
         while not isinstance(step, End):
+            payload = step.payload  # as the program's edits left it
             if isinstance(step, Fan):
                 step, payload = self._fan(step, payload)
                 continue
@@ -70,7 +72,7 @@ class _MeshRun:
                 step = running.advance(target, payload, self.loops)
                 continue
             step = running.advance(running.after(step.node), payload, self.loops)
-        self.done.result = payload
+        self.done.result = step.payload
         return self.done
 
     def _fan(self, fan: Fan, payload: Any) -> tuple[Call | Fan | End, Any]:
@@ -116,5 +118,5 @@ def run_python(source: str, actors: Mapping[str, Actor], payload: Any, function:
     namespace["bounded"] = lambda condition, **_bound: condition
     namespace |= names
     exec(textwrap.dedent(source), namespace)  # the test's own flow source
-    run.result = namespace[function](payload)
+    run.result = namespace[function](copy.deepcopy(payload))  # an edit changes its own copy, as in the mesh
     return run
