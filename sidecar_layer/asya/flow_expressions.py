@@ -255,11 +255,17 @@ def assigned(payload: Any, path: list[Any], value: list[Any], budget: Budget) ->
     (`p["a"] = [p["a"], p["a"]]`) pays for both copies, so no run of edits makes a payload that would
     take more than `MAX_STEPS` to write out."""
     with _as_flow_error():
-        scope = _Scope(payload, budget)
-        keys = [_value(key, scope) for key in path]
-        written = _value(value, scope)
+        written = _value(value, _Scope(payload, budget))
         budget.read_whole(written)
-        return _replaced(payload, keys, written, budget)
+    return placed(payload, path, written, budget)
+
+
+def placed(payload: Any, path: list[Any], value: Any, budget: Budget) -> Any:
+    """`payload` with `value` at the keys `path`'s expressions give, as a new payload (`assigned`); the
+    value is not weighed here: it is one the caller computed, or outputs the mesh already carried."""
+    with _as_flow_error():
+        scope = _Scope(payload, budget)
+        return _replaced(payload, [_value(key, scope) for key in path], value, budget)
 
 
 def _replaced(container: Any, keys: list[Any], value: Any, budget: Budget) -> Any:

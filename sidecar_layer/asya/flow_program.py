@@ -17,6 +17,8 @@ A node is one of (`line`: its line in the source; `in`: the loops it sits in, in
     {"if": expr, "then": node, "else": node, "src": text}
     {"while": expr, "max": n, "body": node, "exit": node, "src": text}
     {"parallel": [node, ...], "join": node}      # each branch a chain of calls ending at the join's call
+    {"map": node, "over": expr, "gather": node, "src": text}   # one branch per item, to the call `map`
+    {"gathered": [key, ...], "next": node}       # [payload, *outputs] → payload with p[key]… = outputs
     {"return": true}
 
 Conditions and the values edits write are expressions (`asya.flow_expressions`), evaluated within
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from asya.flow_expressions import Budget, FlowError, assigned, check_condition
+from asya.flow_expressions import Budget, FlowError, assigned, check_condition, placed
 
 # more decisions than this between two actors is a program that loops without calling anyone
 MAX_DECISIONS = 10_000
@@ -46,6 +48,8 @@ _TARGETS = {
     "if": ("then", "else"),
     "while": ("body", "exit"),
     "parallel": ("join",),
+    "map": ("map", "gather"),
+    "gathered": ("next",),
     "return": (),
 }
 
@@ -63,11 +67,13 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Fan:
-    """Parallel branches: each a list of calls ending at the join's call, as one route, all given
-    `payload`."""
+    """Parallel branches: each a list of calls ending at the join's call, as one route. A parallel's
+    branches are all given `payload`; a map's (`mapped`) one item each, after a first branch that
+    carries `payload` itself straight to the join."""
 
     branches: list[Call]
     payload: Any
+    mapped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +124,9 @@ class Program:
                 return End(payload)
             if "parallel" in current:
                 return Fan([self.call(branch, payload) for branch in current["parallel"]], payload)
-            if "set" in current:
+            if "map" in current:
+                return self._map(node, current, payload, budget)
+            if "set" in current or "gathered" in current:
                 payload = self._edit(node, current, payload, budget)
                 node = current["next"]
                 continue
@@ -159,10 +167,14 @@ class Program:
             if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
                 raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
             expressions = [node[kind]] if kind in ("if", "while") else []
-            if kind == "set":
-                if not isinstance(node["set"], list) or not node["set"] or "value" not in node:
+            if kind in ("set", "gathered"):
+                if not isinstance(node[kind], list) or not node[kind] or (kind == "set" and "value" not in node):
                     raise ValueError(f"an edit names a key of the payload and a value: {node!r}")
-                expressions = [*node["set"], node["value"]]
+                expressions = [*node[kind], *([node["value"]] if kind == "set" else [])]
+            if kind == "map":
+                expressions = [node["over"]]
+                if not all("call" in nodes[node[name]] for name in ("map", "gather")):
+                    raise ValueError(f"a map's branches start at calls: {node!r}")
             try:
                 for expression in expressions:
                     check_condition(expression)
@@ -220,8 +232,10 @@ class Program:
             return self.shortest(current["parallel"][0])
         if "if" in current:
             return min(self.shortest(current["then"]), self.shortest(current["else"]), key=len)
-        if "set" in current:
+        if "set" in current or "gathered" in current:
             return self.shortest(current["next"])
+        if "map" in current:  # an empty list: the payload alone, to the join
+            return self.shortest(current["gather"])
         return self.shortest(current["exit"])
 
     def _test(self, node: int, expression: list[Any], payload: Any, budget: Budget) -> bool:
@@ -231,10 +245,28 @@ class Program:
             raise FlowError(f"{self.where(node)}: {self.nodes[node].get('src', 'condition')}: {exc}") from None
 
     def _edit(self, node: int, current: Mapping[str, Any], payload: Any, budget: Budget) -> Any:
+        """An edit's payload; for the step after a map's join, the payload the map started from with
+        the branches' outputs, in item order, where the map puts them."""
         try:
-            return assigned(payload, current["set"], current["value"], budget)
+            if "set" in current:
+                return assigned(payload, current["set"], current["value"], budget)
+            if not isinstance(payload, list) or not payload:
+                raise FlowError(f"a map's join gives a list, the payload first, not {type(payload).__name__}")
+            return placed(payload[0], current["gathered"], payload[1:], budget)
         except FlowError as exc:
             raise FlowError(f"{self.where(node)}: {current.get('src', 'edit')}: {exc}") from None
+
+    def _map(self, node: int, current: Mapping[str, Any], payload: Any, budget: Budget) -> Fan:
+        """A map's branches: the payload to its join, then each item of the list to the mapped actor."""
+        try:
+            items = budget.evaluate(current["over"], payload)
+            if not isinstance(items, list):
+                raise FlowError(f"a map goes over a list, not a {type(items).__name__}")
+        except FlowError as exc:
+            raise FlowError(f"{self.where(node)}: {current.get('src', 'map')}: {exc}") from None
+        each = int(current["map"])
+        carried = self.call(int(current["gather"]), payload)
+        return Fan([carried, *(self.call(each, item) for item in items)], payload, mapped=True)
 
 
 def digest(document: Mapping[str, Any]) -> str:

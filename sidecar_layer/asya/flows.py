@@ -17,7 +17,7 @@ from typing import Any
 from asya.abi import Frame
 from asya.envelope import Envelope
 from asya.flow_expressions import FlowError
-from asya.flow_program import Call, End, Program, Step, digest
+from asya.flow_program import Call, End, Fan, Program, Step, digest
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
 from asya.reasons import Reason
 
@@ -164,6 +164,11 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
         loops = dict(place.loops)
         try:
             step = place.program.advance(after, frame.payload, loops)
+            if isinstance(step, Fan) and step.mapped and len(frames) > 1:
+                raise FlowError(
+                    f"a map follows one output of an actor: {envelope.route.curr} gave {len(frames)} "
+                    "(its join would gather the branches of all of them as one list)"
+                )
         except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
             exc.payload = frame.payload
             raise

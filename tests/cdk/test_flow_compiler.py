@@ -151,6 +151,16 @@ CONSTRUCTS: dict[str, str] = {
             p["seen"]["tags"][1] = p.get("n", 0) - 1
             return p
     """,
+    "maps": """
+        def flow(p):
+            p["items"] = [{"score": p["score"]}, {"score": p["score"] + 1, "fail": p.get("fail")}]
+            p = classify(p)
+            p["refined"] = [refine(x) for x in p["items"]]
+            p["none"] = map(accept, p.get("missing", []))
+            p["twice"] = map(evaluate, p["refined"])
+            p["scores"] = [p["twice"][0]["score"], p["twice"][1]["n"]]
+            return p
+    """,
     "pause": """
         def flow(p):
             p = draft(p)
@@ -258,6 +268,13 @@ REFUSALS: list[tuple[str, str, int, str]] = [
     ("parallel alone", "p = parallel(accept(p), escalate(p))", 3, "parallel(…) is given to the actor that joins"),
     ("parallel to a non-join", "p = accept(parallel(model_a(p), model_b(p)))", 3, "accept is given parallel(…)"),
     ("break outside a loop", "break", 3, "break outside a while loop"),
+    ("map with a condition", "p['r'] = [accept(x) for x in p['a'] if x]", 3, "a map calls one actor on each item"),
+    ("map of the payload", "p['r'] = [accept(p) for x in p['a']]", 3, "a map calls one actor on each item"),
+    ("map of two loops", "p['r'] = [accept(x) for x in p['a'] for y in x]", 3, 'with no condition: p["r"] = ['),
+    ("map without a list", "p['r'] = map(accept)", 3, 'a map calls one actor on each item: p["r"] = [actor(x)'),
+    ("map of an expression", "p['r'] = [x for x in p['a']]", 3, "a map calls one actor on each item"),
+    ("map of a non-actor", "p['r'] = map(nope, p['a'])", 3, "nope is not an actor of this mesh"),
+    ("map over a name", "p['r'] = map(accept, items)", 3, "items: a condition reads the payload (p)"),
 ]
 
 
@@ -294,6 +311,22 @@ WHOLE_REFUSALS: list[tuple[str, str, str]] = [
         "flows.py line 3: the flow returns before calling any actor",
     ),
     ("no actor at all", "def flow(p):\n    pass\n", "flows.py line 1: the flow returns before calling any actor"),
+    (
+        "map first",
+        "def flow(p):\n    p['r'] = [accept(x) for x in p['a']]\n    return p\n",
+        "flows.py line 2: a map needs an actor before it",
+    ),
+    (
+        "map after a pause",
+        "def flow(p):\n    p = classify(p)\n    p = pause(p)\n    p['r'] = map(accept, p['a'])\n    return p\n",
+        "flows.py line 4: a map cannot follow the pause at line 3",
+    ),
+    (
+        "map starting an except",
+        "def flow(p):\n    try:\n        p = classify(p)\n    except ValueError:\n"
+        "        p['r'] = map(accept, p['a'])\n    return p\n",
+        "flows.py line 5: a map cannot start an except",
+    ),
     ("missing function", "def other(p):\n    return accept(p)\n", "flows.py: no function flow(…) at the top level"),
     ("syntax error", "def flow(p):\n    p = accept(p\n", "flows.py line 2: not valid Python"),
     ("async def", "async def flow(p):\n    return accept(p)\n", "flows.py line 1: flow(…) is a plain function"),

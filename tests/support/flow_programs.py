@@ -78,6 +78,11 @@ class _MeshRun:
     def _fan(self, fan: Fan, payload: Any) -> tuple[Call | Fan | End, Any]:
         """Each branch called up to its join, then the join on the gathered list (as the mesh does)."""
         running = self.running
+        if fan.mapped:  # the payload, then each item's output; the mesh's gather hands the list on
+            carried, *items = fan.branches
+            outputs = [_called(item.actor, self.actors, item.payload, self.done) for item in items]
+            step = running.advance(running.after(carried.node), [carried.payload, *outputs], self.loops)
+            return step, step.payload
         join = _join_of(running, fan.branches[0])
         gathered = []
         for branch in fan.branches:
@@ -116,6 +121,7 @@ def run_python(source: str, actors: Mapping[str, Actor], payload: Any, function:
     namespace: dict[str, Any] = {name.replace("-", "_"): recorded(name) for name in actors}
     namespace |= {"pause": recorded(PAUSE), "parallel": lambda *branches: list(branches)}
     namespace["bounded"] = lambda condition, **_bound: condition
+    namespace["map"] = lambda actor, items: [actor(item) for item in items]  # a map's outputs are a list
     namespace |= names
     exec(textwrap.dedent(source), namespace)  # the test's own flow source
     run.result = namespace[function](copy.deepcopy(payload))  # an edit changes its own copy, as in the mesh
