@@ -31,9 +31,13 @@ def with_gather(config: MeshConfig, programs: Mapping[str, Mapping[str, Any]]) -
     sources = sorted({source for program in programs.values() for source in map_sources(program)})
     if not sources:
         return config
-    widest = widest_in_memory(GATHER_MEMORY_MB, config.payloads.claim_check_bytes)
+    gather = ActorConfig(
+        handler="flow_gather.gathered", code=str(_CODE), memory=GATHER_MEMORY_MB, join=JoinConfig(branches_of=sources)
+    )
+    # the widest fan it takes: what its memory holds, within what its timeout reads back (the default)
+    widest = min(gather.join_width, widest_in_memory(GATHER_MEMORY_MB, config.payloads.claim_check_bytes))
     join = JoinConfig(branches_of=sources, max_width=widest)
-    gather = ActorConfig(handler="flow_gather.gathered", code=str(_CODE), memory=GATHER_MEMORY_MB, join=join)
+    gather = gather.model_copy(update={"join": join})
     return config.model_copy(update={"actors": {**config.actors, GATHER: gather}})
 
 

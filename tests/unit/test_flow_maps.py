@@ -152,3 +152,12 @@ def test_a_mesh_without_maps_has_no_gather_and_an_actor_of_its_name_is_refused_w
     (tmp_path / "mesh.yaml").write_text(MESH.replace("actors:\n", f"actors:\n  {GATHER}: {{handler: actors.x}}\n"))
     with pytest.raises(MeshConfigError, match=f"actors.{GATHER}: the name of the join the mesh adds for maps"):
         load_mesh(tmp_path / "mesh.yaml")
+
+
+def test_the_gathers_widest_fan_is_what_its_memory_holds_within_what_its_timeout_reads(tmp_path: Path) -> None:
+    (tmp_path / "programs.py").write_text(SQUARES)
+    (tmp_path / "actors.py").write_text("")
+    (tmp_path / "mesh.yaml").write_text(MESH + "payloads:\n  claim_check_bytes: 1024\n")
+    gather = load_mesh(tmp_path / "mesh.yaml").config.actors[GATHER]
+    assert gather.join is not None
+    assert gather.join.max_width == 10_000, "small branches: the timeout's bound, not memory's"
