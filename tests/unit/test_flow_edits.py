@@ -20,6 +20,7 @@ from asya.headers import FLOW_HEADER
 from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
+from asya_gateway.task_error import TaskError
 from asya_local.testing.tables import EVENTS, TASKS
 from tests.support.flow_hops import arriving, sent
 from tests.support.flow_programs import compiled
@@ -155,16 +156,21 @@ def test_an_edit_after_the_last_actor_is_made_before_x_sink(tmp_path: Path) -> N
     assert FLOW_HEADER not in end["headers"]
 
 
-def test_a_task_started_by_the_gateway_sends_the_edited_input_and_keeps_the_given_one(
-    task_store: TaskStore, tmp_path: Path
-) -> None:
+def _labelled(task_store: TaskStore, tmp_path: Path) -> TaskService:
     program = compiled(tmp_path, LABELLED)
     sqs = boto3.client("sqs")
     for actor in ("draft", "accept"):
         sqs.create_queue(QueueName=f"asya-n-{actor}")
     flows = {"labelled": Flow(name="labelled", route=["draft", "accept"], program=program)}
     settings = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, flows=flows)
-    service = TaskService(settings, tasks=task_store, sqs=sqs)
+    return TaskService(settings, tasks=task_store, sqs=sqs)
+
+
+def test_a_task_started_by_the_gateway_sends_the_edited_input_and_keeps_the_given_one(
+    task_store: TaskStore, tmp_path: Path
+) -> None:
+    service = _labelled(task_store, tmp_path)
+    sqs = service.sqs
     given = {"text": "hi", "words": ["a"]}
     created = service.create(payload=given, flow="labelled")
     url = sqs.get_queue_url(QueueName="asya-n-draft")["QueueUrl"]
@@ -175,3 +181,15 @@ def test_a_task_started_by_the_gateway_sends_the_edited_input_and_keeps_the_give
     record = service.tasks.get(created.task_id)
     assert record is not None
     assert json.loads(record["input"]) == given, "a re-run starts from the input as given"
+
+
+def test_an_input_the_gateways_edits_cannot_take_is_refused_naming_the_line(
+    task_store: TaskStore, tmp_path: Path
+) -> None:
+    service = _labelled(task_store, tmp_path)
+    with pytest.raises(TaskError) as refused:
+        service.create(payload={"text": "hi", "words": 3}, flow="labelled")
+    assert refused.value.status == 400
+    assert "flows.py line 3: p['asked'] = {'text': p['text'], 'words': len(p['words'])}: " in str(refused.value)
+    url = service.sqs.get_queue_url(QueueName="asya-n-draft")["QueueUrl"]
+    assert "Messages" not in service.sqs.receive_message(QueueUrl=url), "nothing sent"
