@@ -139,10 +139,10 @@ class _Compiler(ExpressionReader):
             actor, over = mapping(statement.value, self.variable)
         except ValueError as exc:
             raise self.fail(statement.value, str(exc)) from None
-        unpack = self.add(statement, scope, gathered=keys, next=then)
+        src = ast.unparse(statement)
+        unpack = self.add(statement, scope, gathered=keys, next=then, src=src)
         gather = self.add(statement, scope, call=GATHER, next=unpack)
         each = self.add(statement, scope, call=self.actor(actor), next=gather)
-        src = ast.unparse(statement)
         return self.add(statement, scope, map=each, over=self.condition(over), gather=gather, src=src)
 
     def calls(self, expression: ast.expr, then: int, scope: _Scope) -> int:

@@ -45,8 +45,8 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "is not": operator.is_not,
 }
 _ARITY = {"var": (1, 1), "lit": (2, 2), "at": (3, 3), "get": (4, 4), "list": (1, None), "obj": (1, None)}
-_ARITY |= {"and": (2, None)}
-_ARITY |= {"or": (2, None), "not": (2, 2), "neg": (2, 2), "cmp": (4, 4), "math": (4, 4), "fn": (2, None)}
+_ARITY |= {"and": (2, None), "or": (2, None), "not": (2, 2), "neg": (2, 2), "cmp": (4, 4), "math": (4, 4)}
+_ARITY |= {"fn": (2, None)}
 _MATH: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,

@@ -18,7 +18,7 @@ A node is one of (`line`: its line in the source; `in`: the loops it sits in, in
     {"while": expr, "max": n, "body": node, "exit": node, "src": text}
     {"parallel": [node, ...], "join": node}      # each branch a chain of calls ending at the join's call
     {"map": node, "over": expr, "gather": node, "src": text}   # one branch per item, to the call `map`
-    {"gathered": [key, ...], "next": node}       # [payload, *outputs] → payload with p[key]… = outputs
+    {"gathered": [key, ...], "next": node, "src": text}   # [payload, *outputs] → p[key]… = outputs
     {"return": true}
 
 Conditions and the values edits write are expressions (`asya.flow_expressions`), evaluated within

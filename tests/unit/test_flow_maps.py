@@ -113,7 +113,8 @@ def test_a_map_after_several_outputs_of_one_hop_is_refused(tmp_path: Path) -> No
 
 def test_the_gather_refuses_what_is_not_a_map_join(tmp_path: Path) -> None:
     program = Program(_program(tmp_path))
-    with pytest.raises(FlowError, match="a map's join gives a list, the payload first, not dict"):
+    refused = r"flows.py line 4: p\['squares'\] = .*: a map's join gives a list, the payload first, not dict"
+    with pytest.raises(FlowError, match=refused):
         program.advance(program.after(_calls(program.document, GATHER)), {"not": "a list"}, {})
 
 
