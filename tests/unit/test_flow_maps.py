@@ -59,10 +59,10 @@ def test_an_item_goes_from_the_mapped_actor_to_the_gather(tmp_path: Path) -> Non
     program = _program(tmp_path)
     document = arriving(program, {"items": []}, "draft")
     _, first, _ = (envelope for _, envelope in sent("draft", lambda _: {"items": [4, 5]}, document, **SOURCE_ENV))
-    [(to, out)] = sent("refine", lambda x: x * x, first)
+    [(to, out)] = sent("refine", lambda x: x * x, first, **SOURCE_ENV)  # refine may precede a map elsewhere
     assert to.endswith(GATHER)
     assert out["payload"] == 16
-    assert out["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "still the fan's branch, for the gather"
+    assert out["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "still the fan's branch, no fan of its own"
 
 
 def test_the_gathers_hop_puts_the_outputs_in_the_payload_and_goes_on(tmp_path: Path) -> None:
@@ -162,3 +162,26 @@ def test_the_gathers_widest_fan_is_what_its_memory_holds_within_what_its_timeout
     gather = load_mesh(tmp_path / "mesh.yaml").config.actors[GATHER]
     assert gather.join is not None
     assert gather.join.max_width == 10_000, "small branches: the timeout's bound, not memory's"
+
+
+TWICE = """
+def flow(p):
+    p = draft(p)
+    p["a"] = map(refine, p["items"])
+    p["b"] = map(accept, p["a"])
+    return p
+"""
+
+
+def test_a_map_right_after_a_map_fans_out_from_the_gathers_hop(tmp_path: Path) -> None:
+    program = compiled(tmp_path, TWICE, actors=("draft", "refine", "accept", GATHER))
+    joined = arriving(program, {"items": []}, GATHER, done=1)
+    first = next(node for node in program["nodes"] if node.get("src", "").startswith("p['a']") and "map" in node)
+    joined["headers"][FLOW_HEADER]["at"] = first["gather"]
+    joined["payload"] = [{"items": [1, 2]}, 10, 20]
+    joined["headers"][JOINED_HEADER] = {"fan": "f", "width": 3, "failed": []}
+    out = [envelope for _, envelope in sent(GATHER, lambda branches: branches, joined, **SOURCE_ENV)]
+    assert [envelope["payload"] for envelope in out] == [{"items": [1, 2], "a": [10, 20]}, 10, 20]
+    assert [envelope["route"]["curr"] for envelope in out] == [GATHER, "accept", "accept"]
+    assert [[frame["slot"] for frame in envelope["headers"][JOIN_HEADER]] for envelope in out] == [[0], [1], [2]]
+    assert all(JOINED_HEADER not in envelope["headers"] for envelope in out), "the next arrivals are gathered"
