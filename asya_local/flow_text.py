@@ -5,7 +5,7 @@ order of its source, each saying what it does and where the program goes from it
       line 19  while p['score'] < 0.8 (at most 3 times)  yes → refine (line 20); no → return (line 22)
       line 20    call refine  → evaluate (line 21)
 
-The compiled form has every decision, loop, `except` and `parallel` (`asya.flow_program`); this reads
+The compiled form has every decision, edit, loop, `except` and `parallel` (`asya.flow_program`); this reads
 it back rather than the source, so what is printed is what the sidecars will do. Nodes inside a loop
 are indented once per loop around them.
 """
@@ -42,6 +42,13 @@ def _said(nodes: list[dict[str, Any]], node: Mapping[str, Any], end_line: int) -
         return f"call {node['call']}", "; ".join([f"→ {_target(nodes, node['next'], end_line)}", *caught])
     if "return" in node:
         return ("return (the end of the function)" if _is_end(node, end_line) else "return"), f"→ {SINK}"
+    if "set" in node:
+        return f"edit {node.get('src', '…')}", f"→ {_target(nodes, node['next'], end_line)}"
+    if "map" in node:
+        each, gather = nodes[node["map"]]["call"], nodes[node["gather"]]["call"]
+        return f"map {node.get('src', '…')}", f"each item → {each}, gathered at {gather}"
+    if "gathered" in node:
+        return "the map's outputs into the payload", f"→ {_target(nodes, node['next'], end_line)}"
     if "if" in node:
         then, other = _target(nodes, node["then"], end_line), _target(nodes, node["else"], end_line)
         return f"if {node.get('src', '…')}", f"yes → {then}; no → {other}"
@@ -60,6 +67,12 @@ def _target(nodes: list[dict[str, Any]], index: int, end_line: int) -> str:
         return f"{node['call']} (line {line})"
     if "return" in node:
         return "return (the end)" if _is_end(node, end_line) else f"return (line {line})"
+    if "set" in node:
+        return f"the edit at line {line}"
+    if "map" in node:
+        return f"the map at line {line}"
+    if "gathered" in node:
+        return f"the map's outputs (line {line})"
     if "if" in node:
         return f"the decision at line {line}"
     if "while" in node:
@@ -93,7 +106,7 @@ def _reading_order(program: Mapping[str, Any]) -> list[int]:
             continue
         taken[index] = len(taken)
         node = nodes[index]
-        following = [node.get(key) for key in ("next", "then", "else", "body", "exit", "join")]
+        following = [node.get(key) for key in ("next", "then", "else", "body", "exit", "join", "map", "gather")]
         following += [*node.get("parallel", []), *(target for _, target in node.get("catch", []))]
         pending += [int(item) for item in following if item is not None]
     end_line = min((node.get("line") or 0 for node in nodes), default=0)

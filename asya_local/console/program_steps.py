@@ -75,6 +75,11 @@ class _Walker:
         elif "parallel" in current:
             for branch in current["parallel"]:
                 self.walk(source, inside, int(branch), conditions=conditions, kind=_stronger(kind, "parallel"))
+        elif "set" in current or "gathered" in current:  # an edit of the payload: no step of its own
+            self.walk(source, inside, int(current["next"]), conditions=conditions, kind=kind, passed=passed)
+        elif "map" in current:  # each item to the mapped actor, and the payload to the map's join
+            for branch in (current["map"], current["gather"]):
+                self.walk(source, inside, int(branch), conditions=conditions, kind=_stronger(kind, "parallel"))
         else:
             more = passed | {node}
             self._decide(source, inside, node, conditions=conditions, kind=_stronger(kind, "decision"), passed=more)

@@ -5,11 +5,13 @@ What it compiles, `p` being the function's one parameter (the payload):
 
     p = actor(p)                    p = c(b(p))                  p = pause(p)
     p = join(parallel(a(p), c(b(p))))                            return p / return actor(p)
+    p["k"] = <expression>           p["a"][0] = …                p["n"] += <expression>
     if/elif/else <condition>        while bounded(<condition>, max_iterations=N): … break / continue
     try: … except Name / except (A, B): …                        pass, a docstring
 
 Conditions read the payload and constants only (`asya.flow_program`: subscripts, `.get`, comparisons,
-`and`/`or`/`not`, arithmetic, `len`/`abs`/`min`/`max`/`round`/`any`/`all`). Anything else is a
+`and`/`or`/`not`, arithmetic, `len`/`abs`/`min`/`max`/`round`/`any`/`all`), and so do the values an
+edit writes, which may also be object literals (`{"k": p["a"]}`). Anything else is a
 `FlowCompileError` naming the file, the line and the construct.
 """
 
@@ -22,38 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya.flow_program import ARITHMETIC, FUNCTIONS, Program, digest, is_plain
+from asya.flow_program import Program, digest
 from asya.names import PAUSE
+from asya_cdk.flow_expression_reader import MATH_OPS, ExpressionReader, FlowCompileError, construct
+from asya_cdk.flow_maps import GATHER, is_map, mapping, reached
+
+__all__ = ["FlowCompileError", "compile_flow", "program_location"]
 
 # a program travels in every envelope of its tasks: this keeps it a small share of SQS's 1 MiB (and of
 # the 64 KiB a message is billed by), about 150 statements
 MAX_PROGRAM_BYTES = 16_384
 MAX_ITERATIONS = 1_000  # the most a loop may declare: a task that needs more is a job, not a flow
-_COMPARE_OPS: dict[type[ast.cmpop], str] = {
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.In: "in",
-    ast.NotIn: "not in",
-    ast.Is: "is",
-    ast.IsNot: "is not",
-}
-_MATH_OPS: dict[type[ast.operator], str] = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-}
-assert set(_MATH_OPS.values()) == ARITHMETIC
-
-
-class FlowCompileError(ValueError):
-    """The flow cannot be compiled; the message names the file, the line and the construct."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +48,9 @@ class _Scope:
 
 
 @dataclass
-class _Compiler:
-    source: str  # as the mesh file names it, for messages and the program
-    actors: Mapping[str, Any]  # the mesh's actors by name
-    joins: Mapping[str, Sequence[str]]  # join actor → the actors whose branches it gathers
-    variable: str = "p"
+class _Compiler(ExpressionReader):
+    joins: Mapping[str, Sequence[str]] = field(default_factory=dict)  # join → the actors it gathers
     nodes: list[dict[str, Any]] = field(default_factory=list)
-
-    def fail(self, where: ast.AST | int | None, message: str) -> FlowCompileError:
-        """The error at `where` (a construct, or a line)."""
-        line = where if isinstance(where, int) or where is None else getattr(where, "lineno", None)
-        return FlowCompileError(f"{self.source} line {line if line is not None else '?'}: {message}")
 
     def add(self, where: ast.AST, scope: _Scope, **node: Any) -> int:
         node["line"] = getattr(where, "lineno", None)
@@ -99,6 +72,8 @@ class _Compiler:
     def statement(self, statement: ast.stmt, then: int, scope: _Scope) -> int:
         if isinstance(statement, ast.Assign):
             return self.assign(statement, then, scope)
+        if isinstance(statement, ast.AugAssign):
+            return self.augmented(statement, then, scope)
         if isinstance(statement, ast.Return):
             end = self.add(statement, scope, **{"return": True})
             if statement.value is None or self._is_variable(statement.value):
@@ -126,12 +101,49 @@ class _Compiler:
             return then
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             raise self.fail(statement, self._called_alone(statement.value))
-        raise self.fail(statement, f"{_construct(statement)} is not part of a flow program (docs/flows.md)")
+        raise self.fail(statement, f"{construct(statement)} is not part of a flow program (docs/flows.md)")
 
     def assign(self, statement: ast.Assign, then: int, scope: _Scope) -> int:
-        if len(statement.targets) != 1 or not self._is_variable(statement.targets[0]):
-            raise self.fail(statement, f"a flow assigns only its payload: {self.variable} = actor({self.variable})")
+        target = statement.targets[0]
+        if len(statement.targets) == 1 and isinstance(target, ast.Subscript):
+            if is_map(statement.value):
+                return self.mapped(statement, self._keys(target), then, scope)
+            return self.edit(statement, self._keys(target), self.value(statement.value), then, scope)
+        if len(statement.targets) != 1 or not self._is_variable(target):
+            raise self.fail(
+                statement,
+                f"a flow assigns its payload, {self.variable} = actor({self.variable}), "
+                f'or a field of it, {self.variable}["key"] = <expression>',
+            )
         return self.calls(statement.value, then, scope)
+
+    def augmented(self, statement: ast.AugAssign, then: int, scope: _Scope) -> int:
+        """`p["n"] += 1`: the edit `p["n"] = p["n"] + 1`, numbers only, as any arithmetic."""
+        if not isinstance(statement.target, ast.Subscript) or type(statement.op) not in MATH_OPS:
+            only = f'{self.variable}["key"] += <expression> and the like'
+            raise self.fail(statement, f"{construct(statement)} (only {only})")
+        keys = self._keys(statement.target)
+        value = ["math", MATH_OPS[type(statement.op)], self.condition(statement.target), self.value(statement.value)]
+        return self.edit(statement, keys, value, then, scope)
+
+    def edit(self, statement: ast.stmt, keys: list[Any], value: list[Any], then: int, scope: _Scope) -> int:
+        """An edit of the payload: evaluated where the program is when it reaches it, no hop of its own."""
+        return self.add(statement, scope, set=keys, value=value, next=then, src=ast.unparse(statement))
+
+    def mapped(self, statement: ast.Assign, keys: list[Any], then: int, scope: _Scope) -> int:
+        """`p["r"] = [a(x) for x in p["items"]]` / `map(a, p["items"])`: one branch per item to `a`, and
+        one carrying the payload, gathered at `GATHER` (`asya_cdk.flow_maps`); then the outputs, in
+        item order, go into the payload. A branch's failure fails the task (its join fails fast): no
+        `except` takes it, as none takes a `parallel(…)` branch's."""
+        try:
+            actor, over = mapping(statement.value, self.variable)
+        except ValueError as exc:
+            raise self.fail(statement.value, str(exc)) from None
+        src = ast.unparse(statement)
+        unpack = self.add(statement, scope, gathered=keys, next=then, src=src)
+        gather = self.add(statement, scope, call=GATHER, next=unpack)
+        each = self.add(statement, scope, call=self.actor(actor), next=gather)
+        return self.add(statement, scope, map=each, over=self.condition(over), gather=gather, src=src)
 
     def calls(self, expression: ast.expr, then: int, scope: _Scope) -> int:
         """`a(b(p))`: b, then a, then `then`; `join(parallel(…))`: the branches, gathered at `join`."""
@@ -225,9 +237,6 @@ class _Compiler:
         known = ", ".join(sorted(self.actors))
         raise self.fail(name, f"{name.id} is not an actor of this mesh (actors: {known})")
 
-    def _is_variable(self, expression: ast.AST) -> bool:
-        return isinstance(expression, ast.Name) and expression.id == self.variable
-
     def _called_alone(self, call: ast.Call) -> str:
         """Why a call on its own line is refused: an actor's output would be lost; anything else
         (`print(p)`, `log.info(…)`) is not something a flow can do."""
@@ -236,65 +245,10 @@ class _Compiler:
             return f"an actor's output is the new payload: write {self.variable} = {name}({self.variable})"
         return f"{name}(…) is not part of a flow program: a flow calls actors, {self.variable} = actor({self.variable})"
 
-    def _is_actor(self, name: str) -> bool:
-        return name in self.actors or name.replace("_", "-") in self.actors
-
     def _misplaced(self, name: str) -> str:
         if name == "parallel":
             return f"parallel(…) is given to the actor that joins its branches: {self.variable} = join(parallel(…))"
         return "bounded(…) is the test of a while loop"
-
-    # -- conditions ------------------------------------------------------------------------------
-
-    def condition(self, expression: ast.expr) -> list[Any]:
-        if self._is_variable(expression):
-            return ["var"]
-        if isinstance(expression, ast.Constant) and is_plain(expression.value):
-            return ["lit", expression.value]
-        if isinstance(expression, ast.Subscript):
-            if isinstance(expression.slice, ast.Slice):
-                raise self.fail(expression, "slices are not part of a condition")
-            return ["at", self.condition(expression.value), self.condition(expression.slice)]
-        if isinstance(expression, ast.Compare):
-            parts = [expression.left, *expression.comparators]
-            compared = [
-                ["cmp", _COMPARE_OPS[type(op)], self.condition(left), self.condition(right)]
-                for op, left, right in zip(expression.ops, parts, parts[1:], strict=False)
-            ]
-            return compared[0] if len(compared) == 1 else ["and", *compared]
-        if isinstance(expression, ast.BoolOp):
-            return ["and" if isinstance(expression.op, ast.And) else "or", *map(self.condition, expression.values)]
-        if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not | ast.USub):
-            return ["not" if isinstance(expression.op, ast.Not) else "neg", self.condition(expression.operand)]
-        if isinstance(expression, ast.BinOp) and type(expression.op) in _MATH_OPS:
-            op = _MATH_OPS[type(expression.op)]
-            return ["math", op, self.condition(expression.left), self.condition(expression.right)]
-        if isinstance(expression, ast.List | ast.Tuple):
-            return ["list", *map(self.condition, expression.elts)]
-        if isinstance(expression, ast.Call):
-            return self._function(expression)
-        if isinstance(expression, ast.Name):
-            raise self.fail(
-                expression, f"{expression.id}: a condition reads the payload ({self.variable}) and constants"
-            )
-        raise self.fail(expression, f"{_construct(expression)} is not part of a condition (docs/flows.md)")
-
-    def _function(self, expression: ast.Call) -> list[Any]:
-        func = expression.func
-        if expression.keywords:
-            raise self.fail(expression, "keyword arguments are not part of a condition")
-        if isinstance(func, ast.Attribute) and func.attr == "get" and 1 <= len(expression.args) <= 2:
-            default = self.condition(expression.args[1]) if len(expression.args) == 2 else ["lit", None]
-            return ["get", self.condition(func.value), self.condition(expression.args[0]), default]
-        if isinstance(func, ast.Name) and func.id in FUNCTIONS:
-            return ["fn", func.id, *map(self.condition, expression.args)]
-        name = ast.unparse(func)
-        if isinstance(func, ast.Name) and self._is_actor(func.id):
-            raise self.fail(
-                expression,
-                f"{name} is an actor: call it before the condition, {self.variable} = {name}({self.variable})",
-            )
-        raise self.fail(expression, f"{name}(…) is not part of a condition (only .get and {', '.join(FUNCTIONS)})")
 
     # -- the whole -------------------------------------------------------------------------------
 
@@ -308,12 +262,25 @@ class _Compiler:
                 raise self.fail(current["line"], "the flow returns before calling any actor")
             if "parallel" in current:
                 raise self.fail(current["line"], "parallel(…) needs an actor before it, whose output it fans out")
+            if "map" in current:
+                raise self.fail(current["line"], "a map needs an actor before it, whose output it maps over")
         for current in self.nodes:
             if "call" not in current:
                 continue
             for node in self._reached(current["next"]):
                 if "parallel" in self.nodes[node]:
                     self._check_fan(current, self.nodes[node])
+                if "map" in self.nodes[node] and current["call"] == PAUSE:
+                    raise self.fail(
+                        self.nodes[node]["line"],
+                        f"a map cannot follow the pause at line {current['line']}: call an actor between them",
+                    )
+            for _, target in current.get("catch", []):
+                for node in self._reached(target):
+                    if "map" in self.nodes[node]:
+                        raise self.fail(
+                            self.nodes[node]["line"], "a map cannot start an except: call an actor before it"
+                        )
 
     def _check_fan(self, call: Mapping[str, Any], fan: Mapping[str, Any]) -> None:
         join, before = self.nodes[fan["join"]]["call"], call["call"]
@@ -329,23 +296,7 @@ class _Compiler:
             )
 
     def _reached(self, node: int) -> set[int]:
-        """The calls, returns and parallels the program can reach from `node` through decisions alone."""
-        reached: set[int] = set()
-        seen: set[int] = set()
-        pending = [node]
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            kind = self.nodes[current]
-            if "if" in kind:
-                pending += [kind["then"], kind["else"]]
-            elif "while" in kind:
-                pending += [kind["body"], kind["exit"]]
-            else:
-                reached.add(current)
-        return reached
+        return reached(self.nodes, node)
 
 
 def compile_flow(
@@ -369,7 +320,7 @@ def compile_flow(
     )
     if definition is None:
         raise FlowCompileError(f"{source}: no function {function}(…) at the top level")
-    compiler = _Compiler(source, actors, joins)
+    compiler = _Compiler(source, actors, joins=joins)
     arguments = definition.args
     if len(arguments.args) != 1 or arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
         raise compiler.fail(definition, f"{function}(…) takes one parameter, the payload")
@@ -411,18 +362,3 @@ def _is_docstring(statement: ast.stmt) -> bool:
         and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
     )
-
-
-def _construct(node: ast.AST) -> str:
-    """What a construct is called, for messages: `for`, `with`, `import`, a call of `print`."""
-    words: dict[type[ast.AST], str] = {
-        ast.For: "a for loop (use while bounded(…, max_iterations=N))",
-        ast.With: "with",
-        ast.Import: "import",
-        ast.ImportFrom: "import",
-        ast.Raise: "raise",
-        ast.AugAssign: "an augmented assignment",
-        ast.Lambda: "lambda",
-        ast.Attribute: f"the attribute {ast.unparse(node)}",
-    }
-    return words.get(type(node), type(node).__name__)

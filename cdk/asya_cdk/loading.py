@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from asya.names import DISTRIBUTION
 from asya_cdk.config import MESH_VERSION, REFERENCES_APART, MeshConfig
 from asya_cdk.flow_compiler import FlowCompileError, compile_flow, program_location
+from asya_cdk.flow_maps import GATHER, with_gather
 from asya_cdk.loaded_mesh import REQUIREMENTS_FILE, LoadedMesh
 from asya_cdk.mesh_error import MeshConfigError
 from asya_cdk.needs import (
@@ -54,6 +55,10 @@ def _loaded(document: dict[str, Any], base: Path, *, where: str) -> LoadedMesh:
     if config is not None:
         references = config.reference_problems()
         programs, program_problems = compiled_programs(config, base) if not references else ({}, [])
+        mapping = with_gather(config, programs)
+        if mapping is not config and GATHER in config.actors:  # a program maps: the name is the mesh's own
+            program_problems.append(f"actors.{GATHER}: the name of the join the mesh adds for maps (docs/flows.md)")
+        config = mapping
         mesh = LoadedMesh.model_validate(
             {"config": config, "base": base, "programs": programs}, context={REFERENCES_APART: True}
         )

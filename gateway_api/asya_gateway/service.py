@@ -160,8 +160,9 @@ class TaskService:
         if chosen is not None:
             self.validate(chosen, payload)
         headers = self.client_headers(headers or {})
+        given = payload  # the task's input, as kept for a re-run: a program's first edits change what is sent
         if chosen is not None and chosen.program is not None:
-            actors, headers[FLOW_HEADER] = self._program_start(chosen, payload)
+            actors, headers[FLOW_HEADER], payload = self._program_start(chosen, payload)
         self.queues.url(actors[0])
         for later in actors[1:] if chosen is None else ():  # a flow's actors were checked when it was deployed
             self.queues.url(later)
@@ -175,7 +176,7 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: 1 to 255 printable ASCII characters, no spaces")
             if not tracked:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
-            asked = {"route": actors, "flow": flow, "payload": payload, "headers": headers, "timeout": timeout}
+            asked = {"route": actors, "flow": flow, "payload": given, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
         task_id = self._new_id(idempotency_key)
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
@@ -191,9 +192,8 @@ class TaskService:
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
             record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of, **self.caller.creator()})
             record["program_version"] = chosen.program["version"] if chosen and chosen.program else None
-            started = keep_input(envelope, body, self.claims)
-            record.update(started.kept)
-            body = started.body
+            body, kept = self._keep_input(envelope, body, given)
+            record.update(kept)
             written = self.tasks.create({key: value for key, value in record.items() if value is not None})
             if written is None and digest is not None:
                 return self._created_before(task_id, digest, envelope, actors[0], idempotency_key or "")
@@ -207,6 +207,16 @@ class TaskService:
                 self.tasks.finish(task_id, task_id, TaskStatus.FAILED, failure)
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
         return Created(task_id, tracked, task_view(written) if written is not None else None)
+
+    def _keep_input(self, envelope: dict[str, Any], body: str, given: Any) -> tuple[str, dict[str, Any]]:
+        """The body to send and what the record keeps of the task's input (`keep_input`): the input as
+        given, even when a program's first edits changed the payload sent, so a re-run starts from it
+        (and does not make those edits twice)."""
+        started = keep_input(envelope, body, self.claims)
+        if given is envelope["payload"]:
+            return started.body, started.kept
+        original = {**envelope, "payload": given}
+        return started.body, keep_input(original, self.writable(original, "the task's input"), self.claims).kept
 
     def _new_id(self, idempotency_key: str | None) -> str:
         """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry)."""
@@ -231,9 +241,10 @@ class TaskService:
         return Created(task_id, True, task_view(existing), replayed=True)
 
     @staticmethod
-    def _program_start(flow: Flow, payload: Any) -> tuple[list[str], dict[str, Any]]:
-        """A program flow's route and flow header for this input (`asya.flows.start`); a condition it
-        cannot read on the input refuses the task. The program evaluator is imported here, by the
+    def _program_start(flow: Flow, payload: Any) -> tuple[list[str], dict[str, Any], Any]:
+        """A program flow's route, flow header and payload (as its first edits leave it) for this
+        input (`asya.flows.start`); a condition or an edit it cannot compute on the input refuses the
+        task. The program evaluator is imported here, by the
         first task of a program flow: a gateway's cold start does without it."""
         from asya.flows import FlowError, start
 

@@ -5,7 +5,7 @@ through its decisions, to what happens next (an actor to call, branches to fan o
 The compiled form is JSON, made ahead of time by the flow compiler and carried by the task's
 envelopes (`asya.flows`), so every sidecar, x-resume and the gateway take decisions the same way and
 a task never changes program half-way (only deployed ones run: `asya.flows`). Nothing here runs user
-code: conditions are expression trees over the payload, read by `evaluate`.
+code: conditions and edits are expression trees over the payload (`asya.flow_expressions`).
 
     {"flow": name, "source": "flows.py", "version": "<12 hex>", "start": node,
      "nodes": [node, ...]}
@@ -13,110 +13,74 @@ code: conditions are expression trees over the payload, read by `evaluate`.
 A node is one of (`line`: its line in the source; `in`: the loops it sits in, innermost last):
 
     {"call": actor, "next": node, "catch": [[[name, ...], node], ...]}
+    {"set": [key, ...], "value": expr, "next": node, "src": text}   # p[key][...] = value: an edit
     {"if": expr, "then": node, "else": node, "src": text}
     {"while": expr, "max": n, "body": node, "exit": node, "src": text}
     {"parallel": [node, ...], "join": node}      # each branch a chain of calls ending at the join's call
+    {"map": node, "over": expr, "gather": node, "src": text}   # one branch per item, to the call `map`
+    {"gathered": [key, ...], "next": node, "src": text}   # [payload, *outputs] → p[key]… = outputs
     {"return": true}
 
-An expression is a list, its operator first: `["var"]` (the payload), `["lit", value]`,
-`["at", e, key]`, `["get", e, key, default]`, `["list", e, ...]`, `["and", e, ...]`, `["or", e, ...]`,
-`["not", e]`, `["neg", e]`, `["cmp", op, a, b]` (`==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`,
-`is`, `is not`), `["math", op, a, b]` (`+`, `-`, `*`, `/`, `//`, `%`) and `["fn", name, e, ...]`
-(`len`, `abs`, `min`, `max`, `round`, `any`, `all`).
-
-A program may come in an envelope a producer wrote, so the evaluator is bounded whatever it is given
-(docs/flows.md, "Safety"): `check` refuses a program of more than `MAX_NODES` nodes or a condition
-deeper than `MAX_DEPTH` or larger than `MAX_CONDITION_NODES`; arithmetic takes numbers only, within
-±`MAX_MAGNITUDE` (no string formatting with `%`, no repeating with `*`), `round` at most
-`MAX_NDIGITS` digits either way; and one `advance` spends at most `MAX_STEPS` (`_Budget`): each
-operation one step, plus the items, nested ones included, of what it reads whole.
+Conditions and the values edits write are expressions (`asya.flow_expressions`), evaluated within
+the bounds of one `Budget` per `advance`; `check` refuses a program of more than `MAX_NODES` nodes, or
+an expression past the bounds `check_condition` holds it to, before it runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from asya.flow_expressions import Budget, FlowError, assigned, check_condition, placed
+
 # more decisions than this between two actors is a program that loops without calling anyone
 MAX_DECISIONS = 10_000
-# the bounds of what one program may make the evaluator do, whoever wrote it (the module's docstring)
+# the most nodes a program may have, whoever wrote it (docs/flows.md, "Safety")
 MAX_NODES = 500  # a compiled program is at most 16 KB: fewer than 400 nodes
-MAX_DEPTH = 32
-MAX_CONDITION_NODES = 500
-MAX_MAGNITUDE = 2**53  # the largest integer a float (and so any JSON reader) still holds exactly
-MAX_NDIGITS = 15  # the digits a float has: more rounds nothing, and an int's -2,000,000 costs seconds
-MAX_STEPS = 200_000  # about a tenth of a second of the evaluator's time
 
-_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-    "is": operator.is_,
-    "is not": operator.is_not,
-}
-_ARITY = {"var": (1, 1), "lit": (2, 2), "at": (3, 3), "get": (4, 4), "list": (1, None), "and": (2, None)}
-_ARITY |= {"or": (2, None), "not": (2, 2), "neg": (2, 2), "cmp": (4, 4), "math": (4, 4), "fn": (2, None)}
-_MATH: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
-    "%": operator.mod,
-}
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "len": len,
-    "abs": lambda value: _bounded(abs(_number(value))),
-    "min": min,
-    "max": max,
-    "round": lambda value, *ndigits: _bounded(round(_number(value), *map(_ndigits, ndigits))),
-    "any": any,
-    "all": all,
-}
 # the nodes each kind of node leads to
-_TARGETS = {"call": ("next",), "if": ("then", "else"), "while": ("body", "exit"), "parallel": ("join",), "return": ()}
-COMPARISONS = frozenset(_COMPARE)
-ARITHMETIC = frozenset(_MATH)
-
-
-class FlowError(Exception):
-    """The program cannot go on with this payload: a condition reads a field that is not there or
-    compares what cannot be compared, or a loop went round more times than its `max_iterations`."""
-
-    def __init__(self, message: str, *, loop_limit: bool = False) -> None:
-        super().__init__(message)
-        self.loop_limit = loop_limit
-        self.payload: Any = None  # the payload the program was deciding on, once known (`asya.flows`)
+_TARGETS = {
+    "call": ("next",),
+    "set": ("next",),
+    "if": ("then", "else"),
+    "while": ("body", "exit"),
+    "parallel": ("join",),
+    "map": ("map", "gather"),
+    "gathered": ("next",),
+    "return": (),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """The program calls `actor` at node `node`; `route` is the shortest way from there to the end."""
+    """The program calls `actor` at node `node` with `payload` (as the program's edits on the way left
+    it); `route` is the shortest way from there to the end."""
 
     node: int
     actor: str
     route: list[str]
+    payload: Any
 
 
 @dataclass(frozen=True, slots=True)
 class Fan:
-    """Parallel branches: each a list of calls ending at the join's call, as one route."""
+    """Parallel branches: each a list of calls ending at the join's call, as one route. A parallel's
+    branches are all given `payload`; a map's (`mapped`) one item each, after a first branch that
+    carries `payload` itself straight to the join."""
 
     branches: list[Call]
+    payload: Any
+    mapped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class End:
-    """The program returned."""
+    """The program returned `payload`."""
+
+    payload: Any
 
 
 Step = Call | Fan | End
@@ -145,20 +109,27 @@ class Program:
         return f"{source} line {line}" if line else str(source)
 
     def advance(self, node: int, payload: Any, loops: dict[str, int]) -> Step:
-        """From `node` (not yet taken) with `payload`, through the program's decisions to its next
-        step. `loops` (loop node → times its body was entered) is updated in place: a loop's count
-        goes when the program leaves it. All of its decisions share one budget of `MAX_STEPS`."""
-        budget = _Budget()
+        """From `node` (not yet taken) with `payload`, through the program's decisions and edits to its
+        next step, which carries the payload as the edits left it (`payload` itself is never changed).
+        `loops` (loop node → times its body was entered) is updated in place: a loop's count goes when
+        the program leaves it. All of its decisions and edits share one budget of `MAX_STEPS`."""
+        budget = Budget()
         for _ in range(MAX_DECISIONS):
             current = self.nodes[node]
             _leave_loops(loops, current)
             if "call" in current:
-                return self.call(node)
+                return self.call(node, payload)
             if "return" in current:  # a return inside a loop leaves it too
                 loops.clear()
-                return End()
+                return End(payload)
             if "parallel" in current:
-                return Fan([self.call(branch) for branch in current["parallel"]])
+                return Fan([self.call(branch, payload) for branch in current["parallel"]], payload)
+            if "map" in current:
+                return self._map(node, current, payload, budget)
+            if "set" in current or "gathered" in current:
+                payload = self._edit(node, current, payload, budget)
+                node = current["next"]
+                continue
             if "if" in current:
                 node = current["then"] if self._test(node, current["if"], payload, budget) else current["else"]
                 continue
@@ -195,18 +166,28 @@ class Program:
                 raise ValueError(f"a {kind} node leads outside the program: {targets}")
             if not isinstance(node.get("in", []), list) or (kind == "while" and type(node.get("max")) is not int):
                 raise ValueError(f"a {kind} node's loops or bound are not numbers: {node!r}")
-            if kind in ("if", "while"):
-                try:
-                    check_condition(node[kind])
-                except ValueError as exc:
-                    raise ValueError(f"{self.where(index)}: {node.get('src', 'a condition')}: {exc}") from None
+            expressions = [node[kind]] if kind in ("if", "while") else []
+            if kind in ("set", "gathered"):
+                if not isinstance(node[kind], list) or not node[kind] or (kind == "set" and "value" not in node):
+                    raise ValueError(f"an edit names a key of the payload and a value: {node!r}")
+                expressions = [*node[kind], *([node["value"]] if kind == "set" else [])]
+            if kind == "map":
+                expressions = [node["over"]]
+                if not all("call" in nodes[node[name]] for name in ("map", "gather")):
+                    raise ValueError(f"a map's branches start at calls: {node!r}")
+            try:
+                for expression in expressions:
+                    check_condition(expression)
+            except ValueError as exc:
+                unnamed = "an edit" if kind == "set" else "a condition"
+                raise ValueError(f"{self.where(index)}: {node.get('src', unnamed)}: {exc}") from None
 
-    def call(self, node: int) -> Call:
+    def call(self, node: int, payload: Any) -> Call:
         try:
             route = self.shortest(node)
         except RecursionError:  # a chain of calls longer than any compiled program has: a forged one
             raise FlowError(f"the program is too long to measure from {self.where(node)}") from None
-        return Call(node, self.nodes[node]["call"], route)
+        return Call(node, self.nodes[node]["call"], route, payload)
 
     def reaching(self, node: int, actor: str) -> int:
         """The call of `actor`: `node`'s, or the first on along its chain of calls. A join's envelope is
@@ -251,13 +232,41 @@ class Program:
             return self.shortest(current["parallel"][0])
         if "if" in current:
             return min(self.shortest(current["then"]), self.shortest(current["else"]), key=len)
+        if "set" in current or "gathered" in current:
+            return self.shortest(current["next"])
+        if "map" in current:  # an empty list: the payload alone, to the join
+            return self.shortest(current["gather"])
         return self.shortest(current["exit"])
 
-    def _test(self, node: int, expression: list[Any], payload: Any, budget: _Budget) -> bool:
+    def _test(self, node: int, expression: list[Any], payload: Any, budget: Budget) -> bool:
         try:
             return bool(budget.evaluate(expression, payload))
         except FlowError as exc:
             raise FlowError(f"{self.where(node)}: {self.nodes[node].get('src', 'condition')}: {exc}") from None
+
+    def _edit(self, node: int, current: Mapping[str, Any], payload: Any, budget: Budget) -> Any:
+        """An edit's payload; for the step after a map's join, the payload the map started from with
+        the branches' outputs, in item order, where the map puts them."""
+        try:
+            if "set" in current:
+                return assigned(payload, current["set"], current["value"], budget)
+            if not isinstance(payload, list) or not payload:
+                raise FlowError(f"a map's join gives a list, the payload first, not {type(payload).__name__}")
+            return placed(payload[0], current["gathered"], payload[1:], budget)
+        except FlowError as exc:
+            raise FlowError(f"{self.where(node)}: {current.get('src', 'edit')}: {exc}") from None
+
+    def _map(self, node: int, current: Mapping[str, Any], payload: Any, budget: Budget) -> Fan:
+        """A map's branches: the payload to its join, then each item of the list to the mapped actor."""
+        try:
+            items = budget.evaluate(current["over"], payload)
+            if not isinstance(items, list):
+                raise FlowError(f"a map goes over a list, not a {type(items).__name__}")
+        except FlowError as exc:
+            raise FlowError(f"{self.where(node)}: {current.get('src', 'map')}: {exc}") from None
+        each = int(current["map"])
+        carried = self.call(int(current["gather"]), payload)
+        return Fan([carried, *(self.call(each, item) for item in items)], payload, mapped=True)
 
 
 def digest(document: Mapping[str, Any]) -> str:
@@ -273,188 +282,3 @@ def _leave_loops(loops: dict[str, int], node: Mapping[str, Any]) -> None:
     inside = {str(loop) for loop in node.get("in", ())}
     for loop in [loop for loop in loops if loop not in inside]:
         del loops[loop]
-
-
-def check_condition(expression: Any) -> None:
-    """A condition the evaluator can take: each operation known, with its operands, no deeper than
-    `MAX_DEPTH` and of at most `MAX_CONDITION_NODES` operations (a `ValueError` saying which bound)."""
-    pending: list[tuple[Any, int]] = [(expression, 1)]
-    count = 0
-    while pending:
-        current, depth = pending.pop()
-        count += 1
-        if depth > MAX_DEPTH or count > MAX_CONDITION_NODES:
-            bound = f"nested deeper than {MAX_DEPTH}" if depth > MAX_DEPTH else f"over {MAX_CONDITION_NODES} operations"
-            raise ValueError(f"the condition is {bound}")
-        if not isinstance(current, list) or not current or not isinstance(current[0], str) or current[0] not in _ARITY:
-            raise ValueError(f"{current!r} is not an operation of a condition")
-        least, most = _ARITY[current[0]]
-        if len(current) < least or (most is not None and len(current) > most):
-            given = f"{least - 1}" if least == most else f"at least {least - 1}"
-            raise ValueError(f"{current[0]} takes {given} operands, not {len(current) - 1}")
-        named = {"cmp": _COMPARE, "math": _MATH, "fn": FUNCTIONS}.get(current[0])
-        if named is not None and (not isinstance(current[1], str) or current[1] not in named):
-            raise ValueError(f"{current[1]!r} is not a {current[0]} of a condition")
-        if current[0] == "lit" and not is_plain(current[1]):
-            raise ValueError(f"a literal is a string, a number, a boolean or null, not {current[1]!r}")
-        first = 2 if named is not None else 1
-        pending.extend((operand, depth + 1) for operand in (current[first:] if current[0] != "lit" else ()))
-
-
-def evaluate(expression: list[Any], payload: Any) -> Any:
-    """The value of a condition's expression tree over `payload`, within one decision's budget."""
-    return _Budget().evaluate(expression, payload)
-
-
-class _Budget:
-    """What one `advance` may still spend: each operation a step, and one an item (nested ones and
-    characters included) of what an operation reads whole (`==`, `<`, `in` on a list or a string,
-    `min`, `max`, `any`, `all`), so no payload makes one decision cost more than `MAX_STEPS`, however
-    large it is; what reads a value in one step (`len`, `in` an object, a subscript) costs one."""
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = MAX_STEPS
-
-    def spend(self, steps: int = 1) -> None:
-        self.left -= steps
-        if self.left < 0:
-            raise OverflowError(f"the decision took over {MAX_STEPS:,} steps")
-
-    def read_whole(self, value: Any) -> None:
-        """Spend what reading `value` whole costs, counted only as far as the budget goes."""
-        self.spend(_weight(value, self.left + 1))
-
-    def evaluate(self, expression: list[Any], payload: Any) -> Any:
-        """The condition's value as Python would compute it (numbers bounded, the module's docstring);
-        what Python would raise, and what the bounds refuse, is a `FlowError` saying what was wrong."""
-        try:
-            return _value(expression, _Scope(payload, self))
-        except KeyError as exc:
-            raise FlowError(f"no field {exc.args[0]!r}") from None
-        except IndexError:
-            raise FlowError("an index past the end of a list") from None
-        except (TypeError, ValueError, ArithmeticError) as exc:  # ArithmeticError: a division by zero, a bound
-            raise FlowError(str(exc)) from None
-        except (RecursionError, MemoryError) as exc:  # a payload nested too deep to compare, a bound missed
-            raise FlowError(f"the condition cannot be computed: {type(exc).__name__}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    payload: Any
-    budget: _Budget
-
-
-def _value(expression: list[Any], scope: _Scope) -> Any:
-    operation = _OPERATIONS.get(expression[0])
-    if operation is None:
-        raise TypeError(f"unknown operator {expression[0]!r} in the compiled flow")
-    scope.budget.spend()
-    return operation(expression, scope)
-
-
-def is_plain(value: Any) -> bool:
-    """A value a condition may hold as a constant: JSON's scalars."""
-    return value is None or type(value) in (bool, int, float, str)
-
-
-def _number(value: Any) -> float:
-    """`value` if it is a number within ±`MAX_MAGNITUDE`: arithmetic on a string or a list would format
-    or repeat it (`"%0600000000d" % 2` is 600 MB), and on a huge integer costs what its digits cost."""
-    if type(value) not in (int, float):
-        raise TypeError(f"arithmetic takes numbers, not a {type(value).__name__}")
-    return _bounded(value)
-
-
-def _bounded(value: float) -> float:
-    """`value` (an int or a float, as it was), unless it is beyond ±`MAX_MAGNITUDE`."""
-    if not -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:
-        raise OverflowError("a number beyond ±2**53")
-    return value
-
-
-def _ndigits(value: Any) -> int:
-    if type(value) is not int or abs(value) > MAX_NDIGITS:
-        raise ValueError(f"round() takes at most {MAX_NDIGITS} digits either way, not {value!r}")
-    return value
-
-
-def _arithmetic(expression: list[Any], scope: _Scope) -> Any:
-    left, right = _number(_value(expression[2], scope)), _number(_value(expression[3], scope))
-    return _bounded(_MATH[expression[1]](left, right))
-
-
-def _compare(expression: list[Any], scope: _Scope) -> Any:
-    op, left, right = expression[1], _value(expression[2], scope), _value(expression[3], scope)
-    if op in ("in", "not in"):  # a search of a list or a string; an object's key is found at once
-        scope.budget.read_whole(left if isinstance(right, dict) else right)
-    elif op not in ("is", "is not") and type(left) is type(right):  # values of two types differ at once
-        scope.budget.read_whole(left)
-    return _COMPARE[op](left, right)
-
-
-def _function(expression: list[Any], scope: _Scope) -> Any:
-    name, arguments = expression[1], [_value(item, scope) for item in expression[2:]]
-    if name in _READING_WHOLE:
-        for argument in arguments:
-            scope.budget.read_whole(argument)
-    return FUNCTIONS[name](*arguments)
-
-
-_READING_WHOLE = frozenset({"min", "max", "any", "all"})
-
-
-def _weight(value: Any, limit: int) -> int:
-    """The items of `value`, nested ones and characters included, counted up to `limit` at most."""
-    count, pending = 0, [value]
-    while pending and count < limit:
-        current = pending.pop()
-        count += len(current) if isinstance(current, str | list | dict) else 1
-        if count < limit and isinstance(current, dict | list):
-            pending.extend(current.values() if isinstance(current, dict) else current)
-    return count
-
-
-def _get(expression: list[Any], scope: _Scope) -> Any:
-    container = _value(expression[1], scope)
-    if not isinstance(container, dict):
-        raise TypeError(f".get() on a {type(container).__name__}, not an object")
-    return container.get(_value(expression[2], scope), _value(expression[3], scope))
-
-
-def _all_of(expression: list[Any], scope: _Scope) -> Any:
-    """`a and b and …`: the first falsy value, or the last."""
-    result: Any = True
-    for item in expression[1:]:
-        result = _value(item, scope)
-        if not result:
-            return result
-    return result
-
-
-def _any_of(expression: list[Any], scope: _Scope) -> Any:
-    """`a or b or …`: the first truthy value, or the last."""
-    result: Any = False
-    for item in expression[1:]:
-        result = _value(item, scope)
-        if result:
-            return result
-    return result
-
-
-_OPERATIONS: dict[str, Callable[[list[Any], _Scope], Any]] = {
-    "var": lambda _, scope: scope.payload,
-    "lit": lambda e, _: e[1],
-    "at": lambda e, scope: _value(e[1], scope)[_value(e[2], scope)],
-    "get": _get,
-    "list": lambda e, scope: [_value(item, scope) for item in e[1:]],
-    "and": _all_of,
-    "or": _any_of,
-    "not": lambda e, scope: not _value(e[1], scope),
-    "neg": lambda e, scope: -_number(_value(e[1], scope)),
-    "cmp": _compare,
-    "math": _arithmetic,
-    "fn": _function,
-}

@@ -16,7 +16,8 @@ from typing import Any
 
 from asya.abi import Frame
 from asya.envelope import Envelope
-from asya.flow_program import Call, End, FlowError, Program, Step, digest
+from asya.flow_expressions import FlowError
+from asya.flow_program import Call, End, Fan, Program, Step, digest
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
 from asya.reasons import Reason
 
@@ -104,14 +105,15 @@ class FlowPlace:
 
     def frames(self, step: Step, base: Frame, loops: dict[str, int], done: int) -> list[Frame]:
         """The outputs `step` makes of `base`, `done` actors into the task: one to the actor called,
-        one per parallel branch, or one that ends the route (x-sink) without the header. Each carries
-        the task's progress floor: what its route means, or more if the task reported more before."""
+        one per parallel branch, or one that ends the route (x-sink) without the header, each with the
+        payload as the program's edits left it. Each carries the task's progress floor: what its route
+        means, or more if the task reported more before."""
         if isinstance(step, End):
-            return [Frame(base.payload, [], _without_flow(base.headers), base.status)]
+            return [Frame(step.payload, [], _without_flow(base.headers), base.status)]
         calls = step.branches if not isinstance(step, Call) else [step]
         return [
             Frame(
-                base.payload,
+                call.payload,
                 list(call.route),
                 {**base.headers, FLOW_HEADER: self.header(call.node, loops, self._floor(done, call))},
                 base.status,
@@ -132,16 +134,17 @@ def _deployed(program: Mapping[str, Any], deployed: frozenset[str]) -> None:
         raise UnknownProgramError(f"{FLOW_HEADER} carries a program that is not version {version!r} as deployed")
 
 
-def start(program: Mapping[str, Any], payload: Any) -> tuple[list[str], dict[str, Any]]:
-    """A new task's route and flow header: the program's first step on its input. A program whose
-    first step is not one actor was refused when it was compiled; a condition it cannot read on this
-    payload is a `FlowError`, for the caller to refuse the task with."""
+def start(program: Mapping[str, Any], payload: Any) -> tuple[list[str], dict[str, Any], Any]:
+    """A new task's route, flow header and payload: the program's first step on its input (the
+    payload as the edits before the first actor left it). A program whose first step is not one actor
+    was refused when it was compiled; a condition or edit it cannot compute on this payload is a
+    `FlowError`, for the caller to refuse the task with."""
     running = Program(program)
     loops: dict[str, int] = {}
     step = running.advance(running.start, payload, loops)
     if not isinstance(step, Call):
         raise FlowError(f"{running.where(running.start)}: a flow must call an actor before anything else")
-    return list(step.route), FlowPlace(running, step.node, loops).header(step.node, loops)
+    return list(step.route), FlowPlace(running, step.node, loops).header(step.node, loops), step.payload
 
 
 def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
@@ -161,6 +164,11 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
         loops = dict(place.loops)
         try:
             step = place.program.advance(after, frame.payload, loops)
+            if isinstance(step, Fan) and step.mapped and len(frames) > 1:
+                raise FlowError(
+                    f"a map follows one output of an actor: {envelope.route.curr} gave {len(frames)} "
+                    "(its join would gather the branches of all of them as one list)"
+                )
         except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
             exc.payload = frame.payload
             raise

@@ -315,7 +315,9 @@ class HopRunner:
             )
             return HopOutcome.SUMPED
         outputs = forwarded(envelope, frames, actor, now)
-        if self.config.joined_by:
+        # a program's one output is framed for no join: its route may pass a join it is no branch of (a
+        # map's further on), and a join of one gathers it as a join's first arrival would anyway
+        if self.config.joined_by and (FLOW_HEADER not in envelope.headers or len(frames) > 1):
             stamp(envelope, outputs, self.config.joined_by)
         plan.outbound.extend(outputs)
         return _FORWARDED

@@ -131,6 +131,36 @@ CONSTRUCTS: dict[str, str] = {
                 p = accept(p)
             return p
     """,
+    "edits": """
+        def flow(p):
+            p["seen"] = {"score": p["score"], "tags": [p["score"] > 2, "x"], "n": len(p)}
+            p = classify(p)
+            p["score"] += 3
+            p["seen"]["twice"] = p["score"] * 2
+            if p["score"] > 5:
+                p["big"] = True
+            while bounded(p["score"] < 9, max_iterations=10):
+                p["score"] += 1
+                if p["score"] % 3 == 0:
+                    p = refine(p)
+            try:
+                p = evaluate(p)
+            except RefusedError:
+                p["caught"] = p["seen"]["score"]
+            p = accept(p)
+            p["seen"]["tags"][1] = p.get("n", 0) - 1
+            return p
+    """,
+    "maps": """
+        def flow(p):
+            p["items"] = [{"score": p["score"]}, {"score": p["score"] + 1, "fail": p.get("fail")}]
+            p = classify(p)
+            p["refined"] = [refine(x) for x in p["items"]]
+            p["none"] = map(accept, p.get("missing", []))
+            p["twice"] = map(evaluate, p["refined"])
+            p["scores"] = [p["twice"][0]["score"], p["twice"][1]["n"]]
+            return p
+    """,
     "pause": """
         def flow(p):
             p = draft(p)
@@ -223,11 +253,28 @@ REFUSALS: list[tuple[str, str, int, str]] = [
     ("slice", "if p['x'][1:]:\n        p = accept(p)", 3, "slices are not part of a condition"),
     ("other function", "if sorted(p):\n        p = accept(p)", 3, "sorted(…) is not part of a condition"),
     ("attribute", "if p.x:\n        p = accept(p)", 3, "the attribute p.x is not part of a condition"),
-    ("other variable", "q = accept(p)", 3, "a flow assigns only its payload: p = actor(p)"),
+    ("other variable", "q = accept(p)", 3, "a flow assigns its payload, p = actor(p), or a field of it"),
+    ("edit of another variable", "q['k'] = 1", 3, 'an edit writes a field of the payload: p["key"] = <expression>'),
+    ("edit calling an actor", "p['k'] = accept(p)", 3, "accept is an actor: an edit does not call one"),
+    ("edit with a function", "p['k'] = sorted(p)", 3, "sorted(…) is not part of a condition"),
+    ("edit with a name", "p['k'] = limit", 3, "limit: a condition reads the payload (p) and constants"),
+    ("edit of a slice", "p['k'][1:] = [1]", 3, "an edit writes one field, not a slice"),
+    ("edit of an attribute", "p.k = 1", 3, "a flow assigns its payload"),
+    ("edit with **", "p['k'] = {**p}", 3, "**: an object literal names each of its keys"),
+    ("two targets", "p['a'] = p['b'] = 1", 3, "a flow assigns its payload"),
+    ("augmented payload", "p += 1", 3, 'an augmented assignment (only p["key"] += <expression> and the like)'),
+    ("augmented power", "p['k'] **= 2", 3, "an augmented assignment"),
     ("two arguments", "p = accept(p, p)", 3, "accept(…) takes the payload alone"),
     ("parallel alone", "p = parallel(accept(p), escalate(p))", 3, "parallel(…) is given to the actor that joins"),
     ("parallel to a non-join", "p = accept(parallel(model_a(p), model_b(p)))", 3, "accept is given parallel(…)"),
     ("break outside a loop", "break", 3, "break outside a while loop"),
+    ("map with a condition", "p['r'] = [accept(x) for x in p['a'] if x]", 3, "a map calls one actor on each item"),
+    ("map of the payload", "p['r'] = [accept(p) for x in p['a']]", 3, "a map calls one actor on each item"),
+    ("map of two loops", "p['r'] = [accept(x) for x in p['a'] for y in x]", 3, 'with no condition: p["r"] = ['),
+    ("map without a list", "p['r'] = map(accept)", 3, 'a map calls one actor on each item: p["r"] = [actor(x)'),
+    ("map of an expression", "p['r'] = [x for x in p['a']]", 3, "a map calls one actor on each item"),
+    ("map of a non-actor", "p['r'] = map(nope, p['a'])", 3, "nope is not an actor of this mesh"),
+    ("map over a name", "p['r'] = map(accept, items)", 3, "items: a condition reads the payload (p)"),
 ]
 
 
@@ -264,6 +311,22 @@ WHOLE_REFUSALS: list[tuple[str, str, str]] = [
         "flows.py line 3: the flow returns before calling any actor",
     ),
     ("no actor at all", "def flow(p):\n    pass\n", "flows.py line 1: the flow returns before calling any actor"),
+    (
+        "map first",
+        "def flow(p):\n    p['r'] = [accept(x) for x in p['a']]\n    return p\n",
+        "flows.py line 2: a map needs an actor before it",
+    ),
+    (
+        "map after a pause",
+        "def flow(p):\n    p = classify(p)\n    p = pause(p)\n    p['r'] = map(accept, p['a'])\n    return p\n",
+        "flows.py line 4: a map cannot follow the pause at line 3",
+    ),
+    (
+        "map starting an except",
+        "def flow(p):\n    try:\n        p = classify(p)\n    except ValueError:\n"
+        "        p['r'] = map(accept, p['a'])\n    return p\n",
+        "flows.py line 5: a map cannot start an except",
+    ),
     ("missing function", "def other(p):\n    return accept(p)\n", "flows.py: no function flow(…) at the top level"),
     ("syntax error", "def flow(p):\n    p = accept(p\n", "flows.py line 2: not valid Python"),
     ("async def", "async def flow(p):\n    return accept(p)\n", "flows.py line 1: flow(…) is a plain function"),

@@ -31,7 +31,7 @@ def flow(p):
 def arriving(program: dict[str, Any], payload: Any, at: str, *, done: int = 0, **fields: Any) -> dict[str, Any]:
     """The envelope a task of `program` on `payload` brings to actor `at`, after `done` actors (the
     program's own header, moved to `at`'s call: the first call of that actor in the program)."""
-    _, header = start(program, payload)
+    _, header, _ = start(program, payload)
     node = next(index for index, node in enumerate(program["nodes"]) if node.get("call") == at)
     header = {**header, "at": node, **({"loops": fields.pop("loops")} if "loops" in fields else {})}
     prev = [f"done-{index}" for index in range(done)]

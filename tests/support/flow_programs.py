@@ -4,6 +4,7 @@ functions), so a test compares what a user wrote with what the mesh does."""
 
 from __future__ import annotations
 
+import copy
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class _MeshRun:
         running = self.running
         step = running.advance(running.start, payload, self.loops)
         while not isinstance(step, End):
+            payload = step.payload  # as the program's edits left it
             if isinstance(step, Fan):
                 step, payload = self._fan(step, payload)
                 continue
@@ -70,12 +72,17 @@ class _MeshRun:
                 step = running.advance(target, payload, self.loops)
                 continue
             step = running.advance(running.after(step.node), payload, self.loops)
-        self.done.result = payload
+        self.done.result = step.payload
         return self.done
 
     def _fan(self, fan: Fan, payload: Any) -> tuple[Call | Fan | End, Any]:
         """Each branch called up to its join, then the join on the gathered list (as the mesh does)."""
         running = self.running
+        if fan.mapped:  # the payload, then each item's output; the mesh's gather hands the list on
+            carried, *items = fan.branches
+            outputs = [_called(item.actor, self.actors, item.payload, self.done) for item in items]
+            step = running.advance(running.after(carried.node), [carried.payload, *outputs], self.loops)
+            return step, step.payload
         join = _join_of(running, fan.branches[0])
         gathered = []
         for branch in fan.branches:
@@ -114,7 +121,8 @@ def run_python(source: str, actors: Mapping[str, Actor], payload: Any, function:
     namespace: dict[str, Any] = {name.replace("-", "_"): recorded(name) for name in actors}
     namespace |= {"pause": recorded(PAUSE), "parallel": lambda *branches: list(branches)}
     namespace["bounded"] = lambda condition, **_bound: condition
+    namespace["map"] = lambda actor, items: [actor(item) for item in items]  # a map's outputs are a list
     namespace |= names
     exec(textwrap.dedent(source), namespace)  # the test's own flow source
-    run.result = namespace[function](payload)
+    run.result = namespace[function](copy.deepcopy(payload))  # an edit changes its own copy, as in the mesh
     return run

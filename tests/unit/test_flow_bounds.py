@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from asya.flow_program import MAX_DEPTH, Call, FlowError, Program, check_condition
+from asya.flow_expressions import MAX_DEPTH, FlowError, check_condition
+from asya.flow_program import Call, Program
 from asya_cdk.flow_compiler import FlowCompileError
 from tests.support.flow_programs import compiled
 

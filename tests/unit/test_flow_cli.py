@@ -49,3 +49,35 @@ def test_an_unknown_flow_lists_the_flows(tmp_path: Path, capsys: pytest.CaptureF
     assert "no flow 'refinning'" in shown
     assert "did you mean `refining`?" in shown
     assert "  straight\n  refining" in shown
+
+
+def test_an_edit_is_shown_as_a_step_of_the_program_and_not_as_a_step_between_actors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mesh = program_mesh(tmp_path)
+    with (tmp_path / "programs.py").open("a") as programs:
+        programs.write('\n\ndef labelled(p):\n    p = draft(p)\n    p["tries"] += 1\n    return publish(p)\n')
+    mesh.write_text(mesh.read_text() + "  labelled: {program: programs.labelled}\n")
+    assert cli.main(["flow", "show", "labelled", "--config", str(mesh), "--image", str(tmp_path / "l.svg")]) == 0
+    shown = capsys.readouterr().out
+    assert "line 16  call draft  → the edit at line 17" in shown
+    assert "line 17  edit p['tries'] += 1  → publish (line 18)" in shown
+    assert "  draft → publish\n" in shown, "an edit is no hop: draft's output goes straight on to publish"
+
+
+def test_a_map_is_shown_with_its_actor_and_the_join_the_mesh_adds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mesh = program_mesh(tmp_path)
+    with (tmp_path / "programs.py").open("a") as programs:
+        programs.write(
+            '\n\ndef mapped(p):\n    p = draft(p)\n    p["r"] = map(refine, p["items"])\n    return publish(p)\n'
+        )
+    mesh.write_text(mesh.read_text() + "  mapped: {program: programs.mapped}\n")
+    assert cli.main(["flow", "show", "mapped", "--config", str(mesh), "--image", str(tmp_path / "m.svg")]) == 0
+    shown = capsys.readouterr().out
+    assert "at its shortest: draft → flow-gather → publish → x-sink" in shown
+    assert "line 17  map p['r'] = map(refine, p['items'])  each item → refine, gathered at flow-gather" in shown
+    assert "line 17  the map's outputs into the payload  → publish (line 18)" in shown
+    assert "  draft → refine [parallel]\n" in shown
+    assert "  refine → flow-gather\n" in shown

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from asya import flow_program
-from asya.flow_program import Call, End, FlowError, Program, evaluate
+from asya.flow_expressions import FlowError, evaluate
+from asya.flow_program import Call, End, Program
 from tests.support.flow_programs import compiled
 
 PAYLOAD = {

@@ -35,7 +35,7 @@ def _program(tmp_path: Path) -> dict[str, Any]:
 def _claims(tmp_path: Path, scores: list[float]) -> list[tuple[float, float]]:
     """What each hop's claim reports as the task goes draft, then refine and evaluate with each score in
     turn: (its progress, what its route alone would say)."""
-    route, header = start(_program(tmp_path), {"score": 0.0})
+    route, header, _ = start(_program(tmp_path), {"score": 0.0})
     wire: dict[str, Any] = {
         "id": "t-1",
         "route": {"prev": [], "curr": route[0], "next": route[1:]},
