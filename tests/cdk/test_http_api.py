@@ -158,3 +158,8 @@ def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_cl
     configuration = authorizer["JwtConfiguration"]
     assert configuration["Audience"] == [{"Ref": people}, {"Ref": machine}, "asya-reviews"]
     assert {"Ref": pool_id} in configuration["Issuer"]["Fn::Join"][1]
+    routes = _routes(document)
+    for key in ("POST /oauth/register", "POST /mcp", "GET /mcp"):  # registered clients: the function verifies
+        assert routes[key]["AuthorizationType"] == "NONE", key
+    [stage] = resources(document, "AWS::ApiGatewayV2::Stage").values()
+    assert stage["RouteSettings"] == {"POST /oauth/register": {"ThrottlingRateLimit": 0.2, "ThrottlingBurstLimit": 5}}
