@@ -73,7 +73,7 @@ def publish_rest_api(
     api.node.try_remove_child("Endpoint")
     agent_card = _open_agent_card(api, handler) if settings.open_well_known else []
     if settings.registers_clients:
-        agent_card.append(_open_registration(api, handler))
+        _open_registration(api, handler)
     if not key_auth:
         return RestApi(api, None, agent_card)
     plan = api.add_usage_plan(
@@ -116,12 +116,12 @@ def _open_agent_card(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) 
     ]
 
 
-def _open_registration(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> apigateway.Method:
+def _open_registration(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> None:
     """`POST /oauth/register` without authorization (`asya_gateway.oauth`): an MCP host registers before
     anyone has signed in. A method of its own, beside the greedy proxy, so the stage throttles it apart."""
     integration = apigateway.LambdaIntegration(handler, allow_test_invoke=False)
     register = api.root.add_resource("oauth").add_resource("register")
-    return register.add_method(
+    register.add_method(
         "POST", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
     )
 
@@ -172,7 +172,9 @@ def explain_rest_findings(api: apigateway.RestApi, agent_card: list[apigateway.M
             "APIG4",
             "gateway.auth is jwt: API Gateway does not verify a third party's tokens on a REST API, so the "
             "function verifies every request's bearer token (signature, issuer, audience, expiry) before "
-            "routing it and answers 401 without one; /health and /.well-known/* are public.",
+            "routing it and answers 401 without one; /health and /.well-known/* are public, and so is "
+            "POST /oauth/register with the stack's Cognito pool (MCP hosts register before signing in: "
+            "public code-flow clients only, capped and throttled, docs/security.md).",
         )
     if auth == "api_key":
         acknowledge(
