@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import jwt
@@ -33,9 +33,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from asya_local.gateway_client import BearerAuth, GatewayClient
-
-if TYPE_CHECKING:  # it builds on the issuer
-    from asya_local.hosted_sign_in import HostedSignIn
 
 ALGORITHM = "RS256"
 KEY_FILE = "local-issuer.pem"
@@ -222,11 +219,19 @@ def of_state(state: dict[str, str]) -> LocalIssuer | None:
     return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]), clients)
 
 
+class SignInPages(Protocol):
+    """The pool's hosted sign-in the server plays (`asya_local.hosted_sign_in.HostedSignIn`)."""
+
+    def authorize(self, query: dict[str, str]) -> str: ...
+
+    def token(self, form: dict[str, str]) -> dict[str, Any]: ...
+
+
 class IssuerServer:
     """The issuer's OpenID configuration and JWKS on loopback, served by a thread until `stop`; as the
     mesh's pool, its hosted sign-in too (`sign_in`: `/oauth2/authorize`, `/oauth2/token`)."""
 
-    def __init__(self, issuer: LocalIssuer, port: int = 0, sign_in: HostedSignIn | None = None) -> None:
+    def __init__(self, issuer: LocalIssuer, port: int = 0, sign_in: SignInPages | None = None) -> None:
         self.issuer = issuer
         self.sign_in = sign_in
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, server_of=self))
