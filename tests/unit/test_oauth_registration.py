@@ -5,6 +5,7 @@ a registration may ask for, the cap on how many, and a registered client's token
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,10 +97,17 @@ def test_the_metadata_names_the_gateway_as_authorization_server_and_the_pools_si
         assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token"]
 
 
-def test_a_registration_needs_no_token_and_makes_a_public_code_flow_client_of_the_pool(pool: Pool) -> None:
-    answer = pool.register(client_name="Claude Code (asya)", grant_types=["authorization_code", "refresh_token"])
+def test_a_registration_needs_no_token_and_makes_a_public_code_flow_client_of_the_pool(
+    pool: Pool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="asya_gateway.oauth"):
+        answer = pool.register(client_name="Claude Code (asya)", grant_types=["authorization_code", "refresh_token"])
     assert answer.status == 201, answer.body
     registered = orjson.loads(answer.body)
+    [logged] = [record.getMessage() for record in caplog.records if record.name == "asya_gateway.oauth"]
+    assert f"registered an OAuth client: id {registered['client_id']}, name 'Claude Code (asya)'" in logged
+    assert f"redirects {LOOPBACK_REDIRECT}" in logged
+    assert "(1 of 3)" in logged
     assert registered["token_endpoint_auth_method"] == "none"
     assert registered["redirect_uris"] == [LOOPBACK_REDIRECT]
     assert "client_secret" not in registered
