@@ -124,8 +124,12 @@ class AuthSettings:
         issuer, audiences = self.jwt.get("issuer"), self.jwt.get("audiences")
         if not issuer or not audiences:
             raise ConfigError(f"{variables.GATEWAY_AUTH.name}: mode jwt needs jwt.issuer and jwt.audiences")
-        registers = bool(self.hosted_ui and (self.jwt.get("registration") or {}).get("max_clients"))
-        return Issuer(url=issuer, audiences=tuple(audiences), jwks_url=self.jwks_url, any_client=registers)
+        return Issuer(url=issuer, audiences=tuple(audiences), jwks_url=self.jwks_url, any_client=self.registers_clients)
+
+    @property
+    def registers_clients(self) -> bool:
+        """Whether MCP hosts register clients of the pool the stack made (`asya_gateway.oauth`)."""
+        return self.mode == "jwt" and bool(self.hosted_ui and (self.jwt.get("registration") or {}).get("max_clients"))
 
 
 def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:

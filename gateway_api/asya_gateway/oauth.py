@@ -65,9 +65,9 @@ class AuthorizationServer:
     @classmethod
     def of(cls, auth: AuthSettings) -> AuthorizationServer | None:
         """None unless the mesh signs in with the pool its stack made and registers clients of it."""
-        registration = auth.jwt.get("registration") or {}
-        if auth.mode != "jwt" or not auth.hosted_ui or not registration.get("max_clients"):
+        if not auth.registers_clients or auth.hosted_ui is None:
             return None
+        registration = auth.jwt["registration"]
         return cls(
             issuer=str(auth.jwt["issuer"]),
             hosted_ui=auth.hosted_ui.rstrip("/"),
