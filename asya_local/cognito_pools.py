@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.template_refs import without_resources
 
@@ -101,3 +103,14 @@ def pool_clients(cognito: Any, pool_id: str) -> list[dict[str, Any]]:
         {"id": c["ClientId"], "flows": c.get("AllowedOAuthFlows", []), "scopes": c.get("AllowedOAuthScopes", [])}
         for c in described
     ]
+
+
+def pool_client(cognito: Any, pool_id: str, client_id: str) -> dict[str, Any] | None:
+    """One client of the pool as `DescribeUserPoolClient` answers (None if the pool has no such
+    client): what the local hosted sign-in checks a request against (`asya_local.hosted_sign_in`)."""
+    try:
+        return dict(cognito.describe_user_pool_client(UserPoolId=pool_id, ClientId=client_id)["UserPoolClient"])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return None
+        raise

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import parse_qsl
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -37,12 +38,27 @@ ALGORITHM = "RS256"
 KEY_FILE = "local-issuer.pem"
 DISCOVERY = "/.well-known/openid-configuration"
 JWKS_PATH = "/.well-known/jwks.json"
+AUTHORIZE_PATH = "/oauth2/authorize"  # the pool's hosted sign-in (`asya_local.hosted_sign_in`)
+TOKEN_PATH = "/oauth2/token"
 LOCAL_SUBJECT = "asya-local"  # who the local stack's own tools sign in as
 DEFAULT_EXPIRES_IN = 3600
 
 
 class NotGrantedError(ValueError):
     """The pool would not issue such a token: the message says what it grants instead."""
+
+
+class SignInError(Exception):
+    """A request the pool's hosted sign-in refuses (`asya_local.hosted_sign_in`): `error` is OAuth's
+    code; `status` the HTTP status."""
+
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error = error
+        self.status = status
+
+    def answer(self) -> dict[str, str]:
+        return {"error": self.error, "error_description": str(self)}
 
 
 @dataclass(frozen=True)
@@ -203,11 +219,21 @@ def of_state(state: dict[str, str]) -> LocalIssuer | None:
     return LocalIssuer.of(Path(state["issuer_key"]), json.loads(state["gateway_auth"]), clients)
 
 
-class IssuerServer:
-    """The issuer's OpenID configuration and JWKS on loopback, served by a thread until `stop`."""
+class SignInPages(Protocol):
+    """The pool's hosted sign-in the server plays (`asya_local.hosted_sign_in.HostedSignIn`)."""
 
-    def __init__(self, issuer: LocalIssuer, port: int = 0) -> None:
+    def authorize(self, query: dict[str, str]) -> str: ...
+
+    def token(self, form: dict[str, str]) -> dict[str, Any]: ...
+
+
+class IssuerServer:
+    """The issuer's OpenID configuration and JWKS on loopback, served by a thread until `stop`; as the
+    mesh's pool, its hosted sign-in too (`sign_in`: `/oauth2/authorize`, `/oauth2/token`)."""
+
+    def __init__(self, issuer: LocalIssuer, port: int = 0, sign_in: SignInPages | None = None) -> None:
         self.issuer = issuer
+        self.sign_in = sign_in
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, server_of=self))
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self._thread.start()
@@ -240,9 +266,35 @@ class _Handler(BaseHTTPRequestHandler):
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
-        document = self.server_of.documents().get(self.path.split("?")[0])
-        body = json.dumps(document if document is not None else {"message": "not found"}).encode()
-        self.send_response(200 if document is not None else 404)
+        path, _, query = self.path.partition("?")
+        sign_in = self.server_of.sign_in
+        if path == AUTHORIZE_PATH and sign_in is not None:
+            try:
+                where = sign_in.authorize(dict(parse_qsl(query)))
+            except SignInError as refused:
+                return self._answer(refused.status, refused.answer())
+            self.send_response(302)
+            self.send_header("Location", where)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        document = self.server_of.documents().get(path)
+        return self._answer(200 if document is not None else 404, document or {"message": "not found"})
+
+    def do_POST(self) -> None:
+        sign_in = self.server_of.sign_in
+        if self.path.split("?")[0] != TOKEN_PATH or sign_in is None:
+            return self._answer(404, {"message": "not found"})
+        length = int(self.headers.get("Content-Length") or 0)
+        form = dict(parse_qsl(self.rfile.read(length).decode()))
+        try:
+            return self._answer(200, sign_in.token(form))
+        except SignInError as refused:
+            return self._answer(refused.status, refused.answer())
+
+    def _answer(self, status: int, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

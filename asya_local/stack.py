@@ -21,6 +21,7 @@ Workers are separate processes, like Lambda execution environments (`asya_local.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import secrets
@@ -44,7 +45,7 @@ from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.packaging import refuse_oversized_functions
 from asya_cdk.plan import STACK_BUDGET
 from asya_local import admin_key
-from asya_local.cognito_pools import pool_clients
+from asya_local.cognito_pools import pool_client, pool_clients
 from asya_local.deploy import (
     EMR_APPLICATION,
     Synthesized,
@@ -66,8 +67,13 @@ from asya_local.endpoint.process import LocalEndpoint, endpoint_admin, free_port
 from asya_local.fixtures import fill_buckets, local_secret_values, store_secrets
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.lambda_shapes import REGION
-from asya_local.functions.stage_throttle import template_opens_well_known, template_throttle
+from asya_local.functions.stage_throttle import (
+    template_opens_well_known,
+    template_route_throttles,
+    template_throttle,
+)
 from asya_local.gateway_client import GatewayClient
+from asya_local.hosted_sign_in import HostedSignIn
 from asya_local.issuer import IssuerServer, LocalIssuer, PoolClient, local_gateway
 from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
@@ -107,6 +113,7 @@ class LocalStack:
     issuer: LocalIssuer | None = None  # the local issuer, when the mesh has sign-in (`gateway.auth: jwt`)
     gateway_auth: dict[str, Any] = field(default_factory=dict)  # the API function's ASYA_GATEWAY_AUTH
     throttle: dict[str, float] | None = None  # the API stage's, which the local gateway applies
+    route_throttles: dict[str, dict[str, float]] = field(default_factory=dict)  # routes throttled apart
     well_known_open: bool = True  # whether the API has its open `GET /.well-known/{proxy+}`
     # browser origins the local gateway allows besides the mesh's `gateway.cors_origins`: `asya up`'s
     # console, whose task pages follow a task straight from the gateway with a follow ticket
@@ -226,6 +233,7 @@ class LocalStack:
         store_secrets(self.mesh, self.client("secretsmanager"), self.client("ssm"))
         self.functions = deployed_functions(self.client, synthesized)
         self.throttle = template_throttle(synthesized.templates)
+        self.route_throttles = template_route_throttles(synthesized.templates)
         self.well_known_open = template_opens_well_known(synthesized.templates)
         take_over_event_sources(self.client("lambda"))
         if len({f.name for f in self.functions if isinstance(f.trigger, HttpTrigger)}) > 1:
@@ -240,9 +248,12 @@ class LocalStack:
         self.gateway_auth = json.loads(raw) if raw else {}
         if self.gateway_auth.get("mode") == "jwt":
             pool = self.outputs.get("UserPoolId")  # the pool's clients: the local issuer mints what it would
-            clients = [PoolClient.of(c) for c in pool_clients(self.client("cognito-idp"), pool)] if pool else []
+            cognito = self.client("cognito-idp")
+            clients = [PoolClient.of(c) for c in pool_clients(cognito, pool)] if pool else []
             self.issuer = LocalIssuer.create(Path(self._state.name), self.gateway_auth, clients)
-            self._issuer_server = IssuerServer(self.issuer)
+            # the pool's hosted sign-in, for any of its clients (those MCP hosts register later too)
+            sign_in = HostedSignIn(self.issuer, functools.partial(pool_client, cognito, pool)) if pool else None
+            self._issuer_server = IssuerServer(self.issuer, sign_in=sign_in)
 
     def gateway_client(self) -> GatewayClient:
         """A client of the gateway as the stack's own tools use it (the API key, or an admin's token)."""
@@ -320,12 +331,15 @@ class LocalStack:
         }
         if self._issuer_server is not None and variables.GATEWAY_AUTH.name in environment:
             environment[variables.GATEWAY_JWKS_URL.name] = self._issuer_server.jwks_url  # local only
+            if self._issuer_server.sign_in is not None:
+                environment[variables.GATEWAY_HOSTED_UI_URL.name] = self._issuer_server.url  # local only
         if FLOW_PROGRAMS.name in environment:  # bundling is skipped here: the file the build adds, written apart
             environment[FLOW_PROGRAMS.name] = str(self._programs_file())
         extra: dict[str, Any] = {}
         if isinstance(function.trigger, HttpTrigger):
             extra = {"port": self.gateway_port, "api_key": None if self.issuer is not None else self.api_key}
-            extra |= {"throttle": self.throttle, "well_known_open": self.well_known_open}
+            extra |= {"throttle": self.throttle, "route_throttles": self.route_throttles}
+            extra |= {"well_known_open": self.well_known_open}
             if self.browser_origins:  # local only, as the JWKS URL: the deployed function keeps the mesh's
                 given = parse_origins(environment.get(variables.GATEWAY_CORS_ORIGINS.name, ""))
                 allowed = dict.fromkeys((*given, *self.browser_origins))

@@ -242,6 +242,8 @@ def request_context(
         return Request(qualified, (resource,), {"s3:prefix": tuple(prefix)} if prefix else {})
     if service == "secretsmanager" and "SecretId" in (payload := json.loads(body or b"{}")):
         return Request(qualified, (_secret_arn(str(payload["SecretId"]), region, account),), {})
+    if service == "cognito-idp" and "UserPoolId" in (payload := json.loads(body or b"{}")):
+        return Request(qualified, (f"arn:aws:cognito-idp:{region}:{account}:userpool/{payload['UserPoolId']}",), {})
     if service == "ssm" and (names := _parameter_names(json.loads(body or b"{}"))):
         arns = tuple(f"arn:aws:ssm:{region}:{account}:parameter/{name.removeprefix('/')}" for name in names)
         return Request(qualified, arns, {})

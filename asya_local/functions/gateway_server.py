@@ -123,6 +123,10 @@ class Gateway:
         self.cors_origins = parse_origins(environment.get(variables.GATEWAY_CORS_ORIGINS.name, ""))
         throttle = spec.get("throttle")
         self.throttle = StageThrottle(throttle["rate"], int(throttle["burst"])) if throttle else None
+        self.route_throttles = {
+            route: StageThrottle(limits["rate"], int(limits["burst"]))
+            for route, limits in (spec.get("route_throttles") or {}).items()
+        }
         self.environments = Environments(spec, ENVIRONMENTS)
         endpoint = environment.get("AWS_ENDPOINT_URL")
         self.signers: Signers = signers or (endpoint_signers(endpoint) if endpoint else lambda _key, _token: None)
@@ -137,7 +141,8 @@ class Gateway:
         return opened or (self.well_known_open and request.path.startswith(WELL_KNOWN))
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
-        if self.throttle is not None and not self.throttle.take():  # the stage's, before anything else
+        throttle = self.route_throttles.get(f"{request.method} {request.path}", self.throttle)
+        if throttle is not None and not throttle.take():  # the route's or the stage's, before anything else
             return gateway_answer(429, "Too Many Requests", request.request_id)
         preflight = preflight_headers(request.method, dict(request.headers), self.cors_origins)
         if preflight is not None:  # the API answers it, without credentials (asya_cdk's CORS settings)

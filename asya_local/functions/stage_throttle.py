@@ -2,7 +2,7 @@
 
 - The stage throttle: a token bucket of `burst` tokens refilled at `rate` a second, one token a request;
   a request that finds none gets API Gateway's 429. Read from the REST stage's method settings or the
-  HTTP API stage's default route settings.
+  HTTP API stage's default route settings; a route throttled apart has a bucket of its own.
 - Whether `GET /.well-known/...` is open: without the route (`gateway.a2a.public_card: off` under `iam`
   or `api_key`) API Gateway refuses an unsigned, keyless read before the function runs.
 
@@ -49,12 +49,35 @@ def template_throttle(templates: Iterable[dict[str, Any]]) -> dict[str, float] |
         for resource in template.get("Resources", {}).values():
             settings = resource.get("Properties", {}).get(_STAGES.get(resource.get("Type", ""), ""))
             for setting in settings if isinstance(settings, list) else [settings] if settings else []:
-                if "ThrottlingRateLimit" in setting and "ThrottlingBurstLimit" in setting:
-                    return {
-                        "rate": float(setting["ThrottlingRateLimit"]),
-                        "burst": float(setting["ThrottlingBurstLimit"]),
-                    }
+                if setting.get("ResourcePath", "/*") == "/*" and _limits(setting):
+                    return _limits(setting)
     return None
+
+
+def template_route_throttles(templates: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The routes a stage throttles apart from the others, by `<METHOD> <path>` (the registration of
+    MCP hosts' clients, `asya_gateway.oauth`): a REST stage's method settings of one resource path, an
+    HTTP API stage's route settings. Such a route takes its own bucket's tokens, not the stage's."""
+    routes: dict[str, dict[str, float]] = {}
+    for template in templates:
+        for resource in template.get("Resources", {}).values():
+            properties = resource.get("Properties", {})
+            if resource.get("Type") == "AWS::ApiGateway::Stage":
+                for setting in properties.get("MethodSettings", []):
+                    path = str(setting.get("ResourcePath", "/*")).replace("~1", "/")
+                    if path != "/*" and (limits := _limits(setting)):
+                        routes[f"{setting['HttpMethod']} {path.removeprefix('/')}"] = limits
+            if resource.get("Type") == "AWS::ApiGatewayV2::Stage":
+                for key, setting in (properties.get("RouteSettings") or {}).items():
+                    if limits := _limits(setting):
+                        routes[str(key)] = limits
+    return routes
+
+
+def _limits(setting: dict[str, Any]) -> dict[str, float] | None:
+    if "ThrottlingRateLimit" not in setting or "ThrottlingBurstLimit" not in setting:
+        return None
+    return {"rate": float(setting["ThrottlingRateLimit"]), "burst": float(setting["ThrottlingBurstLimit"])}
 
 
 def template_opens_well_known(templates: Iterable[dict[str, Any]]) -> bool:

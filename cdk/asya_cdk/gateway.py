@@ -11,7 +11,8 @@
   has a method of its own, readable
   without credentials. With `jwt.cognito: true` the stack makes the issuer: a Cognito user pool with its
   hosted domain, an app client for people, a machine client for scripts and an `admins` group
-  (`asya_cdk.user_pool`). With `api: http` the same
+  (`asya_cdk.user_pool`); the API function registers MCP hosts' clients of it (`POST /oauth/register`,
+  `cognito-idp:CreateUserPoolClient` on that pool alone). With `api: http` the same
   function is behind an HTTP API instead (`asya_cdk.http_api`), at under a third of the price.
 - `asya-<ns>-gateway-stream` turns every change of a task record into a `status` event. A batch it
   cannot write is bisected and retried, then its position goes to `asya-<ns>-gateway-stream-dlq`,
@@ -188,6 +189,12 @@ class StatusGateway(Construct):
         gateway.allow(["dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem"], tables.sump.table_arn)
         # the queues it sends to (every queue of the mesh, by name): `Mesh`, `asya_cdk.queue_grants`
         self.cursor_secret.grant_read(gateway.function)  # the API function alone
+        if self.sign_in is not None and self.settings.registers_clients:
+            # MCP hosts' clients of the pool, made and counted by the function (`asya_gateway.oauth`)
+            gateway.allow(
+                ["cognito-idp:CreateUserPoolClient", "cognito-idp:ListUserPoolClients"],
+                self.sign_in.pool.user_pool_arn,
+            )
         return gateway
 
     def _cursor_secret(self) -> secretsmanager.Secret:

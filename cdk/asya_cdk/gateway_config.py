@@ -15,6 +15,26 @@ from asya_cdk.actor_config import SYSTEM_LOG_LEVEL, StrictModel, SystemLogLevel
 # Cognito's prefix domains: lowercase letters, digits and '-' (not first or last), without these words
 COGNITO_DOMAIN_PREFIX = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 COGNITO_RESERVED_WORDS = ("aws", "amazon", "cognito")
+REDIRECT_HOST = r"^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$"  # a DNS name, lowercase, no port
+
+
+# API Gateway's throttle of `POST /oauth/register` alone, within the stage's: a registration is a
+# host's first sign-in, rare, and each one makes an app client of the pool
+REGISTRATION_RATE = 0.2  # a second on average: 12 a minute
+REGISTRATION_BURST = 5
+
+
+class RegistrationConfig(StrictModel):
+    """Dynamic client registration for MCP hosts (RFC 7591, docs/callers.md), served by the gateway for
+    the pool `cognito: true` makes, since Cognito has none: each registration makes an app client of the
+    pool. `max_clients` caps how many (Cognito allows 1,000 app clients a pool; 0: no registration);
+    `redirect_hosts` are the hosts a registered client may be sent back to over https, beside loopback
+    over http (none by default: a host's sign-in page then runs on the user's own machine)."""
+
+    max_clients: int = Field(default=100, ge=0, le=900)
+    redirect_hosts: list[Annotated[str, Field(pattern=REDIRECT_HOST, max_length=253)]] = Field(
+        default_factory=list, max_length=20
+    )
 
 
 class JwtConfig(StrictModel):
@@ -27,11 +47,14 @@ class JwtConfig(StrictModel):
     audiences: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=10)
     cognito: bool = False
     domain_prefix: Annotated[str, Field(pattern=COGNITO_DOMAIN_PREFIX, max_length=63)] | None = None
+    registration: RegistrationConfig = Field(default_factory=RegistrationConfig)
 
     @model_validator(mode="after")
     def _one_issuer(self) -> JwtConfig:
         if (self.issuer is None) == (not self.cognito):
             raise ValueError("give exactly one of 'issuer' (an OIDC issuer's https URL) or 'cognito: true'")
+        if "registration" in self.model_fields_set and not self.cognito:
+            raise ValueError("registration: the gateway registers clients of the pool 'cognito: true' makes only")
         if self.domain_prefix is not None and not self.cognito:
             raise ValueError("domain_prefix: the hosted sign-in domain of the pool 'cognito: true' makes")
         if self.domain_prefix is not None and (reserved := _reserved_word(self.domain_prefix)):
@@ -67,6 +90,7 @@ class UserPoolNames:
     client: str  # the app client's id: users signing in (authorization code flow)
     machine_client: str  # the machine client's id: scripts (client credentials)
     admin_scope: str  # `<resource server>/<scope>`
+    domain: str  # the hosted sign-in's base URL: `/oauth2/authorize` and `/oauth2/token` are under it
 
 
 class AdminsConfig(StrictModel):
@@ -146,14 +170,16 @@ class GatewayConfig(StrictModel):
         (`asya_gateway.callers.AuthSettings`). With `cognito: true`, `pool` is the user pool the stack
         made: its issuer is trusted, its two clients are audiences (a Cognito access token names its
         client, not an audience), its resource server's admin scope (the machine client's) and its
-        `admins` group (users') make an admin."""
+        `admins` group (users') make an admin; its hosted sign-in and `registration` let the gateway
+        stand as the MCP hosts' authorization server (`asya_gateway.oauth`)."""
         admins = self.admins.model_dump()
         shown = {"ownership": self.ownership, "public_card": self.a2a.public_card}
         if self.jwt is None:
             return {"mode": self.auth, "admins": admins, **shown}
-        jwt = self.jwt.model_dump(exclude_none=True, exclude={"domain_prefix"})
+        jwt = self.jwt.model_dump(exclude_none=True, exclude={"domain_prefix", "registration"})
         if self.jwt.cognito and pool is not None:
             jwt |= {"issuer": pool.issuer, "audiences": [pool.client, pool.machine_client, *self.jwt.audiences]}
+            jwt |= {"hosted_ui": pool.domain, "registration": self.jwt.registration.model_dump()}
             admins["scopes"] = [*admins["scopes"], pool.admin_scope]
             admins["roles"] = [*admins["roles"], COGNITO_ADMINS_GROUP]
         return {"mode": self.auth, "admins": admins, **shown, "jwt": jwt}
@@ -163,6 +189,11 @@ class GatewayConfig(StrictModel):
         """Whether `GET /.well-known/...` is read without credentials: for the public agent card, and
         with sign-in for where to sign in. With neither, API Gateway refuses it before the function runs."""
         return self.auth == "jwt" or self.a2a.public_card != "off"
+
+    @property
+    def registers_clients(self) -> bool:
+        """Whether MCP hosts register clients of the mesh's pool at `POST /oauth/register`."""
+        return self.jwt is not None and self.jwt.cognito and self.jwt.registration.max_clients > 0
 
     @property
     def task_ttl_seconds(self) -> int:

@@ -17,8 +17,10 @@ mesh's OpenID Connect issuer (`auth: jwt`, `HttpJwtAuthorizer`). `GET /.well-kno
 authorizer, as the REST API's agent card methods do not: the A2A agent card (and, in jwt mode, the
 OAuth protected-resource metadata) is read before a caller has credentials; in jwt mode `GET /health`
 is open too; so is `GET /follow/{id}`, the stream a follow ticket opens, which a browser's EventSource
-reads without a credential (the function refuses it without a valid ticket). With
-`gateway.cors_origins` the API answers browsers from those origins (`asya.cors`): its CORS
+reads without a credential (the function refuses it without a valid ticket); and with the stack's Cognito
+pool registering MCP hosts' clients, so are `POST /oauth/register` and `/mcp` (the function verifies their
+tokens: a registered client is no audience of the authorizer).
+With `gateway.cors_origins` the API answers browsers from those origins (`asya.cors`): its CORS
 configuration, and `OPTIONS` routes without an authorizer, so a preflight (which carries no
 credentials) does not meet the authorizer of the `ANY` routes. An HTTP API has no API keys or
 usage plans: `auth: api_key` is refused when the mesh file is loaded (`asya_cdk.gateway_config`).
@@ -40,11 +42,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from asya import cors
-from asya.names import mesh_prefix
+from asya.names import OAUTH_REGISTER_PATH, mesh_prefix
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
 from asya_cdk.function import LOG_RETENTION_DAYS
-from asya_cdk.gateway_config import GatewayConfig
+from asya_cdk.gateway_config import REGISTRATION_BURST, REGISTRATION_RATE, GatewayConfig
 
 DEFAULT_STAGE = "$default"  # served at the API's root: no stage in the URL
 ANY_PATH = "/{proxy+}"
@@ -54,6 +56,7 @@ WELL_KNOWN = "/.well-known/{proxy+}"
 OPEN_PATHS_JWT = ("/health", WELL_KNOWN)
 # a task's events for whoever holds its follow ticket (`asya_gateway.tickets`): the function opens the ticket
 TICKET_STREAM = "/follow/{id}"
+MCP_PATH = "/mcp"
 # HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
 INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
 
@@ -112,6 +115,8 @@ class HttpGateway(Construct):
                 integration=integration,
                 authorizer=apigatewayv2.HttpNoneAuthorizer(),
             )
+        if settings.registers_clients:
+            self._open_to_registered_clients(integration)
         if settings.cors_origins:
             # a preflight carries no credentials, and `ANY` would take it to the authorizer: its own
             # route, which the function answers (asya.cors) and API Gateway adds the CORS headers to
@@ -123,6 +128,26 @@ class HttpGateway(Construct):
                     authorizer=apigatewayv2.HttpNoneAuthorizer(),
                 )
         _explain_findings(self, settings.auth)
+
+    def _open_to_registered_clients(self, integration: apigatewayv2.HttpRouteIntegration) -> None:
+        """Registration (`asya_gateway.oauth`) and MCP without the JWT authorizer: a host registers
+        before anyone signs in, and a registered client's id is no audience the authorizer was given, so
+        `/mcp` is left to the function, which verifies every token and takes any client of the pool. The
+        registration route is throttled apart (the stage's route settings)."""
+        none = apigatewayv2.HttpNoneAuthorizer()
+        self.api.add_routes(
+            path=OAUTH_REGISTER_PATH, methods=[apigatewayv2.HttpMethod.POST], integration=integration, authorizer=none
+        )
+        self.api.add_routes(
+            path=MCP_PATH,
+            methods=[apigatewayv2.HttpMethod.POST, apigatewayv2.HttpMethod.GET],
+            integration=integration,
+            authorizer=none,
+        )
+        stage = self.stage.node.default_child
+        assert isinstance(stage, apigatewayv2.CfnStage)
+        throttle = {"ThrottlingRateLimit": REGISTRATION_RATE, "ThrottlingBurstLimit": REGISTRATION_BURST}
+        stage.add_property_override("RouteSettings", {f"POST {OAUTH_REGISTER_PATH}": throttle})
 
 
 def _cors(origins: list[str]) -> apigatewayv2.CorsPreflightOptions | None:

@@ -22,3 +22,4 @@ LONGEST_REGION = "ap-southeast-5"
 GENERATED_SECRET_NAME_MAX = 255 + 1 + 12
 COGNITO_POOL_ID_MAX = 55  # Cognito's API: a user pool id, `<region>_<id>`
 COGNITO_CLIENT_ID_MAX = 128  # ... and an app client id
+COGNITO_DOMAIN_PREFIX_MAX = 63  # ... and a prefix domain's prefix

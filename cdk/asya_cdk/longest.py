@@ -36,6 +36,7 @@ from asya_cdk.limits import (
     ASSET_HASH_LENGTH,
     BUCKET_NAME_MAX,
     COGNITO_CLIENT_ID_MAX,
+    COGNITO_DOMAIN_PREFIX_MAX,
     COGNITO_POOL_ID_MAX,
     EMR_APPLICATION_ID_MAX,
     GENERATED_SECRET_NAME_MAX,
@@ -71,6 +72,7 @@ def longest_mesh_names(namespace: str) -> MeshNames:
             client="c" * COGNITO_CLIENT_ID_MAX,
             machine_client="c" * COGNITO_CLIENT_ID_MAX,
             admin_scope=f"{mesh_prefix(namespace)}/{COGNITO_ADMIN_SCOPE}",
+            domain=f"https://{'d' * COGNITO_DOMAIN_PREFIX_MAX}.auth.{LONGEST_REGION}.amazoncognito.com",
         ),
         cursor_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"
         f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",

@@ -16,10 +16,11 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from asya import cors
+from asya.names import OAUTH_REGISTER_PATH
 from asya_cdk.access_logs import REST_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
 from asya_cdk.function import LOG_RETENTION_DAYS
-from asya_cdk.gateway_config import GatewayConfig
+from asya_cdk.gateway_config import REGISTRATION_BURST, REGISTRATION_RATE, GatewayConfig
 from asya_cdk.nag import acknowledge
 
 STAGE = "api"
@@ -68,12 +69,15 @@ def publish_rest_api(
             tracing_enabled=settings.tracing,
             throttling_rate_limit=settings.throttle.rate,
             throttling_burst_limit=settings.throttle.burst,
+            method_options=_registration_throttle() if settings.registers_clients else None,
         ),
     )
     # the stack's `ApiUrl` output names the URL; the API's own hash-named copy would only confuse
     api.node.try_remove_child("Endpoint")
     agent_card = _open_agent_card(api, handler) if settings.open_well_known else []
     ticket_stream = _ticket_stream(api, handler)
+    if settings.registers_clients:
+        _open_registration(api, handler)
     if not key_auth:
         return RestApi(api, None, agent_card, ticket_stream)
     plan = api.add_usage_plan(
@@ -137,6 +141,24 @@ def _ticket_stream(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) ->
     )
 
 
+def _open_registration(api: apigateway.LambdaRestApi, handler: lambda_.IFunction) -> None:
+    """`POST /oauth/register` without authorization (`asya_gateway.oauth`): an MCP host registers before
+    anyone has signed in. A method of its own, beside the greedy proxy, so the stage throttles it apart."""
+    integration = apigateway.LambdaIntegration(handler, allow_test_invoke=False)
+    register = api.root.add_resource("oauth").add_resource("register")
+    register.add_method(
+        "POST", integration, authorization_type=apigateway.AuthorizationType.NONE, api_key_required=False
+    )
+
+
+def _registration_throttle() -> dict[str, apigateway.MethodDeploymentOptions]:
+    """The registration route's own throttle, well under the stage's (`REGISTRATION_RATE`)."""
+    throttle = apigateway.MethodDeploymentOptions(
+        throttling_rate_limit=REGISTRATION_RATE, throttling_burst_limit=REGISTRATION_BURST
+    )
+    return {f"{OAUTH_REGISTER_PATH}/POST": throttle}
+
+
 def explain_rest_findings(
     api: apigateway.RestApi, agent_card: list[apigateway.Method], ticket_stream: apigateway.Method, auth: str
 ) -> None:
@@ -186,7 +208,9 @@ def explain_rest_findings(
             "APIG4",
             "gateway.auth is jwt: API Gateway does not verify a third party's tokens on a REST API, so the "
             "function verifies every request's bearer token (signature, issuer, audience, expiry) before "
-            "routing it and answers 401 without one; /health and /.well-known/* are public.",
+            "routing it and answers 401 without one; /health and /.well-known/* are public, and so is "
+            "POST /oauth/register with the stack's Cognito pool (MCP hosts register before signing in: "
+            "public code-flow clients only, capped and throttled, docs/security.md).",
         )
     if auth == "api_key":
         acknowledge(

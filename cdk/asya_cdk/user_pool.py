@@ -100,6 +100,7 @@ def sign_in_pool(scope: Construct, *, prefix: str, jwt: JwtConfig) -> SignInPool
         client=client.user_pool_client_id,
         machine_client=machine.user_pool_client_id,
         admin_scope=f"{prefix}/{COGNITO_ADMIN_SCOPE}",
+        domain=domain.base_url(),
     )
     _explain_pool_findings(pool)
     return SignInPool(pool, client, machine, domain, names)

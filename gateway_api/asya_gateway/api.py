@@ -27,14 +27,18 @@ OpenAPI document generated from these routes (`GET /api/v1/openapi.json`).
     POST   /mcp                             flows as MCP tools (`asya_gateway.mcp`)
     GET    /health
     GET    /.well-known/oauth-protected-resource[/mcp]   where to sign in (`gateway.auth: jwt`)
+    GET    /.well-known/oauth-authorization-server      the gateway as MCP hosts' authorization server, for
+    GET    /.well-known/openid-configuration            the stack's Cognito pool (`asya_gateway.oauth`)
+    POST   /oauth/register                  an MCP host registers a client of the pool (RFC 7591)
 
 The MCP and A2A doors are imported by their routes at their first request, not at every cold start:
 MCP's protocol types (`mcp_types`, a hundred-odd pydantic models) and the A2A endpoint and card cost a
 new execution environment over 100 ms (`python -m bench.cold_start`), and a REST request needs none.
 
-Every request but `GET /health`, `GET /.well-known/*` and `GET /follow/{id}` is someone's (`caller()`,
-`asya_gateway.callers`): with `gateway.auth: jwt` it carries a bearer token the function verifies before
-routing, or gets 401. `GET /follow/{id}` is the caller's whose follow ticket it carries.
+Every request but `GET /health`, `GET /.well-known/*`, `GET /follow/{id}` and `POST /oauth/register` is
+someone's (`caller()`, `asya_gateway.callers`): with `gateway.auth: jwt` it carries a bearer token the
+function verifies before routing, or gets 401. `GET /follow/{id}` is the caller's whose follow ticket it
+carries.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from asya.entry import LambdaEntry
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
-from asya.names import ACTOR_NAME
+from asya.names import ACTOR_NAME, OAUTH_REGISTER_PATH
 from asya.short_ids import ID_HEAD_LENGTH
 from asya.task_record import stealthy
 from asya_gateway.api_models import (
@@ -73,6 +77,7 @@ from asya_gateway.function import GatewayFunction
 from asya_gateway.id_prefix import refuse_filters, tasks_starting_with
 from asya_gateway.listing import ALL, TaskFilter, moment
 from asya_gateway.nesting import too_deep
+from asya_gateway.oauth import Registrar, RegistrationError
 from asya_gateway.resolver import app
 from asya_gateway.service import UNSET as UNSET_INPUT
 from asya_gateway.service import Created, TaskService
@@ -150,12 +155,44 @@ def _protected_resource(path: str) -> dict[str, Any]:
     auth = service().settings.auth
     if auth.mode != "jwt":
         raise TaskError(404, "this gateway takes no sign-in (gateway.auth is not jwt)")
+    server = lambda_handler.built.registrar  # the gateway stands as the pool's, where it registers clients
     return {
         "resource": f"{base_url()}{path}",
-        "authorization_servers": [auth.issuer.url],
+        "authorization_servers": [base_url() if server is not None else auth.issuer.url],
         "bearer_methods_supported": ["header"],
         "scopes_supported": auth.requestable_scopes,
     }
+
+
+@app.get(f"{WELL_KNOWN}/oauth-authorization-server", summary="The authorization server MCP hosts use (RFC 8414)")
+def authorization_server() -> dict[str, Any]:
+    return _registrar().server.metadata(base_url())
+
+
+@app.get(f"{WELL_KNOWN}/openid-configuration", summary="The same document, where a host behind a stage finds it")
+def authorization_server_oidc() -> dict[str, Any]:
+    return _registrar().server.metadata(base_url())
+
+
+@app.post(OAUTH_REGISTER_PATH, summary="Register an MCP host's client of the mesh's Cognito pool (RFC 7591)")
+def register_client() -> Response[Any]:
+    registrar, event = _registrar(), app.current_event
+    try:
+        try:
+            body = event.json_body
+        except ValueError:
+            raise RegistrationError("invalid_client_metadata", "the body is not JSON") from None
+        answer = registrar.register(registrar.server.client_request(body), event.request_context.identity.source_ip)
+    except RegistrationError as refused:
+        return Response(status_code=refused.status, content_type=content_types.APPLICATION_JSON, body=refused.answer())
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=answer)
+
+
+def _registrar() -> Registrar:
+    registrar = lambda_handler.built.registrar
+    if registrar is None:
+        raise TaskError(404, "this gateway registers no clients (it needs gateway.jwt.cognito and registration)")
+    return registrar
 
 
 @app.get(f"{API}/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)

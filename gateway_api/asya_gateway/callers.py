@@ -68,11 +68,12 @@ class AuthSettings:
     admin_principals: tuple[str, ...] = ()
     jwt: dict[str, Any] = field(default_factory=dict)
     jwks_url: str | None = None  # the local stack's issuer's keys (`ASYA_GATEWAY_JWKS_URL`): no discovery
+    hosted_ui: str | None = None  # the pool's hosted sign-in (`jwt.hosted_ui`; locally its stand-in's)
     ownership: OwnershipMode = "role"  # `gateway.ownership`
     public_card: PublicCard = "minimal"  # `gateway.a2a.public_card`
 
     @classmethod
-    def parse(cls, raw: str, jwks_url: str | None = None) -> AuthSettings:
+    def parse(cls, raw: str, jwks_url: str | None = None, hosted_ui: str | None = None) -> AuthSettings:
         name = variables.GATEWAY_AUTH.name
         try:
             document = json.loads(raw) if raw else {}
@@ -88,6 +89,7 @@ class AuthSettings:
             admin_principals=tuple(admins.get("principals", ())),
             jwt=document.get("jwt") or {},
             jwks_url=jwks_url,
+            hosted_ui=hosted_ui or (document.get("jwt") or {}).get("hosted_ui"),
             ownership=_one_of(document, "ownership", OwnershipMode, "role"),
             public_card=_one_of(document, "public_card", PublicCard, "minimal"),
         )
@@ -122,7 +124,12 @@ class AuthSettings:
         issuer, audiences = self.jwt.get("issuer"), self.jwt.get("audiences")
         if not issuer or not audiences:
             raise ConfigError(f"{variables.GATEWAY_AUTH.name}: mode jwt needs jwt.issuer and jwt.audiences")
-        return Issuer(url=issuer, audiences=tuple(audiences), jwks_url=self.jwks_url)
+        return Issuer(url=issuer, audiences=tuple(audiences), jwks_url=self.jwks_url, any_client=self.registers_clients)
+
+    @property
+    def registers_clients(self) -> bool:
+        """Whether MCP hosts register clients of the pool the stack made (`asya_gateway.oauth`)."""
+        return self.mode == "jwt" and bool(self.hosted_ui and (self.jwt.get("registration") or {}).get("max_clients"))
 
 
 def aws_caller(event: dict[str, Any], auth: AuthSettings) -> Caller:

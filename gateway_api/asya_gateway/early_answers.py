@@ -13,6 +13,7 @@ import orjson
 from aws_lambda_powertools.event_handler import content_types
 
 from asya import variables
+from asya.names import OAUTH_REGISTER_PATH
 from asya_gateway.issuers import SignInRefusedError
 from asya_gateway.nesting import MAX_NESTING, too_deep
 
@@ -48,9 +49,12 @@ def raw_body(event: dict[str, Any]) -> bytes:
 
 
 def is_open(event: dict[str, Any]) -> bool:
-    """What anyone may read: liveness, and where to sign in."""
-    path = str(event.get("path") or "")
-    return event.get("httpMethod") == "GET" and (path == "/health" or path.startswith(f"{WELL_KNOWN}/"))
+    """What anyone may read: liveness, and where to sign in; and what an MCP host sends before anyone
+    has signed in, its registration (`asya_gateway.oauth`, which 404s it where the mesh registers none)."""
+    path, method = str(event.get("path") or ""), event.get("httpMethod")
+    if method == "POST":
+        return path == OAUTH_REGISTER_PATH
+    return method == "GET" and (path == "/health" or path.startswith(f"{WELL_KNOWN}/"))
 
 
 def signin_refused(event: dict[str, Any], refusal: SignInRefusedError) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """What the gateway's API function runs (`asya_gateway.api.lambda_handler` builds it at the first event):
-its task service, x-sump's index, the follow tickets' key, and the steps of each event before its route:
-a browser's preflight, sign-in (a follow ticket, on the one route that takes one), and the bodies
-refused before any route reads them (`asya_gateway.early_answers`)."""
+its task service, x-sump's index, the follow tickets' key, what registers MCP hosts' clients, and the
+steps of each event before its route: a browser's preflight, sign-in (a follow ticket, on the one route
+that takes one), and the bodies refused before any route reads them (`asya_gateway.early_answers`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from asya_gateway.callers import Caller, caller_of
 from asya_gateway.cursors import CursorKey
 from asya_gateway.early_answers import answered_early, is_open, not_json, signin_refused, too_deep_body
 from asya_gateway.issuers import SignInRefusedError
+from asya_gateway.oauth import AuthorizationServer, Registrar
 from asya_gateway.resolver import app
 from asya_gateway.service import TaskService
 from asya_gateway.tickets import KEY_INFO, FollowTickets, TicketRefusedError, followed_task, ticket_of
@@ -21,7 +22,7 @@ from asya_gateway.tickets import KEY_INFO, FollowTickets, TicketRefusedError, fo
 
 class GatewayFunction:
     """What the API function runs: the task service its routes use (each request's caller's view of it,
-    `service()`), x-sump's index, and the current request's caller."""
+    `service()`), x-sump's index, the registrar of MCP hosts' clients, and the current request's caller."""
 
     def __init__(self, tasks: TaskService) -> None:
         self.service = tasks
@@ -35,6 +36,13 @@ class GatewayFunction:
         that uses neither (`GET /health`) imports no boto3 and builds no client at all."""
         table = self.service.settings.sump_table
         return SumpIndex(table, client=self.service.tasks.client) if table else None
+
+    @cached_property
+    def registrar(self) -> Registrar | None:
+        """What registers MCP hosts' clients of the mesh's pool (None where it registers none): made at
+        the first registration, with its Cognito client, which no other request needs."""
+        server = AuthorizationServer.of(self.service.settings.auth)
+        return Registrar(server) if server is not None else None
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         origins = self.service.settings.cors_origins

@@ -21,11 +21,15 @@ class SignInRefusedError(Exception):
 
 @dataclass(frozen=True)
 class Issuer:
-    """What a token must carry: this issuer, one of these audiences; `jwks_url` skips discovery."""
+    """What a token must carry: this issuer, one of these audiences; `jwks_url` skips discovery.
+    `any_client`: a Cognito access token of any of the pool's app clients is taken, for the pool the
+    stack makes and registers MCP hosts' clients of (`asya_gateway.oauth`): every client of that pool
+    is the mesh's, and a registered one's id is known only once a host has registered."""
 
     url: str
     audiences: tuple[str, ...]
     jwks_url: str | None = None
+    any_client: bool = False
 
     @property
     def cognito(self) -> bool:

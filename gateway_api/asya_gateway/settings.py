@@ -74,7 +74,11 @@ class GatewaySettings:
             sump_table=variables.SUMP_TABLE.read(env),
             claim_bucket=variables.CLAIM_BUCKET.read(env),
             claim_check_bytes=variables.CLAIM_CHECK_BYTES.read(env),
-            auth=AuthSettings.parse(variables.GATEWAY_AUTH.read(env), variables.GATEWAY_JWKS_URL.read(env)),
+            auth=AuthSettings.parse(
+                variables.GATEWAY_AUTH.read(env),
+                variables.GATEWAY_JWKS_URL.read(env),
+                variables.GATEWAY_HOSTED_UI_URL.read(env),
+            ),
             cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
             seal_secret=variables.SEAL_SECRET.read(env),
             cors_origins=parse_origins(variables.GATEWAY_CORS_ORIGINS.read(env)),

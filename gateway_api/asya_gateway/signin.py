@@ -78,6 +78,8 @@ class TokenVerifier:
         return claims
 
     def _audience_matches(self, claims: dict[str, Any]) -> bool:
+        if self.issuer.any_client and self.issuer.cognito and isinstance(claims.get("client_id"), str):
+            return True  # a client of the mesh's own pool, a registered one too (`Issuer.any_client`)
         audience = claims.get("aud")
         named = {audience} if isinstance(audience, str) else set(audience or ())
         named.add(claims.get("client_id"))  # a Cognito access token names its app client, not an audience

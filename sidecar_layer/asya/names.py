@@ -26,6 +26,9 @@ GATEWAY_STREAM = "gateway-stream"
 GATEWAY_BACKSTOP = "gateway-backstop"
 GATEWAY_FUNCTIONS = (GATEWAY, GATEWAY_STREAM, GATEWAY_BACKSTOP)
 GATEWAY_STREAM_DEAD_LETTERS = "gateway-stream-dlq"
+# where an MCP host registers a client of the mesh's pool: the function's route, and the API's open,
+# separately throttled method (`asya_gateway.oauth`, `asya_cdk.rest_api`, `asya_cdk.http_api`)
+OAUTH_REGISTER_PATH = "/oauth/register"
 SPARK_GUARD = "x-spark-guard"  # stops a Spark application before CloudFormation updates it
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)

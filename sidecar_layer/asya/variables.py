@@ -397,7 +397,8 @@ MCP_WAIT = Variable(
 GATEWAY_AUTH = Variable(
     "ASYA_GATEWAY_AUTH",
     _GATEWAY,
-    "JSON `{mode, admins: {scopes, roles, principals}, ownership, public_card, jwt: {issuer, audiences}}`: "
+    "JSON `{mode, admins: {scopes, roles, principals}, ownership, public_card, "
+    "jwt: {issuer, audiences, hosted_ui, registration}}`: "
     "how callers prove who they are, who sees every task, whose an assumed role's session's tasks are and "
     "what the agent card shows without credentials (the mesh's `gateway.auth`, `gateway.jwt`, "
     "`gateway.admins`, `gateway.ownership`, `gateway.a2a.public_card`)",
@@ -410,6 +411,14 @@ GATEWAY_JWKS_URL = Variable(
     _GATEWAY,
     "local stack only: where the sign-in issuer's keys (JWKS) are, the local issuer's on loopback; the "
     "deployed gateway finds them through the issuer's OpenID configuration",
+    None,
+    _text_or_none,
+)
+GATEWAY_HOSTED_UI_URL = Variable(
+    "ASYA_GATEWAY_HOSTED_UI_URL",
+    _GATEWAY,
+    "local stack only: where the Cognito pool's hosted sign-in (`/oauth2/authorize`, `/oauth2/token`) is "
+    "played, by the local issuer on loopback; the deployed gateway names the pool's domain",
     None,
     _text_or_none,
 )
@@ -582,6 +591,7 @@ ALL: tuple[Variable[Any], ...] = (
     MCP_WAIT,
     GATEWAY_AUTH,
     GATEWAY_JWKS_URL,
+    GATEWAY_HOSTED_UI_URL,
     GATEWAY_CORS_ORIGINS,
     GATEWAY_CURSOR_SECRET,
     SEAL_SECRET,

@@ -15,7 +15,7 @@ from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.functions.gateway_server import Gateway
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse
-from asya_local.functions.stage_throttle import StageThrottle, template_throttle
+from asya_local.functions.stage_throttle import StageThrottle, template_route_throttles, template_throttle
 from tests.support.templates import ROOT, resources, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
@@ -98,3 +98,25 @@ def test_the_limits_default_to_a_throttle_and_no_reservation_and_refuse_what_aws
         MeshConfig.model_validate(
             {"namespace": "x", "actors": {"a": {"handler": "m.f"}}, "gateway": {"throttle": {"burst": 6000}}}
         )
+
+
+def test_the_local_gateway_throttles_the_registration_route_apart_as_the_stage_does(tmp_path: Path) -> None:
+    """With the stack's Cognito pool, `POST /oauth/register` has its own bucket (burst 5): the sixth
+    registration at once gets API Gateway's 429, while the stage's other routes still answer."""
+    jwt = {"cognito": True, "audiences": ["asya-reviews"]}
+    document = _document({"auth": "jwt", "jwt": jwt}, tmp_path)
+    routes = template_route_throttles([document])
+    assert routes == {"POST /oauth/register": {"rate": 0.2, "burst": 5}}
+    assert template_throttle([document]) == {"rate": 100, "burst": 200}
+    gateway = Gateway({**STAND_IN, "throttle": template_throttle([document]), "route_throttles": routes})
+    register = HttpRequest("POST", "/oauth/register", [])
+    try:
+        answers = [gateway.respond(register) for _ in range(6)]
+        other = gateway.respond(HttpRequest("GET", "/api/v1/mesh", []))
+    finally:
+        gateway.environments.stop()
+    statuses = [answer.status for answer in answers if isinstance(answer, HttpResponse)]
+    assert statuses[-1] == 429
+    assert 429 not in statuses[:-1]
+    assert isinstance(other, HttpResponse)
+    assert other.status != 429

@@ -152,7 +152,7 @@ def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_cl
 ) -> None:
     """A client credentials token names the machine client in `client_id`: the authorizer takes it too."""
     jwt = {"cognito": True, "audiences": ["asya-reviews"]}
-    _, document, _ = _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
+    _, document, outdir = _synthesize({"api": "http", "auth": "jwt", "jwt": jwt}, tmp_path)
     [pool_id] = resources(document, "AWS::Cognito::UserPool")
     clients = resources(document, "AWS::Cognito::UserPoolClient")
     [people] = [name for name, client in clients.items() if client["AllowedOAuthFlows"] == ["code"]]
@@ -161,3 +161,10 @@ def test_a_cognito_pool_behind_the_http_api_is_the_authorizers_issuer_and_its_cl
     configuration = authorizer["JwtConfiguration"]
     assert configuration["Audience"] == [{"Ref": people}, {"Ref": machine}, "asya-reviews"]
     assert {"Ref": pool_id} in configuration["Issuer"]["Fn::Join"][1]
+    routes = _routes(document)
+    for key in ("POST /oauth/register", "POST /mcp", "GET /mcp"):  # registered clients: the function verifies
+        assert routes[key]["AuthorizationType"] == "NONE", key
+    [stage] = resources(document, "AWS::ApiGatewayV2::Stage").values()
+    assert stage["RouteSettings"] == {"POST /oauth/register": {"ThrottlingRateLimit": 0.2, "ThrottlingBurstLimit": 5}}
+    result = cfn_lint(outdir / "asya-reviews.template.json")
+    assert result.returncode == 0, result.stdout + result.stderr

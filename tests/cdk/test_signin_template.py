@@ -176,3 +176,73 @@ def test_the_environment_size_check_counts_the_pool_at_its_longest() -> None:
     sizes = {f.function: size for f, size in longest_environments(_mesh({"cognito": True, "audiences": ["a"]}))}
     plain = {f.function: size for f, size in longest_environments(_mesh({"issuer": ISSUER, "audiences": ["a"]}))}
     assert sizes["asya-reviews-gateway"] - plain["asya-reviews-gateway"] > COGNITO_CLIENT_ID_MAX
+
+
+def _policy_statements(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    """The statements of the policies attached to the roles whose logical id starts with `role_prefix`."""
+    return [
+        statement
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if any(role["Ref"].startswith(role_prefix) for role in policy["Roles"])
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_with_the_pool_mcp_hosts_register_on_an_open_throttled_route_and_the_function_makes_clients_of_it(
+    with_cognito: tuple[dict[str, Any], Path],
+) -> None:
+    """`POST /oauth/register` is open (a host registers before anyone signs in), throttled apart from
+    the stage, and the gateway's role may make and list app clients of the mesh's pool alone."""
+    template, _ = with_cognito
+    [pool_id] = resources(template, "AWS::Cognito::UserPool")
+    paths = {r["PathPart"]: name for name, r in resources(template, "AWS::ApiGateway::Resource").items()}
+    register = [
+        m
+        for m in resources(template, "AWS::ApiGateway::Method").values()
+        if m["ResourceId"] == {"Ref": paths["register"]}
+    ]
+    assert [(m["HttpMethod"], m["AuthorizationType"]) for m in register] == [("POST", "NONE")]
+    [stage] = resources(template, "AWS::ApiGateway::Stage").values()
+    [throttled] = [s for s in stage["MethodSettings"] if s["ResourcePath"] == "/~1oauth~1register"]
+    assert (throttled["HttpMethod"], throttled["ThrottlingRateLimit"], throttled["ThrottlingBurstLimit"]) == (
+        "POST",
+        0.2,
+        5,
+    )
+    granted = [
+        s for s in _policy_statements(template, "MeshGatewayApiRole") if "cognito-idp" in json.dumps(s["Action"])
+    ]
+    assert granted == [
+        {
+            "Action": ["cognito-idp:CreateUserPoolClient", "cognito-idp:ListUserPoolClients"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [pool_id, "Arn"]},
+        }
+    ]
+    environment = json.dumps(_gateway_auth(template))
+    assert '\\"registration\\":{\\"max_clients\\":100,\\"redirect_hosts\\":[]}' in environment
+    assert "hosted_ui" in environment
+    assert ".amazoncognito.com" in environment
+
+
+def test_without_the_pool_there_is_no_registration_route_or_cognito_grant(
+    with_issuer: tuple[dict[str, Any], Path],
+) -> None:
+    template, _ = with_issuer
+    assert "register" not in {r["PathPart"] for r in resources(template, "AWS::ApiGateway::Resource").values()}
+    assert "cognito-idp" not in json.dumps(resources(template, "AWS::IAM::Policy"))
+    assert "registration" not in _gateway_auth(template)
+
+
+def test_registration_is_for_the_pool_the_stack_makes_and_its_redirect_hosts_are_names(tmp_path: Path) -> None:
+    for jwt, named in (
+        ({"issuer": ISSUER, "audiences": ["a"], "registration": {"max_clients": 5}}, "registration: the gateway"),
+        ({"cognito": True, "audiences": ["a"], "registration": {"redirect_hosts": ["https://x"]}}, "redirect_hosts"),
+        ({"cognito": True, "audiences": ["a"], "registration": {"max_clients": 901}}, "max_clients"),
+    ):
+        bad = tmp_path / "mesh.yaml"
+        document = {"namespace": "demo", "actors": {"a": {"handler": "m.f", "code": "."}}}
+        bad.write_text(yaml.safe_dump({**document, "gateway": {"auth": "jwt", "jwt": jwt}}))
+        with pytest.raises(MeshConfigError) as refused:
+            load_mesh(bad)
+        assert named in str(refused.value)

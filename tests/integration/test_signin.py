@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx2
 import jwt
@@ -218,34 +219,124 @@ def test_the_stacks_own_tools_sign_in_as_an_admin(signed_in: RunningMesh) -> Non
     assert gateway.task(created["id"]) is not None
 
 
-def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(endpoint: LocalEndpoint, tmp_path: Path) -> None:
-    """The pool, its server and client made through the local endpoint's Cognito API; the gateway trusts
-    the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
-    issuer (the app client in `client_id`, no `aud`) is taken, as is the machine client's, an admin's."""
+@pytest.fixture(scope="module")
+def pooled(endpoint: LocalEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMesh]:
+    """The sign-in mesh with `cognito: true`: the stack makes the pool, and MCP hosts register clients."""
     document = yaml.safe_load(MESH.read_text())
     document["namespace"] = "itpool"
     document["gateway"]["jwt"] = {"cognito": True, "audiences": ["asya-itest"]}
     for actor in document["actors"].values():
         actor["code"] = str(MESH.parent)
-    mesh_file = tmp_path / "mesh.yaml"
+    mesh_file = tmp_path_factory.mktemp("pooled") / "mesh.yaml"
     mesh_file.write_text(yaml.safe_dump(document))
     with running(endpoint, mesh_file) as mesh:
-        pool_id = mesh.stack.outputs["UserPoolId"]
-        assert mesh.stack.outputs["Issuer"] == f"https://cognito-idp.us-east-1.amazonaws.com/{pool_id}"
-        client = mesh.stack.client("cognito-idp").describe_user_pool_client(
-            UserPoolId=pool_id, ClientId=mesh.stack.outputs["UserPoolClientId"]
-        )
-        assert client["UserPoolClient"]["ClientName"] == "asya-itpool"
-        local = issuer(mesh)
-        assert local.issuer == mesh.stack.outputs["Issuer"]
-        assert mesh.stack.gateway_url is not None
-        with httpx2.Client(base_url=mesh.stack.gateway_url, timeout=30, trust_env=False) as http:
-            metadata = http.get("/.well-known/oauth-protected-resource").json()
-            assert metadata["authorization_servers"] == [local.issuer]
-            assert metadata["scopes_supported"] == ["openid"], "what the people's client may ask for: no admin scope"
-            token = local.token(subject="cy")  # a user's: the people's client may not ask for the admin scope
-            assert "aud" not in jwt.decode(token, options={"verify_signature": False})
-            created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
-            assert created.status_code == 201, created.text
-            machine = bearer(local.client_token())  # the machine client's, with the pool's admin scope
-            assert http.get(f"/api/v1/mesh/{created.json()['id']}", headers=machine).status_code == 200
+        yield mesh
+
+
+def test_with_cognito_the_local_issuer_plays_the_pool_the_stack_made(pooled: RunningMesh) -> None:
+    """The pool, its server and client made through the local endpoint's Cognito API; the gateway trusts
+    the pool's issuer and names the pool's admin scope, and a pool-shaped access token of the local
+    issuer (the app client in `client_id`, no `aud`) is taken, as is the machine client's, an admin's."""
+    mesh = pooled
+    pool_id = mesh.stack.outputs["UserPoolId"]
+    assert mesh.stack.outputs["Issuer"] == f"https://cognito-idp.us-east-1.amazonaws.com/{pool_id}"
+    client = mesh.stack.client("cognito-idp").describe_user_pool_client(
+        UserPoolId=pool_id, ClientId=mesh.stack.outputs["UserPoolClientId"]
+    )
+    assert client["UserPoolClient"]["ClientName"] == "asya-itpool"
+    local = issuer(mesh)
+    assert local.issuer == mesh.stack.outputs["Issuer"]
+    assert mesh.stack.gateway_url is not None
+    with httpx2.Client(base_url=mesh.stack.gateway_url, timeout=30, trust_env=False) as http:
+        metadata = http.get("/.well-known/oauth-protected-resource").json()
+        assert metadata["authorization_servers"] == [mesh.stack.gateway_url], "the gateway registers MCP hosts"
+        assert metadata["scopes_supported"] == ["openid"], "what the people's client may ask for: no admin scope"
+        token = local.token(subject="cy")  # a user's: the people's client may not ask for the admin scope
+        assert "aud" not in jwt.decode(token, options={"verify_signature": False})
+        created = http.post("/api/v1/mesh", json={"flow": "pipeline", "payload": {"n": 1}}, headers=bearer(token))
+        assert created.status_code == 201, created.text
+        machine = bearer(local.client_token())  # the machine client's, with the pool's admin scope
+        assert http.get(f"/api/v1/mesh/{created.json()['id']}", headers=machine).status_code == 200
+
+
+def test_the_official_mcp_client_signs_in_with_its_oauth_provider_and_runs_a_flow(pooled: RunningMesh) -> None:
+    """An MCP host with nothing configured but the server's URL: the SDK's OAuth provider gets the 401,
+    reads the protected resource's and the authorization server's metadata, registers a client of the
+    pool at the gateway, follows the (local) hosted sign-in with PKCE, gets a token and calls a flow's
+    tool; the task is the signed-in user's, and the registration made an app client of the pool."""
+    from mcp import ClientSession
+    from mcp.client.auth import OAuthClientProvider, TokenStorage
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    class Memory(TokenStorage):
+        def __init__(self) -> None:
+            self.tokens: OAuthToken | None = None
+            self.client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    sent_back: list[str] = []
+
+    async def follow_sign_in(authorization_url: str) -> None:
+        """What a browser does: the hosted sign-in sends it on to the redirect with the code."""
+        async with httpx2.AsyncClient(trust_env=False, follow_redirects=False) as browser:
+            answer = await browser.get(authorization_url)
+        assert answer.status_code == 302, answer.text
+        sent_back.append(answer.headers["location"])
+
+    async def callback() -> AuthorizationCodeResult:
+        query = dict(parse_qsl(urlsplit(sent_back[-1]).query))
+        return AuthorizationCodeResult(code=query["code"], state=query.get("state"))
+
+    assert pooled.stack.gateway_url is not None
+    storage = Memory()
+    provider = OAuthClientProvider(
+        server_url=f"{pooled.stack.gateway_url}/mcp",
+        client_metadata=OAuthClientMetadata(
+            client_name="asya integration host", redirect_uris=["http://127.0.0.1:33418/callback"]
+        ),
+        storage=storage,
+        redirect_handler=follow_sign_in,
+        callback_handler=callback,
+    )
+
+    async def session() -> tuple[Any, Any]:
+        async with (
+            httpx2.AsyncClient(auth=provider, timeout=30, trust_env=False) as http,
+            streamable_http_client(f"{pooled.stack.gateway_url}/mcp", http_client=http) as (read, write, *_),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            tools = await client.list_tools()
+            return tools, await client.call_tool("pipeline", {"n": 6})
+
+    tools, called = asyncio.run(session())
+    assert "pipeline" in {tool.name for tool in tools.tools}
+    assert called.is_error is False
+    assert called.structured_content["output"] == {"n": 6, "prepped": True, "label": "even", "done": True}
+    assert storage.client is not None
+    assert storage.tokens is not None
+    assert storage.tokens.refresh_token
+    made = pooled.stack.client("cognito-idp").describe_user_pool_client(
+        UserPoolId=pooled.stack.outputs["UserPoolId"], ClientId=storage.client.client_id
+    )["UserPoolClient"]
+    assert (made["ClientName"], made["CallbackURLs"]) == (
+        "mcp-asya integration host",
+        ["http://127.0.0.1:33418/callback"],
+    )
+    task = pooled.gateway().task(called.structured_content["id"])
+    assert task is not None
+    assert task["owner"] == "jwt:local-user"  # the user the hosted sign-in signed in
+    claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+    assert (claims["sub"], claims["client_id"]) == ("local-user", storage.client.client_id)

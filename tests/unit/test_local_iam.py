@@ -114,6 +114,19 @@ def test_job_runs_are_resources_of_their_application() -> None:
     assert found.resources == ("arn:aws:emr-serverless:r:a:/applications/app1/jobruns/run1",)
 
 
+def test_a_user_pool_request_is_authorized_on_the_pool_it_names() -> None:
+    """The gateway may make app clients of the mesh's pool alone (`asya_gateway.oauth`), as on AWS."""
+    pool = "arn:aws:cognito-idp:r:a:userpool/r_mesh"
+    granted = [policy(allow(["cognito-idp:CreateUserPoolClient", "cognito-idp:ListUserPoolClients"], pool))]
+    for pool_id, allowed in (("r_mesh", True), ("r_other", False)):
+        body = json.dumps({"UserPoolId": pool_id, "ClientName": "mcp-host"}).encode()
+        found = request_context(
+            "cognito-idp", "CreateUserPoolClient", "*", body=body, path="/", region="r", account="a"
+        )
+        assert found.resources == (f"arn:aws:cognito-idp:r:a:userpool/{pool_id}",)
+        assert decide(granted, found) is allowed
+
+
 def test_a_service_role_is_assumed_only_by_the_administrator_standing_in_for_the_service() -> None:
     trust = policy({"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"})
     caller = "arn:aws:iam::123456789012:user/someone"
