@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from asya import flows, routing
+from asya import flows, routing, state_hop
 from asya.abi import EnvelopeState
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
@@ -273,6 +273,8 @@ class HopRunner:
             on_fly=lambda event: self._on_fly(envelope, event),
         )
         handler_started = time.perf_counter()
+        if self.config.state_table and plan.key is not None:  # its state writes carry the hop (`asya.state_hop`)
+            state_hop.begin(plan.key)
         try:
             output = run_with_timeout(lambda: invoke(handler, state, self.config.handler_mode), limit)
         except TimedOut as exc:
@@ -292,6 +294,7 @@ class HopRunner:
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
             return HopOutcome.SUMPED
         finally:
+            state_hop.end()
             self.telemetry.took("HandlerDuration", handler_started)
         # a flow program's parallel is a decision on an output: with none, nothing fans out and nothing joins
         fixed = self.config.joined_by and FLOW_HEADER not in envelope.headers
