@@ -68,6 +68,7 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         sump_table=resource_name(namespace, SUMP_TABLE),
         joins_table=resource_name(namespace, JOINS_TABLE),
         state_table=resource_name(namespace, STATE_TABLE),
+        state_bucket="b" * BUCKET_NAME_MAX,
         user_pool=UserPoolNames(  # only read with gateway.jwt.cognito: the pool's issuer, client, admin scope
             issuer=f"https://cognito-idp.{LONGEST_REGION}.amazonaws.com.cn/{'p' * COGNITO_POOL_ID_MAX}",
             client="c" * COGNITO_CLIENT_ID_MAX,

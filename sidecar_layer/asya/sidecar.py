@@ -51,7 +51,11 @@ class Sidecar:
         if config.state_table:  # the handler's `asya.state` uses the table this function was told
             from asya import state
 
-            state.use(state.ActorState(config.state_table, config.actor, ttl_days=config.state_ttl_days))
+            state.use(
+                state.ActorState(
+                    config.state_table, config.actor, bucket=config.state_bucket, ttl_days=config.state_ttl_days
+                )
+            )
         self.hops = HopRunner(
             config,
             load_or_defer(config.handler, config.actor, self._cannot_load),

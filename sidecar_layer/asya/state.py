@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from asya.state_store import ActorState, StateConflict, StateError, StateTooLarge
-from asya.variables import ACTOR, STATE_TABLE, STATE_TTL_DAYS
+from asya.variables import ACTOR, STATE_BUCKET, STATE_TABLE, STATE_TTL_DAYS
 
 __all__ = ["ActorState", "StateConflict", "StateError", "StateTooLarge", "delete", "get", "get_versioned", "put", "use"]
 
@@ -61,5 +61,10 @@ def _actor_state() -> ActorState:
                 "this actor has no state: set `state: true` on it in the mesh file (actors.<name>.state) "
                 f"and deploy again ({STATE_TABLE.name} is not set)"
             )
-        _store = ActorState(table, ACTOR.require(os.environ), ttl_days=STATE_TTL_DAYS.read(os.environ))
+        _store = ActorState(
+            table,
+            ACTOR.require(os.environ),
+            bucket=STATE_BUCKET.read(os.environ),
+            ttl_days=STATE_TTL_DAYS.read(os.environ),
+        )
     return _store

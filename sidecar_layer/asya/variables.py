@@ -321,6 +321,13 @@ STATE_TABLE = Variable(
     None,
     _text_or_none,
 )
+STATE_BUCKET = Variable(
+    "ASYA_STATE_BUCKET",
+    _ACTOR,
+    "the bucket of state values too large for a state item (`<actor>/...`); unset: such values are refused",
+    None,
+    _text_or_none,
+)
 STATE_TTL_DAYS = Variable(
     "ASYA_STATE_TTL_DAYS",
     _ACTOR,
@@ -587,6 +594,7 @@ ALL: tuple[Variable[Any], ...] = (
     SUMP_TABLE,
     JOINS_TABLE,
     STATE_TABLE,
+    STATE_BUCKET,
     STATE_TTL_DAYS,
     TASK_TTL,
     IDEMPOTENCY_TABLE,

@@ -74,6 +74,27 @@ def test_each_stateful_actor_reads_and_puts_its_own_keys_only(document: dict[str
         assert _on_state(document, crew) == []
 
 
+def _state_bucket(document: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    [(key, bucket)] = [(k, b) for k, b in resources(document, "AWS::S3::Bucket").items() if k.startswith("MeshState")]
+    return key, bucket
+
+
+def test_large_values_go_to_a_bucket_of_their_own_each_actor_to_its_own_prefix(document: dict[str, Any]) -> None:
+    key, bucket = _state_bucket(document)
+    encryption = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+    assert bucket["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"] is True
+    rules = bucket["LifecycleConfiguration"]["Rules"]
+    expiring = [(r.get("Prefix"), r["ExpirationInDays"]) for r in rules if "ExpirationInDays" in r]
+    assert expiring == [("memo/", 31)], "only the objects of an actor whose keys expire, a day after them"
+    granted = [s for s in role_statements(document, "MeshActorcounterRole") if key in json.dumps(s.get("Resource"))]
+    assert [(s["Action"], s["Resource"]["Fn::Join"][1][-1]) for s in granted] == [
+        (["s3:GetObject", "s3:PutObject", "s3:DeleteObject"], "/counter/*")
+    ]
+    assert not [s for s in role_statements(document, "MeshActorplainRole") if key in json.dumps(s.get("Resource"))]
+    assert _environment(document, "counter")["ASYA_STATE_BUCKET"] == {"Ref": key}
+
+
 def test_a_stateful_actors_function_is_told_the_table_and_its_keys_ttl(document: dict[str, Any]) -> None:
     key, _ = _state_table(document)
     assert _environment(document, "counter")["ASYA_STATE_TABLE"] == {"Ref": key}
@@ -89,6 +110,7 @@ def test_a_mesh_without_state_makes_no_state_table(tmp_path: Path) -> None:
     document = synthesize(load_mesh(mesh), tmp_path / "cdk.out")[1]
     names = [t["TableName"] for t in resources(document, "AWS::DynamoDB::Table").values()]
     assert "asya-n-actor-state" not in names
+    assert not [k for k in resources(document, "AWS::S3::Bucket") if k.startswith("MeshState")]
     assert "ASYA_STATE_TABLE" not in json.dumps(document)
 
 

@@ -62,8 +62,9 @@ def _denied(call: Any, **arguments: Any) -> bool:
 
 def test_an_actors_role_cannot_read_or_write_another_actors_state(running_mesh: RunningMesh) -> None:
     stack = running_mesh.stack
-    role = stack.client("lambda").get_function(FunctionName=f"asya-{stack.namespace}-tally")["Configuration"]["Role"]
-    dynamodb = local_client("dynamodb", stack.endpoint, role_environment(stack.client, role, LAMBDA, "tally-snoop"))
+    function = stack.client("lambda").get_function(FunctionName=f"asya-{stack.namespace}-tally")["Configuration"]
+    credentials = role_environment(stack.client, function["Role"], LAMBDA, "tally-snoop")
+    dynamodb = local_client("dynamodb", stack.endpoint, credentials)
     own, counters = {"key": {"S": "tally#k"}}, {"key": {"S": "counter#k"}}
 
     dynamodb.put_item(TableName=TABLE, Item={**own, "version": {"N": "1"}, "value": {"S": "1"}})
@@ -72,6 +73,16 @@ def test_an_actors_role_cannot_read_or_write_another_actors_state(running_mesh: 
     assert _denied(dynamodb.put_item, TableName=TABLE, Item={**counters, "version": {"N": "9"}})
     assert _denied(dynamodb.delete_item, TableName=TABLE, Key=own), "no deletes: a delete is a tombstone put"
     assert _denied(dynamodb.scan, TableName=TABLE), "no listing every actor's keys"
+
+    s3, bucket = (
+        local_client("s3", stack.endpoint, credentials),
+        function["Environment"]["Variables"]["ASYA_STATE_BUCKET"],
+    )
+    s3.put_object(Bucket=bucket, Key="tally/k/large.json", Body=b"[1]")
+    assert s3.get_object(Bucket=bucket, Key="tally/k/large.json")["Body"].read() == b"[1]", "its own large values"
+    assert _denied(s3.put_object, Bucket=bucket, Key="counter/k/large.json", Body=b"[2]")
+    assert _denied(s3.get_object, Bucket=bucket, Key="counter/k/large.json")
+    assert _denied(s3.list_objects_v2, Bucket=bucket), "no listing"
     post = stack.client("lambda").get_function(FunctionName=f"asya-{stack.namespace}-post")["Configuration"]["Role"]
     stateless = local_client("dynamodb", stack.endpoint, role_environment(stack.client, post, LAMBDA, "post-snoop"))
     assert _denied(stateless.get_item, TableName=TABLE, Key=own), "an actor without state: nothing"

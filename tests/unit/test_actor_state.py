@@ -90,10 +90,64 @@ def test_values_null_and_falsy_are_values_not_absence(store: state.ActorState) -
     assert state.get("zero", "default") == 0
 
 
-def test_a_value_over_what_an_item_takes_is_refused_naming_the_key(store: state.ActorState) -> None:
+def test_a_value_over_what_an_item_takes_is_refused_without_a_state_bucket(store: state.ActorState) -> None:
     with pytest.raises(state.StateTooLarge, match="'big': the value is 400,002 bytes"):
         state.put("big", "x" * 400_000)
     assert state.get("big") is None
+
+
+@pytest.fixture
+def bucket(mesh: Mesh) -> str:
+    boto3.client("s3").create_bucket(Bucket="asya-unit-state")
+    return "asya-unit-state"
+
+
+def _objects(bucket: str) -> list[str]:
+    return [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+def test_a_large_value_goes_to_the_state_bucket_and_its_item_names_it(dynamodb: Any, bucket: str) -> None:
+    store = state.ActorState(TABLE, "a", bucket=bucket, client=dynamodb)
+    big = {"embedding": [0.125] * 60_000}  # 360,015 bytes of JSON
+    assert store.put("cache", big) == 1
+    assert store.get_versioned("cache") == (big, 1)
+    [first] = _objects(bucket)
+    assert first.startswith("a/"), "under the actor's own prefix"
+    item = _item(dynamodb, "a#cache")
+    assert (item["ref"], "value" in item) == ({"S": first}, False)
+
+    assert store.put("cache", {**big, "v": 2}) == 2
+    [second] = _objects(bucket)
+    assert second != first, "a new object per write, the one it replaced deleted"
+    assert store.put("cache", "small again") == 3
+    assert _objects(bucket) == [], "an inline value replaced the object"
+    assert store.get("cache") == "small again"
+    store.put("cache", big)
+    store.delete("cache")
+    assert _objects(bucket) == []
+    assert store.get("cache") is None
+
+
+def test_a_large_write_that_lost_its_compare_and_set_leaves_no_object(dynamodb: Any, bucket: str) -> None:
+    store = state.ActorState(TABLE, "a", bucket=bucket, client=dynamodb)
+    store.put("cache", 1)
+    with pytest.raises(state.StateConflict):
+        store.put("cache", "y" * 400_000, if_version=0)
+    assert _objects(bucket) == []
+    assert store.get("cache") == 1
+
+
+def test_an_expired_key_reads_as_absent_before_dynamodb_deletes_it(dynamodb: Any) -> None:
+    store = state.ActorState(TABLE, "a", client=dynamodb)
+    store.put("k", 1)
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key={"key": {"S": "a#k"}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": "1"}},
+    )
+    assert store.get_versioned("k") == (None, 1)
+    assert store.put("k", 2, if_version=1) == 2
 
 
 def test_keys_and_values_are_checked(store: state.ActorState) -> None:
