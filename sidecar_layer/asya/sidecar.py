@@ -48,14 +48,6 @@ class Sidecar:
         self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
         self.ledger = hop_ledger(config.idempotency_table, config.idempotency_ttl, config.namespace)
         self.reporter = status_reporter(config, self.telemetry)
-        if config.state_table:  # the handler's `asya.state` uses the table this function was told
-            from asya import state
-
-            state.use(
-                state.ActorState(
-                    config.state_table, config.actor, bucket=config.state_bucket, ttl_days=config.state_ttl_days
-                )
-            )
         self.hops = HopRunner(
             config,
             load_or_defer(config.handler, config.actor, self._cannot_load),

@@ -8,8 +8,9 @@
 
 Keys are strings, values anything JSON takes; each actor sees only its own keys (the mesh file's
 `state:` on the actor makes the table and the grant). A hop that runs again after its worker was
-killed does not apply its writes twice (`asya.state_store`). The actor's store is built from its
-function's environment on first use; `use` puts another in its place (tests).
+killed does not apply its writes twice (`asya.state_store`). The store is the running hop's actor's,
+which its sidecar built from its configuration; outside a hop, one built from the environment, or
+the one `use` puts in its place (tests).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from asya import state_hop
 from asya.state_store import ActorState, StateConflict, StateError, StateTooLarge
 from asya.variables import ACTOR, STATE_BUCKET, STATE_TABLE, STATE_TTL_DAYS
 
@@ -53,7 +55,12 @@ def use(store: ActorState | None) -> None:
 
 
 def _actor_state() -> ActorState:
+    """The running hop's actor's store (`asya.state_hop`), else the one `use` set, else one built from
+    the environment (a handler called outside the sidecar)."""
     global _store
+    running: ActorState | None = state_hop.store()
+    if running is not None:
+        return running
     if _store is None:
         table = STATE_TABLE.read(os.environ)
         if table is None:

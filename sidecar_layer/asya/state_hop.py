@@ -19,11 +19,13 @@ from typing import Any
 
 
 class _Mark:
-    """The hop being run: its token's stem, the writes it made per key, and the items it read."""
+    """The hop being run: the actor's store (`asya.state_store.ActorState`), its token's stem, the
+    writes it made per key, and the items it read."""
 
-    __slots__ = ("seen", "stem", "writes")
+    __slots__ = ("seen", "stem", "store", "writes")
 
-    def __init__(self, stem: str) -> None:
+    def __init__(self, stem: str, store: Any) -> None:
+        self.store = store
         self.stem = stem
         self.writes: dict[str, int] = {}
         self.seen: dict[str, Any] = {}  # key -> the state item as last read or written in this hop
@@ -32,11 +34,18 @@ class _Mark:
 _current: _Mark | None = None
 
 
-def begin(hop_key: Mapping[str, Any]) -> None:
-    """Mark the hop `hop_key` (`Hop.key_of`) as the one the handler's writes belong to."""
+def begin(hop_key: Mapping[str, Any], store: Any = None) -> None:
+    """Mark the hop `hop_key` (`Hop.key_of`) as the one the handler's writes belong to, and `store` as
+    the state its handler's `asya.state` calls use: the running actor's, even where several actors'
+    sidecars share a process (`asya_local.testing.MeshHarness`)."""
     global _current
     identity = "|".join(str(value) for value in hop_key.values())
-    _current = _Mark(hashlib.blake2b(identity.encode(), digest_size=9).hexdigest())
+    _current = _Mark(hashlib.blake2b(identity.encode(), digest_size=9).hexdigest(), store)
+
+
+def store() -> Any:
+    """The running actor's state store; None outside a hop."""
+    return None if _current is None else _current.store
 
 
 def end() -> None:

@@ -4,6 +4,7 @@ compare-and-set, delete, missing keys, values too large, and a hop that runs aga
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -197,14 +198,46 @@ def test_a_hop_redelivered_after_its_send_failed_counts_once(mesh: Mesh, dynamod
     broken = SqsTransport()
     broken.send = lambda _queue, messages: {m.entry_id for m in messages}  # type: ignore[method-assign, assignment]
     configure(sidecar.config, broken)
-    try:
-        assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
-        configure(sidecar.config)
-        assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": []}
-        assert len(mesh.messages("b")) == 1
-        assert state.get_versioned("calls") == (1, 1), "the rerun's write was not applied again"
-        assert mesh.deliver(envelope(id="env-2")) == {"batchItemFailures": []}
-        assert mesh.only("b")["payload"]["count"] == 2, "another envelope's hop is another write"
-        assert _item(dynamodb, "a#calls")["value"] == {"S": "2"}
-    finally:
-        state.use(None)
+    assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    configure(sidecar.config)
+    assert mesh.deliver(envelope(), message_ids=["m1"]) == {"batchItemFailures": []}
+    assert len(mesh.messages("b")) == 1
+    stored = state.ActorState(TABLE, "a", client=dynamodb)
+    assert stored.get_versioned("calls") == (1, 1), "the rerun's write was not applied again"
+    assert mesh.deliver(envelope(id="env-2")) == {"batchItemFailures": []}
+    assert mesh.only("b")["payload"]["count"] == 2, "another envelope's hop is another write"
+    assert _item(dynamodb, "a#calls")["value"] == {"S": "2"}
+
+
+COUNTING = """\
+namespace: counting
+actors:
+  first: {handler: counting.first, code: ., state: true}
+  second: {handler: counting.second, code: ., state: true}
+flows:
+  both: {route: [first, second]}
+"""
+COUNTERS = """\
+from asya import state
+
+
+def first(p):
+    return {**p, "first": state.put("calls", state.get("calls", 0) + 1)}
+
+
+def second(p):
+    return {**p, "second": state.put("calls", state.get("calls", 0) + 1)}
+"""
+
+
+def test_the_harness_gives_each_actor_its_own_state(tmp_path: Path) -> None:
+    """Several actors' sidecars in one process: each hop's `asya.state` is its own actor's."""
+    from asya_local.testing import MeshHarness
+
+    (tmp_path / "counting.py").write_text(COUNTERS)
+    (tmp_path / "mesh.yaml").write_text(COUNTING)
+    with MeshHarness(tmp_path / "mesh.yaml") as mesh:
+        mesh.run("both", {})
+        run = mesh.run("both", {})
+    assert run.succeeded, run.error
+    assert (run.output["first"], run.output["second"]) == (2, 2)
