@@ -52,6 +52,25 @@ def test_a_worker_killed_after_its_state_write_does_not_count_twice(running_mesh
     assert (stored["value"], stored["version"]) == ({"S": "1"}, {"N": "1"}), "the rerun did not write again"
 
 
+def test_a_large_value_is_kept_in_the_state_bucket_under_the_actors_prefix(running_mesh: RunningMesh) -> None:
+    key = f"large-{uuid.uuid4().hex[:6]}"
+    for size in (400_000, 500_000):  # the second write replaces the first one's object
+        task_id = f"large-{uuid.uuid4().hex[:8]}"
+        running_mesh.send(["tally", "post"], {"key": key, "size": size}, task_id)
+        result = running_mesh.result(task_id)
+        assert result["outcome"] == "succeeded", running_mesh.errors()
+        assert result["envelope"]["payload"]["read"] == size
+    stored = _stored(running_mesh, f"tally#{key}")
+    assert (stored["version"], "value" in stored) == ({"N": "2"}, False)
+    stack = running_mesh.stack
+    function = stack.client("lambda").get_function(FunctionName=f"asya-{stack.namespace}-tally")["Configuration"]
+    bucket = function["Environment"]["Variables"]["ASYA_STATE_BUCKET"]
+    ref = stored["ref"]["S"]
+    assert ref.startswith("tally/")
+    listed = stack.client("s3").list_objects_v2(Bucket=bucket, Prefix=ref.rsplit("/", 1)[0]).get("Contents", [])
+    assert [(o["Key"], o["Size"]) for o in listed] == [(ref, 500_002)], "the item's object, the replaced one gone"
+
+
 def _denied(call: Any, **arguments: Any) -> bool:
     try:
         call(**arguments)

@@ -119,3 +119,12 @@ def counter(payload: dict[str, Any]) -> dict[str, Any]:
         open(die_once, "w").close()
         os._exit(137)
     return {**payload, "count": (count or 0) + 1}
+
+
+def tally(payload: dict[str, Any]) -> dict[str, Any]:
+    """Keeps `size` characters under `payload["key"]` (over what a state item takes: the state bucket's)
+    and says how many it reads back."""
+    from asya import state
+
+    version = state.put(payload["key"], "x" * payload["size"])
+    return {**payload, "version": version, "read": len(state.get(payload["key"]))}
