@@ -47,12 +47,21 @@ from asya_local.fixtures import fill_buckets, named_secrets, read_values, secret
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION, LambdaContext
 from asya_local.testing.flow_run import FlowRun, of_task
 from asya_local.testing.inprocess import Function, InProcessMesh
-from asya_local.testing.tables import EVENTS, JOINS, TASKS, create_idempotency_table, create_tables
+from asya_local.testing.tables import (
+    EVENTS,
+    JOINS,
+    TASKS,
+    create_idempotency_table,
+    create_state_table,
+    create_tables,
+)
 from asya_local.testing.tables import SUMP as SUMP_TABLE
 
 BUCKET = "asya-harness-results"
 SEAL_SECRET = "asya-harness-seal"  # what the mesh seals its envelopes with (`asya.seal`)
 IDEMPOTENCY = "asya-hops"
+STATE_TABLE = "asya-actor-state"  # the keys of the actors with `state:` (`asya.state`)
+STATE_BUCKET = "asya-harness-state"
 __all__ = ["HarnessError", "MeshHarness", "TaskError"]  # TaskError: a create the gateway refuses
 DECIDERS: dict[str, Callable[[CrewSettings], Decide]] = {
     SINK: sink.decider,
@@ -103,6 +112,8 @@ class MeshHarness(InProcessMesh):
             batches_table="",
             sump_table=SUMP_TABLE,
             joins_table=JOINS if self.mesh.joins else "",
+            state_table=STATE_TABLE if self.mesh.stateful else "",
+            state_bucket=STATE_BUCKET if self.mesh.stateful else "",
         )
         self._folder = tempfile.TemporaryDirectory(prefix="asya-harness-")
         self._overrides = {actor: dict(variables) for actor, variables in (environment or {}).items()}
@@ -158,6 +169,9 @@ class MeshHarness(InProcessMesh):
         create_tables(dynamodb)
         create_idempotency_table(dynamodb, IDEMPOTENCY)
         boto3.client("s3").create_bucket(Bucket=BUCKET)
+        if self.mesh.stateful:
+            create_state_table(dynamodb, STATE_TABLE)
+            boto3.client("s3").create_bucket(Bucket=STATE_BUCKET)
         seal = boto3.client("secretsmanager").create_secret(Name=SEAL_SECRET, SecretString=token_urlsafe(48))
         self.names = dataclasses.replace(self.names, seal_secret=seal["ARN"])  # envelopes sealed as deployed
         self._put_secrets()

@@ -16,14 +16,20 @@ SUMP = "asya-sump"
 JOINS = "asya-joins"
 
 
-def create_idempotency_table(dynamodb: Any, name: str) -> None:
-    """The hop records Powertools' persistence layer writes (`asya.dedup`), keyed by their hashed id."""
+def create_idempotency_table(dynamodb: Any, name: str, *, key: str = "id") -> None:
+    """The hop records Powertools' persistence layer writes (`asya.dedup`), keyed by their hashed id
+    (or another table keyed by one string, `key`)."""
     dynamodb.create_table(
         TableName=name,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+
+
+def create_state_table(dynamodb: Any, name: str) -> None:
+    """The actors' state (`asya.state_store`), one item per `<actor>#<key>`."""
+    create_idempotency_table(dynamodb, name, key="key")
 
 
 def create_tables(dynamodb: Any) -> None:

@@ -93,6 +93,13 @@ class JoinConfig(StrictModel):
         return value
 
 
+class StateConfig(StrictModel):
+    """An actor's durable keys (`asya.state`, docs/actors.md "State"): `state: true`, or these settings.
+    `ttl_days`: a key not written for that many days expires (DynamoDB's TTL); unset, keys stay."""
+
+    ttl_days: int | None = Field(default=None, ge=1, le=36_500)
+
+
 # The dispatcher stages a batch and starts its job; it does not run the handler, so its function
 # timeout is its own, not `timeout` (which limits each envelope inside the job).
 SPARK_DISPATCH_TIMEOUT = 300.0
@@ -159,6 +166,7 @@ class ActorConfig(QueueFunctionConfig):
     environment: dict[str, str] = Field(default_factory=dict)
     idempotency: bool = True
     join: JoinConfig | None = None
+    state: StateConfig | None = None
     # What a real actor needs beyond its code (docs/actors.md, "Shipping a real actor"; `asya_cdk.needs`).
     package: Literal["zip", "image"] = "zip"
     requirements: list[str] | None = None
@@ -195,6 +203,14 @@ class ActorConfig(QueueFunctionConfig):
             if problem:
                 raise ValueError(f"[{index}]: {problem}")
         return layers
+
+    @field_validator("state", mode="before", json_schema_input_type=bool | StateConfig)
+    @classmethod
+    def _state_on_or_off(cls, value: Any) -> Any:
+        """`state: true` is state with the defaults, `false` none."""
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @field_validator("handler")
     @classmethod
@@ -245,6 +261,7 @@ class ActorConfig(QueueFunctionConfig):
                 "provisioned_concurrency": self.provisioned_concurrency is not None,
                 "ephemeral_storage": self.ephemeral_storage is not None,
                 "layers": bool(self.layers),
+                "state": self.state is not None,
             }
             for field, set_here in lambda_only.items():
                 if set_here:

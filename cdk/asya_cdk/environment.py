@@ -76,6 +76,8 @@ class MeshNames:
     user_pool: UserPoolNames | None = None  # made for sign-in when `gateway.jwt.cognito` (the gateway's)
     cursor_secret: str = ""  # the ARN of the secret the gateway seals its cursors with (the gateway's)
     seal_secret: str = ""  # the ARN of the secret the mesh seals its envelopes with (`asya.seal`)
+    state_table: str = ""  # made when an actor has `state:`
+    state_bucket: str = ""  # made with the state table
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -84,6 +86,10 @@ class MeshNames:
             tables["joins_table"] = self.joins_table
         if self.seal_secret:
             tables["seal_secret"] = self.seal_secret
+        if self.state_table:
+            tables["state_table"] = self.state_table
+        if self.state_bucket:
+            tables["state_bucket"] = self.state_bucket
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
 
 

@@ -33,6 +33,9 @@ from asya.variables import (
     RESILIENCY,
     SEAL_SECRET,
     SECRETS,
+    STATE_BUCKET,
+    STATE_TABLE,
+    STATE_TTL_DAYS,
     STATUS_WRITES,
     TASK_TTL,
     TASKS_TABLE,
@@ -178,6 +181,12 @@ class LoadedMesh(BaseModel):
             variables[IDEMPOTENCY_TABLE.name] = resources["idempotency_table"]
         if settings.tracing:
             variables[TRACING.name] = "true"
+        if settings.state is not None and "state_table" in resources:
+            variables[STATE_TABLE.name] = resources["state_table"]
+            if "state_bucket" in resources:
+                variables[STATE_BUCKET.name] = resources["state_bucket"]
+            if settings.state.ttl_days is not None:
+                variables[STATE_TTL_DAYS.name] = str(settings.state.ttl_days)
         variables.update(self.status_environment(resources))
         variables[STATUS_WRITES.name] = self.config.status.writes
         if self.programs:  # the only programs its envelopes' headers may carry (docs/flows.md, "Safety")
@@ -213,6 +222,17 @@ class LoadedMesh(BaseModel):
     def joins(self) -> list[str]:
         """The join actors (`join:`), which gather their branches in the mesh's joins table."""
         return [name for name, actor in self.config.actors.items() if actor.join is not None]
+
+    @property
+    def stateful(self) -> list[str]:
+        """The actors with `state:`, whose keys the mesh's state table holds."""
+        return [name for name, actor in self.config.actors.items() if actor.state is not None]
+
+    @property
+    def expiring_state(self) -> dict[str, int]:
+        """The actors whose state keys expire, and after how many days (`state.ttl_days`)."""
+        actors = self.config.actors.items()
+        return {name: a.state.ttl_days for name, a in actors if a.state is not None and a.state.ttl_days is not None}
 
     @property
     def spark_actors(self) -> list[str]:

@@ -24,6 +24,7 @@ from asya.names import (
     EVENTS_TABLE,
     IDEMPOTENCY_TABLE,
     JOINS_TABLE,
+    STATE_TABLE,
     SUMP_TABLE,
     TASKS_TABLE,
     mesh_prefix,
@@ -67,6 +68,8 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         batches_table=resource_name(namespace, BATCHES_TABLE),
         sump_table=resource_name(namespace, SUMP_TABLE),
         joins_table=resource_name(namespace, JOINS_TABLE),
+        state_table=resource_name(namespace, STATE_TABLE),
+        state_bucket="b" * BUCKET_NAME_MAX,
         user_pool=UserPoolNames(  # only read with gateway.jwt.cognito: the pool's issuer, client, admin scope
             issuer=f"https://cognito-idp.{LONGEST_REGION}.amazonaws.com.cn/{'p' * COGNITO_POOL_ID_MAX}",
             client="c" * COGNITO_CLIENT_ID_MAX,

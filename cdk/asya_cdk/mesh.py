@@ -43,6 +43,7 @@ from asya.startup import encode_files
 from asya.variables import FILES
 from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, nag_arn
 from asya_cdk.actor_config import CREW_SETTINGS, ActorConfig
+from asya_cdk.actor_state import own_keys, own_objects, state_bucket, state_table
 from asya_cdk.claims import grant_claims
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
@@ -68,8 +69,9 @@ from asya_spark.staging import PREFIX as SPARK_PREFIX
 class Mesh(Construct):
     """Exposes `actors` (name → `ActorFunction`, crew included), `spark` (name → `SparkActor`),
     `spark_batches` (None without Spark actors), `joins` (the joins table, None without join actors),
-    `job_images` (None unless the mesh builds the Spark
-    job's image), `bucket`, `table` (idempotency), `task_tables` (`TaskTables`), `gateway`
+    `job_images` (None unless the mesh builds the Spark job's image), `state` and `state_values` (the
+    actor state table and bucket, None without an actor with `state:`), `bucket`, `table`
+    (idempotency), `task_tables` (`TaskTables`), `gateway`
     (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and `nested` (the nested stacks of actors,
     empty for a mesh that fits one stack)."""
 
@@ -98,6 +100,8 @@ class Mesh(Construct):
         self.spark_batches = batches_table(self, resource_name(namespace, BATCHES_TABLE)) if mesh.spark_actors else None
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
         self.joins = joins_table(self, namespace) if mesh.joins else None
+        self.state = state_table(self, namespace) if mesh.stateful else None
+        self.state_values = state_bucket(self, mesh.expiring_state) if mesh.stateful else None
         self._layers: dict[str, SidecarLayer] = {}
         self.seal = seal_secret(self, namespace)
         self.names = MeshNames(
@@ -109,6 +113,8 @@ class Mesh(Construct):
             sump_table=self.task_tables.sump.table_name,
             joins_table=self.joins.table_name if self.joins is not None else "",
             seal_secret=self.seal.secret_arn,
+            state_table=self.state.table_name if self.state is not None else "",
+            state_bucket=self.state_values.bucket_name if self.state_values is not None else "",
         )
         crew = Crew(
             self,
@@ -271,6 +277,9 @@ class Mesh(Construct):
             actor.role.add_to_policy(idempotency_items(self.table, self.namespace))
         if settings.join is not None and self.joins is not None:
             actor.role.add_to_policy(gathering(self.joins))
+        if settings.state is not None and self.state is not None and self.state_values is not None:
+            actor.role.add_to_policy(own_keys(self.state, name))
+            own_objects(actor.role, self.state_values, name)
         return actor
 
     def _spark_actor(self, name: str, settings: ActorConfig, dispatcher: ActorFunction) -> SparkActor:

@@ -43,6 +43,7 @@ MESH_RESOURCES = 77
 SPARK_MESH_RESOURCES = 8
 SPARK_MESH_BYTES = 6_500
 JOINS_MESH_RESOURCES = 1  # the joins table, once any actor is a join
+STATE_MESH_RESOURCES = 3  # the actor state table, and the state bucket with its policy, once any actor has state
 JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
 JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
 JOB_IMAGE_BYTES = 6_000
@@ -166,6 +167,7 @@ def _mesh_resources(config: MeshConfig) -> int:
         + MESH_RESOURCES
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
         + (JOINS_MESH_RESOURCES if any(a.join is not None for a in actors) else 0)
+        + (STATE_MESH_RESOURCES if any(a.state is not None for a in actors) else 0)
         + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)
         + math.ceil(functions / FUNCTIONS_PER_ERROR_ALARM)

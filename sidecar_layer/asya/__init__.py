@@ -1,8 +1,9 @@
 """asya: the core of the actor mesh on AWS, shipped as the sidecar Lambda layer.
 
 The names a handler imports are here, at the top of the package (docs/public-api.md lists them and
-what the rest of `asya` is): `asya.secret`, `asya.metrics`, `asya.AbiError`, `asya.SecretError`,
-`asya.lambda_handler` (the sidecar, for tests and for functions built by hand) and `asya.__version__`.
+what the rest of `asya` is): `asya.secret`, `asya.metrics`, `asya.state` (the actor's durable keys),
+`asya.AbiError`, `asya.SecretError`, `asya.lambda_handler` (the sidecar, for tests and for functions
+built by hand) and `asya.__version__`.
 They load on first use (PEP 562), so `import asya` stays cheap: the sidecar imports `asya.*` modules on
 every cold start, and Powertools, pydantic and boto3 load only when something asks for them.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics
 
+    from asya import state
     from asya.abi import AbiError
     from asya.secret_reads import SecretError
     from asya.sidecar import lambda_handler
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     metrics: Metrics
     __version__: str
 
-__all__ = ["AbiError", "SecretError", "lambda_handler", "metrics", "secret"]
+__all__ = ["AbiError", "SecretError", "lambda_handler", "metrics", "secret", "state"]
 
 # Each public name and the module it lives in: imported the first time it is asked for, then kept.
 _HOMES = {
@@ -47,6 +49,8 @@ def __getattr__(name: str) -> Any:
         from asya.telemetry import handler_metrics
 
         return handler_metrics()
+    if name == "state":  # a module of its own (`from asya import state` imports it without coming here)
+        return importlib.import_module("asya.state")
     if name == "__version__":
         globals()[name] = _installed_version()
         return globals()[name]

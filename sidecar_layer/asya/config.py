@@ -59,6 +59,9 @@ class SidecarConfig:
     join_max_width: int = variables.JOIN_MAX_WIDTH.default  # and the widest fan it gathers
     joins_table: str | None = None
     seal_secret: str | None = None  # what the mesh's envelopes are sealed with (`asya.seal`)
+    state_table: str | None = None  # the actor has state (`asya.state`): its hops mark its writes
+    state_bucket: str | None = None
+    state_ttl_days: int | None = None
 
     @property
     def body_limit(self) -> int:
@@ -109,6 +112,9 @@ class SidecarConfig:
             join_max_width=variables.JOIN_MAX_WIDTH.read(env),
             joins_table=variables.JOINS_TABLE.read(env),
             seal_secret=variables.SEAL_SECRET.read(env),
+            state_table=variables.STATE_TABLE.read(env),
+            state_bucket=variables.STATE_BUCKET.read(env),
+            state_ttl_days=variables.STATE_TTL_DAYS.read(env),
         )
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from asya import flows, routing
+from asya import flows, routing, state_hop
 from asya.abi import EnvelopeState
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
@@ -38,6 +38,7 @@ from asya.timeouts import TimedOut, run_with_timeout
 
 if TYPE_CHECKING:
     from asya.gathering import Gathering
+    from asya.state_store import ActorState
 
 # reached on every hop, so once here: an Enum's member costs 0.1 µs to reach
 _BYTES, _NEW, _FORWARDED = MetricUnit.Bytes, Claim.NEW, HopOutcome.FORWARDED
@@ -78,6 +79,7 @@ class HopRunner:
         self.claims = config.claims()
         self.bodies = HopBodies(config.actor, config.body_limit, self.claims)
         self.gathering = _gathering(config, self.reporter)
+        self.state = _actor_state(config)
 
     def run(
         self,
@@ -273,6 +275,8 @@ class HopRunner:
             on_fly=lambda event: self._on_fly(envelope, event),
         )
         handler_started = time.perf_counter()
+        if self.state is not None and plan.key is not None:  # its state writes carry the hop (`asya.state_hop`)
+            state_hop.begin(plan.key, self.state)
         try:
             output = run_with_timeout(lambda: invoke(handler, state, self.config.handler_mode), limit)
         except TimedOut as exc:
@@ -292,6 +296,7 @@ class HopRunner:
             plan.outbound.append(routing.to_sump(envelope, actor, Reason.RUNTIME_CRASH, error_details(exc), now))
             return HopOutcome.SUMPED
         finally:
+            state_hop.end()
             self.telemetry.took("HandlerDuration", handler_started)
         # a flow program's parallel is a decision on an output: with none, nothing fans out and nothing joins
         fixed = self.config.joined_by and FLOW_HEADER not in envelope.headers
@@ -432,6 +437,15 @@ def _gathering(config: SidecarConfig, reporter: StatusReporter) -> Gathering | N
     from asya.join_table import JoinTable
 
     return Gathering(config, config.join, JoinTable(config.joins_table, config.task_ttl), reporter.store)
+
+
+def _actor_state(config: SidecarConfig) -> ActorState | None:
+    """The actor's state (`asya.state`), for an actor with `state:` only: imported by its sidecar alone."""
+    if not config.state_table:
+        return None
+    from asya.state_store import ActorState
+
+    return ActorState(config.state_table, config.actor, bucket=config.state_bucket, ttl_days=config.state_ttl_days)
 
 
 def _admission_problem(envelope: Envelope) -> str | None:

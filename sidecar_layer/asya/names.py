@@ -60,6 +60,7 @@ IDEMPOTENCY_TABLE = "idempotency"
 BATCHES_TABLE = "spark-batches"
 SUMP_TABLE = "sump"  # what x-sump kept, by envelope id (`asya.sump`)
 JOINS_TABLE = "joins"  # the branches a join actor is gathering (`asya.join_table`)
+STATE_TABLE = "actor-state"  # the keys of the actors with `state:` (`asya.state_store`)
 # The tasks table's indexes: tasks by status (listings), open tasks by deadline (the backstop), tasks
 # by the start of their id, whatever its case (short ids: `asya.short_ids`).
 BY_STATUS = "by-status"

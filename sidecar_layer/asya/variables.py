@@ -313,6 +313,29 @@ JOINS_TABLE = Variable(
     None,
     _text_or_none,
 )
+STATE_TABLE = Variable(
+    "ASYA_STATE_TABLE",
+    _ACTOR,
+    "the actor state table (partition key `key`: `<actor>#<key>`), read and written by `asya.state` (set on "
+    "actors with `state:`)",
+    None,
+    _text_or_none,
+)
+STATE_BUCKET = Variable(
+    "ASYA_STATE_BUCKET",
+    _ACTOR,
+    "the bucket of state values too large for a state item (`<actor>/...`); unset: such values are refused",
+    None,
+    _text_or_none,
+)
+STATE_TTL_DAYS = Variable(
+    "ASYA_STATE_TTL_DAYS",
+    _ACTOR,
+    "how long a state key not written again is kept (the actor's `state.ttl_days`); unset: for good",
+    None,
+    integer(1),
+    "for good",
+)
 TASK_TTL = Variable(
     "ASYA_TASK_TTL_SECONDS",
     (Component.ACTOR, Component.CREW, Component.GATEWAY),
@@ -579,6 +602,9 @@ ALL: tuple[Variable[Any], ...] = (
     EVENTS_TABLE,
     SUMP_TABLE,
     JOINS_TABLE,
+    STATE_TABLE,
+    STATE_BUCKET,
+    STATE_TTL_DAYS,
     TASK_TTL,
     IDEMPOTENCY_TABLE,
     IDEMPOTENCY_TTL,

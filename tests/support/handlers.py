@@ -220,3 +220,16 @@ def logs(payload: dict[str, Any]) -> dict[str, Any]:
     """Logs with the standard library, as most handlers do, on a logger of its own."""
     logging.getLogger("tests.handler").warning("scoring %s", payload.get("text"))
     return payload
+
+
+def counts_calls(payload: dict[str, Any]) -> dict[str, Any]:
+    """Counts its calls in the actor's state, compare-and-set, and says the count it wrote (docs/actors.md)."""
+    from asya import state
+
+    while True:
+        count, version = state.get_versioned("calls")
+        try:
+            state.put("calls", (count or 0) + 1, if_version=version)
+        except state.StateConflict:
+            continue
+        return {**payload, "count": (count or 0) + 1}

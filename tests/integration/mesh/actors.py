@@ -99,3 +99,32 @@ def pick(payload: dict[str, Any]) -> dict[str, Any]:
 def gather(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """A join of `fan`'s branches."""
     return {"parts": [part["part"] for part in parts], "attempts": [part["attempts"] for part in parts]}
+
+
+def counter(payload: dict[str, Any]) -> dict[str, Any]:
+    """Counts its calls under `payload["key"]` in its state (compare-and-set). With `die_once` naming a
+    file that does not exist yet, it makes the file and kills its worker after the write, before the
+    hop is acknowledged: SQS delivers the envelope again and the hop runs again."""
+    from asya import state
+
+    while True:
+        count, version = state.get_versioned(payload["key"])
+        try:
+            state.put(payload["key"], (count or 0) + 1, if_version=version)
+        except state.StateConflict:
+            continue
+        break
+    die_once = payload.get("die_once")
+    if die_once and not os.path.exists(die_once):
+        open(die_once, "w").close()
+        os._exit(137)
+    return {**payload, "count": (count or 0) + 1}
+
+
+def tally(payload: dict[str, Any]) -> dict[str, Any]:
+    """Keeps `size` characters under `payload["key"]` (over what a state item takes: the state bucket's)
+    and says how many it reads back."""
+    from asya import state
+
+    version = state.put(payload["key"], "x" * payload["size"])
+    return {**payload, "version": version, "read": len(state.get(payload["key"]))}
