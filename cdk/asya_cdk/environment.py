@@ -30,6 +30,8 @@ from asya.variables import (
     FLOW_PROGRAMS,
     FLOW_VERSIONS,
     FLOWS,
+    FLY_DOMAIN,
+    FLY_REALTIME_DOMAIN,
     GATEWAY_AUTH,
     GATEWAY_CORS_ORIGINS,
     GATEWAY_CURSOR_SECRET,
@@ -76,6 +78,8 @@ class MeshNames:
     user_pool: UserPoolNames | None = None  # made for sign-in when `gateway.jwt.cognito` (the gateway's)
     cursor_secret: str = ""  # the ARN of the secret the gateway seals its cursors with (the gateway's)
     seal_secret: str = ""  # the ARN of the secret the mesh seals its envelopes with (`asya.seal`)
+    fly_domain: str = ""  # FLY's fast lane (`gateway.fly: channel`): the Event API's HTTP domain
+    fly_realtime_domain: str = ""  # and its real-time one (the gateway's)
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -85,6 +89,14 @@ class MeshNames:
         if self.seal_secret:
             tables["seal_secret"] = self.seal_secret
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
+
+    def fly_environment(self, *, follows: bool = False) -> dict[str, str]:
+        """Where FLY events go (an actor), and where a follow hears them (`follows`: the gateway's API)."""
+        if not self.fly_domain:
+            return {}
+        return {FLY_DOMAIN.name: self.fly_domain} | (
+            {FLY_REALTIME_DOMAIN.name: self.fly_realtime_domain} if follows else {}
+        )
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             **({GATEWAY_CORS_ORIGINS.name: ",".join(origins)} if (origins := mesh.config.gateway.cors_origins) else {}),
             **({MCP_WAIT.name: str(wait)} if (wait := gateway.mcp_wait_seconds) != MCP_WAIT.default else {}),
             **mesh.claim_environment(names.bucket),
+            **names.fly_environment(follows=True),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})
@@ -163,7 +176,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
 def lambda_actor_environment(
     mesh: LoadedMesh, actor: str, names: MeshNames, files: dict[str, FileSource] | None = None
 ) -> dict[str, str]:
-    return mesh.actor_environment(actor, names.resources(), files)
+    return {**mesh.actor_environment(actor, names.resources(), files), **names.fly_environment()}
 
 
 def spark_environment(mesh: LoadedMesh, actor: str, names: MeshNames, spark_names: SparkNames) -> dict[str, str]:

@@ -89,4 +89,5 @@ def stream(
         rendering=rendering,
         stop_at=STOP_AT,
         long_poll=False,
+        feeds=service.feeds,
     )

@@ -36,6 +36,7 @@ from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, Caller
 from asya_gateway.cursors import CursorKey
+from asya_gateway.fly_feed import fly_feeds
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
@@ -101,6 +102,7 @@ class TaskService:
         self.clock = clock
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
+        self.feeds = fly_feeds(settings)
         self.queues = MeshQueues(sqs, settings.namespace, settings.queue_name, EnvelopeSeal(settings.seal_secret))
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
@@ -319,7 +321,13 @@ class TaskService:
         if not self.caller.admin:
             self._task(task_id)
         return follow(
-            self.tasks, self.events, task_id, cursor, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds
+            self.tasks,
+            self.events,
+            task_id,
+            cursor,
+            keepalive_seconds=keepalive_seconds,
+            max_seconds=max_seconds,
+            feeds=self.feeds,
         )
 
     def flows(self) -> dict[str, Any]:
