@@ -42,7 +42,8 @@ def test_the_mesh_has_one_event_api_all_iam_and_one_namespace_refusing_wildcards
         assert modes[key] == [{"AuthType": "AWS_IAM"}], f"{key}: IAM only, no API key"
     [namespace] = resources(document, "AWS::AppSync::ChannelNamespace").values()
     assert namespace["Name"] == "asya"
-    assert "onSubscribe" in namespace["CodeHandlers"] and "'*'" in namespace["CodeHandlers"]
+    assert "onSubscribe" in namespace["CodeHandlers"]
+    assert "'*'" in namespace["CodeHandlers"]
     assert "util.unauthorized()" in namespace["CodeHandlers"]
 
 
@@ -52,7 +53,8 @@ def test_actors_may_publish_on_the_namespace_only_and_the_crew_not_at_all(docume
         [publish] = _appsync(role_statements(document, f"MeshActor{actor}Role"))
         assert publish["Action"] == "appsync:EventPublish"
         parts = publish["Resource"]["Fn::Join"][1]
-        assert {"Fn::GetAtt": [api, "ApiId"]} in parts and parts[-1] == "/channelNamespace/asya"
+        assert {"Fn::GetAtt": [api, "ApiId"]} in parts
+        assert parts[-1] == "/channelNamespace/asya"
     for crew in ("xsink", "xsump", "xpause", "xresume"):
         assert _appsync(role_statements(document, f"MeshCrew{crew}Role")) == []
 
