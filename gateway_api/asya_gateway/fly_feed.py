@@ -20,7 +20,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -157,6 +157,32 @@ def _expect(connection: Any, wanted: str) -> dict[str, Any]:
         if kind != wanted:
             raise ConnectionError(f"{kind}: {message.get('errors') or message}")
         return message
+
+
+class EarlyFeed:
+    """A follow's channel subscribed as soon as its task has an id, before the task is sent on (an A2A
+    `message/stream`: `TaskService.create`'s `named`), so not even its first FLY events are missed."""
+
+    def __init__(self, feeds: Callable[[str], Feed | None] | None) -> None:
+        self.opener = feeds
+        self.feed: Feed | None = None
+
+    def subscribe(self, task_id: str) -> None:
+        self.feed = self.opener(task_id) if self.opener is not None else None
+
+    def feeds(self, _task_id: str) -> Feed | None:
+        """What the follow subscribes with: the channel already subscribed."""
+        return self.feed
+
+    @contextlib.contextmanager
+    def closed_on_error(self) -> Iterator[None]:
+        """The subscription let go if starting the task fails."""
+        try:
+            yield
+        except Exception:
+            if self.feed is not None:
+                self.feed.close()
+            raise
 
 
 def fly_feeds(settings: GatewaySettings) -> Callable[[str], Feed | None] | None:

@@ -149,6 +149,7 @@ class TaskService:
         timeout: float | None = None,
         idempotency_key: str | None = None,
         rerun_of: str | None = None,
+        named: Callable[[str], None] | None = None,
     ) -> Created:
         """A new task, sent to its first actor. With `idempotency_key` the task's id is made from the
         key, so a retried create (its answer lost, say) finds the task the first one made and answers
@@ -156,7 +157,8 @@ class TaskService:
         picked up yet is sent again (its first actor's claim keeps a copy from running twice), in case
         the first create ended before sending it. The key is free again once the task's record expires.
         The record keeps the task's input (`asya_gateway.task_input`) and, for a task run again, the task
-        it runs again (`rerun_of`)."""
+        it runs again (`rerun_of`). `named` is told the task's id before anything is sent: a stream that
+        follows the task subscribes to its FLY channel then, so it misses none of its FLY events."""
         chosen = self._flow(flow) if flow is not None else None
         actors = chosen.route if chosen is not None else self._route(route)
         if chosen is not None:
@@ -179,7 +181,7 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
             asked = {"route": actors, "flow": flow, "payload": payload, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        task_id = self._new_id(idempotency_key)
+        task_id = self._new_id(idempotency_key, named)
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
         status["updated_at"] = rfc3339(now)
         if deadline:
@@ -210,11 +212,16 @@ class TaskService:
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
         return Created(task_id, tracked, task_view(written) if written is not None else None)
 
-    def _new_id(self, idempotency_key: str | None) -> str:
-        """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry)."""
+    def _new_id(self, idempotency_key: str | None, named: Callable[[str], None] | None) -> str:
+        """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry);
+        `named` is told it."""
         if idempotency_key is None:
-            return str(uuid.uuid4())
-        return idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
+            task_id = str(uuid.uuid4())
+        else:
+            task_id = idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
+        if named is not None:
+            named(task_id)
+        return task_id
 
     def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], first: str, key: str) -> Created:
         """A create whose key made this task before: the same request answers with the task; if its
