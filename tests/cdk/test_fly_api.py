@@ -4,6 +4,7 @@ API function may connect and subscribe and nothing else; `gateway.fly: log` make
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from asya.variables import FLY_DOMAIN, FLY_REALTIME_DOMAIN
 from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
+from asya_local.endpoint.event_api import api_arn, namespace_arn
+from asya_local.endpoint.moto_iam import Request, decide
+from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from tests.support.templates import ROOT, actions_of, resources, role_statements, synthesize
 
 EXAMPLE = ROOT / "examples" / "reviews" / "mesh.yaml"
@@ -87,3 +91,46 @@ def test_a_mesh_that_logs_fly_events_makes_no_event_api(tmp_path: Path) -> None:
     assert resources(document, "AWS::AppSync::Api") == {}
     functions = resources(document, "AWS::Lambda::Function").values()
     assert not any(FLY_DOMAIN.name in f.get("Environment", {}).get("Variables", {}) for f in functions)
+
+
+def _written_out(node: Any, api: str) -> Any:
+    """A statement's resources as IAM sees them: CloudFormation's joins and references resolved."""
+    known = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
+    if isinstance(node, dict) and "Fn::Join" in node:
+        return "".join(_written_out(part, api) for part in node["Fn::Join"][1])
+    if isinstance(node, dict) and node.get("Ref") in known:
+        return known[node["Ref"]]
+    if isinstance(node, dict) and node.get("Fn::GetAtt") == [api, "ApiId"]:
+        return "api1"
+    if isinstance(node, list):
+        return [_written_out(item, api) for item in node]
+    return node if isinstance(node, str) else f"arn:other:{json.dumps(node)}"  # another resource's
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [
+        ("MeshActorscoreRole", {"appsync:EventPublish"}),
+        ("MeshGatewayApiRole", {"appsync:EventConnect", "appsync:EventSubscribe"}),
+        ("MeshCrewxsinkRole", set()),
+    ],
+)
+def test_the_local_endpoints_iam_lets_each_role_do_its_part_only(
+    document: dict[str, Any], role: str, allowed: set[str]
+) -> None:
+    """What fails on AWS fails locally: the endpoint's IAM (`asya_local.endpoint.moto_iam.decide`), which
+    the local Event API asks (`asya_local.endpoint.event_api`), decides each role's grants as AWS would."""
+    api = _api(document)
+    statements = [{**s, "Resource": _written_out(s["Resource"], api)} for s in role_statements(document, role)]
+    policy = json.dumps({"Version": "2012-10-17", "Statement": statements})
+    resources_of = {
+        "appsync:EventPublish": namespace_arn("api1", "asya"),
+        "appsync:EventSubscribe": namespace_arn("api1", "asya"),
+        "appsync:EventConnect": api_arn("api1"),
+    }
+    decided = {
+        action for action, resource in resources_of.items() if decide([policy], Request(action, (resource,), {}))
+    }
+    assert decided == allowed
+    other_api = namespace_arn("api2", "asya")
+    assert not decide([policy], Request("appsync:EventPublish", (other_api,), {})), "another mesh's API"
