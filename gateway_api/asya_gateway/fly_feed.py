@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from asya.fly_channel import channel_of, events_url, function_region, signed_headers
+from asya.fly_channel import channel_of, events_url, function_region, session_credentials, signed_headers
 
 if TYPE_CHECKING:
     from asya_gateway.settings import GatewaySettings
@@ -91,13 +91,13 @@ class FlyFeeds:
         http_domain: str,
         realtime_domain: str,
         region: str,
-        credentials: Callable[[], Any] | None = None,
+        credentials: Callable[[], Any] = session_credentials,
         connect: Callable[..., Any] | None = None,
     ) -> None:
         self.publish_url = events_url(http_domain, "/event")
         self.realtime_url = events_url(realtime_domain, "/event/realtime", secure="wss", plain="ws")
         self.region = region
-        self._credentials = credentials
+        self.credentials = credentials
         self._connect = connect
 
     def open(self, task_id: str) -> ChannelFeed | None:
@@ -109,7 +109,7 @@ class FlyFeeds:
             return None
 
     def _subscribed(self, channel: str) -> ChannelFeed:
-        credentials = self._credentials_now()
+        credentials = self.credentials()
         connect_headers = signed_headers(self.publish_url, b"{}", credentials, self.region)
         header = base64.urlsafe_b64encode(orjson.dumps(connect_headers)).decode().rstrip("=")
         connection = self._connector()(
@@ -135,16 +135,6 @@ class FlyFeeds:
 
             self._connect = connect
         return self._connect
-
-    def _credentials_now(self) -> Any:
-        if self._credentials is not None:
-            return self._credentials()
-        import botocore.session
-
-        found = botocore.session.get_session().get_credentials()
-        if found is None:
-            raise RuntimeError("no AWS credentials to sign the subscription with")
-        return found.get_frozen_credentials()
 
 
 def _expect(connection: Any, wanted: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ publishes. The local stack serves the same API on loopback, over plain HTTP (`ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import queue
@@ -43,14 +44,17 @@ READ_SECONDS = 1.0
 FLUSH_SECONDS = 2 * (CONNECT_SECONDS + READ_SECONDS)  # the longest an invocation waits for its events to go
 # AppSync's channel segments: letters, digits and dashes, at most 50 of them
 _SEGMENT = re.compile(r"^[A-Za-z0-9-]{1,50}$")
+_DIGESTED = "h-"  # a channel segment made from a task id's digest
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 def channel_of(task_id: str) -> str:
     """The channel of a task's FLY events: `/asya/<task id>`, or, for an id AppSync would refuse as a
-    segment (a task id may hold any character, and up to 256 of them), a digest of it. One API serves
-    one mesh, so the mesh's namespace needs no segment of its own."""
-    segment = task_id if _SEGMENT.match(task_id) else "h-" + hashlib.sha256(task_id.encode()).hexdigest()[:40]
+    segment (a task id may hold any character, and up to 256 of them), `h-` and a digest of it; an id
+    that itself starts with `h-` is digested too, so that no task's id names another's channel. One API
+    serves one mesh, so the mesh's namespace needs no segment of its own."""
+    plain = _SEGMENT.match(task_id) and not task_id.startswith(_DIGESTED)
+    segment = task_id if plain else _DIGESTED + hashlib.sha256(task_id.encode()).hexdigest()[:40]
     return f"/{NAMESPACE}/{segment}"
 
 
@@ -64,6 +68,23 @@ def events_url(domain: str, path: str, *, secure: str = "https", plain: str = "h
     it): TLS on AWS; plain on loopback, where the local stack serves it."""
     scheme = plain if domain.startswith(_LOOPBACK) else secure
     return f"{scheme}://{domain}{path}"
+
+
+def session_credentials() -> Credentials:
+    """The function's own credentials (its role's, on Lambda), current: what it signs with."""
+    return _credentials_source().get_frozen_credentials()  # type: ignore[return-value]
+
+
+@functools.cache
+def _credentials_source() -> Credentials:
+    """Found once per process (a botocore session resolves its provider chain when made); refreshed by
+    botocore when they are a role's that expire."""
+    import botocore.session
+
+    found = botocore.session.get_session().get_credentials()
+    if found is None:
+        raise RuntimeError("no AWS credentials to sign with")
+    return found
 
 
 @dataclass(slots=True)
@@ -84,13 +105,13 @@ class ChannelPublisher:
         region: str,
         failed: Callable[[str, Exception], None],
         *,
-        credentials: Callable[[], Credentials] | None = None,
+        credentials: Callable[[], Credentials] = session_credentials,
         http: urllib3.PoolManager | None = None,
     ) -> None:
         self.url = events_url(domain, "/event")
         self.region = region
         self.failed = failed
-        self._credentials = credentials
+        self.credentials = credentials
         self._http = http
         self._pending = _Pending()
         self._thread: threading.Thread | None = None
@@ -138,24 +159,13 @@ class ChannelPublisher:
 
     def _post(self, channel: str, texts: list[str]) -> None:
         body = orjson.dumps({"channel": channel, "events": texts})
-        headers = signed_headers(self.url, body, self._credentials_now(), self.region)
+        headers = signed_headers(self.url, body, self.credentials(), self.region)
         answer = self._pool().request("POST", self.url, body=body, headers=headers)
         if answer.status != 200:
             raise PublishRefusedError(f"{answer.status}: {answer.data[:300].decode(errors='replace')}")
         failed = orjson.loads(answer.data or b"{}").get("failed") or []
         if failed:
             raise PublishRefusedError(f"{len(failed)} of {len(texts)} events refused: {failed[:2]}")
-
-    def _credentials_now(self) -> Credentials:
-        if self._credentials is None:
-            import botocore.session
-
-            session_credentials = botocore.session.get_session().get_credentials()
-            if session_credentials is None:
-                raise PublishRefusedError("no AWS credentials to sign the publish with")
-            self._credentials = session_credentials.get_frozen_credentials  # type: ignore[assignment]
-        assert self._credentials is not None
-        return self._credentials()
 
     def _pool(self) -> urllib3.PoolManager:
         if self._http is None:

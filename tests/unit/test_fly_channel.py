@@ -66,6 +66,7 @@ def test_a_task_id_is_its_channels_segment_and_one_appsync_refuses_becomes_a_dig
     assert len(segment) <= 50
     assert segment.replace("-", "").isalnum()
     assert channel_of("tenant:42/job.7 " + "x" * 300) == odd, "the same id, the same channel"
+    assert channel_of(segment) != odd, "an id shaped like a digest does not name that task's channel"
 
 
 def test_the_local_stacks_api_is_reached_over_plain_http_and_aws_over_tls() -> None:
