@@ -9,12 +9,14 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from botocore.credentials import Credentials
 
+from asya.config import SidecarConfig
 from asya.envelope import parse_envelope
 from asya.fly_channel import MAX_EVENT_BYTES, ChannelPublisher, batches, channel_of, events_url
 from asya.headers import ROOT_HEADER
-from asya.reporting import StatusReporter
+from asya.reporting import StatusReporter, status_reporter
 from asya.telemetry import Telemetry
 from tests.support.mesh import envelope
 
@@ -170,3 +172,27 @@ def test_a_branchs_fly_event_goes_on_its_own_channel_and_its_roots_and_not_to_th
     reporter.send_fly(branch, {"token": "hi"})
     data = {"id": "b-1", "actor": branch.route.curr, "data": {"token": "hi"}}
     assert fly.published == [("/asya/b-1", data), ("/asya/r-1", data)]
+
+
+def test_an_actor_of_a_mesh_with_the_fast_lane_publishes_and_a_late_sender_is_logged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The function's reporter publishes when its function is told the Event API's domain; FLY events
+    still unsent when the invocation returns are a logged failure (`StatusErrors`), not a held hop."""
+    logged: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(Telemetry, "log_failure", lambda _, message, **fields: logged.append((message, fields)))
+    variables = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "verbs", "ASYA_HANDLER": "actors.verbs"}
+    tables = {"ASYA_TASKS_TABLE": "tasks", "ASYA_EVENTS_TABLE": "events"}
+    telemetry = Telemetry("unit", "verbs")
+    plain = status_reporter(SidecarConfig.from_env({**variables, **tables}), telemetry)
+    assert plain.fly is None, "without the domain, FLY events go to the live log"
+    config = SidecarConfig.from_env(
+        {**variables, **tables, "ASYA_FLY_DOMAIN": "abc.appsync-api.eu-west-1.amazonaws.com"}
+    )
+    reporter = status_reporter(config, telemetry)
+    assert reporter.fly is not None
+    assert reporter.fly.url == "https://abc.appsync-api.eu-west-1.amazonaws.com/event"
+    monkeypatch.setattr(reporter.fly, "flush", lambda _timeout=0.0: False)
+    reporter.flush_fly()
+    assert [message for message, _ in logged] == ["fly publish failed"]
+    assert logged[0][1]["error_type"] == "TimeoutError"
