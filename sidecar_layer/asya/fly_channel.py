@@ -8,7 +8,8 @@ up by HTTP: what arrives within `GATHER_SECONDS` of the first event goes out tog
 `MAX_EVENTS` per request (AppSync's limit), one request per channel. A publish that fails is logged
 and counted and its events are let go: FLY is ephemeral (docs/actors.md), never status. The sidecar
 waits for the sender (`flush`) before an invocation returns, as Lambda freezes a function's threads
-between invocations; that wait is bounded by one request's timeouts.
+between invocations; that wait is bounded (`FLUSH_SECONDS`: two requests' timeouts), and what is
+still unsent then is a logged failure.
 
 The request is AppSync Events' HTTP publish (`POST https://<http domain>/event`, body
 `{"channel", "events": [<JSON text>, ...]}`), signed with SigV4 for the service `appsync` by
