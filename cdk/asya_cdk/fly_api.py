@@ -3,7 +3,8 @@ Events API, with one channel namespace (`asya`) holding one channel per task (`a
 
 Every mode of the API is IAM: actors publish (`appsync:EventPublish` on the namespace), the gateway's
 API function connects and subscribes (`appsync:EventConnect` on the API, `appsync:EventSubscribe` on
-the namespace); nothing else may, and no API key exists. The namespace's `onSubscribe` handler refuses
+the namespace) and publishes what actors outside the mesh post; nothing else may, and no API key
+exists. The namespace's `onSubscribe` handler refuses
 a subscription with a wildcard, so a subscriber only ever hears the one task it names.
 """
 
@@ -50,6 +51,8 @@ class FlyApi(Construct):
         self.channels.grant_publish(role)
 
     def grant_follow(self, role: iam.IGrantable) -> None:
-        """The gateway's API function: connect, and subscribe to the channels of the namespace."""
+        """The gateway's API function: connect and subscribe to the channels of the namespace (its
+        follows), and publish on them (FLY events posted by actors outside the mesh)."""
         self.api.grant_connect(role)
         self.channels.grant_subscribe(role)
+        self.channels.grant_publish(role)

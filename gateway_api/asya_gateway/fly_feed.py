@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from asya.fly_channel import channel_of, events_url, function_region, session_credentials, signed_headers
+from asya.fly_channel import (
+    ChannelPublisher,
+    channel_of,
+    events_url,
+    function_region,
+    session_credentials,
+    signed_headers,
+)
 
 if TYPE_CHECKING:
     from asya_gateway.settings import GatewaySettings
@@ -180,3 +187,16 @@ def fly_feeds(settings: GatewaySettings) -> Callable[[str], Feed | None] | None:
     if not (settings.fly_domain and settings.fly_realtime_domain):
         return None
     return FlyFeeds(settings.fly_domain, settings.fly_realtime_domain, function_region()).open
+
+
+def fly_publisher(settings: GatewaySettings) -> ChannelPublisher | None:
+    """How the gateway publishes the FLY events actors outside the mesh post (`asya_gateway.reported`):
+    None when the mesh logs FLY events instead."""
+    if not settings.fly_domain:
+        return None
+    return ChannelPublisher(settings.fly_domain, function_region(), _unsent)
+
+
+def _unsent(what: str, error: Exception) -> None:
+    """The gateway publishes with `send`, whose caller hears each failure; nothing goes through here."""
+    _log.warning("%s failed: %s", what, error)

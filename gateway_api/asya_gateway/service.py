@@ -36,7 +36,7 @@ from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, Caller
 from asya_gateway.cursors import CursorKey
-from asya_gateway.fly_feed import fly_feeds
+from asya_gateway.fly_feed import fly_feeds, fly_publisher
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
@@ -103,6 +103,7 @@ class TaskService:
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
         self.feeds = fly_feeds(settings)
+        self.fly = fly_publisher(settings)  # FLY events posted from outside the mesh
         self.queues = MeshQueues(sqs, settings.namespace, settings.queue_name, EnvelopeSeal(settings.seal_secret))
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
@@ -428,7 +429,7 @@ class TaskService:
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh (`asya_gateway.reported`); whether it
         changed anything."""
-        return apply_event(self.tasks, self.events, self._task(task_id), event)
+        return apply_event(self.tasks, self.events, self._task(task_id), event, self.fly)
 
 
 def _reporting_url(value: Any) -> bool:

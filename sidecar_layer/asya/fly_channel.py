@@ -120,14 +120,20 @@ class ChannelPublisher:
 
     def publish(self, channel: str, event: Any) -> None:
         """Hand the event to the sender; one over AppSync's size is refused here (logged, let go)."""
-        text = orjson.dumps(event).decode()
-        if len(text.encode()) > MAX_EVENT_BYTES:
-            self.failed("fly event", ValueError(f"{len(text.encode())} bytes; AppSync takes {MAX_EVENT_BYTES}"))
+        try:
+            text = event_text(event)
+        except EventTooLargeError as exc:
+            self.failed("fly event", exc)
             return
         with self._pending.done:
             self._pending.unsent += 1
         self._pending.waiting.put((channel, text))
         self._start()
+
+    def send(self, channel: str, event: Any) -> None:
+        """Publish one event now, in the caller's thread (the gateway, for an actor outside the mesh,
+        which hears whether it went): `EventTooLargeError`, or what the API answered if it refused."""
+        self._post(channel, [event_text(event)])
 
     def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
         """Wait until every event handed over has been sent (or let go); False if `timeout` passed first."""
@@ -179,6 +185,19 @@ class ChannelPublisher:
 
 class PublishRefusedError(Exception):
     """The Event API did not take (all of) a publish."""
+
+
+class EventTooLargeError(ValueError):
+    """An event over AppSync's 240 KB."""
+
+
+def event_text(event: Any) -> str:
+    """The event as a publish carries it (JSON text), or `EventTooLargeError`."""
+    text = orjson.dumps(event).decode()
+    size = len(text.encode())
+    if size > MAX_EVENT_BYTES:
+        raise EventTooLargeError(f"{size} bytes; AppSync takes {MAX_EVENT_BYTES}")
+    return text
 
 
 def batches(gathered: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:

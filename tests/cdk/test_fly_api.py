@@ -1,6 +1,7 @@
 """FLY's fast lane in the template (`asya_cdk.fly_api`): one AppSync Events API per mesh, IAM for every
 mode, one namespace refusing wildcard subscriptions; actors may publish and nothing else, the gateway's
-API function may connect and subscribe and nothing else; `gateway.fly: log` makes none of it."""
+API function may connect, subscribe and publish (what actors outside the mesh post), its other
+functions nothing; `gateway.fly: log` makes none of it."""
 
 from __future__ import annotations
 
@@ -63,9 +64,11 @@ def test_actors_may_publish_on_the_namespace_only_and_the_crew_not_at_all(docume
         assert _appsync(role_statements(document, f"MeshCrew{crew}Role")) == []
 
 
-def test_the_gateway_api_may_connect_and_subscribe_and_its_other_functions_nothing(document: dict[str, Any]) -> None:
+def test_the_gateway_api_may_connect_subscribe_and_publish_and_its_other_functions_nothing(
+    document: dict[str, Any],
+) -> None:
     statements = _appsync(role_statements(document, "MeshGatewayApiRole"))
-    assert sorted(actions_of(statements)) == ["appsync:EventConnect", "appsync:EventSubscribe"]
+    assert sorted(actions_of(statements)) == ["appsync:EventConnect", "appsync:EventPublish", "appsync:EventSubscribe"]
     subscribe = next(s for s in statements if s["Action"] == "appsync:EventSubscribe")
     assert subscribe["Resource"]["Fn::Join"][1][-1] == "/channelNamespace/asya"
     for function in ("MeshGatewayStreamRole", "MeshGatewayBackstopRole"):
@@ -111,7 +114,7 @@ def _written_out(node: Any, api: str) -> Any:
     ("role", "allowed"),
     [
         ("MeshActorscoreRole", {"appsync:EventPublish"}),
-        ("MeshGatewayApiRole", {"appsync:EventConnect", "appsync:EventSubscribe"}),
+        ("MeshGatewayApiRole", {"appsync:EventConnect", "appsync:EventSubscribe", "appsync:EventPublish"}),
         ("MeshCrewxsinkRole", set()),
     ],
 )

@@ -18,6 +18,8 @@ from asya.fly_channel import MAX_EVENT_BYTES, ChannelPublisher, batches, channel
 from asya.headers import ROOT_HEADER
 from asya.reporting import StatusReporter, status_reporter
 from asya.telemetry import Telemetry
+from asya_gateway.reported import apply_event
+from asya_gateway.task_error import TaskError
 from tests.support.mesh import envelope
 
 KEY = Credentials("AKIDEXAMPLE", "secret", "token")
@@ -196,3 +198,23 @@ def test_an_actor_of_a_mesh_with_the_fast_lane_publishes_and_a_late_sender_is_lo
     reporter.flush_fly()
     assert [message for message, _ in logged] == ["fly publish failed"]
     assert logged[0][1]["error_type"] == "TimeoutError"
+
+
+def test_a_fly_event_posted_from_outside_the_mesh_is_published_on_the_tasks_channel() -> None:
+    """`POST /mesh/{id}/events` with `{"type": "fly"}`: on the fast lane the gateway publishes it at
+    once, and the poster hears a 503 if the API did not take it, a 413 if AppSync never would."""
+    http = FakeHttp()
+    posted = {"type": "fly", "actor": "outside", "data": {"token": "hi"}}
+    assert apply_event(None, NoLog(), {"id": "t-1"}, posted, publisher(http))  # type: ignore[arg-type]
+    [(_, document, _)] = http.sent
+    assert document["channel"] == "/asya/t-1"
+    assert [json.loads(text) for text in document["events"]] == [
+        {"id": "t-1", "actor": "outside", "data": {"token": "hi"}}
+    ]
+    with pytest.raises(TaskError) as refused:
+        apply_event(None, NoLog(), {"id": "t-1"}, posted, publisher(FakeHttp(status=401)))  # type: ignore[arg-type]
+    assert refused.value.status == 503
+    large = {"type": "fly", "data": {"blob": "x" * (MAX_EVENT_BYTES + 1)}}
+    with pytest.raises(TaskError) as too_large:
+        apply_event(None, NoLog(), {"id": "t-1"}, large, publisher(FakeHttp()))  # type: ignore[arg-type]
+    assert too_large.value.status == 413
