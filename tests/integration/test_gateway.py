@@ -179,6 +179,21 @@ def test_fly_events_reach_the_watcher_in_order_each_within_a_second(gateway: Gat
     assert [kind for kind, _ in replayed if kind == "fly"] == [], "no DynamoDB write per FLY event"
 
 
+def test_a_fly_event_posted_from_outside_the_mesh_reaches_the_watcher_within_a_second(gateway: Gateway) -> None:
+    created = gateway.create(flow="sleepy", payload={"sleep": 3})
+    watched: list[tuple[float, str, Any]] = []
+    watcher = threading.Thread(target=lambda: watched.extend(gateway.watch_timed(created["id"])))
+    watcher.start()
+    time.sleep(1)  # the watcher is subscribed
+    posted = {"type": "fly", "actor": "outside", "data": {"at": time.time()}}
+    answer = gateway.http.post(f"/api/v1/mesh/{created['id']}/events", json=posted)
+    assert answer.status_code == 202, answer.text
+    watcher.join(30)
+    [(arrived, fly)] = [(arrived, data) for arrived, kind, data in watched if kind == "fly"]
+    assert fly["actor"] == "outside"
+    assert arrived - fly["data"]["at"] < 1.0
+
+
 def test_a_failure_shows_its_error(gateway: Gateway, running_mesh: RunningMesh) -> None:
     created = gateway.create(flow="failing", payload={"n": 1})
     task = gateway.wait_for(created["id"], lambda task: task["terminal"])
