@@ -24,6 +24,7 @@ from typing import Any
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.cognito_pools import create_user_pools
+from asya_local.event_apis import create_event_apis
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.generated_secrets import create_generated_secrets
 from asya_local.template_refs import without_resources
@@ -193,6 +194,7 @@ def deploy(
     cognito: Any = None,
     secretsmanager: Any = None,
     served: dict[str, str] | None = None,
+    endpoint: str | None = None,
 ) -> dict[str, str]:
     """Create the stack and wait for it; returns its outputs. The bootstrap version check is dropped:
     there is no bootstrap stack locally, and the assets were published above instead. EMR Serverless
@@ -201,9 +203,12 @@ def deploy(
     them; in nested templates too, which are then
     published (`s3`) for moto to read. `served`: outputs whose value is where the local stack serves
     what AWS would (`ApiUrl`: the local gateway server, as API Gateway has no data plane here), so a
-    client that finds the mesh from its outputs reaches it."""
+    client that finds the mesh from its outputs reaches it. `endpoint`: the local endpoint, which serves
+    AppSync Event APIs itself (`asya_local.event_apis`)."""
 
     def created_apart(template: dict[str, Any]) -> dict[str, Any]:
+        if endpoint is not None:
+            template = create_event_apis(endpoint, template)
         if emr_serverless is not None:
             template = create_emr_applications(emr_serverless, template)
         if secretsmanager is not None:

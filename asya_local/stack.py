@@ -227,6 +227,7 @@ class LocalStack:
             cognito=self.client("cognito-idp"),
             secretsmanager=self.client("secretsmanager"),
             served={"ApiUrl": f"http://127.0.0.1:{self.gateway_port}"},
+            endpoint=self.endpoint,
         )
         refuse_oversized_environments(self.client("lambda"), synthesized)
         fill_buckets(self.mesh, self.client("s3"))

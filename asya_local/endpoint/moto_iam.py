@@ -364,7 +364,7 @@ def _check_action_permitted(self: IAMRequestBase, resource: str) -> None:
     requests = request_contexts(
         service, action, resource, body=self._body, path=self._path, region=self._region, account=self.account_id
     )
-    documents = [_document(policy) for policy in self._access_key.collect_policies()]
+    documents = [policy_document(policy) for policy in self._access_key.collect_policies()]
     if not all(decide(documents, request) for request in requests):
         self._raise_access_denied()
     if self._action == "sts:AssumeRole":
@@ -375,7 +375,7 @@ def _check_action_permitted(self: IAMRequestBase, resource: str) -> None:
             self._raise_access_denied()
 
 
-def _document(policy: Any) -> str:
+def policy_document(policy: Any) -> str:
     """A collected policy's document: an inline one is a string or a dict, a managed one a `Policy`."""
     if isinstance(policy, str):
         return policy

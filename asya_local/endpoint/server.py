@@ -12,9 +12,12 @@ Spark runner), `POST spark-stop` (a stack stops: its job is killed), `GET reques
 answers took, for `bench/local_mesh`), `GET queue-ages/<prefix>` (how long the oldest message of each
 queue has waited: CloudWatch's `ApproximateAgeOfOldestMessage`, which moto does not publish, for the
 console), `POST signer` (who holds an access key, and its secret, for the local gateway's SigV4
-check: `asya_local.endpoint.signers`), `GET patches` (the patches of moto it runs with,
-`asya_local.endpoint.patches`, for the tests that prove them). The Spark runner's lines go to stdout
-as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
+check: `asya_local.endpoint.signers`), `GET event-api` (the port of the local AppSync Events API's
+real-time server, for a deploy to name its domains: `asya_local.event_apis`), `GET patches` (the
+patches of moto it runs with, `asya_local.endpoint.patches`, for the tests that prove them). The
+Spark runner's lines go to stdout as `<source>\\t<line>`; the endpoint prints `ready` once it serves.
+It also serves AppSync Events (`asya_local.endpoint.event_api`): the HTTP publish under `/appsync/`,
+and the real-time WebSocket on a port of its own.
 
 It answers no web page: a request with an `Origin` header (a browser's cross-origin call or its
 preflight) is refused (403), and moto's global CORS, which would tell any page it may read the answer
@@ -61,10 +64,12 @@ class _Admin:
     the CPU time of its thread spent answering it (a thread waiting for the interpreter's lock, or in a
     long poll, uses none), which is what tells the endpoint's dear operations from its cheap ones."""
 
-    def __init__(self, moto_app: Any, spark: Any, admin_secret: str) -> None:
+    def __init__(self, moto_app: Any, spark: Any, admin_secret: str, event_apis: Any, realtime_port: int) -> None:
         self.moto_app = moto_app
         self.spark = spark
         self.admin_secret = admin_secret
+        self.event_apis = event_apis
+        self.realtime_port = realtime_port
         # "service operation" -> [requests, CPU seconds answering them]
         self.asked: collections.defaultdict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
         self._lock = threading.Lock()
@@ -80,6 +85,8 @@ class _Admin:
         refused = admin_signature_refused(environ, KEY_ID, self.admin_secret, datetime.now(UTC))
         if refused is not None:
             return _forbidden(start_response, f"SignatureDoesNotMatch: {refused} (the administrator's key)\n".encode())
+        if self.event_apis.handles(path):
+            return self.event_apis.publish_app(environ, start_response)  # type: ignore[no-any-return]
         scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("/")  # Credential=key/date/region/service/...
         service = scope[3] if len(scope) > 3 else "other"
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2] or "-"
@@ -119,6 +126,8 @@ class _Admin:
             if body is None:
                 start_response("404 Not Found", [("Content-Type", "application/json")])
                 return [b"null"]
+        elif action == "event-api":
+            body = {"realtime_port": self.realtime_port}
         elif action == "patches":
             from asya_local.endpoint.patches import applied_in_this_process
 
@@ -155,8 +164,10 @@ def main() -> None:
     from werkzeug.serving import make_server
 
     from asya import variables
+    from asya_local.endpoint.event_api import EventApis, moto_permits, serve_realtime
     from asya_local.endpoint.moto_iam import enforce
     from asya_local.endpoint.patches import apply_patches
+    from asya_local.endpoint.signers import in_process_signer
     from asya_local.endpoint.spark_runner import local_spark_runner
     from asya_local.functions.lambda_shapes import ACCOUNT
     from asya_local.functions.parent_watch import end_with_parent
@@ -172,7 +183,15 @@ def main() -> None:
     if iam_enforced():
         enforce(KEY_ID, os.environ[SECRET_VARIABLE], ACCOUNT)
     spark = local_spark_runner(url, _say)
-    application = _Admin(DomainDispatcherApplication(create_backend_app), spark, os.environ[SECRET_VARIABLE])
+    event_apis = EventApis(in_process_signer, moto_permits() if iam_enforced() else None)
+    realtime_port, stop_realtime = serve_realtime(event_apis)
+    application = _Admin(
+        DomainDispatcherApplication(create_backend_app),
+        spark,
+        os.environ[SECRET_VARIABLE],
+        event_apis,
+        realtime_port,
+    )
     server = make_server("127.0.0.1", port, application, threaded=True, request_handler=_quiet(MotoRequestHandler))
 
     def stop(_signum: int, _frame: Any) -> None:
@@ -184,6 +203,7 @@ def main() -> None:
     try:
         server.serve_forever()
     finally:
+        stop_realtime()
         spark.close()
 
 

@@ -13,6 +13,9 @@ from typing import Any
 from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
+from asya_local.functions.iam_auth import Signer
+from asya_local.functions.lambda_shapes import ACCOUNT
+
 PARTITION = "aws"
 
 
@@ -39,3 +42,9 @@ def _user_key(account: str, access_key_id: str) -> dict[str, str] | None:
 
 def _holder(secret: str, arn: str, account: str, caller: str) -> dict[str, str]:
     return {"secret_access_key": secret, "arn": arn, "account": account, "caller": caller}
+
+
+def in_process_signer(access_key_id: str, session_token: str | None) -> Signer | None:
+    """`signer` as the endpoint's own checks take it (the local Event API's: `asya_local.endpoint.event_api`)."""
+    held = signer(ACCOUNT, access_key_id, session_token)
+    return Signer(**held) if held is not None else None

@@ -84,12 +84,20 @@ def is_signed(request: HttpRequest) -> bool:
     return (request.header("authorization") or "").startswith(SCHEME)
 
 
-def verify(request: HttpRequest, signers: Signers, region: str, now: Callable[[], float] = time.time) -> Identity:
-    """The identity that signed `request`, or `SignatureRefusedError` with API Gateway's message."""
+def verify(
+    request: HttpRequest,
+    signers: Signers,
+    region: str,
+    now: Callable[[], float] = time.time,
+    *,
+    service: str = SERVICE,
+) -> Identity:
+    """The identity that signed `request`, or `SignatureRefusedError` with API Gateway's message. The
+    local Event API checks its own requests the same way, for the service `appsync`."""
     fields = _fields(request.header("authorization") or "")
-    key, date, scope_region, service, *_ = [*fields["Credential"].split("/"), "", "", "", ""]
-    if service != SERVICE:
-        raise SignatureRefusedError(f"Credential should be scoped to correct service: '{SERVICE}'. ")
+    key, date, scope_region, scope_service, *_ = [*fields["Credential"].split("/"), "", "", "", ""]
+    if scope_service != service:
+        raise SignatureRefusedError(f"Credential should be scoped to correct service: '{service}'. ")
     if scope_region != region:
         raise SignatureRefusedError("Credential should be scoped to a valid region. ")
     stamp = request.header("x-amz-date")
@@ -102,7 +110,8 @@ def verify(request: HttpRequest, signers: Signers, region: str, now: Callable[[]
     holder = signers(key, token)
     if holder is None:
         raise SignatureRefusedError(UNKNOWN_KEY)
-    expected = _signature(request, fields["SignedHeaders"], Credentials(key, holder.secret_access_key, token), region)
+    credentials = Credentials(key, holder.secret_access_key, token)
+    expected = _signature(request, fields["SignedHeaders"], credentials, region, service)
     if date != stamp[:8] or not hmac.compare_digest(expected, fields["Signature"]):
         raise SignatureRefusedError(MISMATCH)
     return Identity(access_key=key, signer=holder)
@@ -134,14 +143,14 @@ def _within_skew(stamp: str, now: float) -> None:
         )
 
 
-def _signature(request: HttpRequest, signed_headers: str, credentials: Credentials, region: str) -> str:
+def _signature(request: HttpRequest, signed_headers: str, credentials: Credentials, region: str, service: str) -> str:
     """The signature the signer would have sent: botocore's, over the headers the request says it signed."""
     names = signed_headers.split(";")
     headers = {name: request.header(name) or "" for name in names}
     url = f"http://{request.header('host') or ''}{request.target}"
     rebuilt = AWSRequest(method=request.method, url=url, data=request.body, headers=headers)
     rebuilt.context["timestamp"] = request.header("x-amz-date")
-    sigv4 = SigV4Auth(credentials, SERVICE, region)
+    sigv4 = SigV4Auth(credentials, service, region)
     if sorted(sigv4.headers_to_sign(rebuilt).keys()) != sorted(names):  # signed what botocore leaves out, or no host
         return ""
     return str(sigv4.signature(sigv4.string_to_sign(rebuilt, sigv4.canonical_request(rebuilt)), rebuilt))

@@ -30,6 +30,8 @@ from asya.variables import (
     FLOW_PROGRAMS,
     FLOW_VERSIONS,
     FLOWS,
+    FLY_DOMAIN,
+    FLY_REALTIME_DOMAIN,
     GATEWAY_AUTH,
     GATEWAY_CORS_ORIGINS,
     GATEWAY_CURSOR_SECRET,
@@ -78,6 +80,8 @@ class MeshNames:
     seal_secret: str = ""  # the ARN of the secret the mesh seals its envelopes with (`asya.seal`)
     state_table: str = ""  # made when an actor has `state:`
     state_bucket: str = ""  # made with the state table
+    fly_domain: str = ""  # FLY's fast lane (`gateway.fly: channel`): the Event API's HTTP domain
+    fly_realtime_domain: str = ""  # and its real-time one (the gateway's)
 
     def resources(self, *, idempotency: bool = True) -> dict[str, str]:
         """What `LoadedMesh.actor_environment` takes: the tables an actor's sidecar writes."""
@@ -91,6 +95,14 @@ class MeshNames:
         if self.state_bucket:
             tables["state_bucket"] = self.state_bucket
         return {**tables, "idempotency_table": self.idempotency_table} if idempotency else tables
+
+    def fly_environment(self, *, follows: bool = False) -> dict[str, str]:
+        """Where FLY events go (an actor), and where a follow hears them (`follows`: the gateway's API)."""
+        if not self.fly_domain:
+            return {}
+        return {FLY_DOMAIN.name: self.fly_domain} | (
+            {FLY_REALTIME_DOMAIN.name: self.fly_realtime_domain} if follows else {}
+        )
 
 
 @dataclass(frozen=True)
@@ -155,6 +167,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             **({GATEWAY_CORS_ORIGINS.name: ",".join(origins)} if (origins := mesh.config.gateway.cors_origins) else {}),
             **({MCP_WAIT.name: str(wait)} if (wait := gateway.mcp_wait_seconds) != MCP_WAIT.default else {}),
             **mesh.claim_environment(names.bucket),
+            **names.fly_environment(follows=True),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})
@@ -169,7 +182,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
 def lambda_actor_environment(
     mesh: LoadedMesh, actor: str, names: MeshNames, files: dict[str, FileSource] | None = None
 ) -> dict[str, str]:
-    return mesh.actor_environment(actor, names.resources(), files)
+    return {**mesh.actor_environment(actor, names.resources(), files), **names.fly_environment()}
 
 
 def spark_environment(mesh: LoadedMesh, actor: str, names: MeshNames, spark_names: SparkNames) -> dict[str, str]:

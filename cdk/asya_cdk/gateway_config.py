@@ -150,6 +150,9 @@ class GatewayConfig(StrictModel):
     # how long an MCP flow tool (and `task_result`) waits for its task before it answers that it runs:
     # shorter for a host whose tool calls time out sooner; API Gateway's 29 s bound it from above
     mcp_wait_seconds: float = Field(default=MCP_WAIT.default, ge=0, le=WAIT_MAX_SECONDS)
+    # how FLY events reach followers (docs/status.md, "FLY events"): the mesh's AppSync Events API, within a
+    # second and not stored ("channel"); or the live log, a write each and seconds late, replayable ("log")
+    fly: Literal["channel", "log"] = "channel"
 
     @model_validator(mode="after")
     def _auth_fits_api(self) -> GatewayConfig:

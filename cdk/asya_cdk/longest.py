@@ -81,6 +81,9 @@ def longest_mesh_names(namespace: str) -> MeshNames:
         f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",
         seal_secret=f"arn:{LONGEST_PARTITION}:secretsmanager:{LONGEST_REGION}:{'0' * ACCOUNT_DIGITS}:secret:"
         f"{'s' * GENERATED_SECRET_NAME_MAX}-{'x' * 6}",
+        # an Event API's domains: its 26-character id, the service's host, the region's DNS suffix
+        fly_domain=f"{'a' * 26}.appsync-api.{LONGEST_REGION}.amazonaws.com.cn",
+        fly_realtime_domain=f"{'a' * 26}.appsync-realtime-api.{LONGEST_REGION}.amazonaws.com.cn",
     )
 
 

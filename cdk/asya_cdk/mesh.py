@@ -48,6 +48,7 @@ from asya_cdk.claims import grant_claims
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
+from asya_cdk.fly_api import FlyApi
 from asya_cdk.function import mesh_code
 from asya_cdk.gateway import StatusGateway
 from asya_cdk.grants import grant_permissions, grant_secrets, shipped_files
@@ -97,6 +98,7 @@ class Mesh(Construct):
             ttl_attribute="expiration",
         )
         self.task_tables = TaskTables(self, "Status", namespace=namespace)
+        self.fly = FlyApi(self, "Fly", namespace=namespace) if mesh.config.gateway.fly == "channel" else None
         self.spark_batches = batches_table(self, resource_name(namespace, BATCHES_TABLE)) if mesh.spark_actors else None
         self.sump_dlq = dead_letter_queue(self, "SumpDeadLetters", resource_name(namespace, SUMP_DEAD_LETTERS))
         self.joins = joins_table(self, namespace) if mesh.joins else None
@@ -115,6 +117,8 @@ class Mesh(Construct):
             seal_secret=self.seal.secret_arn,
             state_table=self.state.table_name if self.state is not None else "",
             state_bucket=self.state_values.bucket_name if self.state_values is not None else "",
+            fly_domain=self.fly.api.http_dns if self.fly is not None else "",
+            fly_realtime_domain=self.fly.api.realtime_dns if self.fly is not None else "",
         )
         crew = Crew(
             self,
@@ -150,6 +154,8 @@ class Mesh(Construct):
             reporting = self.task_tables.crew_reporting() if name in CREW else self.task_tables.hop_reporting()
             for statement in reporting:
                 actor.role.add_to_policy(statement)
+            if self.fly is not None and name not in CREW and name not in self.spark:
+                self.fly.grant_publish(actor.role)  # its FLY events (`asya.fly_channel`)
             self.seal.grant_read(actor.role)  # it checks the seals of what it receives, and seals what it sends
             # large payloads (`asya.claims`): actors send and read them (a Spark actor's dispatcher reads
             # them to stage them whole, its collector writes the job's large outputs; the job never calls
@@ -171,6 +177,8 @@ class Mesh(Construct):
         )
         grant_claims(self.gateway.gateway.role, self.bucket, namespace, write=True)  # large payloads it starts
         self.seal.grant_read(self.gateway.gateway.role)  # the tasks it starts, resumes and redrives
+        if self.fly is not None:
+            self.fly.grant_follow(self.gateway.gateway.role)  # its follows hear FLY events (`asya_gateway.fly_feed`)
         self._grant_queues()
         self.dashboard = MeshDashboard(
             self,

@@ -62,6 +62,7 @@ from asya_gateway.a2a_objects import (
     status_update,
 )
 from asya_gateway.a2a_stream import STOP_AT, JsonRpcRendering, stream
+from asya_gateway.fly_feed import EarlyFeed
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.service import TaskService
 from asya_gateway.task_error import TaskError
@@ -253,7 +254,8 @@ class A2aEndpoint:
             return self._found(task_id)
         return self.service.wait(task_id, self.wait_left(WAIT_MAX_SECONDS), paused=True)[1]
 
-    def _start(self, sent: SendParams, wire: Answers) -> str:
+    def _start(self, sent: SendParams, wire: Answers, named: Callable[[str], None] | None = None) -> str:
+        """The task the message starts (or resumes); `named` is told its id before it is sent on."""
         message = sent.message
         given = _payload(message)
         if wire.version == V1:  # ProtoJSON carries every number as a double: 2 arrives as 2.0
@@ -261,11 +263,13 @@ class A2aEndpoint:
         if message.task_id is not None:
             if not isinstance(given, dict):
                 raise A2aError(INVALID_PARAMS, "the input to a task waiting for it is a JSON object (its data part)")
+            if named is not None:
+                named(message.task_id)
             self.service.resume(message.task_id, given)  # one not waiting for input: a 409, -32004
             return message.task_id
         flow = self._skill(message, sent.metadata)
         key = f"a2a:{message.message_id}" if _IDEMPOTENCY_KEY.match(message.message_id) else None
-        return self.service.create(payload=given, flow=flow, idempotency_key=key).task_id
+        return self.service.create(payload=given, flow=flow, idempotency_key=key, named=named).task_id
 
     def _skill(self, message: Message, metadata: dict[str, Any] | None) -> str:
         flows = self.service.settings.flows
@@ -320,14 +324,18 @@ class A2aEndpoint:
         params: dict[str, Any],
         last_event_id: str | None,
     ) -> Answer:
-        if operation == "stream":
-            task_id, cursor = self._start(_params(SendParams, params), wire), None
+        feeds = self.service.feeds
+        if operation == "stream":  # its FLY channel subscribed before the task is sent on: none missed
+            early = EarlyFeed(feeds)
+            with early.closed_on_error():
+                task_id, cursor = self._start(_params(SendParams, params), wire, early.subscribe), None
+            feeds = early.feeds
         else:
             task_id = _params(TaskIdParams, params).id
             self._found(task_id)  # known, and the caller's to see
             cursor = last_event_id if last_event_id and _CURSOR.fullmatch(last_event_id) else None  # goes on after it
         rendering = JsonRpcRendering(request_id, _Updates(self, wire, task_id))
-        chunks = stream(self.service, task_id, cursor, rendering, self.follow_seconds())
+        chunks = stream(self.service, task_id, cursor, rendering, self.follow_seconds(), feeds=feeds)
         if chunks is None:
             raise A2aError(TASK_NOT_FOUND, f"no task {task_id!r}")
         return chunks

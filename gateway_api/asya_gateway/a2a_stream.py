@@ -16,11 +16,12 @@ follow is bounded (`max_seconds`) and the client resubscribes to go on (docs/a2a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from asya.live import FLY, STATUS, Event
 from asya.task_record import TERMINAL, TaskStatus
+from asya_gateway.fly_feed import Feed
 from asya_gateway.service import TaskService
 from asya_gateway.sse import Rendering, follow, sse
 
@@ -76,10 +77,13 @@ def stream(
     cursor: str | None,
     rendering: JsonRpcRendering,
     max_seconds: float | None,
+    *,
+    feeds: Callable[[str], Feed | None] | None,
 ) -> Iterator[str] | None:
     """The answers for one task until it stops (`STOP_AT`), from `cursor` on (the task as it stands
     first when None); None if the task is unknown. Bounded by `max_seconds` when given: the stream then
-    ends with `retry:`, and the client resubscribes."""
+    ends with `retry:`, and the client resubscribes. `feeds`: how the follow subscribes to the task's FLY
+    channel (`asya_gateway.fly_feed`), when it has one."""
     return follow(
         service.tasks,
         service.events,
@@ -89,4 +93,5 @@ def stream(
         rendering=rendering,
         stop_at=STOP_AT,
         long_poll=False,
+        feeds=feeds,
     )

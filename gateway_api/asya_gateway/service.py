@@ -36,6 +36,7 @@ from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, Caller
 from asya_gateway.cursors import CursorKey
+from asya_gateway.fly_feed import fly_feeds, fly_publisher
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
 from asya_gateway.listing import TaskListing
 from asya_gateway.ownership import Ownership
@@ -101,6 +102,8 @@ class TaskService:
         self.clock = clock
         self.tasks = tasks or TaskStore(settings.tasks_table, settings.task_ttl)
         self.events = events or EventLog(settings.events_table)
+        self.feeds = fly_feeds(settings)
+        self.fly = fly_publisher(settings)  # FLY events posted from outside the mesh
         self.queues = MeshQueues(sqs, settings.namespace, settings.queue_name, EnvelopeSeal(settings.seal_secret))
         self.kept = KeptObjects(settings.results_bucket, s3)
         self.caller = OPERATOR
@@ -147,6 +150,7 @@ class TaskService:
         timeout: float | None = None,
         idempotency_key: str | None = None,
         rerun_of: str | None = None,
+        named: Callable[[str], None] | None = None,
     ) -> Created:
         """A new task, sent to its first actor. With `idempotency_key` the task's id is made from the
         key, so a retried create (its answer lost, say) finds the task the first one made and answers
@@ -154,7 +158,8 @@ class TaskService:
         picked up yet is sent again (its first actor's claim keeps a copy from running twice), in case
         the first create ended before sending it. The key is free again once the task's record expires.
         The record keeps the task's input (`asya_gateway.task_input`) and, for a task run again, the task
-        it runs again (`rerun_of`)."""
+        it runs again (`rerun_of`). `named` is told the task's id before anything is sent: a stream that
+        follows the task subscribes to its FLY channel then, so it misses none of its FLY events."""
         chosen = self._flow(flow) if flow is not None else None
         actors = chosen.route if chosen is not None else self._route(route)
         if chosen is not None:
@@ -178,7 +183,7 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
             asked = {"route": actors, "flow": flow, "payload": given, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        task_id = self._new_id(idempotency_key)
+        task_id = self._new_id(idempotency_key, named)
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
         status["updated_at"] = rfc3339(now)
         if deadline:
@@ -218,11 +223,16 @@ class TaskService:
         original = {**envelope, "payload": given}
         return started.body, keep_input(original, self.writable(original, "the task's input"), self.claims).kept
 
-    def _new_id(self, idempotency_key: str | None) -> str:
-        """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry)."""
+    def _new_id(self, idempotency_key: str | None, named: Callable[[str], None] | None) -> str:
+        """A new task's id: a fresh one, or the one the caller's key makes (the same on every retry);
+        `named` is told it."""
         if idempotency_key is None:
-            return str(uuid.uuid4())
-        return idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
+            task_id = str(uuid.uuid4())
+        else:
+            task_id = idempotent_task_id(self.settings.namespace, idempotency_key, self.caller.owner)
+        if named is not None:
+            named(task_id)
+        return task_id
 
     def _created_before(self, task_id: str, digest: str, envelope: dict[str, Any], first: str, key: str) -> Created:
         """A create whose key made this task before: the same request answers with the task; if its
@@ -330,7 +340,13 @@ class TaskService:
         if not self.caller.admin:
             self._task(task_id)
         return follow(
-            self.tasks, self.events, task_id, cursor, keepalive_seconds=keepalive_seconds, max_seconds=max_seconds
+            self.tasks,
+            self.events,
+            task_id,
+            cursor,
+            keepalive_seconds=keepalive_seconds,
+            max_seconds=max_seconds,
+            feeds=self.feeds,
         )
 
     def flows(self) -> dict[str, Any]:
@@ -424,7 +440,7 @@ class TaskService:
     def post_event(self, task_id: str, event: dict[str, Any]) -> bool:
         """A status or fly event from an actor outside the mesh (`asya_gateway.reported`); whether it
         changed anything."""
-        return apply_event(self.tasks, self.events, self._task(task_id), event)
+        return apply_event(self.tasks, self.events, self._task(task_id), event, self.fly)
 
 
 def _reporting_url(value: Any) -> bool:

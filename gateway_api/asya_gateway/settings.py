@@ -58,6 +58,8 @@ class GatewaySettings:
     cursor_secret: str | None = None  # the secret the cursors' key is derived from (`asya_gateway.cursors`)
     seal_secret: str | None = None  # the secret the mesh's envelopes are sealed with (`asya.seal`)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call (`asya.cors`)
+    fly_domain: str | None = None  # FLY's fast lane: the Event API's HTTP domain (`asya_gateway.fly_feed`)
+    fly_realtime_domain: str | None = None  # and its real-time one, where a follow subscribes
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -82,6 +84,8 @@ class GatewaySettings:
             cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
             seal_secret=variables.SEAL_SECRET.read(env),
             cors_origins=parse_origins(variables.GATEWAY_CORS_ORIGINS.read(env)),
+            fly_domain=variables.FLY_DOMAIN.read(env),
+            fly_realtime_domain=variables.FLY_REALTIME_DOMAIN.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

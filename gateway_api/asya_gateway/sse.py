@@ -16,22 +16,31 @@ What a follow writes is its `Rendering`: SSE's own events by default (`GET .../e
 streams (`asya_gateway.a2a_stream`) follow the same log and write JSON-RPC answers instead, and stop
 where A2A's stream stops (`stop_at`: a task waiting for input too).
 
+FLY events come one of two ways. Logged (`gateway.fly: log`), they are the log's, with cursors, and
+settle like every other event. With FLY's fast lane (`gateway.fly: channel`, the default), the follow
+is subscribed to the task's channel for as long as it lasts (`asya_gateway.fly_feed`) and hands each
+FLY event on as it arrives, without an `id:` (a reconnect goes on from the log's cursor: FLY events
+are not replayed); a bounded answer that has some ends `FLY_GATHER_SECONDS` after the first, so a
+poller gets them within about a second. One writer's FLY events keep their order; a FLY event may come
+before a status change stamped earlier, which has to settle first.
+
 Formatting SSE is a few lines, so no library is used for it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from asya.envelope import parse_rfc3339, utc_now
-from asya.live import SETTLE_SECONDS, STATUS, Event, EventLog
+from asya.live import FLY, SETTLE_SECONDS, STATUS, Event, EventLog
 from asya.task_record import TERMINAL, WATCH_SECONDS, watch_lapses_soon
 from asya.task_store import TaskStore
+from asya_gateway.fly_feed import Feed
 from asya_gateway.views import task_view
 
 POLL_SECONDS = 0.2
@@ -45,6 +54,9 @@ RESPONSE_BUDGET_BYTES = 1_000_000
 # it ends with the record's status.
 STREAM_LAG_SECONDS = 5.0
 ENDED_SECONDS = SETTLE_SECONDS + STREAM_LAG_SECONDS
+# A bounded answer that has FLY events from the channel ends this long after the first of them: what
+# follows it closely goes in the same answer, and a poller sees each within about a second.
+FLY_GATHER_SECONDS = 0.5
 
 
 def sse(data: Any, event: str | None, event_id: str | None = None) -> str:
@@ -86,6 +98,7 @@ def follow(
     rendering: Rendering = SSE,
     stop_at: Collection[str] = TERMINAL,
     long_poll: bool = True,
+    feeds: Callable[[str], Feed | None] | None = None,
 ) -> Iterator[str] | None:
     """SSE chunks for one task until its status is one of `stop_at` (terminal); None if the task is
     unknown. Bounded (`max_seconds` given), it ends with `retry:` after the first news (`long_poll`;
@@ -96,7 +109,11 @@ def follow(
     Following marks the task watched (`TaskStore.watch`): only then does the stream consumer log its
     status changes. A new watcher starts from the record the mark returns, so every change before the
     mark is in the first status and every change after it is in the log; a reconnecting watcher
-    renews the mark only when it is about to lapse (a read per reconnect, a write per five minutes)."""
+    renews the mark only when it is about to lapse (a read per reconnect, a write per five minutes).
+
+    `feeds` subscribes to the task's FLY channel (FLY's fast lane), before anything is read, so that
+    no FLY event emitted after the first status is missed."""
+    feed = feeds(task_id) if feeds is not None else None
     if cursor is None:
         cursor = events.latest(task_id) or "0"  # first, so nothing after the status below is missed
         item = tasks.watch(task_id, utc_now())
@@ -107,8 +124,10 @@ def follow(
             tasks.watch(task_id, utc_now())
         first = None
     if item is None:
+        if feed is not None:
+            feed.close()
         return None
-    options = _Options(keepalive_seconds, max_seconds, rendering, frozenset(stop_at), long_poll)
+    options = _Options(keepalive_seconds, max_seconds, rendering, frozenset(stop_at), long_poll, feed)
     return _events(tasks, events, task_id, cursor, first, read=item, options=options, sleep=sleep, clock_ns=clock_ns)
 
 
@@ -119,6 +138,7 @@ class _Options:
     rendering: Rendering
     stop_at: frozenset[str]
     long_poll: bool
+    feed: Feed | None = None
 
 
 def _events(
@@ -133,7 +153,29 @@ def _events(
     sleep: Callable[[float], None],
     clock_ns: Callable[[], int],
 ) -> Iterator[str]:
-    """The task as it stands first (a new watcher), then its log (`_logged`)."""
+    """The task as it stands first (a new watcher), then its log (`_logged`); the FLY channel is let go
+    when the follow ends, however it ends."""
+    try:
+        yield from _followed(
+            tasks, events, task_id, cursor, first, read=read, options=options, sleep=sleep, clock_ns=clock_ns
+        )
+    finally:
+        if options.feed is not None:
+            options.feed.close()
+
+
+def _followed(
+    tasks: TaskStore,
+    events: EventLog,
+    task_id: str,
+    cursor: str,
+    first: dict[str, Any] | None,
+    *,
+    read: dict[str, Any],
+    options: _Options,
+    sleep: Callable[[float], None],
+    clock_ns: Callable[[], int],
+) -> Iterator[str]:
     budget = RESPONSE_BUDGET_BYTES if options.max_seconds is not None else None
     if first is not None:
         view = task_view(first)
@@ -173,7 +215,11 @@ def _logged(
     render = options.rendering
     started = quiet_since = renewed = time.monotonic()
     checked_ns: int | None = None  # when the record was last read (`clock_ns`'s time)
+    flying = _Flying(options.feed, task_id, render)
     while True:
+        if (yield from flying.hand_on(budget)):
+            return
+        quiet_since = max(quiet_since, flying.last)
         read_ns = clock_ns()
         batch = events.after(task_id, cursor if cursor != "0" else None, now_ns=read_ns)
         chunks = _within(batch, budget, render)
@@ -188,9 +234,7 @@ def _logged(
                 yield render.reconnect  # the first news (long polling), or as much as one answer carries
                 return
         now = time.monotonic()
-        if now - renewed >= WATCH_SECONDS / 2:  # one connection outlasting its mark (locally)
-            renewed = now
-            tasks.watch(task_id, utc_now())
+        renewed = _renewed(tasks, task_id, renewed, now)
         if batch:
             quiet_since, checked_ns = now, read_ns
         else:
@@ -206,7 +250,49 @@ def _logged(
         if options.max_seconds is not None and now - started >= options.max_seconds:
             yield render.reconnect
             return
-        sleep(POLL_SECONDS)
+        flying.wait(sleep)
+
+
+def _renewed(tasks: TaskStore, task_id: str, renewed: float, now: float) -> float:
+    """When the watch mark was last renewed: now, if one connection outlasted half of it (locally)."""
+    if now - renewed < WATCH_SECONDS / 2:
+        return renewed
+    tasks.watch(task_id, utc_now())
+    return now
+
+
+@dataclass(slots=True)
+class _Flying:
+    """The FLY events a follow's channel brings (none without one), handed on as they come."""
+
+    feed: Feed | None
+    task_id: str
+    render: Rendering
+    first: float | None = None  # when this answer's first one came (`time.monotonic`)
+    last: float = 0.0  # and its latest
+    size: int = 0  # the bytes of them in this answer
+
+    def hand_on(self, budget: int | None) -> Generator[str, None, bool]:
+        """Yield what came since the last look, as chunks without a cursor; True when a bounded answer
+        (`budget`) ends here: `FLY_GATHER_SECONDS` after its first FLY event, or at its budget."""
+        for data in self.feed.take() if self.feed is not None else []:
+            chunk = self.render.event(Event(self.task_id, "", FLY, data))
+            self.size += len(chunk)
+            self.last = time.monotonic()
+            self.first = self.last if self.first is None else self.first
+            yield chunk
+        gathered = self.first is not None and time.monotonic() - self.first >= FLY_GATHER_SECONDS
+        if budget is not None and (gathered or self.size > budget):
+            yield self.render.reconnect  # a poller gets them now
+            return True
+        return False
+
+    def wait(self, sleep: Callable[[float], None]) -> None:
+        """Until the next poll of the log, or an earlier FLY event."""
+        if self.feed is not None:
+            self.feed.wait(POLL_SECONDS)
+        else:
+            sleep(POLL_SECONDS)
 
 
 def _stopped_and_settled(item: dict[str, Any], stop_at: frozenset[str], read_ns: int) -> bool:

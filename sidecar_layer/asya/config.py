@@ -48,6 +48,7 @@ class SidecarConfig:
     idempotency_ttl: int = variables.IDEMPOTENCY_TTL.default
     tasks_table: str | None = None
     events_table: str | None = None
+    fly_domain: str | None = None  # FLY's fast lane: the Event API's HTTP domain (`asya.fly_channel`)
     task_ttl: int = variables.TASK_TTL.default
     status_writes: StatusWrites = "coalesced"
     tracing: bool = variables.TRACING.default
@@ -101,6 +102,7 @@ class SidecarConfig:
             idempotency_ttl=variables.IDEMPOTENCY_TTL.read(env),
             tasks_table=variables.TASKS_TABLE.read(env),
             events_table=variables.EVENTS_TABLE.read(env),
+            fly_domain=variables.FLY_DOMAIN.read(env),
             task_ttl=variables.TASK_TTL.read(env),
             status_writes=cast(StatusWrites, variables.STATUS_WRITES.read(env)),
             tracing=variables.TRACING.read(env),

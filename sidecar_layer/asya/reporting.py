@@ -38,6 +38,7 @@ from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
 from asya.flows import progress_floor
+from asya.fly_channel import ChannelPublisher, channel_of, function_region
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
 from asya.task_record import Report, progress_of, root_of, stealthy
@@ -71,11 +72,13 @@ class StatusReporter:
         events: EventLog | None,
         telemetry: Telemetry,
         every_point: bool = False,
+        fly: ChannelPublisher | None = None,
     ) -> None:
         self.store = store
         self.events = events
         self.telemetry = telemetry
         self.every_point = every_point
+        self.fly = fly
 
     def tracks(self, envelope: Envelope) -> bool:
         """Whether the envelope's task is reported, so its hop is claimed in its task record."""
@@ -156,17 +159,29 @@ class StatusReporter:
 
     def send_fly(self, envelope: Envelope, event: Any) -> None:
         """A FLY event goes to the task's watchers now (and the root's, for a branch); never to status.
-        FLY is ephemeral (docs/actors.md): an event the log cannot take after its bounded retries is logged
-        and counted (`StatusErrors`), and the hop goes on."""
+        With the fast lane (`fly`) it is published on each task's channel by the background sender and
+        not logged; otherwise it is appended to each task's live log. FLY is ephemeral (docs/actors.md):
+        an event that cannot be published or logged is logged and counted (`StatusErrors`), and the hop
+        goes on."""
         if self.events is None or stealthy(envelope.headers):
             return
         root = root_of(envelope.id, envelope.headers)
         data = {"id": envelope.id, "actor": envelope.route.curr, "data": event}
         targets = [envelope.id] if root == envelope.id else [envelope.id, root]
+        if self.fly is not None:
+            for task_id in targets:
+                self.fly.publish(channel_of(task_id), data)
+            return
         try:
             self.events.append((task_id, FLY, data) for task_id in targets)
         except Exception as exc:  # noqa: BLE001 - live events are best effort
             self._failed("fly event", exc)
+
+    def flush_fly(self) -> None:
+        """Before an invocation returns: the FLY events it yielded are sent (Lambda freezes the sender's
+        thread in between), within the sender's bound."""
+        if self.fly is not None and not self.fly.flush():
+            self._failed("fly publish", TimeoutError("FLY events still unsent when the invocation returned"))
 
     def write_before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> Registered:
         """Register each hop's branches and write its status from its outputs' decisions (one list per
@@ -252,10 +267,15 @@ class StatusReporter:
 
 
 def status_reporter(config: SidecarConfig, telemetry: Telemetry) -> StatusReporter:
-    """The function's reporter: to its tasks table (and events table, for FLY), if it has one."""
-    return StatusReporter(
+    """The function's reporter: to its tasks table (and events table, for FLY, or the mesh's Event API
+    when it has FLY's fast lane), if it has one."""
+    events = EventLog(config.events_table) if config.events_table and config.tasks_table else None
+    reporter = StatusReporter(
         TaskStore(config.tasks_table, config.task_ttl) if config.tasks_table else None,
-        EventLog(config.events_table) if config.events_table and config.tasks_table else None,
+        events,
         telemetry,
         every_point=config.status_writes == "every-point",
     )
+    if events is not None and config.fly_domain:
+        reporter.fly = ChannelPublisher(config.fly_domain, function_region(), reporter._failed)
+    return reporter

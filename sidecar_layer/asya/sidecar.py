@@ -119,6 +119,7 @@ class Sidecar:
             if held:
                 return_when_free(self.transport, records, held)
         finally:
+            self.reporter.flush_fly()
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 

@@ -298,6 +298,21 @@ EVENTS_TABLE = Variable(
     None,
     _text_or_none,
 )
+FLY_DOMAIN = Variable(
+    "ASYA_FLY_DOMAIN",
+    (Component.ACTOR, Component.GATEWAY),
+    "the HTTP domain of the mesh's AppSync Events API, FLY's fast lane (`gateway.fly: channel`): the sidecar "
+    "publishes each FLY event there instead of appending it to the live log",
+    None,
+    _text_or_none,
+)
+FLY_REALTIME_DOMAIN = Variable(
+    "ASYA_FLY_REALTIME_DOMAIN",
+    (Component.GATEWAY,),
+    "the real-time (WebSocket) domain of the same API: a follow subscribes to its task's channel there",
+    None,
+    _text_or_none,
+)
 SUMP_TABLE = Variable(
     "ASYA_SUMP_TABLE",
     (Component.CREW, Component.GATEWAY),
@@ -600,6 +615,8 @@ ALL: tuple[Variable[Any], ...] = (
     JOIN,
     TASKS_TABLE,
     EVENTS_TABLE,
+    FLY_DOMAIN,
+    FLY_REALTIME_DOMAIN,
     SUMP_TABLE,
     JOINS_TABLE,
     STATE_TABLE,

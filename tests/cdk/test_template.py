@@ -382,6 +382,7 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         512,
     )
     variables = gateway["Environment"]["Variables"]
+    fly = next(iter(resources(document, "AWS::AppSync::Api")))  # FLY's fast lane (tests/cdk/test_fly_api.py)
     assert variables == {
         "ASYA_NAMESPACE": "reviews",
         **tables,
@@ -396,6 +397,8 @@ def test_gateway_functions_get_the_tables_the_flows_and_their_own_logs(
         "POWERTOOLS_SERVICE_NAME": "gateway",
         "ASYA_GATEWAY_CURSOR_SECRET": {"Ref": _secret(document, "CursorSecret")},
         "ASYA_SEAL_SECRET": {"Ref": _secret(document, "SealSecret")},
+        "ASYA_FLY_DOMAIN": {"Fn::GetAtt": [fly, "Dns.Http"]},
+        "ASYA_FLY_REALTIME_DOMAIN": {"Fn::GetAtt": [fly, "Dns.Realtime"]},
     }
     declared = yaml.safe_load(EXAMPLE.read_text())["flows"]
     assert json.loads(variables["ASYA_FLOWS"]) == {

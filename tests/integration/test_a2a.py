@@ -7,6 +7,7 @@ A2A 0.3's client too (docs/a2a.md)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -182,6 +183,46 @@ def test_a_resubscription_follows_the_task_from_where_it_is_to_its_end(running_m
     assert followed[0].HasField("task"), states
     assert states[-2:] == ["artifact", "TASK_STATE_COMPLETED"], states
     assert output(Task(artifacts=[followed[-2].artifact_update.artifact])) == {"sleep": 2, "done": True}
+
+
+def timed_subscription(
+    mesh: RunningMesh, ticks: dict[str, Any], headers: dict[str, str] | None = None, after: float = 0.0
+) -> list[tuple[float, StreamResponse]]:
+    """A2A's `SubscribeToTask` to a `ticks` task started `after` seconds before, each answer with when
+    it arrived (`time.time()`)."""
+
+    async def subscribe() -> list[tuple[float, StreamResponse]]:
+        async with agent(mesh, streaming=False, headers=headers) as client:
+            (started,) = await answers(client.send_message(ask("ticks", ticks, immediately=True)))
+        await asyncio.sleep(after)
+        async with agent(mesh, headers=headers) as client:
+            subscribed = client.subscribe(SubscribeToTaskRequest(id=started.task.id))
+            return [(time.time(), answer) async for answer in subscribed]
+
+    return run(subscribe)
+
+
+def flown_latencies(followed: list[tuple[float, StreamResponse]]) -> list[tuple[int, float]]:
+    """Each FLY event's tick and how long after its emission (`at`) it arrived."""
+    flown = [
+        (arrived, get_data_parts(answer.status_update.status.message.parts)[0])
+        for arrived, answer in followed
+        if answer.HasField("status_update") and answer.status_update.status.message.parts
+    ]
+    return [(fly["tick"], arrived - fly["at"]) for arrived, fly in flown]
+
+
+def test_a_subscription_to_a_working_task_gets_each_fly_event_within_a_second(running_mesh: RunningMesh) -> None:
+    """FLY's fast lane over A2A: `SubscribeToTask` hears the task's channel, so each FLY event reaches
+    the subscriber as a status update within a second of its emission, not seconds later in a lump."""
+    followed = timed_subscription(running_mesh, {"ticks": 6, "every": 0.3, "wait": 1.0})
+    states = [state(answer) for _, answer in followed]
+    assert states[-2:] == ["artifact", "TASK_STATE_COMPLETED"], states
+    timed = flown_latencies(followed)
+    assert [tick for tick, _ in timed] == list(range(6)), states
+    latencies = sorted(latency for _, latency in timed)
+    print(f"FLY emit to A2A subscriber, seconds: p50 {latencies[3]:.3f}, max {latencies[-1]:.3f}")
+    assert latencies[-1] < 1.0, latencies
 
 
 def test_a_paused_task_requires_input_and_a_message_naming_it_resumes_it(running_mesh: RunningMesh) -> None:

@@ -52,13 +52,17 @@ class Gateway:
     def watch(self, task_id: str, timeout: float = 60, cursor: str | None = None) -> list[tuple[str, Any]]:
         """Every SSE event until the stream ends (the task is terminal); from `cursor` on if given
         (`"0"`: the task's whole log), else from now."""
-        events: list[tuple[str, Any]] = []
+        return [(kind, data) for _, kind, data in self.watch_timed(task_id, timeout, cursor)]
+
+    def watch_timed(self, task_id: str, timeout: float = 60, cursor: str | None = None) -> list[tuple[float, str, Any]]:
+        """`watch`, each event with when it arrived (`time.time()`)."""
+        events: list[tuple[float, str, Any]] = []
         params = {"cursor": cursor} if cursor is not None else None
         with self.http.stream("GET", f"/api/v1/mesh/{task_id}/events", params=params, timeout=timeout) as response:
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
             for event in httpx2.EventSource(response):
-                events.append((event.event, event.json()))
+                events.append((time.time(), event.event, event.json()))
         return events
 
 
@@ -159,13 +163,35 @@ def test_a_5_mb_payload_travels_a_3_actor_route_and_a_fan_out_of_large_outputs(
     assert all(part["blob"] == "q" * 400_000 for part in parts)
 
 
-def test_fly_events_reach_the_watcher_in_order(gateway: Gateway) -> None:
-    created = gateway.create(flow="chat", payload={})
-    events = gateway.watch(created["id"], cursor="0")  # the actor may run before the watcher connects
-    tokens = [data["data"]["token"] for kind, data in events if kind == "fly"]
-    assert tokens == ["thinking", "about", "it"]
-    assert statuses(events)[-1]["status"] == "succeeded"
-    assert "token" not in str(gateway.task(created["id"]))
+def test_fly_events_reach_the_watcher_in_order_each_within_a_second(gateway: Gateway) -> None:
+    """FLY's fast lane (docs/status.md, "FLY events"): each event comes over the task's channel as it is
+    emitted, not after the live log's settle window; none is kept in the task's record."""
+    created = gateway.create(flow="ticks", payload={"ticks": 6, "every": 0.3, "wait": 1.0})
+    events = gateway.watch_timed(created["id"])
+    flown = [(arrived, data["data"]) for arrived, kind, data in events if kind == "fly"]
+    assert [fly["tick"] for _, fly in flown] == list(range(6)), gateway.mesh.errors()
+    latencies = sorted(arrived - fly["at"] for arrived, fly in flown)
+    print(f"FLY emit to SSE watcher, seconds: p50 {latencies[3]:.3f}, max {latencies[-1]:.3f}")
+    assert latencies[-1] < 1.0, latencies
+    assert statuses([(kind, data) for _, kind, data in events])[-1]["status"] == "succeeded"
+    assert "'tick':" not in str(gateway.task(created["id"])), "FLY events are never status"
+    replayed = gateway.watch(created["id"], cursor="0")  # the task's whole live log
+    assert [kind for kind, _ in replayed if kind == "fly"] == [], "no DynamoDB write per FLY event"
+
+
+def test_a_fly_event_posted_from_outside_the_mesh_reaches_the_watcher_within_a_second(gateway: Gateway) -> None:
+    created = gateway.create(flow="sleepy", payload={"sleep": 3})
+    watched: list[tuple[float, str, Any]] = []
+    watcher = threading.Thread(target=lambda: watched.extend(gateway.watch_timed(created["id"])))
+    watcher.start()
+    time.sleep(1)  # the watcher is subscribed
+    posted = {"type": "fly", "actor": "outside", "data": {"at": time.time()}}
+    answer = gateway.http.post(f"/api/v1/mesh/{created['id']}/events", json=posted)
+    assert answer.status_code == 202, answer.text
+    watcher.join(30)
+    [(arrived, fly)] = [(arrived, data) for arrived, kind, data in watched if kind == "fly"]
+    assert fly["actor"] == "outside"
+    assert arrived - fly["data"]["at"] < 1.0
 
 
 def test_a_failure_shows_its_error(gateway: Gateway, running_mesh: RunningMesh) -> None:

@@ -5,7 +5,6 @@ protected resource's metadata, which anyone may read and which names the mesh fi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -17,14 +16,12 @@ import httpx2
 import jwt
 import pytest
 import yaml
-from a2a.helpers.proto_helpers import get_data_parts
-from a2a.types.a2a_pb2 import StreamResponse, SubscribeToTaskRequest
 
 from asya_local import cli
 from asya_local.endpoint.process import LocalEndpoint
 from asya_local.issuer import LocalIssuer
 from asya_local.local_state import write_state
-from tests.integration.test_a2a import agent, answers, ask, run, state
+from tests.integration.test_a2a import flown_latencies, state, timed_subscription
 from tests.support.stack import RunningMesh, running
 
 pytestmark = pytest.mark.integration
@@ -141,31 +138,42 @@ def test_a_signed_in_a2a_subscription_to_a_working_task_shows_its_fly_events_as_
 ) -> None:
     """Issue 47: docs/a2a.md, "Streaming", for a signed-in caller too: a task subscribed to while it
     works (a FLY event a second) is streamed as it goes, the task working, its FLY events as status
-    updates while it works, then its output and the final status; not the task alone once it ended."""
+    updates while it works, each within a second of its emission (FLY's fast lane), then its output
+    and the final status; not the task alone once it ended."""
     ana = bearer(issuer(signed_in).token(subject="ana"))
-
-    async def subscribe() -> list[tuple[float, StreamResponse]]:
-        async with agent(signed_in, streaming=False, headers=ana) as client:
-            (started,) = await answers(client.send_message(ask("ticks", {"ticks": 5}, immediately=True)))
-        await asyncio.sleep(2)  # the task works: its first FLY events are behind the subscriber
-        async with agent(signed_in, headers=ana) as client:
-            subscribed = client.subscribe(SubscribeToTaskRequest(id=started.task.id))
-            return [(time.monotonic(), answer) async for answer in subscribed]
-
-    followed = run(subscribe)
+    # the task works: its first FLY events are behind the subscriber
+    followed = timed_subscription(signed_in, {"ticks": 5}, headers=ana, after=2)
     states = [state(answer) for _, answer in followed]
     assert followed[0][1].HasField("task"), states
     assert states[0] == "TASK_STATE_WORKING", states
     assert states[-2:] == ["artifact", "TASK_STATE_COMPLETED"], states
-    flown = [
-        (when, get_data_parts(answer.status_update.status.message.parts)[0]["tick"])
-        for when, answer in followed
-        if answer.HasField("status_update") and answer.status_update.status.message.parts
-    ]
-    ticks = [tick for _, tick in flown]
+    timed = flown_latencies(followed)
+    ticks = [tick for tick, _ in timed]
     assert ticks == sorted(set(ticks)), states
     assert ticks[-1:] == [4], states
-    assert followed[-1][0] - flown[0][0] >= 0.5, "the FLY events came while the task worked, not in one lump"
+    assert max(latency for _, latency in timed) < 1.0, timed
+    flown_at = [
+        arrived
+        for arrived, answer in followed
+        if answer.HasField("status_update") and answer.status_update.status.message.parts
+    ]
+    assert followed[-1][0] - flown_at[0] >= 0.5, "the FLY events came while the task worked, not in one lump"
+
+
+def test_a_signed_in_follower_gets_each_fly_event_within_a_second(signed_in: RunningMesh, http: httpx2.Client) -> None:
+    """FLY's fast lane for a signed-in SSE follower: the gateway subscribes to the task's channel with its
+    own role, whoever follows, and hands each event on as it comes."""
+    ana = bearer(issuer(signed_in).token(subject="ana"))
+    ticks = {"flow": "ticks", "payload": {"ticks": 4, "every": 0.3, "wait": 1}}
+    created = http.post("/api/v1/mesh", json=ticks, headers=ana)
+    assert created.status_code == 201, created.text
+    with http.stream("GET", f"/api/v1/mesh/{created.json()['id']}/events", headers=ana) as sse:
+        assert sse.status_code == 200
+        flown: list[tuple[float, dict[str, Any]]] = [
+            (time.time(), json.loads(event.data)["data"]) for event in httpx2.EventSource(sse) if event.event == "fly"
+        ]
+    assert [fly["tick"] for _, fly in flown] == list(range(4)), signed_in.errors()
+    assert max(arrived - fly["at"] for arrived, fly in flown) < 1.0, flown
 
 
 def test_mcp_lists_the_flows_for_a_signed_in_caller(signed_in: RunningMesh, http: httpx2.Client) -> None:

@@ -13,6 +13,7 @@ from asya.envelope import utc_now
 from asya.live import FLY, SETTLE_SECONDS, EventLog
 from asya.task_record import WATCH_SECONDS, Report, watched
 from asya.task_store import TaskStore
+from asya_gateway import sse
 from asya_gateway.api import LAMBDA_FOLLOW_SECONDS
 from asya_gateway.sse import ENDED_SECONDS, POLL_SECONDS, RESPONSE_BUDGET_BYTES, follow
 from asya_local.functions.gateway_server import INTEGRATION_TIMEOUT_SECONDS
@@ -212,3 +213,70 @@ def test_a_task_that_just_ended_is_followed_to_its_last_events_then_its_status(
     assert chunks[0] == f'id: {token.seq}\nevent: fly\ndata: {{"token":"last"}}\n\n', "the event came first"
     assert chunks[1].startswith(f"id: {token.seq}\nevent: status\n")
     assert '"status":"succeeded"' in chunks[1]
+
+
+class _Feed:
+    """A FLY channel with `events` waiting on it (`asya_gateway.fly_feed.Feed`)."""
+
+    def __init__(self, *events: Any) -> None:
+        self.events = list(events)
+        self.closed = False
+        self.waited = 0
+
+    def take(self) -> list[Any]:
+        taken, self.events = self.events, []
+        return taken
+
+    def wait(self, seconds: float) -> None:
+        self.waited += 1
+        time.sleep(min(seconds, 0.05))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_fly_events_from_the_channel_reach_the_follower_at_once_without_a_cursor(
+    stores: tuple[TaskStore, EventLog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FLY's fast lane: an event on the task's channel is handed on at the next look, not after the log's
+    settle window, and carries no `id:` (a reconnect goes on from the log's cursor); a bounded answer
+    that has one ends soon after, so a poller gets it within about a second; the channel is let go."""
+    monkeypatch.setattr(sse, "FLY_GATHER_SECONDS", 0.0)
+    tasks, events = stores
+    fly = {"id": "t1", "actor": "a", "data": {"token": "hi"}}
+    feed = _Feed(fly)
+    chunks = followed(tasks, events, "t1", "0", max_seconds=20, sleep=lambda _: None, feeds=lambda _id: feed)
+    assert chunks == ['event: fly\ndata: {"id":"t1","actor":"a","data":{"token":"hi"}}\n\n', "retry: 500\n\n"]
+    assert feed.closed
+
+
+def test_a_follow_waits_on_the_channel_between_polls_of_the_log(stores: tuple[TaskStore, EventLog]) -> None:
+    """Between two reads of the log a follow waits on the channel, which wakes it when a FLY event comes."""
+    tasks, events = stores
+
+    def no_sleep(_seconds: float) -> None:
+        raise AssertionError("with a channel, the follow waits on it")
+
+    feed = _Feed()
+    chunks = followed(tasks, events, "t1", "0", max_seconds=0.2, sleep=no_sleep, feeds=lambda _id: feed)
+    assert chunks == ["retry: 500\n\n"]
+    assert feed.waited >= 2
+    assert feed.closed
+
+
+def test_a_follow_of_a_task_that_ended_lets_its_channel_go(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    tasks.finish("t1", "t1", "succeeded", {"output": '{"n": 2}'})
+    clock = _Sleeps(limit=1.0)
+    clock.now_ns += int(ENDED_SECONDS * 1e9)
+    feed = _Feed()
+    chunks = followed(tasks, events, "t1", "0", clock_ns=clock.clock_ns, feeds=lambda _id: feed)
+    assert '"status":"succeeded"' in chunks[-1]
+    assert feed.closed
+
+
+def test_an_unknown_task_lets_its_channel_go(stores: tuple[TaskStore, EventLog]) -> None:
+    tasks, events = stores
+    feed = _Feed()
+    assert follow(tasks, events, "nobody", None, feeds=lambda _id: feed) is None
+    assert feed.closed

@@ -60,10 +60,12 @@ def chatty(payload: dict[str, Any]) -> Iterator[Any]:
 
 
 def ticking(payload: dict[str, Any]) -> Iterator[Any]:
-    """A FLY event each second for `ticks` seconds: a task still working when a client subscribes."""
+    """A FLY event each second (`every`) for `ticks` seconds, after `wait`: a task still working when a
+    client subscribes. Each event says when it was emitted (`at`), for its follower to time it."""
+    time.sleep(payload.get("wait", 0))
     for tick in range(payload["ticks"]):
-        yield ("FLY", {"tick": tick})
-        time.sleep(1)
+        yield ("FLY", {"tick": tick, "at": time.time()})
+        time.sleep(payload.get("every", 1))
     yield {**payload, "ticked": True}
 
 
