@@ -5,6 +5,7 @@ protected resource's metadata, which anyone may read and which names the mesh fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
