@@ -18,6 +18,7 @@ from moto import mock_aws
 from asya_gateway import api
 from asya_gateway.callers import AuthSettings
 from asya_gateway.oauth import AuthorizationServer, RegistrationError
+from asya_local.endpoint.moto_cognito import refusal as cognito_refusal
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.issuer import IssuerServer, LocalIssuer
@@ -117,6 +118,17 @@ def test_a_registration_needs_no_token_and_makes_a_public_code_flow_client_of_th
     assert (made["AllowedOAuthFlows"], made["AllowedOAuthScopes"]) == (["code"], ["openid"])
     assert made["CallbackURLs"] == [LOOPBACK_REDIRECT]
     assert "ClientSecret" not in made
+
+
+def test_a_name_cognito_would_refuse_is_made_one_it_takes(pool: Pool) -> None:
+    """Cognito matches a client's name as Java does, ASCII only: "Café" would be its 400, not a client."""
+    answer = pool.register(client_name="Café ✓ Host")
+    assert answer.status == 201, answer.body
+    assert orjson.loads(answer.body)["client_name"] == "Café ✓ Host"
+    client_id = orjson.loads(answer.body)["client_id"]
+    made = pool.cognito.describe_user_pool_client(UserPoolId=pool.id, ClientId=client_id)["UserPoolClient"]
+    assert made["ClientName"] == "mcp-Caf    Host"
+    assert cognito_refusal(made) is None
 
 
 def test_https_on_a_listed_host_and_loopback_are_taken(pool: Pool) -> None:
