@@ -195,6 +195,18 @@ def test_a_registered_clients_access_token_is_taken_at_mcp(pool: Pool) -> None:
     assert "tools" in orjson.loads(listed.body)["result"]
 
 
+def test_a_registered_clients_token_opens_mcp_only(pool: Pool) -> None:
+    """As behind the HTTP API, whose JWT authorizer knows no registered client: an MCP host's token is
+    for MCP, not for the REST routes (and the tickets, the A2A door) the mesh's own clients use."""
+    client_id = orjson.loads(pool.register().body)["client_id"]
+    token = pool.issuer.token(subject="ana", client_id=client_id)
+    for method, path in (("GET", "/api/v1/mesh"), ("POST", "/a2a")):
+        refused = pool.send(method, path, {} if method == "POST" else None, token=token)
+        assert (refused.status, orjson.loads(refused.body)["reason"]) == (401, "wrong_audience"), path
+    people = pool.issuer.token(subject="ana", client_id="people-client")
+    assert pool.send("GET", "/api/v1/mesh", token=people).status == 200
+
+
 @pytest.mark.parametrize("pool", [{"max_clients": 0, "redirect_hosts": []}], indirect=True)
 def test_without_registration_the_issuer_stays_the_pool_and_other_clients_tokens_are_refused(pool: Pool) -> None:
     resource = orjson.loads(pool.send("GET", "/.well-known/oauth-protected-resource").body)
