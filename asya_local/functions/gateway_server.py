@@ -315,7 +315,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except _UnreadableBodyError as exc:  # answered at once; the rest of the body is never read
             self.close_connection = True
             self._send(gateway_answer(exc.status, str(exc)))
-            worker.say(f"{self.command} {self.path} {exc.status}: {exc}")
+            path = self.path.partition("?")[0]  # a line names the path only: a query may hold a follow ticket
+            worker.say(f"{self.command} {path} {exc.status}: {exc}")
             return
         request = HttpRequest(
             method=self.command,

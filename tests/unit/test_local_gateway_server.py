@@ -375,6 +375,18 @@ def test_a_body_framed_wrong_or_past_api_gateway_s_limit_is_refused_unread(
     assert client.get("/echo").json()["invocations"] == before + 1, "the function was not invoked"
 
 
+def test_a_refused_request_s_line_names_its_path_not_its_follow_ticket(
+    served: tuple[StandIn, httpx2.Client], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tickets stay out of the logs (docs/security.md): the query string is not the path."""
+    _, client = served
+    head = b"GET /follow/t-1?ticket=SEALED-SECRET HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"
+    assert _raw(str(client.base_url), head, b"")[0] == 400
+    printed = capsys.readouterr().out
+    assert "GET /follow/t-1 400" in printed
+    assert "SEALED-SECRET" not in printed
+
+
 def test_a_chunked_body_with_a_bad_chunk_size_is_a_400(served: tuple[StandIn, httpx2.Client]) -> None:
     _, client = served
     head = b"POST /echo HTTP/1.1\r\nHost: x\r\nx-api-key: " + KEY.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
