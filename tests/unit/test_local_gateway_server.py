@@ -536,6 +536,28 @@ def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[Stand
     assert stand_in.opened == [("t-1", "7")]
 
 
+def test_a_ticket_s_stream_ends_once_its_ticket_lapses_as_the_reconnect_on_aws_is_refused() -> None:
+    """Locally a stream runs as long as its task; a ticket's ends when the ticket lapses, so a page that
+    does not renew it stops following here as on AWS (its next reconnect is a 401 there and here)."""
+    lapsed = {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": '{"reason": "x"}'}
+    checks: list[str] = []
+
+    def sign_in(_event: dict[str, Any]) -> Any:
+        checks.append("checked")
+        return lapsed if len(checks) > 2 else None  # the stream's opening and its first chunk: still good
+
+    stand_in = StandIn()
+    stand_in.acknowledged.set()
+    with serving() as (server, client):
+        server.gateway.open_event_stream = stand_in.open_event_stream
+        server.gateway.sign_in = sign_in
+        with client.stream("GET", "/follow/t-1?ticket=good") as response:
+            body = "".join(response.iter_text())
+        assert stand_in.stream_closed.wait(5), "the task's stream was closed"
+    assert response.status_code == 200
+    assert body == 'id: 1\nevent: status\ndata: {"status": "running"}\n\n', "nothing after the lapse"
+
+
 def test_a_refused_ticket_is_answered_with_the_allowed_origin_so_the_page_reads_why() -> None:
     """As the function answers on AWS (`GatewayFunction.handle`): a stream refused before it opens (the
     function's `sign_in` refusing the ticket) names the page's allowed origin; another origin's, none."""
