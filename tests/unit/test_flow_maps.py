@@ -65,6 +65,25 @@ def test_an_item_goes_from_the_mapped_actor_to_the_gather(tmp_path: Path) -> Non
     assert out["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "still the fan's branch, no fan of its own"
 
 
+def test_a_mapped_actor_giving_several_outputs_for_an_item_fails_its_branch(tmp_path: Path) -> None:
+    """An item has one place in the list: a second output would arrive in the same slot and the join
+    would keep one of them (and the task would wait for the other's record): the branch fails instead,
+    and with it the map (`fail_fast`)."""
+    program = _program(tmp_path)
+    document = arriving(program, {"items": []}, "draft")
+    _, first, _ = (envelope for _, envelope in sent("draft", lambda _: {"items": [4, 5]}, document, **SOURCE_ENV))
+
+    def twice(x: Any) -> Any:
+        yield x * x
+        yield -x
+
+    [(to, failed)] = sent("refine", twice, first)
+    assert to.endswith("x-sink")
+    assert (failed["status"]["phase"], failed["status"]["reason"]) == ("failed", "FlowError")
+    assert "a branch gives its join one output: refine gave 2" in failed["payload"]["details"]["message"]
+    assert failed["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "x-sink sends its ending to the join"
+
+
 def test_the_gathers_hop_puts_the_outputs_in_the_payload_and_goes_on(tmp_path: Path) -> None:
     program = _program(tmp_path)
     joined = arriving(program, {"items": []}, GATHER, done=1)
