@@ -173,6 +173,8 @@ def deployed(
 
     config = case.mesh.config
     code_root(case.mesh.base)
+    # each actor's own `code:` too, as its function ships it (the mesh's flow-gather: `asya_cdk.flow_maps`)
+    sys.path[:0] = list(dict.fromkeys(str(case.mesh.code_dir(actor)) for actor in config.actors))
     resources = {"tasks_table": TASKS, "events_table": EVENTS, "idempotency_table": IDEMPOTENCY, "joins_table": JOINS}
     resources["seal_secret"] = SEAL_SECRET  # every envelope sealed and checked, as deployed
     environments = {actor: case.mesh.actor_environment(actor, resources) for actor in config.actors}
@@ -350,7 +352,17 @@ def cases() -> list[FlowCase]:
         # a flow program: its first input takes one branch (the model is sure) and the judge's loop
         # twice, each decision taken by the sidecar of the actor before it
         example("answers", title=", a program: 1 branch + a loop going round twice", inputs=slice(0, 1)),
+        mapped(3),
     ]
+
+
+def mapped(items: int) -> FlowCase:
+    """`bench/map_mesh`: an actor, a map of `items` items over one actor, flow-gather, an actor."""
+    from asya_cdk.loading import load_mesh
+
+    mesh = load_mesh(Path(__file__).resolve().parent / "map_mesh" / "mesh.yaml")
+    title = f"a program's map over {items} items (prepare → {items} x square → flow-gather → total)"
+    return FlowCase(title, mesh, "squares", [{"items": list(range(1, items + 1))}])
 
 
 # -- the bill -------------------------------------------------------------------------------------------

@@ -118,6 +118,13 @@ PATCHES = (
         "moto.iam.access_control:IAMRequestBase.check_action_permitted",
     ),
     Patch(
+        "moto_cognito",
+        "apply_client_rules",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_cognito_clients.py",
+        "moto.cognitoidp.models:CognitoIdpBackend.create_user_pool_client",
+    ),
+    Patch(
         "moto_roles",
         "apply_managed_policy_fix",
         Purpose.FIDELITY,

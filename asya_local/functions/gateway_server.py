@@ -68,6 +68,7 @@ from asya_local.functions import worker
 from asya_local.functions.environments import Environments
 from asya_local.functions.iam_auth import SignatureRefusedError, Signers, endpoint_signers, is_signed, verify
 from asya_local.functions.lambda_shapes import REGION
+from asya_local.functions.request_bodies import UnreadableBodyError, read_body
 from asya_local.functions.rest_proxy import (
     API_KEY_HEADER,
     HttpRequest,
@@ -78,14 +79,12 @@ from asya_local.functions.rest_proxy import (
     proxy_event,
 )
 from asya_local.functions.stage_throttle import StageThrottle
+from asya_local.functions.ticket_streams import missing_ticket, ticket_route, while_ticket_holds
 
 EVENTS_ROUTE = re.compile(r"/api/v1/mesh/([^/]+)/events")
-# a task's events for whoever holds its follow ticket: no key, signature or token (`asya_gateway.tickets`)
-TICKET_ROUTE = re.compile(r"/follow/([^/]+)")
 A2A_ROUTE = "/a2a"
 # read without a key: liveness, and the A2A agent card (what an agent reads before it has credentials)
 WELL_KNOWN = "/.well-known/"  # API Gateway's open `GET /.well-known/{proxy+}` (asya_cdk.gateway)
-MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's REST payload limit: it answers 413 past it
 MAX_INVOKE_PAYLOAD_BYTES = 6_291_456  # a synchronous Lambda invocation's request (the proxy event)
 MAX_RESPONSE_PAYLOAD_BYTES = 6_291_456  # ... and its response (the proxy response, as JSON)
 IDLE_CONNECTION_SECONDS = 120.0
@@ -137,7 +136,7 @@ class Gateway:
         function's `sign_in` checks."""
         if request.method != "GET":
             return False
-        opened = request.path == "/health" or bool(TICKET_ROUTE.fullmatch(request.path))
+        opened = request.path == "/health" or ticket_route(request) is not None
         return opened or (self.well_known_open and request.path.startswith(WELL_KNOWN))
 
     def respond(self, request: HttpRequest) -> HttpResponse | Iterator[str]:
@@ -155,14 +154,19 @@ class Gateway:
                 return gateway_answer(403, str(exc), request.request_id)
         elif not self._open(request) and not self._has_key(request):
             return gateway_answer(403, "Forbidden", request.request_id)
-        ticketed = TICKET_ROUTE.fullmatch(request.path) if request.method == "GET" else None
-        if ticketed and not dict(request.query).get("ticket"):  # the REST API's validator: `ticket` is required
-            return gateway_answer(400, "Missing required request parameters: [ticket]", request.request_id)
+        ticketed = ticket_route(request)
+        if ticketed and (missing := missing_ticket(request)) is not None:  # the REST API's validator's 400
+            return missing
         events = ticketed or (EVENTS_ROUTE.fullmatch(request.path) if request.method == "GET" else None)
         if events and self.open_event_stream is not None:
             caller, refused = self._caller(request, signer)
             followed = refused or self._event_stream(request, events.group(1), caller)
-            return self._with_cors(request, followed) if isinstance(followed, HttpResponse) else followed
+            if isinstance(followed, HttpResponse):
+                return self._with_cors(request, followed)
+            if ticketed and self.sign_in is not None:  # ended at the ticket's lapse, as AWS refuses it then
+                event, sign_in = proxy_event(request, self.spec["rest_api_id"], None), self.sign_in
+                return while_ticket_holds(followed, lambda: not isinstance(sign_in(event), dict))
+            return followed
         if request.method == "POST" and request.path == A2A_ROUTE and self.open_a2a_stream is not None:
             caller, refused = self._caller(request, signer)
             streamed = refused or self._a2a_stream(request, caller)
@@ -311,11 +315,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         started = time.perf_counter()
         try:
-            body = self._read_body()
-        except _UnreadableBodyError as exc:  # answered at once; the rest of the body is never read
+            body = read_body(self.headers, self.rfile)
+        except UnreadableBodyError as exc:  # answered at once; the rest of the body is never read
             self.close_connection = True
             self._send(gateway_answer(exc.status, str(exc)))
-            worker.say(f"{self.command} {self.path} {exc.status}: {exc}")
+            path = self.path.partition("?")[0]  # a line names the path only: a query may hold a follow ticket
+            worker.say(f"{self.command} {path} {exc.status}: {exc}")
             return
         request = HttpRequest(
             method=self.command,
@@ -339,23 +344,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if name.startswith("do_"):
             return self._handle
         raise AttributeError(name)
-
-    def _read_body(self) -> bytes:
-        """The request body, up to API Gateway's payload limit (413 past it, 400 if it is framed wrong)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            body = bytearray()
-            while size := _length(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
-                if len(body) + size > MAX_REQUEST_BODY_BYTES:
-                    raise _UnreadableBodyError(413, "Request Too Long")
-                body += self.rfile.read(size)
-                self.rfile.readline()
-            while self.rfile.readline().strip():  # trailers, up to the blank line
-                pass
-            return bytes(body)
-        length = _length(self.headers.get("Content-Length") or "0", 10)
-        if length > MAX_REQUEST_BODY_BYTES:
-            raise _UnreadableBodyError(413, "Request Too Long")
-        return self.rfile.read(length)
 
     def _send(self, response: HttpResponse) -> None:
         self.send_response(response.status)
@@ -400,22 +388,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are logged by `_handle`, one line each, without the Apache-style duplicate."""
-
-
-class _UnreadableBodyError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _length(text: str | bytes, base: int) -> int:
-    try:
-        length = int(text, base)
-    except ValueError:
-        raise _UnreadableBodyError(400, "Bad Request: the body's length is not a number") from None
-    if length < 0:
-        raise _UnreadableBodyError(400, "Bad Request: the body's length is negative")
-    return length
 
 
 def build(spec: dict[str, Any]) -> GatewayServer:

@@ -42,7 +42,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from asya import cors
-from asya.names import OAUTH_REGISTER_PATH, mesh_prefix
+from asya.names import MCP_PATH, OAUTH_REGISTER_PATH, mesh_prefix
 from asya_cdk.access_logs import HTTP_ACCESS_LOG_FIELDS
 from asya_cdk.actor import log_group
 from asya_cdk.function import LOG_RETENTION_DAYS
@@ -56,7 +56,6 @@ WELL_KNOWN = "/.well-known/{proxy+}"
 OPEN_PATHS_JWT = ("/health", WELL_KNOWN)
 # a task's events for whoever holds its follow ticket (`asya_gateway.tickets`): the function opens the ticket
 TICKET_STREAM = "/follow/{id}"
-MCP_PATH = "/mcp"
 # HTTP API's own ceiling is 30 s; the function answers within asya_gateway.api.INTEGRATION_TIMEOUT_SECONDS
 INTEGRATION_TIMEOUT = cdk.Duration.seconds(29)
 

@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Any, Literal, get_args
 
 from asya import variables
+from asya.names import MCP_PATH
 from asya.variables import ConfigError
 from asya_gateway.issuers import Issuer
 
@@ -186,7 +187,8 @@ def caller_of(event: dict[str, Any], auth: AuthSettings) -> Caller:
     from asya_gateway.signin import verifier  # PyJWT and its cryptography: loaded by jwt-mode meshes only
 
     headers = {str(name).lower(): value for name, value in (event.get("headers") or {}).items()}
-    claims = verifier(auth.issuer).verify(headers.get("authorization"))
+    registered = event.get("path") == MCP_PATH  # a registered MCP host's token opens MCP only
+    claims = verifier(auth.issuer).verify(headers.get("authorization"), registered=registered)
     return jwt_caller(claims, auth)
 
 

@@ -36,7 +36,9 @@ MAX_CLIENT_NAME = 100  # characters of `client_name`; Cognito takes 128 with the
 MAX_REDIRECT_URIS = 5
 MAX_REDIRECT_URI = 1024  # Cognito's limit on a callback URL
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
-COGNITO_NAME_UNSAFE = re.compile(r"[^\w\s+=,.@-]")  # what a Cognito client name may not hold
+# what a Cognito client name may not hold: its pattern `[\w\s+=,.@-]+` is matched as Java matches it,
+# ASCII letters and digits only, so "Café" is refused (InvalidParameterException) unless replaced here
+COGNITO_NAME_UNSAFE = re.compile(r"[^\w\s+=,.@-]", re.ASCII)
 _log = logging.getLogger(__name__)
 
 

@@ -46,8 +46,9 @@ class TokenVerifier:
         self.issuer = issuer
         self._keys: jwt.PyJWKClient | None = None
 
-    def verify(self, authorization: str | None) -> dict[str, Any]:
-        """The token's claims, or `SignInRefusedError` saying why not."""
+    def verify(self, authorization: str | None, *, registered: bool = False) -> dict[str, Any]:
+        """The token's claims, or `SignInRefusedError` saying why not. `registered`: a token of a client
+        MCP hosts registered is taken too (`Issuer.any_client`), where the request is MCP's."""
         token = _bearer(authorization)
         key, algorithm = self._key(token)
         try:
@@ -71,14 +72,15 @@ class TokenVerifier:
             raise SignInRefusedError("invalid_token", f"the token lacks the {exc.claim!r} claim") from None
         except (jwt.PyJWTError, TypeError, ValueError):  # a hostile token is a 401 whatever PyJWT makes of it
             raise SignInRefusedError("invalid_token", "the token is not accepted") from None
-        if not self._audience_matches(claims):
+        if not self._audience_matches(claims, registered):
             raise SignInRefusedError("wrong_audience", "the token is not for this API (aud or client_id)")
         if self.issuer.cognito and claims.get("token_use") != "access":
             raise SignInRefusedError("not_an_access_token", "the token is not an access token (token_use)")
         return claims
 
-    def _audience_matches(self, claims: dict[str, Any]) -> bool:
-        if self.issuer.any_client and self.issuer.cognito and isinstance(claims.get("client_id"), str):
+    def _audience_matches(self, claims: dict[str, Any], registered: bool) -> bool:
+        any_client = registered and self.issuer.any_client and self.issuer.cognito
+        if any_client and isinstance(claims.get("client_id"), str):
             return True  # a client of the mesh's own pool, a registered one too (`Issuer.any_client`)
         audience = claims.get("aud")
         named = {audience} if isinstance(audience, str) else set(audience or ())

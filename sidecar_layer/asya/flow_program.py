@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from asya.flow_expressions import Budget, FlowError, assigned, check_condition, placed
+from asya.flow_expressions import MAX_STEPS, Budget, FlowError, assigned, check_condition, placed
 
 # more decisions than this between two actors is a program that loops without calling anyone
 MAX_DECISIONS = 10_000
@@ -262,6 +262,9 @@ class Program:
             items = budget.evaluate(current["over"], payload)
             if not isinstance(items, list):
                 raise FlowError(f"a map goes over a list, not a {type(items).__name__}")
+            if len(items) > budget.left:  # a branch an item, made before any bound on width is checked
+                raise FlowError(f"a map of {len(items):,} items is over the {MAX_STEPS:,} steps of one decision")
+            budget.spend(len(items))
         except FlowError as exc:
             raise FlowError(f"{self.where(node)}: {current.get('src', 'map')}: {exc}") from None
         each = int(current["map"])

@@ -19,6 +19,7 @@ from asya.envelope import Envelope
 from asya.flow_expressions import FlowError
 from asya.flow_program import Call, End, Fan, Program, Step, digest
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
+from asya.joins import innermost
 from asya.reasons import Reason
 
 # the reasons a flow's `except` may name besides the handler's exception types: retries used up, and
@@ -169,11 +170,23 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
                     f"a map follows one output of an actor: {envelope.route.curr} gave {len(frames)} "
                     "(its join would gather the branches of all of them as one list)"
                 )
+            if isinstance(step, Call) and len(frames) > 1 and _bound_for_its_join(envelope, step):
+                raise FlowError(
+                    f"a branch gives its join one output: {envelope.route.curr} gave {len(frames)} "
+                    "(a map's item or a parallel(…) branch has one place in the joined list)"
+                )
         except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
             exc.payload = frame.payload
             raise
         outputs.extend(place.frames(step, frame, loops, len(envelope.route.prev) + 1))
     return outputs
+
+
+def _bound_for_its_join(envelope: Envelope, step: Call) -> bool:
+    """Whether the outputs `step` takes on are a branch of a fan on their way to the join that gathers
+    it: each would arrive in the branch's one slot, and the join would keep one of them."""
+    frame = innermost(envelope.headers)
+    return frame is not None and frame.join in step.route
 
 
 def caught(envelope: Envelope, error: Mapping[str, Any], reason: str, actor: str) -> list[Frame] | None:

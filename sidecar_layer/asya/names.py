@@ -29,6 +29,7 @@ GATEWAY_STREAM_DEAD_LETTERS = "gateway-stream-dlq"
 # where an MCP host registers a client of the mesh's pool: the function's route, and the API's open,
 # separately throttled method (`asya_gateway.oauth`, `asya_cdk.rest_api`, `asya_cdk.http_api`)
 OAUTH_REGISTER_PATH = "/oauth/register"
+MCP_PATH = "/mcp"  # the gateway's MCP route: the one a registered MCP host's token opens (`asya_gateway.callers`)
 SPARK_GUARD = "x-spark-guard"  # stops a Spark application before CloudFormation updates it
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)

@@ -2,9 +2,9 @@
 
 The sidecar marks the hop before it calls the handler and unmarks it after. Each write of a key is
 tagged with a token made of the hop's identity (`asya.dedup.Hop`: envelope id, route position,
-attempt, redrives) and how many writes of that key the hop made before it: the n-th write of a key
-in a rerun of the hop carries the same token as in the first run, and the state item remembers the
-tokens of its recent writes, so the rerun's write is recognised and skipped.
+attempt, redrives) and how many writes of that key the hop applied before it: the n-th applied write
+of a key in a rerun of the hop carries the same token as in the first run, and the state item
+remembers the tokens of its recent writes, so the rerun's write is recognised and skipped.
 
 A module-level mark, not a context variable: the sidecar runs one hop at a time per process, and a
 handler's own threads (or the worker thread a handler runs in off the main thread, `asya.timeouts`)
@@ -55,13 +55,20 @@ def end() -> None:
 
 
 def next_token(key: str) -> str | None:
-    """The token of this hop's next write of `key`; None outside a hop."""
+    """The token of this hop's next write of `key`; None outside a hop. The count moves on only when
+    the write is applied (`applied`): a compare-and-set that lost (or a write that gave up) is no write
+    of the hop's, so that a rerun, which may not lose where its first run lost, tags its n-th applied
+    write as the first run tagged its own."""
     mark = _current
     if mark is None:
         return None
-    count = mark.writes.get(key, 0) + 1
-    mark.writes[key] = count
-    return f"{mark.stem}.{count}"
+    return f"{mark.stem}.{mark.writes.get(key, 0) + 1}"
+
+
+def applied(key: str) -> None:
+    """This hop's write of `key` was applied (or found applied by a first run): the next one counts on."""
+    if _current is not None:
+        _current.writes[key] = _current.writes.get(key, 0) + 1
 
 
 def seen(key: str) -> Any:

@@ -136,6 +136,7 @@ class ActorState:
         try:
             for _ in range(WRITE_ATTEMPTS):
                 if token is not None and token in item.hops:
+                    state_hop.applied(key)
                     return int(item.version)  # this hop wrote it already, in a run that did not finish
                 if if_version is not None and item.version != if_version:
                     raise StateConflict(key, if_version, item.version)
@@ -145,6 +146,7 @@ class ActorState:
                 written = _Item(item.version + 1, None if stored else value, hops, stored)
                 if self._put(key, written, seen=item.version):
                     stored = None  # the item names it now
+                    state_hop.applied(key)
                     state_hop.remember(key, written)
                     if item.ref is not None and self.objects is not None:
                         self.objects.delete(item.ref)  # the value it replaced

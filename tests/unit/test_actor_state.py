@@ -184,6 +184,33 @@ def test_the_same_hop_run_again_does_not_write_again(store: state.ActorState) ->
     assert state.get_versioned("calls") == (10, 3)
 
 
+def test_a_rerun_of_a_compare_and_set_that_lost_once_first_does_not_write_again(store: state.ActorState) -> None:
+    """docs/actors.md's counter: its first run lost a compare-and-set to another worker, read again and
+    won; killed before SQS heard of it, the rerun wins at once. The write that lost is no write of the
+    hop's, so the rerun's first write is the first run's applied one, recognised, not a second count."""
+    hop = {"actor": "a", "id": "env-1", "position": 0, "attempt": 1}
+
+    def count(interfere: bool) -> None:
+        state_hop.begin(hop, store)
+        while True:
+            calls, version = state.get_versioned("calls")
+            if interfere:  # another worker's hop, between this read and write
+                item = {"key": {"S": "a#calls"}, "version": {"N": "1"}, "value": {"S": "100"}}
+                store.client.put_item(TableName=TABLE, Item=item)
+                interfere = False
+            try:
+                state.put("calls", (calls or 0) + 1, if_version=version)
+            except state.StateConflict:
+                continue
+            break
+        state_hop.end()
+
+    count(interfere=True)  # the first run: lost once, then counted
+    assert state.get_versioned("calls") == (101, 2)
+    count(interfere=False)  # the rerun after its worker was killed
+    assert state.get_versioned("calls") == (101, 2), "the rerun's write was the first run's, not applied again"
+
+
 def test_without_a_state_table_the_error_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ASYA_STATE_TABLE", raising=False)
     state.use(None)

@@ -122,6 +122,28 @@ def test_a_flow_program_s_decisions_cost_no_hop_and_are_counted_apart(monkeypatc
     assert (measured.hops, measured.decisions) == (16, 8)
 
 
+def test_a_map_costs_2n_plus_2_hops_and_its_gather_runs_its_own_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The map row: flow-gather's handler is shipped from its own folder (`code:`), not the mesh's; a
+    bench that left it out priced every task's trip to x-sump."""
+    from bench.cost_per_hop import LogCounter, mapped, run
+
+    _bench_environment(monkeypatch)
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    case = mapped(3)
+    gather = case.mesh.code_dir("flow-gather")
+    try:
+        with mock_aws():
+            measured = run(case, 2, LogCounter())
+    finally:
+        for name in [name for name, module in sys.modules.items() if _under(module, case.mesh.base)]:
+            del sys.modules[name]
+        for name in [name for name, module in sys.modules.items() if _under(module, gather)]:
+            del sys.modules[name]
+    # prepare, 3 x square, 4 arrivals at flow-gather and its own hop, total, x-sink
+    assert measured.hops == 2 * 11
+    assert not [item for item in measured.usage if "sump" in item.operation], "no task went to x-sump"
+
+
 def _bench_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "t")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from asya.flow_expressions import FlowError
-from asya.flow_program import Program
+from asya.flow_program import Fan, Program
 from asya.headers import FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya_cdk.flow_maps import GATHER, GATHER_MEMORY_MB
 from asya_cdk.loading import MeshConfigError, load_mesh
@@ -65,6 +65,25 @@ def test_an_item_goes_from_the_mapped_actor_to_the_gather(tmp_path: Path) -> Non
     assert out["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "still the fan's branch, no fan of its own"
 
 
+def test_a_mapped_actor_giving_several_outputs_for_an_item_fails_its_branch(tmp_path: Path) -> None:
+    """An item has one place in the list: a second output would arrive in the same slot and the join
+    would keep one of them (and the task would wait for the other's record): the branch fails instead,
+    and with it the map (`fail_fast`)."""
+    program = _program(tmp_path)
+    document = arriving(program, {"items": []}, "draft")
+    _, first, _ = (envelope for _, envelope in sent("draft", lambda _: {"items": [4, 5]}, document, **SOURCE_ENV))
+
+    def twice(x: Any) -> Any:
+        yield x * x
+        yield -x
+
+    [(to, failed)] = sent("refine", twice, first)
+    assert to.endswith("x-sink")
+    assert (failed["status"]["phase"], failed["status"]["reason"]) == ("failed", "FlowError")
+    assert "a branch gives its join one output: refine gave 2" in failed["payload"]["details"]["message"]
+    assert failed["headers"][JOIN_HEADER] == first["headers"][JOIN_HEADER], "x-sink sends its ending to the join"
+
+
 def test_the_gathers_hop_puts_the_outputs_in_the_payload_and_goes_on(tmp_path: Path) -> None:
     program = _program(tmp_path)
     joined = arriving(program, {"items": []}, GATHER, done=1)
@@ -96,6 +115,19 @@ def test_a_map_over_what_is_not_a_list_fails_the_task_naming_the_line(tmp_path: 
     assert (
         "flows.py line 4: p['squares'] = [refine(x) for x in p['items']]: a map goes over a list, not a str" in message
     )
+
+
+def test_a_map_of_more_items_than_a_decision_has_steps_fails_before_making_its_branches(tmp_path: Path) -> None:
+    """Each item is a branch the sidecar makes: a million would take seconds and memory before the
+    fan-out's own bound (`FanOutTooWide`) is checked, so a map spends a step of the decision an item."""
+    program = Program(_program(tmp_path))
+    after_draft = program.after(_calls(program.document, "draft"))
+    wide = r"line 4: p\['squares'\] = .*: a map of 200,001 items is over the 200,000 steps of one decision"
+    with pytest.raises(FlowError, match=wide):
+        program.advance(after_draft, {"items": [0] * 200_001}, {})
+    fan = program.advance(after_draft, {"items": [0] * 2_000}, {})
+    assert isinstance(fan, Fan)
+    assert len(fan.branches) == 2_001
 
 
 def test_a_map_after_several_outputs_of_one_hop_is_refused(tmp_path: Path) -> None:

@@ -375,6 +375,18 @@ def test_a_body_framed_wrong_or_past_api_gateway_s_limit_is_refused_unread(
     assert client.get("/echo").json()["invocations"] == before + 1, "the function was not invoked"
 
 
+def test_a_refused_request_s_line_names_its_path_not_its_follow_ticket(
+    served: tuple[StandIn, httpx2.Client], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tickets stay out of the logs (docs/security.md): the query string is not the path."""
+    _, client = served
+    head = b"GET /follow/t-1?ticket=SEALED-SECRET HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"
+    assert _raw(str(client.base_url), head, b"")[0] == 400
+    printed = capsys.readouterr().out
+    assert "GET /follow/t-1 400" in printed
+    assert "SEALED-SECRET" not in printed
+
+
 def test_a_chunked_body_with_a_bad_chunk_size_is_a_400(served: tuple[StandIn, httpx2.Client]) -> None:
     _, client = served
     head = b"POST /echo HTTP/1.1\r\nHost: x\r\nx-api-key: " + KEY.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -522,6 +534,28 @@ def test_a_follow_tickets_stream_needs_no_key_but_its_ticket(served: tuple[Stand
             events = [json.loads(event.data) for event in httpx2.EventSource(response)]
     assert events[-1]["status"] == "succeeded"
     assert stand_in.opened == [("t-1", "7")]
+
+
+def test_a_ticket_s_stream_ends_once_its_ticket_lapses_as_the_reconnect_on_aws_is_refused() -> None:
+    """Locally a stream runs as long as its task; a ticket's ends when the ticket lapses, so a page that
+    does not renew it stops following here as on AWS (its next reconnect is a 401 there and here)."""
+    lapsed = {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": '{"reason": "x"}'}
+    checks: list[str] = []
+
+    def sign_in(_event: dict[str, Any]) -> Any:
+        checks.append("checked")
+        return lapsed if len(checks) > 2 else None  # the stream's opening and its first chunk: still good
+
+    stand_in = StandIn()
+    stand_in.acknowledged.set()
+    with serving() as (server, client):
+        server.gateway.open_event_stream = stand_in.open_event_stream
+        server.gateway.sign_in = sign_in
+        with client.stream("GET", "/follow/t-1?ticket=good") as response:
+            body = "".join(response.iter_text())
+        assert stand_in.stream_closed.wait(5), "the task's stream was closed"
+    assert response.status_code == 200
+    assert body == 'id: 1\nevent: status\ndata: {"status": "running"}\n\n', "nothing after the lapse"
 
 
 def test_a_refused_ticket_is_answered_with_the_allowed_origin_so_the_page_reads_why() -> None:

@@ -90,14 +90,15 @@ def test_the_code_flow_with_pkce_gives_a_token_of_the_registered_client_the_gate
     verifier = TokenVerifier(
         Issuer(url=issuer.issuer, audiences=("people",), jwks_url=played.server.jwks_url, any_client=True)
     )
-    claims = verifier.verify(f"Bearer {tokens['access_token']}")
+    claims = verifier.verify(f"Bearer {tokens['access_token']}", registered=True)
     assert (claims["sub"], claims["client_id"], claims["token_use"]) == (SIGNED_IN_AS, played.client_id, "access")
     refreshed = played.http.post(
         "/oauth2/token",
         data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": played.client_id},
     )
     assert refreshed.status_code == 200
-    assert verifier.verify(f"Bearer {refreshed.json()['access_token']}")["client_id"] == played.client_id
+    renewed = verifier.verify(f"Bearer {refreshed.json()['access_token']}", registered=True)
+    assert renewed["client_id"] == played.client_id
 
 
 def test_a_code_is_used_once_with_its_verifier_by_its_client(played: Played) -> None:

@@ -18,6 +18,7 @@ from moto import mock_aws
 from asya_gateway import api
 from asya_gateway.callers import AuthSettings
 from asya_gateway.oauth import AuthorizationServer, RegistrationError
+from asya_local.endpoint.moto_cognito import refusal as cognito_refusal
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.issuer import IssuerServer, LocalIssuer
@@ -119,6 +120,17 @@ def test_a_registration_needs_no_token_and_makes_a_public_code_flow_client_of_th
     assert "ClientSecret" not in made
 
 
+def test_a_name_cognito_would_refuse_is_made_one_it_takes(pool: Pool) -> None:
+    """Cognito matches a client's name as Java does, ASCII only: "Café" would be its 400, not a client."""
+    answer = pool.register(client_name="Café ✓ Host")
+    assert answer.status == 201, answer.body
+    assert orjson.loads(answer.body)["client_name"] == "Café ✓ Host"
+    client_id = orjson.loads(answer.body)["client_id"]
+    made = pool.cognito.describe_user_pool_client(UserPoolId=pool.id, ClientId=client_id)["UserPoolClient"]
+    assert made["ClientName"] == "mcp-Caf    Host"
+    assert cognito_refusal(made) is None
+
+
 def test_https_on_a_listed_host_and_loopback_are_taken(pool: Pool) -> None:
     for redirect in ("https://claude.ai/api/mcp/auth_callback", "http://localhost:8080/cb", "http://[::1]:7/cb"):
         assert pool.send("POST", "/oauth/register", {"redirect_uris": [redirect]}).status == 201, redirect
@@ -181,6 +193,18 @@ def test_a_registered_clients_access_token_is_taken_at_mcp(pool: Pool) -> None:
     listed = pool.send("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, token=token)
     assert listed.status == 200, listed.body
     assert "tools" in orjson.loads(listed.body)["result"]
+
+
+def test_a_registered_clients_token_opens_mcp_only(pool: Pool) -> None:
+    """As behind the HTTP API, whose JWT authorizer knows no registered client: an MCP host's token is
+    for MCP, not for the REST routes (and the tickets, the A2A door) the mesh's own clients use."""
+    client_id = orjson.loads(pool.register().body)["client_id"]
+    token = pool.issuer.token(subject="ana", client_id=client_id)
+    for method, path in (("GET", "/api/v1/mesh"), ("POST", "/a2a")):
+        refused = pool.send(method, path, {} if method == "POST" else None, token=token)
+        assert (refused.status, orjson.loads(refused.body)["reason"]) == (401, "wrong_audience"), path
+    people = pool.issuer.token(subject="ana", client_id="people-client")
+    assert pool.send("GET", "/api/v1/mesh", token=people).status == 200
 
 
 @pytest.mark.parametrize("pool", [{"max_clients": 0, "redirect_hosts": []}], indirect=True)
