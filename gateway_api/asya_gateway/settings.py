@@ -58,6 +58,7 @@ class GatewaySettings:
     cursor_secret: str | None = None  # the secret the cursors' key is derived from (`asya_gateway.cursors`)
     seal_secret: str | None = None  # the secret the mesh's envelopes are sealed with (`asya.seal`)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call (`asya.cors`)
+    tracing: bool = False  # each create the root segment of its task's trace (`asya_gateway.create_trace`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -78,6 +79,7 @@ class GatewaySettings:
             cursor_secret=variables.GATEWAY_CURSOR_SECRET.read(env),
             seal_secret=variables.SEAL_SECRET.read(env),
             cors_origins=parse_origins(variables.GATEWAY_CORS_ORIGINS.read(env)),
+            tracing=variables.TRACING.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

@@ -33,6 +33,7 @@ from asya.sending import Delivery, return_when_free, send_all
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
 from asya.transport import SqsTransport, Transport
+from asya.xray import trace_header, traceparent_of
 
 # each output's destination kind as the `MessagesSent` dimension writes it: a `Kind` hashes as its text,
 # and a dictionary gives it for a fraction of what reaching the member's `value` costs
@@ -139,6 +140,7 @@ class Sidecar:
                 round(out.delay),
                 _KIND_TEXT[out.decision.kind],
                 last=not out.decision.branch,
+                trace=trace_header(traceparent_of(out.wire)),
             )
             for plan in plans
             for out, body in zip(plan.outbound, plan.bodies, strict=True)

@@ -1,0 +1,41 @@
+"""The X-Ray segment of one hop (`asya.xray`): named for the actor, annotated with what a search of a
+task's trace asks for (its task, actor, flow and the hop's outcome), marked as an error when the hop
+failed the envelope or sent it round again to retry."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from asya.envelope import Envelope
+from asya.outcomes import HopOutcome
+from asya.routing import Outbound
+from asya.task_record import root_of
+from asya.tracecontext import Span, flow_of
+from asya.xray import segment
+
+_ERRORS = frozenset(
+    {HopOutcome.RETRIED, HopOutcome.FAILED, HopOutcome.SUMPED, HopOutcome.JOIN_FAILED, HopOutcome.REFUSED}
+)
+# nothing was done: the hop belongs to the delivery that holds it, or has already run
+UNTRACED = frozenset({HopOutcome.DUPLICATE, HopOutcome.REDELIVERED})
+
+
+def hop_segment(
+    span: Span, envelope: Envelope, actor: str, *, outcome: HopOutcome, outbound: list[Outbound], started: float
+) -> dict[str, Any]:
+    """`started`: the hop's start on `time.perf_counter`'s clock, as the hop's metrics count it."""
+    now = time.time()
+    error = outcome in _ERRORS
+    reason = next((out.decision.reason for out in outbound if out.decision.reason is not None), None)
+    annotations: dict[str, Any] = {
+        "task_id": root_of(envelope.id, envelope.headers),
+        "actor": actor,
+        "flow": flow_of(envelope.headers),
+        "outcome": str(outcome),
+        "reason": reason.value if error and reason is not None else None,
+    }
+    metadata: dict[str, Any] = {"envelope_id": envelope.id, "sent_to": [out.destination for out in outbound]}
+    if envelope.status is not None:
+        metadata["attempt"] = envelope.status.attempt
+    return segment(span, actor, now - (time.perf_counter() - started), now, annotations, error=error, metadata=metadata)
