@@ -11,6 +11,8 @@ from typing import Any
 import boto3
 import pytest
 
+from asya.batch import BatchHops, Routed
+from asya.config import SidecarConfig
 from asya.task_store import TaskStore
 from asya.tracecontext import Span, enter_span, new_trace_id, xray_ready
 from asya.transport import SqsTransport
@@ -201,3 +203,15 @@ def test_segments_go_to_the_daemon_when_lambda_runs_one() -> None:
 @pytest.fixture(autouse=True)
 def _no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_XRAY_DAEMON_ADDRESS", raising=False)
+
+
+def test_a_spark_job_s_hop_writes_its_segment_and_hands_its_trace_to_the_collector(mesh: Mesh) -> None:
+    names = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.enrich"}
+    config = SidecarConfig.from_env({**names, "ASYA_TRACING": "true"})
+    body = json.dumps(envelope(id="task-6", headers={"traceparent": f"00-{TRACE}-{PARENT}-01"}))
+    [routed] = BatchHops(config).run([("m-1", body)])
+
+    [document] = segments_of(TRACE)
+    assert (document["name"], document["parent_id"]) == ("a", PARENT)
+    assert routed.trace == f"Root={xray_id(TRACE)};Parent={document['id']};Sampled=1"
+    assert Routed.from_json(routed.to_json()).trace == routed.trace, "the collector reads it from the job's output"
