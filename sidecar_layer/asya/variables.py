@@ -220,7 +220,8 @@ SEND_ATTEMPTS = Variable(
 TRACING = Variable(
     "ASYA_TRACING",
     (Component.ACTOR, Component.CREW, Component.GATEWAY),
-    "`true`: a segment per hop in the task's AWS X-Ray trace (the gateway's: the create's), and the Powertools Tracer",
+    "`true`: a segment per hop in the task's AWS X-Ray trace (the gateway's: the create's), and the Powertools "
+    "Tracer; set for every function by the mesh's `tracing`, or by an actor's",
     False,
     _flag,
     "`false`",
