@@ -25,7 +25,7 @@ def start_trace(headers: dict[str, Any], flow: str | None, traced: bool) -> Span
 
 def record_create(segments: Segments | None, span: Span, task_id: str, flow: str | None, started: float) -> None:
     """The root segment, sent at once: a gateway request has no batch to wait for. `started`: epoch seconds."""
-    if segments is None:
+    if segments is None or not span.sampled:
         return
     annotations = {"task_id": task_id, "actor": "gateway", "flow": flow, "outcome": "created"}
     segments.add(segment(span, "gateway", started, time.time(), annotations))

@@ -25,6 +25,8 @@ def trace_keep(segments: Segments | None, actor: str, keep: Keep, started: float
     if segments is None or not isinstance(headers, dict):
         return
     span = enter_span(headers, restart=True)
+    if not span.sampled:
+        return
     failed = actor == SUMP or keep.final == _FAILED
     annotations = {
         "task_id": root_of(keep.envelope_id, headers),

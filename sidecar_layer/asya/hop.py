@@ -27,7 +27,7 @@ from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_
 from asya.hop_bodies import HopBodies, carries_error_payload, utf8_size
 from asya.hop_logging import HopNames
 from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
-from asya.hop_trace import UNTRACED, hop_segment
+from asya.hop_trace import trace_hop
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
@@ -385,13 +385,8 @@ class HopRunner:
             if carries_error_payload(outbound):
                 reason = outbound.decision.reason
                 self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
-        segments = self.telemetry.segments
-        if segments is not None and plan.span is not None and envelope is not None and outcome not in UNTRACED:
-            segments.add(
-                hop_segment(
-                    plan.span, envelope, self.config.actor, outcome=outcome, outbound=plan.outbound, started=started
-                )
-            )
+        if self.telemetry.segments is not None:
+            trace_hop(self.telemetry.segments, plan.span, envelope, self.config.actor, outcome, plan.outbound, started)
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
         self.telemetry.took("ProcessingDuration", started)
         return plan

@@ -12,13 +12,28 @@ from asya.outcomes import HopOutcome
 from asya.routing import Outbound
 from asya.task_record import root_of
 from asya.tracecontext import Span, flow_of
-from asya.xray import segment
+from asya.xray import Segments, segment
 
 _ERRORS = frozenset(
     {HopOutcome.RETRIED, HopOutcome.FAILED, HopOutcome.SUMPED, HopOutcome.JOIN_FAILED, HopOutcome.REFUSED}
 )
 # nothing was done: the hop belongs to the delivery that holds it, or has already run
-UNTRACED = frozenset({HopOutcome.DUPLICATE, HopOutcome.REDELIVERED})
+_UNTRACED = frozenset({HopOutcome.DUPLICATE, HopOutcome.REDELIVERED})
+
+
+def trace_hop(  # noqa: PLR0917 - called once, by `HopRunner._finish`, on every traced hop
+    segments: Segments,
+    span: Span | None,
+    envelope: Envelope | None,
+    actor: str,
+    outcome: HopOutcome,
+    outbound: list[Outbound],
+    started: float,
+) -> None:
+    """Add the hop's segment, unless it has none: a record that did not parse, a trace its caller asked
+    not to record (`-00`), a hop that did nothing."""
+    if span is not None and envelope is not None and span.sampled and outcome not in _UNTRACED:
+        segments.add(hop_segment(span, envelope, actor, outcome=outcome, outbound=outbound, started=started))
 
 
 def hop_segment(

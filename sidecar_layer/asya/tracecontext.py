@@ -45,6 +45,11 @@ class Span:
     def traceparent(self) -> str:
         return f"00-{self.trace_id}-{self.span_id}-{self.flags}"
 
+    @property
+    def sampled(self) -> bool:
+        """Whether the trace is recorded: a caller that sent `-00` asked for no segments."""
+        return bool(int(self.flags, 16) & 1)
+
 
 def new_trace_id(now: float | None = None) -> str:
     """A trace id that X-Ray takes too: the epoch seconds, then 96 random bits."""
@@ -69,7 +74,7 @@ def enter_span(headers: dict[str, Any], *, restart: bool = False) -> Span:
     if match is None or match.group(2) == _NO_TRACE:
         span = Span(new_trace_id(), new_span_id(), None)
     elif restart and not xray_ready(match.group(2)):
-        span = Span(new_trace_id(), new_span_id(), None, caller=match.group(2))
+        span = Span(new_trace_id(), new_span_id(), None, match.group(4), caller=match.group(2))
     else:
         parent = match.group(3)
         span = Span(match.group(2), new_span_id(), None if parent == _NO_SPAN else parent, match.group(4))

@@ -215,3 +215,10 @@ def test_a_spark_job_s_hop_writes_its_segment_and_hands_its_trace_to_the_collect
     assert (document["name"], document["parent_id"]) == ("a", PARENT)
     assert routed.trace == f"Root={xray_id(TRACE)};Parent={document['id']};Sampled=1"
     assert Routed.from_json(routed.to_json()).trace == routed.trace, "the collector reads it from the job's output"
+
+
+def test_a_trace_its_caller_asked_not_to_record_gets_no_segment(mesh: Mesh) -> None:
+    mesh.actor("enrich", ASYA_TRACING="true")
+    mesh.deliver(envelope(headers={"traceparent": f"00-{TRACE}-{PARENT}-00"}))
+    assert segments_of(TRACE) == []
+    assert mesh.only("b")["headers"]["traceparent"].endswith("-00"), "the decision travels on"
