@@ -76,6 +76,13 @@ PATCHES = (
         "moto.sqs.models:SQSBackend._validate_message",
     ),
     Patch(
+        "moto_xray",
+        "apply_segment_check",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_xray.py",
+        "moto.xray.models:XRayBackend.process_segment",
+    ),
+    Patch(
         "moto_streams",
         "apply_stream_fix",
         Purpose.FIDELITY,
