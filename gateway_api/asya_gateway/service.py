@@ -163,7 +163,6 @@ class TaskService:
         if chosen is not None:
             self.validate(chosen, payload)
         headers = self.client_headers(headers or {})
-        asked_at, span = time.time(), start_trace(headers, flow, self.segments is not None)
         if chosen is not None and chosen.program is not None:
             actors, headers[FLOW_HEADER] = self._program_start(chosen, payload)
         for actor in actors if chosen is None else actors[:1]:  # a flow's actors were checked when it was deployed
@@ -180,7 +179,8 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
             asked = {"route": actors, "flow": flow, "payload": payload, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        task_id = self._new_id(idempotency_key)
+        task_id = self._new_id(idempotency_key)  # the trace after the digest: a retry's has a new span
+        asked_at, span = time.time(), start_trace(headers, flow, self.segments is not None)
         status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1}
         status.update(created_at=rfc3339(now), updated_at=rfc3339(now))
         if deadline:

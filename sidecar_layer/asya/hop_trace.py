@@ -17,8 +17,9 @@ from asya.xray import Segments, segment
 _ERRORS = frozenset(
     {HopOutcome.RETRIED, HopOutcome.FAILED, HopOutcome.SUMPED, HopOutcome.JOIN_FAILED, HopOutcome.REFUSED}
 )
-# nothing was done: the hop belongs to the delivery that holds it, or has already run
-_UNTRACED = frozenset({HopOutcome.DUPLICATE, HopOutcome.REDELIVERED})
+# not a hop of the trace: it belongs to the delivery that holds it, has already run, or is a retry's lap
+# round its queue before it is due (which goes on with the trace context it came with)
+_UNTRACED = frozenset({HopOutcome.DUPLICATE, HopOutcome.REDELIVERED, HopOutcome.DEFERRED})
 
 
 def trace_hop(  # noqa: PLR0917 - called once, by `HopRunner._finish`, on every traced hop

@@ -40,6 +40,7 @@ class Span:
     parent: str | None
     flags: str = "01"
     caller: str | None = None
+    incoming: str | None = None  # the `traceparent` the envelope came with, if it had one to continue
 
     @property
     def traceparent(self) -> str:
@@ -76,8 +77,8 @@ def enter_span(headers: dict[str, Any], *, restart: bool = False) -> Span:
     elif restart and not xray_ready(match.group(2)):
         span = Span(new_trace_id(), new_span_id(), None, match.group(4), caller=match.group(2))
     else:
-        parent = match.group(3)
-        span = Span(match.group(2), new_span_id(), None if parent == _NO_SPAN else parent, match.group(4))
+        trace_id, parent, flags = match.group(2, 3, 4)
+        span = Span(trace_id, new_span_id(), None if parent == _NO_SPAN else parent, flags, incoming=match.group(0))
     headers[TRACEPARENT] = span.traceparent
     return span
 

@@ -3,6 +3,7 @@ is the hop that sent the envelope, the gateway's create as the root, `AWSTraceHe
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import time
@@ -13,9 +14,10 @@ import pytest
 
 from asya.batch import BatchHops, Routed
 from asya.config import SidecarConfig
+from asya.sidecar import configure
 from asya.task_store import TaskStore
 from asya.tracecontext import Span, enter_span, new_trace_id, xray_ready
-from asya.transport import SqsTransport
+from asya.transport import MemoryTransport, SqsTransport
 from asya.xray import Segments, segment, trace_header, xray_id
 from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
@@ -222,3 +224,18 @@ def test_a_trace_its_caller_asked_not_to_record_gets_no_segment(mesh: Mesh) -> N
     mesh.deliver(envelope(headers={"traceparent": f"00-{TRACE}-{PARENT}-00"}))
     assert segments_of(TRACE) == []
     assert mesh.only("b")["headers"]["traceparent"].endswith("-00"), "the decision travels on"
+
+
+def test_a_retry_s_lap_round_its_queue_is_no_span(mesh: Mesh) -> None:
+    """A retry delayed past SQS's 15 minutes goes round until due: the laps are not hops of the trace."""
+    transport = MemoryTransport()  # what goes round is delayed in SQS: read here, as it is sent
+    variables = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.enrich"}
+    configure(SidecarConfig.from_env({**variables, "ASYA_TRACING": "true"}), transport)
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    traceparent = f"00-{TRACE}-{PARENT}-01"
+    _deliver(envelope(headers={"traceparent": traceparent, "x-asya-not-before": later}))
+
+    [lap] = transport.queues["asya-unit-a"]
+    assert json.loads(lap.body)["headers"]["traceparent"] == traceparent, "it goes round as it came"
+    assert lap.trace == trace_header(traceparent)
+    assert segments_of(TRACE) == []
