@@ -23,7 +23,7 @@ from asya.dedup import DUPLICATE_HOP, Claim, Hop, HopClaim, HopLedger
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
 from asya.fans import fan_too_wide
 from asya.handler import Handler, discard_event_loop, invoke
-from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER, TRACEPARENT
+from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_bodies import HopBodies, carries_error_payload, utf8_size
 from asya.hop_logging import HopNames
 from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
@@ -221,8 +221,8 @@ class HopRunner:
                 return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
         if early is not None:  # a lap, not a hop: it goes round as it came, the trace's span untaken
-            if plan.span is not None and plan.span.incoming is not None:
-                early.wire["headers"][TRACEPARENT] = plan.span.incoming
+            if plan.span is not None:
+                plan.span.restore(early.wire["headers"])
             plan.outbound.append(early)
             return HopOutcome.DEFERRED
         halted = _halted(envelope, known)

@@ -28,6 +28,7 @@ _NO_TRACE, _NO_SPAN = "0" * 32, "0" * 16
 XRAY_PAST_SECONDS = 30 * 86_400  # X-Ray keeps no trace whose id's time is older
 XRAY_FUTURE_SECONDS = 300  # nor one from further ahead than a clock's drift
 STATE_KEY = "asya"  # the mesh's own entry of `tracestate`: the task's flow
+_ABSENT: Any = object()  # a header the envelope did not have
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +41,18 @@ class Span:
     parent: str | None
     flags: str = "01"
     caller: str | None = None
-    incoming: str | None = None  # the `traceparent` the envelope came with, if it had one to continue
+    incoming: Any = _ABSENT  # the `traceparent` the envelope came with, whatever it was
 
     @property
     def traceparent(self) -> str:
         return f"00-{self.trace_id}-{self.span_id}-{self.flags}"
+
+    def restore(self, headers: dict[str, Any]) -> None:
+        """Put back in `headers` the trace context the envelope came with: a lap round its queue is no hop."""
+        if self.incoming is _ABSENT:
+            headers.pop(TRACEPARENT, None)
+        else:
+            headers[TRACEPARENT] = self.incoming
 
     @property
     def sampled(self) -> bool:
@@ -71,14 +79,15 @@ def xray_ready(trace_id: str, now: float | None = None) -> bool:
 def enter_span(headers: dict[str, Any], *, restart: bool = False) -> Span:
     """The hop's span, written into `headers` as their `traceparent`; a new trace if they have none
     (or, with `restart`, one X-Ray would refuse)."""
-    match = _TRACEPARENT.match(str(headers.get(TRACEPARENT, "")))
+    came = headers.get(TRACEPARENT, _ABSENT)
+    match = _TRACEPARENT.match(str(came)) if came is not _ABSENT else None
     if match is None or match.group(2) == _NO_TRACE:
-        span = Span(new_trace_id(), new_span_id(), None)
+        span = Span(new_trace_id(), new_span_id(), None, incoming=came)
     elif restart and not xray_ready(match.group(2)):
-        span = Span(new_trace_id(), new_span_id(), None, match.group(4), caller=match.group(2))
+        span = Span(new_trace_id(), new_span_id(), None, match.group(4), caller=match.group(2), incoming=came)
     else:
         trace_id, parent, flags = match.group(2, 3, 4)
-        span = Span(trace_id, new_span_id(), None if parent == _NO_SPAN else parent, flags, incoming=match.group(0))
+        span = Span(trace_id, new_span_id(), None if parent == _NO_SPAN else parent, flags, incoming=came)
     headers[TRACEPARENT] = span.traceparent
     return span
 

@@ -226,16 +226,20 @@ def test_a_trace_its_caller_asked_not_to_record_gets_no_segment(mesh: Mesh) -> N
     assert mesh.only("b")["headers"]["traceparent"].endswith("-00"), "the decision travels on"
 
 
-def test_a_retry_s_lap_round_its_queue_is_no_span(mesh: Mesh) -> None:
-    """A retry delayed past SQS's 15 minutes goes round until due: the laps are not hops of the trace."""
+@pytest.mark.parametrize("came_with", [f"00-{TRACE}-{PARENT}-01", None, 42], ids=["a trace", "none", "not one"])
+def test_a_retry_s_lap_round_its_queue_is_no_span(mesh: Mesh, came_with: Any) -> None:
+    """A retry delayed past SQS's 15 minutes goes round until due: the laps are not hops of the trace,
+    and each goes round exactly as it came."""
     transport = MemoryTransport()  # what goes round is delayed in SQS: read here, as it is sent
     variables = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "a", "ASYA_HANDLER": "tests.support.handlers.enrich"}
     configure(SidecarConfig.from_env({**variables, "ASYA_TRACING": "true"}), transport)
     later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat().replace("+00:00", "Z")
-    traceparent = f"00-{TRACE}-{PARENT}-01"
-    _deliver(envelope(headers={"traceparent": traceparent, "x-asya-not-before": later}))
+    sent = envelope(headers={"x-asya-not-before": later})
+    if came_with is not None:
+        sent["headers"]["traceparent"] = came_with
+    _deliver(sent)
 
     [lap] = transport.queues["asya-unit-a"]
-    assert json.loads(lap.body)["headers"]["traceparent"] == traceparent, "it goes round as it came"
-    assert lap.trace == trace_header(traceparent)
+    assert json.loads(lap.body)["headers"] == sent["headers"], "it goes round as it came"
+    assert lap.trace == trace_header(came_with)
     assert segments_of(TRACE) == []
