@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError
 
 from asya.clients import LazyClient
 from asya.seal import EnvelopeSeal
+from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import trace_attribute
-from asya.xray import trace_header, traceparent_of
 from asya_gateway.task_error import TaskError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class MeshQueues:
         return self.urls[actor]
 
     def send(self, actor: str, body: str) -> None:
-        """Send one envelope, sealed, with its trace as `AWSTraceHeader` (`asya.xray`); the caller turns a
+        """Send one envelope, sealed, with its trace as `AWSTraceHeader` (`asya.tracecontext`); the caller turns a
         failure into its answer."""
         sent: dict[str, Any] = {"QueueUrl": self.url(actor), "MessageBody": body}
         sent["MessageAttributes"] = self.seal.attributes(body)

@@ -65,8 +65,8 @@ from asya.task_record import Ending, Tally, redrives, root_of, stealthy
 from asya.task_store import TaskStore
 from asya.task_table import UNCLAIMED_HOP
 from asya.telemetry import Telemetry
+from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import SqsTransport, Transport
-from asya.xray import trace_header, traceparent_of
 from asya_crew.traces import trace_keep
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from asya.hop import HopRunner
 from asya.routing import Decision, Outbound
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
-from asya.xray import trace_header, traceparent_of
+from asya.tracecontext import trace_header, traceparent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Routed:
     body: str
     delay: int
     decision: Decision
-    trace: str | None = None  # its `AWSTraceHeader` (`asya.xray.trace_header`), sent by the collector
+    trace: str | None = None  # its `AWSTraceHeader` (`asya.tracecontext.trace_header`), sent by the collector
 
     @property
     def kind(self) -> str:

@@ -27,7 +27,6 @@ from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_
 from asya.hop_bodies import HopBodies, carries_error_payload, utf8_size
 from asya.hop_logging import HopNames
 from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
-from asya.hop_trace import trace_hop
 from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
@@ -388,6 +387,8 @@ class HopRunner:
                 reason = outbound.decision.reason
                 self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
         if self.telemetry.segments is not None:
+            from asya.hop_trace import trace_hop  # a traced actor's only: the others' cold start does without it
+
             trace_hop(self.telemetry.segments, plan.span, envelope, self.config.actor, outcome, plan.outbound, started)
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
         self.telemetry.took("ProcessingDuration", started)

@@ -33,7 +33,7 @@ class Delivery:
     # all be out first: were the own envelope sent and a branch not, the record's redelivery would find
     # its hop passed and be dropped, and the branch would never be sent (docs/status.md).
     last: bool = False
-    trace: str | None = None  # its `AWSTraceHeader` (`asya.xray.trace_header`)
+    trace: str | None = None  # its `AWSTraceHeader` (`asya.tracecontext.trace_header`)
 
 
 def send_all(

@@ -32,8 +32,8 @@ from asya.seal import EnvelopeSeal
 from asya.sending import Delivery, return_when_free, send_all
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
+from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import SqsTransport, Transport
-from asya.xray import trace_header, traceparent_of
 
 # each output's destination kind as the `MessagesSent` dimension writes it: a `Kind` hashes as its text,
 # and a dictionary gives it for a fraction of what reaching the member's `value` costs

@@ -11,6 +11,7 @@ A new trace's id starts with the epoch seconds in 8 hex digits, as X-Ray's ids d
 so that the same id is a W3C trace id and an X-Ray one (`asya.xray`). X-Ray refuses a trace whose
 first 8 digits are not a time of the last 30 days, which a random W3C id almost never is: a traced
 hop (`restart=True`) that gets such an id starts a new trace and names the old one (`Span.caller`).
+Every send carries the envelope's trace to SQS as `AWSTraceHeader` too (`trace_header`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +92,28 @@ def enter_span(headers: dict[str, Any], *, restart: bool = False) -> Span:
         span = Span(trace_id, new_span_id(), None if parent == _NO_SPAN else parent, flags, incoming=came)
     headers[TRACEPARENT] = span.traceparent
     return span
+
+
+def xray_id(trace_id: str) -> str:
+    """The X-Ray form of a W3C trace id (`new_trace_id`): `1-<8 hex>-<24 hex>`."""
+    return f"1-{trace_id[:8]}-{trace_id[8:]}"
+
+
+def trace_header(traceparent: Any) -> str | None:
+    """SQS's `AWSTraceHeader` for an envelope's `traceparent`: the same trace, the sending hop as parent;
+    None when X-Ray could not keep that trace (no trace context, or an id it refuses)."""
+    match = _TRACEPARENT.match(str(traceparent))
+    if match is None or not xray_ready(match.group(2)):
+        return None
+    sampled = int(match.group(4), 16) & 1
+    return f"Root={xray_id(match.group(2))};Parent={match.group(3)};Sampled={sampled}"
+
+
+def traceparent_of(wire: Mapping[str, Any]) -> Any:
+    """An outgoing envelope's `traceparent`, if it has headers (x-sump's copy of a body that did not parse
+    may not)."""
+    headers = wire.get("headers")
+    return headers.get(TRACEPARENT) if isinstance(headers, dict) else None
 
 
 def continue_trace(headers: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ _NO_SUCH_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"
 
 
 def trace_attribute(trace: str) -> dict[str, Any]:
-    """SQS's `MessageSystemAttributes` carrying an `AWSTraceHeader` (`asya.xray.trace_header`)."""
+    """SQS's `MessageSystemAttributes` carrying an `AWSTraceHeader` (`asya.tracecontext.trace_header`)."""
     return {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
 
 
@@ -38,7 +38,7 @@ class OutgoingMessage:
     entry_id: str
     body: str
     delay_seconds: int = 0
-    trace: str | None = None  # SQS's `AWSTraceHeader` (`asya.xray.trace_header`): the envelope's trace
+    trace: str | None = None  # SQS's `AWSTraceHeader` (`asya.tracecontext.trace_header`): the envelope's trace
 
 
 class Transport(Protocol):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import time
 from collections.abc import Mapping
@@ -25,37 +24,13 @@ from typing import Any
 import orjson
 
 from asya.clients import LazyClient
-from asya.headers import TRACEPARENT
-from asya.tracecontext import Span, xray_ready
+from asya.tracecontext import Span, xray_id
 
 LOGGER = logging.getLogger(__name__)
 DAEMON_VARIABLE = "AWS_XRAY_DAEMON_ADDRESS"
 DAEMON_HEADER = b'{"format": "json", "version": 1}\n'
 PUT_SEGMENTS_MAX = 50  # documents per PutTraceSegments call
-_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 Annotation = str | int | float | bool
-
-
-def xray_id(trace_id: str) -> str:
-    """The X-Ray form of a W3C trace id (`asya.tracecontext.new_trace_id`): `1-<8 hex>-<24 hex>`."""
-    return f"1-{trace_id[:8]}-{trace_id[8:]}"
-
-
-def trace_header(traceparent: Any) -> str | None:
-    """SQS's `AWSTraceHeader` for an envelope's `traceparent`: the same trace, the sending hop as parent;
-    None when X-Ray could not keep that trace (no trace context, or an id it refuses)."""
-    match = _TRACEPARENT.match(str(traceparent))
-    if match is None or not xray_ready(match.group(1)):
-        return None
-    sampled = int(match.group(3), 16) & 1
-    return f"Root={xray_id(match.group(1))};Parent={match.group(2)};Sampled={sampled}"
-
-
-def traceparent_of(wire: Mapping[str, Any]) -> Any:
-    """An outgoing envelope's `traceparent`, if it has headers (x-sump's copy of a body that did not parse
-    may not)."""
-    headers = wire.get("headers")
-    return headers.get(TRACEPARENT) if isinstance(headers, dict) else None
 
 
 def segment(

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from asya.tracecontext import new_span_id, new_trace_id
+from asya.tracecontext import new_span_id, new_trace_id, trace_header
 from asya.transport import trace_attribute
-from asya.xray import trace_header
 from asya_local.functions.lambda_shapes import sqs_event_from_messages
 from asya_local.roles import local_client
 

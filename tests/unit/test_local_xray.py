@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from asya.tracecontext import new_span_id, new_trace_id
-from asya.xray import xray_id
+from asya.tracecontext import new_span_id, new_trace_id, xray_id
 from asya_local.roles import local_client
 
 

@@ -16,9 +16,9 @@ from asya.batch import BatchHops, Routed
 from asya.config import SidecarConfig
 from asya.sidecar import configure
 from asya.task_store import TaskStore
-from asya.tracecontext import Span, enter_span, new_trace_id, xray_ready
+from asya.tracecontext import Span, enter_span, new_trace_id, trace_header, xray_id, xray_ready
 from asya.transport import MemoryTransport, SqsTransport
-from asya.xray import Segments, segment, trace_header, xray_id
+from asya.xray import Segments, segment
 from asya_crew import sink
 from asya_crew.crew import CrewActor, CrewSettings
 from asya_gateway.service import TaskService
