@@ -51,7 +51,9 @@ def hop_segment(
         "outcome": str(outcome),
         "reason": reason.value if error and reason is not None else None,
     }
-    metadata: dict[str, Any] = {"envelope_id": envelope.id, "sent_to": [out.destination for out in outbound]}
+    # where it went, not each output: a fan of 10,000 would pass a segment's 64 kB
+    sent_to = sorted({out.destination for out in outbound})
+    metadata: dict[str, Any] = {"envelope_id": envelope.id, "outputs": len(outbound), "sent_to": sent_to}
     if envelope.status is not None:
         metadata["attempt"] = envelope.status.attempt
     return segment(span, actor, now - (time.perf_counter() - started), now, annotations, error=error, metadata=metadata)

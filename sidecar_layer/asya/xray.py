@@ -1,7 +1,7 @@
 """A task's trace in X-Ray: one segment per hop, sent at the end of the batch (docs/status.md, "Traces").
 
 Lambda starts a trace of its own for each SQS batch, so its segments never make a task one trace.
-The sidecar writes its own instead: a segment document per envelope (`hop_segment`), under the
+The sidecar writes its own instead: a segment document per envelope (`asya.hop_trace`), under the
 envelope's trace (`asya.tracecontext`: its W3C trace id is an X-Ray id too), whose parent is the hop
 that sent it. Segment documents are small JSON, written here rather than through the X-Ray SDK, whose
 recorder keeps one segment per thread and would have to be bent to hold ten hops of a batch at once.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,8 +79,6 @@ class Segments:
         return cls(daemon=(os.environ if env is None else env).get(DAEMON_VARIABLE) or None)
 
     def add(self, document: dict[str, Any]) -> None:
-        if "end_time" not in document:
-            document["end_time"] = time.time()
         self.pending.append(document)
 
     def flush(self) -> None:

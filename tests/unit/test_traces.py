@@ -243,3 +243,13 @@ def test_a_retry_s_lap_round_its_queue_is_no_span(mesh: Mesh, came_with: Any) ->
     assert json.loads(lap.body)["headers"] == sent["headers"], "it goes round as it came"
     assert lap.trace == trace_header(came_with)
     assert segments_of(TRACE) == []
+
+
+def test_a_wide_fan_s_segment_stays_small(mesh: Mesh) -> None:
+    mesh.actor("fan_out", ASYA_TRACING="true")
+    mesh.deliver(envelope(payload={"items": list(range(200))}, headers={"traceparent": f"00-{TRACE}-{PARENT}-01"}))
+
+    [document] = segments_of(TRACE)
+    assert document["metadata"]["asya"]["outputs"] == 200
+    assert document["metadata"]["asya"]["sent_to"] == ["b"], "where it went, not each output"
+    assert len(json.dumps(document)) < 1_000
