@@ -253,3 +253,25 @@ def test_a_wide_fan_s_segment_stays_small(mesh: Mesh) -> None:
     assert document["metadata"]["asya"]["outputs"] == 200
     assert document["metadata"]["asya"]["sent_to"] == ["b"], "where it went, not each output"
     assert len(json.dumps(document)) < 1_000
+
+
+@pytest.mark.parametrize("x_ray_ready", [True, False], ids=["continued", "restarted"])
+def test_a_caller_s_traceparent_is_continued_by_the_create_when_x_ray_can_keep_it(
+    task_store: TaskStore, x_ray_ready: bool
+) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="asya-n-a")["QueueUrl"]
+    settings = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS, tracing=True)
+    caller_trace = TRACE if x_ray_ready else "ab" * 16
+    headers = {"traceparent": f"00-{caller_trace}-{PARENT}-01"}
+    TaskService(settings, tasks=task_store, sqs=sqs).create(payload={}, route=["a"], headers=headers)
+
+    [message] = sqs.receive_message(QueueUrl=url)["Messages"]
+    trace_id, _ = parts(json.loads(message["Body"])["headers"]["traceparent"])
+    [root] = segments_of(trace_id)
+    if x_ray_ready:
+        assert (trace_id, root["parent_id"]) == (TRACE, PARENT), "the create is the caller's span's child"
+    else:
+        assert trace_id != caller_trace
+        assert "parent_id" not in root
+        assert root["annotations"]["caller_trace_id"] == caller_trace, "the caller's trace can be found"
