@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from asya_local.endpoint.process import LocalEndpoint
+from asya_local.trace_cli import task_segments, tree_lines
 from tests.support.stack import RunningMesh, running
 
 MESH = Path(__file__).resolve().parent / "traced" / "mesh.yaml"
@@ -63,3 +64,8 @@ def test_a_task_of_four_actors_is_one_trace_rooted_at_its_create(traced: Running
         annotations = segment["annotations"]
         assert (annotations["task_id"], annotations["actor"], annotations["flow"]) == (task["id"], name, "labelled")
         assert "error" not in segment
+
+    lines = list(tree_lines(task_segments(traced.stack.client("xray"), task["id"])))  # what `asya trace` prints
+    print("\n".join(lines))
+    assert lines[0] == f"trace {trace_id}: {len(HOPS)} segments"
+    assert [line[:28].rstrip() for line in lines[1:]] == [f"{'  ' * depth}{name}" for depth, name in enumerate(HOPS)]
