@@ -33,7 +33,7 @@ STATE_KEY = "asya"  # the mesh's own entry of `tracestate`: the task's flow
 _ABSENT: Any = object()  # a header the envelope did not have
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, once a hop
 class Span:
     """A hop's place in its trace: `parent` is the span that sent the envelope (None: a new trace);
     `caller` the trace id it came with when that could not be an X-Ray trace (`restart`)."""
