@@ -27,6 +27,7 @@ from asya_local import (
     sump_cli,
     task_cli,
     token_cli,
+    trace_cli,
 )
 from asya_local.answers import MISTAKE, NOT_DONE
 from asya_local.arguments import Parser
@@ -66,6 +67,7 @@ def parser() -> Parser:
     secrets_cli.add_parser(commands, DEFAULT_CONFIG)
     mesh_parsers.add_flow_parser(commands, DEFAULT_CONFIG)
     token_cli.add_parser(commands)
+    trace_cli.add_parser(commands)
     return root
 
 
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "secrets": _secrets,
         "flow": _flow,
         "token": _token,
+        **trace_cli.COMMANDS,
         "init": _init,
         "schema": _schema,
     }

@@ -56,6 +56,11 @@ IAM_ACTIONS = {
     "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
     "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
     "s3:HeadBucket": "s3:ListBucket",
+    # moto names X-Ray's operations by their URL's path (`POST /TraceSegments`)
+    "xray:TraceSegments": "xray:PutTraceSegments",
+    "xray:TelemetryRecords": "xray:PutTelemetryRecords",
+    "xray:TraceSummaries": "xray:GetTraceSummaries",
+    "xray:Traces": "xray:BatchGetTraces",
 }
 # A DynamoDB transaction has no IAM action of its own: each of its actions is authorized as the
 # operation it stands for (DynamoDB developer guide, "Using IAM with DynamoDB transactions").

@@ -76,6 +76,20 @@ PATCHES = (
         "moto.sqs.models:SQSBackend._validate_message",
     ),
     Patch(
+        "moto_sqs_trace",
+        "apply_trace_header_fix",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_sqs_trace.py",
+        "moto.sqs.models:SQSBackend.send_message_batch",
+    ),
+    Patch(
+        "moto_xray",
+        "apply_segment_check",
+        Purpose.FIDELITY,
+        "tests/unit/test_local_xray.py",
+        "moto.xray.models:XRayBackend.process_segment",
+    ),
+    Patch(
         "moto_streams",
         "apply_stream_fix",
         Purpose.FIDELITY,

@@ -75,6 +75,9 @@ def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -
             int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
         )
         record["receiptHandle"] = message["ReceiptHandle"]
+        trace = message.get("Attributes", {}).get("AWSTraceHeader")
+        if trace:  # the sender's trace, as Lambda passes it on (`asya.tracecontext.trace_header`)
+            record["attributes"]["AWSTraceHeader"] = trace
         record["messageAttributes"] = {
             name: {
                 "stringValue": value.get("StringValue"),

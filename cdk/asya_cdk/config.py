@@ -89,7 +89,27 @@ class MeshConfig(StrictModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     status: StatusConfig = Field(default_factory=StatusConfig)
     alarm_topic_arn: str | None = None
+    # one switch for a task's whole trace: every actor's `tracing`, the crew's and `gateway.tracing`
+    tracing: bool = False
     local: LocalConfig = Field(default_factory=LocalConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _traced_throughout(cls, data: Any) -> Any:
+        """`tracing: true` turns tracing on where a task's hops run: each actor and the gateway read as if
+        they said so (the crew reads the mesh's own switch, `crew_environment`)."""
+        if not isinstance(data, dict) or data.get("tracing") is not True:
+            return data
+        traced = dict(data)
+        actors = data.get("actors")
+        if isinstance(actors, dict):
+            traced["actors"] = {
+                name: {**a, "tracing": True} if isinstance(a, dict) else a for name, a in actors.items()
+            }
+        gateway = data.get("gateway") or {}
+        if isinstance(gateway, dict):
+            traced["gateway"] = {**gateway, "tracing": True}
+        return traced
 
     @model_validator(mode="after")
     def _references_resolve(self, info: ValidationInfo) -> MeshConfig:

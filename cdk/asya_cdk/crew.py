@@ -52,7 +52,7 @@ class Crew:
                 f"Crew-{name}",
                 namespace=namespace,
                 name=name,
-                settings=CREW_SETTINGS,
+                settings=CREW_SETTINGS.model_copy(update={"tracing": mesh.config.tracing}),
                 code=mesh_code(),
                 layer=layer,
                 environment=crew_environment(mesh, names, name),

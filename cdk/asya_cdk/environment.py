@@ -53,6 +53,7 @@ from asya.variables import (
     SPARK_STYLE,
     SPARK_SUBMIT_PARAMETERS,
     SUMP_TABLE,
+    TRACING,
 )
 
 if TYPE_CHECKING:
@@ -135,6 +136,8 @@ def crew_environment(mesh: LoadedMesh, names: MeshNames, crew: str) -> dict[str,
     }
     if names.seal_secret:  # the crew takes the mesh's own envelopes only, and seals what it sends
         variables[SEAL_SECRET.name] = names.seal_secret
+    if mesh.config.tracing:  # the crew's hops are a traced task's last (`mesh.tracing`)
+        variables[TRACING.name] = "true"
     if crew == SINK:  # x-sink claims each record in the hop ledger: a redelivery keeps nothing twice
         variables[IDEMPOTENCY_TABLE.name] = names.idempotency_table
         variables[SINK_HOOKS.name] = json.dumps([hook.model_dump() for hook in mesh.config.sink_hooks])
@@ -168,6 +171,7 @@ def gateway_environment(mesh: LoadedMesh, names: MeshNames, function: str) -> di
             **({MCP_WAIT.name: str(wait)} if (wait := gateway.mcp_wait_seconds) != MCP_WAIT.default else {}),
             **mesh.claim_environment(names.bucket),
             **names.fly_environment(follows=True),
+            **({TRACING.name: "true"} if gateway.tracing else {}),
         },
         GATEWAY_BACKSTOP: {RESULTS_BUCKET.name: names.bucket},
     }.get(function, {})

@@ -4,12 +4,15 @@ sealed (`asya.seal`), so that the actor it reaches takes it as a hop of a task t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from botocore.exceptions import ClientError
 
 from asya.clients import LazyClient
 from asya.seal import EnvelopeSeal
+from asya.tracecontext import trace_header, traceparent_of
+from asya.transport import trace_attribute
 from asya_gateway.task_error import TaskError
 
 if TYPE_CHECKING:
@@ -41,12 +44,14 @@ class MeshQueues:
         return self.urls[actor]
 
     def send(self, actor: str, body: str) -> None:
-        """Send one envelope, sealed; the caller turns a failure into its answer."""
-        self.client.send_message(
-            QueueUrl=self.url(actor),
-            MessageBody=body,
-            MessageAttributes=self.seal.attributes(body),
-        )
+        """Send one envelope, sealed, with its trace as `AWSTraceHeader` (`asya.tracecontext`); the caller turns a
+        failure into its answer."""
+        sent: dict[str, Any] = {"QueueUrl": self.url(actor), "MessageBody": body}
+        sent["MessageAttributes"] = self.seal.attributes(body)
+        trace = trace_header(traceparent_of(orjson.loads(body)))
+        if trace is not None:
+            sent["MessageSystemAttributes"] = trace_attribute(trace)
+        self.client.send_message(**sent)
 
     def send_or_503(self, actor: str, body: str) -> None:
         try:

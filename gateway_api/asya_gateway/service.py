@@ -32,9 +32,11 @@ from asya.seal import SEAL_ROOM, EnvelopeSeal
 from asya.task_record import TaskStatus, stealthy
 from asya.task_store import TaskStore
 from asya.variables import MAX_MESSAGE_BYTES, WAIT_MAX_SECONDS
+from asya.xray import Segments
 from asya_gateway.answers import TaskAnswers
 from asya_gateway.bodies import MAX_CLAIMED_BYTES, as_json, within
 from asya_gateway.callers import OPERATOR, Caller
+from asya_gateway.create_trace import record_create, start_trace
 from asya_gateway.cursors import CursorKey
 from asya_gateway.fly_feed import fly_feeds, fly_publisher
 from asya_gateway.kept import IN_REST, Carried, KeptObjects
@@ -115,6 +117,7 @@ class TaskService:
         self.claims = Claims(bucket, settings.namespace, settings.claim_check_bytes, s3) if bucket else None
         self.claimed = KeptObjects(bucket, s3)  # the claim checks, as answers carry them (a task's input)
         self.answers = TaskAnswers(settings, self.tasks, self.kept, self.claimed, self.claims)
+        self.segments = Segments.from_env() if settings.tracing else None  # the creates' root spans
 
     @property
     def sqs(self) -> SQSClient:
@@ -168,9 +171,8 @@ class TaskService:
         given = payload  # the task's input, as kept for a re-run: a program's first edits change what is sent
         if chosen is not None and chosen.program is not None:
             actors, headers[FLOW_HEADER], payload = self._program_start(chosen, payload)
-        self.queues.url(actors[0])
-        for later in actors[1:] if chosen is None else ():  # a flow's actors were checked when it was deployed
-            self.queues.url(later)
+        for actor in actors if chosen is None else actors[:1]:  # a flow's actors were checked when it was deployed
+            self.queues.url(actor)
         now = utc_now()
         seconds = timeout if timeout is not None else chosen.timeout if chosen is not None else None
         deadline = rfc3339(now + dt.timedelta(seconds=seconds)) if seconds else None
@@ -183,17 +185,22 @@ class TaskService:
                 raise TaskError(400, "Idempotency-Key: a task with x-asya-mesh-status: off has no record to keep it")
             asked = {"route": actors, "flow": flow, "payload": given, "headers": headers, "timeout": timeout}
             digest = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        task_id = self._new_id(idempotency_key, named)
-        status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1, "created_at": rfc3339(now)}
-        status["updated_at"] = rfc3339(now)
+        task_id = self._new_id(idempotency_key, named)  # the trace after the digest: a retry's has a new span
+        asked_at, span = time.time(), start_trace(headers, flow, self.segments is not None)
+        status = {"phase": Phase.PENDING.value, "actor": actors[0], "attempt": 1}
+        status.update(created_at=rfc3339(now), updated_at=rfc3339(now))
         if deadline:
             status["deadline_at"] = deadline
         envelope = new_envelope(task_id, actors, payload, headers, status)
-        route_doc = envelope["route"]
         body = self.writable(envelope, "the task's envelope")
         written: dict[str, Any] | None = None
         if tracked:
-            record: dict[str, Any] = {"id": task_id, "route": route_doc, "actor": actors[0], "phase": Phase.PENDING}
+            record: dict[str, Any] = {
+                "id": task_id,
+                "route": envelope["route"],
+                "actor": actors[0],
+                "phase": Phase.PENDING,
+            }
             record.update({"flow": flow, "deadline_at": deadline, "attempt": 1, "request_digest": digest})
             record.update({STARTED_ROUTE: None if flow else actors, RERUN_OF: rerun_of, **self.caller.creator()})
             record["program_version"] = chosen.program["version"] if chosen and chosen.program else None
@@ -211,6 +218,7 @@ class TaskService:
                 failure = {"reason": "NotSent", "error": {"message": str(exc)}}
                 self.tasks.finish(task_id, task_id, TaskStatus.FAILED, failure)
             raise TaskError(503, f"the task could not be sent to {actors[0]!r}: {exc}") from exc
+        record_create(self.segments, span, task_id, flow, asked_at)
         return Created(task_id, tracked, task_view(written) if written is not None else None)
 
     def _keep_input(self, envelope: dict[str, Any], body: str, given: Any) -> tuple[str, dict[str, Any]]:

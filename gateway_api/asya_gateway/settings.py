@@ -60,6 +60,7 @@ class GatewaySettings:
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call (`asya.cors`)
     fly_domain: str | None = None  # FLY's fast lane: the Event API's HTTP domain (`asya_gateway.fly_feed`)
     fly_realtime_domain: str | None = None  # and its real-time one, where a follow subscribes
+    tracing: bool = False  # each create the root segment of its task's trace (`asya_gateway.create_trace`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -86,6 +87,7 @@ class GatewaySettings:
             cors_origins=parse_origins(variables.GATEWAY_CORS_ORIGINS.read(env)),
             fly_domain=variables.FLY_DOMAIN.read(env),
             fly_realtime_domain=variables.FLY_REALTIME_DOMAIN.read(env),
+            tracing=variables.TRACING.read(env),
         )
 
     def queue_name(self, actor: str) -> str:

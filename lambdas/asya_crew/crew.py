@@ -65,7 +65,9 @@ from asya.task_record import Ending, Tally, redrives, root_of, stealthy
 from asya.task_store import TaskStore
 from asya.task_table import UNCLAIMED_HOP
 from asya.telemetry import Telemetry
+from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import SqsTransport, Transport
+from asya_crew.traces import trace_keep
 
 if TYPE_CHECKING:
     from types_boto3_s3.client import S3Client
@@ -89,6 +91,7 @@ class CrewSettings:
     sink_hooks: str = ""  # `ASYA_SINK_HOOKS`, read by x-sink only
     flow_versions: frozenset[str] = frozenset()  # `ASYA_FLOW_VERSIONS`, read by x-resume only
     seal_secret: str | None = None  # what the mesh's envelopes are sealed with (`asya.seal`)
+    tracing: bool = False  # a segment per record in its task's trace (`asya_crew.traces`)
 
     @classmethod
     def from_env(cls, actor: str, env: Mapping[str, str] | None = None) -> CrewSettings:
@@ -110,6 +113,7 @@ class CrewSettings:
             variables.SINK_HOOKS.read(env),
             variables.listed(variables.FLOW_VERSIONS.read(env)),
             variables.SEAL_SECRET.read(env),
+            variables.TRACING.read(env),
         )
 
     def queue_name(self, actor: str) -> str:
@@ -204,7 +208,7 @@ class CrewActor:
     ) -> None:
         self.settings = settings
         self.decide = decide
-        self.telemetry = Telemetry(settings.namespace, settings.actor)
+        self.telemetry = Telemetry(settings.namespace, settings.actor, tracing=settings.tracing)
         self._s3 = s3
         self.tasks = (
             TaskStore(settings.tasks_table, settings.task_ttl, output_ttl_seconds=settings.results_ttl)
@@ -233,8 +237,9 @@ class CrewActor:
         remaining = context.get_remaining_time_in_millis() if context is not None else None
 
         def on_record(record: SQSRecord) -> None:
-            sealed = self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
+            started, sealed = time.time(), self.seal.opens(record.body, record.raw_event.get("messageAttributes"))
             keep = self.decide(record, self.telemetry) if sealed else self._unsealed(record)
+            trace_keep(self.telemetry.segments, self.settings.actor, keep, started)
             self.telemetry.logger.set_correlation_id(keep.envelope_id)
             if keep.final is not None and not keep.follow_ups:
                 counted_by[keep.envelope_id] = record.message_id
@@ -252,8 +257,10 @@ class CrewActor:
             claimed[record.message_id] = hop
             if keep.outcome is not None:
                 self._keep(keep, record)
+            trace = trace_header(traceparent_of(keep.document))  # the crew's hop sends them (`trace_keep`)
             deliveries.extend(
-                Delivery(record.message_id, self.settings.queue_name(actor), body) for actor, body in keep.follow_ups
+                Delivery(record.message_id, self.settings.queue_name(actor), body, trace=trace)
+                for actor, body in keep.follow_ups
             )
 
         try:

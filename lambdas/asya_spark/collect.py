@@ -152,7 +152,9 @@ class Collector:
             (lambda body: claims.check_in(orjson.loads(body), body)) if claims is not None else (lambda body: body)
         )
         deliveries = [
-            Delivery(r.message_id, r.queue, check_in(registered.body(r.decision, r.body)), r.delay, r.kind)
+            Delivery(
+                r.message_id, r.queue, check_in(registered.body(r.decision, r.body)), r.delay, r.kind, trace=r.trace
+            )
             for r in routed
         ]
         unsent = send_all(parts.transport, deliveries, parts.settings.sidecar.send_attempts, self._count_sent)

@@ -40,6 +40,7 @@ from asya.outcomes import HopOutcome
 from asya.routing import error_details, raw_to_sump
 from asya.sending import Delivery, send_all
 from asya.task_record import HALTING
+from asya.tracecontext import trace_header, traceparent_of
 from asya_spark.ledger import Batch, State
 from asya_spark.parts import SparkParts, entry_point
 
@@ -104,7 +105,8 @@ class Dispatcher:
             parts.telemetry.count("MessagesProcessed", "outcome", outcome)
             # written as x-sump's bodies are: what cannot be written whole is cut down, never left unsent
             text = routing.sump_body(outbound.wire, body)
-            deliveries.append(Delivery(message_id, config.queue_name(outbound.destination), text))
+            trace = trace_header(traceparent_of(outbound.wire))  # a producer's trace goes on, as it came
+            deliveries.append(Delivery(message_id, config.queue_name(outbound.destination), text, trace=trace))
         unsent = send_all(parts.transport, deliveries, config.send_attempts, lambda _: None)
         if unsent:
             raise RuntimeError(f"{len(unsent)} envelope(s) from outside the mesh could not be admitted or refused")

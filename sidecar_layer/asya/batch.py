@@ -25,6 +25,7 @@ from asya.hop import HopRunner
 from asya.routing import Decision, Outbound
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
+from asya.tracecontext import trace_header, traceparent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,7 @@ class Routed:
     body: str
     delay: int
     decision: Decision
+    trace: str | None = None  # its `AWSTraceHeader` (`asya.tracecontext.trace_header`), sent by the collector
 
     @property
     def kind(self) -> str:
@@ -54,7 +56,8 @@ class Routed:
 
     @classmethod
     def of(cls, message_id: str, queue: str, body: str, outbound: Outbound) -> Routed:
-        return cls(message_id, queue, body, round(outbound.delay), outbound.decision)
+        trace = trace_header(traceparent_of(outbound.wire))
+        return cls(message_id, queue, body, round(outbound.delay), outbound.decision, trace)
 
 
 def staged_record(message_id: str, body: str) -> str:
@@ -75,7 +78,7 @@ class BatchHops:
         self, config: SidecarConfig, handler: Handler | None = None, known: Mapping[str, str] | None = None
     ) -> None:
         self.config = config
-        self.telemetry = Telemetry(config.namespace, config.actor)
+        self.telemetry = Telemetry(config.namespace, config.actor, tracing=config.tracing)
         self.runner = HopRunner(config, handler or load_handler(config.handler), HopLedger(), self.telemetry)
         self.known = dict(known or {})
 

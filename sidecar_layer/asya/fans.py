@@ -26,6 +26,7 @@ its bucket), set by the sidecar after registering (`with_bucket`), and in its re
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -143,6 +144,22 @@ def widest_fan(seconds: float) -> int:
     """The widest fan-out one invocation can register and send in `seconds`; never fewer than a root
     keeps itself, which costs what any hop's outputs do."""
     return max(INLINE_BRANCHES, int(seconds / SECONDS_PER_BRANCH))
+
+
+def fan_too_wide(width: int, ends_at: float | None) -> str | None:
+    """Why a fan-out of `width` outputs cannot be registered and sent before the invocation ends, if it
+    cannot: run anyway, it would time out and run again on every delivery until SQS gave up on it, and
+    the task would end as `Redriven`, hours later, without saying why."""
+    if width <= INLINE_BRANCHES or ends_at is None:
+        return None
+    left = ends_at - time.monotonic()
+    if width <= widest_fan(left):
+        return None
+    return (
+        f"the handler returned {width:,} outputs; registering and sending them may take "
+        f"{width * SECONDS_PER_BRANCH:,.0f} s ({SECONDS_PER_BRANCH * 1000:g} ms each) and this invocation "
+        f"has {max(left, 0):,.0f} s left: raise the actor's function_timeout, or fan out in stages"
+    )
 
 
 def member_terms(members: Mapping[str, str], values: dict[str, Any]) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import DUPLICATE_HOP, Claim, Hop, HopClaim, HopLedger
 from asya.envelope import Envelope, EnvelopeError, Phase, parse_envelope, rfc3339, utc_now
-from asya.fans import INLINE_BRANCHES, SECONDS_PER_BRANCH, widest_fan
+from asya.fans import fan_too_wide
 from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_bodies import HopBodies, carries_error_payload, utf8_size
@@ -35,6 +35,7 @@ from asya.routing import Outbound, error_details
 from asya.task_record import HALTING, TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
+from asya.tracecontext import Span, enter_span
 
 if TYPE_CHECKING:
     from asya.gathering import Gathering
@@ -57,6 +58,7 @@ class HopPlan:
     follows: str | None = None  # in-batch duplicate: shares the fate of this record
     held_until: int | None = None  # another delivery runs this hop: its claim lapses then (epoch ms)
     foreign: bool = False  # no seal: a new task from outside the mesh, its record made by its claim
+    span: Span | None = None  # the hop's place in its task's trace (`asya.tracecontext`)
 
 
 class HopRunner:
@@ -117,6 +119,7 @@ class HopRunner:
             )
             return self._finish(plan, None, HopOutcome.SUMPED, started, body)
         plan.envelope = envelope
+        plan.span = enter_span(envelope.headers, restart=telemetry.segments is not None)
         task_id = root_of(envelope.id, envelope.headers)
         # on every log line of the hop; the envelope's id is the logger's correlation id from here on
         with HopNames(envelope.id, task_id, self.config.actor, telemetry.logger):
@@ -218,7 +221,9 @@ class HopRunner:
                 plan.outbound.append(routing.to_sump(envelope, actor, exc.reason, error_details(exc), now))
                 return HopOutcome.SUMPED
         early = routing.defer_if_early(envelope, actor, now)
-        if early is not None:
+        if early is not None:  # a lap, not a hop: it goes round as it came, the trace's span untaken
+            if plan.span is not None:
+                plan.span.restore(early.wire["headers"])
             plan.outbound.append(early)
             return HopOutcome.DEFERRED
         halted = _halted(envelope, known)
@@ -313,7 +318,7 @@ class HopRunner:
         except flows.FlowError as exc:
             plan.outbound.append(flow_failed(envelope, actor, exc, exc.payload, now, telemetry=self.telemetry))
             return HopOutcome.FAILED
-        too_wide = _too_wide(len(frames), ends_at)
+        too_wide = fan_too_wide(len(frames), ends_at)
         if too_wide is not None:
             plan.outbound.append(
                 routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
@@ -388,6 +393,10 @@ class HopRunner:
             if carries_error_payload(outbound):
                 reason = outbound.decision.reason
                 self.telemetry.count("MessagesFailed", "reason", reason.value if reason else "unknown")
+        if self.telemetry.segments is not None:
+            from asya.hop_trace import trace_hop  # a traced actor's only: the others' cold start does without it
+
+            trace_hop(self.telemetry.segments, plan.span, envelope, self.config.actor, outcome, plan.outbound, started)
         self.telemetry.count("MessagesProcessed", "outcome", outcome)
         self.telemetry.took("ProcessingDuration", started)
         return plan
@@ -402,22 +411,6 @@ def _halted(envelope: Envelope, known: Mapping[str, str]) -> Phase | None:
     if TaskStatus.CANCELED in (own, root):
         return Phase.CANCELED
     return HALTING.get(own or "")
-
-
-def _too_wide(width: int, ends_at: float | None) -> str | None:
-    """Why a fan-out of `width` outputs cannot be registered and sent before the invocation ends, if it
-    cannot: run anyway, it would time out and run again on every delivery until SQS gave up on it, and
-    the task would end as `Redriven`, hours later, without saying why."""
-    if width <= INLINE_BRANCHES or ends_at is None:
-        return None
-    left = ends_at - time.monotonic()
-    if width <= widest_fan(left):
-        return None
-    return (
-        f"the handler returned {width:,} outputs; registering and sending them may take "
-        f"{width * SECONDS_PER_BRANCH:,.0f} s ({SECONDS_PER_BRANCH * 1000:g} ms each) and this invocation "
-        f"has {max(left, 0):,.0f} s left: raise the actor's function_timeout, or fan out in stages"
-    )
 
 
 def _tightest(*limits: float | None) -> float | None:

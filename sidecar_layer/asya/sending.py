@@ -33,6 +33,7 @@ class Delivery:
     # all be out first: were the own envelope sent and a branch not, the record's redelivery would find
     # its hop passed and be dropped, and the branch would never be sent (docs/status.md).
     last: bool = False
+    trace: str | None = None  # its `AWSTraceHeader` (`asya.tracecontext.trace_header`)
 
 
 def send_all(
@@ -58,7 +59,7 @@ def _send_round(
     for index, delivery in enumerate(deliveries):
         entry_id = f"e{index}"
         by_entry[entry_id] = delivery
-        pending[delivery.queue].append(OutgoingMessage(entry_id, delivery.body, delivery.delay))
+        pending[delivery.queue].append(OutgoingMessage(entry_id, delivery.body, delivery.delay, delivery.trace))
     for attempt in range(attempts):
         if attempt:
             time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))

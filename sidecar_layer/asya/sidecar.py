@@ -32,6 +32,7 @@ from asya.seal import EnvelopeSeal
 from asya.sending import Delivery, return_when_free, send_all
 from asya.telemetry import Telemetry
 from asya.timeouts import alarm_installed
+from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import SqsTransport, Transport
 
 # each output's destination kind as the `MessagesSent` dimension writes it: a `Kind` hashes as its text,
@@ -140,6 +141,7 @@ class Sidecar:
                 round(out.delay),
                 _KIND_TEXT[out.decision.kind],
                 last=not out.decision.branch,
+                trace=trace_header(traceparent_of(out.wire)),
             )
             for plan in plans
             for out, body in zip(plan.outbound, plan.bodies, strict=True)

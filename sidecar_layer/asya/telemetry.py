@@ -1,5 +1,6 @@
-"""Logs, metrics and traces of the sidecar (docs/spec/README.md): logs and traces through Powertools, metrics as
-CloudWatch embedded metric format lines written here.
+"""Logs, metrics and traces of the sidecar (docs/spec/README.md): logs and the function's own traces through
+Powertools, metrics as CloudWatch embedded metric format lines written here, and with tracing on a
+segment per hop (`asya.xray`), sent with the batch's metrics.
 
 Metrics are aggregated over a batch and flushed once at its end: a line per dimension value rather
 than a line per message. Powertools' `Metrics` instances share one metric set per execution
@@ -20,6 +21,8 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
+
+    from asya.xray import Segments
 
 METRIC_NAMESPACE = "Asya"
 # The dimension naming the mesh. Not "namespace": CloudWatch SEARCH reads `Namespace` as the metric
@@ -49,10 +52,14 @@ class Telemetry:
         # key would be hashed by `Enum.__hash__`, in Python, three times a hop)
         self._observations: dict[str, tuple[MetricUnit, list[float]]] = {}
         self.tracer: Tracer | None = None
+        self.segments: Segments | None = None  # a segment per hop: the task's trace (docs/status.md, "Traces")
         if tracing:
             from aws_lambda_powertools import Tracer
 
+            from asya.xray import Segments
+
             self.tracer = Tracer(service=actor)
+            self.segments = Segments.from_env()
 
     def count(self, name: str, dimension: str = "", value: str = "", amount: int = 1) -> None:
         """Count an event, optionally split by one dimension (outcome, destination kind, reason)."""
@@ -85,6 +92,8 @@ class Telemetry:
         Powertools default dimensions, because those are shared by every `Metrics` in the process and
         several actors may share one (the local stack).
         """
+        if self.segments is not None:
+            self.segments.flush()
         shared = self.metrics
         handler_metrics: dict[str, Any] = {}
         handler_dimensions: dict[str, str] = {}

@@ -28,11 +28,17 @@ SQS_QUEUE_NAME_MAX = 80
 _NO_SUCH_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}  # query and JSON protocols
 
 
+def trace_attribute(trace: str) -> dict[str, Any]:
+    """SQS's `MessageSystemAttributes` carrying an `AWSTraceHeader` (`asya.tracecontext.trace_header`)."""
+    return {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
+
+
 @dataclass(frozen=True, slots=True)
 class OutgoingMessage:
     entry_id: str
     body: str
     delay_seconds: int = 0
+    trace: str | None = None  # SQS's `AWSTraceHeader` (`asya.tracecontext.trace_header`): the envelope's trace
 
 
 class Transport(Protocol):
@@ -110,6 +116,11 @@ class SqsTransport:
     def _send_chunk(self, queue: str, url: str, chunk: list[OutgoingMessage], room: int) -> set[str]:
         """One `SendMessageBatch`; the entry ids it did not send."""
         entries: list[Any] = [{"Id": m.entry_id, "MessageBody": m.body, "DelaySeconds": m.delay_seconds} for m in chunk]
+        for entry, message in zip(entries, chunk, strict=True):
+            if message.trace is not None:  # a system attribute: not counted in the message's size
+                entry["MessageSystemAttributes"] = {
+                    "AWSTraceHeader": {"DataType": "String", "StringValue": message.trace}
+                }
         if room:
             for entry in entries:
                 entry["MessageAttributes"] = self.seal.attributes(entry["MessageBody"])

@@ -217,7 +217,15 @@ SEND_ATTEMPTS = Variable(
     3,
     integer(1),
 )
-TRACING = Variable("ASYA_TRACING", _ACTOR, "`true` turns on the Powertools Tracer (AWS X-Ray)", False, _flag, "`false`")
+TRACING = Variable(
+    "ASYA_TRACING",
+    (Component.ACTOR, Component.CREW, Component.GATEWAY),
+    "`true`: a segment per hop in the task's AWS X-Ray trace (the gateway's: the create's), and the Powertools "
+    "Tracer; set for every function by the mesh's `tracing`, or by an actor's",
+    False,
+    _flag,
+    "`false`",
+)
 STATUS_WRITES = Variable(
     "ASYA_STATUS_WRITES",
     _ACTOR,

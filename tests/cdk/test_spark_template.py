@@ -60,6 +60,7 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     own image."""
     document = yaml.safe_load(CATALOGUE.read_text())
     document["actors"]["clean"]["spark"]["image_uri"] = OWN_IMAGE
+    document["actors"]["score"]["tracing"] = True
     document["actors"]["score"].update(
         architecture="x86_64",
         function_timeout=120,
@@ -255,6 +256,13 @@ def test_the_job_role_is_assumed_by_emr_serverless_for_its_own_application_only(
         }
     ]
     assert "ManagedPolicyArns" not in role
+
+
+def test_a_traced_spark_actor_s_job_may_write_its_hops_segments(tuned: Synthesized, catalogue: Synthesized) -> None:
+    """EMR runs no X-Ray daemon: the job's hops send their segments with the API (`asya.xray`)."""
+    assert "xray:PutTraceSegments" in actions_of(role_statements(tuned[1], "MeshSparkscoreJobRole"))
+    assert "xray:PutTraceSegments" not in actions_of(role_statements(tuned[1], "MeshSparkcleanJobRole"))
+    assert "xray:PutTraceSegments" not in actions_of(role_statements(catalogue[1], "MeshSparkscoreJobRole"))
 
 
 @pytest.mark.parametrize(("actor", "other"), [("clean", "score"), ("score", "clean")])

@@ -636,6 +636,9 @@ def test_api_keys_replace_iam_when_the_mesh_asks_for_them(
     assert stage["TracingEnabled"] is True
     for name in (*GATEWAY, "score"):
         assert functions[f"asya-reviews-{name}"]["TracingConfig"] == {"Mode": "Active"}
+    for name in ("gateway", "score"):  # the create writes the task's root segment, the actor its hops'
+        assert functions[f"asya-reviews-{name}"]["Environment"]["Variables"]["ASYA_TRACING"] == "true"
+    assert "ASYA_TRACING" not in functions["asya-reviews-x-sink"]["Environment"]["Variables"], "no mesh switch"
 
 
 def test_every_function_keeps_lambdas_platform_lines_at_warn_and_its_own_at_the_default_level(

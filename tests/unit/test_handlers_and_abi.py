@@ -93,7 +93,7 @@ def test_verbs_get_set_del_fly(mesh: Mesh) -> None:
     assert out["route"] == {"prev": ["a"], "curr": "b", "next": ["c"]}, "SET .route.next[999:] appends"
     assert out["payload"] == {
         "seen_next": ["b", "c"],
-        "seen_headers": ["drop-me", "keep", "x-asya-first-attempt"],
+        "seen_headers": ["drop-me", "keep", "traceparent", "x-asya-first-attempt"],  # the hop's span
         "id": "env-1",
     }
     assert out["headers"]["priority"] == "high"

@@ -88,6 +88,16 @@ def test_batch_operations_are_authorized_under_their_iam_action() -> None:
     assert found.action == "sqs:SendMessage"
 
 
+def test_x_ray_operations_are_authorized_under_their_iam_action() -> None:
+    """moto names them by their path: a role granted `xray:PutTraceSegments` (Lambda's active tracing)
+    may write segments locally, as on AWS, and one without may not."""
+    found = request_context("xray", "TraceSegments", "*", body=b"{}", path="/TraceSegments", region="r", account="a")
+    assert found.action == "xray:PutTraceSegments"
+    granted = json.dumps({"Statement": [{"Effect": "Allow", "Action": ["xray:PutTraceSegments"], "Resource": "*"}]})
+    assert decide([granted], found)
+    assert not decide([json.dumps({"Statement": []})], found)
+
+
 def test_a_transaction_is_authorized_action_by_action_as_the_operations_it_stands_for() -> None:
     """TransactWriteItems has no IAM action of its own: a role allowed UpdateItem on the table may
     update in a transaction, and one allowed only on another table may not."""

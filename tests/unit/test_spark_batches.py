@@ -30,7 +30,8 @@ from asya.config import SidecarConfig
 from asya.dynamo import from_item
 from asya.task_record import hop_times
 from asya.task_store import TaskStore
-from asya.transport import SqsTransport
+from asya.tracecontext import new_trace_id, trace_header
+from asya.transport import MemoryTransport, SqsTransport
 from asya.variables import ConfigError
 from asya_local.console.activity import ActivityCounter
 from asya_local.console.history import HOUR
@@ -499,6 +500,19 @@ def test_a_spark_actors_hops_count_as_its_work_once_its_job_is_routed(
     history = activity.history.history(ACTOR, HOUR)
     assert any(point.p50 is not None for point in history.points[-2:]), "the job's duration, this minute"
     assert open_batches(dynamodb, SPARK_BATCHES, NS, [ACTOR]) == {}, "routed: no job open"
+
+
+def test_an_admitted_envelope_goes_round_with_its_producer_s_trace(harness: SparkActorHarness) -> None:
+    """The dispatcher's send carries the envelope's trace as `AWSTraceHeader`, as every send of the mesh does."""
+    arn = boto3.client("secretsmanager", region_name=REGION).create_secret(Name="seal", SecretString="s" * 64)["ARN"]
+    settings = SparkSettings.from_env({**harness.variables, "ASYA_SEAL_SECRET": arn, "ASYA_TASKS_TABLE": TASKS})
+    transport = MemoryTransport()
+    harness.parts = SparkParts.build(settings, transport)
+    harness.dispatcher = Dispatcher(harness.parts)
+    traceparent = f"00-{new_trace_id()}-{'cd' * 8}-01"
+    harness.dispatch(("m1", envelope({"n": 1}, id="env-1", headers={"traceparent": traceparent})))
+    [again] = transport.queues[f"asya-{NS}-{ACTOR}"]
+    assert again.trace == trace_header(traceparent)
 
 
 def test_an_envelope_from_outside_the_mesh_is_admitted_before_it_joins_a_batch(harness: SparkActorHarness) -> None:

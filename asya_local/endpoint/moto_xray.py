@@ -1,0 +1,56 @@
+"""Make moto's X-Ray refuse the segments X-Ray refuses: `apply_segment_check()` patches moto 5.2.5 in place.
+
+X-Ray keeps a segment only under a trace id of its form, `1-<8 hex digits>-<24 hex digits>`, whose first
+8 digits are a time of the last 30 days, with a 16-digit segment id, in a document of at most 64 kB;
+anything else comes back in `UnprocessedTraceSegments`. moto keeps whatever parses as JSON, so a mesh
+that made trace ids from random W3C ids (`asya.tracecontext` makes them from the clock) would see its
+traces locally and never on AWS. The error codes are the endpoint's own: X-Ray documents none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from moto.xray.exceptions import BadSegmentException
+from moto.xray.models import XRayBackend
+
+TRACE_ID = re.compile(r"^1-([0-9a-f]{8})-[0-9a-f]{24}$")
+SEGMENT_ID = re.compile(r"^[0-9a-f]{16}$")
+KEPT_SECONDS = 30 * 86_400  # X-Ray refuses a trace whose id's time is older
+MAX_DOCUMENT_BYTES = 64 * 1024
+_ORIGINAL_PROCESS = XRayBackend.process_segment
+
+
+def refusal(document: str, now: float | None = None) -> BadSegmentException | None:
+    """Why X-Ray would not keep this segment document, or None if it would."""
+    try:
+        data = json.loads(document)
+    except ValueError:
+        return None  # moto's own answer: JSONFormatError
+    if not isinstance(data, dict):
+        return None
+    segment_id = data.get("id")
+    if len(document.encode()) > MAX_DOCUMENT_BYTES:
+        return BadSegmentException(segment_id, "DocumentTooLarge", f"a segment is at most {MAX_DOCUMENT_BYTES} bytes")
+    if not isinstance(segment_id, str) or not SEGMENT_ID.match(segment_id):
+        return BadSegmentException(None, "InvalidSegmentId", "a segment id is 16 hexadecimal digits")
+    found = TRACE_ID.match(str(data.get("trace_id", "")))
+    if found is None:
+        return BadSegmentException(segment_id, "InvalidTraceId", "a trace id is 1-<8 hex digits>-<24 hex digits>")
+    if int(found.group(1), 16) < (time.time() if now is None else now) - KEPT_SECONDS:
+        return BadSegmentException(segment_id, "InvalidTraceId", "the trace id's time is more than 30 days ago")
+    return None
+
+
+def _process_segment(self: XRayBackend, doc: Any) -> None:
+    error = refusal(doc) if isinstance(doc, str) else None
+    if error is not None:
+        raise error
+    _ORIGINAL_PROCESS(self, doc)
+
+
+def apply_segment_check() -> None:
+    XRayBackend.process_segment = _process_segment  # type: ignore[method-assign]
