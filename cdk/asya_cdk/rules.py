@@ -40,7 +40,8 @@ def mesh_problems(mesh: LoadedMesh) -> list[str]:
     for name, actor in mesh.config.actors.items():
         problems += whole_second_problems(name, actor)
         problems += concurrency_problems(name, actor)
-        problems += storage_problems(mesh, name)
+        if actor.runtime != "container":  # a Fargate task has 20 GiB of its own, not Lambda's /tmp
+            problems += storage_problems(mesh, name)
         problems += join_width_problems(name, actor)
     problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
     if (jwt := mesh.config.gateway.jwt) is not None:
