@@ -1,9 +1,10 @@
 """How a mesh is spread over CloudFormation stacks, decided before anything is synthesized.
 
 CloudFormation takes at most 500 resources and a 1 MB template (uploaded through S3) per stack.
-A Lambda actor costs 7 resources, a Spark actor 21, and the mesh's own part (bucket, tables, crew,
-status gateway, dashboard, alarms) about 75, so one stack holds some 45 Lambda actors or 14 Spark
-actors with room to spare, and a nested stack 57 Lambda or 19 Spark actors. A mesh whose
+A Lambda actor costs 7 resources, a Spark actor 21, a container actor 13 (21 on GPUs: counted so),
+and the mesh's own part (bucket, tables, crew, status gateway, dashboard, alarms) about 75, so one
+stack holds some 45 Lambda actors or 14 Spark actors with room to spare, and a nested stack 57
+Lambda or 19 Spark actors. A mesh whose
 estimate stays within `STACK_BUDGET` is one stack, exactly as before; a larger one keeps its own
 part in the main stack and puts its actors, in the order of the mesh file, into nested stacks
 (`AWS::CloudFormation::Stack`) of at most `STACK_BUDGET` resources and `TEMPLATE_BUDGET_BYTES`
