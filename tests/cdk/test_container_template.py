@@ -195,7 +195,10 @@ def test_tasks_follow_the_backlog_and_go_to_zero_after_the_cool_down(boxed: tupl
 
 
 def _role_id(document: Document, prefix: str) -> str:
-    (role,) = [k for k, r in document["Resources"].items() if r["Type"] == "AWS::IAM::Role" and k.startswith(prefix)]
+    roles: list[str] = [
+        k for k, r in document["Resources"].items() if r["Type"] == "AWS::IAM::Role" and k.startswith(prefix)
+    ]
+    (role,) = roles
     return role
 
 

@@ -62,5 +62,10 @@ def test_container_actors_deploy_without_what_runs_their_tasks(endpoint: LocalEn
         assert variables["ASYA_QUEUE_URL"].endswith(queue_url.split("/", 3)[3])
         assert (variables["ASYA_ACTOR_NAME"], variables["ASYA_CONSUMER_CONCURRENCY"]) == ("embed", "2")
         assert variables["ASYA_TASKS_TABLE"] == "asya-itest-boxes-tasks"
+        # the task role, as on AWS (`asya_local.endpoint.moto_ecs`): whose session the consumer runs with
+        role = stack.client("iam").get_role(RoleName=task["taskRoleArn"].rsplit("/", 1)[1])["Role"]
+        assert role["Description"] == "asya actor itest-boxes/embed"
+        assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ecs-tasks.amazonaws.com"}
+        assert (task["cpu"], task["memory"], task["networkMode"]) == ("512", "1024", "awsvpc")
         assert [f.name for f in stack.functions if f.name.endswith(("-embed", "-transcribe"))] == [], "no function"
         assert "asya-itest-boxes-prepare" in [f.name for f in stack.functions], "the Lambda actor runs as before"
