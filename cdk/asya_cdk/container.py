@@ -129,6 +129,8 @@ class ContainerActor(Construct):
             self.cluster = mesh_cluster_for_gpu(self, full_name)
             self.capacity_provider = self._gpu_capacity(full_name, settings, container, self.cluster)
         assert self.cluster is not None  # the mesh makes its cluster when it has a Fargate actor
+        # by name, as the dashboard in the main stack may not reference a nested stack's cluster
+        self.cluster_name = full_name if container.gpu else resource_name(namespace, MESH_CLUSTER)
         self.service = self._service(full_name, settings, container, self.cluster)
         self.scaling = self._scaling(container)
         _explain_findings(self)

@@ -188,6 +188,11 @@ class Mesh(Construct):
             api=self.gateway.api,
             stream_dlq=self.gateway.stream_dead_letters,
             spark_actors=list(self.spark),
+            container_services={
+                name: (actor.cluster_name, actor.full_name)
+                for name, actor in self.actors.items()
+                if isinstance(actor, ContainerActor)
+            },
         )
         if mesh.config.alarm_topic_arn:
             self.dashboard.notify(mesh.config.alarm_topic_arn)

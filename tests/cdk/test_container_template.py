@@ -316,3 +316,28 @@ def test_a_mesh_without_container_actors_has_no_cluster() -> None:
     assert stack.mesh.cluster is None
     template = app.synth().get_stack_by_name("asya-plain").template
     assert not [r for r in template["Resources"].values() if r["Type"].startswith("AWS::ECS::")]
+
+
+def test_the_dashboard_draws_each_container_actors_tasks(boxed: tuple[Document, Path]) -> None:
+    document, _ = boxed
+    [dashboard] = resources(document, "AWS::CloudWatch::Dashboard").values()
+    body = json.loads("".join(p if isinstance(p, str) else "x" for p in dashboard["DashboardBody"]["Fn::Join"][1]))
+    [widget] = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Container actors: tasks")]
+    metrics = widget["properties"]["metrics"]
+    assert metrics[0][:6] == [
+        "ECS/ContainerInsights",
+        "RunningTaskCount",
+        "ClusterName",
+        "asya-boxed-containers",
+        "ServiceName",
+        "asya-boxed-embed",
+    ]
+    assert metrics[1][:6] == [
+        "ECS/ContainerInsights",
+        "RunningTaskCount",
+        "ClusterName",
+        "asya-boxed-transcribe",
+        "ServiceName",
+        "asya-boxed-transcribe",
+    ]
+    assert [m[1] for m in metrics[2:]] == ["DesiredTaskCount", "DesiredTaskCount"]
