@@ -318,6 +318,8 @@ class ActorConfig(QueueFunctionConfig):
                 )
         if self.batch_size > 10:
             raise ValueError("batch_size: a container actor receives at most 10 messages at a time (SQS's maximum)")
+        if self.timeout < 1:
+            raise ValueError(f"timeout: {self.timeout:g} s; a container hop's limit is at least 1 s")
         if self.vpc is None:
             raise ValueError("vpc: a container actor's tasks run in subnets of yours; give subnets and security_groups")
         assert self.container is not None

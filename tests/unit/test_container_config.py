@@ -66,6 +66,7 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
         (f"{VPC}, package: zip", "package: for Lambda actors"),
         (f"{VPC}, batch_size: 20, batching_window: 5", "batch_size: a container actor receives at most 10 messages"),
         ("container: {cpu: 1}", "vpc: a container actor's tasks run in subnets of yours"),
+        (f"{VPC}, timeout: 500ms", "timeout: 0.5 s; a container hop's limit is at least 1 s"),
     ],
 )
 def test_what_ecs_would_refuse_is_named_by_its_field(tmp_path: Path, actor: str, fragment: str) -> None:
