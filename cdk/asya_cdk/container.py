@@ -90,8 +90,13 @@ class ContainerActor(Construct):
         self.role = iam.Role(
             self,
             "Role",
+            # only ECS tasks of this account and region (AWS's confused-deputy conditions for task roles)
             assumed_by=iam.ServicePrincipal(
-                "ecs-tasks.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+                "ecs-tasks.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:ecs:{stack.region}:{stack.account}:*"},
+                },
             ),
             description=f"asya actor {namespace}/{name}",
         )

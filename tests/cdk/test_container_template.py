@@ -222,6 +222,7 @@ def test_the_task_role_has_a_lambda_actors_grants_and_consumes_its_queue(
     role = _role_id(document, "MeshContainerembedRole")
     trust = document["Resources"][role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert [s["Principal"] for s in trust] == [{"Service": "ecs-tasks.amazonaws.com"}]
+    assert set(trust[0]["Condition"]) == {"StringEquals", "ArnLike"}, "this account's and region's tasks only"
     queue, _ = _one(document, "AWS::SQS::Queue", "ContainerembedQueue")
     consuming = [s for s in _grants(document, role, set()) if queue in s]
     assert [json.loads(s)["Action"] for s in consuming] == [
