@@ -149,7 +149,7 @@ class ContainerActor(Construct):
         network = ecs.CfnService.AwsVpcConfigurationProperty(
             subnets=vpc.subnets,
             security_groups=vpc.security_groups,
-            assign_public_ip="ENABLED" if container.public_ip and not container.gpu else "DISABLED",
+            assign_public_ip="ENABLED" if container.public_ip else "DISABLED",
         )
         service = ecs.CfnService(
             self,

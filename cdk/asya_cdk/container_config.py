@@ -76,6 +76,10 @@ class ContainerConfig(BaseModel):
                     f"memory: {self.memory} MiB does not go with cpu {self.cpu:g} on Fargate: "
                     f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step}"
                 )
+        if self.gpu and self.public_ip:
+            raise ValueError(
+                "public_ip: a task on EC2 (gpu) gets no public IP; its subnets need a NAT gateway or endpoints"
+            )
         if self.min > self.max:
             raise ValueError(f"min: {self.min} tasks is above max {self.max}")
         return self

@@ -59,6 +59,10 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
         (f"{VPC}, container: {{gpu: 1}}", "architecture: a GPU task runs on ECS's GPU-optimized AMI, which is x86_64"),
         (f"{VPC}, container: {{instance_type: g5.xlarge}}", "instance_type: for GPU tasks on EC2 (gpu: 1 or more)"),
         (f"{VPC}, container: {{min: 5, max: 2}}", "min: 5 tasks is above max 2"),
+        (
+            f"{VPC}, architecture: x86_64, container: {{gpu: 1, public_ip: true}}",
+            "public_ip: a task on EC2 (gpu) gets no public IP",
+        ),
         (f"{VPC}, container: {{colour: red}}", "actors.a.container.colour: not a field"),
         (f"{VPC}, timeout: 13h", "actors.a.timeout: Input should be less than or equal to 43200"),
         (f"{VPC}, memory: 4096", "memory: for Lambda actors; a container actor runs its image in ECS tasks sized by"),
