@@ -137,6 +137,7 @@ class ContainerActor(Construct):
             task_role=self.role,
             cpu=container.cpu_units,
             memory_limit_mib=container.memory,
+            ephemeral_storage_gib=container.storage,
             runtime_platform=ecs.RuntimePlatform(
                 cpu_architecture=_ARCHITECTURES[settings.architecture],
                 operating_system_family=ecs.OperatingSystemFamily.LINUX,

@@ -17,13 +17,12 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from asya_cdk.container_config import ContainerConfig
+from asya_cdk.container_config import ROOT_VOLUME_GB, ContainerConfig
 from asya_cdk.nag import acknowledge
 from asya_cdk.needs import VpcSettings
 
 # What an ECS container instance needs to join its cluster and run tasks: AWS's managed policy for it
 ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
-ROOT_VOLUME_GB = 100  # the GPU AMI's root volume holds the images: a CUDA-sized one is 5-10 GB
 
 
 def insights_cluster(scope: Construct, construct_id: str, name: str) -> ecs.CfnCluster:

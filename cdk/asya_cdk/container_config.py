@@ -31,6 +31,8 @@ ECS_MAX_GPUS = 8  # the most GPUs one ECS task may reserve (the largest instance
 # extended: the longest a container hop may run (`timeout`) and the longest visibility timeout
 SQS_MAX_VISIBILITY = 12 * 3600.0
 CONTAINER_MAX_TIMEOUT = SQS_MAX_VISIBILITY
+ROOT_VOLUME_GB = 100  # a GPU instance's root volume: the images (a CUDA-sized one is 5-10 GB) and files
+FARGATE_STORAGE_GIB = (20, 200)  # a Fargate task's ephemeral storage: 20 GiB unless set, 21-200 if set
 GPU_INSTANCE_TYPE = "g5.xlarge"  # one NVIDIA A10G, 4 vCPU, 16 GiB: the smallest current GPU instance
 
 
@@ -46,7 +48,8 @@ class ContainerConfig(BaseModel):
     the consumer's heartbeats keep extending while a hop runs (a task that dies gives its messages back
     after it). `scale_in_cooldown`: how long after a scale-in
     the service waits before the next. `public_ip`: a Fargate task in a public subnet needs one to reach
-    ECR, SQS and the rest (without NAT or VPC endpoints)."""
+    ECR, SQS and the rest (without NAT or VPC endpoints). `storage`: a Fargate task's ephemeral storage
+    in GiB (21-200; 20 unless set), where the actor's `files` are fetched at its start."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,6 +65,7 @@ class ContainerConfig(BaseModel):
     visibility: Annotated[Seconds, Field(ge=30, le=SQS_MAX_VISIBILITY)] = 120.0
     scale_in_cooldown: Annotated[Seconds, Field(ge=60, le=86_400)] = 300.0
     public_ip: bool = False
+    storage: int | None = Field(default=None, ge=FARGATE_STORAGE_GIB[0] + 1, le=FARGATE_STORAGE_GIB[1])
 
     @model_validator(mode="after")
     def _sizes_ecs_accepts(self) -> Self:
@@ -76,6 +80,8 @@ class ContainerConfig(BaseModel):
                     f"memory: {self.memory} MiB does not go with cpu {self.cpu:g} on Fargate: "
                     f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step}"
                 )
+        if self.gpu and self.storage is not None:
+            raise ValueError("storage: for Fargate tasks; a GPU task uses its instance's root volume")
         if self.gpu and self.public_ip:
             raise ValueError(
                 "public_ip: a task on EC2 (gpu) gets no public IP; its subnets need a NAT gateway or endpoints"
@@ -88,6 +94,10 @@ class ContainerConfig(BaseModel):
     def cpu_units(self) -> int:
         """ECS's CPU units (1024 a vCPU)."""
         return math.ceil(self.cpu * 1024)
+
+    @property
+    def storage_gib(self) -> int:
+        return self.storage or FARGATE_STORAGE_GIB[0]
 
     @property
     def gpu_instance_type(self) -> str:

@@ -60,6 +60,10 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
         (f"{VPC}, container: {{instance_type: g5.xlarge}}", "instance_type: for GPU tasks on EC2 (gpu: 1 or more)"),
         (f"{VPC}, container: {{min: 5, max: 2}}", "min: 5 tasks is above max 2"),
         (
+            f"{VPC}, container: {{storage: 300}}",
+            "actors.a.container.storage: Input should be less than or equal to 200",
+        ),
+        (
             f"{VPC}, architecture: x86_64, container: {{gpu: 1, public_ip: true}}",
             "public_ip: a task on EC2 (gpu) gets no public IP",
         ),
@@ -106,3 +110,16 @@ def test_a_container_actor_environment_is_not_held_to_lambdas_4_kb(tmp_path: Pat
     variables = ", ".join(f"V{index}: {'x' * 200}" for index in range(30))
     mesh = load_mesh(_load(tmp_path, f"{VPC}, environment: {{{variables}}}"))
     assert mesh_problems(mesh) == [], "a task definition holds 64 KiB of variables"
+
+
+def test_files_must_fit_a_tasks_storage(tmp_path: Path) -> None:
+    with (tmp_path / "model.bin").open("wb") as model:
+        model.truncate(25 * 2**30)  # sparse: 25 GiB on paper
+    with pytest.raises(MeshConfigError) as caught:
+        load_mesh(_load(tmp_path, f"{VPC}, files: {{MODEL: model.bin}}"))
+    assert str(caught.value).endswith(
+        "actors.a.container.storage: its files need about 26 GiB at the start (a folder counts twice), more "
+        "than the task's 20 GiB; raise container.storage (up to 200) or ship them in the image's code folder"
+    )
+    roomy = load_mesh(_load(tmp_path, f"{VPC}, files: {{MODEL: model.bin}}, container: {{storage: 40}}"))
+    assert mesh_problems(roomy) == []
