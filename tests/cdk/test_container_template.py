@@ -84,6 +84,7 @@ def test_a_fargate_actor_is_a_service_in_the_mesh_cluster_at_zero(boxed: tuple[D
         ["FARGATE"],
     )
     assert task["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
+    assert task["EphemeralStorage"] == {"SizeInGiB": 30}
     (container,) = task["ContainerDefinitions"]
     assert (container["EntryPoint"], container["WorkingDirectory"]) == (["python3", "-m", "asya.consumer"], "/var/task")
     assert container["StopTimeout"] == 90
