@@ -11,6 +11,7 @@ and each actor's unzipped size beside Lambda's limits, and the IAM actions each 
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from asya_local.deploy import synthesize
 from asya_local.handler_imports import import_handlers
 
 FUNCTION = "AWS::Lambda::Function"
+TASK_DEFINITION = "AWS::ECS::TaskDefinition"  # a container actor's: its task role's actions are listed as a function's
 POLICY = "AWS::IAM::Policy"
 ROLE = "AWS::IAM::Role"
 
@@ -48,23 +50,32 @@ class Plan:
     environments: dict[str, int]  # function name → its environment's bytes at their longest
     actions: dict[str, list[str]]  # function name → the IAM actions its role allows
     sizes: dict[str, FunctionSize]  # an actor's function name → what it unzips to
+    tasks: frozenset[str] = frozenset()  # the container actors' task families among `actions`
 
 
 def plan(mesh: LoadedMesh, stack_budget: int = STACK_BUDGET) -> Plan:
     """`stack_budget`: resources per stack before actors move to nested stacks (`asya_cdk.plan`)."""
     with tempfile.TemporaryDirectory(prefix="asya-check-") as outdir:
         templates = synthesize(mesh, Path(outdir), stack_budget).templates
-    counts = Counter(resource["Type"] for template in templates for resource in template["Resources"].values())
+        # counted as CDK wrote them: `synthesize` leaves out what only AWS runs (`asya_local.deploy.local_template`)
+        written = [json.loads(path.read_text()) for path in Path(outdir).glob("*.template.json")]
+    counts = Counter(resource["Type"] for template in written for resource in template["Resources"].values())
     environments = {function.function: size for function, size in longest_environments(mesh)}
     actions = {name: found for template in templates for name, found in role_actions(template["Resources"]).items()}
     stacks = plan_stacks(mesh.config, budget=stack_budget).describe()
     sizes = {resource_name(mesh.config.namespace, size.actor): size for size in function_sizes(mesh)}
-    return Plan(stacks, dict(sorted(counts.items())), environments, dict(sorted(actions.items())), sizes)
+    tasks = frozenset(
+        resource_name(mesh.config.namespace, name)
+        for name, actor in mesh.config.actors.items()
+        if actor.runtime == "container"
+    )
+    return Plan(stacks, dict(sorted(counts.items())), environments, dict(sorted(actions.items())), sizes, tasks)
 
 
 def role_actions(resources: dict[str, Any]) -> dict[str, list[str]]:
-    """Each function's name → the actions of every policy attached to its role (inline or separate),
-    in one template (a role and its functions are always in the same stack)."""
+    """Each function's name (and each container actor's task family) → the actions of every policy
+    attached to its role (inline or separate), in one template (a role and its functions are always in
+    the same stack)."""
     by_role: dict[str, set[str]] = {}
     for logical_id, resource in resources.items():
         properties = resource.get("Properties", {})
@@ -76,11 +87,13 @@ def role_actions(resources: dict[str, Any]) -> dict[str, list[str]]:
                 by_role.setdefault(logical_id, set()).update(_actions(policy["PolicyDocument"]))
     actions = {}
     for resource in resources.values():
-        if resource["Type"] != FUNCTION:
-            continue
-        properties = resource["Properties"]
-        role = properties["Role"].get("Fn::GetAtt", [""])[0]
-        actions[str(properties.get("FunctionName"))] = sorted(by_role.get(role, set()))
+        properties = resource.get("Properties", {})
+        if resource["Type"] == FUNCTION:
+            role = properties["Role"].get("Fn::GetAtt", [""])[0]
+            actions[str(properties.get("FunctionName"))] = sorted(by_role.get(role, set()))
+        elif resource["Type"] == TASK_DEFINITION:
+            role = properties["TaskRoleArn"].get("Fn::GetAtt", [""])[0]
+            actions[str(properties.get("Family"))] = sorted(by_role.get(role, set()))
     return dict(sorted(actions.items()))
 
 
@@ -172,7 +185,10 @@ def _resource_table(resources: dict[str, int]) -> Table:
 
 
 def _function_table(planned: Plan) -> Table:
-    table = Table(title="functions: environment at its longest, unzipped size, and what the role may do")
+    table = Table(
+        title="functions (and container actors' tasks): environment at its longest, unzipped size, and what the "
+        "role may do"
+    )
     table.add_column("function")
     table.add_column("environment (bytes)", justify="right")
     table.add_column("unzipped")
@@ -180,6 +196,8 @@ def _function_table(planned: Plan) -> Table:
     for function, actions in planned.actions.items():
         size = planned.environments.get(function)
         shown = f"{size:,} / {LAMBDA_ENVIRONMENT_MAX_BYTES:,}" if size is not None else "?"
+        if function in planned.tasks:
+            shown = "a task's, no 4 KB limit"
         unzipped = planned.sizes.get(function)
         table.add_row(function, shown, unzipped.describe() if unzipped else "", ", ".join(actions))
     return table

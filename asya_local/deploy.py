@@ -24,6 +24,7 @@ from typing import Any
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_local.cognito_pools import create_user_pools
+from asya_local.ecs_resources import without_task_runners
 from asya_local.event_apis import create_event_apis
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.generated_secrets import create_generated_secrets
@@ -90,9 +91,9 @@ def synthesize_app(name: str, build: Callable[[Any], object], outdir: Path | Non
 
 def local_template(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """A synthesized template as moto's CloudFormation can create it (`without_image_copies`,
-    `without_aliases`), and the object keys of code nothing local runs."""
+    `without_task_runners`, `without_aliases`), and the object keys of code nothing local runs."""
     kept, unused_code = without_image_copies(template)
-    return without_aliases(kept), unused_code
+    return without_aliases(without_task_runners(kept)), unused_code
 
 
 IMAGE_COPY = "Custom::CDKECRDeployment"

@@ -15,7 +15,7 @@ from asya.names import PAUSE, SINK, SUMP
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_local.console.program_steps import ProgramStep, call_lines, program_steps
 
-Kind = Literal["lambda", "spark", "crew"]
+Kind = Literal["lambda", "spark", "container", "crew"]
 
 
 @dataclass(frozen=True, slots=True)

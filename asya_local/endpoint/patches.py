@@ -146,6 +146,13 @@ PATCHES = (
         "moto.iam.models:Role.create_from_cloudformation_json",
     ),
     Patch(
+        "moto_ecs",
+        "apply_task_definition_fix",
+        Purpose.FIDELITY,
+        "tests/integration/test_container_stack.py",
+        "moto.ecs.models:TaskDefinition.create_from_cloudformation_json",
+    ),
+    Patch(
         "moto_emr",
         "apply_emr_fix",
         Purpose.FIDELITY,

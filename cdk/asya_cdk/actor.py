@@ -80,21 +80,7 @@ class ActorFunction(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         function_name = resource_name(namespace, name)
-        dead_letter = (
-            sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=settings.max_receive_count)
-            if dead_letter_queue is not None
-            else None
-        )
-        self.queue = sqs.Queue(
-            self,
-            "Queue",
-            queue_name=function_name,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            visibility_timeout=cdk.Duration.seconds(settings.visibility_timeout),
-            retention_period=retention or cdk.Duration.seconds(settings.retention),
-            dead_letter_queue=dead_letter,
-        )
+        self.queue = actor_queue(self, function_name, settings, dead_letter_queue, retention)
         self.log_group = log_group(self, "Logs", f"/aws/lambda/{function_name}", settings.log_retention_days)
         self.role = iam.Role(
             self,
@@ -140,6 +126,32 @@ class ActorFunction(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+
+def actor_queue(
+    scope: Construct,
+    queue_name: str,
+    settings: QueueFunctionConfig,
+    dead_letter_queue: sqs.IQueue | None,
+    retention: cdk.Duration | None = None,
+) -> sqs.Queue:
+    """An actor's queue, whichever runtime consumes it: encrypted, TLS-only, hidden for the settings'
+    visibility timeout, redriven after `max_receive_count` receives."""
+    dead_letter = (
+        sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=settings.max_receive_count)
+        if dead_letter_queue is not None
+        else None
+    )
+    return sqs.Queue(
+        scope,
+        "Queue",
+        queue_name=queue_name,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        visibility_timeout=cdk.Duration.seconds(settings.visibility_timeout),
+        retention_period=retention or cdk.Duration.seconds(settings.retention),
+        dead_letter_queue=dead_letter,
+    )
 
 
 def mesh_lambda(

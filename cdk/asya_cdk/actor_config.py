@@ -17,6 +17,7 @@ from asya.variables import (
     JOIN_MAX_WIDTH,
     PREFIX,
 )
+from asya_cdk.container_config import CONTAINER_MAX_TIMEOUT, ContainerConfig
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
 from asya_cdk.needs import (
     LAMBDA_EPHEMERAL_STORAGE_MB,
@@ -159,8 +160,11 @@ class ActorConfig(QueueFunctionConfig):
 
     handler: str
     code: str = "."
-    runtime: Literal["lambda", "spark"] = "lambda"
+    runtime: Literal["lambda", "spark", "container"] = "lambda"
+    # a hop's own limit; above Lambda's 15 minutes only on a container (`_hop_fits_its_runtime`)
+    timeout: Seconds = Field(default=60.0, gt=0, le=CONTAINER_MAX_TIMEOUT)
     spark: SparkConfig | None = None
+    container: ContainerConfig | None = None
     handler_mode: Literal["payload", "envelope"] = "payload"
     resiliency: Resiliency = Field(default_factory=Resiliency)
     environment: dict[str, str] = Field(default_factory=dict)
@@ -285,6 +289,55 @@ class ActorConfig(QueueFunctionConfig):
         return self
 
     @model_validator(mode="after")
+    def _container_settings_need_a_container(self) -> ActorConfig:
+        """A container actor runs the image a `package: image` actor gets, in an ECS service in the
+        actor's VPC: what only a Lambda function has is an error there, and so is a missing `vpc` (a
+        task needs subnets, and looking up a default VPC would break an offline synth)."""
+        if self.container is not None and self.runtime != "container":
+            raise ValueError("container: settings for a container actor; set runtime: container, or remove them")
+        if self.runtime != "container":
+            return self
+        if self.container is None:
+            object.__setattr__(self, "container", ContainerConfig())
+        lambda_only = {
+            "package": "package" in self.model_fields_set and self.package != "image",
+            "memory": "memory" in self.model_fields_set,
+            "function_timeout": self.function_timeout is not None,
+            "reserved_concurrency": self.reserved_concurrency is not None,
+            "max_concurrency": self.max_concurrency is not None,
+            "provisioned_concurrency": self.provisioned_concurrency is not None,
+            "ephemeral_storage": self.ephemeral_storage is not None,
+            "layers": bool(self.layers),
+            "system_log_level": "system_log_level" in self.model_fields_set,
+        }
+        for field, set_here in lambda_only.items():
+            if set_here:
+                raise ValueError(
+                    f"{field}: for Lambda actors; a container actor runs its image in ECS tasks sized by "
+                    "container.cpu, container.memory and container.gpu, concurrency container.concurrency"
+                )
+        if self.batch_size > 10:
+            raise ValueError("batch_size: a container actor receives at most 10 messages at a time (SQS's maximum)")
+        if self.timeout < 1:
+            raise ValueError(f"timeout: {self.timeout:g} s; a container hop's limit is at least 1 s")
+        if self.vpc is None:
+            raise ValueError("vpc: a container actor's tasks run in subnets of yours; give subnets and security_groups")
+        assert self.container is not None
+        if self.container.gpu and self.architecture != "x86_64":
+            raise ValueError("architecture: a GPU task runs on ECS's GPU-optimized AMI, which is x86_64 only")
+        object.__setattr__(self, "package", "image")
+        return self
+
+    @model_validator(mode="after")
+    def _hop_fits_its_runtime(self) -> ActorConfig:
+        if self.runtime != "container" and self.timeout > LAMBDA_MAX_TIMEOUT:
+            raise ValueError(
+                f"timeout: {self.timeout:g} s is above Lambda's {LAMBDA_MAX_TIMEOUT:g}; a longer hop needs runtime: "
+                "container"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _spark_settings_need_spark(self) -> ActorConfig:
         if self.spark is not None and self.runtime != "spark":
             raise ValueError("spark: settings for a Spark actor; set runtime: spark, or remove them")
@@ -313,6 +366,14 @@ class ActorConfig(QueueFunctionConfig):
         if self.runtime == "spark" and self.function_timeout is None:
             return SPARK_DISPATCH_TIMEOUT
         return super().lambda_timeout
+
+    @property
+    def visibility_timeout(self) -> float:
+        """A container actor's consumer keeps a message hidden by heartbeats, `container.visibility` at
+        a time; behind Lambda, six times the function timeout."""
+        if self.container is not None:
+            return self.container.visibility
+        return super().visibility_timeout
 
 
 # The crew's queues and functions (its handlers are asya_crew.sink, .sump, .pause, .resume). 5 s per

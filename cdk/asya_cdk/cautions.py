@@ -30,9 +30,27 @@ def mesh_warnings(mesh: LoadedMesh) -> list[str]:
     warnings = []
     for name, actor in mesh.config.actors.items():
         warnings += vpc_warnings(name, actor)
-        warnings += init_download_warnings(mesh, name)
+        if actor.runtime != "container":  # a task has no init phase to be cut off
+            warnings += init_download_warnings(mesh, name)
         warnings += join_memory_warnings(name, actor, mesh.config.payloads.claim_check_bytes)
+        warnings += gpu_warnings(name, actor)
     return warnings
+
+
+def gpu_warnings(name: str, actor: ActorConfig) -> list[str]:
+    """What no file can tell about a GPU actor: whether its instance type is offered in the stack's
+    region, has as many GPUs as a task asks for, and fits the account's quota (new accounts often have
+    0 vCPUs of G and VT instances). Said, so it is checked before the first envelope waits for it."""
+    container = actor.container
+    if container is None or not container.gpu:
+        return []
+    return [
+        f"actors.{name}.container.instance_type: whether {container.gpu_instance_type} is offered in the stack's "
+        f"region and has {container.gpu} GPU(s) for a task cannot be checked offline (aws ec2 "
+        "describe-instance-types); one with fewer never places a task (the service's events say so), and the "
+        "account's quota 'Running On-Demand G and VT instances' (vCPUs, often 0 in a new account) must allow "
+        f"{container.max} of them"
+    ]
 
 
 def vpc_warnings(name: str, actor: ActorConfig) -> list[str]:
@@ -43,8 +61,11 @@ def vpc_warnings(name: str, actor: ActorConfig) -> list[str]:
     interface = ["SQS", "Secrets Manager (the mesh's seal, and secrets)"]
     if any(reference.parameter is not None for reference in actor.secrets.values()):
         interface.append("SSM (secrets read from Parameter Store)")
+    if actor.runtime == "container":  # the task's image is pulled, and its logs sent, from inside the VPC
+        interface += ["ECR (api and dkr: its image)", "CloudWatch Logs"]
+    what = "task" if actor.runtime == "container" else "function"
     return [
-        f"actors.{name}.vpc: the function reaches AWS only through its subnets' routes; it needs gateway "
+        f"actors.{name}.vpc: the {what} reaches AWS only through its subnets' routes; it needs gateway "
         f"endpoints for S3 and DynamoDB and interface endpoints for {', '.join(interface)} (or a NAT gateway "
         "route for all of them), KMS only if the handler calls it, and its security groups must allow "
         "outbound HTTPS (443); without them its start fails, naming the service"
@@ -84,12 +105,13 @@ def join_memory_warnings(name: str, actor: ActorConfig, branch_bytes: int) -> li
         return []
     width = actor.join_width
     needed = completing_megabytes(width, branch_bytes)
-    if needed <= actor.memory:
+    memory = actor.container.memory if actor.container is not None else actor.memory
+    if needed <= memory:
         return []
-    fits = widest_in_memory(actor.memory, branch_bytes)
+    fits = widest_in_memory(memory, branch_bytes)
     return [
         f"actors.{name}.join.max_width: the completing arrival of a fan of {width:,} branches of up to "
         f"{branch_bytes // 1024:,} KB each (payloads.claim_check_bytes) holds them all at once, about "
-        f"{needed:,.0f} MB, more than its memory ({actor.memory:,} MB); lower join.max_width (about "
+        f"{needed:,.0f} MB, more than its memory ({memory:,} MB); lower join.max_width (about "
         f"{fits:,} fit) or raise memory, or the join ends out of memory and its envelopes in x-sump"
     ]

@@ -43,10 +43,12 @@ class MeshActor:
     name: str
     queue: sqs.IQueue
     """Where its envelopes arrive (`asya-<namespace>-<name>`): a producer or an event source targets it."""
-    function: lambda_.IFunction
-    """The Lambda function that runs the handler behind the sidecar: alarms and traces hang on it."""
+    function: lambda_.IFunction | None
+    """The Lambda function that runs the handler behind the sidecar: alarms and traces hang on it. None
+    for a container actor, whose handler runs in ECS tasks (`asya_cdk.container`)."""
     role: iam.IRole
-    """The function's role: grant it what the handler reads or writes in the team's own resources."""
+    """The function's role, or a container actor's task role: grant it what the handler reads or writes in
+    the team's own resources."""
 
     def grant_send(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` put envelopes on this actor's queue: SendMessage only, plus the key's use if the
@@ -139,12 +141,13 @@ class AsyaMesh(Mesh):
     def actor(self, name: str) -> MeshActor:
         """An actor of the mesh file, or of the crew (`x-sink`, `x-sump`, ...), by name; an unknown name
         is an `AsyaMeshError` listing the actors there are, since a typo here would wire nothing."""
-        found: ActorFunction | None = self.actors.get(name)
+        found = self.actors.get(name)
         if found is None:
             raise AsyaMeshError(
                 f"AsyaMesh.actor: no actor {name!r} in mesh {self.namespace!r} (actors: {', '.join(self.actors)})"
             )
-        return MeshActor(name=name, queue=found.queue, function=found.function, role=found.role)
+        function = found.function if isinstance(found, ActorFunction) else None
+        return MeshActor(name=name, queue=found.queue, function=function, role=found.role)
 
     def flow_entry(self, flow: str) -> MeshActor:
         """The actor a flow's tasks start at (a route's first actor, a program's first step): where an

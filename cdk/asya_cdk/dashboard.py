@@ -2,7 +2,8 @@
 
 Widgets: per-actor queue depth and age of the oldest message, throughput, errors by reason, handler
 and hop durations, x-sump arrivals and the x-sump dead-letter depth; with Spark actors, batches
-started and their sizes, job durations and jobs by outcome; with a status gateway, tasks
+started and their sizes, job durations and jobs by outcome; with container actors, their tasks running
+and wanted; with a status gateway, tasks
 created and finished by outcome, the API's errors and latency, and the stream consumer's dead letters.
 Every function's Lambda errors and throttles are drawn too: the sidecar turns a handler's exception
 into a routed envelope, so a Lambda-level error means the function itself failed (an import error, a
@@ -51,6 +52,7 @@ class MeshDashboard(Construct):
         api: apigateway.RestApiBase | apigatewayv2.HttpApi | None = None,
         stream_dlq: sqs.IQueue | None = None,
         spark_actors: list[str] | None = None,
+        container_services: dict[str, tuple[str, str]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=mesh_prefix(namespace))
@@ -169,6 +171,9 @@ class MeshDashboard(Construct):
                 cloudwatch.GraphWidget(title="Spark jobs by outcome", left=[search("SparkJobs", "outcome")], width=8),
             )
 
+        if container_services:
+            self.dashboard.add_widgets(_container_tasks(container_services))
+
         self.stream_alarm: cloudwatch.Alarm | None = None
         if api is None or stream_dlq is None:
             return
@@ -232,6 +237,28 @@ class MeshDashboard(Construct):
         for alarm in (self.sump_alarm, self.dead_letter_alarm, self.stream_alarm, *self.function_error_alarms):
             if alarm is not None:
                 alarm.add_alarm_action(actions.SnsAction(topic))
+
+
+def _container_tasks(services: dict[str, tuple[str, str]]) -> cloudwatch.GraphWidget:
+    """Each container actor's tasks running and wanted, by (cluster, service) (Container Insights, on in
+    every cluster of the mesh): 0 while its queue is empty, and the wait of a cold start when it is not."""
+
+    def count(metric: str, cluster: str, service: str, label: str) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace="ECS/ContainerInsights",
+            metric_name=metric,
+            dimensions_map={"ClusterName": cluster, "ServiceName": service},
+            statistic="Maximum",
+            period=PERIOD,
+            label=label,
+        )
+
+    return cloudwatch.GraphWidget(
+        title="Container actors: tasks running (left) and wanted (right)",
+        left=[count("RunningTaskCount", *where, actor) for actor, where in services.items()],
+        right=[count("DesiredTaskCount", *where, f"{actor} wanted") for actor, where in services.items()],
+        width=12,
+    )
 
 
 def _groups(items: list[str], size: int) -> list[tuple[int, list[str]]]:

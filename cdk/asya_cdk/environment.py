@@ -241,6 +241,8 @@ def every_function(
     functions = []
     for actor, settings in mesh.config.actors.items():
         field = f"actors.{actor}.environment"
+        if settings.runtime == "container":
+            continue  # no function: its variables are in a task definition, which holds 64 KiB, not 4 KB
         if settings.runtime == "spark":
             variables = spark_environment(mesh, actor, names, spark_names(actor))
             functions.append(FunctionEnvironment(resource_name(namespace, actor), field, "the dispatcher", variables))

@@ -21,6 +21,8 @@ the right to move a task forward and append its events, and nothing more on them
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -45,6 +47,7 @@ from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, na
 from asya_cdk.actor_config import CREW_SETTINGS, ActorConfig
 from asya_cdk.actor_state import own_keys, own_objects, state_bucket, state_table
 from asya_cdk.claims import grant_claims
+from asya_cdk.container import ContainerActor, mesh_cluster
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
@@ -56,7 +59,7 @@ from asya_cdk.job_image import JobImages
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.mesh_secrets import seal_secret
-from asya_cdk.packaging import ACTOR_ENTRY, image_code, zip_code
+from asya_cdk.packaging import ACTOR_ENTRY, image_code, image_source, zip_code
 from asya_cdk.plan import StackPlan, plan_stacks
 from asya_cdk.queue_grants import sending_policies
 from asya_cdk.queue_lists import actor_destinations, every_queue
@@ -130,8 +133,11 @@ class Mesh(Construct):
             sump_dead_letters=self.sump_dlq,
             sump_table=self.task_tables.sump,
         )
-        self.actors: dict[str, ActorFunction] = dict(crew.functions)
+        self.actors: dict[str, ActorFunction | ContainerActor] = dict(crew.functions)
         self.spark: dict[str, SparkActor] = {}
+        # the mesh's Fargate actors share one cluster; a GPU actor's has its own (`asya_cdk.container`)
+        fargate = [a for a in mesh.config.actors.values() if a.container is not None and not a.container.gpu]
+        self.cluster = mesh_cluster(self, namespace) if fargate else None
         # the job's image is built once for the mesh, when some Spark actor names no image of its own
         self.job_images = (
             JobImages(self, "SparkJobImages", namespace=namespace) if mesh.config.built_job_images() else None
@@ -190,6 +196,11 @@ class Mesh(Construct):
             api=self.gateway.api,
             stream_dlq=self.gateway.stream_dead_letters,
             spark_actors=list(self.spark),
+            container_services={
+                name: (actor.cluster_name, actor.full_name)
+                for name, actor in self.actors.items()
+                if isinstance(actor, ContainerActor)
+            },
         )
         if mesh.config.alarm_topic_arn:
             self.dashboard.notify(mesh.config.alarm_topic_arn)
@@ -240,12 +251,27 @@ class Mesh(Construct):
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
 
-    def _actor(self, name: str, settings: ActorConfig, dead_letters: sqs.IQueue) -> ActorFunction:
+    def _actor(self, name: str, settings: ActorConfig, dead_letters: sqs.IQueue) -> ActorFunction | ContainerActor:
         """An actor's queue and function; a Spark actor's function is its dispatcher, and its
         `SparkActor` (application, job role, code, collector) sets the dispatcher's environment. A
         Lambda actor's function also gets what the mesh file says it needs (`asya_cdk.needs`): its
-        libraries in its code or image, its files, secrets and grants, and its function options."""
+        libraries in its code or image, its files, secrets and grants, and its function options; a
+        container actor's task, the same (`_needs`)."""
         home = self._home(name)
+        if settings.runtime == "container":
+            boxed = ContainerActor(
+                home,
+                f"Container-{name}",
+                namespace=self.namespace,
+                name=name,
+                settings=settings,
+                image=str(image_source(self.mesh, name, bundle=cdk.Stack.of(home).bundling_required)),
+                environment=lambda_actor_environment(self.mesh, name, self.names),
+                dead_letter_queue=dead_letters,
+                cluster=self.cluster,
+            )
+            self._needs(name, settings, boxed, boxed.container.add_environment)
+            return boxed
         spark = settings.runtime == "spark"
         if spark:
             code, handler, environment = mesh_code(), "asya_spark.dispatch.lambda_handler", {}
@@ -276,9 +302,21 @@ class Mesh(Construct):
         if spark:
             self.spark[name] = self._spark_actor(name, settings, actor)
             return actor
+        self._needs(name, settings, actor, actor.function.add_environment)
+        return actor
+
+    def _needs(
+        self,
+        name: str,
+        settings: ActorConfig,
+        actor: ActorFunction | ContainerActor,
+        add_environment: Callable[[str, str], object],
+    ) -> None:
+        """What a Lambda or container actor gets from the mesh file beyond its code: its files, secrets
+        and grants, idempotency, its join's table and its state; one role's grants, whichever runtime."""
         files = shipped_files(actor, self.mesh, name, actor.role)
         if files:
-            actor.function.add_environment(FILES.name, encode_files(files))
+            add_environment(FILES.name, encode_files(files))
         grant_secrets(actor.role, settings.secrets)
         grant_permissions(actor.role, name, settings.permissions)
         if settings.idempotency:
@@ -288,7 +326,6 @@ class Mesh(Construct):
         if settings.state is not None and self.state is not None and self.state_values is not None:
             actor.role.add_to_policy(own_keys(self.state, name))
             own_objects(actor.role, self.state_values, name)
-        return actor
 
     def _spark_actor(self, name: str, settings: ActorConfig, dispatcher: ActorFunction) -> SparkActor:
         assert self.spark_batches is not None  # made whenever the mesh has a Spark actor
@@ -311,7 +348,7 @@ class Mesh(Construct):
         """Every Lambda function of the mesh, by the name the dashboard shows."""
         gateway = self.gateway
         return {
-            **{name: actor.function for name, actor in self.actors.items()},
+            **{name: actor.function for name, actor in self.actors.items() if isinstance(actor, ActorFunction)},
             **{f"x-collect-{name}": spark.collector.function for name, spark in self.spark.items()},
             "gateway": gateway.gateway.function,
             "gateway-stream": gateway.stream.function,

@@ -221,10 +221,16 @@ def image_code(mesh: LoadedMesh, actor: str, *, bundle: bool) -> lambda_.Code:
     everything the image holds; without, as the local stack synthesizes, only its Dockerfile and code,
     since the image is never built locally)."""
     settings = mesh.config.actors[actor]
-    folder = image_folder(mesh, actor) if bundle else _dockerfile_only(mesh, actor)
     return lambda_.Code.from_asset_image(
-        str(folder), cmd=[ACTOR_ENTRY], platform=IMAGE_PLATFORMS[settings.architecture]
+        str(image_source(mesh, actor, bundle=bundle)),
+        cmd=[ACTOR_ENTRY],
+        platform=IMAGE_PLATFORMS[settings.architecture],
     )
+
+
+def image_source(mesh: LoadedMesh, actor: str, *, bundle: bool) -> Path:
+    """The folder an actor's image is built from, for a Lambda function or a container actor's task."""
+    return image_folder(mesh, actor) if bundle else _dockerfile_only(mesh, actor)
 
 
 DOCKERFILE = """\

@@ -1,9 +1,10 @@
 """How a mesh is spread over CloudFormation stacks, decided before anything is synthesized.
 
 CloudFormation takes at most 500 resources and a 1 MB template (uploaded through S3) per stack.
-A Lambda actor costs 7 resources, a Spark actor 21, and the mesh's own part (bucket, tables, crew,
-status gateway, dashboard, alarms) about 75, so one stack holds some 45 Lambda actors or 14 Spark
-actors with room to spare, and a nested stack 57 Lambda or 19 Spark actors. A mesh whose
+A Lambda actor costs 7 resources, a Spark actor 21, a container actor 13 (21 on GPUs: counted so),
+and the mesh's own part (bucket, tables, crew, status gateway, dashboard, alarms) about 75, so one
+stack holds some 45 Lambda actors or 14 Spark actors with room to spare, and a nested stack 57
+Lambda or 19 Spark actors. A mesh whose
 estimate stays within `STACK_BUDGET` is one stack, exactly as before; a larger one keeps its own
 part in the main stack and puts its actors, in the order of the mesh file, into nested stacks
 (`AWS::CloudFormation::Stack`) of at most `STACK_BUDGET` resources and `TEMPLATE_BUDGET_BYTES`
@@ -43,25 +44,32 @@ MESH_RESOURCES = 77
 SPARK_MESH_RESOURCES = 8
 SPARK_MESH_BYTES = 6_500
 JOINS_MESH_RESOURCES = 1  # the joins table, once any actor is a join
+CONTAINER_MESH_RESOURCES = 1  # the mesh's ECS cluster, once any actor runs on Fargate
 STATE_MESH_RESOURCES = 3  # the actor state table, and the state bucket with its policy, once any actor has state
 JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
 JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
 JOB_IMAGE_BYTES = 6_000
 LAYER_RESOURCES = 1  # a sidecar layer for each architecture beyond the first
 STACK_OVERHEAD_RESOURCES = 1  # CDK's metadata resource, where the CDK CLI adds it
-ACTOR_RESOURCES = {"lambda": 7, "spark": 21}  # queue and policy, function, role, policy, logs, mapping; Spark more
-FUNCTIONS_PER_ACTOR = {"lambda": 1, "spark": 2}  # a Spark actor's collector is a function too
+# a Lambda actor: queue and policy, function, role, policy, logs, mapping; a Spark actor more; a container actor:
+# queue and policy, task definition, two roles and their policies, logs, service, scaling target, two policies
+# and two alarms (13), and on GPUs its cluster, launch template, instance role and profile, group, capacity
+# provider and its association (21)
+ACTOR_RESOURCES = {"lambda": 7, "spark": 21, "container": 21}
+FUNCTIONS_PER_ACTOR = {"lambda": 1, "spark": 2, "container": 0}  # a Spark actor's collector is a function too
 MESH_FUNCTIONS = 7  # the crew's four and the gateway's three
 FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expression
 # Template bytes as CDK writes them (indented JSON), measured, rounded up by a tenth; each taggable
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
 MESH_BYTES = 75_000
-ACTOR_BYTES = {"lambda": 8_400, "spark": 34_900}  # in a nested stack, whose references are parameters;
-# a role on the tasks table lists the hop's attributes (`asya.task_attributes`): a Spark actor has two
-DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000}  # what an actor adds to the main stack: widgets, alarms
+# in a nested stack, whose references are parameters; a role on the tasks table lists the hop's attributes
+# (`asya.task_attributes`): a Spark actor has two
+ACTOR_BYTES = {"lambda": 8_400, "spark": 34_900, "container": 25_000}
+DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000, "container": 3_600}  # what an actor adds to the main stack
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters
 NESTED_TEMPLATE_BYTES = 1_000  # a nested template's own parameters
-ENVIRONMENT_COPIES = {"lambda": 1, "spark": 3}  # Spark: the dispatcher, the collector and the job's copy
+# Spark: the dispatcher, the collector and the job's copy
+ENVIRONMENT_COPIES = {"lambda": 1, "spark": 3, "container": 1}
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,7 @@ def _mesh_resources(config: MeshConfig) -> int:
         + MESH_RESOURCES
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
         + (JOINS_MESH_RESOURCES if any(a.join is not None for a in actors) else 0)
+        + (CONTAINER_MESH_RESOURCES if any(a.container is not None and not a.container.gpu for a in actors) else 0)
         + (STATE_MESH_RESOURCES if any(a.state is not None for a in actors) else 0)
         + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from asya.gathering import completing_seconds
 from asya.names import CREW, GATEWAY_FUNCTIONS, SPARK_GUARD, collector_name, resource_name
+from asya_cdk.container_config import FARGATE_STORAGE_GIB, ROOT_VOLUME_GB
 from asya_cdk.limits import (
     EMR_APPLICATION_NAME_MAX,
     LAMBDA_FUNCTION_NAME_MAX,
@@ -40,7 +41,10 @@ def mesh_problems(mesh: LoadedMesh) -> list[str]:
     for name, actor in mesh.config.actors.items():
         problems += whole_second_problems(name, actor)
         problems += concurrency_problems(name, actor)
-        problems += storage_problems(mesh, name)
+        if actor.runtime == "container":
+            problems += task_storage_problems(mesh, name)
+        else:
+            problems += storage_problems(mesh, name)
         problems += join_width_problems(name, actor)
     problems += redrive_retention_problems(mesh.redriven_retention(), SUMP_RETENTION)
     if (jwt := mesh.config.gateway.jwt) is not None:
@@ -128,6 +132,27 @@ def storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
             "raise it"
         ]
     return []
+
+
+def task_storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
+    """A Fargate task fetches the actor's files into its ephemeral storage (`container.storage`); a GPU
+    task into its instance's root volume, whose images share it."""
+    container = mesh.config.actors[name].container
+    files = mesh.files_bytes(name)
+    if container is None or not files:
+        return []
+    needed = math.ceil((math.ceil(files / 2**20) + TMP_SPARE_MB) / 1024)
+    if container.gpu:
+        room, field = ROOT_VOLUME_GB // 2, "files"  # half for the images (`asya_cdk.container_capacity`)
+    else:
+        room, field = container.storage_gib, "container.storage"
+    if needed <= room:
+        return []
+    return [
+        f"actors.{name}.{field}: its files need about {needed} GiB at the start (a folder counts twice), more "
+        f"than the task's {room} GiB; raise container.storage (up to {FARGATE_STORAGE_GIB[1]}) or ship them in "
+        "the image's code folder"
+    ]
 
 
 def join_width_problems(name: str, actor: ActorConfig) -> list[str]:

@@ -62,3 +62,22 @@ def test_the_plan_of_a_split_mesh_covers_its_nested_stacks() -> None:
     assert set(split.actions) == set(whole.actions)  # every function, wherever its stack
     assert split.resources["AWS::Lambda::Function"] == whole.resources["AWS::Lambda::Function"]
     assert split.resources["AWS::CloudFormation::Stack"] == len(split.stacks) - 1
+
+
+def test_the_plan_of_container_actors_counts_what_runs_their_tasks_and_their_grants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What `cdk deploy` creates, services and scaling included (the local stack leaves them out), and a
+    container actor's task role's actions beside the functions'."""
+    mesh_file = ROOT / "tests" / "cdk" / "meshes" / "containers.yaml"
+    planned = plan(load_mesh(mesh_file))
+    assert planned.resources["AWS::ECS::Service"] == 2
+    assert planned.resources["AWS::ApplicationAutoScaling::ScalingPolicy"] == 4
+    assert planned.resources["AWS::AutoScaling::AutoScalingGroup"] == 1
+    assert planned.tasks == {"asya-boxed-embed", "asya-boxed-transcribe"}
+    assert {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "dynamodb:PutItem"} <= set(
+        planned.actions["asya-boxed-embed"]
+    )
+    assert main(["check", "--config", str(mesh_file)]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if "│ asya-boxed-embed " in line]
+    assert "a task's, no 4 KB limit" in row

@@ -56,7 +56,7 @@ def test_a_good_mesh_loads_with_defaults_and_derived_timeouts(tmp_path: Path) ->
         ("namespace: shop\nactors: {}\n", "actors: Dictionary should have at least 1 item"),
         (
             "namespace: shop\nactors:\n  a: {handler: m.f, timeout: 1000}\n",
-            "actors.a.timeout: Input should be less than or equal to 900",
+            "actors.a: timeout: 1000 s is above Lambda's 900; a longer hop needs runtime: container",
         ),
         (
             "namespace: shop\nactors:\n  a: {handler: m.f, batch_size: 50}\n",

@@ -1,0 +1,199 @@
+"""Container actors: what `runtime: container` builds instead of a Lambda function.
+
+- The actor's queue, exactly as a Lambda actor's (`actor_queue`), its visibility timeout the one the
+  consumer's heartbeats keep extending (`container.visibility`).
+- A task definition running the actor's image (the one `package: image` builds: the sidecar, the
+  actor's libraries and code) with `python3 -m asya.consumer`, the actor's variables plus where its
+  queue is and how many hops run at once, logging to its own log group.
+- The task role, which the mesh grants what a Lambda actor of the same config gets, plus consuming its
+  own queue; an execution role that pulls the image and writes the logs, and nothing else.
+- An ECS service in the mesh's cluster (Fargate) or, with `gpu`, on its own GPU capacity
+  (`asya_cdk.container_capacity`), scaled on its queue's backlog from zero (`asya_cdk.container_scaling`).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from asya.names import resource_name
+from asya_cdk.actor import actor_queue, log_group
+from asya_cdk.actor_config import ActorConfig
+from asya_cdk.container_capacity import gpu_capacity, insights_cluster
+from asya_cdk.container_config import ContainerConfig
+from asya_cdk.container_scaling import scale_on_backlog
+from asya_cdk.nag import acknowledge
+from asya_cdk.needs import VpcSettings
+from asya_cdk.packaging import IMAGE_PLATFORMS
+
+CONSUMER_COMMAND = ["python3", "-m", "asya.consumer"]  # helper G's loop, in the image's /var/task
+TASK_ROOT = "/var/task"  # where the image holds the sidecar and the actor's code (AWS's Lambda base image)
+# the consumer's own variables (`asya.variables`, Component.CONTAINER)
+QUEUE_URL = "ASYA_QUEUE_URL"
+CONSUMER_CONCURRENCY = "ASYA_CONSUMER_CONCURRENCY"
+CONSUMER_BATCH_SIZE = "ASYA_CONSUMER_BATCH_SIZE"
+HOP_TIME_LIMIT = "ASYA_HOP_TIME_LIMIT_SECONDS"
+STOP_GRACE = "ASYA_STOP_GRACE_SECONDS"
+MESH_CLUSTER = "containers"  # the mesh's cluster: `asya-<ns>-containers`
+_ARCHITECTURES = {"arm64": ecs.CpuArchitecture.ARM64, "x86_64": ecs.CpuArchitecture.X86_64}
+
+
+def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str]:
+    """What the consumer reads beside the sidecar's variables: its queue, hops at once, the most a hop
+    may take (the actor's `timeout`) and the grace ECS gives it after SIGTERM."""
+    container = settings.container
+    assert container is not None  # every container actor has its settings
+    variables = {
+        QUEUE_URL: queue_url,
+        CONSUMER_CONCURRENCY: str(container.concurrency),
+        HOP_TIME_LIMIT: f"{settings.timeout:g}",
+        STOP_GRACE: f"{container.stop_timeout:g}",
+    }
+    if "batch_size" in settings.model_fields_set:
+        variables[CONSUMER_BATCH_SIZE] = str(settings.batch_size)
+    return variables
+
+
+def mesh_cluster(scope: Construct, namespace: str) -> ecs.CfnCluster:
+    """The cluster of the mesh's Fargate actors."""
+    return insights_cluster(scope, "Containers", resource_name(namespace, MESH_CLUSTER))
+
+
+class ContainerActor(Construct):
+    """Exposes `queue`, `role` (the task role), `log_group`, `task_definition`, `container`, `cluster`
+    (and `cluster_name`), `service`, `scaling`, and `gpu` (a `GpuCapacity`, None on Fargate)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        namespace: str,
+        name: str,
+        settings: ActorConfig,
+        image: str,
+        environment: dict[str, str],
+        dead_letter_queue: sqs.IQueue,
+        cluster: ecs.CfnCluster | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        container = settings.container
+        assert container is not None  # the config gives every container actor its settings
+        assert settings.vpc is not None  # ... and requires its subnets
+        self.full_name = full_name = resource_name(namespace, name)
+        stack = cdk.Stack.of(self)
+        self.queue = actor_queue(self, full_name, settings, dead_letter_queue)
+        self.log_group = log_group(self, "Logs", f"/aws/ecs/{full_name}", settings.log_retention_days)
+        self.role = iam.Role(
+            self,
+            "Role",
+            # only ECS tasks of this account and region (AWS's confused-deputy conditions for task roles)
+            assumed_by=iam.ServicePrincipal(
+                "ecs-tasks.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:ecs:{stack.region}:{stack.account}:*"},
+                },
+            ),
+            description=f"asya actor {namespace}/{name}",
+        )
+        self.queue.grant_consume_messages(self.role)  # receive, delete, extend visibility: the consumer's loop
+        self.task_definition = self._task_definition(full_name, settings, container)
+        self.container = self.task_definition.add_container(
+            "Consumer",
+            image=ecs.ContainerImage.from_asset(image, platform=IMAGE_PLATFORMS[settings.architecture]),
+            entry_point=CONSUMER_COMMAND,
+            working_directory=TASK_ROOT,
+            environment={**environment, **consumer_environment(settings, self.queue.queue_url)},
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="consumer", log_group=self.log_group),
+            stop_timeout=cdk.Duration.seconds(container.stop_timeout),
+            gpu_count=container.gpu or None,
+            memory_limit_mib=container.memory if container.gpu else None,
+            cpu=container.cpu_units if container.gpu else None,
+        )
+        self.gpu = gpu_capacity(self, full_name, settings.vpc, container) if container.gpu else None
+        self.cluster = self.gpu.cluster if self.gpu is not None else cluster
+        assert self.cluster is not None  # the mesh makes its cluster when it has a Fargate actor
+        # by name, as the dashboard in the main stack may not reference a nested stack's cluster
+        self.cluster_name = full_name if container.gpu else resource_name(namespace, MESH_CLUSTER)
+        self.service = self._service(full_name, settings.vpc, container, self.cluster)
+        self.scaling = scale_on_backlog(
+            self, name=full_name, service=self.service, queue=self.queue, container=container
+        )
+        _explain_findings(self)
+
+    def _task_definition(self, family: str, settings: ActorConfig, container: ContainerConfig) -> ecs.TaskDefinition:
+        if container.gpu:
+            return ecs.Ec2TaskDefinition(
+                self, "Task", family=family, task_role=self.role, network_mode=ecs.NetworkMode.AWS_VPC
+            )
+        return ecs.FargateTaskDefinition(
+            self,
+            "Task",
+            family=family,
+            task_role=self.role,
+            cpu=container.cpu_units,
+            memory_limit_mib=container.memory,
+            ephemeral_storage_gib=container.storage,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=_ARCHITECTURES[settings.architecture],
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+        )
+
+    def _service(
+        self, name: str, vpc: VpcSettings, container: ContainerConfig, cluster: ecs.CfnCluster
+    ) -> ecs.CfnService:
+        network = ecs.CfnService.AwsVpcConfigurationProperty(
+            subnets=vpc.subnets,
+            security_groups=vpc.security_groups,
+            assign_public_ip="ENABLED" if container.public_ip else "DISABLED",
+        )
+        service = ecs.CfnService(
+            self,
+            "Service",
+            service_name=name,
+            cluster=cluster.ref,
+            task_definition=self.task_definition.task_definition_arn,
+            desired_count=container.min,
+            launch_type=None if container.gpu else "FARGATE",
+            capacity_provider_strategy=(
+                [ecs.CfnService.CapacityProviderStrategyItemProperty(capacity_provider=self.gpu.provider.ref, weight=1)]
+                if self.gpu is not None
+                else None
+            ),
+            network_configuration=ecs.CfnService.NetworkConfigurationProperty(awsvpc_configuration=network),
+            # a task stopped by a deployment drains (SIGTERM, `stop_timeout`); with no task needed, none starts
+            deployment_configuration=ecs.CfnService.DeploymentConfigurationProperty(
+                minimum_healthy_percent=0,
+                maximum_percent=200,
+                deployment_circuit_breaker=ecs.CfnService.DeploymentCircuitBreakerProperty(enable=True, rollback=True),
+            ),
+            enable_ecs_managed_tags=True,
+            propagate_tags="SERVICE",
+        )
+        if self.gpu is not None:
+            service.node.add_dependency(self.gpu.associations)
+        return service
+
+
+def _explain_findings(actor: ContainerActor) -> None:
+    """cdk-nag findings that are deliberate, each acknowledged on the resource it is about."""
+    acknowledge(
+        actor.task_definition,
+        "ECS2",
+        "The consumer's settings are names of the mesh's own resources and the handler's settings, as a "
+        "Lambda actor's environment holds them; secrets are read at start from Secrets Manager or Parameter "
+        "Store (`secrets:`), never put in the task definition.",
+    )
+    execution = actor.task_definition.execution_role
+    assert execution is not None  # made for the image's pull and the logs
+    acknowledge(
+        execution,
+        "IAM5[Resource::*]",
+        "ecr:GetAuthorizationToken takes no resource: the execution role may ask for a registry token, and "
+        "pull this actor's image repository only.",
+    )
