@@ -380,7 +380,10 @@ def test_a_fan_wider_than_the_join_takes_fails_it_at_once_saying_so(calls: list[
         assert [int(item["slot"]["N"]) for item in kept] == [-1], "no branch is kept: only the fan's given-up mark"
 
 
-def test_a_branch_giving_several_outputs_to_its_join_fails_it_and_the_task_with_it(calls: list[Any]) -> None:
+@pytest.mark.parametrize("redelivered", [False, True], ids=["once", "every-batch-twice"])
+def test_a_branch_giving_several_outputs_to_its_join_fails_it_and_the_task_with_it(
+    calls: list[Any], redelivered: bool
+) -> None:
     """[split, explode, summary], explode no source of a join: its two outputs for one branch would
     share the branch's one place in the list, the join keeping one and the task waiting on the other
     until its deadline. The branch fails instead, naming the actor, and the join with it."""
@@ -391,6 +394,7 @@ def test_a_branch_giving_several_outputs_to_its_join_fails_it_and_the_task_with_
             "summary": "tests.support.handlers.gather",
         },
         {"split": {"ASYA_JOINED_BY": "summary"}, "summary": join_env()},
+        redelivered=redelivered,
     )
     with mesh:
         task_id = mesh.run(["split", "explode", "summary"], {"groups": [[1], [2, 3]]})
