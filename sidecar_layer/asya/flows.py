@@ -19,7 +19,7 @@ from asya.envelope import Envelope
 from asya.flow_expressions import FlowError
 from asya.flow_program import Call, End, Fan, Program, Step, digest
 from asya.headers import CAUGHT_HEADER, FLOW_HEADER
-from asya.joins import innermost
+from asya.joins import innermost, one_output
 from asya.reasons import Reason
 
 # the reasons a flow's `except` may name besides the handler's exception types: retries used up, and
@@ -171,10 +171,8 @@ def continue_flow(envelope: Envelope, frames: Sequence[Frame]) -> list[Frame]:
                     "(its join would gather the branches of all of them as one list)"
                 )
             if isinstance(step, Call) and len(frames) > 1 and _bound_for_its_join(envelope, step):
-                raise FlowError(
-                    f"a branch gives its join one output: {envelope.route.curr} gave {len(frames)} "
-                    "(a map's item or a parallel(…) branch has one place in the joined list)"
-                )
+                why = "a map's item or a parallel(…) branch has one place in the joined list"
+                raise FlowError(one_output(str(envelope.route.curr), len(frames), why))
         except FlowError as exc:  # of several outputs, the failure keeps the one it failed on
             exc.payload = frame.payload
             raise

@@ -26,8 +26,8 @@ from asya.handler import Handler, discard_event_loop, invoke
 from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER, JOIN_HEADER, JOINED_HEADER
 from asya.hop_bodies import HopBodies, carries_error_payload, utf8_size
 from asya.hop_logging import HopNames
-from asya.hop_outputs import flow_catches, flow_failed, forwarded, handler_failure
-from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost, stamp
+from asya.hop_outputs import flow_catches, flow_failed, handler_failure, sent_on
+from asya.joins import JoinHeaderError, alone, first_join, gathered_here, innermost
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.reporting import NOTHING_KNOWN, StatusReporter
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from asya.state_store import ActorState
 
 # reached on every hop, so once here: an Enum's member costs 0.1 µs to reach
-_BYTES, _NEW, _FORWARDED = MetricUnit.Bytes, Claim.NEW, HopOutcome.FORWARDED
+_BYTES, _NEW = MetricUnit.Bytes, Claim.NEW
 
 
 @dataclass(slots=True)
@@ -324,13 +324,9 @@ class HopRunner:
                 routing.to_sump(envelope, actor, Reason.FAN_OUT_TOO_WIDE, error_details(None, too_wide), now)
             )
             return HopOutcome.SUMPED
-        outputs = forwarded(envelope, frames, actor, now)
-        # a program's one output is framed for no join: its route may pass a join it is no branch of (a
-        # map's further on), and a join of one gathers it as a join's first arrival would anyway
-        if self.config.joined_by and (FLOW_HEADER not in envelope.headers or len(frames) > 1):
-            stamp(envelope, outputs, self.config.joined_by)
+        outcome, outputs = sent_on(envelope, frames, actor, now, self.config.joined_by)
         plan.outbound.extend(outputs)
-        return _FORWARDED
+        return outcome
 
     def _unclaimed(
         self, found: HopClaim, envelope: Envelope, key: dict[str, Any], plan: HopPlan, now: dt.datetime

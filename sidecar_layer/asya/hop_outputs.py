@@ -1,6 +1,7 @@
 """What a hop's handler outcome becomes, apart from the hop's own checks (`asya.hop`): its outputs
-sent on, a failure met by the resiliency policy, a failure a flow program's `except` takes, and a flow
-program that cannot go on. Shared with a Spark actor's collector, whose batch meets the same policy."""
+sent on, a failure met by the resiliency policy, a failure a flow program's `except` takes, a flow
+program that cannot go on, and a branch that gave its join several outputs. Shared with a Spark
+actor's collector, whose batch meets the same policy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from asya import flows, routing
 from asya.abi import Frame
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, parse_rfc3339, utc_now
-from asya.headers import FIRST_ATTEMPT_HEADER
+from asya.headers import FIRST_ATTEMPT_HEADER, FLOW_HEADER
+from asya.joins import crowded, one_output, stamp
 from asya.outcomes import HopOutcome
 from asya.reasons import Reason
 from asya.resiliency import Retry, decide
@@ -63,6 +65,38 @@ def forwarded(envelope: Envelope, frames: list[Frame], actor: str, now: dt.datet
     return [
         routing.forward(envelope, frame, index, actor, now, fanned_out=fanned_out) for index, frame in enumerate(frames)
     ]
+
+
+def sent_on(
+    envelope: Envelope, frames: list[Frame], actor: str, now: dt.datetime, joined_by: frozenset[str]
+) -> tuple[HopOutcome, list[Outbound]]:
+    """The outputs of a hop whose handler gave `frames`, those of a source (`joined_by`, the joins
+    that gather its branches) framed for their join; or x-sump, for a fixed route's branch whose
+    several outputs its join would gather as one (`unjoined_fan_out`)."""
+    outputs = forwarded(envelope, frames, actor, now)
+    in_program = FLOW_HEADER in envelope.headers
+    # a program's one output is framed for no join: its route may pass a join it is no branch of (a
+    # map's further on), and a join of one gathers it as a join's first arrival would anyway
+    if joined_by and (not in_program or len(frames) > 1):
+        stamp(envelope, outputs, joined_by)
+    unjoined = None if in_program else unjoined_fan_out(envelope, outputs, actor, now)
+    if unjoined is not None:
+        return HopOutcome.SUMPED, [unjoined]
+    return HopOutcome.FORWARDED, outputs
+
+
+def unjoined_fan_out(envelope: Envelope, outputs: list[Outbound], actor: str, now: dt.datetime) -> Outbound | None:
+    """x-sump, failed, for a fixed route's branch whose handler gave several outputs that its join
+    would gather as that one branch (no join of their own on the way, `asya.joins.crowded`): the
+    branch fails saying why, x-sump hands its ending to the join, whose `on_failure` judges it, so the
+    task ends at once instead of running until its deadline with a branch's result lost. Its input is
+    kept whole for a redrive once the handler is fixed. (A flow program checks its own: `asya.flows`.)"""
+    frame = crowded(envelope.headers, outputs)
+    if frame is None:
+        return None
+    why = f"its branch has one place in {frame.join}'s list: a fan-out inside a branch needs a join of its own"
+    details = error_details(None, one_output(actor, len(outputs), why))
+    return routing.to_sump(envelope, actor, Reason.UNJOINED_FAN_OUT, details, now)
 
 
 def flow_catches(

@@ -107,6 +107,24 @@ def bound_for(headers: Mapping[str, Any]) -> JoinFrame | None:
         return None
 
 
+def one_output(actor: str, given: int, why: str) -> str:
+    """Why a branch that gave its join several outputs failed: said alike for a fixed route
+    (`crowded`) and a flow program's map or parallel (`asya.flows`)."""
+    return f"a branch gives its join one output: {actor} gave {given} ({why})"
+
+
+def crowded(headers: Mapping[str, Any], outputs: Sequence[Outbound]) -> JoinFrame | None:
+    """The fan of the branch `headers` belong to, when more than one of `outputs` would still arrive
+    at its join as that branch (each on its way there, or handed there as an ending): they would share
+    its one place in the list, the join would keep one of them and the task wait on the others until
+    its deadline. An output framed anew (a fan-out joined on the way) arrives as one of its own fan."""
+    frame = bound_for(headers)
+    if frame is None:
+        return None
+    sharing = sum(bound_for(output.wire["headers"]) == frame for output in outputs)
+    return frame if sharing > 1 else None
+
+
 def without(headers: Mapping[str, Any], frame: JoinFrame) -> dict[str, Any]:
     """`headers` with the frame of `frame`'s fan taken off the stack (no header once it was the last)."""
     rest = [other.to_json() for other in frames_of(headers) if other.fan != frame.fan]

@@ -21,6 +21,7 @@ class Reason(StrEnum):
     UNSERIALIZABLE_OUTPUT = "UnserializableOutput"
     OVERSIZED_OUTPUT = "OversizedOutput"
     FAN_OUT_TOO_WIDE = "FanOutTooWide"  # more outputs than the invocation has time left to register and send
+    UNJOINED_FAN_OUT = "UnjoinedFanOut"  # a branch's several outputs would share its one place in its join's list
     PAYLOAD_UNREADABLE = "PayloadUnreadable"  # a claim-checked payload could not be read back (`asya.claims`)
     RUNTIME_CRASH = "RuntimeCrash"
     CANCELED = "Canceled"

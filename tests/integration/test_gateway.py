@@ -319,7 +319,8 @@ def test_a_fan_out_wider_than_its_root_keeps_ends_with_its_last_branch(gateway: 
 
 
 def test_a_join_gets_its_branches_in_order_once_and_tolerates_a_failed_one(gateway: Gateway) -> None:
-    """fan (4 branches) → flaky (each retried twice) → pick (fails part 2) → gather (tolerates 1)."""
+    """fan (4 branches) → flaky (each retried twice) → pick (fails part 2) → gather (tolerates 1); a
+    branch for which pick gives two outputs fails too."""
     response = gateway.http.post(
         "/api/v1/mesh", params={"wait": 25}, json={"flow": "joined", "payload": {"parts": 4, "fail": [2]}}
     )
@@ -344,6 +345,11 @@ def test_a_join_gets_its_branches_in_order_once_and_tolerates_a_failed_one(gatew
         (1, "failed"),
         (3, "failed"),
     ]
+    crowded = gateway.create(flow="joined", payload={"parts": 3, "fail": [0], "twice": [2]})
+    task = gateway.wait_for(crowded["id"], lambda t: t["terminal"], timeout=60)
+    assert (task["status"], task["reason"]) == ("failed", "JoinFailed"), "a branch giving its join 2 outputs fails"
+    assert "branch 3 of 3" in task["error"]["message"]
+    assert "UnjoinedFanOut: a branch gives its join one output: pick gave 2" in task["error"]["message"]
 
 
 def test_cancel_mid_fan_out_stops_every_branch(gateway: Gateway, running_mesh: RunningMesh) -> None:

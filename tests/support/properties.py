@@ -123,6 +123,7 @@ _SUMP_REASONS = {
     "UnserializableOutput",
     "OversizedOutput",
     "FanOutTooWide",
+    "UnjoinedFanOut",
     "RuntimeCrash",
 }
 

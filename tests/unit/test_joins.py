@@ -378,3 +378,32 @@ def test_a_fan_wider_than_the_join_takes_fails_it_at_once_saying_so(calls: list[
         assert {b["status"] for b in branches} == {"succeeded"}, "each branch's record ends"
         kept = boto3.client("dynamodb").scan(TableName=JOINS)["Items"]
         assert [int(item["slot"]["N"]) for item in kept] == [-1], "no branch is kept: only the fan's given-up mark"
+
+
+@pytest.mark.parametrize("redelivered", [False, True], ids=["once", "every-batch-twice"])
+def test_a_branch_giving_several_outputs_to_its_join_fails_it_and_the_task_with_it(
+    calls: list[Any], redelivered: bool
+) -> None:
+    """[split, explode, summary], explode no source of a join: its two outputs for one branch would
+    share the branch's one place in the list, the join keeping one and the task waiting on the other
+    until its deadline. The branch fails instead, naming the actor, and the join with it."""
+    mesh = JoinMesh(
+        {
+            "split": "tests.support.handlers.groups",
+            "explode": "tests.support.handlers.fan_out",
+            "summary": "tests.support.handlers.gather",
+        },
+        {"split": {"ASYA_JOINED_BY": "summary"}, "summary": join_env()},
+        redelivered=redelivered,
+    )
+    with mesh:
+        task_id = mesh.run(["split", "explode", "summary"], {"groups": [[1], [2, 3]]})
+        task = mesh.result(task_id)
+        assert calls == [], "the join's handler never runs"
+        assert (task["status"], task["reason"]) == ("failed", "JoinFailed")
+        assert "1 of 2 branches failed (on_failure: fail_fast): branch 2 of 2" in task["error"]["message"]
+        assert "a branch gives its join one output: explode gave 2" in task["error"]["message"]
+        [branch] = [record for record in _records(mesh) if record["id"] != task_id]
+        assert (branch["status"], branch["reason"], branch["actor"]) == ("failed", "UnjoinedFanOut", "explode")
+        assert "its branch has one place in summary's list" in branch["error"]["message"]
+        assert sorted(entry["reason"] for entry in _sumped()) == ["JoinFailed", "UnjoinedFanOut"]

@@ -36,6 +36,7 @@ def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "sleep": payload.get("sleep", 0),
             **({"blob": payload["blob"]} if "blob" in payload else {}),
             **({"fail": payload["fail"]} if "fail" in payload else {}),
+            **({"twice": payload["twice"]} if "twice" in payload else {}),
         }
 
 
@@ -91,11 +92,14 @@ def stuck(payload: Any) -> Any:
     return payload
 
 
-def pick(payload: dict[str, Any]) -> dict[str, Any]:
-    """Fails the branches whose parts the task lists in `fail`."""
+def pick(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Fails the branches whose parts the task lists in `fail`, and gives two outputs for those it
+    lists in `twice` (which a branch on its way to a join may not)."""
     if payload["part"] in payload.get("fail", []):
         raise ValueError(f"part {payload['part']} was picked to fail")
-    return {**payload, "picked": True}
+    yield {**payload, "picked": True}
+    if payload["part"] in payload.get("twice", []):
+        yield {**payload, "picked": True}
 
 
 def gather(parts: list[dict[str, Any]]) -> dict[str, Any]:
