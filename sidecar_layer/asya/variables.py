@@ -585,6 +585,15 @@ LOCAL_BACKSTOP_SECONDS = Variable(
     number(0.1),
     "`2`",
 )
+LOCAL_CONTAINER_COOLDOWN = Variable(
+    "ASYA_LOCAL_CONTAINER_COOLDOWN_SECONDS",
+    _LOCAL,
+    "how long a container actor's queue has nothing visible or in flight before the local stack stops its "
+    "consumers (on AWS, its `container.scale_in_cooldown`)",
+    60.0,
+    number(0.0),
+    "`60`",
+)
 LOCAL_STATE = Variable(
     "ASYA_LOCAL_STATE",
     _LOCAL,
@@ -674,6 +683,7 @@ ALL: tuple[Variable[Any], ...] = (
     LOCAL_IAM,
     LOCAL_SPEED_PATCHES,
     LOCAL_BACKSTOP_SECONDS,
+    LOCAL_CONTAINER_COOLDOWN,
     LOCAL_STATE,
     TOKEN,
     CACHE,
