@@ -52,7 +52,7 @@ def test_a_queue_scales_its_consumers_from_zero_and_back(mesh: Any) -> None:
         cooldown=60.0,
         count=lambda _name: len(running),
         start=running.append,
-        stop_one=lambda _name: running.pop(),
+        stop_one=lambda _name: running.remove(running[-1]),
         on_line=lambda _name, text: said.append(text),
     )
     assert scaler.tick("asya-unit-gpu", now=0.0) == 0
