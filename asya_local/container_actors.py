@@ -80,7 +80,7 @@ def _role_names(cloudformation: Any) -> dict[str, str]:
     names = {}
     for stack in cloudformation.describe_stacks()["Stacks"]:
         for resource in cloudformation.describe_stack_resources(StackName=stack["StackName"])["StackResources"]:
-            if resource["ResourceType"] == "AWS::IAM::Role":
+            if resource.get("ResourceType") == "AWS::IAM::Role":
                 names[resource["LogicalResourceId"]] = resource["PhysicalResourceId"]
     return names
 
