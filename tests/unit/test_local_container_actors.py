@@ -63,11 +63,15 @@ TEMPLATE: dict[str, Any] = {
 }
 
 
+def moto_client(service: str) -> Any:
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
 def test_a_container_actor_is_found_by_its_task_definition(dynamodb: Any, tmp_path: Path) -> None:
     boto3.client("cloudformation").create_stack(StackName="mesh", TemplateBody=json.dumps(TEMPLATE))
     synthesized = Synthesized("mesh", TEMPLATE, {}, tmp_path, image_dirs={"abc123": tmp_path / "image"})
 
-    [actor] = container_actors(boto3.client, synthesized, lambda _family: (0, 3, 5))
+    [actor] = container_actors(moto_client, synthesized, lambda _family: (0, 3, 5))
 
     queue_url = boto3.client("sqs").get_queue_url(QueueName="asya-n-gpu")["QueueUrl"]
     assert actor.name == "asya-n-gpu"
