@@ -1,7 +1,7 @@
 """A container actor on the local stack (docs/containers.md, docs/local-stack.md "Container actors"):
 a flow through a Lambda actor and a container actor succeeds; the container actor's consumers start
 from zero when work arrives and go back to zero after the cool-down; a hop longer than its queue's
-visibility timeout runs once."""
+visibility timeout runs once; a consumer killed mid-hop loses nothing."""
 
 from __future__ import annotations
 
@@ -74,3 +74,19 @@ def test_a_hop_longer_than_the_visibility_timeout_runs_once(container_mesh: Runn
 
     assert result["outcome"] == "succeeded", container_mesh.errors()
     assert len(runs.read_text().splitlines()) == 1, "delivered again while its hop ran"
+
+
+@pytest.mark.timeout(240)
+def test_a_consumer_killed_mid_hop_loses_nothing(container_mesh: RunningMesh, tmp_path: Path) -> None:
+    runs, died = tmp_path / "runs", tmp_path / "died"
+    task_id = f"killed-{uuid.uuid4().hex[:8]}"
+    container_mesh.send(["prepare", "long"], {"runs": str(runs), "die_once": str(died)}, task_id)
+
+    result = container_mesh.result(task_id, timeout=150)  # after the queue's 30 s visibility timeout
+
+    assert died.exists(), "the first run's consumer was killed"
+    assert result["outcome"] == "succeeded", container_mesh.errors()
+    assert len(runs.read_text().splitlines()) == 2  # the killed run and the one after it
+    assert [kept["outcome"] for kept in container_mesh.all_results() if kept["envelope"]["id"] == task_id] == [
+        "succeeded"
+    ]
