@@ -95,6 +95,17 @@ def test_sigterm_releases_a_hop_that_outlasts_the_grace_period(sqs: Any) -> None
     assert outputs(sqs) == []
 
 
+def test_sigterm_ends_an_idle_consumers_long_poll_at_once(sqs: Any) -> None:
+    consumer = start_consumer(sqs, "enrich")
+    time.sleep(3)  # started, and waiting in a 20 s long poll
+
+    stopped = time.monotonic()
+    consumer.send_signal(signal.SIGTERM)
+
+    assert consumer.wait(30) == 0
+    assert time.monotonic() - stopped < 2
+
+
 def test_a_handler_that_kills_its_process_loses_nothing(sqs: Any, tmp_path: Path) -> None:
     consumer = start_consumer(sqs, "dies_once", ASYA_CONSUMER_CONCURRENCY="2")
     marker = tmp_path / "died"

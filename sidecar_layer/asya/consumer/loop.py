@@ -25,6 +25,12 @@ WAIT_SECONDS = 20  # SQS's longest long poll
 Handle = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
+class Stopped(BaseException):
+    """SIGTERM during a long poll ends the poll at once (`asya.consumer.process`): an idle consumer
+    exits in a moment, not 20 s later, which a short stop timeout would not wait for. A batch the
+    abandoned poll may have taken comes back after its visibility timeout, run by no one meanwhile."""
+
+
 class Consumer:
     def __init__(self, handle: Handle, sqs: Any, settings: ConsumerSettings, function_name: str) -> None:
         self._handle = handle
@@ -37,24 +43,31 @@ class Consumer:
         self._queue_arn = attributes["QueueArn"]
         self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]))
         self.stopping = threading.Event()
+        self.receiving = False  # in a long poll, which SIGTERM may cut short
 
     def serve(self, wait_seconds: int = WAIT_SECONDS) -> None:
         """Receive and run batches until `stopping` is set; what arrives after it is released."""
         try:
             while not self.stopping.is_set():
                 self.poll_once(wait_seconds)
+        except Stopped:
+            return
         finally:
             self.holding.stop()
 
     def poll_once(self, wait_seconds: int = WAIT_SECONDS) -> int:
         """One receive and the batch it brought; returns how many messages it brought."""
-        messages: list[dict[str, Any]] = self._sqs.receive_message(
-            QueueUrl=self.settings.queue_url,
-            MaxNumberOfMessages=self.settings.batch_size,
-            WaitTimeSeconds=wait_seconds,
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
+        self.receiving = True
+        try:
+            messages: list[dict[str, Any]] = self._sqs.receive_message(
+                QueueUrl=self.settings.queue_url,
+                MaxNumberOfMessages=self.settings.batch_size,
+                WaitTimeSeconds=wait_seconds,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+        finally:
+            self.receiving = False
         if not messages:
             return 0
         self.holding.hold(messages)

@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 
 from asya.config import SidecarConfig
-from asya.consumer.loop import Consumer
+from asya.consumer.loop import Consumer, Stopped
 from asya.consumer.settings import ConsumerSettings
 from asya.sidecar import Sidecar
 
@@ -38,6 +38,8 @@ def serve_until_stopped(consumer: Consumer) -> None:
         timer = threading.Timer(grace, _give_up, (consumer,))
         timer.daemon = True
         timer.start()
+        if consumer.receiving:
+            raise Stopped
 
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
