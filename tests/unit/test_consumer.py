@@ -5,6 +5,7 @@ its messages stay invisible while a hop outlives the queue's visibility timeout.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,9 +33,9 @@ def counts(mesh: Mesh, actor: str = "a") -> tuple[int, int]:
 def consumer_of(mesh: Mesh) -> Iterator[Any]:
     made: list[Consumer] = []
 
-    def make(handler: str, batch_size: int = 10, **env: str) -> Consumer:
+    def make(handler: str, batch_size: int = 10, hop_time_limit: float = 60, **env: str) -> Consumer:
         sidecar = mesh.actor(handler, **env)
-        settings = ConsumerSettings(queue_url=queue_url(mesh), batch_size=batch_size, hop_time_limit=60)
+        settings = ConsumerSettings(queue_url=queue_url(mesh), batch_size=batch_size, hop_time_limit=hop_time_limit)
         made.append(Consumer(sidecar.handle, mesh.sqs, settings, f"asya-{NS}-a"))
         return made[-1]
 
@@ -89,6 +90,23 @@ def test_heartbeats_keep_a_long_hop_invisible_past_the_visibility_timeout(mesh: 
 
     assert seen_by_others == []  # 3.5 s hop, 1 s visibility timeout: never delivered twice
     assert [out["payload"] for out in mesh.messages("b")] == [{"sleep": 3.5}]
+    assert counts(mesh) == (0, 0)
+
+
+def test_the_configured_hop_time_limit_stops_a_handler_as_lambdas_timeout_does(mesh: Mesh, consumer_of: Any) -> None:
+    """No Lambda context: the batch's clock (`ASYA_HOP_TIME_LIMIT_SECONDS`) is the time left, less the
+    sidecar's margin, as a Lambda invocation's is."""
+    consumer = consumer_of("slow", hop_time_limit=3, ASYA_LAMBDA_MARGIN_SECONDS="1")
+    send(mesh, envelope({"sleep": 30}))
+    started = time.monotonic()
+
+    consumer.poll_once(wait_seconds=0)
+
+    assert time.monotonic() - started < 3
+    sump = mesh.only("x-sump")
+    assert sump["status"]["reason"] == "HandlerTimeout"
+    limit = re.search(r"within ([0-9.]+)s", sump["payload"]["details"]["message"])
+    assert limit is not None and 1.0 < float(limit.group(1)) <= 2.0, "the 3 s limit less the 1 s margin"
     assert counts(mesh) == (0, 0)
 
 
