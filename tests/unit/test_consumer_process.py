@@ -124,3 +124,30 @@ def test_a_handler_that_kills_its_process_loses_nothing(sqs: Any, tmp_path: Path
     finally:
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(30) == 0
+
+
+def test_consumer_processes_stop_when_their_tasks_main_process_is_killed(sqs: Any) -> None:
+    consumer = start_consumer(sqs, "enrich", ASYA_CONSUMER_CONCURRENCY="2")
+    wait_for(lambda: len(consumers_of(consumer.pid)) == 2, 30)
+    pids = consumers_of(consumer.pid)
+    time.sleep(3)  # each started its consumer and waits in a long poll
+    assert all(_alive(pid) for pid in pids)
+
+    consumer.kill()  # SIGKILL: no chance to stop them itself
+    consumer.wait(10)
+
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in pids), 10)
+
+
+def consumers_of(parent: int) -> list[int]:
+    """The consumer processes `parent` spawned (not multiprocessing's resource tracker)."""
+    pids = [int(pid) for pid in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()]
+    return [pid for pid in pids if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def _alive(pid: int) -> bool:
+    """Not ended, nor a zombie waiting for a parent to collect it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import sys
 import time
 from typing import Any
 
-from asya.consumer.process import run_process
+from asya.consumer.process import run_child, run_process
 from asya.consumer.settings import RELEASE_MARGIN, ConsumerSettings
 
 LOG = logging.getLogger("asya.consumer")
@@ -28,7 +29,10 @@ RESTART_PAUSE = 1.0  # seconds between a child's death and its replacement: a cr
 
 def supervise(settings: ConsumerSettings) -> int:
     spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked boto3 sessions or CUDA state
-    children = [spawn.Process(target=run_process, name=f"asya-consumer-{n}") for n in range(settings.concurrency)]
+    me = os.getpid()
+    children = [
+        spawn.Process(target=run_child, args=(me,), name=f"asya-consumer-{n}") for n in range(settings.concurrency)
+    ]
     stopping: list[float] = []
 
     def on_stop(_signum: int, _frame: Any) -> None:
@@ -47,7 +51,7 @@ def supervise(settings: ConsumerSettings) -> int:
             if not stopping and not child.is_alive():
                 LOG.warning("consumer process %s ended (exit %s); starting another", child.name, child.exitcode)
                 time.sleep(RESTART_PAUSE)
-                children[index] = spawn.Process(target=run_process, name=child.name)
+                children[index] = spawn.Process(target=run_child, args=(me,), name=child.name)
                 children[index].start()
         if stopping and time.monotonic() - stopping[0] > settings.stop_grace + RELEASE_MARGIN:
             break

@@ -19,6 +19,7 @@ import boto3
 
 from asya.config import SidecarConfig
 from asya.consumer.loop import Consumer, Stopped
+from asya.consumer.orphans import when_orphaned
 from asya.consumer.settings import ConsumerSettings
 from asya.sidecar import Sidecar
 
@@ -59,3 +60,10 @@ def run_process() -> None:
     sidecar = Sidecar(SidecarConfig.from_env())
     queue_name = settings.queue_url.rstrip("/").rsplit("/", 1)[-1]
     serve_until_stopped(Consumer(sidecar.handle, boto3.client("sqs"), settings, queue_name))
+
+
+def run_child(parent: int) -> None:
+    """One consumer process of several (`asya.consumer.__main__`; here, not there, so that a spawned
+    child can import it): it stops as on SIGTERM if `parent` dies without stopping it."""
+    when_orphaned(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    run_process()
