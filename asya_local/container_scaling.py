@@ -1,11 +1,12 @@
 """Scaling a container actor's local consumers from zero, by the rule its ECS service follows on AWS.
 
-Every second the scaler reads each container actor's queue: with a backlog (messages visible and in
-flight) it runs `ceil(backlog / messages_per_task)` consumers, between `min_tasks` and `max_tasks`,
-starting more at once and never stopping one while there is work; once the queue has had nothing
-visible or in flight for the cool-down, it stops all but `min_tasks` (SIGTERM: each drains its hop,
-`asya.consumer`). So a message after an idle spell waits for a consumer to start, as a task on a
-cold service does (a few seconds here, a minute or more on Fargate).
+Every second the scaler reads each container actor's queue. Its backlog is the most messages visible
+and in flight over the last minute (or the cool-down, if that is shorter), as the service's alarm reads
+SQS's one-minute maximum. While that is above 0 it runs `ceil(backlog / messages_per_task)` consumers,
+between `min_tasks` and `max_tasks`, following the backlog up and down. Once the queue has had
+nothing visible or in flight for the cool-down, it stops all but `min_tasks`. A consumer it stops
+gets SIGTERM and drains its hop (`asya.consumer`). So a message after an idle spell waits for a
+consumer to start, as a task on a cold service does (a few seconds here, a minute or more on Fargate).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from asya_local.deployed_functions import ContainerTrigger, LocalFunction
 from asya_local.worker_processes import WorkerProcesses
 
 TICK_SECONDS = 1.0
+PEAK_SECONDS = 60.0  # the period of the backlog's maximum that the service's alarm reads on AWS
 
 
 def wanted(trigger: ContainerTrigger, running: int, backlog: int, idle_for: float, cooldown: float) -> int:
-    """How many consumers should run: `backlog` is visible plus in flight; `idle_for` how long it has been 0."""
+    """How many consumers should run: `backlog` is the peak of visible plus in flight; `idle_for` how long
+    the queue has had neither."""
     if backlog > 0:
-        return max(
-            running, min(trigger.max_tasks, max(trigger.min_tasks, math.ceil(backlog / trigger.messages_per_task)))
-        )
+        return min(trigger.max_tasks, max(trigger.min_tasks, math.ceil(backlog / trigger.messages_per_task)))
     return trigger.min_tasks if idle_for >= cooldown else running
 
 
@@ -47,6 +48,7 @@ class Scaler:
     stop_one: Callable[[str], None]
     on_line: Callable[[str, str], None]
     _idle_since: dict[str, float] = field(default_factory=dict)
+    _seen: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # (when, backlog) in the peak's period
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
@@ -69,6 +71,10 @@ class Scaler:
         if backlog:
             self._idle_since.pop(name, None)
         idle_for = now - self._idle_since.setdefault(name, now) if not backlog else 0.0
+        period = min(PEAK_SECONDS, self.cooldown)
+        seen = [(when, count) for when, count in self._seen.get(name, []) if when > now - period]
+        self._seen[name] = [*seen, (now, backlog)]
+        backlog = max(count for _, count in self._seen[name])
         running = self.count(name)
         target = wanted(trigger, running, backlog, idle_for, self.cooldown)
         if target != running:

@@ -1,6 +1,7 @@
 """The local stack scales a container actor's consumers by its ECS service's rule: none while its
-queue has had nothing visible or in flight for the cool-down, as many as the backlog asks for (one
-per `messages_per_task`, up to `max_tasks`) as soon as work arrives, and never fewer while it lasts."""
+queue has had nothing visible or in flight for the cool-down, as many as the backlog's peak over the
+last minute asks for (one per `messages_per_task`, up to `max_tasks`) as soon as work arrives,
+following it down while it lasts."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ RULE = ContainerTrigger(queue_url="", min_tasks=0, max_tasks=3, messages_per_tas
         (0, 1, 0.0, 1),  # the first message starts one consumer
         (1, 5, 0.0, 3),  # 5 messages at 2 per consumer: 3
         (1, 50, 0.0, 3),  # never above max
-        (3, 1, 0.0, 3),  # no scale-in while there is work
+        (3, 1, 0.0, 1),  # follows the backlog down while there is work
         (2, 0, 10.0, 2),  # empty, but not for the cool-down yet
         (2, 0, 60.0, 0),  # empty for the cool-down: back to zero
     ],
@@ -64,9 +65,33 @@ def test_a_queue_scales_its_consumers_from_zero_and_back(mesh: Any) -> None:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
     assert scaler.tick("asya-unit-gpu", now=2.0) == 2  # empty from now on: the cool-down starts
-    assert scaler.tick("asya-unit-gpu", now=61.0) == 2
+    assert scaler.tick("asya-unit-gpu", now=30.0) == 2  # the minute's peak is still 3
+    assert scaler.tick("asya-unit-gpu", now=61.0) == 2  # no backlog in the last minute, but not idle for 60 s
     assert scaler.tick("asya-unit-gpu", now=62.0) == 0 == len(running)
     assert said == ["scaling 0 -> 2 consumers (backlog 3)", "scaling 2 -> 0 consumers (backlog 0)"]
+
+
+def test_consumers_follow_the_backlogs_peak_down(mesh: Any) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="asya-unit-gpu")["QueueUrl"]
+    running: list[str] = []
+    scaler = Scaler(
+        sqs,
+        {"asya-unit-gpu": ContainerTrigger(url, 0, 4, 1)},
+        cooldown=60.0,
+        count=lambda _name: len(running),
+        start=running.append,
+        stop_one=lambda _name: running.remove(running[-1]),
+        on_line=lambda _name, _text: None,
+    )
+    for n in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=str(n))
+    assert scaler.tick("asya-unit-gpu", now=0.0) == 4
+    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3)["Messages"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    assert scaler.tick("asya-unit-gpu", now=30.0) == 4  # the peak of the last minute: 4
+    assert scaler.tick("asya-unit-gpu", now=61.0) == 1 == len(running)  # one left
 
 
 def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
