@@ -7,7 +7,7 @@ actor is an `AWS::ECS::TaskDefinition` whose container's environment sets `ASYA_
 family is the actor's resource name (`asya-<ns>-<actor>`), its `TaskRoleArn` the role its tasks
 assume, its image the folder the image is built from. The environment is read back from the local
 endpoint (`DescribeTaskDefinition`: references resolved, as a task gets it); the task role is found
-among the stacks' resources by its logical id (moto keeps no task role on the definition). How many
+among the stacks' resources by the logical id the template names (what a deploy made of it). How many
 consumers may run and how much backlog each is given come from the actor's `container` settings.
 """
 
