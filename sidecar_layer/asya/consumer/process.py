@@ -2,9 +2,9 @@
 
 SIGTERM (ECS stopping the task, a scale-in) stops receiving at once; the batch in hand may finish
 until the stop timeout less a margin (`ConsumerSettings.release_after`). Then whatever is still held
-is released (visibility 0, another worker takes it at once) and the process exits 0 without waiting
-for the hop: ECS would kill it a moment later anyway, and a hop cut short is run again elsewhere, its
-claim making sure nothing it sent is sent twice.
+is released (visibility 0) and the process exits 0 without waiting for the hop: ECS would kill it a
+moment later anyway. A hop cut short runs again elsewhere once its claim lapses, and the claim makes
+sure nothing it sent is sent twice (docs/containers.md, "A hop cut short").
 """
 
 from __future__ import annotations
