@@ -53,7 +53,18 @@ class ScheduleTrigger:
     input: str | None  # the target's constant input, sent instead of the scheduled event
 
 
-Trigger = QueueTrigger | StreamTrigger | HttpTrigger | ScheduleTrigger
+@dataclass(frozen=True)
+class ContainerTrigger:
+    """A container actor's queue, consumed by `asya.consumer` processes that the local scaler starts and
+    stops by the actor's rule (`asya_local.container_actors`, `asya_local.container_scaling`)."""
+
+    queue_url: str
+    min_tasks: int
+    max_tasks: int
+    messages_per_task: int
+
+
+Trigger = QueueTrigger | StreamTrigger | HttpTrigger | ScheduleTrigger | ContainerTrigger
 
 
 @dataclass(frozen=True)
@@ -115,10 +126,14 @@ def _code_of(synthesized: Synthesized, properties: dict[str, Any]) -> tuple[Path
     code = properties["Code"]
     if "ImageUri" not in code:
         return synthesized.code_dirs[code["S3Key"]], None
-    uri = code["ImageUri"]
-    text = uri["Fn::Sub"] if isinstance(uri, dict) else uri
     command = properties.get("ImageConfig", {}).get("Command", [None])[0]
-    return synthesized.image_dirs[text.rsplit(":", 1)[1]] / "task", command
+    return image_dir(synthesized, code["ImageUri"]) / "task", command
+
+
+def image_dir(synthesized: Synthesized, uri: Any) -> Path:
+    """The folder an image asset is built from, by the tag its URI (a string or an `Fn::Sub`) ends with."""
+    text = uri["Fn::Sub"] if isinstance(uri, dict) else uri
+    return synthesized.image_dirs[str(text).rsplit(":", 1)[1]]
 
 
 def function_name(arn: str) -> str:

@@ -22,6 +22,7 @@ from asya_local import admin_key
 from asya_local.functions.lambda_shapes import REGION
 
 LAMBDA = "lambda.amazonaws.com"
+ECS_TASKS = "ecs-tasks.amazonaws.com"  # a container actor's task role
 EMR_SERVERLESS = "emr-serverless.amazonaws.com"
 SESSION_SECONDS = 3600  # Lambda's own sessions last up to 12 h; the local endpoint does not expire them
 

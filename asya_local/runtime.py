@@ -77,7 +77,8 @@ class LocalPythons:
         for function in GATEWAY_FUNCTIONS:
             self.own[resource_name(namespace, function)] = gateway
         for name, actor in mesh.config.actors.items():
-            build = actor_build(mesh, name, self.target, self.layer) if actor.runtime == "lambda" else None
+            # a Lambda actor's libraries, or a container actor's (its image's): the worker's import path
+            build = actor_build(mesh, name, self.target, self.layer) if actor.runtime != "spark" else None
             if build is not None:
                 self.own[resource_name(namespace, name)] = install(build).path
         compiled([*self.runtime, *self.own.values()])

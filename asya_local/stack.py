@@ -46,6 +46,8 @@ from asya_cdk.packaging import refuse_oversized_functions
 from asya_cdk.plan import STACK_BUDGET
 from asya_local import admin_key
 from asya_local.cognito_pools import pool_client, pool_clients
+from asya_local.container_actors import container_actors, container_scaling
+from asya_local.container_scaling import Scaler, start_scaler
 from asya_local.deploy import (
     EMR_APPLICATION,
     Synthesized,
@@ -55,6 +57,7 @@ from asya_local.deploy import (
 )
 from asya_local.deploy import deploy as create_stack
 from asya_local.deployed_functions import (
+    ContainerTrigger,
     HttpTrigger,
     LocalFunction,
     QueueTrigger,
@@ -77,7 +80,7 @@ from asya_local.hosted_sign_in import HostedSignIn
 from asya_local.issuer import IssuerServer, LocalIssuer, PoolClient, local_gateway
 from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
-from asya_local.roles import LAMBDA, local_client, role_environment
+from asya_local.roles import ECS_TASKS, LAMBDA, local_client, role_environment
 from asya_local.runtime import FunctionPython, LocalPythons
 from asya_local.worker_processes import WORKERS, WorkerProcesses
 
@@ -119,6 +122,7 @@ class LocalStack:
     # console, whose task pages follow a task straight from the gateway with a follow ticket
     browser_origins: tuple[str, ...] = ()
     _issuer_server: IssuerServer | None = None
+    _scaler: Scaler | None = None  # starts and stops container actors' consumers, once workers start
     # What outlives a worker but not the stack: the stream pollers' checkpoints, the synthesized app.
     _state: tempfile.TemporaryDirectory[str] = field(
         default_factory=lambda: tempfile.TemporaryDirectory(prefix="asya-state-")
@@ -233,6 +237,7 @@ class LocalStack:
         fill_buckets(self.mesh, self.client("s3"))
         store_secrets(self.mesh, self.client("secretsmanager"), self.client("ssm"))
         self.functions = deployed_functions(self.client, synthesized)
+        self.functions += container_actors(self.client, synthesized, functools.partial(container_scaling, self.mesh))
         self.throttle = template_throttle(synthesized.templates)
         self.route_throttles = template_route_throttles(synthesized.templates)
         self.well_known_open = template_opens_well_known(synthesized.templates)
@@ -277,6 +282,9 @@ class LocalStack:
                 if isinstance(function.trigger, kind):
                     for _ in range(self._workers(function)):
                         self._running.spawn(function)
+        containers = [function for function in self.functions if isinstance(function.trigger, ContainerTrigger)]
+        if containers:
+            self._scaler = start_scaler(self.client("sqs"), containers, self._running, self._source, self.on_line)
         if self.gateway_url is not None:
             progress(f"waiting for the gateway on {self.gateway_url}")
             self._wait_for_gateway()
@@ -296,6 +304,8 @@ class LocalStack:
         """Workers per trigger: one per shard, schedule and API (the API's server starts the function's
         execution environments itself); queues get `workers_per_function`, within the mapping's
         concurrency."""
+        if isinstance(function.trigger, ContainerTrigger):
+            return function.trigger.min_tasks  # the scaler starts the rest
         if not isinstance(function.trigger, QueueTrigger):
             return 1
         return max(1, min(self.workers_per_function, function.trigger.max_concurrency or self.workers_per_function))
@@ -321,12 +331,13 @@ class LocalStack:
 
     def worker_spec(self, function: LocalFunction) -> dict[str, Any]:
         """What a worker process is given: the function as deployed, pointed at the local endpoint."""
+        task = isinstance(function.trigger, ContainerTrigger)  # an ECS task's consumer, not a Lambda function
         environment = {
             **function.environment,
-            **role_environment(self.client, function.role, LAMBDA, function.name),
+            **role_environment(self.client, function.role, ECS_TASKS if task else LAMBDA, function.name),
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_DEFAULT_REGION": REGION,
-            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            **({} if task else {"AWS_LAMBDA_FUNCTION_NAME": function.name}),
             # metrics on, as on AWS: their lines go to the worker log, where the console counts the work
             "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         }
@@ -379,6 +390,8 @@ class LocalStack:
         return wait_until_idle(busy, timeout, settle, on_tick)
 
     def stop(self) -> None:
+        if self._scaler is not None:
+            self._scaler.stop()
         self._running.stop()
         if self._runs_spark:
             endpoint_admin(self.endpoint, "spark-stop", {})

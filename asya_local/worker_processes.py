@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asya_local.deployed_functions import HttpTrigger, LocalFunction, QueueTrigger, ScheduleTrigger, StreamTrigger
+from asya_local.deployed_functions import (
+    ContainerTrigger,
+    HttpTrigger,
+    LocalFunction,
+    QueueTrigger,
+    ScheduleTrigger,
+    StreamTrigger,
+)
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.runtime import FunctionPython
@@ -36,6 +43,7 @@ from asya_local.runtime import FunctionPython
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
     QueueTrigger: "asya_local.functions.esm",
+    ContainerTrigger: "asya_local.functions.consumer_worker",  # started by the scaler, `asya_local.container_scaling`
     StreamTrigger: "asya_local.functions.stream_poller",
     ScheduleTrigger: "asya_local.functions.scheduler",
     HttpTrigger: "asya_local.functions.gateway_server",
@@ -63,6 +71,7 @@ class WorkerProcesses:
     _watchdog: Watchdog | None = None  # made with the first worker
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
+    _retired: set[int] = field(default_factory=set)  # pids stopped on purpose (scaled in): not replaced
 
     def spawn(self, function: LocalFunction) -> None:
         with self._lock:
@@ -114,7 +123,7 @@ class WorkerProcesses:
         code = process.wait()
         watchdog = self._watchdog  # None once the stack has stopped
         watched = watchdog.forget(process.pid) if watchdog is not None else None
-        if self._stopping:
+        if self._stopping or process.pid in self._retired:
             return
         why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
         self.on_line(source, f"execution environment {why}; starting a new one")
@@ -125,6 +134,23 @@ class WorkerProcesses:
         except Exception as exc:  # noqa: BLE001 - said on the worker's lines, not as a thread's traceback
             if not self._stopping:
                 self.on_line(source, f"a new execution environment did not start: {type(exc).__name__}: {exc}")
+
+    def running(self, source: str) -> int:
+        """How many of `source`'s workers are alive and not being stopped."""
+        with self._lock:
+            return sum(1 for label, process in self._live() if label == source)
+
+    def retire(self, source: str) -> None:
+        """Stop one of `source`'s workers (SIGTERM: a consumer drains its hop) without replacing it."""
+        with self._lock:
+            for label, process in self._live():
+                if label == source:
+                    self._retired.add(process.pid)
+                    process.terminate()
+                    return
+
+    def _live(self) -> list[tuple[str, subprocess.Popen[str]]]:
+        return [(s, p) for s, p in self._processes if p.poll() is None and p.pid not in self._retired]
 
     def restart_every(self, sources: set[str], every: float) -> None:
         """Fault: kill the workers labelled `sources` every `every` seconds; `_relay` starts new ones."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from asya.consumer.records import sqs_event
+
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
@@ -66,29 +68,7 @@ def sqs_record(queue: str, body: str, message_id: str | None = None, receive_cou
 def sqs_event_from_messages(queue: str, messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Turn `ReceiveMessage` results into the event Lambda would receive for them (message attributes
     included: the mesh's seal is one, `asya.seal`; receive them with `MessageAttributeNames=["All"]`)."""
-    records = []
-    for message in messages:
-        record = sqs_record(
-            queue,
-            message["Body"],
-            message["MessageId"],
-            int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
-        )
-        record["receiptHandle"] = message["ReceiptHandle"]
-        trace = message.get("Attributes", {}).get("AWSTraceHeader")
-        if trace:  # the sender's trace, as Lambda passes it on (`asya.tracecontext.trace_header`)
-            record["attributes"]["AWSTraceHeader"] = trace
-        record["messageAttributes"] = {
-            name: {
-                "stringValue": value.get("StringValue"),
-                "stringListValues": [],
-                "binaryListValues": [],
-                "dataType": value.get("DataType", "String"),
-            }
-            for name, value in message.get("MessageAttributes", {}).items()
-        }
-        records.append(record)
-    return {"Records": records}
+    return sqs_event(queue_arn(queue), messages, sender=ACCOUNT)
 
 
 class FunctionTimeoutError(RuntimeError):

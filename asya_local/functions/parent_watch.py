@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
+
+from asya.consumer.orphans import when_orphaned
 
 CHECK_SECONDS = 0.5
 GRACE_SECONDS = 10.0
@@ -28,11 +29,9 @@ GRACE_SECONDS = 10.0
 def end_with_parent(parent: int, check_seconds: float = CHECK_SECONDS, grace_seconds: float = GRACE_SECONDS) -> None:
     """Stop this process once `parent` (the pid that started it) is no longer its parent."""
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(check_seconds)
+    def stop() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(grace_seconds)
         os._exit(1)
 
-    threading.Thread(target=watch, name="asya-parent-watch", daemon=True).start()
+    when_orphaned(parent, stop, check_seconds)

@@ -30,6 +30,7 @@ class Component(StrEnum):
 
     ACTOR = "actor"  # every actor's function (the sidecar), a Spark actor's dispatcher and collector included
     SPARK = "spark"  # a Spark actor's dispatcher and collector
+    CONTAINER = "container"  # a container actor's consumer loop (`python -m asya.consumer`)
     CREW = "crew"  # x-sink, x-sump, x-pause, x-resume
     GATEWAY = "gateway"  # the gateway's API, stream and backstop functions
     LOCAL = "local"  # the local stack's own processes (`asya up`, the tests), never a deployed function
@@ -133,6 +134,7 @@ _ACTOR = (Component.ACTOR,)
 _CREW = (Component.CREW,)
 _GATEWAY = (Component.GATEWAY,)
 _SPARK = (Component.SPARK,)
+_CONTAINER = (Component.CONTAINER,)
 _LOCAL = (Component.LOCAL,)
 
 # What every function of the mesh names itself by.
@@ -548,6 +550,39 @@ SPARK_JOB_TIMEOUT_MINUTES = Variable(
     "ASYA_SPARK_JOB_TIMEOUT_MINUTES", _SPARK, "the job's execution timeout", 60, integer(1)
 )
 
+# A container actor's consumer loop (docs/containers.md).
+QUEUE_URL = Variable(
+    "ASYA_QUEUE_URL", _CONTAINER, "the URL of the actor's queue, which the consumer long-polls", "", _text, "required"
+)
+CONSUMER_CONCURRENCY = Variable(
+    "ASYA_CONSUMER_CONCURRENCY", _CONTAINER, "hops at once in one task: one consumer process each", 1, integer(1)
+)
+CONSUMER_BATCH_SIZE = Variable(
+    "ASYA_CONSUMER_BATCH_SIZE",
+    _CONTAINER,
+    "messages one consumer process receives and runs at a time (1 to 10); a process that dies returns all of them",
+    1,
+    lambda name, raw: int(number(1, 10)(name, raw)),
+)
+HOP_TIME_LIMIT = Variable(
+    "ASYA_HOP_TIME_LIMIT_SECONDS",
+    _CONTAINER,
+    "the most one received batch may take, as a Lambda function's timeout does (at most 43200: SQS extends a "
+    "message's visibility to 12 hours from its receipt and no further)",
+    3600.0,
+    number(1, 43200),
+    "`3600`",
+)
+STOP_GRACE = Variable(
+    "ASYA_STOP_GRACE_SECONDS",
+    _CONTAINER,
+    "the task's stop timeout: after SIGTERM, hops in flight get this long (less 2 s) to finish; what is not "
+    "finished by then is released to its queue",
+    30.0,
+    number(0, 120),
+    "`30`",
+)
+
 # The local stack.
 LOCAL_IAM = Variable(
     "ASYA_LOCAL_IAM",
@@ -572,6 +607,15 @@ LOCAL_BACKSTOP_SECONDS = Variable(
     2.0,
     number(0.1),
     "`2`",
+)
+LOCAL_CONTAINER_COOLDOWN = Variable(
+    "ASYA_LOCAL_CONTAINER_COOLDOWN_SECONDS",
+    _LOCAL,
+    "how long a container actor's queue has nothing visible or in flight before the local stack stops its "
+    "consumers (on AWS, its `container.scale_in_cooldown`)",
+    60.0,
+    number(0.0),
+    "`60`",
 )
 LOCAL_STATE = Variable(
     "ASYA_LOCAL_STATE",
@@ -656,9 +700,15 @@ ALL: tuple[Variable[Any], ...] = (
     SPARK_STYLE,
     SPARK_JOB_VARIABLES,
     SPARK_JOB_TIMEOUT_MINUTES,
+    QUEUE_URL,
+    CONSUMER_CONCURRENCY,
+    CONSUMER_BATCH_SIZE,
+    HOP_TIME_LIMIT,
+    STOP_GRACE,
     LOCAL_IAM,
     LOCAL_SPEED_PATCHES,
     LOCAL_BACKSTOP_SECONDS,
+    LOCAL_CONTAINER_COOLDOWN,
     LOCAL_STATE,
     TOKEN,
     CACHE,

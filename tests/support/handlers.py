@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import asya
@@ -233,3 +235,13 @@ def counts_calls(payload: dict[str, Any]) -> dict[str, Any]:
         except state.StateConflict:
             continue
         return {**payload, "count": (count or 0) + 1}
+
+
+def dies_once(payload: dict[str, Any]) -> dict[str, Any]:
+    """Takes its whole process down (as a segfault or the OOM killer would) the first time it sees
+    `payload["marker"]` missing, and creates it: the envelope's next delivery succeeds."""
+    marker = Path(payload["marker"])
+    if not marker.exists():
+        marker.write_text("died")
+        os._exit(9)
+    return payload

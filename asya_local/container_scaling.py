@@ -1,0 +1,116 @@
+"""Scaling a container actor's local consumers from zero, by the rule its ECS service follows on AWS.
+
+Every second the scaler reads each container actor's queue. Its backlog is the most messages visible
+and in flight over the last minute (or the cool-down, if that is shorter), as the service's alarm reads
+SQS's one-minute maximum. While that is above 0 it runs `ceil(backlog / messages_per_task)` consumers,
+between `min_tasks` and `max_tasks`, following the backlog up and down. Once the queue has had
+nothing visible or in flight for the cool-down, it stops all but `min_tasks`. A consumer it stops
+gets SIGTERM and drains its hop (`asya.consumer`). So a message after an idle spell waits for a
+consumer to start, as a task on a cold service does (a few seconds here, a minute or more on Fargate).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from asya import variables
+from asya_local.deployed_functions import ContainerTrigger, LocalFunction
+from asya_local.worker_processes import WorkerProcesses
+
+TICK_SECONDS = 1.0
+PEAK_SECONDS = 60.0  # the period of the backlog's maximum that the service's alarm reads on AWS
+
+
+def wanted(trigger: ContainerTrigger, running: int, backlog: int, idle_for: float, cooldown: float) -> int:
+    """How many consumers should run: `backlog` is the peak of visible plus in flight; `idle_for` how long
+    the queue has had neither."""
+    if backlog > 0:
+        return min(trigger.max_tasks, max(trigger.min_tasks, math.ceil(backlog / trigger.messages_per_task)))
+    return trigger.min_tasks if idle_for >= cooldown else running
+
+
+@dataclass
+class Scaler:
+    """`count(name)`, `start(name)` and `stop_one(name)` act on one actor's consumer processes;
+    `on_line(name, text)` tells the actor's log what changed."""
+
+    sqs: Any
+    triggers: dict[str, ContainerTrigger]
+    cooldown: float
+    count: Callable[[str], int]
+    start: Callable[[str], None]
+    stop_one: Callable[[str], None]
+    on_line: Callable[[str, str], None]
+    _idle_since: dict[str, float] = field(default_factory=dict)
+    _seen: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # (when, backlog) in the peak's period
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self._stopped.wait(TICK_SECONDS):
+            for name in self.triggers:
+                try:
+                    self.tick(name)
+                except Exception as exc:  # noqa: BLE001 - the endpoint is stopping, or a passing error: next tick
+                    if not self._stopped.is_set():
+                        self.on_line(name, f"scaling skipped: {type(exc).__name__}: {exc}")
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def tick(self, name: str, now: float | None = None) -> int:
+        """Bring `name`'s consumers to what its queue asks for; returns how many that is."""
+        now = time.monotonic() if now is None else now
+        trigger = self.triggers[name]
+        backlog = self.backlog(trigger.queue_url)
+        if backlog:
+            self._idle_since.pop(name, None)
+        idle_for = now - self._idle_since.setdefault(name, now) if not backlog else 0.0
+        period = min(PEAK_SECONDS, self.cooldown)
+        seen = [(when, count) for when, count in self._seen.get(name, []) if when > now - period]
+        self._seen[name] = [*seen, (now, backlog)]
+        backlog = max(count for _, count in self._seen[name])
+        running = self.count(name)
+        target = wanted(trigger, running, backlog, idle_for, self.cooldown)
+        if target != running:
+            self.on_line(name, f"scaling {running} -> {target} consumers (backlog {backlog})")
+        for _ in range(target - running):
+            self.start(name)
+        for _ in range(running - target):
+            self.stop_one(name)
+        return target
+
+    def backlog(self, queue_url: str) -> int:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        found = self.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+        return sum(int(found.get(name, 0)) for name in names)
+
+
+def start_scaler(
+    sqs: Any,
+    functions: list[LocalFunction],
+    workers: WorkerProcesses,
+    source: Callable[[LocalFunction], str],
+    on_line: Callable[[str, str], None],
+) -> Scaler:
+    """A scaler of these container actors' consumers, running in a thread of its own until `stop`."""
+    by_name = {function.name: function for function in functions}
+    triggers = {
+        name: function.trigger for name, function in by_name.items() if isinstance(function.trigger, ContainerTrigger)
+    }
+    scaler = Scaler(
+        sqs,
+        triggers,
+        variables.LOCAL_CONTAINER_COOLDOWN.read(os.environ),
+        count=lambda name: workers.running(source(by_name[name])),
+        start=lambda name: workers.spawn(by_name[name]),
+        stop_one=lambda name: workers.retire(source(by_name[name])),
+        on_line=lambda name, text: on_line(source(by_name[name]), text),
+    )
+    threading.Thread(target=scaler.run, name="asya-container-scaler", daemon=True).start()
+    return scaler

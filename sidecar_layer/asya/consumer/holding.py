@@ -1,0 +1,71 @@
+"""The messages a consumer process holds, kept invisible while their hops run.
+
+Lambda's event source keeps a batch's messages invisible for the queue's visibility timeout and the
+function cannot outlive 15 minutes; a container hop may run for hours, so a heartbeat thread extends
+every held message's visibility by the queue's timeout each third of it (`ChangeMessageVisibility`).
+The heartbeats live in the process that runs the hops: a process that dies stops them, and what it
+held comes back to its queue within one visibility timeout, to be run again (nothing deleted yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+LOG = logging.getLogger("asya.consumer")
+SQS_BATCH = 10  # entries per ChangeMessageVisibilityBatch / DeleteMessageBatch
+
+
+class Holding:
+    def __init__(self, sqs: Any, queue_url: str, visibility: int) -> None:
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self.visibility = visibility
+        self._held: dict[str, str] = {}  # message id -> receipt handle
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beats = threading.Thread(target=self._beat, name="asya-heartbeat", daemon=True)
+        self._beats.start()
+
+    def hold(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._held.update((message["MessageId"], message["ReceiptHandle"]) for message in messages)
+
+    def let_go(self, message_ids: Iterable[str]) -> None:
+        """Stop extending these messages' visibility (deleted, or left to come back as they are)."""
+        with self._lock:
+            for message_id in message_ids:
+                self._held.pop(message_id, None)
+
+    def release_all(self) -> int:
+        """Make every held message visible again at once (visibility 0); returns how many."""
+        with self._lock:
+            held, self._held = self._held, {}
+        self._change(held, 0)
+        return len(held)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(max(self.visibility / 3, 0.1)):
+            with self._lock:
+                held = dict(self._held)
+            self._change(held, self.visibility)
+
+    def _change(self, held: Mapping[str, str], seconds: int) -> None:
+        items = list(held.items())
+        for start in range(0, len(items), SQS_BATCH):
+            entries = [
+                {"Id": str(index), "ReceiptHandle": receipt, "VisibilityTimeout": seconds}
+                for index, (_id, receipt) in enumerate(items[start : start + SQS_BATCH])
+            ]
+            try:
+                failed = self._sqs.change_message_visibility_batch(QueueUrl=self._queue_url, Entries=entries)
+            except Exception as exc:  # noqa: BLE001 - the next beat tries again; a lapse only risks a redelivery
+                LOG.warning("visibility of %d messages not changed: %s", len(entries), exc)
+                continue
+            for failure in failed.get("Failed", []):
+                LOG.warning("visibility of a message not changed: %s", failure.get("Message", failure.get("Code")))

@@ -1,0 +1,92 @@
+"""A container actor on the local stack (docs/containers.md, docs/local-stack.md "Container actors"):
+a flow through a Lambda actor and a container actor succeeds; the container actor's consumers start
+from zero when work arrives and go back to zero after the cool-down; a hop longer than its queue's
+visibility timeout runs once; a consumer killed mid-hop loses nothing."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from asya import variables
+from asya_local.endpoint.process import LocalEndpoint
+from tests.support.stack import RunningMesh, running
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+pytest.importorskip("asya_cdk.container_config")  # `runtime: container` in the mesh file
+
+MESH = Path(__file__).resolve().parent / "containers" / "mesh.yaml"
+COOLDOWN = 3
+
+
+@pytest.fixture(scope="module")
+def container_mesh(endpoint: LocalEndpoint) -> Iterator[RunningMesh]:
+    cooldown = variables.LOCAL_CONTAINER_COOLDOWN.name
+    before = os.environ.get(cooldown)
+    os.environ[cooldown] = str(COOLDOWN)
+    try:
+        with running(endpoint, MESH) as mesh:
+            yield mesh
+    finally:
+        os.environ.pop(cooldown) if before is None else os.environ.update({cooldown: before})
+
+
+def scalings(mesh: RunningMesh) -> list[str]:
+    return [line.split(": ", 1)[1] for line in mesh.lines if line.startswith("long: scaling ")]
+
+
+def wait_for_scaling(mesh: RunningMesh, line: str, after: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while line not in scalings(mesh)[after:]:
+        assert time.monotonic() < deadline, f"no {line!r} after {scalings(mesh)[:after]}: {scalings(mesh)}"
+        time.sleep(0.2)
+
+
+def test_a_flow_through_a_lambda_and_a_container_actor_from_zero_and_back(container_mesh: RunningMesh) -> None:
+    assert scalings(container_mesh) == []  # nothing has arrived: no consumer runs
+    for round_trip in range(2):  # the second after the first's scale-in: from zero again
+        seen = len(scalings(container_mesh))
+        task_id = f"through-{uuid.uuid4().hex[:8]}"
+        container_mesh.send(["prepare", "long"], {"n": round_trip}, task_id)
+
+        result = container_mesh.result(task_id, timeout=90)
+
+        assert result["outcome"] == "succeeded", container_mesh.errors()
+        assert result["envelope"]["payload"] == {"n": round_trip, "prepared": True, "long": True}
+        assert result["envelope"]["route"]["prev"] == ["prepare", "long"]
+        assert scalings(container_mesh)[seen] == "scaling 0 -> 1 consumers (backlog 1)"
+        wait_for_scaling(container_mesh, "scaling 1 -> 0 consumers (backlog 0)", seen)
+
+
+@pytest.mark.timeout(240)
+def test_a_hop_longer_than_the_visibility_timeout_runs_once(container_mesh: RunningMesh, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    task_id = f"long-{uuid.uuid4().hex[:8]}"
+    container_mesh.send(["long"], {"sleep": 40, "runs": str(runs)}, task_id)  # the queue's timeout: 30 s
+
+    result = container_mesh.result(task_id, timeout=150)
+
+    assert result["outcome"] == "succeeded", container_mesh.errors()
+    assert len(runs.read_text().splitlines()) == 1, "delivered again while its hop ran"
+
+
+@pytest.mark.timeout(240)
+def test_a_consumer_killed_mid_hop_loses_nothing(container_mesh: RunningMesh, tmp_path: Path) -> None:
+    runs, died = tmp_path / "runs", tmp_path / "died"
+    task_id = f"killed-{uuid.uuid4().hex[:8]}"
+    container_mesh.send(["prepare", "long"], {"runs": str(runs), "die_once": str(died)}, task_id)
+
+    result = container_mesh.result(task_id, timeout=150)  # after the queue's 30 s visibility timeout
+
+    assert died.exists(), "the first run's consumer was killed"
+    assert result["outcome"] == "succeeded", container_mesh.errors()
+    assert len(runs.read_text().splitlines()) == 2  # the killed run and the one after it
+    assert [kept["outcome"] for kept in container_mesh.all_results() if kept["envelope"]["id"] == task_id] == [
+        "succeeded"
+    ]

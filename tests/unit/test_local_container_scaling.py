@@ -1,0 +1,155 @@
+"""The local stack scales a container actor's consumers by its ECS service's rule: none while its
+queue has had nothing visible or in flight for the cool-down, as many as the backlog's peak over the
+last minute asks for (one per `messages_per_task`, up to `max_tasks`) as soon as work arrives,
+following it down while it lasts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from asya import variables
+from asya_local.container_scaling import Scaler, start_scaler, wanted
+from asya_local.deployed_functions import ContainerTrigger, LocalFunction
+from asya_local.runtime import FunctionPython
+from asya_local.testing.moto_server import moto_server
+from asya_local.worker_processes import WorkerProcesses
+from tests.support.mesh import envelope
+
+RULE = ContainerTrigger(queue_url="", min_tasks=0, max_tasks=3, messages_per_task=2)
+
+
+@pytest.mark.parametrize(
+    ("running", "backlog", "idle_for", "expected"),
+    [
+        (0, 0, 0.0, 0),  # idle and none running: stays at zero
+        (0, 1, 0.0, 1),  # the first message starts one consumer
+        (1, 5, 0.0, 3),  # 5 messages at 2 per consumer: 3
+        (1, 50, 0.0, 3),  # never above max
+        (3, 1, 0.0, 1),  # follows the backlog down while there is work
+        (2, 0, 10.0, 2),  # empty, but not for the cool-down yet
+        (2, 0, 60.0, 0),  # empty for the cool-down: back to zero
+    ],
+)
+def test_the_rule(running: int, backlog: int, idle_for: float, expected: int) -> None:
+    assert wanted(RULE, running, backlog, idle_for, cooldown=60.0) == expected
+
+
+def test_a_queue_scales_its_consumers_from_zero_and_back(mesh: Any) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="asya-unit-gpu")["QueueUrl"]
+    running: list[str] = []
+    said: list[str] = []
+    scaler = Scaler(
+        sqs,
+        {"asya-unit-gpu": ContainerTrigger(url, 0, 3, 2)},
+        cooldown=60.0,
+        count=lambda _name: len(running),
+        start=running.append,
+        stop_one=lambda _name: running.remove(running[-1]),
+        on_line=lambda _name, text: said.append(text),
+    )
+    assert scaler.tick("asya-unit-gpu", now=0.0) == 0
+
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=str(n))
+    assert scaler.tick("asya-unit-gpu", now=1.0) == 2 == len(running)
+    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    assert scaler.tick("asya-unit-gpu", now=2.0) == 2  # empty from now on: the cool-down starts
+    assert scaler.tick("asya-unit-gpu", now=30.0) == 2  # the minute's peak is still 3
+    assert scaler.tick("asya-unit-gpu", now=61.0) == 2  # no backlog in the last minute, but not idle for 60 s
+    assert scaler.tick("asya-unit-gpu", now=62.0) == 0 == len(running)
+    assert said == ["scaling 0 -> 2 consumers (backlog 3)", "scaling 2 -> 0 consumers (backlog 0)"]
+
+
+def test_consumers_follow_the_backlogs_peak_down(mesh: Any) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="asya-unit-gpu")["QueueUrl"]
+    running: list[str] = []
+    scaler = Scaler(
+        sqs,
+        {"asya-unit-gpu": ContainerTrigger(url, 0, 4, 1)},
+        cooldown=60.0,
+        count=lambda _name: len(running),
+        start=running.append,
+        stop_one=lambda _name: running.remove(running[-1]),
+        on_line=lambda _name, _text: None,
+    )
+    for n in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=str(n))
+    assert scaler.tick("asya-unit-gpu", now=0.0) == 4
+    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3)["Messages"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    assert scaler.tick("asya-unit-gpu", now=30.0) == 4  # the peak of the last minute: 4
+    assert scaler.tick("asya-unit-gpu", now=61.0) == 1 == len(running)  # one left
+
+
+def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real consumer processes (`asya_local.functions.consumer_worker`) started by the scaler against
+    moto over HTTP: none while idle, one when an envelope arrives, which it routes; none again after
+    the cool-down."""
+    monkeypatch.setenv(variables.LOCAL_CONTAINER_COOLDOWN.name, "1")
+    with moto_server() as endpoint:
+        sqs = boto3.client("sqs", endpoint_url=endpoint)
+        urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b", "x-sink")}
+        environment = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "ASYA_NAMESPACE": "unit",
+            "ASYA_ACTOR_NAME": "a",
+            "ASYA_HANDLER": "tests.support.handlers.enrich",
+            "ASYA_QUEUE_URL": urls["a"],
+        }
+        actor = LocalFunction(
+            "asya-unit-a",
+            "asya.consumer",
+            "",
+            environment,
+            60.0,
+            4096,
+            Path.cwd(),
+            ContainerTrigger(urls["a"], 0, 2, 1),
+        )
+        lines: list[str] = []
+        workers = WorkerProcesses(
+            on_line=lambda _source, line: lines.append(line),
+            spec=lambda _function: {"environment": environment},
+            python=lambda _function: FunctionPython(tuple(Path(entry) for entry in sys.path if entry)),
+            source=lambda _function: "a",
+            folder=tmp_path,
+        )
+        scaler = start_scaler(sqs, [actor], workers, lambda _function: "a", lambda _source, line: lines.append(line))
+        try:
+            time.sleep(1.5)
+            assert workers.running("a") == 0  # idle: nothing runs
+
+            sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope()))
+            wait_for(lambda: workers.running("a") == 1, 10)
+            routed = wait_for(lambda: sqs.receive_message(QueueUrl=urls["b"]).get("Messages"), 60)
+            assert json.loads(routed[0]["Body"])["payload"] == {"text": "hello", "seen": True}
+
+            wait_for(lambda: workers.running("a") == 0, 10)  # idle for the cool-down: back to zero
+            assert "scaling 0 -> 1 consumers (backlog 1)" in lines
+            assert "scaling 1 -> 0 consumers (backlog 0)" in lines
+        finally:
+            scaler.stop()
+            workers.stop()
+
+
+def wait_for(found: Callable[[], Any], seconds: float) -> Any:
+    deadline = time.monotonic() + seconds
+    while not (value := found()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return value
