@@ -19,8 +19,6 @@ from tests.support.stack import RunningMesh, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-pytest.importorskip("asya_cdk.container_config")  # `runtime: container` in the mesh file
-
 MESH = Path(__file__).resolve().parent / "containers" / "mesh.yaml"
 COOLDOWN = 3
 
