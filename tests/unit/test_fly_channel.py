@@ -40,6 +40,10 @@ class FakeHttp:
         self.refusal = refusal
         self.hold = threading.Event()
         self.hold.set()
+        self.connections = 1  # how many connections it has opened: `clear` closes the one it keeps
+
+    def clear(self) -> None:
+        self.connections += 1
 
     def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str]) -> _Answer:
         assert method == "POST"
@@ -128,6 +132,25 @@ def test_a_refused_publish_is_logged_and_its_events_let_go_and_the_sender_goes_o
     sender.publish("/asya/t1", {"n": 2})
     assert sender.flush(5)
     assert len(http.sent) == 2
+
+
+def test_a_connection_idle_across_a_freeze_is_made_again_before_the_next_publish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lambda's network drops a flow idle for minutes silently: publishing on it would time out and
+    lose the next invocation's first events."""
+    clock = [1000.0]
+    monkeypatch.setattr("asya.fly_channel.time.monotonic", lambda: clock[0])
+    http = FakeHttp()
+    sender = publisher(http)
+    sender.send("/asya/t1", {"n": 1})
+    clock[0] += 30
+    sender.send("/asya/t1", {"n": 2})
+    assert http.connections == 1  # a busy connection is kept
+    clock[0] += 400  # the function sat frozen between invocations
+    sender.send("/asya/t1", {"n": 3})
+    assert http.connections == 2
+    assert len(http.sent) == 3
 
 
 def test_an_event_over_appsyncs_size_is_refused_before_it_is_sent() -> None:
