@@ -14,10 +14,12 @@ from botocore.credentials import Credentials
 
 from asya.config import SidecarConfig
 from asya.envelope import parse_envelope
-from asya.fly_channel import MAX_EVENT_BYTES, ChannelPublisher, batches, channel_of, events_url
+from asya.fly_channel import FLUSH_SECONDS, MAX_EVENT_BYTES, ChannelPublisher, batches, channel_of, events_url
 from asya.headers import ROOT_HEADER
 from asya.reporting import StatusReporter, status_reporter
+from asya.sidecar import Sidecar
 from asya.telemetry import Telemetry
+from asya.transport import MemoryTransport
 from asya_gateway.reported import apply_event
 from asya_gateway.task_error import TaskError
 from tests.support.mesh import envelope
@@ -241,3 +243,30 @@ def test_a_fly_event_posted_from_outside_the_mesh_is_published_on_the_tasks_chan
     with pytest.raises(TaskError) as too_large:
         apply_event(None, NoLog(), {"id": "t-1"}, large, publisher(FakeHttp()))  # type: ignore[arg-type]
     assert too_large.value.status == 413
+
+
+class _Context:
+    """What a Lambda invocation tells the handler of its time."""
+
+    def __init__(self, millis: int) -> None:
+        self.millis = millis
+        self.function_name, self.memory_limit_in_mb = "asya-unit-verbs", 512
+        self.invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:asya-unit-verbs"
+        self.aws_request_id = "r-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.millis
+
+
+def test_an_invocation_waits_for_its_fly_events_no_longer_than_it_has_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wait past the function's timeout would fail the whole batch (its sends done, its answer lost):
+    near its end the invocation lets its unsent FLY events go instead, as it does after 3 s."""
+    variables = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "verbs", "ASYA_HANDLER": "tests.support.handlers.echo"}
+    tables = {"ASYA_TASKS_TABLE": "tasks", "ASYA_EVENTS_TABLE": "events", "ASYA_FLY_DOMAIN": "abc.example.com"}
+    sidecar = Sidecar(SidecarConfig.from_env({**variables, **tables}), MemoryTransport())
+    waited: list[float] = []
+    assert sidecar.reporter.fly is not None
+    monkeypatch.setattr(sidecar.reporter.fly, "flush", lambda timeout: waited.append(timeout) or True)
+    sidecar.handle({"Records": []}, _Context(1000))
+    sidecar.handle({"Records": []}, _Context(600_000))
+    assert waited == [pytest.approx(0.8), FLUSH_SECONDS]
