@@ -266,7 +266,12 @@ def test_an_invocation_waits_for_its_fly_events_no_longer_than_it_has_left(monke
     sidecar = Sidecar(SidecarConfig.from_env({**variables, **tables}), MemoryTransport())
     waited: list[float] = []
     assert sidecar.reporter.fly is not None
-    monkeypatch.setattr(sidecar.reporter.fly, "flush", lambda timeout: waited.append(timeout) or True)
+
+    def flush(timeout: float) -> bool:
+        waited.append(timeout)
+        return True
+
+    monkeypatch.setattr(sidecar.reporter.fly, "flush", flush)
     sidecar.handle({"Records": []}, _Context(1000))
     sidecar.handle({"Records": []}, _Context(600_000))
     assert waited == [pytest.approx(0.8), FLUSH_SECONDS]
