@@ -1,10 +1,12 @@
 """Make moto's X-Ray refuse the segments X-Ray refuses: `apply_segment_check()` patches moto 5.2.5 in place.
 
 X-Ray keeps a segment only under a trace id of its form, `1-<8 hex digits>-<24 hex digits>`, whose first
-8 digits are a time of the last 30 days, with a 16-digit segment id, in a document of at most 64 kB;
-anything else comes back in `UnprocessedTraceSegments`. moto keeps whatever parses as JSON, so a mesh
-that made trace ids from random W3C ids (`asya.tracecontext` makes them from the clock) would see its
-traces locally and never on AWS. The error codes are the endpoint's own: X-Ray documents none.
+8 digits are a time of the last 30 days, with a 16-digit segment id (and parent id, if it names one), a
+name of up to 200 letters, digits, spaces and `_.:/%&#=+-@` or a backslash, a start time, and an end time or
+`in_progress`, in a document of at most 64 kB; anything else comes back in `UnprocessedTraceSegments`.
+moto keeps whatever parses as JSON, so a mesh that made trace ids from random W3C ids
+(`asya.tracecontext` makes them from the clock), or named a segment for an actor X-Ray refuses, would
+see its traces locally and never on AWS. The error codes are the endpoint's own: X-Ray documents none.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from moto.xray.models import XRayBackend
 
 TRACE_ID = re.compile(r"^1-([0-9a-f]{8})-[0-9a-f]{24}$")
 SEGMENT_ID = re.compile(r"^[0-9a-f]{16}$")
+NAME = re.compile(r"^[\w\s.:/%&#=+\\@-]{1,200}$")  # X-Ray's segment names: `\w` is Unicode's letters and digits
 KEPT_SECONDS = 30 * 86_400  # X-Ray refuses a trace whose id's time is older
 MAX_DOCUMENT_BYTES = 64 * 1024
 _ORIGINAL_PROCESS = XRayBackend.process_segment
@@ -42,7 +45,26 @@ def refusal(document: str, now: float | None = None) -> BadSegmentException | No
         return BadSegmentException(segment_id, "InvalidTraceId", "a trace id is 1-<8 hex digits>-<24 hex digits>")
     if int(found.group(1), 16) < (time.time() if now is None else now) - KEPT_SECONDS:
         return BadSegmentException(segment_id, "InvalidTraceId", "the trace id's time is more than 30 days ago")
+    return _field_refusal(data, segment_id)
+
+
+def _field_refusal(data: dict[str, Any], segment_id: str) -> BadSegmentException | None:
+    """Why X-Ray would not keep a segment whose ids are right: its required fields."""
+    parent = data.get("parent_id")
+    if parent is not None and not (isinstance(parent, str) and SEGMENT_ID.match(parent)):
+        return BadSegmentException(segment_id, "InvalidParentId", "a parent id is 16 hexadecimal digits")
+    if not (isinstance(data.get("name"), str) and NAME.match(data["name"])):
+        allowed = "1 to 200 letters, digits, spaces, backslashes and _.:/%&#=+-@"
+        return BadSegmentException(segment_id, "InvalidName", f"a name is {allowed}")
+    if not _is_time(data.get("start_time")):
+        return BadSegmentException(segment_id, "MissingStartTime", "a segment has a start_time (epoch seconds)")
+    if not (_is_time(data.get("end_time")) or data.get("in_progress") is True):
+        return BadSegmentException(segment_id, "MissingEndTime", "a segment has an end_time, or is in_progress")
     return None
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _process_segment(self: XRayBackend, doc: Any) -> None:

@@ -18,8 +18,7 @@ def start_trace(headers: dict[str, Any], flow: str | None, traced: bool) -> Span
     """The create's span, written into the new envelope's headers. `traced`: a caller's trace id that
     X-Ray would refuse is replaced (`asya.tracecontext`)."""
     span = enter_span(headers, restart=traced)
-    if flow is not None:
-        with_flow(headers, flow)
+    with_flow(headers, flow)
     return span
 
 

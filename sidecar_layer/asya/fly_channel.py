@@ -11,6 +11,11 @@ waits for the sender (`flush`) before an invocation returns, as Lambda freezes a
 between invocations; that wait is bounded (`FLUSH_SECONDS`: two requests' timeouts), and what is
 still unsent then is a logged failure.
 
+A connection kept open across a freeze is not trusted: Lambda's network drops a flow idle for a few
+minutes without a word to either end, so a publish on it would wait out its read timeout and lose its
+events (the first tokens of the next invocation's stream). One idle longer than `IDLE_SECONDS` is
+closed before the next publish, which then pays a new TLS handshake instead.
+
 The request is AppSync Events' HTTP publish (`POST https://<http domain>/event`, body
 `{"channel", "events": [<JSON text>, ...]}`), signed with SigV4 for the service `appsync` by
 botocore's signer: no SDK of its own, and urllib3 (botocore's) keeps the connection open between
@@ -43,6 +48,7 @@ GATHER_SECONDS = 0.02  # what arrives this soon after an event goes out with it
 CONNECT_SECONDS = 0.5
 READ_SECONDS = 1.0
 FLUSH_SECONDS = 2 * (CONNECT_SECONDS + READ_SECONDS)  # the longest an invocation waits for its events to go
+IDLE_SECONDS = 60.0  # a connection idle longer (a frozen function's, most often) is made again
 # AppSync's channel segments: letters, digits and dashes, at most 50 of them
 _SEGMENT = re.compile(r"^[A-Za-z0-9-]{1,50}$")
 _DIGESTED = "h-"  # a channel segment made from a task id's digest
@@ -117,6 +123,7 @@ class ChannelPublisher:
         self._pending = _Pending()
         self._thread: threading.Thread | None = None
         self._starting = threading.Lock()
+        self._used: float | None = None  # when the pool last sent (`time.monotonic`: it runs on in a freeze)
 
     def publish(self, channel: str, event: Any) -> None:
         """Hand the event to the sender; one over AppSync's size is refused here (logged, let go)."""
@@ -167,19 +174,24 @@ class ChannelPublisher:
     def _post(self, channel: str, texts: list[str]) -> None:
         body = orjson.dumps({"channel": channel, "events": texts})
         headers = signed_headers(self.url, body, self.credentials(), self.region)
-        answer = self._pool().request("POST", self.url, body=body, headers=headers)
+        answer = self._fresh_pool().request("POST", self.url, body=body, headers=headers)
         if answer.status != 200:
             raise PublishRefusedError(f"{answer.status}: {answer.data[:300].decode(errors='replace')}")
         failed = orjson.loads(answer.data or b"{}").get("failed") or []
         if failed:
             raise PublishRefusedError(f"{len(failed)} of {len(texts)} events refused: {failed[:2]}")
 
-    def _pool(self) -> urllib3.PoolManager:
+    def _fresh_pool(self) -> urllib3.PoolManager:
+        """The pool, its connection closed first if it sat idle past `IDLE_SECONDS`."""
+        now = time.monotonic()
         if self._http is None:
             import urllib3
 
             timeout = urllib3.Timeout(connect=CONNECT_SECONDS, read=READ_SECONDS)
             self._http = urllib3.PoolManager(maxsize=1, timeout=timeout, retries=False)
+        elif self._used is not None and now - self._used > IDLE_SECONDS:
+            self._http.clear()
+        self._used = now
         return self._http
 
 

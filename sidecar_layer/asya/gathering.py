@@ -29,7 +29,7 @@ from asya import routing
 from asya.claims import READS_AT_ONCE, REF_FIELD, Claims, PayloadUnreadableError
 from asya.config import SidecarConfig
 from asya.envelope import Envelope, Phase
-from asya.headers import JOINED_HEADER
+from asya.headers import JOINED_HEADER, TRACEPARENT
 from asya.join_failure import (
     FAILED_BRANCHES,
     FAILED_BRANCHES_NAMED,
@@ -142,7 +142,7 @@ class Gathering:
         if self.policy.gives_up(failed, frame.width):  # a payload that could not be read back
             return self._give_up(frame, envelope, now)
         payload, failed_slots = joined_payload(gathered, self.policy)
-        return HopOutcome.JOINED, [self._joined(frame, gathered, payload, failed_slots, now)]
+        return HopOutcome.JOINED, [self._joined(frame, envelope, gathered, payload, failed_slots, now)]
 
     def _give_up(
         self,
@@ -212,12 +212,19 @@ class Gathering:
             unread.pop(REF_FIELD, None)
             return Gathered(kept.slot, Phase.FAILED, unread)
 
-    def _joined(
-        self, frame: JoinFrame, gathered: list[Gathered], payload: list[Any], failed: list[int], now: dt.datetime
+    def _joined(  # noqa: PLR0917 - called once, by `arrive`
+        self,
+        frame: JoinFrame,
+        envelope: Envelope,
+        gathered: list[Gathered],
+        payload: list[Any],
+        failed: list[int],
+        now: dt.datetime,
     ) -> Outbound:
-        """The joined envelope: `into`'s, at this join, carrying the gathered payload."""
+        """The joined envelope: `into`'s, at this join, carrying the gathered payload; sent by the arrival
+        that completed the fan (`envelope`)."""
         into = next(branch.document for branch in gathered if branch.document["id"] == frame.into)
-        return self._rejoin(Envelope.model_validate(into), frame, payload, failed, now)
+        return self._rejoin(Envelope.model_validate(into), envelope, frame, payload, failed, now)
 
     def _failure(self, frame: JoinFrame, envelope: Envelope, now: dt.datetime, why: str | None = None) -> Outbound:
         """The joined envelope's failure: `into`'s (or, before it arrived, the arriving branch's under
@@ -232,7 +239,7 @@ class Gathering:
         for branch in gathered:
             so_far[branch.slot] = branch.document.get("payload")
         failed = [branch for branch in gathered if branch.outcome is not Phase.SUCCEEDED]
-        joined = self._rejoin(base, frame, so_far, [branch.slot for branch in failed], now)
+        joined = self._rejoin(base, envelope, frame, so_far, [branch.slot for branch in failed], now)
         named = [failed_branch(branch.document, branch.slot, frame.width) for branch in failed]
         told: dict[str, Any] = {FAILED_BRANCHES: named[:FAILED_BRANCHES_NAMED]}
         if why is None:  # it gave up for its failed branches: counted, and counted on as more fail
@@ -246,9 +253,19 @@ class Gathering:
             now=now,
         )
 
-    def _rejoin(
-        self, base: Envelope, frame: JoinFrame, payload: list[Any], failed: list[int], now: dt.datetime
+    def _rejoin(  # noqa: PLR0917 - the two callers above
+        self,
+        base: Envelope,
+        sender: Envelope,
+        frame: JoinFrame,
+        payload: list[Any],
+        failed: list[int],
+        now: dt.datetime,
     ) -> Outbound:
+        """`base` (the branch it goes on as) at this join; its trace context the `sender`'s, the arrival
+        whose hop sends it, so the next hop's segment names that hop as its parent, not `base`'s arrival."""
         marker = {"fan": frame.fan, "width": frame.width, "failed": failed}
         headers = {**without(base.headers, frame), JOINED_HEADER: marker}
+        if TRACEPARENT in sender.headers:
+            headers[TRACEPARENT] = sender.headers[TRACEPARENT]
         return routing.rejoin(base, self.actor, payload, headers, now)

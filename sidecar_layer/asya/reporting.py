@@ -38,7 +38,7 @@ from asya.dedup import HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
 from asya.flows import progress_floor
-from asya.fly_channel import ChannelPublisher, channel_of, function_region
+from asya.fly_channel import FLUSH_SECONDS, ChannelPublisher, channel_of, function_region
 from asya.live import FLY, EventLog
 from asya.routing import Decision, Kind
 from asya.task_record import Report, progress_of, root_of, stealthy
@@ -177,10 +177,10 @@ class StatusReporter:
         except Exception as exc:  # noqa: BLE001 - live events are best effort
             self._failed("fly event", exc)
 
-    def flush_fly(self) -> None:
+    def flush_fly(self, left: float | None = None) -> None:
         """Before an invocation returns: the FLY events it yielded are sent (Lambda freezes the sender's
-        thread in between), within the sender's bound."""
-        if self.fly is not None and not self.fly.flush():
+        thread in between), within the sender's bound and the `left` seconds of the invocation."""
+        if self.fly is not None and not self.fly.flush(FLUSH_SECONDS if left is None else min(FLUSH_SECONDS, left)):
             self._failed("fly publish", TimeoutError("FLY events still unsent when the invocation returned"))
 
     def write_before_send(self, hops: Iterable[tuple[str, list[Decision]]]) -> Registered:

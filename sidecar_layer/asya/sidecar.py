@@ -35,6 +35,7 @@ from asya.timeouts import alarm_installed
 from asya.tracecontext import trace_header, traceparent_of
 from asya.transport import SqsTransport, Transport
 
+RETURN_SECONDS = 0.2  # kept back from the FLY wait for what the invocation does after it
 # each output's destination kind as the `MessagesSent` dimension writes it: a `Kind` hashes as its text,
 # and a dictionary gives it for a fraction of what reaching the member's `value` costs
 _KIND_TEXT = {kind: kind.value for kind in Kind}
@@ -120,7 +121,7 @@ class Sidecar:
             if held:
                 return_when_free(self.transport, records, held)
         finally:
-            self.reporter.flush_fly()
+            self.reporter.flush_fly(_seconds_left(context))
             self.telemetry.flush()
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in sorted(failed)]}
 
@@ -157,6 +158,12 @@ class Sidecar:
 
 def _ran_out(context: Any) -> bool:
     return context is not None and context.get_remaining_time_in_millis() <= 0
+
+
+def _seconds_left(context: Any) -> float | None:
+    """How long the invocation may still wait for its FLY events, keeping `RETURN_SECONDS` to flush its
+    metrics and return: a wait past the function's timeout would fail the whole batch. None: no limit."""
+    return None if context is None else context.get_remaining_time_in_millis() / 1000 - RETURN_SECONDS
 
 
 # Entry point of every actor's Lambda function; the sidecar is built from the environment at the first call.

@@ -140,9 +140,17 @@ def flow_of(headers: dict[str, Any]) -> str | None:
     return None
 
 
-def with_flow(headers: dict[str, Any], flow: str) -> None:
+def with_flow(headers: dict[str, Any], flow: str | None) -> None:
     """Name the task's flow in `tracestate`, first (W3C: the newest entry leads), so every hop's span
-    can say which flow it serves: a route flow's envelopes carry no other trace of its name."""
+    can say which flow it serves: a route flow's envelopes carry no other trace of its name. The key is
+    the mesh's own: a caller's `asya=` entry is dropped, flow or none (None: a task started on a route),
+    so a caller cannot name its task's segments for a flow it never ran."""
+    if TRACESTATE not in headers and flow is None:
+        return
     others = [m.strip() for m in str(headers.get(TRACESTATE, "")).split(",") if m.strip()]
     kept = [m for m in others if m.partition("=")[0] != STATE_KEY]
-    headers[TRACESTATE] = ",".join([f"{STATE_KEY}={flow}", *kept][:32])  # W3C: at most 32 entries
+    members = ([] if flow is None else [f"{STATE_KEY}={flow}"]) + kept
+    if members:
+        headers[TRACESTATE] = ",".join(members[:32])  # W3C: at most 32 entries
+    else:
+        del headers[TRACESTATE]

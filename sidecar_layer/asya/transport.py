@@ -118,9 +118,7 @@ class SqsTransport:
         entries: list[Any] = [{"Id": m.entry_id, "MessageBody": m.body, "DelaySeconds": m.delay_seconds} for m in chunk]
         for entry, message in zip(entries, chunk, strict=True):
             if message.trace is not None:  # a system attribute: not counted in the message's size
-                entry["MessageSystemAttributes"] = {
-                    "AWSTraceHeader": {"DataType": "String", "StringValue": message.trace}
-                }
+                entry["MessageSystemAttributes"] = trace_attribute(message.trace)
         if room:
             for entry in entries:
                 entry["MessageAttributes"] = self.seal.attributes(entry["MessageBody"])

@@ -14,10 +14,12 @@ from botocore.credentials import Credentials
 
 from asya.config import SidecarConfig
 from asya.envelope import parse_envelope
-from asya.fly_channel import MAX_EVENT_BYTES, ChannelPublisher, batches, channel_of, events_url
+from asya.fly_channel import FLUSH_SECONDS, MAX_EVENT_BYTES, ChannelPublisher, batches, channel_of, events_url
 from asya.headers import ROOT_HEADER
 from asya.reporting import StatusReporter, status_reporter
+from asya.sidecar import Sidecar
 from asya.telemetry import Telemetry
+from asya.transport import MemoryTransport
 from asya_gateway.reported import apply_event
 from asya_gateway.task_error import TaskError
 from tests.support.mesh import envelope
@@ -40,6 +42,10 @@ class FakeHttp:
         self.refusal = refusal
         self.hold = threading.Event()
         self.hold.set()
+        self.connections = 1  # how many connections it has opened: `clear` closes the one it keeps
+
+    def clear(self) -> None:
+        self.connections += 1
 
     def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str]) -> _Answer:
         assert method == "POST"
@@ -130,6 +136,25 @@ def test_a_refused_publish_is_logged_and_its_events_let_go_and_the_sender_goes_o
     assert len(http.sent) == 2
 
 
+def test_a_connection_idle_across_a_freeze_is_made_again_before_the_next_publish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lambda's network drops a flow idle for minutes silently: publishing on it would time out and
+    lose the next invocation's first events."""
+    clock = [1000.0]
+    monkeypatch.setattr("asya.fly_channel.time.monotonic", lambda: clock[0])
+    http = FakeHttp()
+    sender = publisher(http)
+    sender.send("/asya/t1", {"n": 1})
+    clock[0] += 30
+    sender.send("/asya/t1", {"n": 2})
+    assert http.connections == 1  # a busy connection is kept
+    clock[0] += 400  # the function sat frozen between invocations
+    sender.send("/asya/t1", {"n": 3})
+    assert http.connections == 2
+    assert len(http.sent) == 3
+
+
 def test_an_event_over_appsyncs_size_is_refused_before_it_is_sent() -> None:
     failures: list[str] = []
     http = FakeHttp()
@@ -218,3 +243,35 @@ def test_a_fly_event_posted_from_outside_the_mesh_is_published_on_the_tasks_chan
     with pytest.raises(TaskError) as too_large:
         apply_event(None, NoLog(), {"id": "t-1"}, large, publisher(FakeHttp()))  # type: ignore[arg-type]
     assert too_large.value.status == 413
+
+
+class _Context:
+    """What a Lambda invocation tells the handler of its time."""
+
+    def __init__(self, millis: int) -> None:
+        self.millis = millis
+        self.function_name, self.memory_limit_in_mb = "asya-unit-verbs", 512
+        self.invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:asya-unit-verbs"
+        self.aws_request_id = "r-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.millis
+
+
+def test_an_invocation_waits_for_its_fly_events_no_longer_than_it_has_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wait past the function's timeout would fail the whole batch (its sends done, its answer lost):
+    near its end the invocation lets its unsent FLY events go instead, as it does after 3 s."""
+    variables = {"ASYA_NAMESPACE": "unit", "ASYA_ACTOR_NAME": "verbs", "ASYA_HANDLER": "tests.support.handlers.echo"}
+    tables = {"ASYA_TASKS_TABLE": "tasks", "ASYA_EVENTS_TABLE": "events", "ASYA_FLY_DOMAIN": "abc.example.com"}
+    sidecar = Sidecar(SidecarConfig.from_env({**variables, **tables}), MemoryTransport())
+    waited: list[float] = []
+    assert sidecar.reporter.fly is not None
+
+    def flush(timeout: float) -> bool:
+        waited.append(timeout)
+        return True
+
+    monkeypatch.setattr(sidecar.reporter.fly, "flush", flush)
+    sidecar.handle({"Records": []}, _Context(1000))
+    sidecar.handle({"Records": []}, _Context(600_000))
+    assert waited == [pytest.approx(0.8), FLUSH_SECONDS]

@@ -407,3 +407,34 @@ def test_a_branch_giving_several_outputs_to_its_join_fails_it_and_the_task_with_
         assert (branch["status"], branch["reason"], branch["actor"]) == ("failed", "UnjoinedFanOut", "explode")
         assert "its branch has one place in summary's list" in branch["error"]["message"]
         assert sorted(entry["reason"] for entry in _sumped()) == ["JoinFailed", "UnjoinedFanOut"]
+
+
+@pytest.mark.parametrize("bad", [0, 2], ids=["first-fails", "last-fails"])
+def test_the_joined_envelope_s_hop_names_the_arrival_that_joined_it_as_its_parent(calls: list[Any], bad: int) -> None:
+    """The last branch's arrival sends the joined envelope on: its segment is the joined hop's parent, as
+    every other hop's is the hop that sent it (docs/status.md, "Traces"), whichever branch the joined
+    envelope goes on as. A failed branch arrives last, by way of x-sump."""
+    traced = {"ASYA_TRACING": "true"}
+    mesh = JoinMesh(
+        {
+            "split": "tests.support.handlers.fan_out",
+            "score": "tests.support.handlers.picky",
+            "summary": "tests.support.handlers.gather",
+        },
+        {
+            "split": {"ASYA_JOINED_BY": "summary", **traced},
+            "score": traced,
+            "summary": {**join_env("collect"), **traced},
+        },
+    )
+    items: list[Any] = [1, 2, 3]
+    items[bad] = "bad"
+    with mesh:
+        mesh.run(ROUTE, {"items": items})
+        xray = boto3.client("xray")
+        ids = [summary["Id"] for summary in xray.get_trace_summaries(StartTime=0, EndTime=2**31)["TraceSummaries"]]
+        [trace] = xray.batch_get_traces(TraceIds=ids)["Traces"]
+    segments = [json.loads(segment["Document"]) for segment in trace["Segments"]]
+    at_join = {s["annotations"]["outcome"]: s for s in segments if s["name"] == "summary"}
+    assert set(at_join) == {"gathered", "joined", "forwarded"}, [s["annotations"] for s in segments]
+    assert at_join["forwarded"]["parent_id"] == at_join["joined"]["id"]

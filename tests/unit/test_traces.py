@@ -16,7 +16,7 @@ from asya.batch import BatchHops, Routed
 from asya.config import SidecarConfig
 from asya.sidecar import configure
 from asya.task_store import TaskStore
-from asya.tracecontext import Span, enter_span, new_trace_id, trace_header, xray_id, xray_ready
+from asya.tracecontext import Span, enter_span, flow_of, new_trace_id, trace_header, xray_id, xray_ready
 from asya.transport import MemoryTransport, SqsTransport
 from asya.xray import Segments, segment
 from asya_crew import sink
@@ -165,6 +165,21 @@ def test_a_flow_is_named_in_tracestate_for_every_hop(gateway: TaskService) -> No
     headers: dict[str, Any] = {"tracestate": "vendor=1,asya=old"}
     start_trace(headers, "shop", traced=False)
     assert headers["tracestate"] == "asya=shop,vendor=1"
+
+
+@pytest.mark.parametrize(
+    ("tracestate", "kept"), [("asya=shop,vendor=1", {"tracestate": "vendor=1"}), ("asya=shop", {})]
+)
+def test_a_task_started_on_a_route_names_no_flow_whatever_its_caller_wrote(
+    gateway: TaskService, tracestate: str, kept: dict[str, str]
+) -> None:
+    """`asya=` is the mesh's key: a caller's would name every hop's segment for a flow never run."""
+    gateway.create(payload={"x": 1}, route=["a"], headers={"tracestate": tracestate})
+    sqs = boto3.client("sqs")
+    [message] = sqs.receive_message(QueueUrl=sqs.get_queue_url(QueueName="asya-n-a")["QueueUrl"])["Messages"]
+    headers = json.loads(message["Body"])["headers"]
+    assert {key: value for key, value in headers.items() if key == "tracestate"} == kept
+    assert flow_of(headers) is None
 
 
 def test_the_crew_s_hop_is_the_last_segment(task_store: TaskStore) -> None:
