@@ -31,7 +31,7 @@ def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
     the request's event, so its routing, validation and lines are counted with the create. The module's
     entry point serves this case's task service while the run lasts, then is put back."""
     from asya.entry import LambdaEntry
-    from asya_gateway import api
+    from asya_gateway import api, request_context
     from asya_gateway.function import GatewayFunction
     from asya_local.functions.lambda_shapes import LambdaContext
     from asya_local.functions.rest_proxy import HttpRequest, proxy_event
@@ -47,11 +47,12 @@ def gateway(case: FlowCase) -> Iterator[Callable[[str, Any], None]]:
         if answer["statusCode"] != 201:
             raise RuntimeError(f"the gateway did not create the task: {answer}")
 
-    served, api.lambda_handler = api.lambda_handler, entry
+    served = api.lambda_handler  # the module's name for it, and the one its routes read
+    api.lambda_handler = request_context.lambda_handler = entry
     try:
         yield create
     finally:
-        api.lambda_handler = served
+        api.lambda_handler = request_context.lambda_handler = served
 
 
 def task_service(case: FlowCase) -> Any:

@@ -1,5 +1,6 @@
 """The mesh as an A2A agent (docs/a2a.md): A2A's JSON-RPC methods at `POST /a2a` (its card is
-`asya_gateway.a2a_card`'s, the task's A2A objects `asya_gateway.a2a_objects`').
+`asya_gateway.a2a_card`'s, the task's A2A objects `asya_gateway.a2a_objects`', what a request may be
+`asya_gateway.a2a_requests`').
 
 - The methods (`A2aEndpoint`), in both versions the official SDK's clients speak: A2A 1.0
   (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`; the
@@ -23,11 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Annotated, Any, Literal
-
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from typing import Any
 
 from asya.envelope import rfc3339
 from asya.live import CURSOR_PATTERN
@@ -35,22 +32,15 @@ from asya.task_record import TERMINAL, TaskStatus
 from asya.variables import WAIT_MAX_SECONDS
 from asya_gateway.a2a_card import SKILL
 from asya_gateway.a2a_objects import (
-    CONTENT_TYPE_NOT_SUPPORTED,
     EXTENDED_CARD_NOT_CONFIGURED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
-    JSON,
     LISTED,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    PUSH_NOTIFICATION_NOT_SUPPORTED,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
     UNSUPPORTED_OPERATION,
     V03,
     V1,
-    VERSION_NOT_SUPPORTED,
     Answers,
     Answers03,
     Urls,
@@ -61,120 +51,33 @@ from asya_gateway.a2a_objects import (
     output_artifact,
     status_update,
 )
+from asya_gateway.a2a_requests import (
+    STREAMING,
+    A2aError,
+    ListParams,
+    Message,
+    Operation,
+    SendParams,
+    TaskIdParams,
+    check_version,
+    method_of,
+    parsed_params,
+    parsed_request,
+    payload_of,
+    whole_numbers,
+)
 from asya_gateway.a2a_stream import STOP_AT, JsonRpcRendering, stream
 from asya_gateway.fly_feed import EarlyFeed
 from asya_gateway.listing import TaskFilter, moment
 from asya_gateway.service import TaskService
 from asya_gateway.task_error import TaskError
 
-MAX_TASK_ID = 256
-MAX_SAFE_INTEGER = 2**53  # a double holds every integer up to it
-
-Operation = Literal["send", "stream", "get", "list", "cancel", "resubscribe", "card"]
-METHODS: dict[str, tuple[str, Operation]] = {
-    "SendMessage": (V1, "send"),
-    "SendStreamingMessage": (V1, "stream"),
-    "GetTask": (V1, "get"),
-    "ListTasks": (V1, "list"),
-    "CancelTask": (V1, "cancel"),
-    "SubscribeToTask": (V1, "resubscribe"),
-    "GetExtendedAgentCard": (V1, "card"),
-    "message/send": (V03, "send"),
-    "message/stream": (V03, "stream"),
-    "tasks/get": (V03, "get"),
-    "tasks/list": (V03, "list"),
-    "tasks/cancel": (V03, "cancel"),
-    "tasks/resubscribe": (V03, "resubscribe"),
-    "agent/getAuthenticatedExtendedCard": (V03, "card"),
-}
-STREAMING = ("stream", "resubscribe")
-PUSH_METHODS = (
-    *("CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig"),
-    *("ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig"),
-    *("tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get"),
-    *("tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"),
-)
 _CURSOR = re.compile(CURSOR_PATTERN)  # an event's id (SSE `id:`), as `Last-Event-ID` gives it back
-_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,251}$")  # the service's rule, with room for the prefix
-
-
-class A2aError(Exception):
-    """A JSON-RPC error: `code` is JSON-RPC's or A2A's."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _but(document: dict[str, Any], *left_out: str) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key not in left_out}
-
-
-# -- requests -------------------------------------------------------------------------------------
-
-
-class _Params(BaseModel):
-    """A method's params, in either version's (camelCase) names; what A2A adds that this agent does not
-    use is ignored, as A2A asks of a receiver."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-
-TaskIdText = Annotated[str, Field(min_length=1, max_length=MAX_TASK_ID)]
-
-
-class TaskIdParams(_Params):
-    id: TaskIdText
-
-
-class Part(_Params):
-    kind: str | None = Field(default=None, max_length=20)
-    text: str | None = None
-    data: Any = None
-    metadata: dict[str, Any] | None = None
-
-
-class Message(_Params):
-    message_id: str = Field(min_length=1, max_length=256)
-    task_id: TaskIdText | None = None
-    context_id: str | None = Field(default=None, max_length=256)
-    parts: list[Part] = Field(min_length=1, max_length=100)
-    metadata: dict[str, Any] | None = None
-
-
-class SendConfiguration(_Params):
-    return_immediately: bool = False  # 1.0
-    blocking: bool | None = None  # 0.3: false answers at once
-
-
-class SendParams(_Params):
-    message: Message
-    configuration: SendConfiguration | None = None
-    metadata: dict[str, Any] | None = None
-
-    @property
-    def immediate(self) -> bool:
-        given = self.configuration
-        return given is not None and (given.return_immediately or given.blocking is False)
-
-
-class ListParams(_Params):
-    context_id: str | None = Field(default=None, max_length=256)
-    status: str | None = Field(default=None, max_length=40)
-    page_size: int | None = Field(default=None, ge=1, le=100)
-    page_token: str | None = Field(default=None, max_length=4096)
-    status_timestamp_after: str | None = Field(default=None, max_length=40)
-    include_artifacts: bool = False
-
-
-def _params(model: type[_Params], params: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(params)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "params"
-        raise A2aError(INVALID_PARAMS, f"params.{where}: {first['msg']}") from None
 
 
 # -- the endpoint ---------------------------------------------------------------------------------
@@ -215,13 +118,13 @@ class A2aEndpoint:
         wire = Answers()
         streaming = False
         try:
-            request_id, method, params = _request(body)
-            version, operation = _method(method)
+            request_id, method, params = parsed_request(body)
+            version, operation = method_of(method)
             wire = Answers03() if version == V03 else Answers()
             streaming = operation in STREAMING
             if streams_only and not streaming:
                 return None
-            _check_version(headers.get("a2a-version"))
+            check_version(headers.get("a2a-version"))
             if streaming:
                 return self._stream(operation, wire, request_id, params, headers.get("last-event-id"))
             return {"jsonrpc": "2.0", "id": request_id, "result": self._answer(operation, wire, params)}
@@ -238,13 +141,13 @@ class A2aEndpoint:
                 raise A2aError(EXTENDED_CARD_NOT_CONFIGURED, "this endpoint has no extended card")
             return self.card()
         if operation == "send":
-            return wire.sent(a2a_task(self._send(_params(SendParams, params), wire), self.urls))
+            return wire.sent(a2a_task(self._send(parsed_params(SendParams, params), wire), self.urls))
         if operation == "get":
-            task_id = _params(TaskIdParams, params).id
+            task_id = parsed_params(TaskIdParams, params).id
             return wire.task(a2a_task(self._found(task_id), self.urls))
         if operation == "cancel":
-            return wire.task(a2a_task(self._cancel(_params(TaskIdParams, params).id), self.urls))
-        return self._list(wire, _params(ListParams, params))
+            return wire.task(a2a_task(self._cancel(parsed_params(TaskIdParams, params).id), self.urls))
+        return self._list(wire, parsed_params(ListParams, params))
 
     def _send(self, sent: SendParams, wire: Answers) -> dict[str, Any]:
         """A new task of the skill's flow, or the paused task the message names resumed; then the task
@@ -257,9 +160,9 @@ class A2aEndpoint:
     def _start(self, sent: SendParams, wire: Answers, named: Callable[[str], None] | None = None) -> str:
         """The task the message starts (or resumes); `named` is told its id before it is sent on."""
         message = sent.message
-        given = _payload(message)
+        given = payload_of(message)
         if wire.version == V1:  # ProtoJSON carries every number as a double: 2 arrives as 2.0
-            given = _whole(given)
+            given = whole_numbers(given)
         if message.task_id is not None:
             if not isinstance(given, dict):
                 raise A2aError(INVALID_PARAMS, "the input to a task waiting for it is a JSON object (its data part)")
@@ -328,10 +231,10 @@ class A2aEndpoint:
         if operation == "stream":  # its FLY channel subscribed before the task is sent on: none missed
             early = EarlyFeed(feeds)
             with early.closed_on_error():
-                task_id, cursor = self._start(_params(SendParams, params), wire, early.subscribe), None
+                task_id, cursor = self._start(parsed_params(SendParams, params), wire, early.subscribe), None
             feeds = early.feeds
         else:
-            task_id = _params(TaskIdParams, params).id
+            task_id = parsed_params(TaskIdParams, params).id
             self._found(task_id)  # known, and the caller's to see
             cursor = last_event_id if last_event_id and _CURSOR.fullmatch(last_event_id) else None  # goes on after it
         rendering = JsonRpcRendering(request_id, _Updates(self, wire, task_id))
@@ -374,90 +277,6 @@ class _Updates:
             return {**view, **self.endpoint.service.wait(view["id"], 0)[1]}
         except TaskError:
             return view
-
-
-def _request(body: bytes | str | None) -> tuple[str | int, str, dict[str, Any]]:
-    """The request's id, method and params, or the JSON-RPC error that says what is wrong with it."""
-    try:
-        document = orjson.loads(body or b"")
-    except orjson.JSONDecodeError as exc:
-        raise A2aError(PARSE_ERROR, f"the body is not JSON: {str(exc)[:200]}") from None
-    if isinstance(document, list):
-        raise A2aError(INVALID_REQUEST, "batches are not supported: send one request at a time")
-    if not isinstance(document, dict):
-        raise A2aError(INVALID_REQUEST, "a JSON-RPC request is a JSON object")
-    request_id = document.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        raise A2aError(INVALID_REQUEST, "id: an A2A request has an id, a string or an integer")
-    if document.get("jsonrpc") != "2.0":
-        raise _InvalidRequestError(request_id, "jsonrpc: must be exactly '2.0'")
-    method = document.get("method")
-    if not isinstance(method, str) or not method:
-        raise _InvalidRequestError(request_id, "method: a JSON-RPC request names its method")
-    params = document.get("params", {})
-    if not isinstance(params, dict):
-        raise _InvalidRequestError(request_id, "params: an object", INVALID_PARAMS)
-    return request_id, method, params
-
-
-class _InvalidRequestError(A2aError):
-    """A request whose id is known, refused: the id is answered."""
-
-    def __init__(self, request_id: str | int, message: str, code: int = INVALID_REQUEST) -> None:
-        super().__init__(code, message)
-        self.request_id = request_id
-
-
-def _method(method: str) -> tuple[str, Operation]:
-    found = METHODS.get(method)
-    if found is not None:
-        return found
-    if method in PUSH_METHODS:
-        raise A2aError(PUSH_NOTIFICATION_NOT_SUPPORTED, "push notifications are not supported: stream, or poll")
-    raise A2aError(METHOD_NOT_FOUND, f"method {method[:80]!r} is not supported")
-
-
-def _check_version(header: str | None) -> None:
-    """`A2A-Version`: absent, or one of the versions served (its patch is not told apart)."""
-    if not header:
-        return
-    found = _VERSION.match(header.strip())
-    if found is None or f"{found.group(1)}.{found.group(2)}" not in (V1, V03):
-        raise A2aError(VERSION_NOT_SUPPORTED, f"A2A-Version {header[:20]!r}: this agent speaks {V1} and {V03}")
-
-
-def _payload(message: Message) -> Any:
-    """The message's data part: the flow's input (or a person's). A text part holding JSON is taken as
-    one, for a client that has only text."""
-    data = [part for part in message.parts if "data" in part.model_fields_set]
-    if len(data) > 1:
-        raise A2aError(INVALID_PARAMS, "message.parts: one data part, the input")
-    if data:
-        value = data[0].data
-        compat = (data[0].metadata or {}).get("data_part_compat") is True  # 0.3's wrapped value
-        return value["value"] if compat and isinstance(value, dict) and "value" in value else value
-    texts = [part.text for part in message.parts if part.text is not None]
-    if len(texts) == 1:
-        try:
-            return orjson.loads(texts[0])
-        except orjson.JSONDecodeError:
-            pass
-    raise A2aError(
-        CONTENT_TYPE_NOT_SUPPORTED,
-        f"message.parts: no data part; this agent takes {JSON} (a data part, or a text part holding JSON)",
-    )
-
-
-def _whole(value: Any) -> Any:
-    """`value` with each whole number as an integer, as a JSON client would have written it: an actor
-    given 2.0 where it counts (`range(n)`) would fail."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    return value
 
 
 def _refused(exc: TaskError) -> tuple[int, str]:

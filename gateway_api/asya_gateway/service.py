@@ -4,7 +4,8 @@ Creating a task writes its record first (`pending`) and then sends the first env
 `status` including `deadline_at`; a task that could not be sent is failed at once rather than left
 pending. Everything else goes through `TaskStore`, whose conditional writes keep each task moving
 forward only. What an answer carries beyond the record is `asya_gateway.answers`'s, the size rules of
-what the gateway writes `asya_gateway.bodies`'s, events posted from outside `asya_gateway.reported`'s.
+what the gateway writes `asya_gateway.bodies`'s, events posted from outside `asya_gateway.reported`'s,
+the checks of what a client asks (its route, headers, idempotency key) `asya_gateway.task_requests`'s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import copy
 import datetime as dt
 import hashlib
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,7 +25,7 @@ import orjson
 from asya import names
 from asya.claims import Claims
 from asya.envelope import Phase, new_envelope, rfc3339, utc_now
-from asya.headers import CLIENT_HEADERS, FLOW_HEADER, GATEWAY_URL_HEADER, RESERVED_PREFIX
+from asya.headers import FLOW_HEADER
 from asya.live import EventLog
 from asya.results import result_key
 from asya.seal import SEAL_ROOM, EnvelopeSeal
@@ -49,31 +49,17 @@ from asya_gateway.settings import Flow, GatewaySettings
 from asya_gateway.sse import follow
 from asya_gateway.task_error import TaskError
 from asya_gateway.task_input import RERUN_OF, STARTED_ROUTE, keep_input, read_input, rerun_request
+from asya_gateway.task_requests import IDEMPOTENCY_KEY, checked_route, client_headers, idempotent_task_id
 from asya_gateway.views import task_view
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
 
-ACTOR_NAME = re.compile(names.ACTOR_NAME)
 _log = logging.getLogger(__name__)
 RESUME_STATUS_BYTES = 256
 WAIT_FIRST_POLL_SECONDS = 0.05  # then doubling, up to
 WAIT_POLL_SECONDS = 1.0
 UNSET: Any = object()  # a re-run given no payload: the one the task was started with
-
-
-# A client's key for one create (`Idempotency-Key`): printable ASCII, as HTTP carries it in a header.
-IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
-_IDEMPOTENT_TASKS = uuid.UUID("5d1f3c52-0b6e-4c1e-9f1a-6f1c0a6b2e44")  # the namespace of ids made from keys
-
-
-def idempotent_task_id(namespace: str, key: str, owner: str | None = None) -> str:
-    """The task id a create with this key makes, in this mesh, for this caller (`owner`): the same for
-    every retry of it. Each caller's keys are its own, so one caller's key never finds another's task;
-    an assumed role's sessions are one caller (`gateway.ownership: role`), so a retry from a new session
-    finds the task."""
-    scope = namespace if owner is None else f"{namespace}\n{owner}"
-    return str(uuid.uuid5(_IDEMPOTENT_TASKS, f"{scope}\n{key}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +150,10 @@ class TaskService:
         it runs again (`rerun_of`). `named` is told the task's id before anything is sent: a stream that
         follows the task subscribes to its FLY channel then, so it misses none of its FLY events."""
         chosen = self._flow(flow) if flow is not None else None
-        actors = chosen.route if chosen is not None else self._route(route)
+        actors = chosen.route if chosen is not None else checked_route(route)
         if chosen is not None:
             self.validate(chosen, payload)
-        headers = self.client_headers(headers or {})
+        headers = client_headers(headers or {})
         given = payload  # the task's input, as kept for a re-run: a program's first edits change what is sent
         if chosen is not None and chosen.program is not None:
             actors, headers[FLOW_HEADER], payload = self._program_start(chosen, payload)
@@ -291,33 +277,10 @@ class TaskService:
             raise TaskError(400, f"unknown flow {name!r} (known flows: {known})")
         return flow
 
-    @staticmethod
-    def _route(route: list[str] | None, field: str = "route") -> list[str]:
-        if not route:
-            raise TaskError(400, "give either 'flow' or a non-empty 'route'")
-        for index, actor in enumerate(route):
-            if not ACTOR_NAME.match(actor) or not names.routable(actor):
-                where = f"{field}[{index}]" if field == "route" else field
-                raise TaskError(400, f"{where}: {actor!r} is not an actor a route may name")
-        return route
-
-    @staticmethod
-    def client_headers(headers: dict[str, Any]) -> dict[str, Any]:
-        """Headers a client may set: none of the mesh's own `x-asya-*` but those it allows."""
-        reserved = sorted(key for key in headers if key.startswith(RESERVED_PREFIX) and key not in CLIENT_HEADERS)
-        if reserved:
-            raise TaskError(400, f"headers: {', '.join(reserved)} are set by the mesh, not by clients")
-        kept = dict(headers)
-        if not _reporting_url(kept.get(GATEWAY_URL_HEADER)):
-            kept.pop(
-                GATEWAY_URL_HEADER, None
-            )  # docs/spec/envelope.md, "Reserved headers": only http(s) URLs with a host; the rest is ignored
-        return kept
-
     def actor(self, name: str, field: str) -> str:
         """An actor a client names (`field` says where) that a task may be sent to: a deployed one, not
         the crew's (x-pause aside)."""
-        self._route([name], field)
+        checked_route([name], field)
         self.queues.url(name)
         return name
 
@@ -449,13 +412,3 @@ class TaskService:
         """A status or fly event from an actor outside the mesh (`asya_gateway.reported`); whether it
         changed anything."""
         return apply_event(self.tasks, self.events, self._task(task_id), event, self.fly)
-
-
-def _reporting_url(value: Any) -> bool:
-    """The SSRF guard: a URL to report to must be http(s) and name a host."""
-    from urllib.parse import urlsplit
-
-    if not isinstance(value, str):
-        return False
-    parts = urlsplit(value)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)

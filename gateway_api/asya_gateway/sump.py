@@ -36,6 +36,7 @@ from asya_gateway.kept import IN_REST, Carried
 from asya_gateway.listing import moment
 from asya_gateway.service import TaskService
 from asya_gateway.task_error import TaskError
+from asya_gateway.task_requests import client_headers
 from asya_gateway.views import task_view
 
 UNSET: Any = object()  # no new payload given: the one the failing actor was given
@@ -168,7 +169,7 @@ class Sump:
             raise TaskError(422, f"envelope: cannot be written as JSON ({exc})") from None
         if not parsed.route.curr:
             raise TaskError(400, "envelope.route.curr: name the actor the envelope goes to")
-        self.service.client_headers(parsed.headers)  # the mesh's own headers are the mesh's to set
+        client_headers(parsed.headers)  # the mesh's own headers are the mesh's to set
         wire = parsed.to_dict()
         wire["route"] = dict(wire["route"])
         return wire

@@ -11,12 +11,13 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from asya import flows, routing, state_hop
 from asya.abi import EnvelopeState
+from asya.actor_extras import actor_state_of, admission_problem_of, gathering_of
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import DUPLICATE_HOP, Claim, Hop, HopClaim, HopLedger
@@ -36,10 +37,6 @@ from asya.task_record import HALTING, TaskStatus, root_of, stealthy
 from asya.telemetry import Telemetry
 from asya.timeouts import TimedOut, run_with_timeout
 from asya.tracecontext import Span, enter_span
-
-if TYPE_CHECKING:
-    from asya.gathering import Gathering
-    from asya.state_store import ActorState
 
 # reached on every hop, so once here: an Enum's member costs 0.1 µs to reach
 _BYTES, _NEW = MetricUnit.Bytes, Claim.NEW
@@ -80,8 +77,8 @@ class HopRunner:
         self.reporter = reporter or StatusReporter(None, None, telemetry)  # a job's hops: nothing reported
         self.claims = config.claims()
         self.bodies = HopBodies(config.actor, config.body_limit, self.claims)
-        self.gathering = _gathering(config, self.reporter)
-        self.state = _actor_state(config)
+        self.gathering = gathering_of(config, self.reporter)
+        self.state = actor_state_of(config)
 
     def run(
         self,
@@ -123,7 +120,7 @@ class HopRunner:
         task_id = root_of(envelope.id, envelope.headers)
         # on every log line of the hop; the envelope's id is the logger's correlation id from here on
         with HopNames(envelope.id, task_id, self.config.actor, telemetry.logger):
-            problem = None if sealed else _admission_problem(envelope)
+            problem = None if sealed else admission_problem_of(envelope)
             if problem is not None:
                 return self._finish(plan, envelope, self._refuse(plan, envelope, problem, now), started, body)
             plan.foreign = not sealed
@@ -155,7 +152,7 @@ class HopRunner:
     ) -> HopPlan:
         """The rest of `run`, for an envelope that parsed, while the hop's names are on its log lines."""
         if (self.gathering is not None or self.config.joined_by) and JOIN_HEADER in envelope.headers:
-            from asya.join_table import JoinMismatchError  # a join's or a source's: see `_gathering`
+            from asya.join_table import JoinMismatchError  # a join's or a source's: see `gathering_of`
 
             try:  # checked whole: a source stacks its frames on it, a join gathers by it
                 frame = innermost(envelope.headers, self.config.actor)
@@ -415,31 +412,3 @@ def _tightest(*limits: float | None) -> float | None:
         if limit is not None and (tightest is None or limit < tightest):
             tightest = limit
     return tightest
-
-
-def _gathering(config: SidecarConfig, reporter: StatusReporter) -> Gathering | None:
-    """A join actor's gathering and its table (None for any other actor), imported by a join's sidecar
-    only: every other actor's cold start does without them (`python -m bench.cold_start`)."""
-    if config.join is None or not config.joins_table:
-        return None
-    from asya.gathering import Gathering
-    from asya.join_table import JoinTable
-
-    return Gathering(config, config.join, JoinTable(config.joins_table, config.task_ttl), reporter.store)
-
-
-def _actor_state(config: SidecarConfig) -> ActorState | None:
-    """The actor's state (`asya.state`), for an actor with `state:` only: imported by its sidecar alone."""
-    if not config.state_table:
-        return None
-    from asya.state_store import ActorState
-
-    return ActorState(config.state_table, config.actor, bucket=config.state_bucket, ttl_days=config.state_ttl_days)
-
-
-def _admission_problem(envelope: Envelope) -> str | None:
-    """Why an envelope from outside the mesh cannot start a task (`asya.admission`, imported by the first
-    such envelope: a hop of the mesh's own never needs it)."""
-    from asya.admission import admission_problem
-
-    return admission_problem(envelope)

@@ -3,7 +3,7 @@ region, and Powertools quiet (no metrics flushed, JSON logs)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
-from asya_gateway import api
+from asya_gateway import api, request_context
 from asya_gateway.function import GatewayFunction
 from asya_gateway.service import TaskService
 from asya_gateway.settings import Flow, GatewaySettings
@@ -29,6 +29,15 @@ UNIT_ENVIRONMENT = {
 }
 # The mesh's API key, as the local stack's own tools send it: its holder sees every task (docs/callers.md).
 OPERATOR_KEY = ("x-api-key", "unit-operator-key")
+
+
+def serve(patch: pytest.MonkeyPatch, build: Callable[[], GatewayFunction]) -> None:
+    """The gateway's entry point runs what `build` makes at its first event: under both its names, the
+    function module's (`asya_gateway.api.lambda_handler`, which the tests call) and the one its routes
+    read (`asya_gateway.request_context`)."""
+    entry = LambdaEntry(build)
+    patch.setattr(api, "lambda_handler", entry)
+    patch.setattr(request_context, "lambda_handler", entry)
 
 
 @contextmanager
@@ -51,7 +60,7 @@ def function_on_moto(
         if s3 is not None and bucket:
             s3.create_bucket(Bucket=bucket)
         service = TaskService(settings, tasks=TaskStore(TASKS, client=client), sqs=sqs, s3=s3)
-        patch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
+        serve(patch, lambda: GatewayFunction(service))
         yield service
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import httpx2
 import pytest
 
-from asya.entry import LambdaEntry
 from asya.task_store import TaskStore
 from asya_gateway import api
 from asya_gateway.function import GatewayFunction
@@ -18,7 +17,7 @@ from asya_gateway.settings import GatewaySettings
 from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
 from asya_local.testing.tables import EVENTS, TASKS
-from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT, serve
 
 STATUSES = ("running", "succeeded", "failed", "pending", "paused", "canceled")
 ROUTE = ("split", "score", "triage")
@@ -45,7 +44,7 @@ def through_the_function(service: TaskService, monkeypatch: pytest.MonkeyPatch) 
     """HTTP as API Gateway hands it to the gateway's function, which answers from `service`."""
     for name, value in UNIT_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
+    serve(monkeypatch, lambda: GatewayFunction(service))
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         target = request.url.raw_path.decode()

@@ -6,14 +6,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx2
 import pytest
 from moto import mock_aws
 
 from asya.task_store import TaskStore
 from asya_gateway.service import TaskService
 from asya_gateway.settings import GatewaySettings
+from asya_local.functions.gateway_server import GatewayServer
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.testing.tables import EVENTS, TASKS, create_tables
+from tests.support.local_gateway import StandIn, serving
 from tests.support.mesh import NS, QUEUES, Mesh
 
 
@@ -58,3 +61,19 @@ def gateway(task_store: TaskStore) -> TaskService:
     return TaskService(
         GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS), tasks=task_store, sqs=sqs
     )
+
+
+# The local API Gateway stand-in (`tests.support.local_gateway`): its invocations, and its streams.
+@pytest.fixture(scope="module")
+def local_api() -> Iterator[tuple[GatewayServer, httpx2.Client]]:
+    """One API for the tests that need no fresh one (an environment's init takes a few tenths of a second)."""
+    with serving() as started:
+        yield started
+
+
+@pytest.fixture
+def served(local_api: tuple[GatewayServer, httpx2.Client]) -> tuple[StandIn, httpx2.Client]:
+    server, client = local_api
+    stand_in = StandIn()
+    server.gateway.open_event_stream = stand_in.open_event_stream
+    return stand_in, client

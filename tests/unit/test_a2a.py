@@ -24,7 +24,7 @@ from google.protobuf.json_format import ParseDict
 
 from asya.live import FLY, SETTLE_SECONDS, STATUS
 from asya.results import result_key
-from asya_gateway import a2a_stream, api, sse
+from asya_gateway import a2a_stream, agent_routes, api, sse
 from asya_gateway.a2a import A2aEndpoint
 from asya_gateway.a2a_card import INPUT_SCHEMAS, extended_card
 from asya_gateway.a2a_objects import Answers, Answers03, a2a_task, status_update
@@ -237,7 +237,7 @@ def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
     with function_on_moto(
         settings(results_bucket=RESULTS), actors=("a", "x-pause", "x-resume"), bucket=RESULTS
     ) as service:
-        monkeypatch.setattr(api, "LAMBDA_FOLLOW_SECONDS", 1.0)
+        monkeypatch.setattr(agent_routes, "LAMBDA_FOLLOW_SECONDS", 1.0)
         yield Gateway(service)
 
 

@@ -24,7 +24,7 @@ from asya_local.functions.gateway_server import Gateway, GatewayServer
 from asya_local.functions.iam_auth import MISMATCH, UNKNOWN_KEY, Signer
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.gateway_client import IamAuth
-from tests.unit.test_local_gateway_server import KEY, SPEC
+from tests.support.local_gateway import KEY, SPEC
 
 ADMIN = Credentials("asya-local", "asya-local")
 SESSION = Credentials("ASIASESSION", "session-secret", "the-session-token")

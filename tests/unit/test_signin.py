@@ -13,7 +13,6 @@ import jwt
 import orjson
 import pytest
 
-from asya.entry import LambdaEntry
 from asya_gateway import api, signin
 from asya_gateway.callers import AuthSettings, Caller
 from asya_gateway.function import GatewayFunction
@@ -25,7 +24,7 @@ from asya_local.functions.lambda_shapes import LambdaContext
 from asya_local.functions.rest_proxy import HttpRequest, HttpResponse, http_response, proxy_event
 from asya_local.issuer import IssuerServer, LocalIssuer
 from asya_local.testing.tables import EVENTS, TASKS
-from tests.support.gateway_unit import gateway_on_moto
+from tests.support.gateway_unit import gateway_on_moto, serve
 
 ISSUER = "https://login.example.com/tenant"
 AUDIENCE = "asya-api"
@@ -205,7 +204,7 @@ def test_cognito_groups_and_a_cognito_access_token_without_aud(signed_in: Signed
 
 def test_the_metadata_is_not_served_without_sign_in(signed_in: SignedIn, monkeypatch: pytest.MonkeyPatch) -> None:
     config = GatewaySettings(namespace="n", tasks_table=TASKS, events_table=EVENTS)  # gateway.auth: iam
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(TaskService(config))))
+    serve(monkeypatch, lambda: GatewayFunction(TaskService(config)))
     assert signed_in.send("GET", "/.well-known/oauth-protected-resource").status == 404
 
 

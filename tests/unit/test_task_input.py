@@ -161,15 +161,14 @@ def test_what_cannot_run_again_says_why(service: TaskService) -> None:
 
 
 def test_the_api_runs_an_ended_task_again(service: TaskService, monkeypatch: pytest.MonkeyPatch) -> None:
-    from asya.entry import LambdaEntry
     from asya_gateway import api
     from asya_local.functions.lambda_shapes import LambdaContext
     from asya_local.functions.rest_proxy import HttpRequest, http_response, proxy_event
-    from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT
+    from tests.support.gateway_unit import OPERATOR_KEY, UNIT_ENVIRONMENT, serve
 
     for name, value in UNIT_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(api, "lambda_handler", LambdaEntry(lambda: GatewayFunction(service)))
+    serve(monkeypatch, lambda: GatewayFunction(service))
 
     def post(path: str, body: bytes | None) -> tuple[int, dict[str, Any]]:
         headers = [OPERATOR_KEY, *([("content-type", "application/json")] if body is not None else [])]
