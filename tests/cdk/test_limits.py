@@ -29,6 +29,11 @@ SECRET_ARN = (  # a secret CloudFormation names: <logical id>-<12 random>, and t
     "arn:aws-us-gov:secretsmanager:ap-southeast-5:123456789012:secret:MeshGatewayCursorSecret0A1B2C3D-AbCdEfGhIjKl-XyZ123"
 )
 ROLE_ARN = "arn:aws-us-gov:iam::123456789012:role/" + "asya-catalogue-MeshSparkscoreJobRole0123456-ABCDEFGHIJKLMN"[:64]
+# FLY's Event API: AppSync's 26-character API id in its HTTP and real-time domains
+EVENT_API_DNS = {
+    "Dns.Http": "abcdefghijklmnopqrstuvwxyz.appsync-api.ap-southeast-5.amazonaws.com",
+    "Dns.Realtime": "abcdefghijklmnopqrstuvwxyz.appsync-realtime-api.ap-southeast-5.amazonaws.com",
+}
 
 
 def _resolve(value: Any, resources: dict[str, Any]) -> str:
@@ -45,7 +50,7 @@ def _resolve(value: Any, resources: dict[str, Any]) -> str:
         named = {"AWS::S3::Bucket": BUCKET, "AWS::EMRServerless::Application": APPLICATION_ID}
         return {**named, "AWS::SecretsManager::Secret": SECRET_ARN}[kind]
     if function == "Fn::GetAtt":
-        return {"Arn": ROLE_ARN, "ApplicationId": APPLICATION_ID}[argument[1]]
+        return {"Arn": ROLE_ARN, "ApplicationId": APPLICATION_ID, **EVENT_API_DNS}[argument[1]]
     if function == "Fn::Join":
         separator, parts = argument
         return str(separator).join(_resolve(part, resources) for part in parts)
