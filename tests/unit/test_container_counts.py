@@ -5,23 +5,27 @@ actor's row and node stay as they were."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import ANY, Stubber
 from rich.console import Console as RichConsole
 
 from asya.names import CONTAINER_SERVICES_OUTPUT
 from asya_cdk.container import container_services
 from asya_cdk.loading import load_mesh
+from asya_local import listing_cli, screen
 from asya_local.console.app import Console
 from asya_local.console.deployed import stack_topology
 from asya_local.console.stats import ActorStats, AwsStats
 from asya_local.console.topology import Topology
 from asya_local.container_counts import ServicePlace, TaskCount, service_places, task_counts
 from asya_local.listing_cli import queue_table
+from asya_local.testing.moto_server import moto_server
 from tests.support.console_client import console_client
 from tests.unit.test_console import FakeGateway
 
@@ -202,3 +206,31 @@ def test_the_console_draws_a_container_actors_count_in_its_node_row_and_page(tmp
     actor = client.get("/actors/render").get_data(as_text=True)
     assert '<dt>tasks</dt><dd data-stat="tasks">1 of 4 tasks, 3 wanted</dd>' in actor
     assert "container (ECS)" in actor
+
+
+def test_asya_queues_on_the_local_stack_reads_the_services_asya_up_recorded(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`asya queues` in another process than `asya up`: the services come from the state it wrote."""
+    with moto_server() as endpoint:
+        sqs, ecs = (boto3.client(name, endpoint_url=endpoint) for name in ("sqs", "ecs"))
+        for name in ("split", "render"):
+            sqs.create_queue(QueueName=f"asya-shop-{name}")
+        ecs.create_cluster(clusterName="asya-shop-containers")
+        ecs.register_task_definition(
+            family="asya-shop-render", containerDefinitions=[{"name": "consumer", "image": "a", "memory": 512}]
+        )
+        ecs.create_service(
+            cluster="asya-shop-containers", serviceName="asya-shop-render", taskDefinition="asya-shop-render"
+        )
+        ecs.update_service(cluster="asya-shop-containers", service="asya-shop-render", desiredCount=3)
+        render = {"render": {"cluster": "asya-shop-containers", "service": "asya-shop-render", "max": 4}}
+        state = {"endpoint": endpoint, "namespace": "shop", "container_services": json.dumps(render)}
+        monkeypatch.setattr(listing_cli, "running_state", lambda: state)
+        monkeypatch.setattr(screen.console, "width", 120)
+
+        assert listing_cli.queues(argparse.Namespace(stack=None, watch=False)) == 0
+
+    lines = {line.split("│")[1].strip(): line for line in capsys.readouterr().out.splitlines() if "asya-shop-" in line}
+    assert "3 of 4 tasks" in lines["asya-shop-render"]
+    assert "tasks" not in lines["asya-shop-split"]
