@@ -213,7 +213,7 @@ def test_asya_queues_on_the_local_stack_reads_the_services_asya_up_recorded(
 ) -> None:
     """`asya queues` in another process than `asya up`: the services come from the state it wrote."""
     with moto_server() as endpoint:
-        sqs, ecs = (boto3.client(name, endpoint_url=endpoint) for name in ("sqs", "ecs"))
+        sqs, ecs = boto3.client("sqs", endpoint_url=endpoint), boto3.client("ecs", endpoint_url=endpoint)
         for name in ("split", "render"):
             sqs.create_queue(QueueName=f"asya-shop-{name}")
         ecs.create_cluster(clusterName="asya-shop-containers")
