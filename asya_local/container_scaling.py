@@ -7,6 +7,10 @@ between `min_tasks` and `max_tasks`, following the backlog up and down. Once the
 nothing visible or in flight for the cool-down, it stops all but `min_tasks`. A consumer it stops
 gets SIGTERM and drains its hop (`asya.consumer`). So a message after an idle spell waits for a
 consumer to start, as a task on a cold service does (a few seconds here, a minute or more on Fargate).
+
+The scaler keeps an ECS service of the actor's name on the local endpoint at the number of consumers
+it runs (`ServiceMirror`), so the console and `asya queues` read a local container actor's count as
+they read a deployed one's (`asya_local.container_counts`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asya import variables
+from asya_local.container_counts import ServicePlace
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
 from asya_local.worker_processes import WorkerProcesses
 
@@ -47,6 +52,7 @@ class Scaler:
     start: Callable[[str], None]
     stop_one: Callable[[str], None]
     on_line: Callable[[str, str], None]
+    on_count: Callable[[str, int], None] = lambda _name, _count: None  # how many consumers run, after each tick
     _idle_since: dict[str, float] = field(default_factory=dict)
     _seen: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # (when, backlog) in the peak's period
     _stopped: threading.Event = field(default_factory=threading.Event)
@@ -83,6 +89,7 @@ class Scaler:
             self.start(name)
         for _ in range(running - target):
             self.stop_one(name)
+        self.on_count(name, target)
         return target
 
     def backlog(self, queue_url: str) -> int:
@@ -91,15 +98,44 @@ class Scaler:
         return sum(int(found.get(name, 0)) for name in names)
 
 
+@dataclass
+class ServiceMirror:
+    """Each container actor's ECS service on the local endpoint (`places`, by the actor's resource
+    name), created at the consumers first started and updated when their number changes: moto counts
+    a service's desired tasks as running, as the consumers the scaler starts are."""
+
+    ecs: Any
+    places: dict[str, ServicePlace]
+    _shown: dict[str, int] = field(default_factory=dict)
+
+    def create(self, name: str, count: int) -> None:
+        place = self.places[name]
+        self.ecs.create_service(
+            cluster=place.cluster, serviceName=place.service, taskDefinition=name, desiredCount=count
+        )
+        self._shown[name] = count
+
+    def __call__(self, name: str, count: int) -> None:
+        if name in self._shown and self._shown[name] != count:
+            place = self.places[name]
+            self.ecs.update_service(cluster=place.cluster, service=place.service, desiredCount=count)
+            self._shown[name] = count
+
+
 def start_scaler(
     sqs: Any,
     functions: list[LocalFunction],
     workers: WorkerProcesses,
     source: Callable[[LocalFunction], str],
     on_line: Callable[[str, str], None],
+    *,
+    ecs: Any,
+    places: dict[str, ServicePlace],
 ) -> Scaler:
-    """A scaler of these container actors' consumers, running in a thread of its own until `stop`."""
+    """A scaler of these container actors' consumers, running in a thread of its own until `stop`;
+    `places`: their services by actor name (the stack's `ContainerServices` output)."""
     by_name = {function.name: function for function in functions}
+    mirror = ServiceMirror(ecs, {name: places[source(function)] for name, function in by_name.items()})
     triggers = {
         name: function.trigger for name, function in by_name.items() if isinstance(function.trigger, ContainerTrigger)
     }
@@ -111,6 +147,9 @@ def start_scaler(
         start=lambda name: workers.spawn(by_name[name]),
         stop_one=lambda name: workers.retire(source(by_name[name])),
         on_line=lambda name, text: on_line(source(by_name[name]), text),
+        on_count=mirror,
     )
+    for name in triggers:
+        mirror.create(name, scaler.count(name))
     threading.Thread(target=scaler.run, name="asya-container-scaler", daemon=True).start()
     return scaler

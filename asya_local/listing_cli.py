@@ -11,10 +11,12 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
+from asya.names import CONTAINER_SERVICES_OUTPUT
 from asya.task_record import TaskStatus
 from asya_local import stack_option
 from asya_local.answers import DONE, JSON, add_output_option, print_json
 from asya_local.arguments import command, moment_argument, page_size
+from asya_local.container_counts import TaskCount, service_places, task_counts
 from asya_local.local_state import running_state
 from asya_local.moments import SHAPES, in_order
 from asya_local.queues import queue_depths
@@ -72,35 +74,45 @@ def next_page(where: dict[str, str | None], limit: int, cursor: str) -> list[str
 
 def queues(args: argparse.Namespace) -> int:
     """Queue depths, read from SQS with the local administrator's credentials, or with `--stack` the
-    caller's (`sqs:ListQueues`, `sqs:GetQueueAttributes`)."""
+    caller's (`sqs:ListQueues`, `sqs:GetQueueAttributes`); a container actor's row also says how many
+    tasks run (`ecs:DescribeServices`, asked only of a mesh with container actors)."""
     if args.stack:
         mesh = stack_option.deployed(args)
-        sqs, namespace = mesh.client("sqs"), mesh.namespace
+        sqs, namespace, places = mesh.client("sqs"), mesh.namespace, service_places(mesh.outputs)
+        ecs = mesh.client("ecs") if places else None
     else:
         state = running_state()
         sqs, namespace = local_client("sqs", state["endpoint"]), state["namespace"]
+        places = service_places({CONTAINER_SERVICES_OUTPUT: state.get("container_services", "")})
+        ecs = local_client("ecs", state["endpoint"]) if places else None
 
-    def depths() -> dict[str, tuple[int, int, int]]:
-        return queue_depths(sqs, namespace)
+    def table() -> Table:
+        counts = task_counts(ecs, places) if ecs is not None else None
+        return queue_table(queue_depths(sqs, namespace), counts and {places[a].service: c for a, c in counts.items()})
 
     if not args.watch:
-        console.print(_queue_table(depths()))
+        console.print(table())
         return DONE
-    with Live(_queue_table(depths()), console=console, refresh_per_second=2) as live:
+    with Live(table(), console=console, refresh_per_second=2) as live:
         try:
             while True:
                 time.sleep(0.5)
-                live.update(_queue_table(depths()))
+                live.update(table())
         except KeyboardInterrupt:
             return DONE
 
 
-def _queue_table(depths: dict[str, tuple[int, int, int]]) -> Table:
+def queue_table(depths: dict[str, tuple[int, int, int]], tasks: dict[str, TaskCount] | None = None) -> Table:
+    """The queues by name; with `tasks` (the container actors' counts, by queue name: a container
+    actor's service is named as its queue) a `tasks` column, empty in a Lambda actor's row."""
     table = Table(title="queues", title_justify="left")
-    for column in ("queue", "visible", "in flight", "delayed"):
-        table.add_column(column, justify="left" if column == "queue" else "right")
+    columns = ("queue", "visible", "in flight", "delayed", *(("tasks",) if tasks is not None else ()))
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("queue", "tasks") else "right")
     for name, (visible, in_flight, delayed) in sorted(depths.items()):
-        table.add_row(name, str(visible), str(in_flight), str(delayed))
+        count = tasks.get(name) if tasks is not None else None
+        figures = (str(visible), str(in_flight), str(delayed))
+        table.add_row(name, *figures, *((count.text() if count else "",) if tasks is not None else ()))
     return table
 
 

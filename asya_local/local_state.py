@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya import variables
+from asya.names import CONTAINER_SERVICES_OUTPUT
 from asya_local import admin_key, issuer
 from asya_local.gateway_client import GatewayClient
 
@@ -53,6 +54,7 @@ def write_state(stack: LocalStack, config: Path, **more: str) -> Path:
         "bucket": stack.results_bucket,
         "tasks_table": stack.outputs.get("TasksTable", ""),
         "spark_batches_table": stack.outputs.get("SparkBatchesTable", ""),
+        "container_services": stack.outputs.get(CONTAINER_SERVICES_OUTPUT, ""),  # `asya queues`: tasks running
         "config": str(config.resolve()),
         # the local administrator's key, its secret drawn for this endpoint: what a client of it signs
         # with (real AWS credentials in the environment are refused here, with InvalidClientTokenId)

@@ -47,6 +47,7 @@ from asya_cdk.plan import STACK_BUDGET
 from asya_local import admin_key
 from asya_local.cognito_pools import pool_client, pool_clients
 from asya_local.container_actors import container_actors, container_scaling
+from asya_local.container_counts import service_places
 from asya_local.container_scaling import Scaler, start_scaler
 from asya_local.deploy import (
     EMR_APPLICATION,
@@ -284,7 +285,15 @@ class LocalStack:
                         self._running.spawn(function)
         containers = [function for function in self.functions if isinstance(function.trigger, ContainerTrigger)]
         if containers:
-            self._scaler = start_scaler(self.client("sqs"), containers, self._running, self._source, self.on_line)
+            self._scaler = start_scaler(
+                self.client("sqs"),
+                containers,
+                self._running,
+                self._source,
+                self.on_line,
+                ecs=self.client("ecs"),
+                places=service_places(self.outputs),
+            )
         if self.gateway_url is not None:
             progress(f"waiting for the gateway on {self.gateway_url}")
             self._wait_for_gateway()

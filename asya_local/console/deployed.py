@@ -9,7 +9,8 @@ SQS, CloudWatch and the Spark batches table (`asya_local.console.stats.AwsStats`
 
 What the caller needs besides invoking the gateway: `cloudformation:ListStackResources` and
 `DescribeStacks`, `lambda:GetFunctionConfiguration` on the mesh's functions (once, at start),
-`sqs:ListQueues` and `GetQueueAttributes`, `cloudwatch:GetMetricData` (once a minute while a page is
+`sqs:ListQueues` and `GetQueueAttributes`, `ecs:DescribeServices` on the container actors'
+services if there are any, `cloudwatch:GetMetricData` (once a minute while a page is
 open, and once per actor page viewed, kept a minute: `asya_local.console.aws_history`),
 `dynamodb:Query` on the Spark batches table's `open` index (its ARN ends `/index/open`) if there
 is one; for a task's log lines, `logs:StartQuery` on the mesh's functions' log groups and
@@ -30,6 +31,7 @@ from asya_local.console.aws_history import AwsHistory
 from asya_local.console.stats import AwsStats
 from asya_local.console.task_logs import CloudWatchTaskLogs
 from asya_local.console.topology import Node, Topology
+from asya_local.container_counts import service_places
 from asya_local.discovery import DeployedMesh
 
 AWS_REFRESH_SECONDS = 5.0
@@ -42,7 +44,10 @@ def deployed_console(mesh: DeployedMesh) -> Console:
     """The console of `mesh` (found by `asya_local.discovery.discover`), reading AWS with its clients."""
     resources = list(stack_resources(mesh.client("cloudformation"), mesh.stack))
     routes, programs = listed_flows(mesh.gateway.listed_flows())
-    topology = stack_topology(mesh.namespace, resources, mesh.client("lambda"), routes, programs)
+    places = service_places(mesh.outputs)
+    topology = stack_topology(
+        mesh.namespace, resources, mesh.client("lambda"), routes, programs, containers=set(places)
+    )
     spark = [node.name for node in topology.nodes if node.kind == "spark"]
     stats = AwsStats(
         mesh,  # `client(name)`, as a boto3 session gives
@@ -50,6 +55,7 @@ def deployed_console(mesh: DeployedMesh) -> Console:
         actors=topology.actors,
         spark_actors=spark,
         batches_table=mesh.outputs.get("SparkBatchesTable"),
+        places=places,
     )
     log_groups = sorted(
         str(resource["PhysicalResourceId"])
@@ -85,9 +91,12 @@ def stack_topology(
     functions: Any,
     flows: dict[str, list[str]],
     programs: dict[str, dict[str, Any]] | None = None,
+    *,
+    containers: set[str] | None = None,
 ) -> Topology:
     """The actors are the namespace's queues but the crew's and the dead-letter queues; one whose
-    collector function exists is a Spark actor; one whose function says `ASYA_JOIN` is a join.
+    collector function exists is a Spark actor; one of `containers` (the stack's `ContainerServices`)
+    a container actor, which has no function; one whose function says `ASYA_JOIN` is a join.
     `flows`: each flow's route; `programs`: each program flow's program."""
     prefix = resource_name(namespace, "")
     queues = [
@@ -106,6 +115,9 @@ def stack_topology(
     for actor in sorted(actors, key=lambda name: _first_seen(name, flows)):
         if collector_name(namespace, actor) in deployed:
             nodes.append(Node(actor, "spark"))
+            continue
+        if actor in (containers or set()):
+            nodes.append(Node(actor, "container"))
             continue
         variables = functions.get_function_configuration(FunctionName=resource_name(namespace, actor))
         join = variables.get("Environment", {}).get("Variables", {}).get(JOIN.name)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asya.names import CONTAINER_SERVICES_OUTPUT
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_local import issuer
@@ -17,6 +18,7 @@ from asya_local.console.app import Console
 from asya_local.console.stats import LocalStats
 from asya_local.console.task_logs import LocalTaskLogs
 from asya_local.console.topology import Topology
+from asya_local.container_counts import ServicePlace, service_places
 from asya_local.issuer import LocalIssuer, local_gateway
 from asya_local.load_failures import LoadFailures
 from asya_local.roles import local_client
@@ -37,13 +39,15 @@ class LocalMesh:
     batches_table: str | None = None
     log: Path | None = None
     issuer: LocalIssuer | None = None  # with sign-in: the console's requests carry an admin's token
+    places: dict[str, ServicePlace] = field(default_factory=dict)  # the container actors' services
 
     @classmethod
     def of_stack(cls, stack: LocalStack, log: Path | None = None) -> LocalMesh:
         if stack.gateway_url is None:
             raise ValueError("the console needs the status gateway, which this mesh does not deploy")
         batches = stack.outputs.get("SparkBatchesTable")
-        return cls(stack.mesh, stack.endpoint, stack.gateway_url, stack.api_key, batches, log, stack.issuer)
+        places = service_places(stack.outputs)
+        return cls(stack.mesh, stack.endpoint, stack.gateway_url, stack.api_key, batches, log, stack.issuer, places)
 
     @classmethod
     def of_state(cls, state: dict[str, str]) -> LocalMesh:
@@ -56,6 +60,7 @@ class LocalMesh:
             state.get("spark_batches_table") or None,
             Path(log) if log else None,
             issuer.of_state(state),
+            service_places({CONTAINER_SERVICES_OUTPUT: state.get("container_services", "")}),
         )
 
 
@@ -84,6 +89,7 @@ def local_console(
         client=client,
         batches_table=where.batches_table,
         failures=failures,
+        places=where.places,
     )
     return Console(
         topology,

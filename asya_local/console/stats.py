@@ -1,7 +1,9 @@
 """Each actor's queue and work, as the console shows them: messages waiting, in flight and delayed,
 how long the oldest has waited, envelopes processed per minute and failed over the last minutes, and
-a Spark actor's open batches. A Spark actor's envelopes in flight are those of its open batches too:
-its dispatcher deletes their messages once staged, so SQS alone would show it idle while its jobs run.
+a Spark actor's open batches, a container actor's tasks running (its ECS service's counts, on AWS as
+on the local stack: `asya_local.container_counts`). A Spark actor's envelopes in flight are those of
+its open batches too: its dispatcher deletes their messages once staged, so SQS alone would show it
+idle while its jobs run.
 
 `LocalStats` reads the local stack: the queues' attributes and, from the endpoint, the oldest message's
 age (moto publishes no CloudWatch metrics for SQS), the metric lines of the worker log for the work
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 from asya.names import resource_name
 from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
 from asya_local.console.activity import WINDOW_SECONDS, Activity, ActivityCounter
+from asya_local.container_counts import ServicePlace, TaskCount, task_counts
 from asya_local.endpoint.process import endpoint_admin
 from asya_local.load_failures import LoadFailures
 from asya_local.queues import queue_depths
@@ -39,6 +42,8 @@ class ActorStats:
     failed: int = 0  # envelopes failed (x-sump: kept) over the window
     open_batches: int = 0  # a Spark actor's batches staged or running
     load_error: str | None = None  # why it cannot load its handler, locally (`asya_local.load_failures`)
+    tasks: str | None = None  # a container actor's tasks running, "2 of 4 tasks" (`asya_local.container_counts`)
+    task_count: str | None = None  # the same for the graph's narrow node, "2/4 tasks"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,7 +54,7 @@ class ActorStats:
             "per_minute": round(self.per_minute, 1),
             "failed": self.failed,
             "open_batches": self.open_batches,
-        }
+        } | ({"tasks": self.tasks, "task_count": self.task_count} if self.tasks is not None else {})
 
 
 class StatsSource(Protocol):
@@ -64,13 +69,17 @@ def combine(
     ages: dict[str, float],
     work: dict[str, Activity],
     batches: dict[str, tuple[int, int]],
+    *,
+    tasks: dict[str, TaskCount] | None = None,
 ) -> dict[str, ActorStats]:
-    """One `ActorStats` per actor from what each source gave, by actor name."""
+    """One `ActorStats` per actor from what each source gave, by actor name (`tasks`: the container
+    actors' counts)."""
     stats = {}
     for actor in actors:
         visible, in_flight, delayed = depths.get(actor, (0, 0, 0))
         done = work.get(actor, Activity())
         jobs, staged = batches.get(actor, (0, 0))
+        count = (tasks or {}).get(actor)
         stats[actor] = ActorStats(
             visible,
             in_flight + staged,
@@ -79,6 +88,8 @@ def combine(
             done.per_minute(),
             done.failed,
             jobs,
+            tasks=count.text() if count is not None else None,
+            task_count=count.short() if count is not None else None,
         )
     return stats
 
@@ -94,6 +105,7 @@ class LocalStats:
         client: Callable[[str], Any],
         batches_table: str | None = None,
         failures: LoadFailures | None = None,
+        places: dict[str, ServicePlace] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.namespace = namespace
@@ -102,6 +114,7 @@ class LocalStats:
         self.client = client
         self.batches_table = batches_table
         self.failures = failures or LoadFailures()
+        self.places = places or {}  # the container actors' services, asked only when there are some
 
     def actor_stats(self) -> dict[str, ActorStats]:
         prefix = resource_name(self.namespace, "")
@@ -114,7 +127,8 @@ class LocalStats:
         }
         self.activity.history.sample_ages({actor: ages.get(actor, 0.0) for actor in self.actors})
         batches = open_batches(self.client("dynamodb"), self.batches_table, self.namespace, self.actors)
-        stats = combine(self.actors, depths, ages, self.activity.activity(), batches)
+        tasks = task_counts(self.client("ecs"), self.places) if self.places else None
+        stats = combine(self.actors, depths, ages, self.activity.activity(), batches, tasks=tasks)
         for actor, problem in self.failures.found().items():
             if actor in stats:
                 stats[actor] = dataclasses.replace(stats[actor], load_error=problem)
@@ -179,6 +193,7 @@ class AwsStats:
         actors: list[str],
         spark_actors: list[str],
         batches_table: str | None,
+        places: dict[str, ServicePlace] | None = None,
         metrics_seconds: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -189,6 +204,8 @@ class AwsStats:
         self.sqs = session.client("sqs")
         self.cloudwatch = session.client("cloudwatch")
         self.dynamodb = session.client("dynamodb")
+        self.places = places or {}
+        self.ecs = session.client("ecs") if self.places else None
         self.metrics_seconds = metrics_seconds
         self.clock = clock
         self._metrics: tuple[dict[str, float], dict[str, Activity]] = ({}, {})
@@ -202,7 +219,8 @@ class AwsStats:
             self._metrics, self._metrics_at = self._read_metrics(), now
         ages, work = self._metrics
         batches = open_batches(self.dynamodb, self.batches_table, self.namespace, self.spark_actors)
-        return combine(self.actors, depths, ages, work, batches)
+        tasks = task_counts(self.ecs, self.places) if self.ecs is not None else None
+        return combine(self.actors, depths, ages, work, batches, tasks=tasks)
 
     def _read_metrics(self) -> tuple[dict[str, float], dict[str, Activity]]:
         """One `GetMetricData`: per actor the oldest message's age, and its envelopes processed and

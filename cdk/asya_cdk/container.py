@@ -25,6 +25,7 @@ from asya_cdk.actor_config import ActorConfig
 from asya_cdk.container_capacity import gpu_capacity, insights_cluster
 from asya_cdk.container_config import ContainerConfig
 from asya_cdk.container_scaling import scale_on_backlog
+from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.nag import acknowledge
 from asya_cdk.needs import VpcSettings
 from asya_cdk.packaging import IMAGE_PLATFORMS
@@ -55,6 +56,27 @@ def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str
     if "batch_size" in settings.model_fields_set:
         variables[CONSUMER_BATCH_SIZE] = str(settings.batch_size)
     return variables
+
+
+def service_cluster(namespace: str, name: str, container: ContainerConfig) -> str:
+    """The cluster of the actor's service: a GPU actor's own, named as the actor, else the mesh's."""
+    return resource_name(namespace, name if container.gpu else MESH_CLUSTER)
+
+
+def container_services(mesh: LoadedMesh) -> dict[str, dict[str, str | int]]:
+    """Each container actor's service, its cluster and its most tasks: the stack's `ContainerServices`
+    output, from which the console and `asya queues` ask ECS for the tasks running (one
+    `DescribeServices` per cluster), and a mesh without container actors is asked nothing new."""
+    namespace = mesh.config.namespace
+    return {
+        name: {
+            "cluster": service_cluster(namespace, name, actor.container),
+            "service": resource_name(namespace, name),
+            "max": actor.container.max,
+        }
+        for name, actor in sorted(mesh.config.actors.items())
+        if actor.runtime == "container" and actor.container is not None
+    }
 
 
 def mesh_cluster(scope: Construct, namespace: str) -> ecs.CfnCluster:
@@ -118,7 +140,7 @@ class ContainerActor(Construct):
         self.cluster = self.gpu.cluster if self.gpu is not None else cluster
         assert self.cluster is not None  # the mesh makes its cluster when it has a Fargate actor
         # by name, as the dashboard in the main stack may not reference a nested stack's cluster
-        self.cluster_name = full_name if container.gpu else resource_name(namespace, MESH_CLUSTER)
+        self.cluster_name = service_cluster(namespace, name, container)
         self.service = self._service(full_name, settings.vpc, container, self.cluster)
         self.scaling = scale_on_backlog(
             self, name=full_name, service=self.service, queue=self.queue, container=container

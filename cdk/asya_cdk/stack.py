@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
 from constructs import Construct
 
 from asya import __version__
-from asya.names import VERSION_OUTPUT, VERSION_TAG, mesh_prefix
+from asya.names import CONTAINER_SERVICES_OUTPUT, VERSION_OUTPUT, VERSION_TAG, mesh_prefix
 from asya_cdk.construct import AsyaMesh
+from asya_cdk.container import container_services
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.plan import STACK_BUDGET
 from asya_cdk.user_pool import SignInPool
@@ -53,6 +55,14 @@ class MeshStack(cdk.Stack):
         )
         cdk.CfnOutput(self, "TasksTable", value=self.mesh.task_tables.tasks.table_name)
         cdk.CfnOutput(self, "EventsTable", value=self.mesh.task_tables.events.table_name)
+        services = container_services(mesh)
+        if services:
+            cdk.CfnOutput(
+                self,
+                CONTAINER_SERVICES_OUTPUT,
+                value=json.dumps(services, separators=(",", ":")),
+                description="each container actor's ECS service: its cluster, name and most tasks",
+            )
         if self.mesh.spark_batches is not None:
             cdk.CfnOutput(self, "SparkBatchesTable", value=self.mesh.spark_batches.table_name)
         if gateway.sign_in is not None:

@@ -12,6 +12,8 @@ DISTRIBUTION = "asya-aws"  # the name `pip install` knows the project by: its ve
 # `AsyaMesh` makes (and on `MeshStack` itself), and the stack's output of that name.
 VERSION_TAG = "asya:version"
 VERSION_OUTPUT = "AsyaVersion"
+# the stack's output of its container actors' ECS services (`asya_cdk.container.container_services`)
+CONTAINER_SERVICES_OUTPUT = "ContainerServices"
 SINK = "x-sink"
 SUMP = "x-sump"
 PAUSE = "x-pause"

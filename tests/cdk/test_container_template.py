@@ -15,6 +15,7 @@ import pytest
 import yaml
 from cdk_nag import AwsSolutionsChecks
 
+from asya.names import CONTAINER_SERVICES_OUTPUT
 from asya_cdk.config import MeshConfig
 from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
@@ -318,6 +319,20 @@ def test_a_mesh_without_container_actors_has_no_cluster() -> None:
     assert stack.mesh.cluster is None
     template = app.synth().get_stack_by_name("asya-plain").template
     assert not [r for r in template["Resources"].values() if r["Type"].startswith("AWS::ECS::")]
+    assert CONTAINER_SERVICES_OUTPUT not in template["Outputs"]  # so the console asks ECS nothing
+
+
+def test_the_stack_says_where_each_container_actors_service_is(boxed: tuple[Document, Path]) -> None:
+    """What the console and `asya queues` read to ask ECS how many tasks run (`ecs:DescribeServices`)."""
+    document, _ = boxed
+    services = json.loads(document["Outputs"][CONTAINER_SERVICES_OUTPUT]["Value"])
+    _, embed = _one(document, "AWS::ECS::Service", "Containerembed")
+    assert services == {
+        "embed": {"cluster": "asya-boxed-containers", "service": embed["ServiceName"], "max": 6},
+        "transcribe": {"cluster": "asya-boxed-transcribe", "service": "asya-boxed-transcribe", "max": 2},
+    }
+    clusters = {c["ClusterName"] for c in resources(document, "AWS::ECS::Cluster").values()}
+    assert clusters == {"asya-boxed-containers", "asya-boxed-transcribe"}
 
 
 def test_the_dashboard_draws_each_container_actors_tasks(boxed: tuple[Document, Path]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from asya import variables
+from asya_local.container_counts import service_places, task_counts
 from asya_local.endpoint.process import LocalEndpoint
 from tests.support.stack import RunningMesh, running
 
@@ -46,8 +47,14 @@ def wait_for_scaling(mesh: RunningMesh, line: str, after: int, timeout: float = 
         time.sleep(0.2)
 
 
+def tasks_shown(mesh: RunningMesh) -> str:
+    """The container actor's count as the console and `asya queues` read it: its ECS service's."""
+    return task_counts(mesh.stack.client("ecs"), service_places(mesh.stack.outputs))["long"].text()
+
+
 def test_a_flow_through_a_lambda_and_a_container_actor_from_zero_and_back(container_mesh: RunningMesh) -> None:
     assert scalings(container_mesh) == []  # nothing has arrived: no consumer runs
+    assert tasks_shown(container_mesh) == "0 (scaled to zero)"
     for round_trip in range(2):  # the second after the first's scale-in: from zero again
         seen = len(scalings(container_mesh))
         task_id = f"through-{uuid.uuid4().hex[:8]}"
@@ -59,7 +66,9 @@ def test_a_flow_through_a_lambda_and_a_container_actor_from_zero_and_back(contai
         assert result["envelope"]["payload"] == {"n": round_trip, "prepared": True, "long": True}
         assert result["envelope"]["route"]["prev"] == ["prepare", "long"]
         assert scalings(container_mesh)[seen] == "scaling 0 -> 1 consumers (backlog 1)"
+        assert tasks_shown(container_mesh) == "1 of 2 tasks"  # the cool-down (3 s) has not passed yet
         wait_for_scaling(container_mesh, "scaling 1 -> 0 consumers (backlog 0)", seen)
+        assert tasks_shown(container_mesh) == "0 (scaled to zero)"
 
 
 @pytest.mark.timeout(240)

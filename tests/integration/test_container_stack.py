@@ -2,7 +2,7 @@
 deploys, with what runs or scales tasks on AWS left out (the services, the GPU capacity, the scaling)
 and the rest made: the actors' queues, task roles and log groups, the cluster, and the task
 definitions, whose variables the endpoint resolves as a deployed one's; the Lambda actor beside them
-runs as before."""
+runs as before. The services found are those the local scaler keeps, which the console reads."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from asya_local.container_actors import CONSUMER
+from asya_local.container_counts import service_places, task_counts
 from asya_local.endpoint.process import LocalEndpoint
 from tests.support.stack import deployed
 
@@ -45,8 +47,16 @@ def test_container_actors_deploy_without_what_runs_their_tasks(endpoint: LocalEn
         clusters = " ".join(ecs.list_clusters()["clusterArns"])
         assert "asya-itest-boxes-containers" in clusters
         assert "asya-itest-boxes-transcribe" in clusters, "a GPU actor's own, its capacity left out"
-        for cluster in ("asya-itest-boxes-containers", "asya-itest-boxes-transcribe"):
-            assert ecs.list_services(cluster=cluster)["serviceArns"] == []
+        # not the template's services: those the local scaler keeps at the consumers it runs, what the
+        # console and `asya queues` read (`asya_local.container_counts`)
+        for cluster, service in (("containers", "embed"), ("transcribe", "transcribe")):
+            [arn] = ecs.list_services(cluster=f"asya-itest-boxes-{cluster}")["serviceArns"]
+            assert arn.endswith(f"/asya-itest-boxes-{service}")
+        counts = task_counts(ecs, service_places(stack.outputs))
+        assert {actor: count.text() for actor, count in counts.items()} == {
+            "embed": "0 (scaled to zero)",
+            "transcribe": "0 (scaled to zero)",
+        }
         gpu = ecs.describe_task_definition(taskDefinition="asya-itest-boxes-transcribe")["taskDefinition"]
         assert gpu["containerDefinitions"][0]["resourceRequirements"] == [{"type": "GPU", "value": "1"}]
         scaling = stack.client("application-autoscaling").describe_scalable_targets(ServiceNamespace="ecs")
@@ -67,5 +77,6 @@ def test_container_actors_deploy_without_what_runs_their_tasks(endpoint: LocalEn
         assert role["Description"] == "asya actor itest-boxes/embed"
         assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ecs-tasks.amazonaws.com"}
         assert (task["cpu"], task["memory"], task["networkMode"]) == ("512", "1024", "awsvpc")
-        assert [f.name for f in stack.functions if f.name.endswith(("-embed", "-transcribe"))] == [], "no function"
+        consumers = {f.name: f.handler for f in stack.functions if f.name.endswith(("-embed", "-transcribe"))}
+        assert consumers == {"asya-itest-boxes-embed": CONSUMER, "asya-itest-boxes-transcribe": CONSUMER}, "no function"
         assert "asya-itest-boxes-prepare" in [f.name for f in stack.functions], "the Lambda actor runs as before"

@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from asya import variables
+from asya_local.container_counts import ServicePlace, task_counts
 from asya_local.container_scaling import Scaler, start_scaler, wanted
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
 from asya_local.runtime import FunctionPython
@@ -99,7 +100,7 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
 ) -> None:
     """Real consumer processes (`asya_local.functions.consumer_worker`) started by the scaler against
     moto over HTTP: none while idle, one when an envelope arrives, which it routes; none again after
-    the cool-down."""
+    the cool-down. The actor's ECS service on the endpoint follows the count, as the console reads it."""
     monkeypatch.setenv(variables.LOCAL_CONTAINER_COOLDOWN.name, "1")
     with moto_server() as endpoint:
         sqs = boto3.client("sqs", endpoint_url=endpoint)
@@ -129,17 +130,38 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
             source=lambda _function: "a",
             folder=tmp_path,
         )
-        scaler = start_scaler(sqs, [actor], workers, lambda _function: "a", lambda _source, line: lines.append(line))
+        ecs = boto3.client("ecs", endpoint_url=endpoint)
+        ecs.create_cluster(clusterName="asya-unit-containers")
+        ecs.register_task_definition(
+            family="asya-unit-a", containerDefinitions=[{"name": "consumer", "image": "a", "memory": 512}]
+        )
+        places = {"a": ServicePlace("asya-unit-containers", "asya-unit-a", 2)}
+
+        def shown() -> str:
+            return task_counts(ecs, places)["a"].text()
+
+        scaler = start_scaler(
+            sqs,
+            [actor],
+            workers,
+            lambda _function: "a",
+            lambda _source, line: lines.append(line),
+            ecs=ecs,
+            places=places,
+        )
         try:
             time.sleep(1.5)
             assert workers.running("a") == 0  # idle: nothing runs
+            assert shown() == "0 (scaled to zero)"  # as the console and `asya queues` read it
 
             sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope()))
             wait_for(lambda: workers.running("a") == 1, 10)
+            assert shown() == "1 of 2 tasks"
             routed = wait_for(lambda: sqs.receive_message(QueueUrl=urls["b"]).get("Messages"), 60)
             assert json.loads(routed[0]["Body"])["payload"] == {"text": "hello", "seen": True}
 
             wait_for(lambda: workers.running("a") == 0, 10)  # idle for the cool-down: back to zero
+            wait_for(lambda: shown() == "0 (scaled to zero)", 5)
             assert "scaling 0 -> 1 consumers (backlog 1)" in lines
             assert "scaling 1 -> 0 consumers (backlog 0)" in lines
         finally:
