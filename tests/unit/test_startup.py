@@ -129,3 +129,27 @@ def test_a_second_start_in_the_same_environment_fetches_afresh(aws: None) -> Non
 def test_a_malformed_variable_is_a_config_error_naming_it(variable: str, raw: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("|", r"\|")):
         prepare({variable: raw})
+
+
+def test_a_container_actors_consumer_has_its_files_and_secrets_before_its_handler(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m asya.consumer` fetches them first, as `asya.actor` does at a Lambda actor's init."""
+    from asya.consumer import __main__ as consumer_main
+
+    boto3.client("s3").create_bucket(Bucket="models")
+    boto3.client("s3").put_object(Bucket="models", Key="weights.json", Body=b"{}")
+    boto3.client("secretsmanager").create_secret(Name="shop/api-key", SecretString=VALUE)
+    files = {"MODEL_PATH": FileSource("s3://models/weights.json", "weights.json", "file")}
+    monkeypatch.setenv("ASYA_FILES", encode_files(files))
+    monkeypatch.setenv("ASYA_SECRETS", encode_secrets({"API_KEY": "secretsmanager:shop/api-key"}))
+    monkeypatch.setenv("ASYA_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/asya-shop-a")
+    for variable in ("MODEL_PATH", "API_KEY"):  # what the start sets: undone after the test
+        monkeypatch.setenv(variable, "")
+    seen: dict[str, str] = {}
+    monkeypatch.setattr(consumer_main, "run_process", lambda: seen.update(os.environ))
+
+    assert consumer_main.main() == 0
+
+    assert Path(seen["MODEL_PATH"]).read_bytes() == b"{}"
+    assert seen["API_KEY"] == VALUE

@@ -7,7 +7,9 @@ stop it at its limit (in another thread a handler past its limit is only abandon
 execution environment; and a handler that takes its process down (a segfault, the OOM killer)
 returns only that process's batch to the queue. With one, the task's main process is the consumer.
 This process forwards SIGTERM to its children, starts a new one for any that dies, and exits 0 once
-all have stopped.
+all have stopped. Before any of that it fetches the actor's secrets and files into its environment
+(`asya.startup`, what `asya.actor` does at a Lambda actor's init), once per task: its children inherit
+the variables.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from asya.consumer.process import run_child, run_process
 from asya.consumer.settings import RELEASE_MARGIN, ConsumerSettings
+from asya.startup import prepare
 
 LOG = logging.getLogger("asya.consumer")
 RESTART_PAUSE = 1.0  # seconds between a child's death and its replacement: a crash loop does not spin
@@ -61,6 +64,7 @@ def supervise(settings: ConsumerSettings) -> int:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(processName)s %(levelname)s %(message)s")
+    prepare()  # the actor's secrets and files, once per task, as a Lambda actor's init: its processes inherit them
     settings = ConsumerSettings.from_env()
     if settings.concurrency == 1:
         run_process()
