@@ -28,7 +28,7 @@ from asya_local.ecs_resources import without_task_runners
 from asya_local.event_apis import create_event_apis
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 from asya_local.generated_secrets import create_generated_secrets
-from asya_local.template_refs import without_resources
+from asya_local.template_refs import dropped, without_resources
 from asya_spark.stopper import AFTER_TYPE, GUARD_TYPE
 
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
@@ -120,15 +120,7 @@ def without_image_copies(template: dict[str, Any]) -> tuple[dict[str, Any], set[
     }
     unused_code = {resources[f]["Properties"]["Code"]["S3Key"] for f in functions}
     removed = custom | functions
-    kept: dict[str, Any] = {}
-    for logical_id, resource in resources.items():
-        if logical_id in removed:
-            continue
-        depends = resource.get("DependsOn", [])
-        depends = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
-        kept[logical_id] = {k: v for k, v in resource.items() if k != "DependsOn"} | (
-            {"DependsOn": depends} if depends else {}
-        )
+    kept = dropped(resources, removed)
     return {**template, "Resources": kept}, unused_code
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from asya_local.template_refs import dropped
+
 # what runs, places or scales tasks on AWS; nothing of it can run here
 RUNS_TASKS = frozenset(
     {
@@ -46,15 +48,7 @@ def without_task_runners(template: dict[str, Any]) -> dict[str, Any]:
         if not referring:
             break
         removed |= referring
-    kept: dict[str, Any] = {}
-    for logical_id, resource in resources.items():
-        if logical_id in removed:
-            continue
-        depends = resource.get("DependsOn", [])
-        depends = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
-        kept[logical_id] = {k: v for k, v in resource.items() if k != "DependsOn"} | (
-            {"DependsOn": depends} if depends else {}
-        )
+    kept = dropped(resources, removed)
     used = _names({"Resources": kept, "Outputs": template.get("Outputs", {})})
     parameters = {
         name: value

@@ -34,3 +34,18 @@ def without_resources(template: dict[str, Any], values: dict[tuple[str, str], st
         if kept:
             resources[logical_id]["DependsOn"] = kept
     return {**template, "Resources": resources, "Outputs": substitute(template.get("Outputs", {}))}
+
+
+def dropped(resources: dict[str, Any], removed: set[str]) -> dict[str, Any]:
+    """`resources` without those `removed` names, and without them in any `DependsOn` of the rest, which
+    CloudFormation would otherwise refuse as a dependency on nothing."""
+    kept: dict[str, Any] = {}
+    for logical_id, resource in resources.items():
+        if logical_id in removed:
+            continue
+        depends = resource.get("DependsOn", [])
+        depends = [d for d in ([depends] if isinstance(depends, str) else depends) if d not in removed]
+        kept[logical_id] = {k: v for k, v in resource.items() if k != "DependsOn"} | (
+            {"DependsOn": depends} if depends else {}
+        )
+    return kept
