@@ -21,6 +21,7 @@ from constructs import Construct
 
 from asya.names import STATE_TABLE, resource_name
 from asya_cdk.actor import nag_arn
+from asya_cdk.buckets import kept_bucket
 from asya_cdk.tasks import mesh_table, string_key
 
 
@@ -47,16 +48,7 @@ def state_bucket(scope: Construct, expiring: dict[str, int]) -> s3.Bucket:
         s3.LifecycleRule(prefix=f"{actor}/", expiration=cdk.Duration.days(days + 1))
         for actor, days in sorted(expiring.items())
     ]
-    bucket = s3.Bucket(
-        scope,
-        "StateValues",
-        encryption=s3.BucketEncryption.S3_MANAGED,
-        enforce_ssl=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        lifecycle_rules=lifecycle,
-        removal_policy=cdk.RemovalPolicy.RETAIN,
-    )
+    bucket = kept_bucket(scope, "StateValues", lifecycle)
     cdk.Validations.of(bucket).acknowledge(
         cdk.Acknowledgment(
             id="AwsSolutions::AwsSolutions-S1",

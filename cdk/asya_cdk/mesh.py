@@ -46,6 +46,7 @@ from asya.variables import FILES
 from asya_cdk.actor import ActorFunction, FunctionOptions, dead_letter_queue, nag_arn
 from asya_cdk.actor_config import CREW_SETTINGS, ActorConfig
 from asya_cdk.actor_state import own_keys, own_objects, state_bucket, state_table
+from asya_cdk.buckets import kept_bucket
 from asya_cdk.claims import grant_claims
 from asya_cdk.container import ContainerActor, mesh_cluster
 from asya_cdk.crew import Crew, idempotency_items
@@ -240,16 +241,7 @@ class Mesh(Construct):
             lifecycle.append(
                 s3.LifecycleRule(prefix=f"{SPARK_PREFIX}/", expiration=cdk.Duration.seconds(CLAIM_TTL_SECONDS))
             )
-        return s3.Bucket(
-            self,
-            "Results",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=lifecycle,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
+        return kept_bucket(self, "Results", lifecycle)
 
     def _actor(self, name: str, settings: ActorConfig, dead_letters: sqs.IQueue) -> ActorFunction | ContainerActor:
         """An actor's queue and function; a Spark actor's function is its dispatcher, and its
