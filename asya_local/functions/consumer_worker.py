@@ -10,8 +10,9 @@ batch counting as an invocation: its AWS calls fail at the spec's rates, a batch
 (SIGKILL) within its first few calls, and one message of a batch may be made visible again as the
 batch starts. Unlike a Lambda worker's event source, the consumer's own receives, heartbeats and
 deletes get the faults too: on AWS they are calls of the container itself. With
-`ASYA_CONSUMER_CONCURRENCY` above 1 the hops run in child processes this module does not reach, and
-those run without faults.
+`ASYA_CONSUMER_CONCURRENCY` above 1 the hops run in child processes (`asya.consumer.__main__`),
+started by multiprocessing's spawn, which imports this module in each as `__mp_main__`: there the
+faults come from the environment the child inherits (`FAULTS`), each child on a stream of its own.
 
     python -m asya_local.functions.consumer_worker '<json spec>'
 """
@@ -26,6 +27,10 @@ from typing import Any
 from asya_local.functions.faults import FaultSpec, WorkerFaults
 from asya_local.functions.parent_watch import end_with_parent
 
+# The spec's faults and stream, for the consumer's child processes: plumbing between this worker and
+# its children, not a setting of the actor (so no `ASYA_` name).
+FAULTS = "LOCAL_CONSUMER_FAULTS"
+
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
@@ -33,6 +38,7 @@ def main() -> int:
         end_with_parent(spec["parent"])
     os.environ.update(spec["environment"])
     if spec.get("faults"):
+        os.environ[FAULTS] = json.dumps({"faults": spec["faults"], "stream": spec["fault_stream"]})
         inject_faults(WorkerFaults(FaultSpec.model_validate(spec["faults"]), spec["fault_stream"], say))
     from asya.consumer.__main__ import main as consume  # after the environment, as in the task
 
@@ -72,3 +78,7 @@ def say(line: str) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+elif __name__ == "__mp_main__" and FAULTS in os.environ:  # a consumer's child process: its own stream,
+    # as a restarted child must not replay the decisions (a kill on its first batch) of the one it replaces
+    _given = json.loads(os.environ[FAULTS])
+    inject_faults(WorkerFaults(FaultSpec.model_validate(_given["faults"]), f"{_given['stream']}:{os.getpid()}", say))

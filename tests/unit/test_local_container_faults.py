@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import boto3
+import pytest
 
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
 from asya_local.functions.faults import FaultSpec
@@ -19,7 +20,14 @@ from tests.support.mesh import envelope
 from tests.unit.test_local_container_scaling import wait_for
 
 
-def test_a_consumer_is_killed_mid_batch_and_replaced(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("concurrency", "replaced"),
+    [
+        ("1", "execution environment exited with code -9; starting a new one"),  # the task's process: the stack's
+        ("2", "ended (exit -9); starting another"),  # one of its consumer processes: the task's supervisor's
+    ],
+)
+def test_a_consumer_is_killed_mid_batch_and_replaced(tmp_path: Path, concurrency: str, replaced: str) -> None:
     with moto_server() as endpoint:
         sqs = boto3.client("sqs", endpoint_url=endpoint)
         urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b")}
@@ -29,6 +37,7 @@ def test_a_consumer_is_killed_mid_batch_and_replaced(tmp_path: Path) -> None:
             "ASYA_ACTOR_NAME": "a",
             "ASYA_HANDLER": "tests.support.handlers.enrich",
             "ASYA_QUEUE_URL": urls["a"],
+            "ASYA_CONSUMER_CONCURRENCY": concurrency,
         }
         trigger = ContainerTrigger(urls["a"], 1, 1, 1)
         actor = LocalFunction("asya-unit-a", "asya.consumer", "", environment, 60.0, 4096, Path.cwd(), trigger)
@@ -43,10 +52,12 @@ def test_a_consumer_is_killed_mid_batch_and_replaced(tmp_path: Path) -> None:
         )
         workers.spawn(actor)
         try:
-            sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope()))
+            # a batch of one message makes few AWS calls, fewer than the kill may be armed for: ten batches
+            for _ in range(10):
+                sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope()))
             wait_for(lambda: any(line.startswith("fault: duplicate delivery of ") for line in lines), 30)
             wait_for(lambda: "fault: killed (SIGKILL) in the middle of a batch" in lines, 30)
-            wait_for(lambda: "execution environment exited with code -9; starting a new one" in lines, 30)
+            wait_for(lambda: any(replaced in line for line in lines), 30)
             wait_for(lambda: workers.running("a") == 1, 10)  # replaced
         finally:
             workers.stop()
