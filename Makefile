@@ -100,11 +100,13 @@ conformance: install
 	ASYA_LOCAL_SPEED_PATCHES=off $(BIN)/pytest -q tests/integration/test_local_mesh.py tests/integration/test_gateway.py tests/integration/test_local_iam.py
 
 # 1,002 envelopes (334 tasks, 3 branches each) through the chaos mesh under every fault, then 300 more
-# (100 tasks) run by a flow program (a try/except, a loop and a branch); prints counts, fails unless
-# nothing is lost, duplicated, stuck or disagreeing (docs/faults.md)
+# (100 tasks) run by a flow program (a try/except, a loop and a branch), then 120 (40 tasks) through a
+# container actor whose consumers are killed too; prints counts, fails unless nothing is lost,
+# duplicated, stuck or disagreeing (docs/faults.md)
 chaos: install
 	$(BIN)/python -m bench.chaos --tasks 334
 	$(BIN)/python -m bench.chaos --tasks 100 --flow program
+	$(BIN)/python -m bench.chaos --tasks 40 --flow container
 
 # docs/console/*.png: the console's pages, from the reviews example on the local stack (headless Chromium)
 screenshots: install $(CHROMIUM)

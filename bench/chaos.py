@@ -2,10 +2,11 @@
 `asya_local.testing.chaos` (what is counted, and why re-executions are reported but not failed, is
 said there). Exits non-zero unless lost, duplicated, stuck and disagreeing are all 0.
 
-    python -m bench.chaos [--tasks 334] [--seed 11] [--flow mixed|lambda-only|joined|program] [--parts N]
+    python -m bench.chaos [--tasks 334] [--seed 11] [--flow mixed|lambda-only|joined|container|program] [--parts N]
 
 Flow `program` is a flow program (chaos_mesh/programs.py): a try/except, a loop and a branch, decided
-by the sidecars on each branch's outputs while their workers are killed.
+by the sidecars on each branch's outputs while their workers are killed. Flow `container` passes
+each branch through a container actor, whose consumers are killed like the Lambda workers.
 
 `tests/integration/test_local_faults.py` runs the same harness with a few dozen tasks.
 """
@@ -25,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=334, help="tasks to create (3 branch envelopes each)")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--flow", choices=["mixed", "lambda-only", "joined", "program"], default="mixed")
+    parser.add_argument("--flow", choices=["mixed", "lambda-only", "joined", "container", "program"], default="mixed")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the mesh to go idle")
     parser.add_argument(
         "--parts", type=int, default=PARTS, help="envelopes each task fans out into (over 51: counted in buckets)"

@@ -47,7 +47,7 @@ LEDGER = "CHAOS_LEDGER"  # read by the chaos mesh's actors (chaos_mesh/actors.py
 FINAL_OUTCOMES = ("succeeded", "failed", "canceled")  # x-sink's objects; x-sump's `sump.json` is a copy
 CREW = ["x-sink", "x-sump"]
 ACCESS_LOG = re.compile(r"[A-Z]+ /")  # the gateway's one line per request
-ACTORS = ["split", "flaky", "judge", "crunch", "post", "tally"]
+ACTORS = ["split", "flaky", "judge", "crunch", "box", "post", "tally"]  # box: a container actor
 # What each `fault:` line a worker prints counts as.
 FAULT_KINDS = {
     "throttled": "throttle",
@@ -85,12 +85,16 @@ class WorkerLines:
     """What the workers print: `fault:` lines counted by kind, the rest kept for a failure's message."""
 
     faults: Counter[str] = field(default_factory=Counter)
+    killed: Counter[str] = field(default_factory=Counter)  # kills by worker: a container actor's consumers too
     tail: list[str] = field(default_factory=list)
 
     def __call__(self, source: str, line: str) -> None:
         _, marker, fault = line.partition("fault: ")
         if marker:
-            self.faults[FAULT_KINDS.get(fault.split(" ", 1)[0], fault)] += 1
+            kind = FAULT_KINDS.get(fault.split(" ", 1)[0], fault)
+            self.faults[kind] += 1
+            if kind == FAULT_KINDS["killed"]:
+                self.killed[source] += 1
         elif " in, " not in line and not ACCESS_LOG.match(line):
             self.tail = [*self.tail[-200:], f"{source}: {line}"]
 
@@ -108,6 +112,7 @@ class ChaosReport:
     disagreeing: list[str]
     explained: dict[str, str]  # each lost or stuck envelope: its record, and the handler runs it had
     faults: Counter[str]
+    killed: Counter[str]
     seconds: float
     create_retries: int
     idle: bool  # False: the wait ran out first, and what is still under way counts as lost and stuck
@@ -131,6 +136,7 @@ class ChaosReport:
         yield "faults fired:"
         for kind in FAULT_KINDS.values():
             yield f"  {kind:<42} {self.faults.get(kind, 0)}"
+        yield f"killed, by worker              {dict(sorted(self.killed.items()))}"
         for envelope_id, why in sorted(self.explained.items())[:10]:
             yield f"lost or stuck: {envelope_id}: {why}"
 
@@ -320,6 +326,7 @@ def run_chaos(
         submitted=len(roots),
         outcomes=outcomes,
         faults=lines.faults,
+        killed=lines.killed,
         seconds=seconds,
         create_retries=retries,
         idle=idle,

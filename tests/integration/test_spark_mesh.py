@@ -1,6 +1,7 @@
 """Spark actors on the local stack: envelopes flow Lambda → Spark (a real job in Spark local mode,
 started through moto's EMR Serverless API) → Lambda, every one accounted for; the task shows the
-Spark actor while its job runs; a job that crashes fails its envelopes through resiliency."""
+Spark actor while its job runs; a job that crashes fails its envelopes through resiliency; and a
+flow runs through the three runtimes, Lambda → container → Spark."""
 
 from __future__ import annotations
 
@@ -135,6 +136,16 @@ def test_a_job_that_crashes_fails_its_envelopes_through_resiliency(spark_mesh: S
         assert details["type"] == "SparkJobError"
         assert " ended FAILED" in details["message"]
         assert result["envelope"]["status"]["actor"] == "crash"
+    assert spark_mesh.stack.wait_until_idle(timeout=30)
+
+
+def test_a_flow_runs_through_a_lambda_a_container_and_a_spark_actor(spark_mesh: SparkMesh) -> None:
+    """Issue 48's done-when: a task created through the gateway passes a Lambda actor, a container
+    actor (its consumer started from zero by the local scaler) and a Spark job, and ends with their
+    three contributions in its output."""
+    task = spark_mesh.stack.gateway_client().run_task({"flow": "runtimes", "payload": {"n": 4}}, 240)
+    assert task["status"] == "succeeded", (task, spark_mesh.lines[-40:])
+    assert task["output"] == {"n": 4, "label": "even", "boxed": True, "square": 16, "ordinal": "4th"}
     assert spark_mesh.stack.wait_until_idle(timeout=30)
 
 

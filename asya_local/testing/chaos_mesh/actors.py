@@ -69,6 +69,12 @@ def crunch(payload: dict[str, Any]) -> Handler:
     yield {**payload, "square": payload["n"] ** 2}
 
 
+def box(payload: dict[str, Any]) -> Handler:
+    """A container actor's: runs in a consumer (`asya.consumer`), not a Lambda function."""
+    yield from record("box")
+    yield {**payload, "boxed": True}
+
+
 def post(payload: dict[str, Any]) -> Handler:
     """Counts its rounds: flow `program` calls it in a loop until it has run twice."""
     yield from record("post")

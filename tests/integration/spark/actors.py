@@ -25,6 +25,11 @@ def post(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "label": "even" if payload["n"] % 2 == 0 else "odd"}
 
 
+def box(payload: dict[str, Any]) -> dict[str, Any]:
+    """A container actor's: runs in a consumer (`asya.consumer`), between a Lambda and a Spark actor."""
+    return {**payload, "boxed": True}
+
+
 def crash(payload: dict[str, Any]) -> None:
     """Kills the Spark worker that runs it: the whole job fails."""
     os._exit(3)
