@@ -37,8 +37,11 @@ STACK_BUDGET = 400  # what the plan puts in one stack at most
 TEMPLATE_BUDGET_BYTES = 800_000
 
 # Measured on synthesized templates (tests/cdk/test_stacks.py keeps these honest).
-# bucket and policy, tables, crew, gateway and its cursor secret, the seal secret, dashboard, three mesh alarms
-MESH_RESOURCES = 77
+# bucket and policy, tables, crew, gateway and its cursor secret, the seal secret, dashboard, three mesh alarms,
+# and the follow tickets' route on the API (two resources, its method, validator and the function's permission)
+MESH_RESOURCES = 82
+FLY_MESH_RESOURCES = 2  # FLY's Event API and its channel namespace, with `gateway.fly: channel` (the default)
+FLY_MESH_BYTES = 2_500  # the two, their subscribe handler's code, and the gateway's grant on them
 # once any actor runs on Spark: the batches table, and the applications' guard (its function, role, policy
 # and logs, and CDK's provider framework: a function, a role and a policy)
 SPARK_MESH_RESOURCES = 8
@@ -63,8 +66,8 @@ FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expres
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
 MESH_BYTES = 75_000
 # in a nested stack, whose references are parameters; a role on the tasks table lists the hop's attributes
-# (`asya.task_attributes`): a Spark actor has two
-ACTOR_BYTES = {"lambda": 8_400, "spark": 34_900, "container": 25_000}
+# (`asya.task_attributes`): a Spark actor has two; a Lambda actor's role also publishes its FLY events
+ACTOR_BYTES = {"lambda": 8_800, "spark": 34_900, "container": 25_000}
 DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000, "container": 3_600}  # what an actor adds to the main stack
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters
 NESTED_TEMPLATE_BYTES = 1_000  # a nested template's own parameters
@@ -131,6 +134,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
         + sum(DASHBOARD_BYTES[a.runtime] for a in actors.values())
         + (JOB_IMAGE_BYTES if config.built_job_images() else 0)
         + (SPARK_MESH_BYTES if any(a.runtime == "spark" for a in actors.values()) else 0)
+        + (FLY_MESH_BYTES if config.gateway.fly == "channel" else 0)
     )
     total = main_resources + sum(ACTOR_RESOURCES[a.runtime] for a in actors.values())
     total_bytes = main_bytes + sum(_actor_bytes(a) for a in actors.values())
@@ -173,6 +177,7 @@ def _mesh_resources(config: MeshConfig) -> int:
     return (
         STACK_OVERHEAD_RESOURCES
         + MESH_RESOURCES
+        + (FLY_MESH_RESOURCES if config.gateway.fly == "channel" else 0)
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
         + (JOINS_MESH_RESOURCES if any(a.join is not None for a in actors) else 0)
         + (CONTAINER_MESH_RESOURCES if any(a.container is not None and not a.container.gpu for a in actors) else 0)

@@ -119,7 +119,7 @@ def test_bad_spark_settings_name_the_field(tmp_path: Path, spark: str, fragment:
 
 def test_an_unknown_runtime_is_refused(tmp_path: Path) -> None:
     message = _refused(_write(tmp_path, "  a: {handler: m.f, runtime: flink}\n"))
-    assert "actors.a.runtime: Input should be 'lambda' or 'spark'" in message
+    assert "actors.a.runtime: Input should be 'lambda', 'spark' or 'container'" in message
 
 
 @pytest.mark.parametrize("name", ["x-collect-a", "x-spark", "x-"])
