@@ -35,6 +35,20 @@ def test_a_shipped_folder_holds_the_named_packages_and_nothing_else() -> None:
     assert shipped("asya_spark", "asya_crew") == folder, "one folder per content, whatever the order asked"
 
 
+def test_every_folder_of_python_code_is_a_package_the_wheel_ships() -> None:
+    """setuptools ships the packages pyproject lists, no others: a new subpackage left out of the list
+    installs without a word, and its first import fails only where the wheel is installed."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = {
+        ".".join((name, *folder.relative_to(ROOT / root).parts))
+        for name, root in config["package-dir"].items()
+        for folder in [ROOT / root, *(ROOT / root).rglob("*")]
+        if folder.is_dir() and "__pycache__" not in folder.parts and any(folder.glob("*.py"))
+    }
+    assert found - listed == set(), "add them to [tool.setuptools] packages"
+
+
 def test_the_spark_jobs_entry_and_image_ship_inside_the_package() -> None:
     job = package_folder("asya_spark_job")
     assert "from asya_spark_job.job import main" in (job / "entry.py").read_text()
