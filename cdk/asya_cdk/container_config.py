@@ -45,10 +45,11 @@ class ContainerConfig(BaseModel):
     `messages_per_task` is the backlog (visible and in flight) one task is given before another starts.
     `concurrency`: hops one task runs at once. `stop_timeout`: the time ECS gives a task between SIGTERM
     and SIGKILL, to finish or release what it holds. `visibility`: the queue's visibility timeout, which
-    the consumer's heartbeats keep extending while a hop runs (a task that dies gives its messages back
-    after it). `scale_in_cooldown`: how long after a scale-in
-    the service waits before the next. `public_ip`: a Fargate task in a public subnet needs one to reach
-    ECR, SQS and the rest (without NAT or VPC endpoints). `storage`: a Fargate task's ephemeral storage
+    the consumer's heartbeats keep extending while a hop runs, every third of it (a task that dies gives
+    its messages back after it: a shorter one sooner, for a heartbeat more often; 10 s at least).
+    `scale_in_cooldown`: how long after a scale-in the service waits before the next. `public_ip`: a
+    Fargate task in a public subnet needs one to reach ECR, SQS and the rest (without NAT or VPC
+    endpoints). `storage`: a Fargate task's ephemeral storage
     in GiB (21-200; 20 unless set), where the actor's `files` are fetched at its start."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -62,7 +63,7 @@ class ContainerConfig(BaseModel):
     messages_per_task: int = Field(default=10, ge=1, le=100_000)
     concurrency: int = Field(default=1, ge=1, le=256)
     stop_timeout: Annotated[Seconds, Field(ge=2, le=ECS_MAX_STOP_TIMEOUT)] = 120.0
-    visibility: Annotated[Seconds, Field(ge=30, le=SQS_MAX_VISIBILITY)] = 120.0
+    visibility: Annotated[Seconds, Field(ge=10, le=SQS_MAX_VISIBILITY)] = 120.0
     scale_in_cooldown: Annotated[Seconds, Field(ge=60, le=86_400)] = 300.0
     public_ip: bool = False
     storage: int | None = Field(default=None, ge=FARGATE_STORAGE_GIB[0] + 1, le=FARGATE_STORAGE_GIB[1])

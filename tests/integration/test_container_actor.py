@@ -75,7 +75,7 @@ def test_a_flow_through_a_lambda_and_a_container_actor_from_zero_and_back(contai
 def test_a_hop_longer_than_the_visibility_timeout_runs_once(container_mesh: RunningMesh, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     task_id = f"long-{uuid.uuid4().hex[:8]}"
-    container_mesh.send(["long"], {"sleep": 40, "runs": str(runs)}, task_id)  # the queue's timeout: 30 s
+    container_mesh.send(["long"], {"sleep": 15, "runs": str(runs)}, task_id)  # the queue's timeout: 10 s
 
     result = container_mesh.result(task_id, timeout=150)
 
@@ -89,7 +89,7 @@ def test_a_consumer_killed_mid_hop_loses_nothing(container_mesh: RunningMesh, tm
     task_id = f"killed-{uuid.uuid4().hex[:8]}"
     container_mesh.send(["prepare", "long"], {"runs": str(runs), "die_once": str(died)}, task_id)
 
-    result = container_mesh.result(task_id, timeout=150)  # after the queue's 30 s visibility timeout
+    result = container_mesh.result(task_id, timeout=150)  # once the killed hop's claim lapses (its 20 s time limit)
 
     assert died.exists(), "the first run's consumer was killed"
     assert result["outcome"] == "succeeded", container_mesh.errors()
