@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from asya_gateway import api
+from asya_gateway import api, follow_routes
 from asya_gateway.callers import AuthSettings, Caller
 from asya_gateway.cursors import CursorKey
 from asya_gateway.settings import GatewaySettings
@@ -83,7 +83,9 @@ def settings(**more: Any) -> GatewaySettings:
 
 
 @pytest.fixture
-def iam_mesh() -> Iterator[None]:
+def iam_mesh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A follow of a task that does not end answers after a second, not after a Lambda answer's 20 s."""
+    monkeypatch.setattr(follow_routes, "LAMBDA_FOLLOW_SECONDS", 1.0)
     with function_on_moto(settings(cors_origins=(PAGE,))):
         yield
 
