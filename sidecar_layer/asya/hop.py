@@ -18,6 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from asya import flows, routing, state_hop
 from asya.abi import EnvelopeState
 from asya.actor_extras import actor_state_of, admission_problem_of, gathering_of
+from asya.claim_leases import ClaimLeases
 from asya.claims import REF_FIELD, referenced, unrestorable
 from asya.config import SidecarConfig
 from asya.dedup import DUPLICATE_HOP, Claim, Hop, HopClaim, HopLedger
@@ -79,6 +80,7 @@ class HopRunner:
         self.bodies = HopBodies(config.actor, config.body_limit, self.claims)
         self.gathering = gathering_of(config, self.reporter)
         self.state = actor_state_of(config)
+        self.leases: ClaimLeases | None = None  # the batch's, from a container consumer's clock (`asya.claim_leases`)
 
     def run(
         self,
@@ -356,7 +358,9 @@ class HopRunner:
         if not plan.foreign and not self.ledger.first_in_batch(key, plan.message_id):
             return DUPLICATE_HOP
         admitted_by = plan.message_id if plan.foreign else None
-        return self.reporter.claim_hop(envelope, self.config.actor, remaining_ms, admitted_by=admitted_by)
+        return self.reporter.claim_hop(
+            envelope, self.config.actor, remaining_ms, admitted_by=admitted_by, leases=self.leases
+        )
 
     def _check_destinations(self, plan: HopPlan, envelope: Envelope, outcome: HopOutcome) -> HopOutcome:
         """An output that could never be sent (`routing.unsendable`) sends the envelope to x-sump."""

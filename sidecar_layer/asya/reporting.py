@@ -28,13 +28,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from asya.config import SidecarConfig
-from asya.dedup import HopClaim
+from asya.dedup import Claim, HopClaim
 from asya.envelope import Envelope, Phase
 from asya.fans import bucket_of, with_bucket
 from asya.flows import progress_floor
@@ -45,6 +46,7 @@ from asya.task_record import Report, progress_of, root_of, stealthy
 from asya.task_store import TaskStore
 
 if TYPE_CHECKING:
+    from asya.claim_leases import ClaimLeases
     from asya.telemetry import Telemetry
 
 LONGEST_INVOCATION_MS = 900_000  # Lambda's longest timeout: how long a claim made outside Lambda holds
@@ -123,16 +125,30 @@ class StatusReporter:
             self.write_processing(envelope, actor, "received")
 
     def claim_hop(
-        self, envelope: Envelope, actor: str, remaining_ms: int | None, *, admitted_by: str | None = None
+        self,
+        envelope: Envelope,
+        actor: str,
+        remaining_ms: int | None,
+        *,
+        admitted_by: str | None = None,
+        leases: ClaimLeases | None = None,
     ) -> HopClaim:
         """Claim the hop in the task record and report it `processing` at `actor`, in one write. The
         claim holds until this invocation ends (`remaining_ms`; unknown outside Lambda: Lambda's
         longest timeout). A write that fails raises: the record is redelivered rather than run
-        unclaimed. `admitted_by`: the message of an envelope from outside the mesh (`asya.admission`)."""
+        unclaimed. `admitted_by`: the message of an envelope from outside the mesh (`asya.admission`).
+        `leases`: a container consumer's; the claim then holds for one lease, renewed while the hop runs
+        (`asya.claim_leases`)."""
         report = self._report_at(envelope, actor, "processing")
-        held_until = int(time.time() * 1000) + (LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms)
-        found = self._tasks.claim_hop(report, envelope.route.position, held_until, admitted_by=admitted_by)
+        hold_ms = LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms
+        if leases is not None:
+            hold_ms = min(hold_ms, leases.lease_ms)
+        held_until = int(time.time() * 1000) + hold_ms
+        position = envelope.route.position
+        found = self._tasks.claim_hop(report, position, held_until, admitted_by=admitted_by)
         self.telemetry.count("StatusWrites")
+        if leases is not None and found.claim is Claim.NEW:
+            leases.add(held_until, partial(self._tasks.renew_claim, report.task_id, position, report.attempt))
         return found
 
     def write_processing(

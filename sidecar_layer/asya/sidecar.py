@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from asya.claim_leases import ClaimLeases
 from asya.config import SidecarConfig
 from asya.dedup import hop_ledger
 from asya.entry import LambdaEntry
@@ -76,6 +77,8 @@ class Sidecar:
     def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         records = event.get("Records", [])
         self.ledger.start_batch()
+        leases = getattr(context, "claim_leases", None)  # a container consumer's clock has them
+        self.hops.leases = leases if isinstance(leases, ClaimLeases) else None
         # a record without the mesh's seal is admitted or refused (`asya.admission`): no task to check
         sealed = {
             str(record.get("messageId")): self.seal.opens(str(record.get("body", "")), record.get("messageAttributes"))

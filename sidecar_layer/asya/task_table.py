@@ -211,6 +211,15 @@ class TaskTable:
             return None
         return from_item(response.get("Attributes", {}))
 
+    def renew_claim(self, task_id: str, position: int, attempt: int, held_until_ms: int, until_ms: int) -> bool:
+        """Move a hop's claim on to `until_ms` if it is still the one written with `held_until_ms`
+        (`asya.claim_leases`): the same hop, attempt and hold, so another delivery's claim is never
+        taken over. Returns whether it was."""
+        values = {":until": until_ms, ":position": position, ":attempt": attempt, ":held": held_until_ms}
+        condition = "hop_position = :position AND hop_attempt = :attempt AND hop_held_until = :held"
+        update = self._update_arguments(task_id, "SET hop_held_until = :until", condition, values, {})
+        return self._write(self.client.update_item, **update)
+
     def _update_arguments(
         self, task_id: str, update: str, condition: str | None, values: dict[str, Any], names: dict[str, str]
     ) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def test_a_consumer_killed_mid_hop_loses_nothing(container_mesh: RunningMesh, tm
     task_id = f"killed-{uuid.uuid4().hex[:8]}"
     container_mesh.send(["prepare", "long"], {"runs": str(runs), "die_once": str(died)}, task_id)
 
-    result = container_mesh.result(task_id, timeout=150)  # once the killed hop's claim lapses (its 20 s time limit)
+    result = container_mesh.result(task_id, timeout=150)  # as its message and claim lapse (10 s visibility)
 
     assert died.exists(), "the first run's consumer was killed"
     assert result["outcome"] == "succeeded", container_mesh.errors()

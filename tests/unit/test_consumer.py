@@ -11,10 +11,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 
 from asya.consumer.loop import Consumer
 from asya.consumer.settings import ConsumerSettings
+from asya.task_store import TaskStore
+from asya_local.testing.tables import EVENTS, TASKS, create_tables
 from tests.support.mesh import NS, Mesh, envelope
 
 
@@ -91,6 +94,28 @@ def test_heartbeats_keep_a_long_hop_invisible_past_the_visibility_timeout(mesh: 
     assert seen_by_others == []  # 3.5 s hop, 1 s visibility timeout: never delivered twice
     assert [out["payload"] for out in mesh.messages("b")] == [{"sleep": 3.5}]
     assert counts(mesh) == (0, 0)
+
+
+def test_a_tracked_hops_claim_is_a_lease_the_heartbeat_renews_while_the_hop_runs(mesh: Mesh, consumer_of: Any) -> None:
+    """Claimed for one visibility timeout (1 s), not the hop's 60 s limit, and held on past it by the
+    heartbeats while the 3.5 s hop runs: a redelivery meanwhile finds it held."""
+    mesh.sqs.set_queue_attributes(QueueUrl=queue_url(mesh), Attributes={"VisibilityTimeout": "1"})
+    create_tables(boto3.client("dynamodb"))
+    tasks = TaskStore(TASKS)
+    consumer = consumer_of("slow", ASYA_TASKS_TABLE=TASKS, ASYA_EVENTS_TABLE=EVENTS)
+    send(mesh, envelope({"sleep": 3.5}))
+    hop = threading.Thread(target=consumer.poll_once, kwargs={"wait_seconds": 0})
+    hop.start()
+    held: list[float] = []  # seconds the claim had left, each time it was looked at
+    while hop.is_alive():
+        task = tasks.get("env-1")
+        if task is not None and task.get("hop_held_until") is not None:
+            held.append(float(task["hop_held_until"]) / 1000 - time.time())
+        time.sleep(0.2)
+
+    assert len(held) > 10
+    assert all(0 < left <= 1.2 for left in held[:-1]), held  # a lease, renewed; never lapsed meanwhile
+    assert [out["payload"] for out in mesh.messages("b")] == [{"sleep": 3.5}]
 
 
 def test_the_configured_hop_time_limit_stops_a_handler_as_lambdas_timeout_does(mesh: Mesh, consumer_of: Any) -> None:

@@ -214,6 +214,28 @@ def test_a_hop_is_claimed_once_while_held_again_once_its_holder_died_and_never_b
     assert (task["status"], task["actor"], task["hop_position"], task["hop_attempt"]) == ("running", "b", 1, 2)
 
 
+def test_a_claims_lease_is_renewed_only_while_it_is_still_the_one_its_delivery_wrote(store: TaskStore) -> None:
+    """A container hop's claim is a lease its heartbeat renews (`asya.claim_leases`): a renewal never
+    takes over the claim another delivery made once the lease had lapsed, nor one on a later hop."""
+    store.create({"id": "t1"})
+    mine, attempt = _ms(2), running("t1", 0).attempt
+    assert store.claim_hop(running("t1", 0), 0, mine).claim is Claim.NEW
+    assert store.renew_claim("t1", 0, attempt, mine, _ms(30))
+    assert store.claim_hop(running("t1", 0), 0, _ms(60)).claim is Claim.IN_PROGRESS  # held on, by the renewal
+    assert not store.renew_claim("t1", 0, attempt, mine, _ms(90)), "renewed from a hold it no longer has"
+    store.create({"id": "t2"})
+    store.claim_hop(running("t2", 0), 0, lapsed := _ms(-1))
+    theirs = _ms(60)
+    assert store.claim_hop(running("t2", 0), 0, theirs).claim is Claim.NEW  # a redelivery took it
+    assert not store.renew_claim("t2", 0, attempt, lapsed, _ms(90))
+    next_hop = _ms(60)
+    assert store.claim_hop(running("t2", 50, actor="b"), 1, next_hop).claim is Claim.NEW
+    assert not store.renew_claim("t2", 0, attempt, theirs, _ms(90))  # the task moved on
+    task = store.get("t2")
+    assert task is not None
+    assert (task["hop_position"], task["hop_held_until"]) == (1, next_hop)
+
+
 @pytest.mark.parametrize(("stop", "status"), [("cancel", "canceled"), ("pause", "paused")])
 def test_a_hop_of_a_stopped_task_is_not_claimed(store: TaskStore, stop: str, status: str) -> None:
     store.create({"id": "t1"})

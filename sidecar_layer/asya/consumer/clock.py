@@ -4,7 +4,8 @@ The sidecar reads an invocation's time left from `get_remaining_time_in_millis` 
 its claim's lifetime, whether the batch ran out) and Powertools' logger reads the function's name and
 request id from the same object. A container batch has no invocation, so its clock starts when the
 batch is received and runs for the configured limit (`ASYA_HOP_TIME_LIMIT_SECONDS`): the sidecar then
-treats a batch past it exactly as a Lambda invocation that ran out of time.
+treats a batch past it exactly as a Lambda invocation that ran out of time. Its hops' claims are not
+made for that whole limit but for one lease, renewed by the heartbeat (`claim_leases`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+
+from asya.claim_leases import ClaimLeases
 
 
 @dataclass
@@ -22,6 +25,7 @@ class BatchClock:
     invoked_function_arn: str = ""  # no function: a container task
     function_version: str = "container"
     memory_limit_in_mb: int = 0
+    claim_leases: ClaimLeases | None = None  # the consumer's: its hops' claims are leases its heartbeat renews
     _started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:

@@ -5,6 +5,7 @@ function cannot outlive 15 minutes; a container hop may run for hours, so a hear
 every held message's visibility by the queue's timeout each third of it (`ChangeMessageVisibility`).
 The heartbeats live in the process that runs the hops: a process that dies stops them, and what it
 held comes back to its queue within one visibility timeout, to be run again (nothing deleted yet).
+The same beat renews the held hops' claims (`asya.claim_leases`), so they lapse with the messages.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from asya.claim_leases import ClaimLeases
 
 LOG = logging.getLogger("asya.consumer")
 SQS_BATCH = 10  # entries per ChangeMessageVisibilityBatch / DeleteMessageBatch
@@ -23,6 +26,7 @@ class Holding:
         self._sqs = sqs
         self._queue_url = queue_url
         self.visibility = visibility
+        self.leases = ClaimLeases(visibility * 1000)
         self._held: dict[str, str] = {}  # message id -> receipt handle
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -54,6 +58,7 @@ class Holding:
             with self._lock:
                 held = dict(self._held)
             self._change(held, self.visibility)
+            self.leases.renew()
 
     def _change(self, held: Mapping[str, str], seconds: int) -> None:
         items = list(held.items())

@@ -74,8 +74,11 @@ class Consumer:
         if self.stopping.is_set():  # SIGTERM came during the long poll: not ours to start
             self.holding.release_all()
             return len(messages)
-        clock = BatchClock(self._function_name, self.settings.hop_time_limit)
-        answer = self._handle(sqs_event(self._queue_arn, messages), clock)
+        clock = BatchClock(self._function_name, self.settings.hop_time_limit, claim_leases=self.holding.leases)
+        try:
+            answer = self._handle(sqs_event(self._queue_arn, messages), clock)
+        finally:
+            self.holding.leases.clear()
         failed = {item["itemIdentifier"] for item in answer.get("batchItemFailures", [])}
         self.holding.let_go(message["MessageId"] for message in messages)
         self._delete([message for message in messages if message["MessageId"] not in failed])
