@@ -156,7 +156,7 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
 
             sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope()))
             wait_for(lambda: workers.running("a") == 1, 10)
-            assert shown() == "1 of 2 tasks"
+            wait_for(lambda: shown() == "1 of 2 tasks", 5)  # the service follows its consumers' start
             routed = wait_for(lambda: sqs.receive_message(QueueUrl=urls["b"]).get("Messages"), 60)
             assert json.loads(routed[0]["Body"])["payload"] == {"text": "hello", "seen": True}
 
