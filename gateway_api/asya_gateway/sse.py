@@ -128,7 +128,10 @@ def follow(
             feed.close()
         return None
     options = _Options(keepalive_seconds, max_seconds, rendering, frozenset(stop_at), long_poll, feed)
-    return _events(tasks, events, task_id, cursor, first, read=item, options=options, sleep=sleep, clock_ns=clock_ns)
+    chunks = _followed(
+        tasks, events, task_id, cursor, first, read=item, options=options, sleep=sleep, clock_ns=clock_ns
+    )
+    return chunks if feed is None else _closing(chunks, feed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,27 +144,12 @@ class _Options:
     feed: Feed | None = None
 
 
-def _events(
-    tasks: TaskStore,
-    events: EventLog,
-    task_id: str,
-    cursor: str,
-    first: dict[str, Any] | None,
-    *,
-    read: dict[str, Any],
-    options: _Options,
-    sleep: Callable[[float], None],
-    clock_ns: Callable[[], int],
-) -> Iterator[str]:
-    """The task as it stands first (a new watcher), then its log (`_logged`); the FLY channel is let go
-    when the follow ends, however it ends."""
+def _closing(chunks: Iterator[str], feed: Feed) -> Iterator[str]:
+    """The follow's chunks; its FLY channel let go when the follow ends, however it ends."""
     try:
-        yield from _followed(
-            tasks, events, task_id, cursor, first, read=read, options=options, sleep=sleep, clock_ns=clock_ns
-        )
+        yield from chunks
     finally:
-        if options.feed is not None:
-            options.feed.close()
+        feed.close()
 
 
 def _followed(
