@@ -5,7 +5,6 @@ delivered again while it runs, so the chaos harness exercises container actors t
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import boto3
@@ -13,9 +12,8 @@ import pytest
 
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
 from asya_local.functions.faults import FaultSpec
-from asya_local.runtime import FunctionPython
 from asya_local.testing.moto_server import moto_server
-from asya_local.worker_processes import WorkerProcesses
+from tests.support.consumers import consumer_workers
 from tests.support.mesh import envelope
 from tests.unit.test_local_container_scaling import wait_for
 
@@ -42,13 +40,8 @@ def test_a_consumer_is_killed_mid_batch_and_replaced(tmp_path: Path, concurrency
         trigger = ContainerTrigger(urls["a"], 1, 1, 1)
         actor = LocalFunction("asya-unit-a", "asya.consumer", "", environment, 60.0, 4096, Path.cwd(), trigger)
         lines: list[str] = []
-        workers = WorkerProcesses(
-            on_line=lambda _source, line: lines.append(line),
-            spec=lambda _function: {"environment": environment},
-            python=lambda _function: FunctionPython(tuple(Path(entry) for entry in sys.path if entry)),
-            source=lambda _function: "a",
-            folder=tmp_path,
-            faults=FaultSpec(seed=3, kill_worker_rate=1.0, duplicate_delivery_rate=1.0),
+        workers = consumer_workers(
+            environment, tmp_path, lines, FaultSpec(seed=3, kill_worker_rate=1.0, duplicate_delivery_rate=1.0)
         )
         workers.spawn(actor)
         try:

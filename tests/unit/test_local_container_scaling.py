@@ -6,7 +6,6 @@ following it down while it lasts."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +18,8 @@ from asya import variables
 from asya_local.container_counts import ServicePlace, task_counts
 from asya_local.container_scaling import Scaler, start_scaler, wanted
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
-from asya_local.runtime import FunctionPython
 from asya_local.testing.moto_server import moto_server
-from asya_local.worker_processes import WorkerProcesses
+from tests.support.consumers import consumer_workers
 from tests.support.mesh import envelope
 
 RULE = ContainerTrigger(queue_url="", min_tasks=0, max_tasks=3, messages_per_task=2)
@@ -123,13 +121,7 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
             ContainerTrigger(urls["a"], 0, 2, 1),
         )
         lines: list[str] = []
-        workers = WorkerProcesses(
-            on_line=lambda _source, line: lines.append(line),
-            spec=lambda _function: {"environment": environment},
-            python=lambda _function: FunctionPython(tuple(Path(entry) for entry in sys.path if entry)),
-            source=lambda _function: "a",
-            folder=tmp_path,
-        )
+        workers = consumer_workers(environment, tmp_path, lines)
         ecs = boto3.client("ecs", endpoint_url=endpoint)
         ecs.create_cluster(clusterName="asya-unit-containers")
         ecs.register_task_definition(
