@@ -32,6 +32,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from asya_gateway.oauth_errors import OAuthError
 from asya_local.gateway_client import BearerAuth, GatewayClient
 
 ALGORITHM = "RS256"
@@ -48,17 +49,8 @@ class NotGrantedError(ValueError):
     """The pool would not issue such a token: the message says what it grants instead."""
 
 
-class SignInError(Exception):
-    """A request the pool's hosted sign-in refuses (`asya_local.hosted_sign_in`): `error` is OAuth's
-    code; `status` the HTTP status."""
-
-    def __init__(self, error: str, description: str, status: int = 400) -> None:
-        super().__init__(description)
-        self.error = error
-        self.status = status
-
-    def answer(self) -> dict[str, str]:
-        return {"error": self.error, "error_description": str(self)}
+class SignInError(OAuthError):
+    """A request the pool's hosted sign-in refuses (`asya_local.hosted_sign_in`)."""
 
 
 @dataclass(frozen=True)

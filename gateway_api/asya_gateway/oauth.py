@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from asya.clients import LazyClient
 from asya.names import OAUTH_REGISTER_PATH
 from asya_gateway.callers import AuthSettings
+from asya_gateway.oauth_errors import OAuthError
 
 SCOPES = ("openid",)  # what a person's client of the pool may ask for (`AuthSettings.requestable_scopes`)
 GRANT_TYPES = ("authorization_code", "refresh_token")
@@ -42,16 +43,8 @@ COGNITO_NAME_UNSAFE = re.compile(r"[^\w\s+=,.@-]", re.ASCII)
 _log = logging.getLogger(__name__)
 
 
-class RegistrationError(Exception):
-    """A registration refused: `error` is RFC 7591's code, the message its `error_description`."""
-
-    def __init__(self, error: str, description: str, status: int = 400) -> None:
-        super().__init__(description)
-        self.error = error
-        self.status = status
-
-    def answer(self) -> dict[str, str]:
-        return {"error": self.error, "error_description": str(self)}
+class RegistrationError(OAuthError):
+    """A registration refused, with RFC 7591's codes."""
 
 
 @dataclass(frozen=True)
