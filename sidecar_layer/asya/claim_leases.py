@@ -31,6 +31,10 @@ class ClaimLeases:
         self._lock = threading.Lock()
         self._next = 0
 
+    def hold_ms(self, remaining_ms: int | None) -> int:
+        """How long a claim made now holds: one lease, or less if the batch has less time left."""
+        return self.lease_ms if remaining_ms is None else min(remaining_ms, self.lease_ms)
+
     def add(self, held_until_ms: int, renew: Renew) -> None:
         with self._lock:
             self._next += 1

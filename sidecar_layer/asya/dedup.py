@@ -7,7 +7,8 @@ status write the hop makes anyway (`TaskStore.claim_hop`). An untracked one (ste
 task table) is claimed, when `ASYA_IDEMPOTENCY_TABLE` is set, in Powertools' DynamoDB persistence
 layer, which records each hop: *in progress* before the handler runs (expiring with the invocation,
 so a crash frees it), *completed* only after every output was sent, and deleted when sending failed
-so that the redelivery runs the hop again.
+so that the redelivery runs the hop again. A container consumer's claim there is a lease its heartbeat
+renews (`asya.hop_records`), as its claim in a task record is.
 
 The Powertools `@idempotent` decorators are not used because they mark completion when the decorated
 function returns, while a hop completes only after the batch's grouped sends succeed.
@@ -25,9 +26,9 @@ from asya.names import mesh_prefix
 from asya.task_record import redrives
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-
+    from asya.claim_leases import ClaimLeases
     from asya.envelope import Envelope
+    from asya.hop_records import HopRecords
 
 
 class Claim(Enum):
@@ -104,7 +105,7 @@ class HopLedger:
     milliseconds of every cold start, and a function whose hops are all claimed in their task
     records never needs it."""
 
-    def __init__(self, open_store: Callable[[], BasePersistenceLayer] | None = None) -> None:
+    def __init__(self, open_store: Callable[[], HopRecords] | None = None) -> None:
         self._open_store = open_store
         self._batch: dict[tuple[Any, ...], str] = {}
         self._stored: set[tuple[Any, ...]] = set()
@@ -122,10 +123,14 @@ class HopLedger:
         self._batch[marker] = claimant
         return True
 
-    def claim(self, key: dict[str, Any], claimant: str, remaining_ms: int | None) -> HopClaim:
+    def claim(
+        self, key: dict[str, Any], claimant: str, remaining_ms: int | None, leases: ClaimLeases | None = None
+    ) -> HopClaim:
         """Claim a hop for the record `claimant`: once per batch, then in the idempotency table if the
-        function keeps one. (A tracked envelope's hop is claimed in its task record instead, by the
-        hop's status write: `StatusReporter.claim_hop`, after `first_in_batch`.)"""
+        function keeps one, until `remaining_ms` from now. (A tracked envelope's hop is claimed in its
+        task record instead, by the hop's status write: `StatusReporter.claim_hop`, after
+        `first_in_batch`.) `leases`: a container consumer's; the claim then holds for one lease,
+        renewed while the hop runs (`asya.claim_leases`)."""
         if not self.first_in_batch(key, claimant):
             return DUPLICATE_HOP
         store = self.store
@@ -134,8 +139,10 @@ class HopLedger:
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
         from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
+        if leases is not None:
+            remaining_ms = leases.hold_ms(remaining_ms)
         try:
-            store.save_inprogress(data=key, remaining_time_in_millis=remaining_ms)
+            held_until = store.claim(key, remaining_ms)
         except IdempotencyItemAlreadyExistsError as exc:
             record = exc.old_data_record or store.get_record(data=key)
             if record is not None and record.status == STATUS_CONSTANTS["COMPLETED"]:
@@ -143,10 +150,12 @@ class HopLedger:
             expiry = record.in_progress_expiry_timestamp if record is not None else None
             return HopClaim(Claim.IN_PROGRESS, held_until=None if expiry is None else int(expiry))
         self._stored.add(tuple(key.values()))
+        if leases is not None and held_until is not None:
+            leases.add(held_until, partial(store.renew, key))
         return NEW_HOP
 
     @cached_property
-    def store(self) -> BasePersistenceLayer | None:
+    def store(self) -> HopRecords | None:
         """The idempotency table's persistence layer, opened on first use; None without a table."""
         return self._open_store() if self._open_store is not None else None
 
@@ -177,9 +186,11 @@ def idempotency_key_prefix(namespace: str) -> str:
     return mesh_prefix(namespace)
 
 
-def dynamodb_store(table: str, ttl_seconds: int, namespace: str) -> BasePersistenceLayer:
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+def dynamodb_store(table: str, ttl_seconds: int, namespace: str) -> HopRecords:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
-    store = DynamoDBPersistenceLayer(table_name=table)
+    from asya.hop_records import HopRecords
+
+    store = HopRecords(table)
     store.configure(IdempotencyConfig(expires_after_seconds=ttl_seconds), key_prefix=idempotency_key_prefix(namespace))
     return store

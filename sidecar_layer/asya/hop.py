@@ -354,7 +354,7 @@ class HopRunner:
         or the one its own message made (`asya.admission`); it is no one's duplicate in its batch, so
         that a forgery under a hop's id cannot make the hop follow its refusal."""
         if not self.reporter.tracks(envelope):
-            return self.ledger.claim(key, plan.message_id, remaining_ms)
+            return self.ledger.claim(key, plan.message_id, remaining_ms, self.leases)
         if not plan.foreign and not self.ledger.first_in_batch(key, plan.message_id):
             return DUPLICATE_HOP
         admitted_by = plan.message_id if plan.foreign else None

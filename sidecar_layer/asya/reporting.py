@@ -140,9 +140,10 @@ class StatusReporter:
         `leases`: a container consumer's; the claim then holds for one lease, renewed while the hop runs
         (`asya.claim_leases`)."""
         report = self._report_at(envelope, actor, "processing")
-        hold_ms = LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms
         if leases is not None:
-            hold_ms = min(hold_ms, leases.lease_ms)
+            hold_ms = leases.hold_ms(remaining_ms)
+        else:
+            hold_ms = LONGEST_INVOCATION_MS if remaining_ms is None else remaining_ms
         held_until = int(time.time() * 1000) + hold_ms
         position = envelope.route.position
         found = self._tasks.claim_hop(report, position, held_until, admitted_by=admitted_by)

@@ -8,7 +8,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -16,8 +16,10 @@ import pytest
 
 from asya.consumer.loop import Consumer
 from asya.consumer.settings import ConsumerSettings
+from asya.dedup import Hop, dynamodb_store
 from asya.task_store import TaskStore
-from asya_local.testing.tables import EVENTS, TASKS, create_tables
+from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
+from tests.support.consumers import in_progress_until
 from tests.support.mesh import NS, Mesh, envelope
 
 
@@ -99,18 +101,46 @@ def test_heartbeats_keep_a_long_hop_invisible_past_the_visibility_timeout(mesh: 
 def test_a_tracked_hops_claim_is_a_lease_the_heartbeat_renews_while_the_hop_runs(mesh: Mesh, consumer_of: Any) -> None:
     """Claimed for one visibility timeout (1 s), not the hop's 60 s limit, and held on past it by the
     heartbeats while the 3.5 s hop runs: a redelivery meanwhile finds it held."""
-    mesh.sqs.set_queue_attributes(QueueUrl=queue_url(mesh), Attributes={"VisibilityTimeout": "1"})
     create_tables(boto3.client("dynamodb"))
     tasks = TaskStore(TASKS)
-    consumer = consumer_of("slow", ASYA_TASKS_TABLE=TASKS, ASYA_EVENTS_TABLE=EVENTS)
+
+    def held_until() -> float | None:
+        task = tasks.get("env-1")
+        return None if task is None or task.get("hop_held_until") is None else float(task["hop_held_until"])
+
+    assert_held_as_a_lease(
+        mesh, lambda: consumer_of("slow", ASYA_TASKS_TABLE=TASKS, ASYA_EVENTS_TABLE=EVENTS), held_until
+    )
+
+
+def test_an_untracked_hops_claim_in_the_idempotency_table_is_a_lease_too(mesh: Mesh, consumer_of: Any) -> None:
+    """A mesh without a task table claims the hop in Powertools' record (`asya.hop_records`): the same
+    lease, renewed by the same heartbeat, read back as Powertools reads it."""
+    create_idempotency_table(boto3.client("dynamodb"), "asya-unit-hops")
+    records = dynamodb_store("asya-unit-hops", 3600, NS)
+
+    def held_until() -> float | None:
+        return in_progress_until(records, Hop("a", "env-1", 0).key())
+
+    assert_held_as_a_lease(mesh, lambda: consumer_of("slow", ASYA_IDEMPOTENCY_TABLE="asya-unit-hops"), held_until)
+
+
+def assert_held_as_a_lease(
+    mesh: Mesh, consumer_of: Callable[[], Consumer], held_until: Callable[[], float | None]
+) -> None:
+    """Run a 3.5 s hop on a queue whose visibility timeout is 1 s (read by the consumer when it starts),
+    looking at its claim's expiry (`held_until`, epoch ms) meanwhile: never more than a lease ahead,
+    never lapsed."""
+    mesh.sqs.set_queue_attributes(QueueUrl=queue_url(mesh), Attributes={"VisibilityTimeout": "1"})
+    consumer = consumer_of()
     send(mesh, envelope({"sleep": 3.5}))
     hop = threading.Thread(target=consumer.poll_once, kwargs={"wait_seconds": 0})
     hop.start()
     held: list[float] = []  # seconds the claim had left, each time it was looked at
     while hop.is_alive():
-        task = tasks.get("env-1")
-        if task is not None and task.get("hop_held_until") is not None:
-            held.append(float(task["hop_held_until"]) / 1000 - time.time())
+        until = held_until()
+        if until is not None:
+            held.append(until / 1000 - time.time())
         time.sleep(0.2)
 
     assert len(held) > 10

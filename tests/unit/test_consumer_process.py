@@ -19,7 +19,7 @@ import pytest
 
 from asya.task_store import TaskStore
 from asya_local.testing.moto_server import moto_server
-from asya_local.testing.tables import EVENTS, TASKS, create_tables
+from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import envelope
 
 REGION = "us-east-1"
@@ -128,16 +128,23 @@ def test_a_handler_that_kills_its_process_loses_nothing(sqs: Any, tmp_path: Path
         assert consumer.wait(30) == 0
 
 
-def test_a_tracked_hop_cut_short_runs_again_after_the_visibility_timeout_not_its_time_limit(
-    sqs: Any, tmp_path: Path
+@pytest.mark.parametrize("claimed_in", ["task record", "idempotency table"])
+def test_a_hop_cut_short_runs_again_after_the_visibility_timeout_not_its_time_limit(
+    sqs: Any, tmp_path: Path, claimed_in: str
 ) -> None:
-    """The killed hop's claim in its task record was a lease of one visibility timeout (2 s), renewed by
-    the heartbeat that died with it; held for the hop's 60 s limit, the redelivery would wait a minute."""
+    """The killed hop's claim (in its task record, or for an untracked hop in the idempotency table)
+    was a lease of one visibility timeout (2 s), renewed by the heartbeat that died with it; held for
+    the hop's 60 s limit, the redelivery would wait a minute."""
     dynamodb = boto3.client("dynamodb", endpoint_url=sqs.meta.endpoint_url, region_name=REGION)
-    create_tables(dynamodb)
-    tasks = TaskStore(TASKS, client=dynamodb)
-    tracked = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS, "ASYA_HOP_TIME_LIMIT_SECONDS": "60"}
-    consumer = start_consumer(sqs, "dies_once", ASYA_CONSUMER_CONCURRENCY="2", **tracked)
+    if claimed_in == "task record":
+        create_tables(dynamodb)
+        claims = {"ASYA_TASKS_TABLE": TASKS, "ASYA_EVENTS_TABLE": EVENTS}
+    else:
+        create_idempotency_table(dynamodb, "asya-unit-hops")
+        claims = {"ASYA_IDEMPOTENCY_TABLE": "asya-unit-hops"}
+    consumer = start_consumer(
+        sqs, "dies_once", ASYA_CONSUMER_CONCURRENCY="2", ASYA_HOP_TIME_LIMIT_SECONDS="60", **claims
+    )
     marker = tmp_path / "died"
     sqs.send_message(QueueUrl=url_of(sqs, "a"), MessageBody=json.dumps(envelope({"marker": str(marker)})))
     try:
@@ -152,9 +159,10 @@ def test_a_tracked_hop_cut_short_runs_again_after_the_visibility_timeout_not_its
         wait_for(delivered, 20)
         assert time.monotonic() - died < 12, "about the visibility timeout (and a restart), far from 60 s"
         assert [out["payload"] for out in found] == [{"marker": str(marker)}]
-        task = tasks.get("env-1")
-        assert task is not None  # made by the first delivery's claim, admitted again by its redelivery
-        assert task["actor"] == "a"
+        if claimed_in == "task record":
+            task = TaskStore(TASKS, client=dynamodb).get("env-1")
+            assert task is not None  # made by the first delivery's claim, admitted again by its redelivery
+            assert task["actor"] == "a"
     finally:
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(30) == 0
