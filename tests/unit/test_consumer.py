@@ -125,6 +125,36 @@ def test_an_untracked_hops_claim_in_the_idempotency_table_is_a_lease_too(mesh: M
     assert_held_as_a_lease(mesh, lambda: consumer_of("slow", ASYA_IDEMPOTENCY_TABLE="asya-unit-hops"), held_until)
 
 
+def test_a_message_returned_for_later_keeps_the_visibility_the_sidecar_gave_it(mesh: Mesh) -> None:
+    """Another delivery holds the hop for 1.5 s more: the sidecar returns the message to come back when
+    that claim lapses (3 s). A heartbeat that lands before the batch is over must not push it to the
+    queue's 10 s visibility timeout: the consumer stops extending it first."""
+    mesh.sqs.set_queue_attributes(QueueUrl=queue_url(mesh), Attributes={"VisibilityTimeout": "10"})
+    create_idempotency_table(boto3.client("dynamodb"), "asya-unit-hops")
+    dynamodb_store("asya-unit-hops", 3600, NS).claim(Hop("a", "env-1", 0).key(), 1_500)  # the other delivery's
+    sidecar = mesh.actor("enrich", ASYA_IDEMPOTENCY_TABLE="asya-unit-hops")
+    settings = ConsumerSettings(queue_url=queue_url(mesh), batch_size=1, hop_time_limit=60)
+
+    def handle_then_beat(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        answer = sidecar.handle(event, context)
+        consumer.holding.beat()  # a beat in the window before the consumer settles the batch
+        return answer
+
+    consumer = Consumer(handle_then_beat, mesh.sqs, settings, f"asya-{NS}-a")
+    try:
+        send(mesh, envelope({"n": 1}))
+        assert consumer.poll_once(wait_seconds=0) == 1
+        returned = time.monotonic()
+        while counts(mesh) != (1, 0):
+            assert time.monotonic() - returned < 6, (
+                "held for the queue's visibility timeout, not until the claim lapsed"
+            )
+            time.sleep(0.1)
+    finally:
+        consumer.holding.stop()
+    assert mesh.messages("b") == []  # not run: the other delivery had it
+
+
 def assert_held_as_a_lease(
     mesh: Mesh, consumer_of: Callable[[], Consumer], held_until: Callable[[], float | None]
 ) -> None:

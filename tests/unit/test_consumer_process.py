@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
+from asya.consumer.loop import EXIT_OVERDUE
 from asya.task_store import TaskStore
 from asya_local.testing.moto_server import moto_server
 from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
@@ -166,6 +167,21 @@ def test_a_hop_cut_short_runs_again_after_the_visibility_timeout_not_its_time_li
     finally:
         consumer.send_signal(signal.SIGTERM)
         assert consumer.wait(30) == 0
+
+
+def test_a_handler_that_cannot_be_stopped_ends_its_process_one_visibility_timeout_past_its_limit(sqs: Any) -> None:
+    """As Lambda ends an invocation at its timeout: the handler swallows its stop, so the beats end
+    (3 s limit, 2 s visibility timeout), the process exits, and the message comes back instead of
+    staying hidden for as long as the handler runs (here 10 minutes)."""
+    consumer = start_consumer(sqs, "stubborn", ASYA_HOP_TIME_LIMIT_SECONDS="3", ASYA_LAMBDA_MARGIN_SECONDS="1")
+    sqs.send_message(QueueUrl=url_of(sqs, "a"), MessageBody=json.dumps(envelope({"sleep": 600})))
+    wait_for(lambda: counts(sqs) == (0, 1), 20)
+    received = time.monotonic()
+
+    assert consumer.wait(30) == EXIT_OVERDUE
+    assert 5 <= time.monotonic() - received < 10  # the limit, one visibility timeout, a beat
+    wait_for(lambda: counts(sqs) == (1, 0), 10)  # back in its queue, for a retry
+    assert outputs(sqs) == []
 
 
 def test_consumer_processes_stop_when_their_tasks_main_process_is_killed(sqs: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from asya.claim_leases import ClaimLeases
@@ -26,6 +27,7 @@ class BatchClock:
     function_version: str = "container"
     memory_limit_in_mb: int = 0
     claim_leases: ClaimLeases | None = None  # the consumer's: its hops' claims are leases its heartbeat renews
+    let_go: Callable[[Iterable[str]], None] | None = None  # the consumer's: stop extending these messages
     _started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:

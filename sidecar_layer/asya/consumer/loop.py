@@ -11,6 +11,7 @@ sidecar answered, so a hop that never returns (the process killed) loses nothing
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from asya.consumer.settings import ConsumerSettings
 
 LOG = logging.getLogger("asya.consumer")
 WAIT_SECONDS = 20  # SQS's longest long poll
+EXIT_OVERDUE = 3  # the process ended a batch that overran its time limit
 Handle = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
@@ -41,7 +43,7 @@ class Consumer:
             QueueUrl=settings.queue_url, AttributeNames=["QueueArn", "VisibilityTimeout"]
         )["Attributes"]
         self._queue_arn = attributes["QueueArn"]
-        self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]))
+        self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]), _end_overdue)
         self.stopping = threading.Event()
         self.receiving = False  # in a long poll, which SIGTERM may cut short
 
@@ -70,17 +72,20 @@ class Consumer:
             self.receiving = False
         if not messages:
             return 0
-        self.holding.hold(messages)
+        holding = self.holding
+        holding.hold(messages, self.settings.hop_time_limit)
         if self.stopping.is_set():  # SIGTERM came during the long poll: not ours to start
-            self.holding.release_all()
+            holding.release_all()
             return len(messages)
-        clock = BatchClock(self._function_name, self.settings.hop_time_limit, claim_leases=self.holding.leases)
+        clock = BatchClock(
+            self._function_name, self.settings.hop_time_limit, claim_leases=holding.leases, let_go=holding.let_go
+        )
         try:
             answer = self._handle(sqs_event(self._queue_arn, messages), clock)
         finally:
-            self.holding.leases.clear()
+            holding.leases.clear()
         failed = {item["itemIdentifier"] for item in answer.get("batchItemFailures", [])}
-        self.holding.let_go(message["MessageId"] for message in messages)
+        holding.let_go(message["MessageId"] for message in messages)
         self._delete([message for message in messages if message["MessageId"] not in failed])
         return len(messages)
 
@@ -91,3 +96,13 @@ class Consumer:
             answer = self._sqs.delete_message_batch(QueueUrl=self.settings.queue_url, Entries=entries)
             for failure in answer.get("Failed", []):  # comes back and runs again: its hop's claim absorbs it
                 LOG.warning("a finished message was not deleted: %s", failure.get("Message", failure.get("Code")))
+
+
+def _end_overdue() -> None:
+    """A batch's handler outlived its time limit and was not stopped (`asya.consumer.holding`): end
+    the process as Lambda ends an invocation at its timeout. Its messages come back within one
+    visibility timeout and are retried as a timed-out Lambda batch's are; the task's main process (or
+    ECS, when this is it) starts another consumer."""
+    LOG.error("a batch ran past its time limit and could not be stopped: this consumer process ends")
+    logging.shutdown()
+    os._exit(EXIT_OVERDUE)
