@@ -11,7 +11,12 @@ envelope. All three are measured in the same run, the sidecar's and the Powertoo
 taking turns (a busy moment of a shared machine falls on both), best of `--rounds` each; the ratio
 of the two is what issue 45 bounds: at most 10 times.
 
-    python -m bench.sidecar_hop [--envelopes 20000] [--batch 10] [--rounds 3]
+`--tracing` measures the sidecar a second time as a traced mesh runs it (`tracing: true`): a segment
+per hop, sent as Lambda sends them, a UDP datagram to the X-Ray daemon (here a socket of the bench's
+that counts them), in rounds that take turns with the untraced ones; the difference is what tracing
+adds to a hop.
+
+    python -m bench.sidecar_hop [--envelopes 20000] [--batch 10] [--rounds 3] [--tracing]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import contextlib
 import json
 import os
+import socket
 import statistics
 import time
 from typing import Any
@@ -42,7 +48,8 @@ def noop(payload: Any) -> Any:
     return payload
 
 
-def _sidecar_rate(envelopes: int, batch: int) -> float:
+def _sidecar_rate(envelopes: int, batch: int, daemon: str | None = None) -> float:
+    """`daemon`: the X-Ray daemon's address, for a traced mesh's hops (`--tracing`)."""
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     import asya
     from asya.config import SidecarConfig
@@ -51,6 +58,11 @@ def _sidecar_rate(envelopes: int, batch: int) -> float:
     from asya_local.functions.lambda_shapes import LambdaContext, sqs_record
 
     variables = {"ASYA_NAMESPACE": "bench", "ASYA_ACTOR_NAME": "hop", "ASYA_HANDLER": "bench.sidecar_hop.noop"}
+    if daemon is not None:
+        variables["ASYA_TRACING"] = "true"
+        os.environ["AWS_XRAY_DAEMON_ADDRESS"] = daemon  # read by the sidecar's segments, as on Lambda
+    else:
+        os.environ.pop("AWS_XRAY_DAEMON_ADDRESS", None)
     transport = MemoryTransport()
     configure(SidecarConfig.from_env(variables), transport)
     events = [
@@ -119,16 +131,45 @@ def _floor_rate(envelopes: int) -> float:
     return envelopes / (time.perf_counter() - started)
 
 
+class DaemonSink:
+    """A UDP socket standing for Lambda's X-Ray daemon: it takes the segments and counts them."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        self.socket.setblocking(False)
+        self.received = 0
+
+    @property
+    def address(self) -> str:
+        host, port = self.socket.getsockname()
+        return f"{host}:{port}"
+
+    def drain(self) -> int:
+        """Count (and drop) what arrived since the last call: the buffer never fills."""
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                self.socket.recv(65_535)
+                self.received += 1
+        return self.received
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envelopes", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=10, help="records per SQS event (Lambda's default is 10)")
     parser.add_argument("--rounds", type=int, default=3, help="best of this many rounds is reported")
+    parser.add_argument("--tracing", action="store_true", help="also the sidecar of a traced mesh (`tracing: true`)")
     args = parser.parse_args()
-    sidecar_rates, powertools_rates = [], []
+    sidecar_rates, powertools_rates, traced_rates = [], [], []
+    sink = DaemonSink() if args.tracing else None
     for _ in range(args.rounds):
         sidecar_rates.append(_sidecar_rate(args.envelopes, args.batch))
         powertools_rates.append(_powertools_rate(args.envelopes, args.batch))
+        if sink is not None:
+            traced_rates.append(_sidecar_rate(args.envelopes, args.batch, sink.address))
+            sink.drain()
     sidecar, powertools = max(sidecar_rates), max(powertools_rates)
     floor = statistics.median(_floor_rate(args.envelopes) for _ in range(args.rounds))
     print(f"envelope size            {len(json.dumps(ENVELOPE))} bytes, batches of {args.batch}")
@@ -137,6 +178,11 @@ def main() -> None:
     print(f"floor (loads + dumps)    {floor:12,.0f} envelopes/s  ({1e6 / floor:7.1f} µs each)")
     print(f"sidecar vs Powertools    {powertools / sidecar:12.1f} x  (goal: at most {RATIO_GOAL:g}, issue 45)")
     print(f"sidecar vs the floor     {floor / sidecar:12.1f} x")
+    if sink is not None:
+        traced = max(traced_rates)
+        print(f"sidecar hop, traced      {traced:12,.0f} envelopes/s  ({1e6 / traced:7.1f} µs each)")
+        added = 1e6 / traced - 1e6 / sidecar
+        print(f"tracing adds             {added:12.1f} µs a hop  ({sink.received:,} segments sent)")
 
 
 if __name__ == "__main__":
