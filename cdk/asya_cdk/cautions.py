@@ -29,7 +29,7 @@ def mesh_warnings(mesh: LoadedMesh) -> list[str]:
     """Every warning, each on its own, actor by actor."""
     warnings = []
     for name, actor in mesh.config.actors.items():
-        warnings += vpc_warnings(name, actor)
+        warnings += vpc_warnings(name, actor, mesh.config.gateway.fly == "channel")
         if actor.runtime != "container":  # a task has no init phase to be cut off
             warnings += init_download_warnings(mesh, name)
         warnings += join_memory_warnings(name, actor, mesh.config.payloads.claim_check_bytes)
@@ -53,23 +53,45 @@ def gpu_warnings(name: str, actor: ActorConfig) -> list[str]:
     ]
 
 
-def vpc_warnings(name: str, actor: ActorConfig) -> list[str]:
-    """A function in a VPC has no route to AWS services but those its subnets' endpoints or NAT give
-    it: the services the sidecar calls, named, so the network can be checked before the first envelope."""
+def vpc_warnings(name: str, actor: ActorConfig, fly_channel: bool) -> list[str]:
+    """A function or task in a VPC has no route to AWS services but those its subnets' endpoints or NAT
+    give it: each endpoint this actor needs, named as the VPC console names it, so the network can be
+    checked before the first envelope. `fly_channel`: the mesh publishes FLY events to its AppSync Event
+    API (`gateway.fly: channel`), which no endpoint reaches (`fly_route`)."""
     if actor.vpc is None:
         return []
-    interface = ["SQS", "Secrets Manager (the mesh's seal, and secrets)"]
+    task = actor.runtime == "container"
+    gpu = actor.container is not None and actor.container.gpu > 0
+    interface = ["sqs", "secretsmanager (the mesh's seal, and secrets)"]
     if any(reference.parameter is not None for reference in actor.secrets.values()):
-        interface.append("SSM (secrets read from Parameter Store)")
-    if actor.runtime == "container":  # the task's image is pulled, and its logs sent, from inside the VPC
-        interface += ["ECR (api and dkr: its image)", "CloudWatch Logs"]
-    what = "task" if actor.runtime == "container" else "function"
+        interface.append("ssm (secrets read from Parameter Store)")
+    if task:  # the image is pulled and the logs sent from inside the VPC (Lambda does both itself)
+        interface += ["ecr.api and ecr.dkr (its image)", "logs (its log lines)"]
+        if gpu:  # the agent on its EC2 instances; Fargate's needs none
+            interface.append("ecs, ecs-agent and ecs-telemetry (the ECS agent of its GPU instances)")
+        if actor.tracing:  # a task has no X-Ray daemon: the sidecar calls PutTraceSegments itself
+            interface.append("xray (its traces)")
+    layers = ", its image's layers" if task else ""
+    fargate = task and not gpu  # only a Fargate task may have a public IP
+    internet = "a NAT gateway route" + (" (or, with public_ip, an internet gateway)" if fargate else "")
     return [
-        f"actors.{name}.vpc: the {what} reaches AWS only through its subnets' routes; it needs gateway "
-        f"endpoints for S3 and DynamoDB and interface endpoints for {', '.join(interface)} (or a NAT gateway "
-        "route for all of them), KMS only if the handler calls it, and its security groups must allow "
-        "outbound HTTPS (443); without them its start fails, naming the service"
+        f"actors.{name}.vpc: the {'task' if task else 'function'} reaches AWS only through its subnets' routes: "
+        f"{internet} for all of them, or VPC endpoints (com.amazonaws.<region>.<name>): gateway endpoints s3 "
+        f"(claim checks, files{layers}) and dynamodb, interface endpoints {', '.join(interface)}; kms only if "
+        "the handler calls it; its security groups must allow outbound HTTPS (443); without them its start "
+        f"fails, naming the service{fly_route(internet) if fly_channel else ''}"
     ]
+
+
+def fly_route(internet: str) -> str:
+    """FLY's fast lane publishes to the mesh's AppSync Event API, a public API: an AppSync interface
+    endpoint (`appsync-api`) serves private APIs only, and with its private DNS on, calls to a public
+    API's own domain go to it and are refused (AWS AppSync, "Using private APIs"). Only a route to the
+    internet reaches it; without one the events are let go (FLY is ephemeral), each counted."""
+    return (
+        "; its FLY events go to the mesh's AppSync Event API, which is public: no VPC endpoint reaches it, "
+        f"only {internet}; without one they are lost (StatusErrors counts them), or set gateway.fly: log"
+    )
 
 
 def init_download_warnings(mesh: LoadedMesh, name: str) -> list[str]:

@@ -1,7 +1,9 @@
 """Where a container actor's tasks run: the mesh's Fargate cluster, or a GPU actor's own capacity.
 
-A GPU actor's tasks are placed on an Auto Scaling group of `instance_type` on ECS's GPU-optimized AMI,
-from 0 instances, grown and shrunk by ECS managed scaling as tasks wait for a place (termination
+A GPU actor's tasks are placed on an Auto Scaling group of `instance_type` on ECS's GPU-optimized AMI
+(Amazon Linux 2023: the Amazon Linux 2 one reached its end of support on 2026-06-30; its public SSM
+parameter is resolved by CloudFormation at each deploy, so a synth needs no account), from 0
+instances, grown and shrunk by ECS managed scaling as tasks wait for a place (termination
 protected while a task runs on an instance, drained before one goes). It has a cluster of its own: a
 cluster has one set of capacity providers (`AWS::ECS::ClusterCapacityProviderAssociations`), and an
 actor in a nested stack may not add to the main stack's.
@@ -60,7 +62,7 @@ def gpu_capacity(scope: Construct, name: str, vpc: VpcSettings, container: Conta
     launch_template = ec2.LaunchTemplate(
         scope,
         "Instances",
-        machine_image=ecs.EcsOptimizedImage.amazon_linux2(ecs.AmiHardwareType.GPU),
+        machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.GPU),
         instance_type=ec2.InstanceType(container.gpu_instance_type),
         role=instance_role,
         user_data=user_data,

@@ -137,10 +137,10 @@ def test_a_gpu_actor_runs_on_its_own_instances_from_zero(boxed: tuple[Document, 
     data = template["LaunchTemplateData"]
     assert data["InstanceType"] == "g5.2xlarge"
     image_parameter = data["ImageId"]["Ref"]
-    assert "ecsoptimizedamiamazonlinux2gpurecommended" in image_parameter, "ECS's GPU-optimized AMI"
-    assert document["Parameters"][image_parameter]["Default"] == (
-        "/aws/service/ecs/optimized-ami/amazon-linux-2/gpu/recommended/image_id"
-    )
+    assert document["Parameters"][image_parameter] == {
+        "Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+        "Default": "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/recommended/image_id",
+    }, "ECS's GPU-optimized Amazon Linux 2023 AMI, resolved at deploy (Amazon Linux 2's support ended 2026-06-30)"
     assert data["MetadataOptions"] == {"HttpTokens": "required"}
     assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
     provider_id, provider = _one(document, "AWS::ECS::CapacityProvider", "Containertranscribe")

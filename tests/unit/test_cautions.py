@@ -23,15 +23,53 @@ def test_a_plain_mesh_is_told_nothing(tmp_path: Path) -> None:
     assert warnings_for(tmp_path, "  a: {handler: mod.fn, code: code}\n") == []
 
 
+def vpc_warning(tmp_path: Path, actor: str, more: str = "") -> str:
+    (warning,) = [w for w in warnings_for(tmp_path, actor, more) if w.startswith("actors.a.vpc: ")]
+    return warning
+
+
 def test_a_vpc_actor_is_told_every_endpoint_it_needs(tmp_path: Path) -> None:
-    (plain,) = warnings_for(tmp_path, f"  a: {{handler: mod.fn, code: code, {VPC}}}\n")
-    assert plain.startswith("actors.a.vpc: ")
-    for needed in ("gateway endpoints for S3 and DynamoDB", "SQS", "Secrets Manager", "outbound HTTPS (443)"):
-        assert needed in plain
-    assert "SSM" not in plain, "no parameter among its secrets"
+    plain = vpc_warning(tmp_path, f"  a: {{handler: mod.fn, code: code, {VPC}}}\n")
+    assert plain.startswith("actors.a.vpc: the function reaches AWS only through its subnets' routes: a NAT gateway")
+    assert "gateway endpoints s3 (claim checks, files) and dynamodb" in plain
+    assert "interface endpoints sqs, secretsmanager (the mesh's seal, and secrets); kms only if" in plain
+    assert "outbound HTTPS (443)" in plain
+    for image_or_agent in ("ssm", "ecr", "logs", "ecs", "xray"):
+        assert f" {image_or_agent}" not in plain, "Lambda pulls its image and sends its logs itself"
     secrets = "secrets: {TOKEN: {parameter: /warn/token}}"
-    (with_parameters,) = warnings_for(tmp_path, f"  a: {{handler: mod.fn, code: code, {VPC}, {secrets}}}\n")
-    assert "SSM (secrets read from Parameter Store)" in with_parameters
+    with_parameters = vpc_warning(tmp_path, f"  a: {{handler: mod.fn, code: code, {VPC}, {secrets}}}\n")
+    assert "ssm (secrets read from Parameter Store)" in with_parameters
+
+
+def test_a_vpc_actor_is_told_fly_events_need_a_route_to_the_internet(tmp_path: Path) -> None:
+    actor = f"  a: {{handler: mod.fn, code: code, {VPC}}}\n"
+    channel = vpc_warning(tmp_path, actor)
+    assert channel.endswith(
+        "; its FLY events go to the mesh's AppSync Event API, which is public: no VPC endpoint reaches it, only a "
+        "NAT gateway route; without one they are lost (StatusErrors counts them), or set gateway.fly: log"
+    )
+    assert "FLY" not in vpc_warning(tmp_path, actor, "gateway: {fly: log}\n"), "FLY through the live log"
+
+
+def test_a_container_actor_is_told_what_its_image_logs_agent_and_traces_need(tmp_path: Path) -> None:
+    fargate = vpc_warning(tmp_path, f"  a: {{handler: mod.fn, code: code, runtime: container, {VPC}}}\n")
+    assert fargate.startswith(
+        "actors.a.vpc: the task reaches AWS only through its subnets' routes: a NAT gateway "
+        "route (or, with public_ip, an internet gateway) for all of them"
+    )
+    assert "gateway endpoints s3 (claim checks, files, its image's layers) and dynamodb" in fargate
+    assert "ecr.api and ecr.dkr (its image), logs (its log lines)" in fargate
+    assert "ecs-agent" not in fargate, "Fargate tasks need no ECS endpoints"
+    assert "xray" not in fargate
+    gpu = "runtime: container, architecture: x86_64, container: {gpu: 1}"
+    traced = vpc_warning(tmp_path, f"  a: {{handler: mod.fn, code: code, {gpu}, {VPC}}}\n", "tracing: true\n")
+    assert (
+        "logs (its log lines), ecs, ecs-agent and ecs-telemetry (the ECS agent of its GPU instances), "
+        "xray (its traces); kms only if" in traced
+    )
+    assert "public_ip" not in traced, "a task on EC2 gets no public IP"
+    lambda_traced = vpc_warning(tmp_path, f"  a: {{handler: mod.fn, code: code, {VPC}}}\n", "tracing: true\n")
+    assert "xray" not in lambda_traced, "Lambda's own X-Ray daemon sends a function's segments"
 
 
 def test_files_too_large_for_the_init_are_named_with_the_way_out(tmp_path: Path) -> None:

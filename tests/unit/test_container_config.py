@@ -103,7 +103,7 @@ def test_a_gpu_actor_is_told_what_cannot_be_checked_offline(tmp_path: Path) -> N
     ]
     (vpc,) = [w for w in mesh_warnings(mesh) if w.startswith("actors.a.vpc: ")]
     assert vpc.startswith("actors.a.vpc: the task reaches AWS only through its subnets' routes")
-    assert "ECR (api and dkr: its image), CloudWatch Logs" in vpc
+    assert "ecs, ecs-agent and ecs-telemetry (the ECS agent of its GPU instances)" in vpc
 
 
 def test_a_container_actor_environment_is_not_held_to_lambdas_4_kb(tmp_path: Path) -> None:
