@@ -1,4 +1,5 @@
-"""Make moto's X-Ray refuse the segments X-Ray refuses: `apply_segment_check()` patches moto 5.2.5 in place.
+"""Make moto's X-Ray refuse the segments X-Ray refuses (`apply_segment_check()`) and find traces by an
+annotation (`apply_annotation_filter()`): both patch moto 5.2.5 in place.
 
 X-Ray keeps a segment only under a trace id of its form, `1-<8 hex digits>-<24 hex digits>`, whose first
 8 digits are a time of the last 30 days, with a 16-digit segment id (and parent id, if it names one), a
@@ -7,6 +8,11 @@ name of up to 200 letters, digits, spaces and `_.:/%&#=+-@` or a backslash, a st
 moto keeps whatever parses as JSON, so a mesh that made trace ids from random W3C ids
 (`asya.tracecontext` makes them from the clock), or named a segment for an actor X-Ray refuses, would
 see its traces locally and never on AWS. The error codes are the endpoint's own: X-Ray documents none.
+
+`GetTraceSummaries` answers the one filter expression the mesh sends, a trace's annotation
+(`annotation.task_id = "<id>"`: `asya trace` finds a task's trace so on AWS, where a day of a busy
+mesh's traces would not be listed whole); moto refuses every filter. Any other expression is refused
+here by name, so a command that would rely on more of X-Ray's filter language fails locally first.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import re
 import time
 from typing import Any
 
+from moto.core.exceptions import AWSError
 from moto.xray.exceptions import BadSegmentException
-from moto.xray.models import XRayBackend
+from moto.xray.models import SegmentCollection, XRayBackend
 
 TRACE_ID = re.compile(r"^1-([0-9a-f]{8})-[0-9a-f]{24}$")
 SEGMENT_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -25,6 +32,8 @@ NAME = re.compile(r"^[\w\s.:/%&#=+\\@-]{1,200}$")  # X-Ray's segment names: `\w`
 KEPT_SECONDS = 30 * 86_400  # X-Ray refuses a trace whose id's time is older
 MAX_DOCUMENT_BYTES = 64 * 1024
 _ORIGINAL_PROCESS = XRayBackend.process_segment
+_ORIGINAL_SUMMARY = SegmentCollection.summary
+ANNOTATION_FILTER = re.compile(r'^\s*annotation\.(\w+)\s*=\s*"([^"\\]*)"\s*$')
 
 
 def refusal(document: str, now: float | None = None) -> BadSegmentException | None:
@@ -74,5 +83,31 @@ def _process_segment(self: XRayBackend, doc: Any) -> None:
     _ORIGINAL_PROCESS(self, doc)
 
 
+def _summary(self: SegmentCollection, start_time: Any, end_time: Any, filter_expression: Any = None) -> dict[str, Any]:
+    """moto's summaries, of the traces one of whose segments has the annotation the filter names."""
+    if filter_expression is None:
+        return _ORIGINAL_SUMMARY(self, start_time, end_time)
+    wanted = ANNOTATION_FILTER.match(str(filter_expression))
+    if wanted is None:
+        raise AWSError(
+            'the local endpoint reads only filter expressions of the form annotation.<key> = "<value>"',
+            exception_type="InvalidRequestException",
+            status=400,
+        )
+    key, value = wanted.groups()
+    found = _ORIGINAL_SUMMARY(self, start_time, end_time)
+    kept = [summary for summary in found["TraceSummaries"] if _annotated(self, summary["Id"], key, value)]
+    return {**found, "TraceSummaries": kept, "TracesProcessedCount": len(kept)}
+
+
+def _annotated(collection: SegmentCollection, trace_id: str, key: str, value: str) -> bool:
+    segments = collection._traces.get(trace_id, {}).get("segments", [])  # moto keeps a trace's segments only there
+    return any(str(json.loads(segment.raw).get("annotations", {}).get(key)) == value for segment in segments)
+
+
 def apply_segment_check() -> None:
     XRayBackend.process_segment = _process_segment  # type: ignore[method-assign]
+
+
+def apply_annotation_filter() -> None:
+    SegmentCollection.summary = _summary  # type: ignore[method-assign]

@@ -90,6 +90,13 @@ PATCHES = (
         "moto.xray.models:XRayBackend.process_segment",
     ),
     Patch(
+        "moto_xray",
+        "apply_annotation_filter",
+        Purpose.FIDELITY,
+        "tests/unit/test_trace_cli.py",
+        "moto.xray.models:SegmentCollection.summary",
+    ),
+    Patch(
         "moto_streams",
         "apply_stream_fix",
         Purpose.FIDELITY,

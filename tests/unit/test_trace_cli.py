@@ -3,6 +3,7 @@ hops, each under the one that sent it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import Iterator
@@ -10,17 +11,22 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.xray.models import SegmentCollection
 
 from asya.tracecontext import Span, new_span_id, new_trace_id
 from asya.xray import segment
 from asya_local.commands import parser
+from asya_local.endpoint import moto_xray
 from asya_local.functions.lambda_shapes import REGION
 from asya_local.trace_cli import task_segments, tree_lines
 
 
 @pytest.fixture
-def xray() -> Iterator[Any]:
+def xray(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto's X-Ray as the local endpoint serves it: it finds traces by an annotation."""
+    monkeypatch.setattr(SegmentCollection, "summary", moto_xray._summary)
     with mock_aws():
         yield boto3.client("xray", region_name=REGION)
 
@@ -49,6 +55,27 @@ def test_the_task_s_trace_is_found_among_others(xray: Any) -> None:
     assert task_segments(xray, "task-3") == []
 
 
+def test_the_trace_is_looked_for_within_a_day_of_the_task_s_creation(xray: Any) -> None:
+    """A day at most, as X-Ray lists traces: from a minute before the record's time."""
+    trace_id = new_trace_id()
+    xray.put_trace_segments(TraceSegmentDocuments=[json.dumps(d) for d in _hops(trace_id, "task-1", ["gateway"])])
+    now = dt.datetime.now(dt.UTC)
+
+    assert len(task_segments(xray, "task-1", now - dt.timedelta(minutes=5))) == 1
+    assert task_segments(xray, "task-1", now - dt.timedelta(days=2)) == []  # created two days ago: not this trace
+    asked: list[dict[str, Any]] = []
+    xray.meta.events.register("provide-client-params.xray.GetTraceSummaries", lambda params, **_: asked.append(params))
+    task_segments(xray, "task-1", now)
+    assert asked[0]["EndTime"] - asked[0]["StartTime"] == dt.timedelta(hours=24)
+    assert asked[0]["FilterExpression"] == 'annotation.task_id = "task-1"'
+
+
+def test_the_local_endpoint_refuses_a_filter_it_cannot_read(xray: Any) -> None:
+    now = dt.datetime.now(dt.UTC)
+    with pytest.raises(ClientError, match="annotation"):
+        xray.get_trace_summaries(StartTime=now - dt.timedelta(hours=1), EndTime=now, FilterExpression="duration > 5")
+
+
 def test_each_hop_is_printed_under_the_one_that_sent_it() -> None:
     trace_id = new_trace_id()
     root, prep = _hops(trace_id, "t", ["gateway", "prep"])
@@ -67,5 +94,5 @@ def test_each_hop_is_printed_under_the_one_that_sent_it() -> None:
 
 
 def test_the_command_takes_an_id_and_json() -> None:
-    args = parser().parse_args(["trace", "5f0c9a2e", "--output", "json"])
-    assert (args.command, args.id, args.output) == ("trace", "5f0c9a2e", "json")
+    args = parser().parse_args(["trace", "5f0c9a2e", "--output", "json", "--stack", "asya-prod"])
+    assert (args.command, args.id, args.output, args.stack) == ("trace", "5f0c9a2e", "json", "asya-prod")
