@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from asya_cdk.cautions import mesh_warnings
+from asya_cdk.container_config import ContainerConfig
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.rules import mesh_problems
 
@@ -51,6 +53,10 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
             "memory: 1024 MiB does not go with cpu 1 on Fargate: 2048 to 8192 MiB in steps of 1024",
         ),
         (
+            f"{VPC}, container: {{cpu: 0.25, memory: 1536}}",
+            "memory: 1536 MiB does not go with cpu 0.25 on Fargate: 512, 1024, 2048 MiB",
+        ),
+        (
             f"{VPC}, container: {{cpu: 16, memory: 40000}}",
             "memory: 40000 MiB does not go with cpu 16 on Fargate: 32768 to 122880 MiB in steps of 8192",
         ),
@@ -81,6 +87,27 @@ def test_what_ecs_would_refuse_is_named_by_its_field(tmp_path: Path, actor: str,
     with pytest.raises(MeshConfigError) as caught:
         load_mesh(_load(tmp_path, actor))
     assert fragment in str(caught.value)
+
+
+def test_every_fargate_size_aws_lists_is_accepted_and_no_other() -> None:
+    """AWS's table of Fargate task sizes, row by row (vCPU: the memory it allows, MiB)."""
+    table = {
+        0.25: [512, 1024, 2048],
+        0.5: [1024, 2048, 3072, 4096],
+        1: list(range(2048, 8193, 1024)),
+        2: list(range(4096, 16_385, 1024)),
+        4: list(range(8192, 30_721, 1024)),
+        8: list(range(16_384, 61_441, 4096)),
+        16: list(range(32_768, 122_881, 8192)),
+    }
+    for cpu, sizes in table.items():
+        for memory in range(512, 122_881, 512):
+            settings = {"cpu": cpu, "memory": memory}
+            if memory in sizes:
+                assert ContainerConfig.model_validate(settings).memory == memory
+            else:
+                with pytest.raises(ValidationError, match=f"memory: {memory} MiB does not go with cpu {cpu:g}"):
+                    ContainerConfig.model_validate(settings)
 
 
 def test_container_settings_need_the_container_runtime(tmp_path: Path) -> None:
