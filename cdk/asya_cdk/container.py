@@ -43,14 +43,15 @@ _ARCHITECTURES = {"arm64": ecs.CpuArchitecture.ARM64, "x86_64": ecs.CpuArchitect
 
 
 def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str]:
-    """What the consumer reads beside the sidecar's variables: its queue, hops at once, the most a hop
-    may take (the actor's `timeout`) and the grace ECS gives it after SIGTERM."""
+    """What the consumer reads beside the sidecar's variables: its queue, hops at once, the most a
+    batch may take (as a Lambda actor's function timeout: `timeout` for each of its hops, and 10 s) and
+    the grace ECS gives it after SIGTERM."""
     container = settings.container
     assert container is not None  # every container actor has its settings
     variables = {
         QUEUE_URL: queue_url,
         CONSUMER_CONCURRENCY: str(container.concurrency),
-        HOP_TIME_LIMIT: f"{settings.timeout:g}",
+        HOP_TIME_LIMIT: f"{settings.container_batch_time:g}",
         STOP_GRACE: f"{container.stop_timeout:g}",
     }
     if "batch_size" in settings.model_fields_set:

@@ -98,7 +98,8 @@ def test_the_consumer_gets_the_sidecars_variables_and_its_own(boxed: tuple[Docum
     queue_id, _ = _one(document, "AWS::SQS::Queue", "ContainerembedQueue")
     variables = _environment(task)
     assert variables["ASYA_QUEUE_URL"] == {"Ref": queue_id}
-    assert (variables["ASYA_CONSUMER_CONCURRENCY"], variables["ASYA_HOP_TIME_LIMIT_SECONDS"]) == ("4", "3600")
+    assert variables["ASYA_CONSUMER_CONCURRENCY"] == "4"
+    assert variables["ASYA_HOP_TIME_LIMIT_SECONDS"] == "3610", "a batch of 1 gets a Lambda function's timeout"
     assert variables["ASYA_STOP_GRACE_SECONDS"] == "90"
     assert "ASYA_CONSUMER_BATCH_SIZE" not in variables, "the consumer's own default unless the file sets batch_size"
     for sidecar in ("ASYA_ACTOR_NAME", "ASYA_HANDLER", "ASYA_TASKS_TABLE", "ASYA_STATE_TABLE", "ASYA_SECRETS"):

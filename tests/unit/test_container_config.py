@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from asya_cdk.cautions import mesh_warnings
+from asya_cdk.container import HOP_TIME_LIMIT, consumer_environment
 from asya_cdk.container_config import ContainerConfig
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.rules import mesh_problems
@@ -75,6 +76,16 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
         ),
         (f"{VPC}, container: {{colour: red}}", "actors.a.container.colour: not a field"),
         (f"{VPC}, timeout: 13h", "actors.a.timeout: Input should be less than or equal to 43200"),
+        (
+            f"{VPC}, timeout: 12h",
+            "actors.a: timeout: a batch of 1 may take 43200 s (timeout times batch_size, and 10 s), which with "
+            "container.visibility 120 s passes SQS's 43200 s",
+        ),
+        (
+            f"{VPC}, timeout: 2h, batch_size: 6",
+            "actors.a: timeout: a batch of 6 may take 43200 s (timeout times batch_size, and 10 s), which with "
+            "container.visibility 120 s passes SQS's 43200 s: a message's visibility cannot be extended past 12 hours",
+        ),
         (f"{VPC}, memory: 4096", "memory: for Lambda actors; a container actor runs its image in ECS tasks sized by"),
         (f"{VPC}, provisioned_concurrency: 2", "provisioned_concurrency: for Lambda actors"),
         (f"{VPC}, package: zip", "package: for Lambda actors"),
@@ -108,6 +119,18 @@ def test_every_fargate_size_aws_lists_is_accepted_and_no_other() -> None:
             else:
                 with pytest.raises(ValidationError, match=f"memory: {memory} MiB does not go with cpu {cpu:g}"):
                     ContainerConfig.model_validate(settings)
+
+
+def test_a_container_batch_gets_the_time_a_lambda_batch_would(tmp_path: Path) -> None:
+    """Its clock is `timeout` for each message it receives, and 10 s, as a Lambda actor's function
+    timeout: a batch of 5 one-minute hops is not cut short after the first."""
+    one = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60")).config.actors["a"]
+    five = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60, batch_size: 5")).config.actors["a"]
+    clock = {name: consumer_environment(actor, "url")[HOP_TIME_LIMIT] for name, actor in (("1", one), ("5", five))}
+    assert clock == {"1": "70", "5": "310"}, "the consumer's default batch is 1"
+    lambda_mesh = tmp_path / "lambda.yaml"
+    lambda_mesh.write_text("namespace: boxes\nactors:\n  a: {handler: mod.fn, timeout: 60, batch_size: 5}\n")
+    assert load_mesh(lambda_mesh).config.actors["a"].lambda_timeout == 310
 
 
 def test_container_settings_need_the_container_runtime(tmp_path: Path) -> None:
