@@ -222,6 +222,9 @@ def _explain_findings(actor: ContainerActor) -> None:
         "Lambda actor's environment holds them; secrets are read at start from Secrets Manager or Parameter "
         "Store (`secrets:`), never put in the task definition.",
     )
+    # Its trust policy is left as AWS documents an execution role's, unconditioned: AWS documents the
+    # confused-deputy conditions (`aws:SourceAccount`, `aws:SourceArn`) for a task role only, and a
+    # condition ECS does not send when it assumes this role would keep every task from starting.
     execution = actor.task_definition.execution_role
     assert execution is not None  # made for the image's pull and the logs
     acknowledge(
