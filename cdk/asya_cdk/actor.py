@@ -244,6 +244,13 @@ def log_group(scope: Construct, construct_id: str, name: str, retention_days: in
     )
 
 
+def grant_trace_segments(role: iam.IRole) -> None:
+    """Where hops run without an X-Ray daemon (a Spark job, an ECS task), `asya.xray` sends their
+    segments with `xray:PutTraceSegments`, its only X-Ray call."""
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["xray:PutTraceSegments"], resources=["*"]))
+    explain_tracing(role)
+
+
 def explain_tracing(role: iam.IRole) -> None:
     """Active tracing grants X-Ray's write actions on `*`; cdk-nag flags that, with reason acknowledged."""
     cdk.Validations.of(role).acknowledge(

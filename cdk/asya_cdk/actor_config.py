@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from asya.container_variables import CONSUMER_BATCH_SIZE
 from asya.gathering import widest_fan
 from asya.joins import JoinPolicy
 from asya.names import ACTOR_NAME
@@ -17,7 +18,7 @@ from asya.variables import (
     JOIN_MAX_WIDTH,
     PREFIX,
 )
-from asya_cdk.container_config import CONTAINER_MAX_TIMEOUT, ContainerConfig
+from asya_cdk.container_config import CONTAINER_MAX_TIMEOUT, SQS_MAX_VISIBILITY, ContainerConfig
 from asya_cdk.limits import LAMBDA_MAX_TIMEOUT, SQS_MAX_CONCURRENCY_RANGE
 from asya_cdk.needs import (
     LAMBDA_EPHEMERAL_STORAGE_MB,
@@ -106,6 +107,17 @@ class StateConfig(StrictModel):
 SPARK_DISPATCH_TIMEOUT = 300.0
 
 
+BATCH_OVERHEAD = 10.0  # seconds a batch is given beyond its hops': receiving, routing and settling it
+
+
+def batch_seconds(timeout: float, batch_size: int, most: float) -> float:
+    """How long a batch of `batch_size` hops may take in all, each up to its `timeout`: a Lambda
+    function's timeout, a container consumer's batch clock. The same sum for both, so a container
+    batch of several hops is not cut short where the same batch on Lambda would finish; rounded up to
+    whole seconds (Lambda's `Timeout` is an integer), at most `most` (the runtime's own ceiling)."""
+    return min(most, float(math.ceil(round(timeout * batch_size + BATCH_OVERHEAD, 6))))
+
+
 class QueueFunctionConfig(StrictModel):
     """A function fed by a queue of its own, an actor's or the crew's: every knob of the queue, the
     function and the event source between them, and what is derived from them."""
@@ -137,7 +149,7 @@ class QueueFunctionConfig(StrictModel):
         derived, it is rounded up to whole seconds (Lambda's `Timeout` is an integer)."""
         if self.function_timeout is not None:
             return self.function_timeout
-        return min(LAMBDA_MAX_TIMEOUT, float(math.ceil(round(self.timeout * min(self.batch_size, 10) + 10, 6))))
+        return batch_seconds(self.timeout, min(self.batch_size, 10), LAMBDA_MAX_TIMEOUT)
 
     @property
     def event_source_concurrency(self) -> int | None:
@@ -323,6 +335,14 @@ class ActorConfig(QueueFunctionConfig):
         if self.vpc is None:
             raise ValueError("vpc: a container actor's tasks run in subnets of yours; give subnets and security_groups")
         assert self.container is not None
+        if self.container_batch_time + self.container.visibility > SQS_MAX_VISIBILITY:
+            raise ValueError(
+                f"timeout: a batch of {self.consumer_batch_size} may take {self.container_batch_time:g} s (timeout "
+                f"times batch_size, and {BATCH_OVERHEAD:g} s), which with container.visibility "
+                f"{self.container.visibility:g} s passes SQS's {SQS_MAX_VISIBILITY:g} s: a message's visibility cannot "
+                "be extended past 12 hours from its receipt, so the hop would be delivered again while it runs; "
+                "lower timeout, batch_size or container.visibility"
+            )
         if self.container.gpu and self.architecture != "x86_64":
             raise ValueError("architecture: a GPU task runs on ECS's GPU-optimized AMI, which is x86_64 only")
         object.__setattr__(self, "package", "image")
@@ -366,6 +386,18 @@ class ActorConfig(QueueFunctionConfig):
         if self.runtime == "spark" and self.function_timeout is None:
             return SPARK_DISPATCH_TIMEOUT
         return super().lambda_timeout
+
+    @property
+    def consumer_batch_size(self) -> int:
+        """Messages a container actor's consumer receives and runs at a time: `batch_size` when the file
+        sets it, else the consumer's own default (1), not the 10 of Lambda's event source."""
+        return self.batch_size if "batch_size" in self.model_fields_set else CONSUMER_BATCH_SIZE.default
+
+    @property
+    def container_batch_time(self) -> float:
+        """A container batch's clock (`ASYA_HOP_TIME_LIMIT_SECONDS`): what a Lambda actor's function
+        timeout would be for the consumer's batch, up to SQS's 12 hours."""
+        return batch_seconds(self.timeout, self.consumer_batch_size, CONTAINER_MAX_TIMEOUT)
 
     @property
     def visibility_timeout(self) -> float:

@@ -20,7 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.names import resource_name
-from asya_cdk.actor import actor_queue, log_group
+from asya_cdk.actor import actor_queue, grant_trace_segments, log_group
 from asya_cdk.actor_config import ActorConfig
 from asya_cdk.container_capacity import gpu_capacity, insights_cluster
 from asya_cdk.container_config import ContainerConfig
@@ -39,18 +39,27 @@ CONSUMER_BATCH_SIZE = "ASYA_CONSUMER_BATCH_SIZE"
 HOP_TIME_LIMIT = "ASYA_HOP_TIME_LIMIT_SECONDS"
 STOP_GRACE = "ASYA_STOP_GRACE_SECONDS"
 MESH_CLUSTER = "containers"  # the mesh's cluster: `asya-<ns>-containers`
+# What every consumer process needs from Python and Powertools in a task, beside the actor's variables:
+# - unbuffered output: the awslogs driver reads a pipe, to which Python would write in blocks: logs and
+#   metric lines late, lost with a process that dies, and the lines of several processes cut mid-line;
+# - Powertools' Tracer off: AWS's Lambda base image sets LAMBDA_TASK_ROOT, from which the Tracer
+#   believes it runs in Lambda and patches boto3, each call then logging "Subsegment ... discarded due
+#   to Lambda worker still initializing". A hop's own segment (`asya.xray`) needs no Tracer.
+CONSUMER_RUNTIME = {"PYTHONUNBUFFERED": "1", "POWERTOOLS_TRACE_DISABLED": "true"}
 _ARCHITECTURES = {"arm64": ecs.CpuArchitecture.ARM64, "x86_64": ecs.CpuArchitecture.X86_64}
 
 
 def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str]:
-    """What the consumer reads beside the sidecar's variables: its queue, hops at once, the most a hop
-    may take (the actor's `timeout`) and the grace ECS gives it after SIGTERM."""
+    """What the consumer reads beside the sidecar's variables: its queue, hops at once, the most a
+    batch may take (as a Lambda actor's function timeout: `timeout` for each of its hops, and 10 s) and
+    the grace ECS gives it after SIGTERM; and `CONSUMER_RUNTIME`."""
     container = settings.container
     assert container is not None  # every container actor has its settings
     variables = {
+        **CONSUMER_RUNTIME,
         QUEUE_URL: queue_url,
         CONSUMER_CONCURRENCY: str(container.concurrency),
-        HOP_TIME_LIMIT: f"{settings.timeout:g}",
+        HOP_TIME_LIMIT: f"{settings.container_batch_time:g}",
         STOP_GRACE: f"{container.stop_timeout:g}",
     }
     if "batch_size" in settings.model_fields_set:
@@ -123,6 +132,8 @@ class ContainerActor(Construct):
             description=f"asya actor {namespace}/{name}",
         )
         self.queue.grant_consume_messages(self.role)  # receive, delete, extend visibility: the consumer's loop
+        if settings.tracing:  # a task runs no X-Ray daemon: its hops' segments are sent with the API
+            grant_trace_segments(self.role)
         self.task_definition = self._task_definition(full_name, settings, container)
         self.container = self.task_definition.add_container(
             "Consumer",
@@ -211,6 +222,9 @@ def _explain_findings(actor: ContainerActor) -> None:
         "Lambda actor's environment holds them; secrets are read at start from Secrets Manager or Parameter "
         "Store (`secrets:`), never put in the task definition.",
     )
+    # Its trust policy is left as AWS documents an execution role's, unconditioned: AWS documents the
+    # confused-deputy conditions (`aws:SourceAccount`, `aws:SourceArn`) for a task role only, and a
+    # condition ECS does not send when it assumes this role would keep every task from starting.
     execution = actor.task_definition.execution_role
     assert execution is not None  # made for the image's pull and the logs
     acknowledge(

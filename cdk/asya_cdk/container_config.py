@@ -9,15 +9,17 @@ never places a task; the service's events say so)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from asya.resiliency import Seconds
 
-# Fargate's task sizes: vCPU → the memory (MiB) it may have, in its steps (AWS's "Task CPU and memory")
-FARGATE_SIZES: dict[float, range] = {
-    0.25: range(512, 2048 + 1, 512),
+# Fargate's task sizes: vCPU → the memory (MiB) it may have (AWS's "Task CPU and memory"): a range in
+# its steps, or for 0.25 vCPU three sizes (512, 1024, 2048: not 1536)
+FARGATE_SIZES: dict[float, Sequence[int]] = {
+    0.25: (512, 1024, 2048),
     0.5: range(1024, 4096 + 1, 1024),
     1: range(2048, 8192 + 1, 1024),
     2: range(4096, 16_384 + 1, 1024),
@@ -78,8 +80,7 @@ class ContainerConfig(BaseModel):
                 raise ValueError(f"cpu: {self.cpu:g} vCPU is not a Fargate size; one of {_listed(FARGATE_SIZES)}")
             if self.memory not in allowed:
                 raise ValueError(
-                    f"memory: {self.memory} MiB does not go with cpu {self.cpu:g} on Fargate: "
-                    f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step}"
+                    f"memory: {self.memory} MiB does not go with cpu {self.cpu:g} on Fargate: {_sizes(allowed)}"
                 )
         if self.gpu and self.storage is not None:
             raise ValueError("storage: for Fargate tasks; a GPU task uses its instance's root volume")
@@ -105,5 +106,12 @@ class ContainerConfig(BaseModel):
         return self.instance_type or GPU_INSTANCE_TYPE
 
 
-def _listed(sizes: dict[float, range]) -> str:
+def _listed(sizes: dict[float, Sequence[int]]) -> str:
     return ", ".join(f"{cpu:g}" for cpu in sizes)
+
+
+def _sizes(allowed: Sequence[int]) -> str:
+    """The memory sizes one vCPU size allows, as the error names them."""
+    if isinstance(allowed, range):
+        return f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step}"
+    return f"{', '.join(map(str, allowed))} MiB"

@@ -26,7 +26,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from asya.names import collector_name, resource_name
-from asya_cdk.actor import ActorFunction, explain_tracing, log_group, nag_arn
+from asya_cdk.actor import ActorFunction, grant_trace_segments, log_group, nag_arn
 from asya_cdk.environment import MeshNames, SparkNames, spark_environment
 from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.grants import grant_permissions
@@ -162,8 +162,7 @@ class SparkActor(Construct):
         self._job_permissions(bucket, prefix, [entry, code, environment])
         grant_permissions(self.job_role, name, settings.permissions)  # the handler runs in the job
         if settings.tracing:  # the job's hops write their segments with the API: EMR runs no X-Ray daemon
-            self.job_role.add_to_policy(iam.PolicyStatement(actions=["xray:PutTraceSegments"], resources=["*"]))
-            explain_tracing(self.job_role)
+            grant_trace_segments(self.job_role)
         own = SparkNames(
             application_id=self.application.attr_application_id,
             job_role_arn=self.job_role.role_arn,

@@ -98,8 +98,11 @@ def test_the_consumer_gets_the_sidecars_variables_and_its_own(boxed: tuple[Docum
     queue_id, _ = _one(document, "AWS::SQS::Queue", "ContainerembedQueue")
     variables = _environment(task)
     assert variables["ASYA_QUEUE_URL"] == {"Ref": queue_id}
-    assert (variables["ASYA_CONSUMER_CONCURRENCY"], variables["ASYA_HOP_TIME_LIMIT_SECONDS"]) == ("4", "3600")
+    assert variables["ASYA_CONSUMER_CONCURRENCY"] == "4"
+    assert variables["ASYA_HOP_TIME_LIMIT_SECONDS"] == "3610", "a batch of 1 gets a Lambda function's timeout"
     assert variables["ASYA_STOP_GRACE_SECONDS"] == "90"
+    assert variables["PYTHONUNBUFFERED"] == "1", "each line reaches the awslogs pipe when it is written"
+    assert variables["POWERTOOLS_TRACE_DISABLED"] == "true", "the Lambda base image's LAMBDA_TASK_ROOT misleads it"
     assert "ASYA_CONSUMER_BATCH_SIZE" not in variables, "the consumer's own default unless the file sets batch_size"
     for sidecar in ("ASYA_ACTOR_NAME", "ASYA_HANDLER", "ASYA_TASKS_TABLE", "ASYA_STATE_TABLE", "ASYA_SECRETS"):
         assert sidecar in variables, sidecar
@@ -244,6 +247,16 @@ def test_the_task_role_has_a_lambda_actors_grants_and_consumes_its_queue(
     in_vpc = [m for m in lambda_managed if "AWSLambdaVPCAccessExecutionRole" in json.dumps(m)]
     assert len(in_vpc) == 1, "Lambda's network interfaces; ECS makes a task's itself"
     assert managed == [m for m in lambda_managed if m not in in_vpc], "it sends to the same queues"
+
+
+def test_a_traced_container_actors_task_role_may_send_its_hops_segments(boxed: tuple[Document, Path]) -> None:
+    """A task runs no X-Ray daemon: the consumer sends its hops' segments with `xray:PutTraceSegments`."""
+    document, _ = boxed
+    xray = '"Action": "xray:PutTraceSegments", "Effect": "Allow", "Resource": "*"'
+    traced = _grants(document, _role_id(document, "MeshContainertranscribeRole"), set())
+    assert [s for s in traced if "xray:" in s] == ["{" + xray + "}"]
+    untraced = _grants(document, _role_id(document, "MeshContainerembedRole"), set())
+    assert not [s for s in untraced if "xray:" in s]
 
 
 def test_the_execution_role_pulls_the_image_and_writes_the_logs_only(boxed: tuple[Document, Path]) -> None:

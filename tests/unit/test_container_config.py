@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from asya_cdk.cautions import mesh_warnings
+from asya_cdk.container import HOP_TIME_LIMIT, consumer_environment
+from asya_cdk.container_config import ContainerConfig
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.rules import mesh_problems
 
@@ -51,6 +54,10 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
             "memory: 1024 MiB does not go with cpu 1 on Fargate: 2048 to 8192 MiB in steps of 1024",
         ),
         (
+            f"{VPC}, container: {{cpu: 0.25, memory: 1536}}",
+            "memory: 1536 MiB does not go with cpu 0.25 on Fargate: 512, 1024, 2048 MiB",
+        ),
+        (
             f"{VPC}, container: {{cpu: 16, memory: 40000}}",
             "memory: 40000 MiB does not go with cpu 16 on Fargate: 32768 to 122880 MiB in steps of 8192",
         ),
@@ -69,6 +76,16 @@ def test_a_container_hop_may_run_for_hours_and_a_lambda_hop_may_not(tmp_path: Pa
         ),
         (f"{VPC}, container: {{colour: red}}", "actors.a.container.colour: not a field"),
         (f"{VPC}, timeout: 13h", "actors.a.timeout: Input should be less than or equal to 43200"),
+        (
+            f"{VPC}, timeout: 12h",
+            "actors.a: timeout: a batch of 1 may take 43200 s (timeout times batch_size, and 10 s), which with "
+            "container.visibility 120 s passes SQS's 43200 s",
+        ),
+        (
+            f"{VPC}, timeout: 2h, batch_size: 6",
+            "actors.a: timeout: a batch of 6 may take 43200 s (timeout times batch_size, and 10 s), which with "
+            "container.visibility 120 s passes SQS's 43200 s: a message's visibility cannot be extended past 12 hours",
+        ),
         (f"{VPC}, memory: 4096", "memory: for Lambda actors; a container actor runs its image in ECS tasks sized by"),
         (f"{VPC}, provisioned_concurrency: 2", "provisioned_concurrency: for Lambda actors"),
         (f"{VPC}, package: zip", "package: for Lambda actors"),
@@ -81,6 +98,39 @@ def test_what_ecs_would_refuse_is_named_by_its_field(tmp_path: Path, actor: str,
     with pytest.raises(MeshConfigError) as caught:
         load_mesh(_load(tmp_path, actor))
     assert fragment in str(caught.value)
+
+
+def test_every_fargate_size_aws_lists_is_accepted_and_no_other() -> None:
+    """AWS's table of Fargate task sizes, row by row (vCPU: the memory it allows, MiB)."""
+    table = {
+        0.25: [512, 1024, 2048],
+        0.5: [1024, 2048, 3072, 4096],
+        1: list(range(2048, 8193, 1024)),
+        2: list(range(4096, 16_385, 1024)),
+        4: list(range(8192, 30_721, 1024)),
+        8: list(range(16_384, 61_441, 4096)),
+        16: list(range(32_768, 122_881, 8192)),
+    }
+    for cpu, sizes in table.items():
+        for memory in range(512, 122_881, 512):
+            settings = {"cpu": cpu, "memory": memory}
+            if memory in sizes:
+                assert ContainerConfig.model_validate(settings).memory == memory
+            else:
+                with pytest.raises(ValidationError, match=f"memory: {memory} MiB does not go with cpu {cpu:g}"):
+                    ContainerConfig.model_validate(settings)
+
+
+def test_a_container_batch_gets_the_time_a_lambda_batch_would(tmp_path: Path) -> None:
+    """Its clock is `timeout` for each message it receives, and 10 s, as a Lambda actor's function
+    timeout: a batch of 5 one-minute hops is not cut short after the first."""
+    one = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60")).config.actors["a"]
+    five = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60, batch_size: 5")).config.actors["a"]
+    clock = {name: consumer_environment(actor, "url")[HOP_TIME_LIMIT] for name, actor in (("1", one), ("5", five))}
+    assert clock == {"1": "70", "5": "310"}, "the consumer's default batch is 1"
+    lambda_mesh = tmp_path / "lambda.yaml"
+    lambda_mesh.write_text("namespace: boxes\nactors:\n  a: {handler: mod.fn, timeout: 60, batch_size: 5}\n")
+    assert load_mesh(lambda_mesh).config.actors["a"].lambda_timeout == 310
 
 
 def test_container_settings_need_the_container_runtime(tmp_path: Path) -> None:
