@@ -373,11 +373,11 @@ class ActorConfig(QueueFunctionConfig):
     @property
     def join_width(self) -> int:
         """The widest fan a join takes: `join.max_width`, or else the widest whose completing arrival
-        reads it back within half the function timeout (`rules.join_width_problems`), at most
+        reads it back within half the batch's time (`batch_time`, `rules.join_width_problems`), at most
         `JOIN_MAX_WIDTH`'s default. 0 for an actor that is not a join."""
         if self.join is None:
             return 0
-        return self.join.max_width or widest_fan(self.lambda_timeout / 2, JOIN_MAX_WIDTH.default)
+        return self.join.max_width or widest_fan(self.batch_time / 2, JOIN_MAX_WIDTH.default)
 
     @property
     def lambda_timeout(self) -> float:
@@ -398,6 +398,11 @@ class ActorConfig(QueueFunctionConfig):
         """A container batch's clock (`ASYA_HOP_TIME_LIMIT_SECONDS`): what a Lambda actor's function
         timeout would be for the consumer's batch, up to SQS's 12 hours."""
         return batch_seconds(self.timeout, self.consumer_batch_size, CONTAINER_MAX_TIMEOUT)
+
+    @property
+    def batch_time(self) -> float:
+        """The time one delivery's batch has: a container batch's clock, or the function's timeout."""
+        return self.container_batch_time if self.runtime == "container" else self.lambda_timeout
 
     @property
     def visibility_timeout(self) -> float:

@@ -157,17 +157,19 @@ def task_storage_problems(mesh: LoadedMesh, name: str) -> list[str]:
 
 def join_width_problems(name: str, actor: ActorConfig) -> list[str]:
     """The arrival that completes a join's widest fan reads every branch back in one invocation: it
-    must fit the join's function timeout, with half of it left for the handler. Only a `max_width`
+    must fit the join's batch time (its function's timeout, or a container batch's clock), with half of
+    it left for the handler. Only a `max_width`
     the mesh sets can fail this: the default is the widest that fits."""
     if actor.join is None or actor.join.max_width is None:
         return []
     reading = completing_seconds(actor.join.max_width)
-    if reading <= actor.lambda_timeout / 2:
+    if reading <= actor.batch_time / 2:
         return []
+    raise_it = "raise timeout" if actor.runtime == "container" else "raise function_timeout"
     return [
         f"actors.{name}.join.max_width: the completing arrival of a fan of {actor.join.max_width:,} branches may "
-        f"take {reading:,.0f} s to read them back, more than half the join's function timeout "
-        f"({actor.lambda_timeout:g} s); lower max_width (join in stages) or raise function_timeout"
+        f"take {reading:,.0f} s to read them back, more than half the join's batch time "
+        f"({actor.batch_time:g} s); lower max_width (join in stages) or {raise_it}"
     ]
 
 

@@ -344,3 +344,18 @@ def test_a_join_without_max_width_takes_the_widest_fan_its_function_timeout_fits
     assert (completing_seconds(short) <= 30 < completing_seconds(short + 1), long) == (True, 10_000)
     assert loaded.join_environment("j", {})["ASYA_JOIN_MAX_WIDTH"] == str(short)
     assert "ASYA_JOIN_MAX_WIDTH" not in loaded.join_environment("k", {})
+
+
+def test_a_container_join_is_sized_by_its_batch_clock_not_a_lambda_batch(tmp_path: Path) -> None:
+    """A container join's consumer takes one envelope at a time: its batch has `timeout` and 10 s (70 s
+    here), not the ten envelopes' time a Lambda batch would, so its widest fan is read back in 35 s."""
+    vpc = "vpc: {subnets: [subnet-0123456789abcdef0], security_groups: [sg-0123456789abcdef0]}"
+    actors = (
+        "  s: {handler: mod.fn, code: code}\n"
+        f"  j: {{handler: mod.fn, code: code, runtime: container, timeout: 60, {vpc}, join: {{branches_of: s}}}}\n"
+    )
+    width = load_mesh(_mesh(tmp_path, actors)).config.actors["j"].join_width
+    assert completing_seconds(width) <= 35 < completing_seconds(width + 1)
+    wide = actors.replace("join: {branches_of: s}", "join: {branches_of: s, max_width: 10000}")
+    with pytest.raises(MeshConfigError, match=r"half the join's batch time \(70 s\).*raise timeout"):
+        load_mesh(_mesh(tmp_path, wide))
