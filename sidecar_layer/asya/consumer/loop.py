@@ -44,6 +44,7 @@ class Consumer:
         self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]))
         self.stopping = threading.Event()
         self.receiving = False  # in a long poll, which SIGTERM may cut short
+        self.on_busy: Callable[[bool], None] = lambda _holding: None  # holds a batch or not (`consumer.protection`)
 
     def serve(self, wait_seconds: int = WAIT_SECONDS) -> None:
         """Receive and run batches until `stopping` is set; what arrives after it is released."""
@@ -71,6 +72,7 @@ class Consumer:
         if not messages:
             return 0
         self.holding.hold(messages)
+        self.on_busy(True)
         if self.stopping.is_set():  # SIGTERM came during the long poll: not ours to start
             self.holding.release_all()
             return len(messages)
@@ -82,6 +84,7 @@ class Consumer:
         failed = {item["itemIdentifier"] for item in answer.get("batchItemFailures", [])}
         self.holding.let_go(message["MessageId"] for message in messages)
         self._delete([message for message in messages if message["MessageId"] not in failed])
+        self.on_busy(False)
         return len(messages)
 
     def _delete(self, messages: list[Mapping[str, Any]]) -> None:
