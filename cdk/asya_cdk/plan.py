@@ -66,8 +66,9 @@ FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expres
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
 MESH_BYTES = 75_000
 # in a nested stack, whose references are parameters; a role on the tasks table lists the hop's attributes
-# (`asya.task_attributes`): a Spark actor has two; a Lambda actor's role also publishes its FLY events
-ACTOR_BYTES = {"lambda": 8_800, "spark": 34_900, "container": 25_000}
+# (`asya.task_attributes`): a Spark actor has two; a Lambda actor's role also publishes its FLY events; a
+# container actor's task role also sets its tasks' scale-in protection
+ACTOR_BYTES = {"lambda": 8_800, "spark": 34_900, "container": 25_500}
 DASHBOARD_BYTES = {"lambda": 3_600, "spark": 8_000, "container": 3_600}  # what an actor adds to the main stack
 NESTED_STACK_BYTES = 2_000  # a nested stack's resource in the main stack, with its parameters
 NESTED_TEMPLATE_BYTES = 1_000  # a nested template's own parameters
