@@ -14,7 +14,9 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from asya.consumer.loop import Consumer
 from asya.consumer.protection import (
@@ -29,6 +31,7 @@ from asya.consumer.protection import (
     put_protection,
 )
 from asya.consumer.settings import ConsumerSettings
+from asya_local.roles import role_permits
 from asya_local.task_agent import TaskAgent
 from tests.support.mesh import NS, Mesh, envelope
 
@@ -192,3 +195,24 @@ def record(calls: list[tuple[bool, int | None]]) -> Callable[[str, bool, int | N
         return {"ProtectionEnabled": enabled}
 
     return put
+
+
+def test_the_local_agent_asks_the_task_roles_policies_as_ecs_asks_iam() -> None:
+    """The grant the CDK app gives a container actor's task role (`asya_cdk.container.task_protection`):
+    its own cluster's tasks, `UpdateTaskProtection` only."""
+    with mock_aws():
+        iam = boto3.client("iam")
+        iam.create_role(RoleName="asya-unit-a", AssumeRolePolicyDocument=json.dumps({"Statement": []}))
+        grant = {
+            "Effect": "Allow",
+            "Action": "ecs:UpdateTaskProtection",
+            "Resource": "arn:aws:ecs:us-east-1:123456789012:task/asya-unit-containers/*",
+        }
+        policy = json.dumps({"Version": "2012-10-17", "Statement": [grant]})
+        iam.put_role_policy(RoleName="asya-unit-a", PolicyName="p", PolicyDocument=policy)
+        permits = role_permits(boto3.client)
+        task = "arn:aws:ecs:us-east-1:123456789012:task/{}/0123"
+
+        assert permits(ROLE, "ecs:UpdateTaskProtection", task.format("asya-unit-containers"))
+        assert not permits(ROLE, "ecs:UpdateTaskProtection", task.format("asya-other-containers"))
+        assert not permits(ROLE, "ecs:GetTaskProtection", task.format("asya-unit-containers"))
