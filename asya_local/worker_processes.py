@@ -8,6 +8,10 @@ limits (the function timeout, its memory size) are enforced from outside them by
 (`asya_local.functions.faults`) workers fail on purpose, and the gateway's, stream poller's and
 schedule's are restarted at intervals.
 
+A container actor's consumer worker is a task: with `tasks` (the stack's `asya_local.task_agent`) it
+gets an `ECS_AGENT_URI` of its own, and `retire` never stops one whose task is protected from
+scale-in, as ECS never does.
+
 Each worker starts in a session of its own: a terminal's Ctrl-C signals its whole foreground process
 group, and workers in it would die under `asya up` at the same moment, to be replaced against an
 endpoint that is stopping too. Out of that group only `asya up` gets the signal, and stops them in
