@@ -403,6 +403,10 @@ class LocalStack:
         busy = Busy(self.client("sqs"), self.namespace, self.open_spark_batches)
         return wait_until_idle(busy, timeout, settle, on_tick)
 
+    def protected_tasks(self) -> list[str]:
+        """The ARNs of the container actors' tasks (consumer workers) protected from scale-in now."""
+        return self._running.tasks.protected_tasks() if self._running.tasks is not None else []
+
     def stop(self) -> None:
         if self._scaler is not None:
             self._scaler.stop()
