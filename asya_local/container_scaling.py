@@ -5,8 +5,11 @@ and in flight over the last minute (or the cool-down, if that is shorter), as th
 SQS's one-minute maximum. While that is above 0 it runs `ceil(backlog / messages_per_task)` consumers,
 between `min_tasks` and `max_tasks`, following the backlog up and down. Once the queue has had
 nothing visible or in flight for the cool-down, it stops all but `min_tasks`. A consumer it stops
-gets SIGTERM and drains its hop (`asya.consumer`). So a message after an idle spell waits for a
-consumer to start, as a task on a cold service does (a few seconds here, a minute or more on Fargate).
+gets SIGTERM and drains its hop (`asya.consumer`). As ECS, it stops only consumers not protected
+from scale-in (`asya_local.task_agent`): a protected one, busy with a hop, runs on until its
+protection is cleared or lapses, and is stopped at the next tick if still one too many. So a message
+after an idle spell waits for a consumer to start, as a task on a cold service does (a few seconds
+here, a minute or more on Fargate).
 
 The scaler keeps an ECS service of the actor's name on the local endpoint at the number of consumers
 it runs (`ServiceMirror`), so the console and `asya queues` read a local container actor's count as
@@ -42,20 +45,23 @@ def wanted(trigger: ContainerTrigger, running: int, backlog: int, idle_for: floa
 
 @dataclass
 class Scaler:
-    """`count(name)`, `start(name)` and `stop_one(name)` act on one actor's consumer processes;
-    `on_line(name, text)` tells the actor's log what changed."""
+    """`count(name)`, `start(name)` and `stop_one(name)` act on one actor's consumer processes
+    (`stop_one` False when every one is protected from scale-in); `on_line(name, text)` tells the
+    actor's log what changed."""
 
     sqs: Any
     triggers: dict[str, ContainerTrigger]
     cooldown: float
     count: Callable[[str], int]
     start: Callable[[str], None]
-    stop_one: Callable[[str], None]
+    stop_one: Callable[[str], bool]
     on_line: Callable[[str, str], None]
     on_count: Callable[[str, int], None] = lambda _name, _count: None  # how many consumers run, after each tick
     _idle_since: dict[str, float] = field(default_factory=dict)
     _seen: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # (when, backlog) in the peak's period
     _stopped: threading.Event = field(default_factory=threading.Event)
+    _said: dict[str, tuple[int, int]] = field(default_factory=dict)  # the last tick's (running, target)
+    _kept: dict[str, int] = field(default_factory=dict)  # consumers too many but protected, at the last tick
 
     def run(self) -> None:
         while not self._stopped.wait(TICK_SECONDS):
@@ -83,12 +89,15 @@ class Scaler:
         backlog = max(count for _, count in self._seen[name])
         running = self.count(name)
         target = wanted(trigger, running, backlog, idle_for, self.cooldown)
-        if target != running:
+        if target != running and (running, target) != self._said.get(name):  # once, not each tick one is kept
             self.on_line(name, f"scaling {running} -> {target} consumers (backlog {backlog})")
+        self._said[name] = (running, target)
         for _ in range(target - running):
             self.start(name)
-        for _ in range(running - target):
-            self.stop_one(name)
+        kept = sum(1 for _ in range(running - target) if not self.stop_one(name))
+        if kept and kept != self._kept.get(name):
+            self.on_line(name, f"{kept} consumers protected from scale-in keep running until their hops end")
+        self._kept[name] = kept
         self.on_count(name, target)
         return target
 

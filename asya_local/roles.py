@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -53,6 +54,32 @@ def role_environment(client: Any, role_arn: str, service: str, session: str) -> 
         "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
         "AWS_SESSION_TOKEN": credentials["SessionToken"],
     }
+
+
+def role_permits(client: Any) -> Callable[[str, str, str], bool]:
+    """Whether a role's identity policies (inline and attached, read when asked) allow an action on a
+    resource, by the local endpoint's evaluation: for what an AWS service does with the role's session
+    outside any request the endpoint sees (the ECS agent's `UpdateTaskProtection`, `asya_local.task_agent`).
+    Everything is allowed with `ASYA_LOCAL_IAM=off`."""
+    from asya_local.endpoint.moto_iam import Request, decide  # moto: only a starting stack needs it
+
+    def permits(role_arn: str, action: str, resource: str) -> bool:
+        if not iam_enforced():
+            return True
+        iam, name = client("iam"), role_arn.rsplit("/", 1)[-1]
+        documents = [
+            iam.get_role_policy(RoleName=name, PolicyName=policy)["PolicyDocument"]
+            for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]
+        ]
+        for attached in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+            version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
+            documents.append(
+                iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
+            )
+        texts = [unquote(d) if isinstance(d, str) else json.dumps(d) for d in documents]
+        return decide(texts, Request(action, (resource,), {}))
+
+    return permits
 
 
 def local_client(service: str, endpoint: str, credentials: dict[str, str] | None = None) -> Any:

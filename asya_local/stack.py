@@ -81,8 +81,9 @@ from asya_local.hosted_sign_in import HostedSignIn
 from asya_local.issuer import IssuerServer, LocalIssuer, PoolClient, local_gateway
 from asya_local.queues import Busy, open_spark_batches, queue_depths, wait_until_idle
 from asya_local.results import KeptResults
-from asya_local.roles import ECS_TASKS, LAMBDA, local_client, role_environment
+from asya_local.roles import ECS_TASKS, LAMBDA, local_client, role_environment, role_permits
 from asya_local.runtime import FunctionPython, LocalPythons
+from asya_local.task_agent import TaskAgent
 from asya_local.worker_processes import WORKERS, WorkerProcesses
 
 # Which workers a fault spec's `restart_every` names.
@@ -278,12 +279,16 @@ class LocalStack:
         progress("preparing each function's libraries")
         self._pythons()
         progress(f"starting workers for {len(self.functions)} function triggers")
+        containers = [function for function in self.functions if isinstance(function.trigger, ContainerTrigger)]
+        if containers:  # each consumer worker a task, with the ECS agent's protection endpoint
+            places = service_places(self.outputs)
+            clusters = {function.name: places[self._source(function)].cluster for function in containers}
+            self._running.tasks = TaskAgent(clusters, role_permits(self.client))
         for kind in WORKERS:
             for function in self.functions:
                 if isinstance(function.trigger, kind):
                     for _ in range(self._workers(function)):
                         self._running.spawn(function)
-        containers = [function for function in self.functions if isinstance(function.trigger, ContainerTrigger)]
         if containers:
             self._scaler = start_scaler(
                 self.client("sqs"),
@@ -292,7 +297,7 @@ class LocalStack:
                 self._source,
                 self.on_line,
                 ecs=self.client("ecs"),
-                places=service_places(self.outputs),
+                places=places,
             )
         if self.gateway_url is not None:
             progress(f"waiting for the gateway on {self.gateway_url}")
@@ -398,10 +403,17 @@ class LocalStack:
         busy = Busy(self.client("sqs"), self.namespace, self.open_spark_batches)
         return wait_until_idle(busy, timeout, settle, on_tick)
 
+    def protected_tasks(self) -> list[str]:
+        """The ARNs of the container actors' tasks (consumer workers) protected from scale-in now."""
+        return self._running.tasks.protected_tasks() if self._running.tasks is not None else []
+
     def stop(self) -> None:
         if self._scaler is not None:
             self._scaler.stop()
         self._running.stop()
+        if self._running.tasks is not None:
+            self._running.tasks.stop()
+            self._running.tasks = None
         if self._runs_spark:
             endpoint_admin(self.endpoint, "spark-stop", {})
         if self._issuer_server is not None:

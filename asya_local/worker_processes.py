@@ -8,6 +8,10 @@ limits (the function timeout, its memory size) are enforced from outside them by
 (`asya_local.functions.faults`) workers fail on purpose, and the gateway's, stream poller's and
 schedule's are restarted at intervals.
 
+A container actor's consumer worker is a task: with `tasks` (the stack's `asya_local.task_agent`) it
+gets an `ECS_AGENT_URI` of its own, and `retire` never stops one whose task is protected from
+scale-in, as ECS never does.
+
 Each worker starts in a session of its own: a terminal's Ctrl-C signals its whole foreground process
 group, and workers in it would die under `asya up` at the same moment, to be replaced against an
 endpoint that is stopping too. Out of that group only `asya up` gets the signal, and stops them in
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asya.consumer.protection import AGENT_URI
 from asya_local.deployed_functions import (
     ContainerTrigger,
     HttpTrigger,
@@ -39,6 +44,7 @@ from asya_local.deployed_functions import (
 from asya_local.functions.faults import FaultSpec
 from asya_local.functions.watchdog import Watchdog, Watched
 from asya_local.runtime import FunctionPython
+from asya_local.task_agent import TaskAgent
 
 # What runs each kind of trigger, in the order they start: consumers before the API that feeds them.
 WORKERS = {
@@ -72,6 +78,9 @@ class WorkerProcesses:
     _spawned: dict[str, int] = field(default_factory=dict)  # workers started per function: fault streams
     _stopped: threading.Event = field(default_factory=threading.Event)  # ends the restart timers
     _retired: set[int] = field(default_factory=set)  # pids stopped on purpose (scaled in): not replaced
+    # container actors' tasks: each consumer worker is one, with an `ECS_AGENT_URI` of this agent
+    tasks: TaskAgent | None = None
+    _task_ids: dict[int, str] = field(default_factory=dict)  # a consumer worker's pid -> its task's id
 
     def spawn(self, function: LocalFunction) -> None:
         with self._lock:
@@ -83,6 +92,10 @@ class WorkerProcesses:
         clock = watchdog.clock_file()
         source = self.source(function)
         spec = {**self.spec(function), "clock_file": clock, "parent": os.getpid()}
+        task_id = None
+        if self.tasks is not None and isinstance(function.trigger, ContainerTrigger):
+            task_id, agent_uri = self.tasks.register(function.name, function.role)
+            spec["environment"] = {**spec["environment"], AGENT_URI: agent_uri}
         faults = self.faults.for_worker(source) if self.faults is not None else None
         if faults is not None:
             spawned = self._spawned[function.name] = self._spawned.get(function.name, 0) + 1
@@ -108,6 +121,8 @@ class WorkerProcesses:
                 process.terminate()
                 return
             self._processes.append((source, process))
+            if task_id is not None:
+                self._task_ids[process.pid] = task_id
         watchdog.watch(Watched(source, process.pid, function.timeout, function.memory, clock))
         threading.Thread(target=self._relay, args=(function, source, process), daemon=True).start()
 
@@ -123,6 +138,9 @@ class WorkerProcesses:
         code = process.wait()
         watchdog = self._watchdog  # None once the stack has stopped
         watched = watchdog.forget(process.pid) if watchdog is not None else None
+        task_id = self._task_ids.pop(process.pid, None)
+        if task_id is not None and self.tasks is not None:
+            self.tasks.forget(task_id)  # a task that stopped: a new worker is a new task
         if self._stopping or process.pid in self._retired:
             return
         why = "was stopped" if watched is not None and watched.killed else f"exited with code {code}"
@@ -140,14 +158,20 @@ class WorkerProcesses:
         with self._lock:
             return sum(1 for label, process in self._live() if label == source)
 
-    def retire(self, source: str) -> None:
-        """Stop one of `source`'s workers (SIGTERM: a consumer drains its hop) without replacing it."""
+    def retire(self, source: str) -> bool:
+        """Stop one of `source`'s workers (SIGTERM: a consumer drains its hop) without replacing it;
+        as ECS on a scale-in, never a task protected from it. False if every one is protected."""
         with self._lock:
             for label, process in self._live():
-                if label == source:
+                if label == source and not self._protected(process.pid):
                     self._retired.add(process.pid)
                     process.terminate()
-                    return
+                    return True
+        return False
+
+    def _protected(self, pid: int) -> bool:
+        task_id = self._task_ids.get(pid)
+        return task_id is not None and self.tasks is not None and self.tasks.protected(task_id)
 
     def _live(self) -> list[tuple[str, subprocess.Popen[str]]]:
         return [(s, p) for s, p in self._processes if p.poll() is None and p.pid not in self._retired]

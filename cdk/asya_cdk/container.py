@@ -6,7 +6,8 @@
   actor's libraries and code) with `python3 -m asya.consumer`, the actor's variables plus where its
   queue is and how many hops run at once, logging to its own log group.
 - The task role, which the mesh grants what a Lambda actor of the same config gets, plus consuming its
-  own queue; an execution role that pulls the image and writes the logs, and nothing else.
+  own queue and protecting its tasks from scale-in (`asya.consumer.protection`); an execution role
+  that pulls the image and writes the logs, and nothing else.
 - An ECS service in the mesh's cluster (Fargate) or, with `gpu`, on its own GPU capacity
   (`asya_cdk.container_capacity`), scaled on its queue's backlog from zero (`asya_cdk.container_scaling`).
 """
@@ -88,6 +89,14 @@ def container_services(mesh: LoadedMesh) -> dict[str, dict[str, str | int]]:
     }
 
 
+def task_protection(stack: cdk.Stack, cluster_name: str) -> iam.PolicyStatement:
+    """What the ECS agent needs of the task role to set the task's scale-in protection for the
+    consumer: `UpdateTaskProtection` (the consumer never reads it back: no `GetTaskProtection`), on the
+    tasks of the actor's cluster, the narrowest resource IAM takes, as task ids are made at launch."""
+    tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_name}/*")
+    return iam.PolicyStatement(actions=["ecs:UpdateTaskProtection"], resources=[tasks])
+
+
 def mesh_cluster(scope: Construct, namespace: str) -> ecs.CfnCluster:
     """The cluster of the mesh's Fargate actors."""
     return insights_cluster(scope, "Containers", resource_name(namespace, MESH_CLUSTER))
@@ -152,6 +161,7 @@ class ContainerActor(Construct):
         assert self.cluster is not None  # the mesh makes its cluster when it has a Fargate actor
         # by name, as the dashboard in the main stack may not reference a nested stack's cluster
         self.cluster_name = service_cluster(namespace, name, container)
+        self.role.add_to_policy(task_protection(stack, self.cluster_name))
         self.service = self._service(full_name, settings.vpc, container, self.cluster)
         self.scaling = scale_on_backlog(
             self, name=full_name, service=self.service, queue=self.queue, container=container
@@ -221,6 +231,13 @@ def _explain_findings(actor: ContainerActor) -> None:
         "The consumer's settings are names of the mesh's own resources and the handler's settings, as a "
         "Lambda actor's environment holds them; secrets are read at start from Secrets Manager or Parameter "
         "Store (`secrets:`), never put in the task definition.",
+    )
+    tasks = f"arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/{actor.cluster_name}/*"
+    acknowledge(
+        actor.role,
+        f"IAM5[Resource::{tasks}]",
+        "Task ids are made when ECS starts a task: the consumer may set the scale-in protection of tasks of "
+        "its actor's cluster (a GPU actor's own, the mesh's for Fargate actors) and nothing else.",
     )
     # Its trust policy is left as AWS documents an execution role's, unconditioned: AWS documents the
     # confused-deputy conditions (`aws:SourceAccount`, `aws:SourceArn`) for a task role only, and a

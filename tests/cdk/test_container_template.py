@@ -239,9 +239,31 @@ def test_the_task_role_has_a_lambda_actors_grants_and_consumes_its_queue(
             "sqs:GetQueueAttributes",
         ]
     ]
+    protecting = [json.loads(s) for s in _grants(document, role, set()) if "ecs:" in s]
+    assert protecting == [
+        {
+            "Action": "ecs:UpdateTaskProtection",  # the consumer's scale-in protection, through the ECS agent
+            "Effect": "Allow",
+            "Resource": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ecs:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":task/asya-boxed-containers/*",
+                    ],
+                ]
+            },
+        }
+    ]
     lambda_role = _role_id(as_lambda, "MeshActorembedRole")
     lambda_own = {k for k in as_lambda["Resources"] if k.startswith(("MeshActorembedQueue", "MeshActorembedLogs"))}
-    assert _grants(document, role, {queue}) == _grants(as_lambda, lambda_role, lambda_own)
+    own = [s for s in _grants(document, role, {queue}) if "ecs:UpdateTaskProtection" not in s]
+    assert own == _grants(as_lambda, lambda_role, lambda_own)
     managed = document["Resources"][role]["Properties"]["ManagedPolicyArns"]
     lambda_managed = as_lambda["Resources"][lambda_role]["Properties"]["ManagedPolicyArns"]
     in_vpc = [m for m in lambda_managed if "AWSLambdaVPCAccessExecutionRole" in json.dumps(m)]

@@ -76,11 +76,18 @@ def test_a_hop_longer_than_the_visibility_timeout_runs_once(container_mesh: Runn
     runs = tmp_path / "runs"
     task_id = f"long-{uuid.uuid4().hex[:8]}"
     container_mesh.send(["long"], {"sleep": 15, "runs": str(runs)}, task_id)  # the queue's timeout: 10 s
+    deadline = time.monotonic() + 60
+    while not runs.exists():  # the hop has started
+        assert time.monotonic() < deadline, "the hop did not start"
+        time.sleep(0.2)
+    time.sleep(1)
+    protected = container_mesh.stack.protected_tasks()  # its task, through the local agent and the task role
 
     result = container_mesh.result(task_id, timeout=150)
 
     assert result["outcome"] == "succeeded", container_mesh.errors()
     assert len(runs.read_text().splitlines()) == 1, "delivered again while its hop ran"
+    assert [arn.split("/")[1] for arn in protected] == ["asya-icontainer-containers"], container_mesh.errors()
 
 
 @pytest.mark.timeout(240)

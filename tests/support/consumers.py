@@ -10,10 +10,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemNotFoundError
 
+import asya
 from asya.hop_records import HopRecords
 from asya_local.functions.faults import FaultSpec
 from asya_local.runtime import FunctionPython
 from asya_local.worker_processes import WorkerProcesses
+
+SIDECAR = Path(asya.__file__).parents[1]  # the folder holding `asya`: workers run with `python -S`, which reads
+# no editable install's finder, so the test process's own path may not reach it
 
 
 def consumer_workers(
@@ -23,7 +27,7 @@ def consumer_workers(
     return WorkerProcesses(
         on_line=lambda _source, line: lines.append(line),
         spec=lambda _function: {"environment": environment},
-        python=lambda _function: FunctionPython(tuple(Path(entry) for entry in sys.path if entry)),
+        python=lambda _function: FunctionPython((SIDECAR, *(Path(entry) for entry in sys.path if entry))),
         source=lambda _function: "a",
         folder=folder,
         faults=faults,

@@ -19,6 +19,7 @@ import pytest
 
 from asya.consumer.loop import EXIT_OVERDUE
 from asya.task_store import TaskStore
+from asya_local.task_agent import TaskAgent
 from asya_local.testing.moto_server import moto_server
 from asya_local.testing.tables import EVENTS, TASKS, create_idempotency_table, create_tables
 from tests.support.mesh import envelope
@@ -209,3 +210,29 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
+
+
+def test_a_task_of_two_consumer_processes_is_protected_once_while_either_holds_a_hop(sqs: Any) -> None:
+    """One protection per task: the main process follows both children's slots, so two hops at once
+    cost one call to protect the task and one to clear it, not one each."""
+    calls: list[str] = []
+
+    def permits(_role: str, action: str, _arn: str) -> bool:  # asked once per call the agent gets
+        calls.append(action)
+        return True
+
+    agent = TaskAgent({"asya-unit-a": "asya-unit-containers"}, permits=permits)
+    task_id, uri = agent.register("asya-unit-a", "arn:aws:iam::123456789012:role/a")
+    consumer = start_consumer(sqs, "slow", ASYA_CONSUMER_CONCURRENCY="2", ECS_AGENT_URI=uri)
+    try:
+        for n in (3, 4):
+            sqs.send_message(QueueUrl=url_of(sqs, "a"), MessageBody=json.dumps(envelope({"sleep": n})))
+        wait_for(lambda: agent.protected(task_id), 30)
+        wait_for(lambda: counts(sqs) == (0, 2), 10)  # both hops run, one in each process
+        wait_for(lambda: counts(sqs, "b")[0] == 2, 30)  # both routed
+        wait_for(lambda: not agent.protected(task_id), 10)
+        assert calls == ["ecs:UpdateTaskProtection", "ecs:UpdateTaskProtection"]  # protect once, clear once
+    finally:
+        consumer.terminate()
+        consumer.wait(30)
+        agent.stop()

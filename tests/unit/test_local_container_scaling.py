@@ -18,11 +18,22 @@ from asya import variables
 from asya_local.container_counts import ServicePlace, task_counts
 from asya_local.container_scaling import Scaler, start_scaler, wanted
 from asya_local.deployed_functions import ContainerTrigger, LocalFunction
+from asya_local.task_agent import TaskAgent
 from asya_local.testing.moto_server import moto_server
 from tests.support.consumers import consumer_workers
 from tests.support.mesh import envelope
 
 RULE = ContainerTrigger(queue_url="", min_tasks=0, max_tasks=3, messages_per_task=2)
+
+
+def newest_stopped(running: list[str]) -> Callable[[str], bool]:
+    """A scaler's `stop_one` over a list of consumers: the newest goes."""
+
+    def stop(_name: str) -> bool:
+        running.pop()
+        return True
+
+    return stop
 
 
 @pytest.mark.parametrize(
@@ -52,7 +63,7 @@ def test_a_queue_scales_its_consumers_from_zero_and_back(mesh: Any) -> None:
         cooldown=60.0,
         count=lambda _name: len(running),
         start=running.append,
-        stop_one=lambda _name: running.remove(running[-1]),
+        stop_one=newest_stopped(running),
         on_line=lambda _name, text: said.append(text),
     )
     assert scaler.tick("asya-unit-gpu", now=0.0) == 0
@@ -80,7 +91,7 @@ def test_consumers_follow_the_backlogs_peak_down(mesh: Any) -> None:
         cooldown=60.0,
         count=lambda _name: len(running),
         start=running.append,
-        stop_one=lambda _name: running.remove(running[-1]),
+        stop_one=newest_stopped(running),
         on_line=lambda _name, _text: None,
     )
     for n in range(4):
@@ -167,3 +178,55 @@ def wait_for(found: Callable[[], Any], seconds: float) -> Any:
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
     return value
+
+
+def test_a_scale_in_stops_an_idle_consumer_not_the_one_protected_mid_hop(tmp_path: Path) -> None:
+    """Two real consumers, each a task with the local agent's `ECS_AGENT_URI`: the first takes a slow
+    hop and protects its task; the second, started after it, is idle. The backlog (the one message in
+    flight) asks for one consumer: the idle one is stopped, as ECS stops only unprotected tasks. The
+    first is the one a scale-in without protection stops (the oldest); it would release its hop at its
+    2 s stop timeout, to run again. Here its hop runs once, to the end."""
+    with moto_server() as endpoint:
+        sqs = boto3.client("sqs", endpoint_url=endpoint)
+        urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b", "x-sink")}
+        environment = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "ASYA_NAMESPACE": "unit",
+            "ASYA_ACTOR_NAME": "a",
+            "ASYA_HANDLER": "tests.support.handlers.slow",
+            "ASYA_QUEUE_URL": urls["a"],
+            "ASYA_STOP_GRACE_SECONDS": "2",
+        }
+        trigger = ContainerTrigger(urls["a"], 0, 2, 1)
+        actor = LocalFunction("asya-unit-a", "asya.consumer", "role/a", environment, 60.0, 4096, Path.cwd(), trigger)
+        lines: list[str] = []
+        workers = consumer_workers(environment, tmp_path, lines)
+        agent = workers.tasks = TaskAgent({actor.name: "asya-unit-containers"}, permits=lambda *_asked: True)
+        said: list[str] = []
+        scaler = Scaler(
+            sqs,
+            {actor.name: trigger},
+            cooldown=60.0,
+            count=lambda _name: workers.running("a"),
+            start=lambda _name: workers.spawn(actor),
+            stop_one=lambda _name: workers.retire("a"),
+            on_line=lambda _name, text: said.append(text),
+        )
+        try:
+            workers.spawn(actor)
+            sqs.send_message(QueueUrl=urls["a"], MessageBody=json.dumps(envelope({"sleep": 8})))
+            busy = wait_for(agent.protected_tasks, 30)  # its hop runs, its task protected
+            workers.spawn(actor)  # a second consumer, idle
+            assert workers.running("a") == 2
+
+            assert scaler.tick(actor.name) == 1  # one message in flight: one consumer is enough
+            wait_for(lambda: workers.running("a") == 1, 5)
+            time.sleep(1)
+            assert agent.protected_tasks() == busy  # the task running the hop is the one left, still on it
+            routed = wait_for(lambda: sqs.receive_message(QueueUrl=urls["b"]).get("Messages"), 30)
+
+            assert json.loads(routed[0]["Body"])["payload"] == {"sleep": 8}
+            assert said == ["scaling 2 -> 1 consumers (backlog 1)"]
+        finally:
+            workers.stop()
+            agent.stop()

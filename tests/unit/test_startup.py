@@ -147,7 +147,7 @@ def test_a_container_actors_consumer_has_its_files_and_secrets_before_its_handle
     for variable in ("MODEL_PATH", "API_KEY"):  # what the start sets: undone after the test
         monkeypatch.setenv(variable, "")
     seen: dict[str, str] = {}
-    monkeypatch.setattr(consumer_main, "run_process", lambda: seen.update(os.environ))
+    monkeypatch.setattr(consumer_main, "run_process", lambda _on_busy: seen.update(os.environ))
 
     assert consumer_main.main() == 0
 

@@ -9,7 +9,8 @@ returns only that process's batch to the queue. With one, the task's main proces
 This process forwards SIGTERM to its children, starts a new one for any that dies, and exits 0 once
 all have stopped. Before any of that it fetches the actor's secrets and files into its environment
 (`asya.startup`, what `asya.actor` does at a Lambda actor's init), once per task: its children inherit
-the variables.
+the variables. On ECS it also keeps the task protected from scale-in while any of its consumers holds
+messages (`asya.consumer.protection`): each marks its slot of an array it shares with this process.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import MutableSequence
 from typing import Any
 
 from asya.consumer.process import run_child, run_process
+from asya.consumer.protection import flag, protect_while_busy
 from asya.consumer.settings import RELEASE_MARGIN, ConsumerSettings
 from asya.startup import prepare
 
@@ -30,11 +34,14 @@ LOG = logging.getLogger("asya.consumer")
 RESTART_PAUSE = 1.0  # seconds between a child's death and its replacement: a crash loop does not spin
 
 
-def supervise(settings: ConsumerSettings) -> int:
-    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked boto3 sessions or CUDA state
+SPAWN = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked boto3 sessions or CUDA state
+
+
+def supervise(settings: ConsumerSettings, busy: MutableSequence[float]) -> int:
     me = os.getpid()
     children = [
-        spawn.Process(target=run_child, args=(me,), name=f"asya-consumer-{n}") for n in range(settings.concurrency)
+        SPAWN.Process(target=run_child, args=(me, busy, n), name=f"asya-consumer-{n}")
+        for n in range(settings.concurrency)
     ]
     stopping: list[float] = []
 
@@ -53,8 +60,9 @@ def supervise(settings: ConsumerSettings) -> int:
         for index, child in enumerate(children):
             if not stopping and not child.is_alive():
                 LOG.warning("consumer process %s ended (exit %s); starting another", child.name, child.exitcode)
+                busy[index] = 0.0  # what it held comes back to the queue: it no longer keeps the task protected
                 time.sleep(RESTART_PAUSE)
-                children[index] = spawn.Process(target=run_child, args=(me,), name=child.name)
+                children[index] = SPAWN.Process(target=run_child, args=(me, busy, index), name=child.name)
                 children[index].start()
         if stopping and time.monotonic() - stopping[0] > settings.stop_grace + RELEASE_MARGIN:
             break
@@ -66,10 +74,12 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(processName)s %(levelname)s %(message)s")
     prepare()  # the actor's secrets and files, once per task, as a Lambda actor's init: its processes inherit them
     settings = ConsumerSettings.from_env()
+    busy = SPAWN.RawArray("d", settings.concurrency)  # one slot per consumer process, shared with them
+    protect_while_busy(busy, settings.hop_time_limit, os.environ, threading.Event())
     if settings.concurrency == 1:
-        run_process()
+        run_process(flag(busy, 0))
         return 0
-    return supervise(settings)
+    return supervise(settings, busy)
 
 
 if __name__ == "__main__":

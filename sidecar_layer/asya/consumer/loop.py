@@ -46,6 +46,7 @@ class Consumer:
         self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]), _end_overdue)
         self.stopping = threading.Event()
         self.receiving = False  # in a long poll, which SIGTERM may cut short
+        self.on_busy: Callable[[bool], None] = lambda _holding: None  # holds a batch or not (`consumer.protection`)
 
     def serve(self, wait_seconds: int = WAIT_SECONDS) -> None:
         """Receive and run batches until `stopping` is set; what arrives after it is released."""
@@ -77,6 +78,7 @@ class Consumer:
         if self.stopping.is_set():  # SIGTERM came during the long poll: not ours to start
             holding.release_all()
             return len(messages)
+        self.on_busy(True)
         clock = BatchClock(
             self._function_name, self.settings.hop_time_limit, claim_leases=holding.leases, let_go=holding.let_go
         )
@@ -87,6 +89,7 @@ class Consumer:
         failed = {item["itemIdentifier"] for item in answer.get("batchItemFailures", [])}
         holding.let_go(message["MessageId"] for message in messages)
         self._delete([message for message in messages if message["MessageId"] not in failed])
+        self.on_busy(False)
         return len(messages)
 
     def _delete(self, messages: list[Mapping[str, Any]]) -> None:

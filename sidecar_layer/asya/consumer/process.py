@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable, MutableSequence
 from typing import Any
 
 import boto3
@@ -20,6 +21,7 @@ import boto3
 from asya.config import SidecarConfig
 from asya.consumer.loop import Consumer, Stopped
 from asya.consumer.orphans import when_orphaned
+from asya.consumer.protection import flag
 from asya.consumer.settings import ConsumerSettings
 from asya.sidecar import Sidecar
 
@@ -54,16 +56,20 @@ def _give_up(consumer: Consumer) -> None:
     os._exit(0)
 
 
-def run_process() -> None:
-    """One consumer process, built from its environment: the sidecar's variables and the consumer's."""
+def run_process(on_busy: Callable[[bool], None]) -> None:
+    """One consumer process, built from its environment: the sidecar's variables and the consumer's;
+    `on_busy` is told when it starts holding a batch and when it settled it (`consumer.protection`)."""
     settings = ConsumerSettings.from_env()
     sidecar = Sidecar(SidecarConfig.from_env())
     queue_name = settings.queue_url.rstrip("/").rsplit("/", 1)[-1]
-    serve_until_stopped(Consumer(sidecar.handle, boto3.client("sqs"), settings, queue_name))
+    consumer = Consumer(sidecar.handle, boto3.client("sqs"), settings, queue_name)
+    consumer.on_busy = on_busy
+    serve_until_stopped(consumer)
 
 
-def run_child(parent: int) -> None:
+def run_child(parent: int, busy: MutableSequence[float], index: int) -> None:
     """One consumer process of several (`asya.consumer.__main__`; here, not there, so that a spawned
-    child can import it): it stops as on SIGTERM if `parent` dies without stopping it."""
+    child can import it): it stops as on SIGTERM if `parent` dies without stopping it, and marks its
+    slot `index` of the task's shared `busy` while it holds messages."""
     when_orphaned(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    run_process()
+    run_process(flag(busy, index))
