@@ -16,12 +16,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from asya.names import BACKLOG, resource_name
-from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
+from asya.telemetry import ACTOR_DIMENSION, BACKLOG_METRIC, MESH_DIMENSION, METRIC_NAMESPACE
 from asya_cdk.function import MeshFunction, mesh_code
 from asya_cdk.layer import SidecarLayer
 from asya_cdk.nag import acknowledge
 from asya_cdk.queue_grants import queue_arn
-from asya_crew.backlog import ACTOR_DIMENSION, BACKLOG_METRIC
 
 PERIOD = cdk.Duration.minutes(1)  # EventBridge's shortest rate, and the scaling alarms' period
 QUEUE_READS = ["sqs:GetQueueUrl", "sqs:GetQueueAttributes"]

@@ -26,13 +26,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya.clients import LazyClient
 from asya.entry import LambdaEntry
 from asya.names import ACTOR_NAME, BACKLOG, resource_name
-from asya.telemetry import MESH_DIMENSION, METRIC_NAMESPACE
+from asya.telemetry import ACTOR_DIMENSION, BACKLOG_METRIC, MESH_DIMENSION, METRIC_NAMESPACE
 
 if TYPE_CHECKING:
     from types_boto3_sqs.client import SQSClient
-
-BACKLOG_METRIC = "Backlog"  # messages visible plus in flight: what the scaling alarms divide by messages per task
-ACTOR_DIMENSION = "actor"
 
 
 class UnreadQueuesError(RuntimeError):
