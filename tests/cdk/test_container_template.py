@@ -227,6 +227,13 @@ def test_x_backlog_reads_exactly_the_container_actors_queues_each_minute(boxed: 
     [logs] = [g for g in resources(document, "AWS::Logs::LogGroup").values() if "x-backlog" in g["LogGroupName"]]
     assert (logs["LogGroupName"], logs["RetentionInDays"]) == ("/aws/lambda/asya-boxed-x-backlog", 30)
     assert function["LoggingConfig"]["LogGroup"] == {"Ref": _one(document, "AWS::Logs::LogGroup", "MeshBacklog")[0]}
+    # a failing x-backlog holds every service's count: the mesh's function-errors alarm says so
+    [errors] = [
+        a for a in resources(document, "AWS::CloudWatch::Alarm").values() if "x-backlog" in a["AlarmDescription"]
+    ]
+    assert {"Ref": function_id} in [
+        m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in errors["Metrics"] if "MetricStat" in m
+    ]
 
 
 def _role_id(document: Document, prefix: str) -> str:
