@@ -41,6 +41,8 @@ from moto.core.authorization import ActionAuthenticatorMixin
 from moto.iam.access_control import IAMRequestBase, IAMUserAccessKey
 from moto.iam.models import iam_backends
 
+from asya_local.endpoint.cloudwatch_conditions import NAMESPACE_KEY, namespace_condition
+from asya_local.endpoint.cloudwatch_conditions import SERVICE as CLOUDWATCH
 from asya_local.endpoint.dynamodb_conditions import condition_keys
 from asya_local.functions.lambda_shapes import REGION
 
@@ -48,7 +50,14 @@ ADMIN_USER = "asya-local-admin"
 ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 # Condition keys this evaluator computes from the request; a condition on any other key is taken as met.
 KNOWN_KEYS = frozenset(
-    {"dynamodb:leadingkeys", "dynamodb:attributes", "dynamodb:select", "dynamodb:returnvalues", "s3:prefix"}
+    {
+        "dynamodb:leadingkeys",
+        "dynamodb:attributes",
+        "dynamodb:select",
+        "dynamodb:returnvalues",
+        "s3:prefix",
+        NAMESPACE_KEY,
+    }
 )
 # Operations IAM authorizes under another action's name (moto checks the operation's own name).
 IAM_ACTIONS = {
@@ -228,7 +237,10 @@ def request_context(
 ) -> Request:
     """The resources and condition keys of one request; `resource` is what moto determined itself
     (a queue's ARN, an S3 bucket's or object's, a role's for `AssumeRole`, else `*`)."""
+    service = CLOUDWATCH if service == "monitoring" else service
     qualified = IAM_ACTIONS.get(f"{service}:{action}", f"{service}:{action}")
+    if service == CLOUDWATCH:
+        return Request(qualified, (resource,), namespace_condition(action, body))
     if service == "dynamodb":
         payload = json.loads(body or b"{}")
         resources = tuple(_dynamodb_resources(payload, region, account)) or (resource,)

@@ -9,7 +9,8 @@
   own queue and protecting its tasks from scale-in (`asya.consumer.protection`); an execution role
   that pulls the image and writes the logs, and nothing else.
 - An ECS service in the mesh's cluster (Fargate) or, with `gpu`, on its own GPU capacity
-  (`asya_cdk.container_capacity`), scaled on its queue's backlog from zero (`asya_cdk.container_scaling`).
+  (`asya_cdk.container_capacity`), scaled on its queue's backlog from zero (`asya_cdk.container_scaling`),
+  as the mesh's x-backlog publishes it (`asya_cdk.container_backlog`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from constructs import Construct
 from asya.names import resource_name
 from asya_cdk.actor import actor_queue, grant_trace_segments, log_group
 from asya_cdk.actor_config import ActorConfig
+from asya_cdk.container_backlog import backlog_metric
 from asya_cdk.container_capacity import gpu_capacity, insights_cluster
 from asya_cdk.container_config import ContainerConfig
 from asya_cdk.container_scaling import scale_on_backlog
@@ -163,8 +165,9 @@ class ContainerActor(Construct):
         self.cluster_name = service_cluster(namespace, name, container)
         self.role.add_to_policy(task_protection(stack, self.cluster_name))
         self.service = self._service(full_name, settings.vpc, container, self.cluster)
+        backlog = backlog_metric(namespace, name)  # x-backlog's (`asya_cdk.container_backlog`)
         self.scaling = scale_on_backlog(
-            self, name=full_name, service=self.service, queue=self.queue, container=container
+            self, name=full_name, service=self.service, backlog=backlog, container=container
         )
         _explain_findings(self)
 

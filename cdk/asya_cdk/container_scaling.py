@@ -1,11 +1,18 @@
 """A container actor's service scaled on its queue's backlog, from zero.
 
-The tasks wanted are the backlog (messages visible and in flight, their maximum over a minute, as SQS
-publishes them) over `messages_per_task`: a CloudWatch metric math. While it is above 0 the `Backlog`
-alarm sets the service to that many tasks, rounded up, between `min` and `max` (a step scaling policy
-of exact capacities); CloudWatch repeats a scaling action each minute its alarm stays in ALARM, so the
-count follows the backlog both ways, and comes back after a deploy resets it. After
-`scale_in_cooldown` at 0 the `Idle` alarm sets it to `min`.
+The tasks wanted are the backlog (messages visible and in flight, their maximum over a minute, as
+x-backlog publishes them: `asya_cdk.container_backlog`) over `messages_per_task`: a CloudWatch metric
+math. While it is above 0 the `Backlog` alarm sets the service to that many tasks, rounded up, between
+`min` and `max` (a step scaling policy of exact capacities); CloudWatch repeats a scaling action each
+minute its alarm stays in ALARM, so the count follows the backlog both ways, and comes back after a
+deploy resets it. After `scale_in_cooldown` at 0 the `Idle` alarm sets it to `min`.
+
+Not SQS's own metrics: SQS publishes them only while a queue is active, and a queue no consumer has
+polled for six hours (an actor at `min: 0`) goes quiet until some time after its next message, so that
+message's scale-out waited for them. x-backlog publishes a data point each minute, 0 included, and its
+`GetQueueAttributes` keeps the queue active. A minute without one means x-backlog failed, not that
+the queue is empty: `Backlog` takes it as no backlog (it scales nothing out) and `Idle` ignores it
+(it scales nothing in), so the service holds its task count until the data comes back.
 """
 
 from __future__ import annotations
@@ -18,19 +25,19 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya_cdk.container_config import ContainerConfig
 
 MAX_STEPS = 20  # Application Auto Scaling: step adjustments in one policy
-SCALING_PERIOD = cdk.Duration.minutes(1)  # SQS publishes its queue metrics each minute
+SCALING_PERIOD = cdk.Duration.minutes(1)  # x-backlog publishes each minute
 
 
 def scale_on_backlog(
-    scope: Construct, *, name: str, service: ecs.CfnService, queue: sqs.IQueue, container: ContainerConfig
+    scope: Construct, *, name: str, service: ecs.CfnService, backlog: cloudwatch.IMetric, container: ContainerConfig
 ) -> appscaling.ScalableTarget:
-    """The service's scalable target, its two step scaling policies and their alarms, in `scope`."""
+    """The service's scalable target, its two step scaling policies and their alarms on `backlog` (the
+    actor's `backlog_metric`), in `scope`."""
     target = appscaling.ScalableTarget(
         scope,
         "Scaling",
@@ -43,13 +50,8 @@ def scale_on_backlog(
     )
     target.node.add_dependency(service)
     wanted = cloudwatch.MathExpression(
-        expression=f"(visible + inflight) / {container.messages_per_task}",
-        using_metrics={
-            "visible": queue.metric_approximate_number_of_messages_visible(period=SCALING_PERIOD, statistic="Maximum"),
-            "inflight": queue.metric_approximate_number_of_messages_not_visible(
-                period=SCALING_PERIOD, statistic="Maximum"
-            ),
-        },
+        expression=f"backlog / {container.messages_per_task}",
+        using_metrics={"backlog": backlog},
         label="tasks wanted",
         period=SCALING_PERIOD,
     )
@@ -63,7 +65,7 @@ def scale_on_backlog(
     )
     for lower, upper, tasks in task_steps(container.min, container.max):
         out.add_adjustment(adjustment=tasks, lower_bound=lower, upper_bound=upper)
-    backlog = cloudwatch.Alarm(
+    growing = cloudwatch.Alarm(
         scope,
         "Backlog",
         alarm_description=f"{name}: messages waiting or in flight; tasks follow the backlog",
@@ -73,7 +75,7 @@ def scale_on_backlog(
         evaluation_periods=1,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
     )
-    backlog.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(out))
+    growing.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(out))
     idle = appscaling.StepScalingAction(
         scope,
         "ScaleIn",
@@ -90,7 +92,7 @@ def scale_on_backlog(
         threshold=0,
         comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluation_periods=max(1, math.ceil(container.scale_in_cooldown / SCALING_PERIOD.to_seconds())),
-        treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        treat_missing_data=cloudwatch.TreatMissingData.IGNORE,
     )
     empty.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(idle))
     return target

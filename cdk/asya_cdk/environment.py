@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya.names import (
+    BACKLOG,
     CREW,
     GATEWAY,
     GATEWAY_BACKSTOP,
@@ -262,4 +263,7 @@ def every_function(
     if mesh.spark_actors:  # `asya_cdk.spark_updates`: it needs no variables
         guard = resource_name(namespace, SPARK_GUARD)
         functions.append(FunctionEnvironment(guard, "namespace", "the Spark applications' guard", {}))
+    if mesh.container_actors:  # `asya_cdk.container_backlog`: its schedule's input says what it reads
+        backlog = resource_name(namespace, BACKLOG)
+        functions.append(FunctionEnvironment(backlog, "namespace", "the container actors' backlog publisher", {}))
     return functions

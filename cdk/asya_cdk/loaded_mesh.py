@@ -238,6 +238,10 @@ class LoadedMesh(BaseModel):
     def spark_actors(self) -> list[str]:
         return [name for name, actor in self.config.actors.items() if actor.runtime == "spark"]
 
+    @property
+    def container_actors(self) -> list[str]:
+        return [name for name, actor in self.config.actors.items() if actor.runtime == "container"]
+
     def status_environment(self, resources: dict[str, str]) -> dict[str, str]:
         """What every writer of task records shares (actors, crew, gateway): the tables, when `resources`
         names them, and how long a finished task stays readable (the writers stamp `expires_at`)."""

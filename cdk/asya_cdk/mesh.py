@@ -30,6 +30,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya.names import (
+    BACKLOG,
     BATCHES_TABLE,
     CREW,
     IDEMPOTENCY_TABLE,
@@ -49,6 +50,7 @@ from asya_cdk.actor_state import own_keys, own_objects, state_bucket, state_tabl
 from asya_cdk.buckets import kept_bucket
 from asya_cdk.claims import grant_claims
 from asya_cdk.container import ContainerActor, mesh_cluster
+from asya_cdk.container_backlog import BacklogSchedule
 from asya_cdk.crew import Crew, idempotency_items
 from asya_cdk.dashboard import MeshDashboard
 from asya_cdk.environment import MeshNames, lambda_actor_environment
@@ -77,8 +79,9 @@ class Mesh(Construct):
     `job_images` (None unless the mesh builds the Spark job's image), `state` and `state_values` (the
     actor state table and bucket, None without an actor with `state:`), `bucket`, `table`
     (idempotency), `task_tables` (`TaskTables`), `gateway`
-    (`StatusGateway`), `dashboard`, `plan` (`StackPlan`) and `nested` (the nested stacks of actors,
-    empty for a mesh that fits one stack)."""
+    (`StatusGateway`), `dashboard`, `backlog` (x-backlog's `BacklogSchedule`, None without container
+    actors), `plan` (`StackPlan`) and `nested` (the nested stacks of actors, empty for a mesh that fits
+    one stack)."""
 
     def __init__(self, scope: Construct, construct_id: str, mesh: LoadedMesh, *, plan: StackPlan | None = None) -> None:
         super().__init__(scope, construct_id)
@@ -157,6 +160,17 @@ class Mesh(Construct):
         )
         for name, settings in mesh.config.actors.items():
             self.actors[name] = self._actor(name, settings, crew.sump.queue)
+        self.backlog = (  # what the container actors' scaling reads, each minute (`asya_cdk.container_backlog`)
+            BacklogSchedule(
+                self,
+                "Backlog",
+                namespace=namespace,
+                actors=mesh.container_actors,
+                layer=self._layer(CREW_SETTINGS.architecture),
+            )
+            if mesh.container_actors
+            else None
+        )
         for name, actor in self.actors.items():
             reporting = self.task_tables.crew_reporting() if name in CREW else self.task_tables.hop_reporting()
             for statement in reporting:
@@ -345,6 +359,7 @@ class Mesh(Construct):
             "gateway": gateway.gateway.function,
             "gateway-stream": gateway.stream.function,
             "gateway-backstop": gateway.backstop.function,
+            **({BACKLOG: self.backlog.publisher.function} if self.backlog is not None else {}),
         }
 
     def _queues_seen_from_main(self) -> dict[str, sqs.IQueue]:

@@ -48,6 +48,10 @@ SPARK_MESH_RESOURCES = 8
 SPARK_MESH_BYTES = 6_500
 JOINS_MESH_RESOURCES = 1  # the joins table, once any actor is a join
 CONTAINER_MESH_RESOURCES = 1  # the mesh's ECS cluster, once any actor runs on Fargate
+# x-backlog, once any actor runs in a container (`asya_cdk.container_backlog`): its function, role, policy,
+# logs and asynchronous invocation settings, the schedule rule and its permission to invoke the function
+BACKLOG_RESOURCES = 7
+BACKLOG_BYTES = 5_500
 STATE_MESH_RESOURCES = 3  # the actor state table, and the state bucket with its policy, once any actor has state
 JOB_IMAGE_RESOURCES = 4  # the job images' repository, and the copy function with its role and policy
 JOB_IMAGE_COPY_RESOURCES = 1  # one copy per release and architecture built
@@ -137,6 +141,7 @@ def plan_stacks(config: MeshConfig, *, budget: int = STACK_BUDGET) -> StackPlan:
         + (JOB_IMAGE_BYTES if config.built_job_images() else 0)
         + (SPARK_MESH_BYTES if any(a.runtime == "spark" for a in actors.values()) else 0)
         + (FLY_MESH_BYTES if config.gateway.fly == "channel" else 0)
+        + (BACKLOG_BYTES if any(a.runtime == "container" for a in actors.values()) else 0)
     )
     total = main_resources + sum(ACTOR_RESOURCES[a.runtime] for a in actors.values())
     total_bytes = main_bytes + sum(_actor_bytes(a) for a in actors.values())
@@ -173,7 +178,8 @@ def _mesh_resources(config: MeshConfig) -> int:
     """The main stack's own resources, whatever the split: the mesh's part, a layer per extra
     architecture, an alarm per ten functions, and the managed policies that grant its queues."""
     actors = config.actors.values()
-    functions = MESH_FUNCTIONS + sum(FUNCTIONS_PER_ACTOR[a.runtime] for a in actors)
+    containers = any(a.runtime == "container" for a in actors)
+    functions = MESH_FUNCTIONS + sum(FUNCTIONS_PER_ACTOR[a.runtime] for a in actors) + (1 if containers else 0)
     architectures = {"arm64", *(a.architecture for a in actors)}  # the crew runs on arm64
     images = config.built_job_images()
     return (
@@ -183,6 +189,7 @@ def _mesh_resources(config: MeshConfig) -> int:
         + (SPARK_MESH_RESOURCES if any(a.runtime == "spark" for a in actors) else 0)
         + (JOINS_MESH_RESOURCES if any(a.join is not None for a in actors) else 0)
         + (CONTAINER_MESH_RESOURCES if any(a.container is not None and not a.container.gpu for a in actors) else 0)
+        + (BACKLOG_RESOURCES if containers else 0)
         + (STATE_MESH_RESOURCES if any(a.state is not None for a in actors) else 0)
         + ((JOB_IMAGE_RESOURCES + JOB_IMAGE_COPY_RESOURCES * len(images)) if images else 0)
         + LAYER_RESOURCES * (len(architectures) - 1)

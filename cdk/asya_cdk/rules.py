@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from asya.gathering import completing_seconds
-from asya.names import CREW, GATEWAY_FUNCTIONS, SPARK_GUARD, collector_name, resource_name
+from asya.names import BACKLOG, CREW, GATEWAY_FUNCTIONS, SPARK_GUARD, collector_name, resource_name
 from asya_cdk.container_config import FARGATE_STORAGE_GIB, ROOT_VOLUME_GB
 from asya_cdk.limits import (
     EMR_APPLICATION_NAME_MAX,
@@ -65,7 +65,12 @@ def name_problems(mesh: LoadedMesh) -> list[str]:
             )
             names[collector_name(namespace, name)] = ("collector function", LAMBDA_FUNCTION_NAME_MAX)
         problems += _too_long(f"actors.{name}", names)
-    own = (*CREW, *GATEWAY_FUNCTIONS, *([SPARK_GUARD] if mesh.spark_actors else []))
+    own = (
+        *CREW,
+        *GATEWAY_FUNCTIONS,
+        *([SPARK_GUARD] if mesh.spark_actors else []),
+        *([BACKLOG] if mesh.container_actors else []),
+    )
     mesh_own = {resource_name(namespace, name): ("function", LAMBDA_FUNCTION_NAME_MAX) for name in own}
     return problems + _too_long("namespace", mesh_own)
 

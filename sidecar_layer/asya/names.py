@@ -33,6 +33,7 @@ GATEWAY_STREAM_DEAD_LETTERS = "gateway-stream-dlq"
 OAUTH_REGISTER_PATH = "/oauth/register"
 MCP_PATH = "/mcp"  # the gateway's MCP route: the one a registered MCP host's token opens (`asya_gateway.callers`)
 SPARK_GUARD = "x-spark-guard"  # stops a Spark application before CloudFormation updates it
+BACKLOG = "x-backlog"  # publishes the container actors' backlog each minute (`asya_crew.backlog`)
 # Names the mesh itself gives to functions and queues of `asya-<ns>-*`; an actor of that name would clash.
 RESERVED = (*CREW, SUMP_DEAD_LETTERS, *GATEWAY_FUNCTIONS, GATEWAY_STREAM_DEAD_LETTERS)
 

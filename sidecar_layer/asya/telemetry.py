@@ -28,6 +28,10 @@ METRIC_NAMESPACE = "Asya"
 # The dimension naming the mesh. Not "namespace": CloudWatch SEARCH reads `Namespace` as the metric
 # namespace designator, and a dashboard query filtering on it would match nothing.
 MESH_DIMENSION = "mesh"
+ACTOR_DIMENSION = "actor"
+# x-backlog's metric (`asya_crew.backlog`): a container actor's messages visible plus in flight, which its
+# scaling alarms read (`asya_cdk.container_scaling`)
+BACKLOG_METRIC = "Backlog"
 
 
 EMF_MAX_VALUES = 100  # values per metric in one EMF document
@@ -46,7 +50,7 @@ class Telemetry:
         # service="": no `service` dimension set beside the mesh's own, so each metric is published once
         self.metrics = Metrics(namespace=METRIC_NAMESPACE, service="")
         self._enabled = not is_metrics_disabled()
-        self._dimensions = {MESH_DIMENSION: namespace, "actor": actor}
+        self._dimensions = {MESH_DIMENSION: namespace, ACTOR_DIMENSION: actor}
         self._counts: Counter[tuple[str, str, str]] = Counter()
         # each metric's unit and values, by name (a hop's names are plain strings: a `MetricUnit` in the
         # key would be hashed by `Enum.__hash__`, in Python, three times a hop)

@@ -21,7 +21,7 @@ from asya_cdk.loaded_mesh import LoadedMesh
 from asya_cdk.loading import load_mesh
 from asya_cdk.stack import MeshStack
 from asya_local.deploy import local_template
-from tests.support.templates import cfn_lint, resources, synthesize
+from tests.support.templates import cfn_lint, resources, role_statements, synthesize
 
 MESHES = Path(__file__).parent / "meshes"
 CONTAINERS = MESHES / "containers.yaml"
@@ -190,13 +190,53 @@ def test_tasks_follow_the_backlog_and_go_to_zero_after_the_cool_down(boxed: tupl
     assert empty["AlarmActions"] == [{"Ref": in_id}]
     assert (backlog["ComparisonOperator"], backlog["Threshold"]) == ("GreaterThanThreshold", 0)
     assert (empty["ComparisonOperator"], empty["EvaluationPeriods"]) == ("LessThanOrEqualToThreshold", 5)
+    # x-backlog's data point each minute, not SQS's metrics, which stop after six idle hours
+    assert (backlog["TreatMissingData"], empty["TreatMissingData"]) == ("notBreaching", "ignore"), (
+        "x-backlog down: hold"
+    )
     for alarm in (backlog, empty):
-        expression, *metrics = alarm["Metrics"]
-        assert expression["Expression"] == "(visible + inflight) / 5", "the backlog per task, messages_per_task 5"
-        assert {m["MetricStat"]["Metric"]["MetricName"] for m in metrics} == {
-            "ApproximateNumberOfMessagesVisible",
-            "ApproximateNumberOfMessagesNotVisible",
+        expression, metric = alarm["Metrics"]
+        assert expression["Expression"] == "backlog / 5", "the backlog per task, messages_per_task 5"
+        assert metric["Id"] == "backlog"
+        assert metric["MetricStat"]["Stat"] == "Maximum"
+        assert metric["MetricStat"]["Period"] == 60
+        assert metric["MetricStat"]["Metric"] == {
+            "Namespace": "Asya",
+            "MetricName": "Backlog",
+            "Dimensions": [{"Name": "actor", "Value": "embed"}, {"Name": "mesh", "Value": "boxed"}],
         }
+
+
+def test_x_backlog_reads_exactly_the_container_actors_queues_each_minute(boxed: tuple[Document, Path]) -> None:
+    """The metric the alarms above read: one function and one rule, every minute, for both container
+    actors (not `prepare`), which may read their two queues and put data in the `Asya` namespace only."""
+    document, _ = boxed
+    function_id, function = _one(document, "AWS::Lambda::Function", "MeshBacklogPublisher")
+    assert (function["FunctionName"], function["Handler"]) == (
+        "asya-boxed-x-backlog",
+        "asya_crew.backlog.lambda_handler",
+    )
+    [rule] = [r for r in resources(document, "AWS::Events::Rule").values() if r["Name"] == "asya-boxed-x-backlog"]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    [target] = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    assert json.loads(target["Input"]) == {"mesh": "boxed", "actors": ["embed", "transcribe"]}
+    statements = [s for s in role_statements(document, "MeshBacklogPublisherRole") if "logs:" not in json.dumps(s)]
+    reads, puts = statements
+    assert reads["Action"] == ["sqs:GetQueueUrl", "sqs:GetQueueAttributes"]
+    assert [r["Fn::Join"][1][-1] for r in reads["Resource"]] == [":asya-boxed-embed", ":asya-boxed-transcribe"]
+    assert (puts["Action"], puts["Resource"]) == ("cloudwatch:PutMetricData", "*")
+    assert puts["Condition"] == {"StringEquals": {"cloudwatch:namespace": "Asya"}}
+    [logs] = [g for g in resources(document, "AWS::Logs::LogGroup").values() if "x-backlog" in g["LogGroupName"]]
+    assert (logs["LogGroupName"], logs["RetentionInDays"]) == ("/aws/lambda/asya-boxed-x-backlog", 30)
+    assert function["LoggingConfig"]["LogGroup"] == {"Ref": _one(document, "AWS::Logs::LogGroup", "MeshBacklog")[0]}
+    # a failing x-backlog holds every service's count: the mesh's function-errors alarm says so
+    [errors] = [
+        a for a in resources(document, "AWS::CloudWatch::Alarm").values() if "x-backlog" in a["AlarmDescription"]
+    ]
+    assert {"Ref": function_id} in [
+        m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in errors["Metrics"] if "MetricStat" in m
+    ]
 
 
 def _role_id(document: Document, prefix: str) -> str:
@@ -339,7 +379,9 @@ def test_the_local_stack_keeps_the_task_definition_and_leaves_out_what_runs_task
     ):
         assert gone not in kinds, gone
     kept = set(template["Resources"])
-    assert {k for k in document["Resources"] if "Backlog" in k or "Idle" in k} & kept == set(), "their alarms go too"
+    scaling_alarms = {k for k in resources(document, "AWS::CloudWatch::Alarm") if "Backlog" in k or "Idle" in k}
+    assert scaling_alarms
+    assert scaling_alarms & kept == set(), "their alarms go too"
     assert {_one(document, "AWS::ECS::TaskDefinition", a)[0] for a in ("embed", "transcribe")} <= kept
     assert _role_id(document, "MeshContainerembedRole") in kept
     assert not [p for p in template["Parameters"] if p.startswith("SsmParameterValue")], "the GPU AMI's, unused"
@@ -354,6 +396,8 @@ def test_a_mesh_without_container_actors_has_no_cluster() -> None:
     assert stack.mesh.cluster is None
     template = app.synth().get_stack_by_name("asya-plain").template
     assert not [r for r in template["Resources"].values() if r["Type"].startswith("AWS::ECS::")]
+    assert stack.mesh.backlog is None
+    assert not [k for k, r in template["Resources"].items() if "x-backlog" in json.dumps(r)], "no x-backlog, no rule"
     assert CONTAINER_SERVICES_OUTPUT not in template["Outputs"]  # so the console asks ECS nothing
 
 

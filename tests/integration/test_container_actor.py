@@ -104,3 +104,20 @@ def test_a_consumer_killed_mid_hop_loses_nothing(container_mesh: RunningMesh, tm
     assert [kept["outcome"] for kept in container_mesh.all_results() if kept["envelope"]["id"] == task_id] == [
         "succeeded"
     ]
+
+
+def test_x_backlog_publishes_the_container_actors_backlog_from_its_schedule(container_mesh: RunningMesh) -> None:
+    """The schedule rule runs x-backlog (every few seconds here), as the deployed role allows: it reads
+    the container actor's queue and puts its backlog in moto's CloudWatch, without an error line."""
+    cloudwatch = container_mesh.stack.client("cloudwatch")
+    wanted = [{"Name": "actor", "Value": "long"}, {"Name": "mesh", "Value": "icontainer"}]
+    deadline = time.monotonic() + 30
+    while True:
+        metrics = cloudwatch.list_metrics(Namespace="Asya", MetricName="Backlog")["Metrics"]
+        if [m for m in metrics if sorted(m["Dimensions"], key=lambda d: d["Name"]) == wanted]:
+            break
+        assert time.monotonic() < deadline, f"no Backlog metric for long: {metrics}\n{container_mesh.errors()}"
+        time.sleep(0.5)
+    ran = [line for line in container_mesh.lines if line.startswith("x-backlog: ")]
+    assert ran, container_mesh.lines[-20:]
+    assert not [line for line in ran if "ERROR" in line or "Traceback" in line], ran

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
+import boto3
 import pytest
+from botocore.serialize import create_serializer
 
 from asya_local.endpoint.moto_iam import (
     Request,
@@ -143,3 +146,25 @@ def test_a_service_role_is_assumed_only_by_the_administrator_standing_in_for_the
     assert trusted_services(trust) == {"lambda.amazonaws.com"}
     assert trusts(trust, caller, stands_in_for_services=True)
     assert not trusts(trust, caller, stands_in_for_services=False)
+
+
+@pytest.mark.parametrize("protocol", ["smithy-rpc-v2-cbor", "json", "query"])
+def test_metric_data_is_put_only_in_the_namespace_a_grant_names(protocol: str) -> None:
+    """x-backlog's grant (`asya_cdk.container_backlog`): `cloudwatch:PutMetricData` on `*` with a
+    `cloudwatch:namespace` condition. moto names the operation `monitoring:`; the namespace is read
+    from the request in each protocol a botocore may speak to CloudWatch."""
+    operation = boto3.client("cloudwatch", region_name="us-east-1").meta.service_model.operation_model("PutMetricData")
+    grant = allow("cloudwatch:PutMetricData", "*", Condition={"StringEquals": {"cloudwatch:namespace": "Asya"}})
+
+    def put(namespace: str) -> Request:
+        params = {"Namespace": namespace, "MetricData": [{"MetricName": "Backlog", "Value": 3.0}]}
+        body = create_serializer(protocol).serialize_to_request(params, operation)["body"]
+        if isinstance(body, dict):  # the query protocol's form, as botocore encodes it when it sends
+            body = urlencode(body)
+        body = body.encode() if isinstance(body, str) else bytes(body)
+        return request_context("monitoring", "PutMetricData", "*", body=body, path="/", region="r", account="a")
+
+    assert put("Asya").action == "cloudwatch:PutMetricData"
+    assert decide([policy(grant)], put("Asya"))
+    assert not decide([policy(grant)], put("Other")), "another namespace is refused, as on AWS"
+    assert not decide([policy(allow("monitoring:PutMetricData", "*"))], put("Asya")), "IAM's prefix is cloudwatch"
