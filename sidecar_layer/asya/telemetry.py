@@ -19,6 +19,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from asya.log_dedup import exact_dedup
+
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
@@ -46,6 +48,7 @@ _MILLISECONDS, _COUNT = MetricUnit.Milliseconds, MetricUnit.Count.value
 class Telemetry:
     def __init__(self, namespace: str, actor: str, tracing: bool = False) -> None:
         self.logger = Logger(service=actor)
+        exact_dedup(actor)
         self.logger.append_keys(asya_namespace=namespace, actor=actor)
         # service="": no `service` dimension set beside the mesh's own, so each metric is published once
         self.metrics = Metrics(namespace=METRIC_NAMESPACE, service="")
