@@ -69,6 +69,14 @@ def _utc(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
+def recorded(text: object) -> dt.datetime | None:
+    """A task record's moment (RFC 3339, `Z` for UTC) as a time, or None when it holds none."""
+    try:
+        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def local_time(text: str) -> str:
     """A recorded moment (RFC 3339, as the gateway stamps it) as a table shows it: in this machine's
     zone, to the second (`2026-11-26 11:03:07`); anything that is no such moment, as it is."""

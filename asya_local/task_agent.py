@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from asya.consumer.protection import MAX_MINUTES, STATE_PATH
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
 
-STATE_PATH = "/task-protection/v1/state"
-DEFAULT_MINUTES, MAX_MINUTES = 120, 2880  # ECS's default protection and its longest
+DEFAULT_MINUTES = 120  # ECS's protection when a request names no expiry
 FIELDS = frozenset({"ProtectionEnabled", "ExpiresInMinutes"})  # the agent refuses any other
 Permits = Callable[[str, str, str], bool]  # (role ARN, action, resource ARN): whether the role's policies allow it
 

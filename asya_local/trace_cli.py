@@ -22,6 +22,7 @@ from asya_local.arguments import command, some_id
 from asya_local.discovery import given_token
 from asya_local.gateway_client import GatewayClient
 from asya_local.local_state import gateway_of, running_state
+from asya_local.moments import recorded
 from asya_local.roles import local_client
 from asya_local.screen import console
 
@@ -53,7 +54,7 @@ def trace(args: argparse.Namespace) -> int:
         gateway = gateway_of(state, given_token(args.token)) if "gateway_url" in state else None
     task_id = gateway.task_id(args.id) if gateway is not None else args.id
     record = gateway.task(task_id) if gateway is not None else None
-    created = _moment(record.get("created_at")) if record else None
+    created = recorded(record.get("created_at")) if record else None
     segments = task_segments(xray, task_id, created)
     if not segments:
         console.print(f"no trace of task {task_id}: a mesh traces its tasks with `tracing: true` in its mesh file")
@@ -79,14 +80,6 @@ def task_segments(xray: Any, task_id: str, created: dt.datetime | None = None) -
         for kept in xray.batch_get_traces(TraceIds=ids[start_at : start_at + TRACES_PER_CALL]).get("Traces", []):
             found.extend(json.loads(segment["Document"]) for segment in kept.get("Segments", []))
     return sorted(found, key=lambda document: document.get("start_time", 0))
-
-
-def _moment(text: Any) -> dt.datetime | None:
-    """A task record's time (ISO 8601, `Z` for UTC), or None."""
-    try:
-        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def tree_lines(segments: list[dict[str, Any]]) -> Iterator[str]:

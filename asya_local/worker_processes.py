@@ -119,6 +119,8 @@ class WorkerProcesses:
         with self._lock:
             if self._stopping:  # a replacement started while the stack stops: end it at once
                 process.terminate()
+                if task_id is not None and self.tasks is not None:
+                    self.tasks.forget(task_id)
                 return
             self._processes.append((source, process))
             if task_id is not None:

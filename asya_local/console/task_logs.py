@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from asya_local.moments import recorded
 from asya_local.worklog import SEPARATOR
 
 LINES_SHOWN = 200
@@ -197,16 +198,9 @@ def _size(count: int) -> str:
 def _span(task: dict[str, Any]) -> tuple[int, int]:
     """The task's time, in epoch seconds, a minute wider on each side (clocks, the last lines)."""
     now = dt.datetime.now(dt.UTC)
-    created = _moment(task.get("created_at")) or now - dt.timedelta(days=1)
-    ended = _moment(task.get("updated_at")) if task.get("terminal") else None
+    created = recorded(task.get("created_at")) or now - dt.timedelta(days=1)
+    ended = recorded(task.get("updated_at")) if task.get("terminal") else None
     return int(created.timestamp()) - 60, int((ended or now).timestamp()) + 60
-
-
-def _moment(text: Any) -> dt.datetime | None:
-    try:
-        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _insights_line(row: list[dict[str, str]]) -> LogLine:

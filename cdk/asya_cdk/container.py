@@ -58,16 +58,14 @@ def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str
     the grace ECS gives it after SIGTERM; and `CONSUMER_RUNTIME`."""
     container = settings.container
     assert container is not None  # every container actor has its settings
-    variables = {
+    return {
         **CONSUMER_RUNTIME,
         QUEUE_URL: queue_url,
         CONSUMER_CONCURRENCY: str(container.concurrency),
         HOP_TIME_LIMIT: f"{settings.container_batch_time:g}",
         STOP_GRACE: f"{container.stop_timeout:g}",
+        CONSUMER_BATCH_SIZE: str(settings.consumer_batch_size),
     }
-    if "batch_size" in settings.model_fields_set:
-        variables[CONSUMER_BATCH_SIZE] = str(settings.batch_size)
-    return variables
 
 
 def service_cluster(namespace: str, name: str, container: ContainerConfig) -> str:

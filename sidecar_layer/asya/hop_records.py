@@ -7,11 +7,14 @@ hours, so it claims one lease (its queue's visibility timeout, `asya.claim_lease
 moves the expiry on while the hop runs, as it does for a tracked hop's claim in its task record.
 
 Powertools has no call that moves an in-progress record's expiry, so this layer adds one. It writes
-the attribute the layer itself writes, keyed as the layer keys it, and only while the record is still
+the attributes the layer itself writes, keyed as the layer keys it, and only while the record is still
 in progress with the very expiry this delivery wrote: a renewal never takes over or revives a claim
-another delivery made after this one lapsed. It uses two of the layer's helpers Powertools names
-private (`_get_hashed_idempotency_key`, `_get_key`) and hooks `_put_record` to learn the expiry a
-claim wrote; `tests/unit/test_hop_records.py` pins all three against the installed version.
+another delivery made after this one lapsed. It moves the record's own expiry (`expiration`, the
+idempotency TTL from the claim) on with the lease too: Powertools lets any claim overwrite a record
+past it, and DynamoDB's TTL deletes it, so a hop longer than the TTL would otherwise lose its claim.
+It uses two of the layer's helpers Powertools names private (`_get_hashed_idempotency_key`,
+`_get_key`) and hooks `_put_record` to learn the expiry a claim wrote; `tests/unit/test_hop_records.py`
+pins all three against the installed version.
 """
 
 from __future__ import annotations
@@ -53,11 +56,16 @@ class HopRecords(DynamoDBPersistenceLayer):
             self.client.update_item(
                 TableName=self.table_name,
                 Key=self._get_key(key),
-                UpdateExpression="SET #held = :until",
+                UpdateExpression="SET #held = :until, #expiry = :expiry",
                 ConditionExpression="#status = :in_progress AND #held = :held",
-                ExpressionAttributeNames={"#held": self.in_progress_expiry_attr, "#status": self.status_attr},
+                ExpressionAttributeNames={
+                    "#held": self.in_progress_expiry_attr,
+                    "#status": self.status_attr,
+                    "#expiry": self.expiry_attr,
+                },
                 ExpressionAttributeValues={
                     ":until": {"N": str(until_ms)},
+                    ":expiry": {"N": str(until_ms // 1000 + self.expires_after_seconds)},
                     ":held": {"N": str(held_until_ms)},
                     ":in_progress": {"S": STATUS_CONSTANTS["INPROGRESS"]},
                 },

@@ -103,7 +103,9 @@ def test_the_consumer_gets_the_sidecars_variables_and_its_own(boxed: tuple[Docum
     assert variables["ASYA_STOP_GRACE_SECONDS"] == "90"
     assert variables["PYTHONUNBUFFERED"] == "1", "each line reaches the awslogs pipe when it is written"
     assert variables["POWERTOOLS_TRACE_DISABLED"] == "true", "the Lambda base image's LAMBDA_TASK_ROOT misleads it"
-    assert "ASYA_CONSUMER_BATCH_SIZE" not in variables, "the consumer's own default unless the file sets batch_size"
+    assert variables["ASYA_CONSUMER_BATCH_SIZE"] == "1", (
+        "one at a time unless the file sets batch_size: not Lambda's 10"
+    )
     for sidecar in ("ASYA_ACTOR_NAME", "ASYA_HANDLER", "ASYA_TASKS_TABLE", "ASYA_STATE_TABLE", "ASYA_SECRETS"):
         assert sidecar in variables, sidecar
     (container,) = task["ContainerDefinitions"]

@@ -21,12 +21,15 @@ from moto import mock_aws
 from asya.consumer.loop import Consumer
 from asya.consumer.protection import (
     AGENT_URI,
+    HOLDING,
+    LINGER_SECONDS,
     MARGIN_MINUTES,
     STATE_PATH,
     AgentError,
     TaskProtection,
     expiry_minutes,
     flag,
+    outlasts_drain,
     protect_while_busy,
     put_protection,
 )
@@ -94,6 +97,29 @@ def test_a_steady_stream_costs_one_call_to_protect_and_one_to_clear() -> None:
         protection.update(busy)
         now[0] += 10
     assert calls == [(True, 65), (False, None)]
+
+
+def test_a_process_settling_one_batch_and_receiving_the_next_stays_busy_in_between() -> None:
+    """The linger that makes a steady stream cost no call between batches: the slot still reads busy
+    just after a settle, and idle once the linger has passed with no receive."""
+    busy = [0.0]
+    mark = flag(busy, 0)
+    mark(True)
+    mark(False)  # settled: the next receive of a stream comes within the linger
+    assert busy[0] > time.monotonic()
+    mark(True)
+    assert busy[0] == HOLDING
+    mark(False)
+    assert time.monotonic() < busy[0] <= time.monotonic() + LINGER_SECONDS
+    time.sleep(LINGER_SECONDS)  # the linger passes with no receive: idle
+    assert busy[0] <= time.monotonic()
+
+
+def test_only_a_batch_the_sigterm_drain_may_not_finish_is_worth_protecting() -> None:
+    """Defaults (a 70 s batch, a 118 s drain): the drain finishes it, and the task is not protected,
+    which would hold up a deployment; a 10-minute hop's task is."""
+    assert not outlasts_drain(70, 118)
+    assert outlasts_drain(610, 118)
 
 
 def test_a_task_busy_for_longer_than_its_protection_has_it_renewed_before_it_lapses() -> None:

@@ -46,8 +46,24 @@ def test_a_lease_is_moved_on_while_it_is_still_this_deliverys(records: HopRecord
 
     assert records.renew(HOP, written, written + 5_000)
     assert held_until(records) == written + 5_000
+    record = records.get_record(data=HOP)
+    assert record is not None
+    assert record.expiry_timestamp == (written + 5_000) // 1000 + 3600  # the record outlives the lease by its TTL
     with pytest.raises(IdempotencyItemAlreadyExistsError):  # still held: a redelivery finds it taken
         records.claim(HOP, 2_000)
+
+
+def test_a_lease_renewed_past_the_records_ttl_keeps_the_hop_claimed(records: HopRecords) -> None:
+    """A container hop longer than the idempotency TTL (here 1 s): Powertools lets a claim overwrite a
+    record past its `expiration`, so the renewal moves that on with the lease, and a redelivery two
+    seconds later still finds the hop held."""
+    short_lived = dynamodb_store(TABLE, 1, "unit")
+    written = short_lived.claim(HOP, 60_000)
+    assert written is not None
+    assert short_lived.renew(HOP, written, written + 60_000)
+    time.sleep(2.1)
+    with pytest.raises(IdempotencyItemAlreadyExistsError):
+        short_lived.claim(HOP, 60_000)
 
 
 def test_a_lapsed_lease_taken_by_another_delivery_is_not_moved(records: HopRecords) -> None:

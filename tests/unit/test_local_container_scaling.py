@@ -112,15 +112,7 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
     the cool-down. The actor's ECS service on the endpoint follows the count, as the console reads it."""
     monkeypatch.setenv(variables.LOCAL_CONTAINER_COOLDOWN.name, "1")
     with moto_server() as endpoint:
-        sqs = boto3.client("sqs", endpoint_url=endpoint)
-        urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b", "x-sink")}
-        environment = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "ASYA_NAMESPACE": "unit",
-            "ASYA_ACTOR_NAME": "a",
-            "ASYA_HANDLER": "tests.support.handlers.enrich",
-            "ASYA_QUEUE_URL": urls["a"],
-        }
+        sqs, urls, environment = consumer_mesh(endpoint, "enrich")
         actor = LocalFunction(
             "asya-unit-a",
             "asya.consumer",
@@ -172,6 +164,22 @@ def test_the_local_stack_runs_a_container_actor_from_zero_and_back(
             workers.stop()
 
 
+def consumer_mesh(endpoint: str, handler: str, **extra: str) -> tuple[Any, dict[str, str], dict[str, str]]:
+    """Actor `a`'s queue and the two it routes to on `endpoint`, and its consumers' environment with
+    `handler` (of tests.support.handlers) and `extra`."""
+    sqs = boto3.client("sqs", endpoint_url=endpoint)
+    urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b", "x-sink")}
+    environment = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "ASYA_NAMESPACE": "unit",
+        "ASYA_ACTOR_NAME": "a",
+        "ASYA_HANDLER": f"tests.support.handlers.{handler}",
+        "ASYA_QUEUE_URL": urls["a"],
+        **extra,
+    }
+    return sqs, urls, environment
+
+
 def wait_for(found: Callable[[], Any], seconds: float) -> Any:
     deadline = time.monotonic() + seconds
     while not (value := found()):
@@ -187,16 +195,7 @@ def test_a_scale_in_stops_an_idle_consumer_not_the_one_protected_mid_hop(tmp_pat
     first is the one a scale-in without protection stops (the oldest); it would release its hop at its
     2 s stop timeout, to run again. Here its hop runs once, to the end."""
     with moto_server() as endpoint:
-        sqs = boto3.client("sqs", endpoint_url=endpoint)
-        urls = {name: sqs.create_queue(QueueName=f"asya-unit-{name}")["QueueUrl"] for name in ("a", "b", "x-sink")}
-        environment = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "ASYA_NAMESPACE": "unit",
-            "ASYA_ACTOR_NAME": "a",
-            "ASYA_HANDLER": "tests.support.handlers.slow",
-            "ASYA_QUEUE_URL": urls["a"],
-            "ASYA_STOP_GRACE_SECONDS": "2",
-        }
+        sqs, urls, environment = consumer_mesh(endpoint, "slow", ASYA_STOP_GRACE_SECONDS="2")
         trigger = ContainerTrigger(urls["a"], 0, 2, 1)
         actor = LocalFunction("asya-unit-a", "asya.consumer", "role/a", environment, 60.0, 4096, Path.cwd(), trigger)
         lines: list[str] = []

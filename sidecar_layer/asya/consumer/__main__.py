@@ -26,7 +26,7 @@ from collections.abc import MutableSequence
 from typing import Any
 
 from asya.consumer.process import run_child, run_process
-from asya.consumer.protection import flag, protect_while_busy
+from asya.consumer.protection import flag, outlasts_drain, protect_while_busy
 from asya.consumer.settings import RELEASE_MARGIN, ConsumerSettings
 from asya.startup import prepare
 
@@ -75,7 +75,8 @@ def main() -> int:
     prepare()  # the actor's secrets and files, once per task, as a Lambda actor's init: its processes inherit them
     settings = ConsumerSettings.from_env()
     busy = SPAWN.RawArray("d", settings.concurrency)  # one slot per consumer process, shared with them
-    protect_while_busy(busy, settings.hop_time_limit, os.environ, threading.Event())
+    if outlasts_drain(settings.hop_time_limit, settings.release_after):
+        protect_while_busy(busy, settings.hop_time_limit, os.environ, threading.Event())
     if settings.concurrency == 1:
         run_process(flag(busy, 0))
         return 0

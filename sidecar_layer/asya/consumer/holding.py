@@ -79,14 +79,16 @@ class Holding:
     def beat(self) -> bool:
         """One heartbeat: extend what is held and renew its claims; False if the batch was overdue
         instead (`on_overdue` was called)."""
-        with self._beating:
+        with self._beating:  # the visibility change only: `let_go` waits for it, not for the renewals
             with self._lock:
                 held, overdue_at = dict(self._held), self._overdue_at
-            if held and overdue_at is not None and time.monotonic() > overdue_at:
-                self._on_overdue()
-                return False
-            self._change(held, self.visibility)
-            self.leases.renew()
+            overdue = bool(held) and overdue_at is not None and time.monotonic() > overdue_at
+            if not overdue:
+                self._change(held, self.visibility)
+        if overdue:
+            self._on_overdue()
+            return False
+        self.leases.renew()
         return True
 
     def _change(self, held: Mapping[str, str], seconds: int) -> None:

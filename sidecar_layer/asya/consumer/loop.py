@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -107,5 +108,6 @@ def _end_overdue() -> None:
     visibility timeout and are retried as a timed-out Lambda batch's are; the task's main process (or
     ECS, when this is it) starts another consumer."""
     LOG.error("a batch ran past its time limit and could not be stopped: this consumer process ends")
-    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):  # what is written reaches the log; no lock the stuck thread may hold
+        stream.flush()
     os._exit(EXIT_OVERDUE)

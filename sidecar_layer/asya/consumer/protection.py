@@ -12,8 +12,13 @@ when a receive brings messages, and as idle from a moment (`LINGER_SECONDS`) aft
 a thread of the main process follows the slots: protected while any is busy, cleared once none is.
 Under a steady stream the next receive comes within that moment, so it costs one call when work
 starts and one when the queue runs dry, plus a renewal each `ceil(limit / 60)` minutes of unbroken
-work. The expiry covers one batch's time limit and a margin, so a task whose main process can no
-longer clear it stays protected no longer than that. A failed call (the agent down,
+work. Each call's expiry is the batch's time limit rounded up to minutes, and a margin, so a task
+whose main process can no longer clear it stays protected no longer than that.
+
+Only an actor whose batch may outlast the SIGTERM drain protects its tasks (`outlasts_drain`): a
+batch the drain finishes loses nothing to a scale-in, and a protected task also holds up a
+deployment, which waits for it to go idle. An actor of long hops under unbroken load therefore holds
+a deployment until its tasks run out of work (docs/containers.md, "Scale-in protection"). A failed call (the agent down,
 throttled, the task role without the grant) is logged and tried again after a growing pause; it never
 touches a hop. Without `ECS_AGENT_URI` (not on ECS) nothing is called.
 """
@@ -44,6 +49,12 @@ RETRY_SECONDS, MAX_RETRY_SECONDS = 5.0, 300.0  # after a failed call, doubling: 
 
 class AgentError(Exception):
     """The agent answered, but not with the task's protection (a failure or an error body)."""
+
+
+def outlasts_drain(limit_seconds: float, drain_seconds: float) -> bool:
+    """Whether a batch of `limit_seconds` may still run when the SIGTERM drain (`drain_seconds`) ends,
+    and so be released and started over: only then is a task worth protecting."""
+    return limit_seconds > drain_seconds
 
 
 def expiry_minutes(limit_seconds: float) -> int:
