@@ -83,7 +83,9 @@ def assert_monotonic(seen: list[dict[str, Any]]) -> None:
 
 
 def test_rest_task_is_followed_over_sse_to_its_result(gateway: Gateway, running_mesh: RunningMesh) -> None:
-    created = gateway.create(flow="pipeline", payload={"n": 4})
+    """The follower joins while the task runs (its first hop takes 2 s): a status change is logged for
+    followers only once one watches, so a task done before the watch shows its end alone."""
+    created = gateway.create(flow="pipeline", payload={"n": 4, "prep_seconds": 2})
     assert created["status_url"].endswith(f"/api/v1/mesh/{created['id']}")
     assert created["task"]["status"] == "pending"
     events = gateway.watch(created["id"])
@@ -92,7 +94,7 @@ def test_rest_task_is_followed_over_sse_to_its_result(gateway: Gateway, running_
     final = seen[-1]
     assert final["status"] == "succeeded"
     assert final["progress"] == 100
-    done = {"n": 4, "prepped": True, "label": "even", "done": True}
+    done = {"n": 4, "prep_seconds": 2, "prepped": True, "label": "even", "done": True}
     assert final["output"] == done  # a small result: in the task record, nothing in S3
     assert "result" not in final
     assert any(status["status"] == "running" for status in seen)

@@ -13,6 +13,7 @@ from typing import Any
 
 
 def prep(payload: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(payload.get("prep_seconds", 0))  # a task a follower is sure to join before it ends
     return {**payload, "prepped": True}
 
 
