@@ -68,7 +68,7 @@ MESH_FUNCTIONS = 7  # the crew's four and the gateway's three
 FUNCTIONS_PER_ERROR_ALARM = 10  # CloudWatch: metrics in one alarm's math expression
 # Template bytes as CDK writes them (indented JSON), measured, rounded up by a tenth; each taggable
 # resource carries the `asya:version` tag (about 100 bytes: a Lambda actor has 6, a Spark actor 13).
-MESH_BYTES = 75_000
+MESH_BYTES = 100_000
 # in a nested stack, whose references are parameters; a role on the tasks table lists the hop's attributes
 # (`asya.task_attributes`): a Spark actor has two; a Lambda actor's role also publishes its FLY events; a
 # container actor counted on GPUs, traced (its task role's X-Ray grant), setting its tasks' scale-in

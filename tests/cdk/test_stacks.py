@@ -104,6 +104,13 @@ def test_the_estimates_cover_what_is_synthesized(sparks: Split, lambdas: Split) 
             assert file.stat().st_size <= share.template_bytes <= file.stat().st_size * 1.3
 
 
+def test_the_estimate_covers_a_one_actor_mesh(tmp_path: Path) -> None:
+    """The mesh's own share (`MESH_BYTES`) measured alone: a big mesh's per-actor margins hide it."""
+    split = _synthesize(_config(lambdas=1), tmp_path)
+    ((file, _template),) = split.templates.items()
+    assert file.stat().st_size <= split.plan.main.template_bytes <= file.stat().st_size * 1.3
+
+
 def test_30_lambda_actors_still_fit_one_stack(lambdas: Split) -> None:
     ((file, template),) = lambdas.templates.items()
     assert not lambdas.plan.split
