@@ -21,6 +21,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from asya.container_variables import CONSUMER_BATCH_SIZE, CONSUMER_CONCURRENCY, HOP_TIME_LIMIT, QUEUE_URL, STOP_GRACE
 from asya.names import resource_name
 from asya_cdk.actor import actor_queue, grant_trace_segments, log_group
 from asya_cdk.actor_config import ActorConfig
@@ -35,12 +36,6 @@ from asya_cdk.packaging import IMAGE_PLATFORMS
 
 CONSUMER_COMMAND = ["python3", "-m", "asya.consumer"]  # helper G's loop, in the image's /var/task
 TASK_ROOT = "/var/task"  # where the image holds the sidecar and the actor's code (AWS's Lambda base image)
-# the consumer's own variables (`asya.variables`, Component.CONTAINER)
-QUEUE_URL = "ASYA_QUEUE_URL"
-CONSUMER_CONCURRENCY = "ASYA_CONSUMER_CONCURRENCY"
-CONSUMER_BATCH_SIZE = "ASYA_CONSUMER_BATCH_SIZE"
-HOP_TIME_LIMIT = "ASYA_HOP_TIME_LIMIT_SECONDS"
-STOP_GRACE = "ASYA_STOP_GRACE_SECONDS"
 MESH_CLUSTER = "containers"  # the mesh's cluster: `asya-<ns>-containers`
 # What every consumer process needs from Python and Powertools in a task, beside the actor's variables:
 # - unbuffered output: the awslogs driver reads a pipe, to which Python would write in blocks: logs and
@@ -60,11 +55,11 @@ def consumer_environment(settings: ActorConfig, queue_url: str) -> dict[str, str
     assert container is not None  # every container actor has its settings
     return {
         **CONSUMER_RUNTIME,
-        QUEUE_URL: queue_url,
-        CONSUMER_CONCURRENCY: str(container.concurrency),
-        HOP_TIME_LIMIT: f"{settings.container_batch_time:g}",
-        STOP_GRACE: f"{container.stop_timeout:g}",
-        CONSUMER_BATCH_SIZE: str(settings.consumer_batch_size),
+        QUEUE_URL.name: queue_url,
+        CONSUMER_CONCURRENCY.name: str(container.concurrency),
+        HOP_TIME_LIMIT.name: f"{settings.container_batch_time:g}",
+        STOP_GRACE.name: f"{container.stop_timeout:g}",
+        CONSUMER_BATCH_SIZE.name: str(settings.consumer_batch_size),
     }
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from asya.container_variables import HOP_TIME_LIMIT
 from asya_cdk.cautions import mesh_warnings
-from asya_cdk.container import HOP_TIME_LIMIT, consumer_environment
+from asya_cdk.container import consumer_environment
 from asya_cdk.container_config import ContainerConfig
 from asya_cdk.loading import MeshConfigError, load_mesh
 from asya_cdk.rules import mesh_problems
@@ -126,7 +127,7 @@ def test_a_container_batch_gets_the_time_a_lambda_batch_would(tmp_path: Path) ->
     timeout: a batch of 5 one-minute hops is not cut short after the first."""
     one = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60")).config.actors["a"]
     five = load_mesh(_load(tmp_path, f"{VPC}, timeout: 60, batch_size: 5")).config.actors["a"]
-    clock = {name: consumer_environment(actor, "url")[HOP_TIME_LIMIT] for name, actor in (("1", one), ("5", five))}
+    clock = {name: consumer_environment(actor, "url")[HOP_TIME_LIMIT.name] for name, actor in (("1", one), ("5", five))}
     assert clock == {"1": "70", "5": "310"}, "the consumer's default batch is 1"
     lambda_mesh = tmp_path / "lambda.yaml"
     lambda_mesh.write_text("namespace: boxes\nactors:\n  a: {handler: mod.fn, timeout: 60, batch_size: 5}\n")
