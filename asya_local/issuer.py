@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from asya_gateway.oauth_errors import OAuthError
 from asya_local.gateway_client import BearerAuth, GatewayClient
+from asya_local.json_answer import send_json
 
 ALGORITHM = "RS256"
 KEY_FILE = "local-issuer.pem"
@@ -285,12 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._answer(refused.status, refused.answer())
 
     def _answer(self, status: int, document: dict[str, Any]) -> None:
-        body = json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, status, document)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the gateway fetches the keys once per execution environment."""

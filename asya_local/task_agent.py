@@ -25,6 +25,7 @@ from typing import Any
 
 from asya.consumer.protection import MAX_MINUTES, STATE_PATH
 from asya_local.functions.lambda_shapes import ACCOUNT, REGION
+from asya_local.json_answer import send_json
 
 DEFAULT_MINUTES = 120  # ECS's protection when a request names no expiry
 FIELDS = frozenset({"ProtectionEnabled", "ExpiresInMinutes"})  # the agent refuses any other
@@ -36,6 +37,9 @@ class LocalTask:
     arn: str
     role: str
     until: float | None = None  # epoch seconds when its protection lapses; None: not protected
+
+    def protected_at(self, now: float) -> bool:
+        return self.until is not None and self.until > now
 
 
 class TaskAgent:
@@ -71,13 +75,13 @@ class TaskAgent:
     def protected(self, task_id: str) -> bool:
         with self._lock:
             task = self._tasks.get(task_id)
-            return task is not None and task.until is not None and task.until > self._clock()
+            return task is not None and task.protected_at(self._clock())
 
     def protected_tasks(self) -> list[str]:
         """The ARNs of the tasks protected now."""
         now = self._clock()
         with self._lock:
-            return [task.arn for task in self._tasks.values() if task.until is not None and task.until > now]
+            return [task.arn for task in self._tasks.values() if task.protected_at(now)]
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -119,7 +123,7 @@ class TaskAgent:
         return 400, _error(task.arn, "AccessDeniedException", message)
 
     def _protection(self, task: LocalTask) -> dict[str, Any]:
-        live = task.until is not None and task.until > self._clock()
+        live = task.protected_at(self._clock())
         expires = datetime.fromtimestamp(task.until, UTC).isoformat() if live and task.until else None
         return {"protection": {"ExpirationDate": expires, "ProtectionEnabled": live, "TaskArn": task.arn}}
 
@@ -151,12 +155,7 @@ def _handler(agent: TaskAgent) -> type[BaseHTTPRequestHandler]:
                 status, body = 404, _error("", "ResourceNotFoundException", f"no such path {self.path}")
             else:
                 status, body = agent.answer(method, parts[0], raw)
-            encoded = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(encoded)))
-            self.end_headers()
-            self.wfile.write(encoded)
+            send_json(self, status, body)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: a worker's protection shows in its own lines."""
