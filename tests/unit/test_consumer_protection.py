@@ -68,9 +68,8 @@ def test_a_task_is_protected_while_its_consumer_holds_a_batch_and_unprotected_af
     task_id, uri = agent.register("asya-unit-a", ROLE)
     queue_url = str(mesh.sqs.get_queue_url(QueueName=f"asya-{NS}-a")["QueueUrl"])
     settings = ConsumerSettings(queue_url=queue_url, hop_time_limit=60)
-    consumer = Consumer(mesh.actor("slow").handle, mesh.sqs, settings, f"asya-{NS}-a")
     busy = [0.0]
-    consumer.on_busy = flag(busy, 0)
+    consumer = Consumer(mesh.actor("slow").handle, mesh.sqs, settings, f"asya-{NS}-a", flag(busy, 0))
     stopped = threading.Event()
     protection = protect_while_busy(busy, settings.hop_time_limit, {AGENT_URI: uri}, stopped)
     assert protection is not None

@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import MutableSequence
 from typing import Any
@@ -76,7 +75,7 @@ def main() -> int:
     settings = ConsumerSettings.from_env()
     busy = SPAWN.RawArray("d", settings.concurrency)  # one slot per consumer process, shared with them
     if outlasts_drain(settings.hop_time_limit, settings.release_after):
-        protect_while_busy(busy, settings.hop_time_limit, os.environ, threading.Event())
+        protect_while_busy(busy, settings.hop_time_limit, os.environ)
     if settings.concurrency == 1:
         run_process(flag(busy, 0))
         return 0

@@ -35,7 +35,16 @@ class Stopped(BaseException):
 
 
 class Consumer:
-    def __init__(self, handle: Handle, sqs: Any, settings: ConsumerSettings, function_name: str) -> None:
+    def __init__(
+        self,
+        handle: Handle,
+        sqs: Any,
+        settings: ConsumerSettings,
+        function_name: str,
+        on_busy: Callable[[bool], None] = lambda _holding: None,
+    ) -> None:
+        """`on_busy` is told when the consumer starts holding a batch and when it settled it
+        (`asya.consumer.protection`)."""
         self._handle = handle
         self._sqs = sqs
         self.settings = settings
@@ -47,7 +56,7 @@ class Consumer:
         self.holding = Holding(sqs, settings.queue_url, int(attributes["VisibilityTimeout"]), _end_overdue)
         self.stopping = threading.Event()
         self.receiving = False  # in a long poll, which SIGTERM may cut short
-        self.on_busy: Callable[[bool], None] = lambda _holding: None  # holds a batch or not (`consumer.protection`)
+        self.on_busy = on_busy
 
     def serve(self, wait_seconds: int = WAIT_SECONDS) -> None:
         """Receive and run batches until `stopping` is set; what arrives after it is released."""

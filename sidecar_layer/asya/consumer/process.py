@@ -62,9 +62,7 @@ def run_process(on_busy: Callable[[bool], None]) -> None:
     settings = ConsumerSettings.from_env()
     sidecar = Sidecar(SidecarConfig.from_env())
     queue_name = settings.queue_url.rstrip("/").rsplit("/", 1)[-1]
-    consumer = Consumer(sidecar.handle, boto3.client("sqs"), settings, queue_name)
-    consumer.on_busy = on_busy
-    serve_until_stopped(consumer)
+    serve_until_stopped(Consumer(sidecar.handle, boto3.client("sqs"), settings, queue_name, on_busy))
 
 
 def run_child(parent: int, busy: MutableSequence[float], index: int) -> None:

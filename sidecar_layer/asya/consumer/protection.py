@@ -153,17 +153,19 @@ def flag(busy: MutableSequence[float], index: int) -> Callable[[bool], None]:
 
 
 def protect_while_busy(
-    busy: Sequence[float], limit_seconds: float, env: Mapping[str, str], stopped: threading.Event
+    busy: Sequence[float], limit_seconds: float, env: Mapping[str, str], stopped: threading.Event | None = None
 ) -> TaskProtection | None:
     """Start the main process's thread that keeps the task protected while any slot of `busy` is
-    (`flag`), until `stopped`; None (and no thread) when the task has no agent to ask."""
+    (`flag`), for the process's life or until `stopped`; None (and no thread) when the task has no
+    agent to ask."""
     agent_uri = env.get(AGENT_URI, "")
     if not agent_uri:
         return None
     protection = TaskProtection(agent_uri, expiry_minutes(limit_seconds))
+    ended = stopped or threading.Event()
 
     def follow() -> None:
-        while not stopped.wait(WATCH_SECONDS):
+        while not ended.wait(WATCH_SECONDS):
             now = time.monotonic()
             protection.update(any(until > now for until in busy))
 
